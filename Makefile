@@ -1,0 +1,94 @@
+# rocemeter - RoCEv2 PSN sequence observation with eBPF, IPFIX export over TLS 1.3.
+#
+#   make            build BPF objects, skeletons and the rocemeter binary
+#   make deps       install build and test dependencies (Debian 12, apt-get)
+#   make check      install missing dependencies, build, run every test
+#   make bench      run the benchmarks (figures, never assertions)
+#   make demo       the main job end to end (see README.md)
+#   make install    install under $(DESTDIR)$(PREFIX)
+#   make vmlinux    regenerate vmlinux/vmlinux.h from the running kernel's BTF
+#
+# Module fragments in mk/*.mk append to ROCEMETER_SRCS, BPF_NAMES, CHECK_PROGS,
+# CHECK_SCRIPTS and BENCH_PROGS; this file holds the rules.
+
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+BUILD     ?= build
+CC        ?= gcc
+CLANG     ?= clang
+BPFTOOL   ?= bpftool
+PYTHON    ?= /usr/bin/python3
+
+CFLAGS    ?= -O2 -g
+CFLAGS    += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE \
+             -Iinclude -I$(BUILD)
+LDLIBS    += -lbpf -lelf -lz -lssl -lcrypto -lpcap -lsqlite3 -linih -lsystemd -lpthread
+BPF_CFLAGS = -target bpf -mcpu=v3 -g -O2 -Wall -Werror -Wno-unused-function \
+             -D__TARGET_ARCH_x86 -Ivmlinux -Iinclude -Ibpf
+
+ROCEMETER_SRCS :=
+BPF_NAMES      :=
+CHECK_PROGS    :=
+CHECK_SCRIPTS  :=
+BENCH_PROGS    :=
+TEST_LDLIBS    := -lcmocka
+
+include $(sort $(wildcard mk/*.mk))
+
+BPF_OBJS  := $(patsubst %,$(BUILD)/%.bpf.o,$(BPF_NAMES))
+BPF_SKELS := $(patsubst %,$(BUILD)/%.skel.h,$(BPF_NAMES))
+ROCEMETER_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(ROCEMETER_SRCS))
+HEADERS   := $(wildcard include/rocemeter/*.h) $(wildcard user/*.h) $(wildcard bpf/*.h)
+
+.PHONY: all deps check bench demo install vmlinux clean
+all: $(BPF_OBJS) $(BPF_SKELS) $(BUILD)/rocemeter
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(HEADERS) vmlinux/vmlinux.h
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/user/%.o: user/%.c $(HEADERS) $(BPF_SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/rocemeter: $(ROCEMETER_OBJS)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# Test programs: tests/NAME.c (host) and selftests/NAME.c (BPF, root), linked
+# with every rocemeter object except main.o.
+LIB_OBJS = $(filter-out $(BUILD)/user/main.o,$(ROCEMETER_OBJS))
+$(BUILD)/tests/%: tests/%.c $(HEADERS) $(LIB_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS_$*) -Iuser -o $@ $< $(LIB_OBJS) $(TEST_LDLIBS) $(LDLIBS)
+$(BUILD)/selftests/%: selftests/%.c $(HEADERS) $(LIB_OBJS) $(BPF_SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Iuser -o $@ $< $(LIB_OBJS) $(TEST_LDLIBS) $(LDLIBS)
+
+deps:
+	@scripts/deps.sh
+
+check: deps all $(CHECK_PROGS)
+	@scripts/run-tests $(CHECK_PROGS) $(CHECK_SCRIPTS)
+
+bench: deps all $(BENCH_PROGS)
+	@scripts/bench $(BENCH_PROGS)
+
+demo: deps all
+	@scripts/demo
+
+install: all
+	install -D -m 0755 $(BUILD)/rocemeter $(DESTDIR)$(PREFIX)/sbin/rocemeter
+	install -d $(DESTDIR)$(PREFIX)/lib/rocemeter
+	install -m 0644 $(BPF_OBJS) $(DESTDIR)$(PREFIX)/lib/rocemeter/
+	install -d $(DESTDIR)$(PREFIX)/share/doc/rocemeter
+	install -m 0644 README.md $(wildcard docs/*) $(DESTDIR)$(PREFIX)/share/doc/rocemeter/
+
+vmlinux:
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/vmlinux.h.tmp
+	mv vmlinux/vmlinux.h.tmp vmlinux/vmlinux.h
+
+clean:
+	rm -rf $(BUILD)

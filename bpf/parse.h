@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * parse.h - RoCEv2 frame parser shared by the XDP meter and the tc
+ * flow-label program (BPF only). Works on any [data, data_end) packet
+ * range, so both xdp_md and __sk_buff callers use it.
+ *
+ * Ethernet, up to RM_VLAN_DEPTH_MAX 802.1Q/802.1ad tags, IPv4 (options
+ * honoured, fragments not parsed further) or IPv6 (bounded walk over at
+ * most RM_IPV6_EXT_MAX hop-by-hop, routing, destination-options and
+ * fragment headers), UDP with destination port 4791 (the source port never
+ * selects RoCEv2), and the 12-byte BTH (seed 001, "Base Transport Header").
+ * Every read is bounds-checked against data_end; a frame that cannot be
+ * parsed gets a verdict and nothing is read at a guessed offset.
+ */
+#ifndef ROCEMETER_BPF_PARSE_H
+#define ROCEMETER_BPF_PARSE_H
+
+#include <bpf/bpf_endian.h>
+#include "rocemeter/common.h"
+
+#define RM_ETH_P_IP     0x0800
+#define RM_ETH_P_IPV6   0x86DD
+#define RM_ETH_P_8021Q  0x8100
+#define RM_ETH_P_8021AD 0x88A8
+#define RM_ETH_P_ROCEV1 0x8915
+
+#define RM_IPPROTO_HOPOPTS  0
+#define RM_IPPROTO_UDP      17
+#define RM_IPPROTO_ROUTING  43
+#define RM_IPPROTO_FRAGMENT 44
+#define RM_IPPROTO_DSTOPTS  60
+
+enum rm_parse_verdict {
+	RM_PARSE_OK = 0,      /* BTH parsed: pkt fully filled in */
+	RM_PARSE_NOT_ROCEV2,  /* not IP/UDP with destination port 4791 */
+	RM_PARSE_ROCEV1,      /* EtherType 0x8915 */
+	RM_PARSE_FRAGMENT,    /* IPv4 or IPv6 fragment */
+	RM_PARSE_UNSUP_ENCAP, /* too many VLAN tags / extension headers, or an unknown one */
+	RM_PARSE_BAD_ETH,     /* truncated Ethernet or VLAN header */
+	RM_PARSE_BAD_IP,      /* truncated or inconsistent IP header or extension header */
+	RM_PARSE_BAD_UDP,     /* truncated UDP header, UDP length < 8 + 12 or > IP payload */
+	RM_PARSE_BAD_BTH,     /* BTH not within the frame */
+};
+
+/* What the parser found. Pointers point into the packet. */
+struct rm_pkt {
+	__u8 family;          /* 4 or 6 */
+	__u8 nvlan;           /* VLAN tags seen */
+	__u16 vlan[RM_VLAN_DEPTH_MAX]; /* VLAN IDs, outer first */
+	__u8 *ip;             /* IPv4 or IPv6 header */
+	__u8 *src;            /* source address (4 or 16 bytes) */
+	__u8 *dst;            /* destination address */
+	__u8 *bth;            /* the 12-byte BTH */
+	__u32 bth_payload;    /* UDP payload bytes after the BTH (ext headers, payload, ICRC) */
+	__u8 opcode;          /* BTH OpCode */
+	__u8 tver;            /* BTH TVer (must be 0) */
+	__u16 pkey;           /* BTH P_Key, host order */
+	__u32 dest_qp;        /* BTH DestQP, 24 bits, host order */
+	__u32 psn;            /* BTH PSN, 24 bits, host order */
+};
+
+struct rm_vlan_hdr {
+	__be16 tci;
+	__be16 proto;
+};
+
+static __always_inline __u32 rm_be24(const __u8 *p)
+{
+	return ((__u32)p[0] << 16) | ((__u32)p[1] << 8) | p[2];
+}
+
+/*
+ * Parse one frame. Returns an enum rm_parse_verdict; on RM_PARSE_OK every
+ * field of *pkt is valid and pkt->bth + 12 <= data_end.
+ */
+static __always_inline int rm_parse(void *data, void *data_end, struct rm_pkt *pkt)
+{
+	struct ethhdr *eth = data;
+	__u8 *cur;
+	__u16 proto;
+	__u32 ip_payload; /* bytes after the IP header(s), as the IP header says */
+	__u8 l4;
+
+	if ((void *)(eth + 1) > data_end)
+		return RM_PARSE_BAD_ETH;
+	proto = bpf_ntohs(eth->h_proto);
+	cur = (__u8 *)(eth + 1);
+	pkt->nvlan = 0;
+	pkt->vlan[0] = 0;
+	pkt->vlan[1] = 0;
+
+#pragma unroll
+	for (int i = 0; i < RM_VLAN_DEPTH_MAX; i++) {
+		struct rm_vlan_hdr *vh = (struct rm_vlan_hdr *)cur;
+
+		if (proto != RM_ETH_P_8021Q && proto != RM_ETH_P_8021AD)
+			break;
+		if ((void *)(vh + 1) > data_end)
+			return RM_PARSE_BAD_ETH;
+		pkt->vlan[i] = bpf_ntohs(vh->tci) & 0x0fff;
+		pkt->nvlan = i + 1;
+		proto = bpf_ntohs(vh->proto);
+		cur = (__u8 *)(vh + 1);
+	}
+	if (proto == RM_ETH_P_8021Q || proto == RM_ETH_P_8021AD)
+		return RM_PARSE_UNSUP_ENCAP;
+	if (proto == RM_ETH_P_ROCEV1)
+		return RM_PARSE_ROCEV1;
+
+	pkt->ip = cur;
+	if (proto == RM_ETH_P_IP) {
+		struct iphdr *ip4 = (struct iphdr *)cur;
+		__u32 ihl, tot;
+
+		if ((void *)(ip4 + 1) > data_end)
+			return RM_PARSE_BAD_IP;
+		ihl = (__u32)(ip4->ihl) * 4;
+		tot = bpf_ntohs(ip4->tot_len);
+		if (ip4->version != 4 || ihl < 20 || tot < ihl)
+			return RM_PARSE_BAD_IP;
+		if ((void *)(cur + ihl) > data_end || (void *)(cur + tot) > data_end)
+			return RM_PARSE_BAD_IP;
+		if (ip4->frag_off & bpf_htons(0x3fff)) /* MF or offset */
+			return RM_PARSE_FRAGMENT;
+		pkt->family = 4;
+		pkt->src = (__u8 *)&ip4->saddr;
+		pkt->dst = (__u8 *)&ip4->daddr;
+		l4 = ip4->protocol;
+		ip_payload = tot - ihl;
+		cur += ihl & 0x3c;
+	} else if (proto == RM_ETH_P_IPV6) {
+		struct ipv6hdr *ip6 = (struct ipv6hdr *)cur;
+		__u32 ext = 0;
+
+		if ((void *)(ip6 + 1) > data_end)
+			return RM_PARSE_BAD_IP;
+		if (ip6->version != 6)
+			return RM_PARSE_BAD_IP;
+		ip_payload = bpf_ntohs(ip6->payload_len);
+		if ((void *)((__u8 *)(ip6 + 1) + ip_payload) > data_end)
+			return RM_PARSE_BAD_IP;
+		pkt->family = 6;
+		pkt->src = (__u8 *)&ip6->saddr;
+		pkt->dst = (__u8 *)&ip6->daddr;
+		l4 = ip6->nexthdr;
+		cur = (__u8 *)(ip6 + 1);
+#pragma unroll
+		for (int i = 0; i < RM_IPV6_EXT_MAX; i++) {
+			__u8 *eh = cur;
+			__u32 len;
+
+			if (l4 != RM_IPPROTO_HOPOPTS && l4 != RM_IPPROTO_ROUTING && l4 != RM_IPPROTO_DSTOPTS &&
+			    l4 != RM_IPPROTO_FRAGMENT)
+				break;
+			if ((void *)(eh + 8) > data_end)
+				return RM_PARSE_BAD_IP;
+			if (l4 == RM_IPPROTO_FRAGMENT) {
+				/* offset or M flag set: a real fragment */
+				if ((eh[2] << 8 | eh[3]) & 0xfff9)
+					return RM_PARSE_FRAGMENT;
+				len = 8;
+			} else {
+				len = ((__u32)eh[1] + 1) * 8;
+			}
+			ext += len;
+			if (ext > ip_payload)
+				return RM_PARSE_BAD_IP;
+			l4 = eh[0];
+			cur = eh + (len & 0x7f8);
+		}
+		if (l4 == RM_IPPROTO_HOPOPTS || l4 == RM_IPPROTO_ROUTING || l4 == RM_IPPROTO_DSTOPTS ||
+		    l4 == RM_IPPROTO_FRAGMENT)
+			return RM_PARSE_UNSUP_ENCAP;
+		ip_payload -= ext;
+	} else {
+		return RM_PARSE_NOT_ROCEV2;
+	}
+
+	if (l4 != RM_IPPROTO_UDP)
+		return RM_PARSE_NOT_ROCEV2;
+	{
+		struct udphdr *udp = (struct udphdr *)cur;
+		__u32 ulen;
+
+		if ((void *)(udp + 1) > data_end)
+			return RM_PARSE_BAD_UDP;
+		if (udp->dest != bpf_htons(RM_ROCEV2_UDP_PORT))
+			return RM_PARSE_NOT_ROCEV2;
+		ulen = bpf_ntohs(udp->len);
+		if (ulen < 8 + RM_BTH_LEN || ulen > ip_payload)
+			return RM_PARSE_BAD_UDP;
+		pkt->bth = (__u8 *)(udp + 1);
+		pkt->bth_payload = ulen - 8 - RM_BTH_LEN;
+	}
+	if ((void *)(pkt->bth + RM_BTH_LEN) > data_end)
+		return RM_PARSE_BAD_BTH;
+	pkt->opcode = pkt->bth[0];
+	pkt->tver = pkt->bth[1] & 0x0f;
+	pkt->pkey = ((__u16)pkt->bth[2] << 8) | pkt->bth[3];
+	pkt->dest_qp = rm_be24(pkt->bth + 5);
+	pkt->psn = rm_be24(pkt->bth + 9);
+	return RM_PARSE_OK;
+}
+
+#endif /* ROCEMETER_BPF_PARSE_H */

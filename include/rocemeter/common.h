@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * common.h - structures and constants shared by the meter's BPF program
+ * (bpf/meter.bpf.c) and userspace. This is the only definition of each;
+ * BPF maps carry them as BTF, so `bpftool map dump` shows named fields.
+ *
+ * Byte order: addresses are in network order (as on the wire); every other
+ * field is in host order (QPN, P_Key and PSN are converted when parsed).
+ */
+#ifndef ROCEMETER_COMMON_H
+#define ROCEMETER_COMMON_H
+
+#include "types.h"
+#include "seqobs.h"
+#ifndef __bpf__
+#include <linux/bpf.h> /* struct bpf_spin_lock */
+#endif
+
+#define RM_ROCEV2_UDP_PORT 4791
+#define RM_BTH_LEN 12
+#define RM_VLAN_DEPTH_MAX 2   /* 802.1Q / 802.1ad tags parsed; deeper: counted verdict */
+#define RM_IPV6_EXT_MAX 4     /* IPv6 extension headers walked; deeper: counted verdict */
+
+/* Key namespace (config `namespace`): none, or the VLAN IDs of the frame. */
+#define RM_NS_NONE 0
+#define RM_NS_VLAN 1
+
+/*
+ * Record key of a context (seed 000, "Identity and Epoch Lifecycle"),
+ * without the parts that are constant per attachment (Transport Session,
+ * Observation Domain, observationPointId). The UDP source port is not part
+ * of it. IPv4 addresses occupy the first 4 bytes of src/dst, rest zero.
+ */
+struct rm_ctx_key {
+	__u8 src[16];     /* source IP address, network order */
+	__u8 dst[16];     /* destination IP address, network order */
+	__u32 dest_qp;    /* BTH DestQP, 24 bits */
+	__u16 pkey;       /* BTH P_Key */
+	__u8 family;      /* 4 or 6 */
+	__u8 _pad;
+	__u16 vlan[RM_VLAN_DEPTH_MAX]; /* VLAN IDs outer..inner when namespace = vlan, else 0 */
+};
+
+/* Per-context state: map `contexts`, hash of rm_ctx_key -> rm_ctx. */
+struct rm_ctx {
+	struct bpf_spin_lock lock;
+	__u32 slot;          /* index into map `windows` */
+	struct rm_seq_state seq;
+	__u8 disabled;       /* profileViolation seen: no metering until reprovisioned */
+	__u8 _pad[7];
+};
+
+/* Provisioning (map `provision`, hash of rm_prov_key -> rm_prov_val). */
+#define RM_PROV_ANY_QP   0x01 /* dest_qp is a wildcard (stored as 0) */
+#define RM_PROV_ANY_PKEY 0x02 /* pkey is a wildcard (stored as 0) */
+
+struct rm_prov_key {
+	__u8 src[16];
+	__u8 dst[16];
+	__u32 dest_qp;
+	__u16 pkey;
+	__u8 family;
+	__u8 wildcard;       /* RM_PROV_ANY_* */
+};
+
+struct rm_prov_val {
+	__u32 generation_verified; /* 1: connection generation independently established */
+};
+
+/*
+ * Events on the ring buffer `events` (seed 000 closures decided in the
+ * datapath, and epoch starts). Every event carries a snapshot copied under
+ * the context's lock.
+ */
+enum rm_event_type {
+	RM_EV_EPOCH_START = 1, /* snapshot after the first request */
+	RM_EV_EPOCH_FINAL = 2, /* final snapshot of a closed epoch */
+};
+
+struct rm_event {
+	__u32 type;          /* enum rm_event_type */
+	__u32 _pad;
+	struct rm_ctx_key key;
+	struct rm_seq_counters snap;
+};
+
+/* Per-CPU statistics (map `stats`, per-CPU array indexed by enum rm_stat). */
+enum rm_stat {
+	RM_STAT_FRAMES = 0,        /* frames seen by the program */
+	RM_STAT_ROCEV2,            /* frames with UDP dst 4791 and a full BTH */
+	RM_STAT_NOT_ROCEV2,        /* passed untouched: not IP/UDP 4791 */
+	RM_STAT_ROCEV1,            /* EtherType 0x8915, passed untouched */
+	RM_STAT_ELIGIBLE,          /* eligible requests accounted to an epoch */
+	RM_STAT_RESPONSES,         /* RC responses and ACKs (no state change) */
+	RM_STAT_CNP,               /* CNPs (no state change) */
+	RM_STAT_OTHER_TRANSPORT,   /* UC, RD, UD, XRC, unknown: not metered */
+	RM_STAT_NOT_PROVISIONED,   /* requests of connections not provisioned */
+	RM_STAT_VIOLATIONS,        /* profile violations (packet not counted) */
+	RM_STAT_DISABLED,          /* requests of a connection disabled by a violation */
+	RM_STAT_IP_FRAGMENT,       /* IP fragments, not metered */
+	RM_STAT_UNSUP_ENCAP,       /* too many VLAN tags / IPv6 extension headers, unknown ext header */
+	RM_STAT_MALFORMED_ETH,     /* truncated Ethernet or VLAN header */
+	RM_STAT_MALFORMED_IP,      /* truncated IP header, IHL < 5, bad version, truncated ext header */
+	RM_STAT_MALFORMED_UDP,     /* truncated UDP header, UDP length < 8 + 12 or > IP payload */
+	RM_STAT_MALFORMED_BTH,     /* truncated BTH, TVer != 0, ext headers + ICRC do not fit */
+	RM_STAT_TABLE_FULL,        /* new context refused: max_contexts reached */
+	RM_STAT_EVICTIONS,         /* contexts evicted (stateExhaustion) */
+	RM_STAT_RINGBUF_DROPS,     /* events lost: ring buffer full */
+	RM_STAT_EPOCHS_STARTED,
+	RM_STAT_EPOCHS_CLOSED,     /* closures decided in the datapath */
+	RM_STAT__COUNT,
+};
+
+/*
+ * Runtime configuration (global `rm_cfg` in the program's .data; userspace
+ * writes it through the skeleton, before load or while running).
+ */
+struct rm_config {
+	__u32 window;          /* W for new epochs, 1..window ring size */
+	__u32 ns_mode;         /* RM_NS_* */
+	__u32 provision_all;   /* 1: every connection is provisioned (operator assertion) */
+	__u32 mirror;          /* 1: XDP_DROP after metering (dedicated mirror port) */
+	__u32 use_replay_clock; /* 1: arrival time is rm_replay_now_ns, not the kernel clock */
+	__u32 _pad;
+	__u64 replay_now_ns;   /* capture timestamp of the frame being replayed (UNIX ns) */
+};
+
+/*
+ * Control requests for the program `rocemeter_ctl` (an XDP program run only
+ * with BPF_PROG_TEST_RUN, never attached): the frame data is one struct
+ * rm_ctl; the program takes the context's lock, acts, and writes the result
+ * back into the same bytes (data_out).
+ */
+enum rm_ctl_op {
+	RM_CTL_CLOSE = 1,      /* close the open epoch with `reason`; snapshot -> out */
+	RM_CTL_SNAPSHOT = 2,   /* copy the state without changing it */
+	RM_CTL_REPROVISION = 3 /* clear `disabled` (connection provisioned again) */
+};
+
+struct rm_ctl {
+	__u32 op;              /* enum rm_ctl_op */
+	__u16 reason;          /* RM_FLAG_* closure bits for RM_CTL_CLOSE */
+	__u16 _pad;
+	struct rm_ctx_key key;
+	/* results */
+	__s32 status;          /* 0 ok, -2 no such context, -3 nothing open (CLOSE) */
+	__u32 _pad2;
+	struct rm_seq_counters snap;
+};
+
+#endif /* ROCEMETER_COMMON_H */

@@ -1,0 +1,5 @@
+# Core: the binary's entry point, the sequence observation engine's tests.
+ROCEMETER_SRCS += user/main.c
+CHECK_PROGS    += $(BUILD)/tests/test_seqobs
+TEST_CFLAGS_test_seqobs_limit := -DRM_COUNTER_MAX=200
+CHECK_PROGS    += $(BUILD)/tests/test_seqobs_limit

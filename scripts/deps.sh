@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install rocemeter's build and test dependencies on Debian 12 (apt-get).
+# Idempotent and quiet when everything is installed already.
+set -euo pipefail
+PKGS=(
+  make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
+  libssl-dev openssl libpcap-dev libsqlite3-dev sqlite3 libinih-dev libsystemd-dev
+  libcmocka-dev python3 python3-pytest python3-scapy tshark tcpdump tcpreplay
+  libfixbuf-tools socat iproute2 ethtool systemd
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [ "$st" = "install ok installed" ] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps: missing packages: ${missing[*]}; run 'make deps' as root" >&2
+  exit 1
+fi
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * command.h - subcommand registry of the rocemeter binary.
+ *
+ * A module defines a subcommand with
+ *     RM_COMMAND(replay, 40, "analyse capture files offline", cmd_replay);
+ * (name, position in `rocemeter --help`, one-line summary, handler). The
+ * handler gets argv with argv[0] = the subcommand name and returns the
+ * process exit status (0 ok, 1 runtime failure, 2 usage error).
+ */
+#ifndef ROCEMETER_COMMAND_H
+#define ROCEMETER_COMMAND_H
+
+struct rm_command {
+	const char *name;
+	int order;
+	const char *summary;
+	int (*run)(int argc, char **argv);
+};
+
+#define RM_COMMAND(id, ord, sum, fn)                                                        \
+	static const struct rm_command rm_command_##id                                      \
+		__attribute__((used, section("rm_commands"), aligned(sizeof(void *)))) = {  \
+			.name = #id, .order = (ord), .summary = (sum), .run = (fn) }
+
+/* Exit statuses shared by every subcommand. */
+#define RM_EXIT_OK 0
+#define RM_EXIT_FAIL 1
+#define RM_EXIT_USAGE 2
+
+#endif

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* main.c - `rocemeter SUBCOMMAND ...`: dispatch to the registered subcommands. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+
+#include "command.h"
+
+#define RM_VERSION "0.1.0"
+
+extern const struct rm_command __start_rm_commands[] __attribute__((weak));
+extern const struct rm_command __stop_rm_commands[] __attribute__((weak));
+
+static void usage(FILE *f)
+{
+	const struct rm_command *c, *best;
+	int last = INT_MIN;
+
+	fprintf(f, "Usage: rocemeter COMMAND [OPTIONS] ...\n\n"
+		   "Meter RoCEv2 packet sequence numbers per RDMA connection with eBPF and\n"
+		   "export them as IPFIX over mutually authenticated TLS 1.3.\n\nCommands:\n");
+	/* Print in `order`, without assuming the linker kept definition order. */
+	for (;;) {
+		best = NULL;
+		for (c = __start_rm_commands; c < __stop_rm_commands; c++)
+			if (c->order > last && (!best || c->order < best->order))
+				best = c;
+		if (!best)
+			break;
+		fprintf(f, "  %-10s %s\n", best->name, best->summary);
+		last = best->order;
+	}
+	fprintf(f, "\nRun 'rocemeter COMMAND --help' for the options of a command.\n"
+		   "Documentation: README.md, 'man rocemeter' where installed.\n");
+}
+
+int main(int argc, char **argv)
+{
+	const struct rm_command *c;
+
+	if (argc < 2) {
+		usage(stderr);
+		return RM_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return RM_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		printf("rocemeter %s\n", RM_VERSION);
+		return RM_EXIT_OK;
+	}
+	for (c = __start_rm_commands; c < __stop_rm_commands; c++)
+		if (!strcmp(argv[1], c->name))
+			return c->run(argc - 1, argv + 1);
+	fprintf(stderr, "rocemeter: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return RM_EXIT_USAGE;
+}
