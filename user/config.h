@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * config.h - the configuration file of `rocemeter attach`, `replay` and
+ * `collect` (INI format, parsed with libinih in config.c). Every key, its
+ * unit, default and range is documented in README.md ("Configuration").
+ *
+ *   [meter]    window, max_contexts, namespace, observation_point_id,
+ *              provision_all, idle_timeout_ms, generation_verified
+ *   [provision] one line per provisioned connection:
+ *              connection = SRC DST QPN|any PKEY|any
+ *   [export]   collector, port, transport (tls|tcp), ca, cert, key,
+ *              peer_name (repeatable), pen, observation_domain,
+ *              report_interval_ms, queue_records
+ *   [collect]  listen, db, transport, ca, cert, key, peer_name (repeatable),
+ *              max_sessions, max_epochs, max_raw_records, inactivity_timeout_ms
+ */
+#ifndef ROCEMETER_CONFIG_H
+#define ROCEMETER_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RM_MAX_PEER_NAMES 8
+#define RM_MAX_PROVISION 4096
+
+/* One provisioning line; addresses in network order (IPv4: first 4 bytes). */
+struct rm_provision {
+	uint8_t family;       /* 4 or 6 */
+	uint8_t src[16];
+	uint8_t dst[16];
+	uint32_t dest_qp;     /* valid unless any_qp */
+	uint16_t pkey;        /* valid unless any_pkey */
+	uint8_t any_qp;
+	uint8_t any_pkey;
+};
+
+/* TLS settings shared by the exporter (client) and the collector (server). */
+struct rm_tls_settings {
+	int plain_tcp;                           /* transport = tcp: no TLS (explicit, warned) */
+	char ca[256];                            /* PEM CA file that signs the peer's certificate */
+	char cert[256];                          /* own certificate (chain), PEM */
+	char key[256];                           /* own private key, PEM */
+	char peer_names[RM_MAX_PEER_NAMES][256]; /* authorised peer names (DNS SAN or CN) */
+	int n_peer_names;
+};
+
+struct rm_meter_settings {
+	uint32_t window;               /* W, 1..4194304, default 1024 */
+	uint32_t max_contexts;         /* default 65536 */
+	int namespace_vlan;            /* namespace = vlan | none (default none) */
+	uint64_t observation_point_id; /* default 0: the interface index */
+	int provision_all;             /* default 0 */
+	uint64_t idle_timeout_ms;      /* 0 = never; default 60000 */
+	int generation_verified;       /* default 0: every report sets generationUnverified */
+	int evict;                     /* eviction = none | oldest; default none (refuse, count) */
+};
+
+struct rm_export_settings {
+	int enabled;                   /* an [export] section with collector = ... exists */
+	char collector[256];           /* host name or address */
+	uint16_t port;                 /* default 4740 (TLS) / 4739 (tcp) */
+	struct rm_tls_settings tls;
+	uint32_t pen;                  /* default 32473 */
+	uint32_t observation_domain;   /* default 0 */
+	uint64_t report_interval_ms;   /* non-final reports of open epochs; 0 = finals only; default 10000 */
+	uint32_t queue_records;        /* bound of the send queue in records; default 65536 */
+};
+
+struct rm_collect_settings {
+	char listen[256];              /* ADDR:PORT, default [::]:4740 */
+	char db[256];                  /* SQLite file */
+	struct rm_tls_settings tls;
+	uint32_t max_sessions;         /* default 64 */
+	uint32_t max_epochs;           /* retained epochs per session, default 100000 */
+	uint32_t max_raw_records;      /* raw records kept, default 100000 */
+	uint64_t inactivity_timeout_ms;/* default 600000 */
+};
+
+struct rm_config_file {
+	struct rm_meter_settings meter;
+	struct rm_provision provision[RM_MAX_PROVISION];
+	int n_provision;
+	struct rm_export_settings export;
+	struct rm_collect_settings collect;
+};
+
+/* Fill *cfg with the documented defaults. */
+void rm_config_defaults(struct rm_config_file *cfg);
+
+/*
+ * Parse the INI file at path into *cfg (which should hold defaults).
+ * Returns 0, or -1 with a message "PATH:LINE: reason" in err.
+ */
+int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size_t errlen);
+
+#endif /* ROCEMETER_CONFIG_H */
