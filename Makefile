@@ -21,8 +21,8 @@ PYTHON    ?= /usr/bin/python3
 
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE \
-             -Iinclude -I$(BUILD)
-LDLIBS    += -lbpf -lelf -lz -lssl -lcrypto -lpcap -lsqlite3 -linih -lsystemd -lpthread
+             -Iinclude -I$(BUILD) $(shell pkg-config --cflags glib-2.0 2>/dev/null)
+LDLIBS    += -lbpf -lelf -lz -lssl -lcrypto -lpcap -lsqlite3 -linih -lsystemd -lglib-2.0 -lpthread
 BPF_CFLAGS = -target bpf -mcpu=v3 -g -O2 -Wall -Werror -Wno-unused-function \
              -D__TARGET_ARCH_x86 -Ivmlinux -Iinclude -Ibpf
 
