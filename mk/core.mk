@@ -3,3 +3,4 @@ ROCEMETER_SRCS += user/main.c
 CHECK_PROGS    += $(BUILD)/tests/test_seqobs
 TEST_CFLAGS_test_seqobs_limit := -DRM_COUNTER_MAX=200
 CHECK_PROGS    += $(BUILD)/tests/test_seqobs_limit
+ROCEMETER_SRCS += user/config.c

@@ -93,4 +93,8 @@ void rm_config_defaults(struct rm_config_file *cfg);
  */
 int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size_t errlen);
 
+/* IPv4 or IPv6 address text into 16 bytes, network order (IPv4 in the
+ * first 4, rest zero). Returns 4, 6, or -1 if s is neither. */
+int rm_parse_addr(const char *s, uint8_t out[16]);
+
 #endif /* ROCEMETER_CONFIG_H */

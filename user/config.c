@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * config.c - the INI configuration file (libinih). See config.h for the
+ * sections and README.md "Configuration" for every key.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ini.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config.h"
+#include "rocemeter/ipfix_ie.h"
+#include "rocemeter/seqobs.h"
+
+void rm_config_defaults(struct rm_config_file *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->meter.window = 1024;
+	cfg->meter.max_contexts = 65536;
+	cfg->meter.idle_timeout_ms = 60000;
+	cfg->export.port = 0; /* resolved from transport after loading */
+	cfg->export.pen = RM_IPFIX_DEFAULT_PEN;
+	cfg->export.report_interval_ms = 10000;
+	cfg->export.queue_records = 65536;
+	snprintf(cfg->collect.listen, sizeof(cfg->collect.listen), "[::]:%d", RM_IPFIX_PORT_TLS);
+	cfg->collect.max_sessions = 64;
+	cfg->collect.max_epochs = 100000;
+	cfg->collect.max_raw_records = 100000;
+	cfg->collect.inactivity_timeout_ms = 600000;
+}
+
+struct parse_state {
+	struct rm_config_file *cfg;
+	char reason[256];
+	int failed;
+};
+
+/* Unsigned integer in [min, max], decimal or 0x hex. */
+static int parse_u64(const char *v, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long x;
+
+	if (!*v || *v == '-')
+		return -1;
+	errno = 0;
+	x = strtoull(v, &end, 0);
+	if (errno || *end || x < min || x > max)
+		return -1;
+	*out = x;
+	return 0;
+}
+
+static int parse_bool(const char *v, int *out)
+{
+	if (!strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "on"))
+		*out = 1;
+	else if (!strcasecmp(v, "no") || !strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "off"))
+		*out = 0;
+	else
+		return -1;
+	return 0;
+}
+
+/* IPv4 or IPv6 address into 16 bytes (IPv4 in the first 4). Returns the family or -1. */
+int rm_parse_addr(const char *s, uint8_t out[16])
+{
+	memset(out, 0, 16);
+	if (inet_pton(AF_INET, s, out) == 1)
+		return 4;
+	if (inet_pton(AF_INET6, s, out) == 1)
+		return 6;
+	return -1;
+}
+
+static int fail(struct parse_state *ps, const char *fmt, const char *a, const char *b)
+{
+	if (!ps->failed) {
+		snprintf(ps->reason, sizeof(ps->reason), fmt, a, b);
+		ps->failed = 1;
+	}
+	return 0;
+}
+
+static int copy_str(struct parse_state *ps, char *dst, size_t cap, const char *name, const char *v)
+{
+	if (strlen(v) >= cap || !*v)
+		return fail(ps, "%s: value empty or too long: '%s'", name, v);
+	strcpy(dst, v);
+	return 1;
+}
+
+/* connection = SRC DST QPN|any PKEY|any */
+static int parse_connection(struct parse_state *ps, const char *v)
+{
+	struct rm_config_file *cfg = ps->cfg;
+	struct rm_provision *p;
+	char src[64], dst[64], qp[32], pk[32], extra[2];
+	int f1, f2;
+	uint64_t x;
+
+	if (cfg->n_provision >= RM_MAX_PROVISION)
+		return fail(ps, "too many connection lines (at most %s)%s", "4096", "");
+	if (sscanf(v, "%63s %63s %31s %31s %1s", src, dst, qp, pk, extra) != 4)
+		return fail(ps, "connection: expected 'SRC DST QPN|any PKEY|any', got '%s'%s", v, "");
+	p = &cfg->provision[cfg->n_provision];
+	memset(p, 0, sizeof(*p));
+	f1 = rm_parse_addr(src, p->src);
+	f2 = rm_parse_addr(dst, p->dst);
+	if (f1 < 0)
+		return fail(ps, "connection: '%s' is not an IPv4 or IPv6 address%s", src, "");
+	if (f2 < 0)
+		return fail(ps, "connection: '%s' is not an IPv4 or IPv6 address%s", dst, "");
+	if (f1 != f2)
+		return fail(ps, "connection: '%s' and '%s' are of different address families", src, dst);
+	p->family = (uint8_t)f1;
+	if (!strcasecmp(qp, "any"))
+		p->any_qp = 1;
+	else if (parse_u64(qp, 0, 0xffffff, &x))
+		return fail(ps, "connection: destination QP '%s' is not 'any' or 0..0xffffff%s", qp, "");
+	else
+		p->dest_qp = (uint32_t)x;
+	if (!strcasecmp(pk, "any"))
+		p->any_pkey = 1;
+	else if (parse_u64(pk, 0, 0xffff, &x))
+		return fail(ps, "connection: P_Key '%s' is not 'any' or 0..0xffff%s", pk, "");
+	else
+		p->pkey = (uint16_t)x;
+	cfg->n_provision++;
+	return 1;
+}
+
+static int tls_key(struct parse_state *ps, struct rm_tls_settings *t, const char *name, const char *v)
+{
+	if (!strcmp(name, "transport")) {
+		if (!strcmp(v, "tls"))
+			t->plain_tcp = 0;
+		else if (!strcmp(v, "tcp"))
+			t->plain_tcp = 1;
+		else
+			return fail(ps, "transport: '%s' is not 'tls' or 'tcp'%s", v, "");
+		return 1;
+	}
+	if (!strcmp(name, "ca"))
+		return copy_str(ps, t->ca, sizeof(t->ca), name, v);
+	if (!strcmp(name, "cert"))
+		return copy_str(ps, t->cert, sizeof(t->cert), name, v);
+	if (!strcmp(name, "key"))
+		return copy_str(ps, t->key, sizeof(t->key), name, v);
+	if (!strcmp(name, "peer_name")) {
+		if (t->n_peer_names >= RM_MAX_PEER_NAMES)
+			return fail(ps, "peer_name: at most %s names%s", "8", "");
+		return copy_str(ps, t->peer_names[t->n_peer_names++], sizeof(t->peer_names[0]), name, v);
+	}
+	return -1; /* not a TLS key */
+}
+
+#define U64_KEY(key, lo, hi, dst)                                                            \
+	if (!strcmp(name, key)) {                                                            \
+		uint64_t x_;                                                                 \
+		if (parse_u64(value, lo, hi, &x_))                                           \
+			return fail(ps, "%s: '%s' is not an integer in " #lo ".." #hi, name, value); \
+		dst = x_;                                                                    \
+		return 1;                                                                    \
+	}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct parse_state *ps = user;
+	struct rm_config_file *cfg = ps->cfg;
+	int r;
+
+	if (ps->failed)
+		return 0;
+	if (!strcmp(section, "meter")) {
+		U64_KEY("window", 1, 4194304, cfg->meter.window);
+		U64_KEY("max_contexts", 1, 16777216, cfg->meter.max_contexts);
+		U64_KEY("observation_point_id", 0, UINT64_MAX, cfg->meter.observation_point_id);
+		U64_KEY("idle_timeout_ms", 0, 86400000ULL * 365, cfg->meter.idle_timeout_ms);
+		if (!strcmp(name, "namespace")) {
+			if (!strcmp(value, "none"))
+				cfg->meter.namespace_vlan = 0;
+			else if (!strcmp(value, "vlan"))
+				cfg->meter.namespace_vlan = 1;
+			else
+				return fail(ps, "namespace: '%s' is not 'none' or 'vlan'%s", value, "");
+			return 1;
+		}
+		if (!strcmp(name, "eviction")) {
+			if (!strcmp(value, "none"))
+				cfg->meter.evict = 0;
+			else if (!strcmp(value, "oldest"))
+				cfg->meter.evict = 1;
+			else
+				return fail(ps, "eviction: '%s' is not 'none' or 'oldest'%s", value, "");
+			return 1;
+		}
+		if (!strcmp(name, "provision_all")) {
+			if (parse_bool(value, &cfg->meter.provision_all))
+				return fail(ps, "provision_all: '%s' is not yes or no%s", value, "");
+			return 1;
+		}
+		if (!strcmp(name, "generation_verified")) {
+			if (parse_bool(value, &cfg->meter.generation_verified))
+				return fail(ps, "generation_verified: '%s' is not yes or no%s", value, "");
+			return 1;
+		}
+	} else if (!strcmp(section, "provision")) {
+		if (!strcmp(name, "connection"))
+			return parse_connection(ps, value);
+	} else if (!strcmp(section, "export")) {
+		cfg->export.enabled = 1;
+		if (!strcmp(name, "collector"))
+			return copy_str(ps, cfg->export.collector, sizeof(cfg->export.collector), name, value);
+		U64_KEY("port", 1, 65535, cfg->export.port);
+		U64_KEY("pen", 1, UINT32_MAX, cfg->export.pen);
+		U64_KEY("observation_domain", 0, UINT32_MAX, cfg->export.observation_domain);
+		U64_KEY("report_interval_ms", 0, 86400000, cfg->export.report_interval_ms);
+		U64_KEY("queue_records", 1, 16777216, cfg->export.queue_records);
+		r = tls_key(ps, &cfg->export.tls, name, value);
+		if (r >= 0)
+			return r;
+	} else if (!strcmp(section, "collect")) {
+		if (!strcmp(name, "listen"))
+			return copy_str(ps, cfg->collect.listen, sizeof(cfg->collect.listen), name, value);
+		if (!strcmp(name, "db"))
+			return copy_str(ps, cfg->collect.db, sizeof(cfg->collect.db), name, value);
+		U64_KEY("max_sessions", 1, 65536, cfg->collect.max_sessions);
+		U64_KEY("max_epochs", 1, 100000000, cfg->collect.max_epochs);
+		U64_KEY("max_raw_records", 0, 100000000, cfg->collect.max_raw_records);
+		U64_KEY("inactivity_timeout_ms", 0, 86400000ULL * 365, cfg->collect.inactivity_timeout_ms);
+		r = tls_key(ps, &cfg->collect.tls, name, value);
+		if (r >= 0)
+			return r;
+	} else {
+		return fail(ps, "unknown section [%s]%s", section, "");
+	}
+	return fail(ps, "unknown key '%s' in [%s]", name, section);
+}
+
+int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size_t errlen)
+{
+	struct parse_state ps = { .cfg = cfg };
+	int line = ini_parse(path, handler, &ps);
+
+	if (line == -1) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return -1;
+	}
+	if (line == -2) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -1;
+	}
+	if (line > 0) {
+		snprintf(err, errlen, "%s:%d: %s", path, line, ps.failed ? ps.reason : "syntax error");
+		return -1;
+	}
+	if (cfg->export.enabled && !cfg->export.port)
+		cfg->export.port = cfg->export.tls.plain_tcp ? RM_IPFIX_PORT_TCP : RM_IPFIX_PORT_TLS;
+	return 0;
+}
