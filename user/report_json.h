@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * report_json.h - a struct rm_report as one JSON Lines object. Keys are the
+ * Information Element names of seed 000 "Export Profile and Template", in
+ * the Template's order: observationPointId, sourceIPv4Address and
+ * destinationIPv4Address (or sourceIPv6Address / destinationIPv6Address),
+ * vlanId and dot1qCustomerVlanId (only when has_vlan_ns), rdmaDestinationQP,
+ * rdmaPartitionKey, flowStartMilliseconds, flowEndMilliseconds,
+ * rdmaSequenceEpochId, rdmaSequenceReportId, rdmaSequenceWindow,
+ * rdmaSequenceFlags, skippedPsnTotalCount, filledPsnTotalCount,
+ * expiredPsnTotalCount, abandonedPsnTotalCount, pendingPsnCount,
+ * repeatedPsnTotalCount, requestPacketTotalCount,
+ * unclassifiedLatePacketTotalCount. Addresses are strings (inet_ntop form),
+ * every other value a JSON number (times in UNIX ms).
+ */
+#ifndef ROCEMETER_USER_REPORT_JSON_H
+#define ROCEMETER_USER_REPORT_JSON_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "rocemeter/report.h"
+
+/* Write r as one line (object + '\n') to f. r->family must be 4 or 6 (else "{}"). */
+void rm_report_write_json(FILE *f, const struct rm_report *r);
+
+/*
+ * Parse one JSON object (text, NUL-terminated) written as above into *r.
+ * Every key listed above is required (the VLAN keys are optional and set
+ * has_vlan_ns); unknown keys, wrong types, both or no address family,
+ * unparsable addresses and values outside the field's type are errors.
+ * Integers above 2^63 - 1 are not accepted (the JSON library's limit).
+ * Returns 0, or -1 with a message in err (errlen bytes).
+ */
+int rm_report_parse_json(const char *text, struct rm_report *r, char *err, size_t errlen);
+
+#endif /* ROCEMETER_USER_REPORT_JSON_H */
