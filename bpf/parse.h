@@ -11,6 +11,12 @@
  * selects RoCEv2), and the 12-byte BTH (seed 001, "Base Transport Header").
  * Every read is bounds-checked against data_end; a frame that cannot be
  * parsed gets a verdict and nothing is read at a guessed offset.
+ *
+ * Lengths in the headers (IPv4 total length, IPv6 payload length, UDP
+ * length) are checked against frame_len, the frame's full length, which may
+ * exceed data_end - data: the headers of a multi-buffer XDP frame or a
+ * non-linear skb are in the linear part, the payload need not be; a frame
+ * replayed from a capture truncated by its snap length has its wire length.
  */
 #ifndef ROCEMETER_BPF_PARSE_H
 #define ROCEMETER_BPF_PARSE_H
@@ -70,10 +76,11 @@ static __always_inline __u32 rm_be24(const __u8 *p)
 }
 
 /*
- * Parse one frame. Returns an enum rm_parse_verdict; on RM_PARSE_OK every
- * field of *pkt is valid and pkt->bth + 12 <= data_end.
+ * Parse one frame of frame_len bytes whose first data_end - data bytes are
+ * readable. Returns an enum rm_parse_verdict; on RM_PARSE_OK every field of
+ * *pkt is valid and pkt->bth + 12 <= data_end.
  */
-static __always_inline int rm_parse(void *data, void *data_end, struct rm_pkt *pkt)
+static __always_inline int rm_parse_len(void *data, void *data_end, __u32 frame_len, struct rm_pkt *pkt)
 {
 	struct ethhdr *eth = data;
 	__u8 *cur;
@@ -118,7 +125,7 @@ static __always_inline int rm_parse(void *data, void *data_end, struct rm_pkt *p
 		tot = bpf_ntohs(ip4->tot_len);
 		if (ip4->version != 4 || ihl < 20 || tot < ihl)
 			return RM_PARSE_BAD_IP;
-		if ((void *)(cur + ihl) > data_end || (void *)(cur + tot) > data_end)
+		if ((void *)(cur + ihl) > data_end || (__u32)(cur - (__u8 *)data) + tot > frame_len)
 			return RM_PARSE_BAD_IP;
 		if (ip4->frag_off & bpf_htons(0x3fff)) /* MF or offset */
 			return RM_PARSE_FRAGMENT;
@@ -137,7 +144,7 @@ static __always_inline int rm_parse(void *data, void *data_end, struct rm_pkt *p
 		if (ip6->version != 6)
 			return RM_PARSE_BAD_IP;
 		ip_payload = bpf_ntohs(ip6->payload_len);
-		if ((void *)((__u8 *)(ip6 + 1) + ip_payload) > data_end)
+		if ((__u32)((__u8 *)(ip6 + 1) - (__u8 *)data) + ip_payload > frame_len)
 			return RM_PARSE_BAD_IP;
 		pkt->family = 6;
 		pkt->src = (__u8 *)&ip6->saddr;
@@ -200,6 +207,12 @@ static __always_inline int rm_parse(void *data, void *data_end, struct rm_pkt *p
 	pkt->dest_qp = rm_be24(pkt->bth + 5);
 	pkt->psn = rm_be24(pkt->bth + 9);
 	return RM_PARSE_OK;
+}
+
+/* rm_parse_len() for a frame that is entirely within [data, data_end). */
+static __always_inline int rm_parse(void *data, void *data_end, struct rm_pkt *pkt)
+{
+	return rm_parse_len(data, data_end, (__u32)((__u8 *)data_end - (__u8 *)data), pkt);
 }
 
 #endif /* ROCEMETER_BPF_PARSE_H */

@@ -4,3 +4,5 @@ CHECK_PROGS    += $(BUILD)/tests/test_seqobs
 TEST_CFLAGS_test_seqobs_limit := -DRM_COUNTER_MAX=200
 CHECK_PROGS    += $(BUILD)/tests/test_seqobs_limit
 ROCEMETER_SRCS += user/config.c
+BPF_NAMES      += meter
+ROCEMETER_SRCS += user/meter.c

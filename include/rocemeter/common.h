@@ -120,9 +120,9 @@ struct rm_config {
 	__u32 ns_mode;         /* RM_NS_* */
 	__u32 provision_all;   /* 1: every connection is provisioned (operator assertion) */
 	__u32 mirror;          /* 1: XDP_DROP after metering (dedicated mirror port) */
-	__u32 use_replay_clock; /* 1: arrival time is rm_replay_now_ns, not the kernel clock */
-	__u32 _pad;
-	__u64 replay_now_ns;   /* capture timestamp of the frame being replayed (UNIX ns) */
+	__u32 use_replay_clock; /* 1 (replay): arrival time is replay_now_ns, not the kernel clock */
+	__u32 replay_wire_len; /* replay: the frame's length on the wire (capture may truncate) */
+	__u64 replay_now_ns;   /* replay: capture timestamp of the frame (UNIX ns) */
 };
 
 /*

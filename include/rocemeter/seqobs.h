@@ -90,6 +90,7 @@ struct rm_seq_state {
 	struct rm_seq_counters c;
 	__u64 start;  /* S */
 	__u64 high;   /* H */
+	__u64 seen;   /* scratch: SEEN bits counted by rm_window_range() */
 	__u8 active;  /* an epoch is open */
 	__u8 _pad[7];
 };
@@ -122,6 +123,10 @@ extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __attribute__((weak, s
 #define RM_FOR(i, n) for ((i) = 0; (i) < (int)(n); (i)++)
 #endif
 
+/* Hide a value from the optimiser so that a bounds check the verifier needs
+ * (wi < nwords after wi = x % nwords) is not folded away. */
+#define RM_OPAQUE(x) asm volatile("" : "+r"(x))
+
 static __always_inline __u32 rm_popcount64(__u64 x)
 {
 	x = x - ((x >> 1) & 0x5555555555555555ULL);
@@ -131,48 +136,52 @@ static __always_inline __u32 rm_popcount64(__u64 x)
 }
 
 /*
- * Count the SEEN bits of the n positions q, q+1, ..., q+n-1 and, if clear
- * is set, make them PENDING. n <= nwords * 64 (a position range never
- * exceeds the ring). Returns the count, or -1 if the ring index leaves the
- * window (cannot happen with consistent arguments; it keeps the verifier
- * and the caller honest).
+ * Add the number of SEEN bits among the n positions q, q+1, ..., q+n-1 to
+ * *seen and, if clear is set, make them PENDING. n <= nwords * 64 (a
+ * position range never exceeds the ring). *seen lives in the context's
+ * state, not in a register: the verifier then sees the same state on every
+ * iteration and the loop converges. Returns 0, or -1 if a ring index leaves
+ * the window (impossible with consistent arguments; the check keeps the
+ * verifier and the caller honest).
  */
-static __always_inline __s64 rm_window_range(__u64 *win, __u32 nwords, __u64 q, __u64 n, int clear)
+static __always_inline int rm_window_range(__u64 *win, __u32 nwords, __u64 q, __u64 n, int clear, __u64 *seen)
 {
-	__u32 wi = (__u32)((q / 64) % nwords);
-	__u32 off = (__u32)(q % 64);
-	__u64 seen = 0;
+	__u64 first_word, last;
+	__u32 rounds, lo_bit, hi_bit;
 	int i;
 
 	if (n == 0)
 		return 0;
-	/* ceil((off + n) / 64) words are touched; at most nwords + 1. */
-	__u32 rounds = (__u32)((off + n + 63) / 64);
+	first_word = q / 64;
+	last = q + n - 1;
+	rounds = (__u32)(last / 64 - first_word + 1); /* words touched, <= nwords + 1 */
+	lo_bit = (__u32)(q % 64);
+	hi_bit = (__u32)(last % 64);
 
+	/* Everything in the body derives from i and loop invariants, so the
+	 * verifier sees one state per iteration and the loop converges. */
 	RM_FOR(i, rounds)
 	{
-		__u64 take = 64 - off;
-		__u64 mask;
+		__u32 wi = (__u32)((first_word + (__u32)i) % nwords);
+		__u32 lo = i == 0 ? lo_bit : 0;
+		__u32 hi = (__u32)i == rounds - 1 ? hi_bit : 63;
+		__u64 mask = (~0ULL >> (63 - hi)) & (~0ULL << lo);
 
-		if (take > n)
-			take = n;
-		mask = take == 64 ? ~0ULL : (((1ULL << take) - 1) << off);
+		RM_OPAQUE(wi);
 		if (wi >= nwords)
 			return -1;
-		seen += rm_popcount64(win[wi] & mask);
+		*seen += rm_popcount64(win[wi] & mask);
 		if (clear)
 			win[wi] &= ~mask;
-		n -= take;
-		off = 0;
-		wi = wi + 1 == nwords ? 0 : wi + 1;
 	}
-	return (__s64)seen;
+	return 0;
 }
 
 static __always_inline int rm_window_test(__u64 *win, __u32 nwords, __u64 q)
 {
 	__u32 wi = (__u32)((q / 64) % nwords);
 
+	RM_OPAQUE(wi);
 	if (wi >= nwords)
 		return -1;
 	return (int)((win[wi] >> (q % 64)) & 1);
@@ -182,6 +191,7 @@ static __always_inline int rm_window_set(__u64 *win, __u32 nwords, __u64 q)
 {
 	__u32 wi = (__u32)((q / 64) % nwords);
 
+	RM_OPAQUE(wi);
 	if (wi >= nwords)
 		return -1;
 	win[wi] |= 1ULL << (q % 64);
@@ -286,14 +296,13 @@ static __always_inline int rm_seq_observe(struct rm_seq_state *st, __u64 *win, _
 		__u64 leave_end = new_low < high + 1 ? new_low : high + 1; /* exclusive */
 		__u64 expired_now = 0;
 
+		st->seen = 0;
 		if (leave_end > low) {
-			__s64 seen = rm_window_range(win, nwords, low, leave_end - low, 0);
-
-			if (seen < 0)
+			if (rm_window_range(win, nwords, low, leave_end - low, 0, &st->seen) < 0)
 				return -1;
-			expired_now = leave_end - low - (__u64)seen;
+			expired_now = leave_end - low - st->seen;
 		}
-		if (rm_window_range(win, nwords, high + 1, d, 1) < 0)
+		if (rm_window_range(win, nwords, high + 1, d, 1, &st->seen) < 0)
 			return -1;
 		rm_window_set(win, nwords, new_high);
 		st->c.skipped += d - 1;

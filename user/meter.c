@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* meter.c - load, configure and drive the XDP meter (see meter.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "meter.h"
+#include "meter.skel.h"
+
+static const char *const stat_names[RM_STAT__COUNT] = {
+	[RM_STAT_FRAMES] = "frames",
+	[RM_STAT_ROCEV2] = "rocev2",
+	[RM_STAT_NOT_ROCEV2] = "not_rocev2",
+	[RM_STAT_ROCEV1] = "rocev1",
+	[RM_STAT_ELIGIBLE] = "eligible_requests",
+	[RM_STAT_RESPONSES] = "responses",
+	[RM_STAT_CNP] = "cnp",
+	[RM_STAT_OTHER_TRANSPORT] = "other_transport",
+	[RM_STAT_NOT_PROVISIONED] = "not_provisioned",
+	[RM_STAT_VIOLATIONS] = "profile_violations",
+	[RM_STAT_DISABLED] = "disabled_requests",
+	[RM_STAT_IP_FRAGMENT] = "ip_fragments",
+	[RM_STAT_UNSUP_ENCAP] = "unsupported_encapsulation",
+	[RM_STAT_MALFORMED_ETH] = "malformed_eth",
+	[RM_STAT_MALFORMED_IP] = "malformed_ip",
+	[RM_STAT_MALFORMED_UDP] = "malformed_udp",
+	[RM_STAT_MALFORMED_BTH] = "malformed_bth",
+	[RM_STAT_TABLE_FULL] = "table_full",
+	[RM_STAT_EVICTIONS] = "evictions",
+	[RM_STAT_RINGBUF_DROPS] = "ringbuf_drops",
+	[RM_STAT_EPOCHS_STARTED] = "epochs_started",
+	[RM_STAT_EPOCHS_CLOSED] = "epochs_closed_in_datapath",
+};
+
+const char *rm_stat_name(int stat)
+{
+	return stat >= 0 && stat < RM_STAT__COUNT && stat_names[stat] ? stat_names[stat] : "?";
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_WARN || getenv("ROCEMETER_LIBBPF_DEBUG"))
+		return vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int replay, char *err, size_t errlen)
+{
+	struct meter *sk;
+	int e;
+
+	memset(m, 0, sizeof(*m));
+	libbpf_set_print(libbpf_quiet);
+	if (s->window < 1 || s->window > RM_WINDOW_MAX) {
+		snprintf(err, errlen, "window %u is outside 1..%u", s->window, RM_WINDOW_MAX);
+		return -1;
+	}
+	sk = meter__open();
+	if (!sk) {
+		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
+		return -1;
+	}
+	m->skel = sk;
+	m->window = s->window;
+	m->window_words = RM_WINDOW_WORDS(s->window);
+	m->max_contexts = s->max_contexts;
+	sk->rodata->rm_window_words = m->window_words;
+	sk->data->rm_cfg.window = s->window;
+	sk->data->rm_cfg.ns_mode = s->namespace_vlan ? RM_NS_VLAN : RM_NS_NONE;
+	sk->data->rm_cfg.provision_all = s->provision_all ? 1 : 0;
+	sk->data->rm_cfg.use_replay_clock = replay ? 1 : 0;
+	if (bpf_map__set_value_size(sk->maps.windows, m->window_words * sizeof(__u64)) ||
+	    bpf_map__set_max_entries(sk->maps.windows, s->max_contexts) ||
+	    bpf_map__set_max_entries(sk->maps.contexts, s->max_contexts) ||
+	    bpf_map__set_max_entries(sk->maps.free_slots, s->max_contexts)) {
+		snprintf(err, errlen, "cannot size the maps for %u contexts", s->max_contexts);
+		goto fail;
+	}
+	e = meter__load(sk);
+	if (e) {
+		snprintf(err, errlen,
+			 "the kernel refused the BPF program (%s); run with ROCEMETER_LIBBPF_DEBUG=1 for the verifier log",
+			 strerror(-e));
+		goto fail;
+	}
+	m->xdp_fd = bpf_program__fd(sk->progs.rocemeter_xdp);
+	m->ctl_fd = bpf_program__fd(sk->progs.rocemeter_ctl);
+	m->contexts_fd = bpf_map__fd(sk->maps.contexts);
+	m->windows_fd = bpf_map__fd(sk->maps.windows);
+	m->provision_fd = bpf_map__fd(sk->maps.provision);
+	m->stats_fd = bpf_map__fd(sk->maps.stats);
+	m->events_fd = bpf_map__fd(sk->maps.events);
+	m->free_slots_fd = bpf_map__fd(sk->maps.free_slots);
+	for (__u32 slot = 0; slot < s->max_contexts; slot++) {
+		if (bpf_map_update_elem(m->free_slots_fd, NULL, &slot, BPF_ANY)) {
+			snprintf(err, errlen, "cannot fill the free-slot queue: %s", strerror(errno));
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	meter__destroy(sk);
+	m->skel = NULL;
+	return -1;
+}
+
+int rm_meter_provision(struct rm_meter *m, const struct rm_provision *p, int n, int generation_verified,
+		       char *err, size_t errlen)
+{
+	for (int i = 0; i < n; i++) {
+		struct rm_prov_key k;
+		struct rm_prov_val v = { .generation_verified = generation_verified ? 1 : 0 };
+
+		memset(&k, 0, sizeof(k));
+		memcpy(k.src, p[i].src, 16);
+		memcpy(k.dst, p[i].dst, 16);
+		k.family = p[i].family;
+		k.dest_qp = p[i].any_qp ? 0 : p[i].dest_qp;
+		k.pkey = p[i].any_pkey ? 0 : p[i].pkey;
+		k.wildcard = (p[i].any_qp ? RM_PROV_ANY_QP : 0) | (p[i].any_pkey ? RM_PROV_ANY_PKEY : 0);
+		if (bpf_map_update_elem(m->provision_fd, &k, &v, BPF_ANY)) {
+			snprintf(err, errlen, "cannot add provisioning line %d: %s", i + 1, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int rm_meter_ctl(struct rm_meter *m, struct rm_ctl *c)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = c, .data_size_in = sizeof(*c), .data_out = c,
+		    .data_size_out = sizeof(*c), .repeat = 1);
+
+	if (bpf_prog_test_run_opts(m->ctl_fd, &o))
+		return -errno;
+	return 0;
+}
+
+int rm_meter_replay_frame(struct rm_meter *m, const void *frame, uint32_t caplen, uint32_t wirelen, uint64_t ts_ns)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = caplen, .repeat = 1);
+
+	m->skel->data->rm_cfg.replay_now_ns = ts_ns;
+	m->skel->data->rm_cfg.replay_wire_len = wirelen;
+	if (bpf_prog_test_run_opts(m->xdp_fd, &o))
+		return -errno;
+	return 0;
+}
+
+int rm_meter_read_stats(int stats_fd, uint64_t out[RM_STAT__COUNT])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u32 zero = 0;
+	uint64_t *vals;
+
+	if (ncpu <= 0)
+		return -EINVAL;
+	vals = calloc((size_t)ncpu, sizeof(uint64_t) * RM_STAT__COUNT);
+	if (!vals)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(stats_fd, &zero, vals)) {
+		int e = -errno;
+
+		free(vals);
+		return e;
+	}
+	memset(out, 0, sizeof(uint64_t) * RM_STAT__COUNT);
+	for (int c = 0; c < ncpu; c++)
+		for (int i = 0; i < RM_STAT__COUNT; i++)
+			out[i] += vals[c * RM_STAT__COUNT + i];
+	free(vals);
+	return 0;
+}
+
+void rm_meter_unload(struct rm_meter *m)
+{
+	if (m->skel)
+		meter__destroy(m->skel);
+	m->skel = NULL;
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * meter.h - the userspace side of the XDP meter (bpf/meter.bpf.c): load
+ * and configure the BPF object, provision connections, run the control
+ * program, replay frames, read statistics and contexts. Used by `attach`,
+ * `replay` and `status`.
+ */
+#ifndef ROCEMETER_METER_H
+#define ROCEMETER_METER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "rocemeter/common.h"
+
+struct meter; /* the libbpf skeleton */
+
+struct rm_meter {
+	struct meter *skel;
+	uint32_t window;       /* W for new epochs */
+	uint32_t window_words; /* ring words per context (>= W / 64) */
+	uint32_t max_contexts;
+	int xdp_fd, ctl_fd;
+	int contexts_fd, windows_fd, provision_fd, stats_fd, events_fd, free_slots_fd;
+};
+
+/*
+ * Open, size and load the meter. s gives W, max_contexts, namespace,
+ * provision_all; replay = 1 makes the program take arrival times from
+ * rm_meter_replay_frame() instead of the kernel clock. Fills the free-slot
+ * queue. Returns 0, or -1 with a reason in err.
+ */
+int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int replay, char *err, size_t errlen);
+
+/* Add the provisioning lines; returns 0 or -1 with a reason in err. */
+int rm_meter_provision(struct rm_meter *m, const struct rm_provision *p, int n, int generation_verified,
+		       char *err, size_t errlen);
+
+/*
+ * Run one control request (struct rm_ctl, see common.h) through the
+ * program rocemeter_ctl under the context's lock. Returns 0 (c->status
+ * holds the outcome) or -errno if the run itself failed.
+ */
+int rm_meter_ctl(struct rm_meter *m, struct rm_ctl *c);
+
+/*
+ * Replay: run one captured frame (caplen bytes captured of wirelen on the
+ * wire, captured at ts_ns UNIX nanoseconds) through rocemeter_xdp with
+ * BPF_PROG_TEST_RUN. Returns 0 or -errno.
+ */
+int rm_meter_replay_frame(struct rm_meter *m, const void *frame, uint32_t caplen, uint32_t wirelen, uint64_t ts_ns);
+
+/* Sum the per-CPU statistics into out[RM_STAT__COUNT]. Returns 0 or -errno. */
+int rm_meter_read_stats(int stats_fd, uint64_t out[RM_STAT__COUNT]);
+
+/* Name of a statistic, e.g. "malformed_udp". */
+const char *rm_stat_name(int stat);
+
+void rm_meter_unload(struct rm_meter *m);
+
+#endif
