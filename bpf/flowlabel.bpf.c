@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * flowlabel.bpf.c - tc (clsact ingress or egress) program `rocemeter_fl`:
+ * the ingress-device relabeling of seed 002 ("Where the Flow Label is
+ * Modified"). For IPv6 RoCEv2 (UDP 4791 + BTH, optionally + DETH) with a
+ * zero Flow Label it writes the low 20 bits of the hash of
+ * include/rocemeter/flowlabel.h into the Flow Label. A non-zero arriving
+ * label is never changed (seed 002 rule 2); a computed label of 0 leaves the
+ * packet unchanged. Version and Traffic Class are untouched. No checksum or
+ * ICRC fix-up: the RoCEv2 ICRC masks the Flow Label and the UDP pseudo-header
+ * does not contain it (DESIGN.md, "Flow label"). Always TC_ACT_OK.
+ *
+ * Load-time configuration (.rodata, set by user/flowlabel.c before load):
+ * fl_variant, fl_mix, fl_seed and fl_table (rm_fl_table_init(fl_variant)).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "parse.h"
+#include "rocemeter/flowlabel.h"
+
+#define TC_ACT_OK 0
+/* Bytes made linear before parsing when the skb's head is shorter. */
+#define RM_FL_PULL_LEN 256
+
+const volatile __u32 fl_variant = RM_FL_LITERAL; /* enum rm_fl_variant */
+const volatile __u32 fl_mix = 0;                 /* 1: murmur3 finalizer */
+const volatile __u32 fl_seed = 0;                /* XORed into the initial register */
+const volatile __u32 fl_table[256] = {};         /* CRC table of fl_variant */
+
+/* Per-CPU counters, __u64 per enum rm_fl_stat (flowlabel.h); one per frame. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, RM_FL_STAT__COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} fl_stats SEC(".maps");
+
+static __always_inline int count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&fl_stats, &idx);
+
+	if (v)
+		*v += 1;
+	return TC_ACT_OK;
+}
+
+static __always_inline __u32 verdict_stat(int verdict)
+{
+	switch (verdict) {
+	case RM_PARSE_ROCEV1:
+		return RM_FL_STAT_ROCEV1;
+	case RM_PARSE_FRAGMENT:
+		return RM_FL_STAT_FRAGMENT;
+	case RM_PARSE_UNSUP_ENCAP:
+		return RM_FL_STAT_UNSUP_ENCAP;
+	case RM_PARSE_BAD_ETH:
+		return RM_FL_STAT_MALFORMED_ETH;
+	case RM_PARSE_BAD_IP:
+		return RM_FL_STAT_MALFORMED_IP;
+	case RM_PARSE_BAD_UDP:
+		return RM_FL_STAT_MALFORMED_UDP;
+	case RM_PARSE_BAD_BTH:
+		return RM_FL_STAT_MALFORMED_BTH;
+	default:
+		return RM_FL_STAT_NOT_ROCEV2;
+	}
+}
+
+SEC("tc")
+int rocemeter_fl(struct __sk_buff *skb)
+{
+	const struct rm_fl_params params = { .variant = fl_variant, .mix = fl_mix, .seed = fl_seed };
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct rm_pkt pkt;
+	struct ipv6hdr *ip6;
+	__u8 *fl, in[RM_FL_INPUT_MAX];
+	__u32 sqp = 0, len, label;
+	int verdict, deth;
+
+	if (fl_table[1] == 0) /* every CRC table has a non-zero entry 1 */
+		return count(RM_FL_STAT_NOT_CONFIGURED);
+
+	/* Non-linear skb (e.g. GSO/GRO): make the headers readable first. */
+	if (data + RM_FL_PULL_LEN > data_end && skb->len > (__u32)(data_end - data)) {
+		bpf_skb_pull_data(skb, skb->len < RM_FL_PULL_LEN ? skb->len : RM_FL_PULL_LEN);
+		data = (void *)(long)skb->data;
+		data_end = (void *)(long)skb->data_end;
+	}
+
+	verdict = rm_parse(data, data_end, &pkt);
+	if (verdict != RM_PARSE_OK)
+		return count(verdict_stat(verdict));
+	if (pkt.family != 6)
+		return count(RM_FL_STAT_IPV4);
+	if (pkt.tver != 0)
+		return count(RM_FL_STAT_MALFORMED_BTH);
+
+	ip6 = (struct ipv6hdr *)pkt.ip;
+	if ((void *)(ip6 + 1) > data_end) /* checked by rm_parse; for the verifier */
+		return count(RM_FL_STAT_MALFORMED_IP);
+	fl = (__u8 *)ip6; /* bytes 1..3: low 4 bits of Traffic Class | Flow Label */
+	if ((fl[1] & 0x0f) | fl[2] | fl[3])
+		return count(RM_FL_STAT_LABEL_PRESENT);
+
+	deth = rm_fl_opcode_has_deth(pkt.opcode);
+	if (deth) {
+		__u8 *d = pkt.bth + RM_BTH_LEN;
+
+		if ((void *)(d + RM_DETH_LEN) > data_end || pkt.bth_payload < RM_DETH_LEN)
+			return count(RM_FL_STAT_MALFORMED_DETH);
+		sqp = rm_be24(d + 5);
+	}
+	len = rm_fl_input(in, deth, sqp, pkt.dest_qp, &ip6->saddr.in6_u.u6_addr8[14],
+			  &ip6->daddr.in6_u.u6_addr8[14]);
+	label = rm_fl_label(rm_fl_crc_table(&params, (const __u32 *)fl_table, in, len));
+	if (label == 0)
+		return count(RM_FL_STAT_ZERO_HASH);
+
+	fl[1] = (fl[1] & 0xf0) | (__u8)(label >> 16);
+	fl[2] = (__u8)(label >> 8);
+	fl[3] = (__u8)label;
+	bpf_set_hash_invalid(skb);
+	return count(deth ? RM_FL_STAT_REWRITTEN_UD : RM_FL_STAT_REWRITTEN_RC);
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

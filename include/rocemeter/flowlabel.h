@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * flowlabel.h - the IPv6 Flow Label of seed 002 ("A RoCEv2 Flow-Level Load
+ * Balancing Method Based on the IPv6 Flow Label"): hash input, the four
+ * CRC variants, optional mix and seed, the label, and the statistics of the
+ * tc program. Static inline code compiled both into bpf/flowlabel.bpf.c and
+ * into the host (the `flowlabel` subcommand, the tests): one definition.
+ *
+ * Hash input (seed 002, "Construction of the Hash Input"), big-endian:
+ *   DETH present (UD opcodes 0x64/0x65):
+ *     Src_QP (24 bits, DETH bytes 5..7) || Dst_QP (24 bits, BTH bytes 5..7)
+ *     || low 16 bits of the IPv6 source || low 16 bits of the destination = 80 bits
+ *   otherwise:  Dst_QP || low16(src) || low16(dst) = 56 bits
+ *
+ * Variants (seed 002, "Hash by CRC32 Algorithm"; see DESIGN.md "Flow label"):
+ *   RM_FL_LITERAL  the text taken literally: register 0xFFFFFFFF; per byte
+ *                  XOR into the low 8 bits, then 8 times: test LSB, shift
+ *                  right, XOR 0x04C11DB7 if it was 1; no final XOR (default)
+ *   RM_FL_CRC32    CRC-32/ISO-HDLC (zlib's crc32)
+ *   RM_FL_CRC32C   CRC-32C (Castagnoli)
+ *   RM_FL_MPEG2    CRC-32/MPEG-2 (not reflected, no final XOR)
+ * Options (off by default, not in the seed): a 32-bit seed XORed into the
+ * initial register (init = 0xFFFFFFFF ^ seed), and a final non-linear mix
+ * (the murmur3 32-bit finalizer) applied to the CRC result. The Flow Label
+ * is the low 20 bits of the 32-bit result ("Flow Label Field Population").
+ *
+ * Two equivalent forms of each CRC: rm_fl_crc_bitwise() transcribes the
+ * bit loop; rm_fl_crc_table() uses a 256-entry table built by
+ * rm_fl_table_init() (the BPF program gets it in .rodata from its loader).
+ */
+#ifndef ROCEMETER_FLOWLABEL_H
+#define ROCEMETER_FLOWLABEL_H
+
+#include "types.h"
+
+#ifdef __clang__
+#define RM_FL_UNROLL _Pragma("unroll")
+#else
+#define RM_FL_UNROLL _Pragma("GCC unroll 10")
+#endif
+
+enum rm_fl_variant {
+	RM_FL_LITERAL = 0, /* seed 002 text, literally (default) */
+	RM_FL_CRC32 = 1,   /* CRC-32/ISO-HDLC, as zlib */
+	RM_FL_CRC32C = 2,  /* CRC-32C */
+	RM_FL_MPEG2 = 3,   /* CRC-32/MPEG-2 */
+	RM_FL__VARIANTS,
+};
+
+#define RM_FL_INIT        0xFFFFFFFFu
+#define RM_FL_POLY        0x04C11DB7u /* literal and MPEG-2 */
+#define RM_FL_POLY_CRC32  0xEDB88320u /* 0x04C11DB7 bit-reversed */
+#define RM_FL_POLY_CRC32C 0x82F63B78u /* 0x1EDC6F41 bit-reversed */
+#define RM_FL_LABEL_MASK  0x000FFFFFu /* the Flow Label is 20 bits */
+
+#define RM_FL_INPUT_MAX   10 /* bytes, with DETH (80 bits) */
+#define RM_FL_INPUT_RC    7  /* bytes, without DETH (56 bits) */
+#define RM_DETH_LEN       8
+#define RM_OPCODE_UD_SEND_ONLY     0x64
+#define RM_OPCODE_UD_SEND_ONLY_IMM 0x65
+
+/* Load-time choice of the hash (BPF: const volatile .rodata). */
+struct rm_fl_params {
+	__u32 variant; /* enum rm_fl_variant */
+	__u32 mix;     /* 1: apply rm_fl_fmix32() to the CRC result */
+	__u32 seed;    /* XORed into the initial register; 0 = the variant as specified */
+};
+
+/* 1 when the BTH opcode is followed directly by a DETH (UD SEND). */
+static __always_inline int rm_fl_opcode_has_deth(__u8 opcode)
+{
+	return opcode == RM_OPCODE_UD_SEND_ONLY || opcode == RM_OPCODE_UD_SEND_ONLY_IMM;
+}
+
+/*
+ * Build the hash input in `in` (at least RM_FL_INPUT_MAX bytes).
+ * has_sqp: DETH present; sqp, dqp: 24-bit QPNs (host order);
+ * src_low, dst_low: the last two bytes of the IPv6 source and destination
+ * addresses as on the wire (low 16 bits, big-endian).
+ * Returns the input length: RM_FL_INPUT_MAX or RM_FL_INPUT_RC.
+ */
+static __always_inline __u32 rm_fl_input(__u8 *in, int has_sqp, __u32 sqp, __u32 dqp,
+					 const __u8 *src_low, const __u8 *dst_low)
+{
+	__u32 n = 0;
+
+	if (has_sqp) {
+		in[0] = (__u8)(sqp >> 16);
+		in[1] = (__u8)(sqp >> 8);
+		in[2] = (__u8)sqp;
+		n = 3;
+	}
+	in[n + 0] = (__u8)(dqp >> 16);
+	in[n + 1] = (__u8)(dqp >> 8);
+	in[n + 2] = (__u8)dqp;
+	in[n + 3] = src_low[0];
+	in[n + 4] = src_low[1];
+	in[n + 5] = dst_low[0];
+	in[n + 6] = dst_low[1];
+	return n + 7;
+}
+
+static __always_inline int rm_fl_reflected(__u32 variant)
+{
+	return variant != RM_FL_MPEG2; /* literal, CRC-32, CRC-32C shift right */
+}
+
+static __always_inline __u32 rm_fl_poly(__u32 variant)
+{
+	switch (variant) {
+	case RM_FL_CRC32:
+		return RM_FL_POLY_CRC32;
+	case RM_FL_CRC32C:
+		return RM_FL_POLY_CRC32C;
+	default:
+		return RM_FL_POLY; /* literal, MPEG-2 */
+	}
+}
+
+static __always_inline __u32 rm_fl_final_xor(__u32 variant)
+{
+	return (variant == RM_FL_CRC32 || variant == RM_FL_CRC32C) ? 0xFFFFFFFFu : 0;
+}
+
+/* One byte through the bit loop (no init, no final XOR). */
+static __always_inline __u32 rm_fl_byte_bitwise(__u32 variant, __u32 reg, __u8 b)
+{
+	__u32 poly = rm_fl_poly(variant);
+
+	if (rm_fl_reflected(variant)) {
+		reg ^= b; /* into the low 8 bits */
+		for (int k = 0; k < 8; k++) {
+			__u32 lsb = reg & 1;
+
+			reg >>= 1;
+			if (lsb)
+				reg ^= poly;
+		}
+	} else {
+		reg ^= (__u32)b << 24; /* into the high 8 bits */
+		for (int k = 0; k < 8; k++) {
+			__u32 msb = reg & 0x80000000u;
+
+			reg <<= 1;
+			if (msb)
+				reg ^= poly;
+		}
+	}
+	return reg;
+}
+
+/* murmur3's 32-bit finalizer: a bijective non-linear mix. */
+static __always_inline __u32 rm_fl_fmix32(__u32 h)
+{
+	h ^= h >> 16;
+	h *= 0x85EBCA6Bu;
+	h ^= h >> 13;
+	h *= 0xC2B2AE35u;
+	h ^= h >> 16;
+	return h;
+}
+
+static __always_inline __u32 rm_fl_finish(const struct rm_fl_params *p, __u32 reg)
+{
+	reg ^= rm_fl_final_xor(p->variant);
+	if (p->mix)
+		reg = rm_fl_fmix32(reg);
+	return reg;
+}
+
+/* 32-bit hash of in[0..len), bit by bit (the reference form). */
+static __always_inline __u32 rm_fl_crc_bitwise(const struct rm_fl_params *p, const __u8 *in, __u32 len)
+{
+	__u32 reg = RM_FL_INIT ^ p->seed;
+
+	for (__u32 i = 0; i < len && i < RM_FL_INPUT_MAX; i++)
+		reg = rm_fl_byte_bitwise(p->variant, reg, in[i]);
+	return rm_fl_finish(p, reg);
+}
+
+/*
+ * Fill tab[256] for `variant`: tab[i] is byte i processed from a zero
+ * register (bitwise), so that one table step equals eight bit steps.
+ */
+static __always_inline void rm_fl_table_init(__u32 variant, __u32 *tab)
+{
+	for (__u32 i = 0; i < 256; i++)
+		tab[i] = rm_fl_byte_bitwise(variant, 0, (__u8)i);
+}
+
+/* 32-bit hash of in[0..len) with the table of p->variant. */
+static __always_inline __u32 rm_fl_crc_table(const struct rm_fl_params *p, const __u32 *tab,
+					     const __u8 *in, __u32 len)
+{
+	__u32 reg = RM_FL_INIT ^ p->seed;
+
+	if (rm_fl_reflected(p->variant)) {
+RM_FL_UNROLL
+		for (__u32 i = 0; i < RM_FL_INPUT_MAX; i++) {
+			if (i >= len)
+				break;
+			reg = (reg >> 8) ^ tab[(reg ^ in[i]) & 0xff];
+		}
+	} else {
+RM_FL_UNROLL
+		for (__u32 i = 0; i < RM_FL_INPUT_MAX; i++) {
+			if (i >= len)
+				break;
+			reg = (reg << 8) ^ tab[((reg >> 24) ^ in[i]) & 0xff];
+		}
+	}
+	return rm_fl_finish(p, reg);
+}
+
+static __always_inline __u32 rm_fl_label(__u32 hash)
+{
+	return hash & RM_FL_LABEL_MASK;
+}
+
+/*
+ * Statistics of the tc program: map `fl_stats`, per-CPU array of __u64
+ * indexed by enum rm_fl_stat, pinned at /sys/fs/bpf/rocemeter/IFNAME/fl_stats.
+ * Every frame the program sees is counted in exactly one entry, so the sum
+ * is the number of frames. X(enum suffix, name in `status`, description).
+ */
+#define RM_FL_STATS(X)                                                                        \
+	X(REWRITTEN_RC, "rewritten", "zero Flow Label set from Dst_QP (no DETH)")             \
+	X(REWRITTEN_UD, "rewritten_ud", "zero Flow Label set from Src_QP and Dst_QP (DETH)")  \
+	X(LABEL_PRESENT, "label_present", "non-zero Flow Label arrived: left unchanged")      \
+	X(ZERO_HASH, "zero_hash", "computed label was 0: packet left unchanged")              \
+	X(IPV4, "ipv4", "RoCEv2 over IPv4: passed untouched")                                 \
+	X(NOT_ROCEV2, "not_rocev2", "not IP/UDP 4791: passed untouched")                      \
+	X(ROCEV1, "rocev1", "EtherType 0x8915: passed untouched")                             \
+	X(FRAGMENT, "ip_fragment", "IP fragment: passed untouched")                           \
+	X(UNSUP_ENCAP, "unsup_encap", "too many VLAN tags or IPv6 extension headers")         \
+	X(MALFORMED_ETH, "malformed_eth", "truncated Ethernet or VLAN header")                \
+	X(MALFORMED_IP, "malformed_ip", "truncated or inconsistent IP or extension header")   \
+	X(MALFORMED_UDP, "malformed_udp", "truncated UDP header or bad UDP length")           \
+	X(MALFORMED_BTH, "malformed_bth", "truncated BTH or BTH TVer != 0")                   \
+	X(MALFORMED_DETH, "malformed_deth", "UD opcode without a complete 8-byte DETH")       \
+	X(NOT_CONFIGURED, "not_configured", "hash table not loaded: passed untouched")
+
+#define RM_FL_STAT_ENUM_(suffix, name, desc) RM_FL_STAT_##suffix,
+enum rm_fl_stat {
+	RM_FL_STATS(RM_FL_STAT_ENUM_)
+	RM_FL_STAT__COUNT,
+};
+#undef RM_FL_STAT_ENUM_
+
+#endif /* ROCEMETER_FLOWLABEL_H */
