@@ -1,0 +1,793 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * export.c - IPFIX export transport thread (TCP + TLS 1.3); see export.h.
+ *
+ * Queue: a ring of s->queue_records reports allocated at start. Producers
+ * (rm_exporter_submit) append at `tail` under the mutex; the thread encodes
+ * straight from the slots in [head, tail) without holding the mutex (no
+ * producer touches them) and advances `head` under the mutex once the
+ * message is written. Ending a session empties the ring (head = tail).
+ *
+ * Waiting: the thread sleeps in poll() on its socket and an eventfd. A
+ * producer writes the eventfd only when the thread is idle-waiting for data;
+ * stop always writes it. SIGPIPE and all other signals are blocked in the
+ * thread (a write to a closed socket then fails with EPIPE instead).
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "export.h"
+#include "ipfix.h"
+#include "tls.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 30000
+#define BACKOFF_RESET_AFTER_MS 10000 /* a session this long resets the backoff */
+#define ESTABLISH_TIMEOUT_MS 10000   /* connect + handshake */
+#define TCP_USER_TIMEOUT_MS 60000    /* unacknowledged data: the collector is gone */
+
+struct rm_exporter {
+	struct rm_export_settings s;
+	int vlan_ns;
+	SSL_CTX *ctx;                  /* NULL with transport = tcp */
+	pthread_t thread;
+	int wake_fd;                   /* eventfd */
+
+	pthread_mutex_t mu;
+	pthread_cond_t drained;        /* head == tail */
+	struct rm_report *ring;
+	uint64_t cap, head, tail;      /* producer: tail, consumer: head (indices, not wrapped) */
+	uint64_t session;              /* current session number, 0 while none (atomic reads) */
+	uint64_t session_count;        /* sessions established so far */
+	int idle_waiting;              /* the thread sleeps until data arrives */
+	int stopping;
+	uint64_t stop_deadline_ms;     /* monotonic */
+	struct rm_export_stats st;
+	char last_error[1200];
+
+	/* Thread-only state. */
+	struct rm_ipfix_encoder enc;
+	uint8_t *buf;                  /* one IPFIX Message */
+	unsigned int seed;
+};
+
+/* One connection: fd, and ssl unless plain TCP. */
+struct conn {
+	int fd;
+	SSL *ssl;
+	char peer[600];                /* "HOST port P (ADDR)" for messages */
+};
+
+/* IO_ABORT: stop deadline passed in the middle of a message (no close_notify). */
+enum { IO_WAKE = 1, IO_OK = 0, IO_FAIL = -1, IO_STOP = -2, IO_ABORT = -3 };
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void say(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Log a failure on stderr and keep it for rm_exporter_last_error(). */
+static void fail_log(struct rm_exporter *x, const char *why)
+{
+	fprintf(stderr, "rocemeter: export: %s\n", why);
+	pthread_mutex_lock(&x->mu);
+	snprintf(x->last_error, sizeof(x->last_error), "%s", why);
+	pthread_mutex_unlock(&x->mu);
+}
+
+static void drain_wake(struct rm_exporter *x)
+{
+	uint64_t v;
+
+	while (read(x->wake_fd, &v, sizeof(v)) == sizeof(v))
+		;
+}
+
+static void wake(struct rm_exporter *x)
+{
+	uint64_t one = 1;
+
+	if (write(x->wake_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is already nonzero, the thread will wake. */
+	}
+}
+
+static int stopping(struct rm_exporter *x, uint64_t *deadline)
+{
+	int s;
+
+	pthread_mutex_lock(&x->mu);
+	s = x->stopping;
+	if (deadline)
+		*deadline = x->stop_deadline_ms;
+	pthread_mutex_unlock(&x->mu);
+	return s;
+}
+
+/*
+ * Wait for `events` on fd until the absolute monotonic deadline (0: none).
+ * While stopping, the stop deadline bounds the wait too; stop_now: return
+ * IO_STOP as soon as a stop is requested (connection set-up, backoff).
+ * Returns IO_OK when fd is ready, IO_WAKE when the eventfd fired and
+ * on_wake is set (the caller re-checks its state), IO_FAIL on timeout (why
+ * set), IO_STOP when stopping and past the stop deadline (or stop_now).
+ */
+static int wait_fd(struct rm_exporter *x, int fd, short events, uint64_t deadline, int stop_now,
+		   int on_wake, const char *what, char *why, size_t whylen)
+{
+	for (;;) {
+		struct pollfd p[2] = { { .fd = x->wake_fd, .events = POLLIN }, { .fd = fd, .events = events } };
+		uint64_t stop_at, t = now_ms(), end = deadline;
+		int timeout, r;
+
+		if (stopping(x, &stop_at)) {
+			if (stop_now || t >= stop_at)
+				return IO_STOP;
+			if (!end || stop_at < end)
+				end = stop_at;
+		}
+		if (end && t >= end) {
+			say(why, whylen, "%s: timed out", what);
+			return IO_FAIL;
+		}
+		timeout = end ? (int)(end - t) : -1;
+		r = poll(p, fd >= 0 ? 2 : 1, timeout);
+		if (r < 0 && errno != EINTR) {
+			say(why, whylen, "%s: poll: %s", what, strerror(errno));
+			return IO_FAIL;
+		}
+		if (r > 0 && fd >= 0 && p[1].revents)
+			return IO_OK;
+		if (r > 0 && (p[0].revents & POLLIN)) {
+			drain_wake(x);
+			if (on_wake)
+				return IO_WAKE;
+		}
+	}
+}
+
+static void conn_close(struct conn *c, int graceful, struct rm_exporter *x)
+{
+	if (c->ssl) {
+		if (graceful) {
+			/* Send close_notify; do not wait for the peer's. */
+			int r = SSL_shutdown(c->ssl);
+
+			if (r < 0 && SSL_get_error(c->ssl, r) == SSL_ERROR_WANT_WRITE &&
+			    wait_fd(x, c->fd, POLLOUT, now_ms() + 1000, 0, 0, "close_notify", NULL, 0) == IO_OK)
+				SSL_shutdown(c->ssl);
+		}
+		SSL_free(c->ssl);
+		c->ssl = NULL;
+	}
+	if (c->fd >= 0) {
+		if (graceful)
+			shutdown(c->fd, SHUT_WR);
+		close(c->fd);
+		c->fd = -1;
+	}
+}
+
+/* Reason of a failed SSL call: the error queue, the verification result, errno. */
+static void ssl_reason(SSL *ssl, int r, const char *what, char *why, size_t whylen)
+{
+	int e = SSL_get_error(ssl, r);
+	long vr = SSL_get_verify_result(ssl);
+	char q[512];
+	size_t off;
+
+	rm_tls_errors(what, q, sizeof(q));
+	say(why, whylen, "%s", q);
+	off = strlen(why);
+	if (vr != X509_V_OK && off + 1 < whylen) {
+		char subj[300];
+
+		rm_tls_peer_subject(ssl, subj, sizeof(subj));
+		off += snprintf(why + off, whylen - off, "; collector certificate %s: %s", subj,
+				X509_verify_cert_error_string(vr));
+	}
+	if (off + 1 < whylen) {
+		if (e == SSL_ERROR_SYSCALL)
+			snprintf(why + off, whylen - off, "; %s", errno ? strerror(errno) : "connection closed by peer");
+		else if (e == SSL_ERROR_ZERO_RETURN)
+			snprintf(why + off, whylen - off, "; collector sent close_notify");
+	}
+}
+
+static int set_sockopts(int fd)
+{
+	int one = 1, ka_idle = 30, ka_intvl = 10, ka_cnt = 3;
+	unsigned int uto = TCP_USER_TIMEOUT_MS;
+
+	return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) |
+	       setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) |
+	       setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &ka_idle, sizeof(ka_idle)) |
+	       setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &ka_intvl, sizeof(ka_intvl)) |
+	       setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &ka_cnt, sizeof(ka_cnt)) |
+	       setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof(uto));
+}
+
+/* Resolve and connect (non-blocking), trying every address. */
+static int tcp_connect(struct rm_exporter *x, struct conn *c, uint64_t deadline, char *why, size_t whylen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res, *ai;
+	char port[8], addr[128];
+	int r, rc = IO_FAIL;
+
+	snprintf(port, sizeof(port), "%u", x->s.port);
+	r = getaddrinfo(x->s.collector, port, &hints, &res);
+	if (r) {
+		say(why, whylen, "resolve %s: %s", x->s.collector, gai_strerror(r));
+		return IO_FAIL;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		int fd, soerr = 0;
+		socklen_t sl = sizeof(soerr);
+
+		if (getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof(addr), NULL, 0, NI_NUMERICHOST))
+			snprintf(addr, sizeof(addr), "?");
+		snprintf(c->peer, sizeof(c->peer), "%s port %s (%s)", x->s.collector, port, addr);
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+		if (fd < 0) {
+			say(why, whylen, "connect to %s: socket: %s", c->peer, strerror(errno));
+			continue;
+		}
+		set_sockopts(fd);
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+			if (errno != EINPROGRESS) {
+				say(why, whylen, "connect to %s: %s", c->peer, strerror(errno));
+				close(fd);
+				continue;
+			}
+			r = wait_fd(x, fd, POLLOUT, deadline, 1, 0, "connect", why, whylen);
+			if (r != IO_OK) {
+				close(fd);
+				if (r == IO_STOP) {
+					rc = IO_STOP;
+					break;
+				}
+				continue;
+			}
+			if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
+				soerr = errno;
+			if (soerr) {
+				say(why, whylen, "connect to %s: %s", c->peer, strerror(soerr));
+				close(fd);
+				continue;
+			}
+		}
+		c->fd = fd;
+		rc = IO_OK;
+		break;
+	}
+	freeaddrinfo(res);
+	return rc;
+}
+
+/* Connect, handshake, authorise. */
+static int establish(struct rm_exporter *x, struct conn *c, char *why, size_t whylen)
+{
+	uint64_t deadline = now_ms() + ESTABLISH_TIMEOUT_MS;
+	char what[700];
+	int r;
+
+	c->fd = -1;
+	c->ssl = NULL;
+	r = tcp_connect(x, c, deadline, why, whylen);
+	if (r != IO_OK || !x->ctx)
+		return r;
+	ERR_clear_error();
+	c->ssl = SSL_new(x->ctx);
+	if (!c->ssl || !SSL_set_fd(c->ssl, c->fd)) {
+		rm_tls_errors("TLS setup", why, whylen);
+		conn_close(c, 0, x);
+		return IO_FAIL;
+	}
+	if (rm_tls_client_setup(c->ssl, &x->s.tls, why, whylen)) {
+		conn_close(c, 0, x);
+		return IO_FAIL;
+	}
+	for (;;) {
+		int e;
+
+		ERR_clear_error();
+		errno = 0;
+		r = SSL_connect(c->ssl);
+		if (r == 1)
+			break;
+		e = SSL_get_error(c->ssl, r);
+		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+			r = wait_fd(x, c->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, 1, 0,
+				    "TLS handshake", why, whylen);
+			if (r != IO_OK) {
+				conn_close(c, 0, x);
+				return r;
+			}
+			continue;
+		}
+		snprintf(what, sizeof(what), "TLS handshake with %s refused", c->peer);
+		ssl_reason(c->ssl, r, what, why, whylen);
+		conn_close(c, 0, x);
+		return IO_FAIL;
+	}
+	if (SSL_version(c->ssl) != TLS1_3_VERSION) {
+		say(why, whylen, "TLS handshake with %s: negotiated %s, not TLS 1.3", c->peer,
+		    SSL_get_version(c->ssl));
+		conn_close(c, 0, x);
+		return IO_FAIL;
+	}
+	if (rm_tls_authorize_peer(c->ssl, &x->s.tls, what, sizeof(what))) {
+		say(why, whylen, "collector %s not authorised: %s", c->peer, what);
+		conn_close(c, 0, x);
+		return IO_FAIL;
+	}
+	return IO_OK;
+}
+
+/* Write all of buf. IO_ABORT when a stop's deadline passed meanwhile. */
+static int conn_write(struct rm_exporter *x, struct conn *c, const uint8_t *buf, size_t len, char *why,
+		      size_t whylen)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		short ev;
+		int r;
+
+		if (c->ssl) {
+			ERR_clear_error();
+			errno = 0;
+			r = SSL_write(c->ssl, buf + off, (int)(len - off));
+			if (r > 0) {
+				off += (size_t)r;
+				continue;
+			}
+			switch (SSL_get_error(c->ssl, r)) {
+			case SSL_ERROR_WANT_WRITE:
+				ev = POLLOUT;
+				break;
+			case SSL_ERROR_WANT_READ:
+				ev = POLLIN;
+				break;
+			default:
+				ssl_reason(c->ssl, r, "TLS write to collector failed", why, whylen);
+				return IO_FAIL;
+			}
+		} else {
+			ssize_t n = send(c->fd, buf + off, len - off, MSG_NOSIGNAL);
+
+			if (n >= 0) {
+				off += (size_t)n;
+				continue;
+			}
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK) {
+				say(why, whylen, "TCP write to collector failed: %s", strerror(errno));
+				return IO_FAIL;
+			}
+			ev = POLLOUT;
+		}
+		r = wait_fd(x, c->fd, ev, 0, 0, 0, "write", why, whylen);
+		if (r == IO_STOP)
+			return IO_ABORT;
+		if (r != IO_OK)
+			return r;
+	}
+	return IO_OK;
+}
+
+/*
+ * The socket is readable while idle: consume what the collector sent
+ * (post-handshake messages; a collector sends no IPFIX). IO_FAIL when the
+ * collector closed the session or an error occurred.
+ */
+static int conn_check_input(struct conn *c, char *why, size_t whylen)
+{
+	uint8_t scratch[4096];
+
+	for (;;) {
+		int r, e;
+
+		if (!c->ssl) {
+			ssize_t n = recv(c->fd, scratch, sizeof(scratch), MSG_DONTWAIT);
+
+			if (n > 0)
+				continue;
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+				return IO_OK;
+			say(why, whylen, "collector closed the connection%s%s", n < 0 ? ": " : "",
+			    n < 0 ? strerror(errno) : "");
+			return IO_FAIL;
+		}
+		ERR_clear_error();
+		errno = 0;
+		r = SSL_read(c->ssl, scratch, sizeof(scratch));
+		if (r > 0)
+			continue;
+		e = SSL_get_error(c->ssl, r);
+		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+			return IO_OK;
+		if (e == SSL_ERROR_ZERO_RETURN)
+			say(why, whylen, "collector ended the session (close_notify)");
+		else
+			ssl_reason(c->ssl, r, "collector connection failed", why, whylen);
+		return IO_FAIL;
+	}
+}
+
+static uint32_t export_time(void)
+{
+	return (uint32_t)time(NULL);
+}
+
+/* Session established: Templates first, then publish the session number. */
+static int start_session(struct rm_exporter *x, struct conn *c, char *why, size_t whylen)
+{
+	size_t len;
+	int r;
+
+	rm_ipfix_reset(&x->enc);
+	len = rm_ipfix_templates_msg(&x->enc, export_time(), x->buf, RM_IPFIX_MSG_MAX);
+	if (!len) {
+		say(why, whylen, "internal error: Templates message does not fit");
+		return IO_FAIL;
+	}
+	r = conn_write(x, c, x->buf, len, why, whylen);
+	if (r != IO_OK)
+		return r;
+	pthread_mutex_lock(&x->mu);
+	x->session_count++;
+	__atomic_store_n(&x->session, x->session_count, __ATOMIC_RELEASE);
+	x->st.sessions++;
+	if (x->session_count > 1)
+		x->st.reconnects++;
+	x->st.messages_sent++;
+	x->st.bytes_sent += len;
+	pthread_mutex_unlock(&x->mu);
+	fprintf(stderr, "rocemeter: export: Transport Session %llu with %s established (%s%s)\n",
+		(unsigned long long)x->session_count, c->peer, c->ssl ? SSL_get_version(c->ssl) : "plain TCP",
+		c->ssl ? ", mutually authenticated" : ", NOT authenticated or encrypted");
+	return IO_OK;
+}
+
+/* End the current session: whatever is queued for it is lost. */
+static void end_session(struct rm_exporter *x, int lost)
+{
+	pthread_mutex_lock(&x->mu);
+	__atomic_store_n(&x->session, 0, __ATOMIC_RELEASE);
+	if (lost) {
+		x->st.sessions_lost++;
+		x->st.dropped_session_lost += x->tail - x->head;
+	} else {
+		x->st.dropped_at_stop += x->tail - x->head;
+	}
+	x->head = x->tail;
+	pthread_cond_broadcast(&x->drained);
+	pthread_mutex_unlock(&x->mu);
+}
+
+/* Send queued records until the session fails (IO_FAIL) or a stop ends it (IO_STOP). */
+static int serve(struct rm_exporter *x, struct conn *c, char *why, size_t whylen)
+{
+	for (;;) {
+		const struct rm_report *r;
+		uint64_t head, avail;
+		size_t len, used = 0;
+		int rc;
+
+		pthread_mutex_lock(&x->mu);
+		while (x->head == x->tail && !x->stopping) {
+			x->idle_waiting = 1;
+			pthread_mutex_unlock(&x->mu);
+			rc = wait_fd(x, c->fd, POLLIN, 0, 0, 1, "idle", why, whylen);
+			if (rc == IO_OK)
+				rc = conn_check_input(c, why, whylen);
+			pthread_mutex_lock(&x->mu);
+			x->idle_waiting = 0;
+			if (rc == IO_FAIL) {
+				pthread_mutex_unlock(&x->mu);
+				return IO_FAIL;
+			}
+		}
+		if (x->head == x->tail || (x->stopping && now_ms() >= x->stop_deadline_ms)) {
+			pthread_mutex_unlock(&x->mu);
+			return IO_STOP;
+		}
+		head = x->head;
+		avail = x->tail - head;
+		pthread_mutex_unlock(&x->mu);
+
+		/* Slots [head, tail) are ours until head advances; encode the contiguous run. */
+		r = &x->ring[head % x->cap];
+		if (avail > x->cap - head % x->cap)
+			avail = x->cap - head % x->cap;
+		len = rm_ipfix_data_msg(&x->enc, export_time(), r, avail, &used, x->buf, RM_IPFIX_MSG_MAX);
+		if (!len || !used) {
+			/* Cannot happen: submit checked the family. Drop one, never loop. */
+			pthread_mutex_lock(&x->mu);
+			x->head++;
+			x->st.dropped_invalid++;
+			if (x->head == x->tail)
+				pthread_cond_broadcast(&x->drained);
+			pthread_mutex_unlock(&x->mu);
+			continue;
+		}
+		rc = conn_write(x, c, x->buf, len, why, whylen);
+		if (rc != IO_OK)
+			return rc;
+		pthread_mutex_lock(&x->mu);
+		x->head += used;
+		x->st.records_sent += used;
+		x->st.messages_sent++;
+		x->st.bytes_sent += len;
+		if (x->head == x->tail)
+			pthread_cond_broadcast(&x->drained);
+		pthread_mutex_unlock(&x->mu);
+	}
+}
+
+static void *exporter_thread(void *arg)
+{
+	struct rm_exporter *x = arg;
+	uint64_t backoff = BACKOFF_MIN_MS;
+	char why[1024], msg[1200];
+
+	while (!stopping(x, NULL)) {
+		struct conn c = { .fd = -1 };
+		uint64_t started, delay;
+		int rc;
+
+		why[0] = '\0';
+		rc = establish(x, &c, why, sizeof(why));
+		if (rc == IO_OK)
+			rc = start_session(x, &c, why, sizeof(why));
+		if (rc == IO_OK) {
+			/* Established: serve until failure or stop. */
+			started = now_ms();
+			rc = serve(x, &c, why, sizeof(why));
+			end_session(x, rc == IO_FAIL);
+			conn_close(&c, rc == IO_STOP, x);
+			if (rc != IO_FAIL)
+				break;
+			snprintf(msg, sizeof(msg), "Transport Session %llu lost: %s",
+				 (unsigned long long)x->session_count, why);
+			fail_log(x, msg);
+			if (now_ms() - started >= BACKOFF_RESET_AFTER_MS)
+				backoff = BACKOFF_MIN_MS;
+		} else {
+			conn_close(&c, 0, x);
+			if (rc != IO_FAIL)
+				break;
+			pthread_mutex_lock(&x->mu);
+			x->st.connect_failures++;
+			pthread_mutex_unlock(&x->mu);
+			fail_log(x, why[0] ? why : "connection failed");
+		}
+		/* Bounded exponential backoff with jitter, cut short by a stop. */
+		delay = backoff / 2 + (uint64_t)rand_r(&x->seed) % (backoff / 2 + 1);
+		backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+		if (wait_fd(x, -1, 0, now_ms() + delay, 1, 0, "backoff", NULL, 0) == IO_STOP)
+			break;
+	}
+	end_session(x, 0);
+	return NULL;
+}
+
+struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vlan_ns, char *err,
+				      size_t errlen)
+{
+	struct rm_exporter *x;
+	sigset_t all, old;
+	char tlserr[1024];
+	int r;
+
+	if (!s->enabled) {
+		say(err, errlen, "export: no [export] section with collector = HOST");
+		return NULL;
+	}
+	if (!s->collector[0]) {
+		say(err, errlen, "export: no collector configured (collector = HOST)");
+		return NULL;
+	}
+	if (!s->queue_records) {
+		say(err, errlen, "export: queue_records must be at least 1");
+		return NULL;
+	}
+	x = calloc(1, sizeof(*x));
+	if (!x) {
+		say(err, errlen, "export: out of memory");
+		return NULL;
+	}
+	x->s = *s;
+	x->vlan_ns = vlan_ns ? 1 : 0;
+	x->wake_fd = -1;
+	if (!x->s.port)
+		x->s.port = s->tls.plain_tcp ? RM_IPFIX_PORT_TCP : RM_IPFIX_PORT_TLS;
+	if (s->tls.plain_tcp) {
+		fprintf(stderr, "rocemeter: export: WARNING: transport = tcp: reports to %s go unauthenticated "
+				"and unencrypted; seed 000 requires mutually authenticated TLS 1.3\n",
+			s->collector);
+	} else {
+		x->ctx = rm_tls_client_ctx(&s->tls, tlserr, sizeof(tlserr));
+		if (!x->ctx) {
+			say(err, errlen, "export: TLS is on (transport = tls): %s", tlserr);
+			goto fail;
+		}
+	}
+	x->cap = s->queue_records;
+	x->ring = calloc(x->cap, sizeof(*x->ring));
+	x->buf = malloc(RM_IPFIX_MSG_MAX);
+	if (!x->ring || !x->buf) {
+		say(err, errlen, "export: cannot allocate a queue of %llu records", (unsigned long long)x->cap);
+		goto fail;
+	}
+	x->st.queue_capacity = x->cap;
+	x->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (x->wake_fd < 0) {
+		say(err, errlen, "export: eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	rm_ipfix_init(&x->enc, s->pen, s->observation_domain, x->vlan_ns);
+	x->seed = (unsigned int)(now_ms() ^ (uint64_t)getpid() ^ (uintptr_t)x);
+	pthread_mutex_init(&x->mu, NULL);
+	pthread_cond_init(&x->drained, NULL);
+	/* The thread gets no signals: SIGPIPE becomes EPIPE, the others go to the caller. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&x->thread, NULL, exporter_thread, x);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r) {
+		say(err, errlen, "export: cannot start the thread: %s", strerror(r));
+		pthread_cond_destroy(&x->drained);
+		pthread_mutex_destroy(&x->mu);
+		goto fail;
+	}
+	return x;
+fail:
+	if (x->wake_fd >= 0)
+		close(x->wake_fd);
+	SSL_CTX_free(x->ctx);
+	free(x->ring);
+	free(x->buf);
+	free(x);
+	return NULL;
+}
+
+uint64_t rm_exporter_session(struct rm_exporter *x)
+{
+	return __atomic_load_n(&x->session, __ATOMIC_ACQUIRE);
+}
+
+int rm_exporter_submit(struct rm_exporter *x, uint64_t session, const struct rm_report *r, size_t n)
+{
+	uint64_t *counter = NULL, at;
+	size_t first;
+	int wake_it;
+
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (r[i].family != 4 && r[i].family != 6) {
+			pthread_mutex_lock(&x->mu);
+			x->st.dropped_invalid += n;
+			pthread_mutex_unlock(&x->mu);
+			return -1;
+		}
+	pthread_mutex_lock(&x->mu);
+	if (!x->session || !session)
+		counter = &x->st.dropped_no_session;
+	else if (session != x->session)
+		counter = &x->st.dropped_session_lost;
+	else if (n > x->cap - (x->tail - x->head))
+		counter = &x->st.dropped_queue_full;
+	if (counter) {
+		*counter += n;
+		pthread_mutex_unlock(&x->mu);
+		return -1;
+	}
+	at = x->tail % x->cap;
+	first = n < x->cap - at ? n : (size_t)(x->cap - at);
+	memcpy(&x->ring[at], r, first * sizeof(*r));
+	if (first < n)
+		memcpy(&x->ring[0], r + first, (n - first) * sizeof(*r));
+	x->tail += n;
+	wake_it = x->idle_waiting;
+	x->idle_waiting = 0;
+	pthread_mutex_unlock(&x->mu);
+	if (wake_it)
+		wake(x);
+	return 0;
+}
+
+int rm_exporter_flush(struct rm_exporter *x, int timeout_ms)
+{
+	struct timespec ts;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (timeout_ms >= 0) {
+		ts.tv_sec += timeout_ms / 1000;
+		ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+	}
+	pthread_mutex_lock(&x->mu);
+	while (x->head != x->tail && rc == 0) {
+		if (timeout_ms < 0)
+			pthread_cond_wait(&x->drained, &x->mu);
+		else
+			rc = pthread_cond_timedwait(&x->drained, &x->mu, &ts);
+	}
+	rc = x->head == x->tail ? 0 : -1;
+	pthread_mutex_unlock(&x->mu);
+	return rc;
+}
+
+void rm_exporter_stop(struct rm_exporter *x, int flush_timeout_ms)
+{
+	if (!x)
+		return;
+	pthread_mutex_lock(&x->mu);
+	x->stopping = 1;
+	x->stop_deadline_ms = now_ms() + (flush_timeout_ms > 0 ? (uint64_t)flush_timeout_ms : 0);
+	pthread_mutex_unlock(&x->mu);
+	wake(x);
+	pthread_join(x->thread, NULL);
+	pthread_cond_destroy(&x->drained);
+	pthread_mutex_destroy(&x->mu);
+	close(x->wake_fd);
+	SSL_CTX_free(x->ctx);
+	free(x->ring);
+	free(x->buf);
+	free(x);
+}
+
+void rm_exporter_stats(struct rm_exporter *x, struct rm_export_stats *out)
+{
+	pthread_mutex_lock(&x->mu);
+	*out = x->st;
+	out->queued = x->tail - x->head;
+	pthread_mutex_unlock(&x->mu);
+}
+
+void rm_exporter_last_error(struct rm_exporter *x, char *buf, size_t len)
+{
+	if (!len)
+		return;
+	pthread_mutex_lock(&x->mu);
+	snprintf(buf, len, "%s", x->last_error);
+	pthread_mutex_unlock(&x->mu);
+}
