@@ -6,3 +6,4 @@ CHECK_PROGS    += $(BUILD)/tests/test_seqobs_limit
 ROCEMETER_SRCS += user/config.c
 BPF_NAMES      += meter
 ROCEMETER_SRCS += user/meter.c
+ROCEMETER_SRCS += user/reporter.c user/report_text.c user/capture.c user/replay.c

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* reporter.c - snapshots to reports (see reporter.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+
+#include "reporter.h"
+
+int rm_reporter_init(struct rm_reporter *r, struct rm_meter *m, uint64_t observation_point_id, int vlan_ns,
+		     int generation_verified, int64_t time_offset_ns, rm_report_sink sink, void *sink_arg)
+{
+	memset(r, 0, sizeof(*r));
+	r->ids = rm_ids_new();
+	if (!r->ids)
+		return -1;
+	r->meter = m;
+	r->observation_point_id = observation_point_id;
+	r->vlan_ns = vlan_ns;
+	r->generation_verified = generation_verified;
+	r->time_offset_ns = time_offset_ns;
+	r->sink = sink;
+	r->sink_arg = sink_arg;
+	return 0;
+}
+
+void rm_reporter_free(struct rm_reporter *r)
+{
+	rm_ids_free(r->ids);
+	r->ids = NULL;
+}
+
+static uint64_t to_unix_ms(const struct rm_reporter *r, uint64_t ns)
+{
+	return (uint64_t)((int64_t)ns + r->time_offset_ns) / 1000000u;
+}
+
+void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, const struct rm_seq_counters *s,
+			  int final)
+{
+	struct rm_report rep;
+
+	memset(&rep, 0, sizeof(rep));
+	if (rm_ids_assign(r->ids, key, s->epoch_gen, final, &rep.epoch_id, &rep.report_id)) {
+		r->id_exhausted++;
+		return;
+	}
+	rep.observation_point_id = r->observation_point_id;
+	rep.family = key->family;
+	memcpy(rep.src, key->src, 16);
+	memcpy(rep.dst, key->dst, 16);
+	rep.has_vlan_ns = (uint8_t)r->vlan_ns;
+	rep.vlan[0] = key->vlan[0];
+	rep.vlan[1] = key->vlan[1];
+	rep.dest_qp = key->dest_qp;
+	rep.pkey = key->pkey;
+	rep.flow_start_ms = to_unix_ms(r, s->first_ns);
+	rep.flow_end_ms = to_unix_ms(r, s->last_ns);
+	rep.window = s->window;
+	/* Closure bits only in final reports (the engine sets them only on closure). */
+	rep.flags = (uint16_t)(final ? (s->flags | RM_FLAG_FINAL_EPOCH) : 0);
+	if (!r->generation_verified)
+		rep.flags |= RM_FLAG_GENERATION_UNVERIFIED;
+	rep.skipped = s->skipped;
+	rep.filled = s->filled;
+	rep.expired = s->expired;
+	rep.abandoned = s->abandoned;
+	rep.pending = s->pending;
+	rep.repeated = s->repeated;
+	rep.requests = s->requests;
+	rep.unclassified_late = s->unclassified_late;
+	r->reports++;
+	if (final)
+		r->final_reports++;
+	r->sink(r->sink_arg, &rep);
+}
+
+int rm_reporter_on_event(void *ctx, void *data, size_t size)
+{
+	struct rm_reporter *r = ctx;
+	const struct rm_event *ev = data;
+
+	if (size < sizeof(*ev))
+		return 0;
+	if (ev->type == RM_EV_EPOCH_FINAL)
+		rm_reporter_snapshot(r, &ev->key, &ev->snap, 1);
+	return 0;
+}
+
+struct open_ctx {
+	struct rm_ctx_key key;
+	uint64_t first_ns;
+};
+
+static int by_first_arrival(const void *a, const void *b)
+{
+	const struct open_ctx *x = a, *y = b;
+
+	if (x->first_ns != y->first_ns)
+		return x->first_ns < y->first_ns ? -1 : 1;
+	return memcmp(&x->key, &y->key, sizeof(x->key));
+}
+
+int rm_reporter_walk(struct rm_reporter *r, int close, uint16_t reason)
+{
+	struct rm_meter *m = r->meter;
+	struct rm_ctx_key key, next, *prev = NULL;
+	struct open_ctx *open = NULL;
+	size_t n = 0, cap = 0;
+	struct rm_ctl c;
+	int e, count = 0;
+
+	/* Collect the open epochs first: the walk must not depend on hash order. */
+	while (bpf_map_get_next_key(m->contexts_fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		memset(&c, 0, sizeof(c));
+		c.op = RM_CTL_SNAPSHOT;
+		c.key = key;
+		e = rm_meter_ctl(m, &c);
+		if (e)
+			goto out;
+		if (c.status != 0)
+			continue;
+		if (n == cap) {
+			struct open_ctx *t = realloc(open, (cap = cap ? cap * 2 : 64) * sizeof(*open));
+
+			if (!t) {
+				e = -ENOMEM;
+				goto out;
+			}
+			open = t;
+		}
+		open[n].key = key;
+		open[n].first_ns = c.snap.first_ns;
+		n++;
+	}
+	qsort(open, n, sizeof(*open), by_first_arrival);
+	for (size_t i = 0; i < n; i++) {
+		memset(&c, 0, sizeof(c));
+		c.op = close ? RM_CTL_CLOSE : RM_CTL_SNAPSHOT;
+		c.reason = reason;
+		c.key = open[i].key;
+		e = rm_meter_ctl(m, &c);
+		if (e)
+			goto out;
+		if (c.status != 0)
+			continue; /* closed meanwhile by the datapath: its final came as an event */
+		rm_reporter_snapshot(r, &open[i].key, &c.snap, close);
+		count++;
+	}
+	e = count;
+out:
+	free(open);
+	return e;
+}
