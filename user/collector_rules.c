@@ -1,0 +1,606 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * collector_rules.c - validation and epoch tracking (seed 000, "Collector
+ * Processing"). See collector_rules.h.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector_rules.h"
+#include "rocemeter/seqobs.h"
+
+struct rm_rules {
+	struct rm_rules_limits lim;
+	struct rm_rules_sink sink;
+	void *arg;
+	uint32_t sessions;
+};
+
+struct domain_state {
+	uint32_t domain;
+	uint64_t high_water; /* epoch-admission high-water ID; 0: none yet (IDs are nonzero) */
+};
+
+#define ekey rm_epoch_hkey
+
+struct rm_rsession {
+	struct rm_rules *rules;
+	uint64_t id;
+	GHashTable *domains; /* uint32 domain -> struct domain_state */
+	GHashTable *epochs;  /* struct ekey -> struct rm_epoch */
+	GQueue lru;          /* every retained epoch, least recently reported first */
+	GQueue closed;       /* final or invalid epochs, oldest closure first */
+	GPtrArray *dirty;
+	uint64_t verdicts[RM_V__COUNT];
+};
+
+static guint ekey_hash(gconstpointer p)
+{
+	const struct ekey *k = p;
+	uint64_t h = k->epoch_id * 0x9e3779b97f4a7c15ULL ^ k->domain;
+
+	return (guint)(h ^ h >> 32);
+}
+
+static gboolean ekey_equal(gconstpointer a, gconstpointer b)
+{
+	const struct ekey *x = a, *y = b;
+
+	return x->domain == y->domain && x->epoch_id == y->epoch_id;
+}
+
+const char *rm_outcome_name(enum rm_outcome o)
+{
+	switch (o) {
+	case RM_OUTCOME_OPEN: return "open";
+	case RM_OUTCOME_COMPLETE: return "complete";
+	case RM_OUTCOME_INCOMPLETE: return "incomplete";
+	case RM_OUTCOME_INVALID: return "invalid";
+	}
+	return "?";
+}
+
+const char *rm_verdict_name(enum rm_verdict v)
+{
+	static const char *n[RM_V__COUNT] = {
+		[RM_V_ACCEPTED] = "accepted", [RM_V_REPEAT] = "repeat", [RM_V_STALE] = "stale",
+		[RM_V_ORPHAN] = "orphan", [RM_V_UNSUPPORTED] = "unsupported", [RM_V_INVALID] = "invalid",
+		[RM_V_AFTER_INVALID] = "after-invalid", [RM_V_KEY_CONFLICT] = "key-conflict",
+		[RM_V_RESOURCE_DROP] = "resource-drop", [RM_V_UNBOUND] = "unbound",
+	};
+	return (unsigned)v < RM_V__COUNT ? n[v] : "?";
+}
+
+int rm_verdict_keeps_raw(enum rm_verdict v)
+{
+	return v == RM_V_UNSUPPORTED || v == RM_V_INVALID || v == RM_V_KEY_CONFLICT || v == RM_V_UNBOUND ||
+	       v == RM_V_ORPHAN;
+}
+
+struct rm_rules *rm_rules_new(const struct rm_rules_limits *lim, const struct rm_rules_sink *sink, void *arg)
+{
+	struct rm_rules *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->lim = *lim;
+	r->sink = *sink;
+	r->arg = arg;
+	return r;
+}
+
+void rm_rules_free(struct rm_rules *r)
+{
+	free(r);
+}
+
+uint32_t rm_rules_sessions(const struct rm_rules *r)
+{
+	return r->sessions;
+}
+
+static void logf_(struct rm_rsession *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(struct rm_rsession *s, const char *fmt, ...)
+{
+	char buf[400];
+	va_list ap;
+
+	if (!s->rules->sink.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	s->rules->sink.log(s->rules->arg, buf);
+}
+
+static void set_why(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_why(char *why, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!why || !n)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, n, fmt, ap);
+	va_end(ap);
+}
+
+struct rm_rsession *rm_rules_session_open(struct rm_rules *r, uint64_t session_id)
+{
+	struct rm_rsession *s;
+
+	if (r->sessions >= r->lim.max_sessions)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->rules = r;
+	s->id = session_id;
+	s->domains = g_hash_table_new_full(g_int_hash, g_int_equal, NULL, free);
+	s->epochs = g_hash_table_new(ekey_hash, ekey_equal);
+	g_queue_init(&s->lru);
+	g_queue_init(&s->closed);
+	s->dirty = g_ptr_array_new();
+	r->sessions++;
+	return s;
+}
+
+uint32_t rm_rules_retained(const struct rm_rsession *s)
+{
+	return g_hash_table_size(s->epochs);
+}
+
+const uint64_t *rm_rules_verdict_counts(const struct rm_rsession *s)
+{
+	return s->verdicts;
+}
+
+struct rm_epoch *rm_rules_find(struct rm_rsession *s, uint32_t domain, uint64_t epoch_id)
+{
+	struct ekey k = { .domain = domain, .epoch_id = epoch_id };
+
+	return g_hash_table_lookup(s->epochs, &k);
+}
+
+uint64_t rm_rules_high_water(struct rm_rsession *s, uint32_t domain)
+{
+	struct domain_state *d = g_hash_table_lookup(s->domains, &domain);
+
+	return d ? d->high_water : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Record-level checks (seed 000: ranges, flags, arithmetic relations). */
+
+int rm_rules_check_record(const struct rm_report *r, char *why, size_t n)
+{
+	unsigned __int128 sum;
+
+	if (r->flags & ~RM_FLAG_DEFINED_MASK) {
+		set_why(why, n, "unknown rdmaSequenceFlags bits 0x%04x (unsupported qualification)",
+			r->flags & ~RM_FLAG_DEFINED_MASK);
+		return 1;
+	}
+	if (r->epoch_id == 0) {
+		set_why(why, n, "rdmaSequenceEpochId 0 (epoch IDs are nonzero)");
+		return -1;
+	}
+	if (r->report_id == 0) {
+		set_why(why, n, "rdmaSequenceReportId 0 (report IDs start at one)");
+		return -1;
+	}
+	if (r->dest_qp & 0xff000000u) {
+		set_why(why, n, "rdmaDestinationQP 0x%08x has nonzero upper 8 bits", r->dest_qp);
+		return -1;
+	}
+	if (r->window < 1 || r->window > RM_WINDOW_MAX) {
+		set_why(why, n, "rdmaSequenceWindow %u outside 1..4194304", r->window);
+		return -1;
+	}
+	if ((r->flags & RM_FLAG_REASON_MASK) && !(r->flags & RM_FLAG_FINAL_EPOCH)) {
+		set_why(why, n, "closure-reason flags 0x%04x in a non-final record", r->flags & RM_FLAG_REASON_MASK);
+		return -1;
+	}
+	if ((r->flags & RM_FLAG_FINAL_EPOCH) && r->pending != 0) {
+		set_why(why, n, "final record with pendingPsnCount %u (must be 0)", r->pending);
+		return -1;
+	}
+	if (!(r->flags & RM_FLAG_FINAL_EPOCH) && r->abandoned != 0) {
+		set_why(why, n, "non-final record with abandonedPsnTotalCount %" PRIu64 " (must be 0)", r->abandoned);
+		return -1;
+	}
+	sum = (unsigned __int128)r->filled + r->expired + r->abandoned + r->pending;
+	if (sum != r->skipped) {
+		set_why(why, n,
+			"skipped %" PRIu64 " != filled %" PRIu64 " + expired %" PRIu64 " + abandoned %" PRIu64
+			" + pending %u",
+			r->skipped, r->filled, r->expired, r->abandoned, r->pending);
+		return -1;
+	}
+	if (r->pending > r->window - 1) {
+		set_why(why, n, "pendingPsnCount %u > W - 1 = %u", r->pending, r->window - 1);
+		return -1;
+	}
+	sum = (unsigned __int128)r->repeated + r->unclassified_late + r->filled + 1;
+	if (sum > r->requests) {
+		set_why(why, n,
+			"repeated %" PRIu64 " + unclassifiedLate %" PRIu64 " + filled %" PRIu64
+			" > requests %" PRIu64 " - 1",
+			r->repeated, r->unclassified_late, r->filled, r->requests);
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+static int same_key(const struct rm_epoch *e, uint32_t domain, const struct rm_report *r)
+{
+	const struct rm_report *k = &e->key;
+
+	return e->domain == domain && k->observation_point_id == r->observation_point_id &&
+	       k->family == r->family && !memcmp(k->src, r->src, 16) && !memcmp(k->dst, r->dst, 16) &&
+	       k->dest_qp == r->dest_qp && k->pkey == r->pkey && k->has_vlan_ns == r->has_vlan_ns &&
+	       k->vlan[0] == r->vlan[0] && k->vlan[1] == r->vlan[1] && k->epoch_id == r->epoch_id;
+}
+
+/* Same decoded content, field by field (padding never compared). */
+static int same_content(const struct rm_report *a, const struct rm_report *b)
+{
+	return a->flow_start_ms == b->flow_start_ms && a->flow_end_ms == b->flow_end_ms &&
+	       a->report_id == b->report_id && a->window == b->window && a->flags == b->flags &&
+	       a->skipped == b->skipped && a->filled == b->filled && a->expired == b->expired &&
+	       a->abandoned == b->abandoned && a->pending == b->pending && a->repeated == b->repeated &&
+	       a->requests == b->requests && a->unclassified_late == b->unclassified_late;
+}
+
+static void mark_dirty(struct rm_epoch *e)
+{
+	if (!e->dirty) {
+		e->dirty = 1;
+		g_ptr_array_add(e->sess->dirty, e);
+	}
+}
+
+static void push_closed(struct rm_epoch *e)
+{
+	if (!e->in_closed) {
+		e->in_closed = 1;
+		g_queue_push_tail_link(&e->sess->closed, &e->closed_link);
+	}
+}
+
+static void describe_gaps(const struct rm_epoch *e, char *buf, size_t n)
+{
+	size_t used = 0;
+
+	buf[0] = 0;
+	if (e->missing_initial)
+		used += (size_t)snprintf(buf, n, "missing initial reports 1..%" PRIu64, e->missing_initial);
+	if (used < n && e->missing_reports > e->missing_initial)
+		snprintf(buf + used, n - used, "%s%" PRIu64 " reports missing in %" PRIu64 " gaps", used ? "; " : "",
+			 e->missing_reports - e->missing_initial, e->gaps - (e->missing_initial ? 1 : 0));
+}
+
+/* Outcome of a final epoch (seed 000: complete = reports 1..final without gaps). */
+static void settle_final(struct rm_epoch *e)
+{
+	char g[160];
+
+	if (e->missing_reports == 0) {
+		e->outcome = RM_OUTCOME_COMPLETE;
+		e->reason[0] = 0;
+	} else {
+		describe_gaps(e, g, sizeof(g));
+		e->outcome = RM_OUTCOME_INCOMPLETE;
+		snprintf(e->reason, sizeof(e->reason), "final report %" PRIu64 " received; %s", e->key.report_id, g);
+	}
+}
+
+static void invalidate(struct rm_epoch *e, const char *reason)
+{
+	if (e->state == RM_EPOCH_INVALID)
+		return;
+	e->state = RM_EPOCH_INVALID;
+	e->outcome = RM_OUTCOME_INVALID;
+	snprintf(e->reason, sizeof(e->reason), "%s", reason);
+	push_closed(e);
+	mark_dirty(e);
+	logf_(e->sess, "session %" PRIu64 " domain %u epoch %" PRIu64 " invalid: %s", e->sess->id, e->domain,
+	      e->key.epoch_id, reason);
+}
+
+static void retire(struct rm_epoch *e, const char *cause, uint64_t now_ms)
+{
+	struct rm_rsession *s = e->sess;
+
+	if (e->state == RM_EPOCH_OPEN) {
+		char g[160];
+
+		describe_gaps(e, g, sizeof(g));
+		e->outcome = RM_OUTCOME_INCOMPLETE;
+		if (e->n_accepted == 0)
+			snprintf(e->reason, sizeof(e->reason), "%s; no accepted report%s%s", cause,
+				 e->unsupported ? " (only unsupported qualifications)" : "", "");
+		else
+			snprintf(e->reason, sizeof(e->reason), "%s without a final report (last report %" PRIu64 ")%s%s",
+				 cause, e->key.report_id, g[0] ? "; " : "", g);
+	}
+	e->retired_ms = now_ms ? now_ms : 1;
+	if (e->dirty) {
+		g_ptr_array_remove_fast(s->dirty, e);
+		e->dirty = 0;
+	}
+	s->rules->sink.epoch(s->rules->arg, e);
+	g_queue_unlink(&s->lru, &e->lru_link);
+	if (e->in_closed)
+		g_queue_unlink(&s->closed, &e->closed_link);
+	g_hash_table_remove(s->epochs, &e->hkey);
+	free(e);
+}
+
+static void touch(struct rm_epoch *e, uint64_t now_ms)
+{
+	e->last_seen_ms = now_ms;
+	g_queue_unlink(&e->sess->lru, &e->lru_link);
+	g_queue_push_tail_link(&e->sess->lru, &e->lru_link);
+}
+
+static void accept_report(struct rm_epoch *e, const struct rm_report *r)
+{
+	uint64_t prev = e->n_accepted ? e->key.report_id : 0;
+
+	if (!e->n_accepted) {
+		e->first_report_id = r->report_id;
+		e->missing_initial = r->report_id - 1;
+	}
+	if (r->report_id - prev > 1) {
+		e->gaps++;
+		e->missing_reports += r->report_id - prev - 1;
+	}
+	e->key = *r;
+	e->n_accepted++;
+	e->flags_seen |= r->flags;
+	if (r->flags & RM_FLAG_FINAL_EPOCH) {
+		e->state = RM_EPOCH_FINAL;
+		settle_final(e);
+		push_closed(e);
+	}
+	mark_dirty(e);
+}
+
+#define CMP_TOTAL(field, name)                                                                                  \
+	if (r->field < k->field) {                                                                              \
+		snprintf(why, sizeof(why), "report %" PRIu64 ": " name " decreased from %" PRIu64 " to %" PRIu64, \
+			 r->report_id, (uint64_t)k->field, (uint64_t)r->field);                                  \
+		goto bad;                                                                                       \
+	}
+
+/* Report ordering for a retained epoch with at least one accepted report. */
+static enum rm_verdict order(struct rm_epoch *e, const struct rm_report *r, char *out, size_t outlen)
+{
+	const struct rm_report *k = &e->key;
+	char why[240];
+
+	if (r->report_id < k->report_id) {
+		e->stale++;
+		mark_dirty(e);
+		set_why(out, outlen, "report %" PRIu64 " is older than the latest report %" PRIu64 " (stale)",
+			r->report_id, k->report_id);
+		return RM_V_STALE;
+	}
+	if (r->report_id == k->report_id) {
+		if (same_content(k, r)) {
+			e->repeats++;
+			mark_dirty(e);
+			set_why(out, outlen, "identical repeat of report %" PRIu64, r->report_id);
+			return RM_V_REPEAT;
+		}
+		snprintf(why, sizeof(why), "report %" PRIu64 " received again with different content", r->report_id);
+		goto bad;
+	}
+	if (e->state == RM_EPOCH_FINAL) {
+		snprintf(why, sizeof(why), "report %" PRIu64 " extends the epoch after its final report %" PRIu64,
+			 r->report_id, k->report_id);
+		goto bad;
+	}
+	if (r->window != k->window) {
+		snprintf(why, sizeof(why), "report %" PRIu64 ": rdmaSequenceWindow changed from %u to %u", r->report_id,
+			 k->window, r->window);
+		goto bad;
+	}
+	if ((r->flags ^ k->flags) & RM_FLAG_GENERATION_UNVERIFIED) {
+		snprintf(why, sizeof(why), "report %" PRIu64 ": generationUnverified changed within the epoch",
+			 r->report_id);
+		goto bad;
+	}
+	if (r->flow_start_ms != k->flow_start_ms) {
+		snprintf(why, sizeof(why), "report %" PRIu64 ": flowStartMilliseconds changed from %" PRIu64
+			 " to %" PRIu64, r->report_id, k->flow_start_ms, r->flow_start_ms);
+		goto bad;
+	}
+	CMP_TOTAL(skipped, "skippedPsnTotalCount")
+	CMP_TOTAL(filled, "filledPsnTotalCount")
+	CMP_TOTAL(expired, "expiredPsnTotalCount")
+	CMP_TOTAL(abandoned, "abandonedPsnTotalCount")
+	CMP_TOTAL(repeated, "repeatedPsnTotalCount")
+	CMP_TOTAL(requests, "requestPacketTotalCount")
+	CMP_TOTAL(unclassified_late, "unclassifiedLatePacketTotalCount")
+	accept_report(e, r);
+	return RM_V_ACCEPTED;
+bad:
+	invalidate(e, why);
+	set_why(out, outlen, "%s", why);
+	return RM_V_INVALID;
+}
+
+/* Make room for one more epoch: retire the oldest closed one. 0 if room. */
+static int make_room(struct rm_rsession *s, uint64_t now_ms)
+{
+	if (g_hash_table_size(s->epochs) < s->rules->lim.max_epochs)
+		return 0;
+	if (!s->closed.head)
+		return -1;
+	retire(s->closed.head->data, "retired to make room (max_epochs)", now_ms);
+	return 0;
+}
+
+static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const struct rm_report *r, uint64_t now_ms,
+			      char *why, size_t whylen)
+{
+	char cwhy[240];
+	int chk;
+	struct rm_epoch *e;
+	struct domain_state *d;
+
+	if (r->epoch_id == 0) {
+		set_why(why, whylen, "rdmaSequenceEpochId 0: the record binds to no epoch");
+		return RM_V_UNBOUND;
+	}
+	chk = rm_rules_check_record(r, cwhy, sizeof(cwhy));
+	e = rm_rules_find(s, domain, r->epoch_id);
+	if (e) {
+		if (!same_key(e, domain, r)) {
+			invalidate(e, "its epoch ID was received with a different record key");
+			set_why(why, whylen, "epoch ID %" PRIu64 " is retained with a different record key", r->epoch_id);
+			return RM_V_KEY_CONFLICT;
+		}
+		touch(e, now_ms);
+		if (chk > 0) {
+			e->unsupported++;
+			mark_dirty(e);
+			set_why(why, whylen, "report %" PRIu64 ": %s", r->report_id, cwhy);
+			return RM_V_UNSUPPORTED;
+		}
+		if (e->state == RM_EPOCH_INVALID) {
+			e->ignored++;
+			mark_dirty(e);
+			set_why(why, whylen, "epoch %" PRIu64 " is invalid already", r->epoch_id);
+			return RM_V_AFTER_INVALID;
+		}
+		if (chk < 0) {
+			char b[300];
+
+			snprintf(b, sizeof(b), "report %" PRIu64 ": %s", r->report_id, cwhy);
+			invalidate(e, b);
+			set_why(why, whylen, "%s", b);
+			return RM_V_INVALID;
+		}
+		if (e->n_accepted == 0) {
+			accept_report(e, r);
+			return RM_V_ACCEPTED;
+		}
+		return order(e, r, why, whylen);
+	}
+
+	/* Unknown epoch ID: admission against the high-water. */
+	d = g_hash_table_lookup(s->domains, &domain);
+	if (!d) {
+		d = calloc(1, sizeof(*d));
+		if (!d) {
+			set_why(why, whylen, "out of memory");
+			s->rules->sink.drop(s->rules->arg, s->id, domain, r->epoch_id, "out of memory");
+			return RM_V_RESOURCE_DROP;
+		}
+		d->domain = domain;
+		g_hash_table_insert(s->domains, &d->domain, d);
+	}
+	if (r->epoch_id <= d->high_water) {
+		set_why(why, whylen, "epoch %" PRIu64 " is not retained and not above the high-water ID %" PRIu64
+			" (orphan)", r->epoch_id, d->high_water);
+		return RM_V_ORPHAN;
+	}
+	d->high_water = r->epoch_id;
+	if (make_room(s, now_ms) < 0 || !(e = calloc(1, sizeof(*e)))) {
+		char b[200];
+
+		snprintf(b, sizeof(b), "epoch %" PRIu64 " refused: max_epochs %u retained epochs in this session",
+			 r->epoch_id, s->rules->lim.max_epochs);
+		s->rules->sink.drop(s->rules->arg, s->id, domain, r->epoch_id, b);
+		logf_(s, "session %" PRIu64 " domain %u: %s (collector resource drop)", s->id, domain, b);
+		set_why(why, whylen, "%s", b);
+		return RM_V_RESOURCE_DROP;
+	}
+	e->sess = s;
+	e->session_id = s->id;
+	e->domain = domain;
+	e->key = *r;
+	e->first_seen_ms = e->last_seen_ms = now_ms;
+	e->lru_link.data = e;
+	e->closed_link.data = e;
+	e->hkey.domain = domain;
+	e->hkey.epoch_id = r->epoch_id;
+	g_hash_table_insert(s->epochs, &e->hkey, e);
+	g_queue_push_tail_link(&s->lru, &e->lru_link);
+	mark_dirty(e);
+	if (chk > 0) {
+		e->unsupported = 1;
+		set_why(why, whylen, "report %" PRIu64 ": %s", r->report_id, cwhy);
+		return RM_V_UNSUPPORTED;
+	}
+	if (chk < 0) {
+		char b[300];
+
+		snprintf(b, sizeof(b), "report %" PRIu64 ": %s", r->report_id, cwhy);
+		invalidate(e, b);
+		set_why(why, whylen, "%s", b);
+		return RM_V_INVALID;
+	}
+	accept_report(e, r);
+	return RM_V_ACCEPTED;
+}
+
+enum rm_verdict rm_rules_record(struct rm_rsession *s, uint32_t domain, const struct rm_report *rep,
+				uint64_t now_ms, char *why, size_t whylen)
+{
+	enum rm_verdict v;
+
+	if (why && whylen)
+		why[0] = 0;
+	v = record(s, domain, rep, now_ms, why, whylen);
+	s->verdicts[v]++;
+	return v;
+}
+
+void rm_rules_flush(struct rm_rsession *s)
+{
+	for (guint i = 0; i < s->dirty->len; i++) {
+		struct rm_epoch *e = g_ptr_array_index(s->dirty, i);
+
+		e->dirty = 0;
+		s->rules->sink.epoch(s->rules->arg, e);
+	}
+	g_ptr_array_set_size(s->dirty, 0);
+}
+
+void rm_rules_tick(struct rm_rsession *s, uint64_t now_ms)
+{
+	uint64_t t = s->rules->lim.inactivity_timeout_ms;
+
+	if (!t)
+		return;
+	while (s->lru.head) {
+		struct rm_epoch *e = s->lru.head->data;
+
+		if (e->last_seen_ms + t > now_ms)
+			break;
+		retire(e, "inactivity timeout", now_ms);
+	}
+}
+
+void rm_rules_session_close(struct rm_rsession *s, const char *reason, uint64_t now_ms)
+{
+	if (!s)
+		return;
+	rm_rules_flush(s);
+	while (s->lru.head)
+		retire(s->lru.head->data, reason, now_ms);
+	g_hash_table_destroy(s->epochs);
+	g_hash_table_destroy(s->domains);
+	g_ptr_array_free(s->dirty, TRUE);
+	s->rules->sessions--;
+	free(s);
+}

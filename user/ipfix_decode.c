@@ -1,0 +1,536 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ipfix_decode.c - IPFIX Message, Set, Template and Options Template
+ * decoding for the collector (RFC 7011; seed 000 "Export Profile and
+ * Template", "Collector Processing"). See ipfix_decode.h.
+ */
+#include <glib.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ipfix_decode.h"
+#include "rocemeter/ipfix_ie.h"
+
+#define IE_PADDING_OCTETS 210
+#define VARLEN 65535
+
+/* The profile's fields (seed 000, "Profile Fields in Example Order"). */
+enum pf {
+	F_OBS, F_SRC4, F_DST4, F_SRC6, F_DST6, F_VLAN, F_CVLAN, F_QP, F_PKEY, F_START, F_END,
+	F_EPOCH, F_REPORT, F_WINDOW, F_FLAGS, F_SKIP, F_FILL, F_EXP, F_ABAN, F_PEND, F_REP, F_REQ, F_LATE,
+	F__N
+};
+
+static const struct {
+	uint8_t enterprise; /* 1: element number under the configured PEN */
+	uint16_t ie;
+	uint16_t len;       /* full-length encoding, the only one accepted */
+	uint8_t key;        /* part of the record key (Flow Keys) */
+	const char *name;
+} pf_def[F__N] = {
+	[F_OBS] = { 0, IE_OBSERVATION_POINT_ID, 8, 1, "observationPointId" },
+	[F_SRC4] = { 0, IE_SOURCE_IPV4_ADDRESS, 4, 1, "sourceIPv4Address" },
+	[F_DST4] = { 0, IE_DESTINATION_IPV4_ADDRESS, 4, 1, "destinationIPv4Address" },
+	[F_SRC6] = { 0, IE_SOURCE_IPV6_ADDRESS, 16, 1, "sourceIPv6Address" },
+	[F_DST6] = { 0, IE_DESTINATION_IPV6_ADDRESS, 16, 1, "destinationIPv6Address" },
+	[F_VLAN] = { 0, IE_VLAN_ID, 2, 1, "vlanId" },
+	[F_CVLAN] = { 0, IE_DOT1Q_CUSTOMER_VLAN_ID, 2, 1, "dot1qCustomerVlanId" },
+	[F_QP] = { 1, RM_IE_RDMA_DESTINATION_QP, 4, 1, "rdmaDestinationQP" },
+	[F_PKEY] = { 1, RM_IE_RDMA_PARTITION_KEY, 2, 1, "rdmaPartitionKey" },
+	[F_START] = { 0, IE_FLOW_START_MILLISECONDS, 8, 0, "flowStartMilliseconds" },
+	[F_END] = { 0, IE_FLOW_END_MILLISECONDS, 8, 0, "flowEndMilliseconds" },
+	[F_EPOCH] = { 1, RM_IE_RDMA_SEQUENCE_EPOCH_ID, 8, 1, "rdmaSequenceEpochId" },
+	[F_REPORT] = { 1, RM_IE_RDMA_SEQUENCE_REPORT_ID, 8, 0, "rdmaSequenceReportId" },
+	[F_WINDOW] = { 1, RM_IE_RDMA_SEQUENCE_WINDOW, 4, 0, "rdmaSequenceWindow" },
+	[F_FLAGS] = { 1, RM_IE_RDMA_SEQUENCE_FLAGS, 2, 0, "rdmaSequenceFlags" },
+	[F_SKIP] = { 1, RM_IE_SKIPPED_PSN_TOTAL_COUNT, 8, 0, "skippedPsnTotalCount" },
+	[F_FILL] = { 1, RM_IE_FILLED_PSN_TOTAL_COUNT, 8, 0, "filledPsnTotalCount" },
+	[F_EXP] = { 1, RM_IE_EXPIRED_PSN_TOTAL_COUNT, 8, 0, "expiredPsnTotalCount" },
+	[F_ABAN] = { 1, RM_IE_ABANDONED_PSN_TOTAL_COUNT, 8, 0, "abandonedPsnTotalCount" },
+	[F_PEND] = { 1, RM_IE_PENDING_PSN_COUNT, 4, 0, "pendingPsnCount" },
+	[F_REP] = { 1, RM_IE_REPEATED_PSN_TOTAL_COUNT, 8, 0, "repeatedPsnTotalCount" },
+	[F_REQ] = { 1, RM_IE_REQUEST_PACKET_TOTAL_COUNT, 8, 0, "requestPacketTotalCount" },
+	[F_LATE] = { 1, RM_IE_UNCLASSIFIED_LATE_PACKET_TOTAL_COUNT, 8, 0, "unclassifiedLatePacketTotalCount" },
+};
+
+/* A received (Options) Template and what it binds to. */
+struct tmpl {
+	gint64 hkey;         /* domain << 16 | tid */
+	uint32_t domain;
+	uint16_t tid;
+	uint8_t options;     /* Options Template */
+	uint8_t usable;      /* Data Template bound to the profile */
+	uint8_t flow_keys;   /* Options Template: Flow Keys (scope templateId, flowKeyIndicator) */
+	uint8_t family;
+	uint8_t has_vlan_ns;
+	uint16_t rec_len;    /* Data Record octets; 0 if a field is variable-length */
+	uint16_t nfields;
+	int32_t off[F__N];   /* offset in the record, -1 absent */
+	uint64_t key_bits;   /* flowKeyIndicator the record key requires */
+	uint64_t unknown_bits; /* fields not understood (bit per field index < 64) */
+	int32_t fk_tid_off, fk_ind_off; /* Flow Keys record offsets */
+	char why[200];       /* reason when unusable */
+	uint8_t *bytes;      /* Template Record as received */
+	size_t nbytes;
+};
+
+struct rm_ipfix_session {
+	uint32_t pen;
+	GHashTable *tmpls; /* hkey -> struct tmpl */
+};
+
+static void tmpl_free(gpointer p)
+{
+	struct tmpl *t = p;
+
+	free(t->bytes);
+	free(t);
+}
+
+struct rm_ipfix_session *rm_ipfix_session_new(uint32_t pen)
+{
+	struct rm_ipfix_session *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->pen = pen;
+	s->tmpls = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, tmpl_free);
+	return s;
+}
+
+void rm_ipfix_session_free(struct rm_ipfix_session *s)
+{
+	if (!s)
+		return;
+	g_hash_table_destroy(s->tmpls);
+	free(s);
+}
+
+static inline uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static inline uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+static inline uint64_t be64(const uint8_t *p) { return (uint64_t)be32(p) << 32 | be32(p + 4); }
+
+static gint64 hkey(uint32_t domain, uint16_t tid) { return (gint64)((uint64_t)domain << 16 | tid); }
+
+static struct tmpl *lookup(struct rm_ipfix_session *s, uint32_t domain, uint16_t tid)
+{
+	gint64 k = hkey(domain, tid);
+
+	return g_hash_table_lookup(s->tmpls, &k);
+}
+
+const uint8_t *rm_ipfix_template_bytes(struct rm_ipfix_session *s, uint32_t domain, uint16_t tid, size_t *len)
+{
+	struct tmpl *t = lookup(s, domain, tid);
+
+	if (!t)
+		return NULL;
+	*len = t->nbytes;
+	return t->bytes;
+}
+
+static void note(const struct rm_ipfix_sink *sink, void *arg, uint32_t domain, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void note(const struct rm_ipfix_sink *sink, void *arg, uint32_t domain, const char *fmt, ...)
+{
+	char buf[300];
+	va_list ap;
+
+	if (!sink->note)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	sink->note(arg, domain, buf);
+}
+
+static void reject(const struct rm_ipfix_sink *sink, void *arg, uint32_t domain, uint16_t tid, const uint8_t *raw,
+		   size_t len, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+static void reject(const struct rm_ipfix_sink *sink, void *arg, uint32_t domain, uint16_t tid, const uint8_t *raw,
+		   size_t len, const char *fmt, ...)
+{
+	char buf[300];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	sink->reject(arg, domain, tid, raw, len, buf);
+}
+
+long rm_ipfix_frame(const uint8_t *buf, size_t have, char *err, size_t errlen)
+{
+	uint16_t len;
+
+	if (have < 4)
+		return 0;
+	if (be16(buf) != RM_IPFIX_VERSION) {
+		snprintf(err, errlen, "IPFIX message version %u, expected 10", be16(buf));
+		return -1;
+	}
+	len = be16(buf + 2);
+	if (len < RM_IPFIX_HDR_LEN) {
+		snprintf(err, errlen, "IPFIX message length %u is shorter than its 16-octet header", len);
+		return -1;
+	}
+	return have >= len ? (long)len : 0;
+}
+
+/* Which profile field a Field Specifier is, or -1. */
+static int classify(const struct rm_ipfix_session *s, uint16_t ie, int enterprise, uint32_t pen)
+{
+	for (int f = 0; f < F__N; f++) {
+		if (pf_def[f].ie != ie || pf_def[f].enterprise != enterprise)
+			continue;
+		if (enterprise && pen != s->pen)
+			continue;
+		return f;
+	}
+	return -1;
+}
+
+/* Bind a Data Template to the profile; sets usable or why. */
+static void bind_data_template(struct rm_ipfix_session *s, struct tmpl *t, const uint8_t *fs, uint16_t count)
+{
+	uint32_t off = 0;
+	int varlen = 0;
+
+	for (int f = 0; f < F__N; f++)
+		t->off[f] = -1;
+	for (uint16_t i = 0; i < count; i++) {
+		uint16_t ie = be16(fs) & 0x7fff, len = be16(fs + 2);
+		int ent = (fs[0] & 0x80) != 0;
+		uint32_t pen = ent ? be32(fs + 4) : 0;
+		int f = classify(s, ie, ent, pen);
+
+		fs += ent ? 8 : 4;
+		if (len == VARLEN) {
+			if (!t->why[0])
+				snprintf(t->why, sizeof(t->why), "Template %u: field %u (IE %u%s) is variable-length",
+					 t->tid, i + 1, ie, ent ? ", enterprise" : "");
+			varlen = 1;
+			continue;
+		}
+		if (f < 0) {
+			if (i < 64 && !(ie == IE_PADDING_OCTETS && !ent))
+				t->unknown_bits |= 1ULL << i;
+			off += len;
+			continue;
+		}
+		if (t->off[f] >= 0 && !t->why[0])
+			snprintf(t->why, sizeof(t->why), "Template %u: %s occurs more than once", t->tid,
+				 pf_def[f].name);
+		if (len != pf_def[f].len && !t->why[0])
+			snprintf(t->why, sizeof(t->why), "Template %u: %s has length %u, the profile requires %u",
+				 t->tid, pf_def[f].name, len, pf_def[f].len);
+		if (pf_def[f].key) {
+			if (i < 64)
+				t->key_bits |= 1ULL << i;
+			else if (!t->why[0])
+				snprintf(t->why, sizeof(t->why),
+					 "Template %u: key field %s beyond field 64 cannot be a Flow Key", t->tid,
+					 pf_def[f].name);
+		}
+		t->off[f] = (int32_t)off;
+		off += len;
+	}
+	t->rec_len = varlen || off > RM_IPFIX_MAX_MSG ? 0 : (uint16_t)off;
+	t->nfields = count;
+	if (t->why[0])
+		return;
+	if (t->rec_len == 0) {
+		snprintf(t->why, sizeof(t->why), "Template %u: Data Records of length 0", t->tid);
+		return;
+	}
+	int v4 = t->off[F_SRC4] >= 0 || t->off[F_DST4] >= 0;
+	int v6 = t->off[F_SRC6] >= 0 || t->off[F_DST6] >= 0;
+
+	if (v4 && v6) {
+		snprintf(t->why, sizeof(t->why), "Template %u mixes IPv4 and IPv6 addresses (one family per Template)",
+			 t->tid);
+		return;
+	}
+	t->family = v6 ? 6 : 4;
+	for (int f = 0; f < F__N; f++) {
+		if (f == F_VLAN || f == F_CVLAN)
+			continue;
+		if ((f == F_SRC4 || f == F_DST4) && t->family != 4)
+			continue;
+		if ((f == F_SRC6 || f == F_DST6) && t->family != 6)
+			continue;
+		if (t->off[f] < 0) {
+			snprintf(t->why, sizeof(t->why), "Template %u lacks %s%s", t->tid, pf_def[f].name,
+				 pf_def[f].enterprise ? " (under the configured PEN)" : "");
+			return;
+		}
+	}
+	t->has_vlan_ns = t->off[F_VLAN] >= 0 || t->off[F_CVLAN] >= 0;
+	t->usable = 1;
+}
+
+/* Options Template: is it the Flow Keys one? */
+static void bind_options_template(struct tmpl *t, const uint8_t *fs, uint16_t count, uint16_t scope)
+{
+	uint32_t off = 0;
+	int varlen = 0;
+
+	t->fk_tid_off = t->fk_ind_off = -1;
+	for (uint16_t i = 0; i < count; i++) {
+		uint16_t ie = be16(fs) & 0x7fff, len = be16(fs + 2);
+		int ent = (fs[0] & 0x80) != 0;
+
+		fs += ent ? 8 : 4;
+		if (len == VARLEN) {
+			varlen = 1;
+			continue;
+		}
+		if (!ent && i == 0 && ie == IE_TEMPLATE_ID && len == 2)
+			t->fk_tid_off = (int32_t)off;
+		if (!ent && i >= scope && ie == IE_FLOW_KEY_INDICATOR && len == 8)
+			t->fk_ind_off = (int32_t)off;
+		off += len;
+	}
+	t->rec_len = varlen || off > RM_IPFIX_MAX_MSG ? 0 : (uint16_t)off;
+	t->nfields = count;
+	t->flow_keys = !varlen && scope == 1 && t->fk_tid_off >= 0 && t->fk_ind_off >= 0;
+}
+
+static void withdraw_all(struct rm_ipfix_session *s, uint32_t domain, int options)
+{
+	GHashTableIter it;
+	gpointer v;
+
+	g_hash_table_iter_init(&it, s->tmpls);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		struct tmpl *t = v;
+
+		if (t->domain == domain && t->options == options)
+			g_hash_table_iter_remove(&it);
+	}
+}
+
+/* Template Set (2) or Options Template Set (3). */
+static void template_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t set_id, const uint8_t *p,
+			 size_t len, const struct rm_ipfix_sink *sink, void *arg)
+{
+	int options = set_id == 3;
+	size_t hdr = options ? 6 : 4;
+
+	while (len >= hdr) {
+		uint16_t tid = be16(p), count = be16(p + 2), scope = options ? be16(p + 4) : 0;
+		size_t need = count ? hdr : 4;
+
+		if (count == 0) { /* withdrawal */
+			if (tid == set_id) {
+				withdraw_all(s, domain, options);
+				note(sink, arg, domain, "all %sTemplates withdrawn", options ? "Options " : "");
+			} else {
+				gint64 k = hkey(domain, tid);
+
+				g_hash_table_remove(s->tmpls, &k);
+				note(sink, arg, domain, "%sTemplate %u withdrawn", options ? "Options " : "", tid);
+			}
+			p += 4;
+			len -= 4;
+			continue;
+		}
+		if (tid < 256) {
+			reject(sink, arg, domain, tid, p, len, "%sTemplate ID %u is below 256; rest of the set ignored",
+			       options ? "Options " : "", tid);
+			return;
+		}
+		if (options && (scope == 0 || scope > count)) {
+			reject(sink, arg, domain, tid, p, len,
+			       "Options Template %u: scope field count %u of %u fields; rest of the set ignored", tid,
+			       scope, count);
+			return;
+		}
+		for (uint16_t i = 0; i < count; i++) {
+			if (need + 4 > len || ((p[need] & 0x80) && need + 8 > len)) {
+				reject(sink, arg, domain, tid, p, len,
+				       "%sTemplate %u: field %u runs past its set; rest of the set ignored",
+				       options ? "Options " : "", tid, i + 1);
+				return;
+			}
+			need += (p[need] & 0x80) ? 8 : 4;
+		}
+		struct tmpl *t = calloc(1, sizeof(*t));
+
+		if (!t || !(t->bytes = malloc(need))) {
+			free(t);
+			reject(sink, arg, domain, tid, p, need, "out of memory for Template %u", tid);
+			return;
+		}
+		memcpy(t->bytes, p, need);
+		t->nbytes = need;
+		t->domain = domain;
+		t->tid = tid;
+		t->hkey = hkey(domain, tid);
+		t->options = options;
+		if (options)
+			bind_options_template(t, p + hdr, count, scope);
+		else
+			bind_data_template(s, t, p + hdr, count);
+		if (!options && !t->usable)
+			note(sink, arg, domain, "%s; its Data Records will be rejected", t->why);
+		g_hash_table_replace(s->tmpls, &t->hkey, t);
+		p += need;
+		len -= need;
+	}
+}
+
+/* A Flow Keys Options Data Record: check the advertised keys of a Data Template. */
+static void flow_keys_record(struct rm_ipfix_session *s, uint32_t domain, const struct tmpl *ot, const uint8_t *rec,
+			     const struct rm_ipfix_sink *sink, void *arg)
+{
+	uint16_t tid = be16(rec + ot->fk_tid_off);
+	uint64_t ind = be64(rec + ot->fk_ind_off);
+	struct tmpl *t = lookup(s, domain, tid);
+
+	if (!t || t->options) {
+		reject(sink, arg, domain, ot->tid, rec, ot->rec_len, "Flow Keys for unknown Template %u", tid);
+		return;
+	}
+	if (!t->usable)
+		return;
+	if (ind & t->unknown_bits) {
+		t->usable = 0;
+		snprintf(t->why, sizeof(t->why),
+			 "Template %u: a field not understood is a Flow Key (unknown namespace key)", tid);
+	} else if (ind & ~t->key_bits) {
+		t->usable = 0;
+		snprintf(t->why, sizeof(t->why),
+			 "Template %u: Flow Keys 0x%llx flag a non-key field (the report ID is never a key)", tid,
+			 (unsigned long long)ind);
+	} else if ((ind & t->key_bits) != t->key_bits) {
+		t->usable = 0;
+		snprintf(t->why, sizeof(t->why), "Template %u: Flow Keys 0x%llx lack record key fields 0x%llx", tid,
+			 (unsigned long long)ind, (unsigned long long)(t->key_bits & ~ind));
+	}
+	if (!t->usable)
+		note(sink, arg, domain, "%s; its Data Records will be rejected", t->why);
+}
+
+static void decode_record(const struct tmpl *t, const uint8_t *rec, struct rm_report *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->family = t->family;
+	r->observation_point_id = be64(rec + t->off[F_OBS]);
+	if (t->family == 4) {
+		memcpy(r->src, rec + t->off[F_SRC4], 4);
+		memcpy(r->dst, rec + t->off[F_DST4], 4);
+	} else {
+		memcpy(r->src, rec + t->off[F_SRC6], 16);
+		memcpy(r->dst, rec + t->off[F_DST6], 16);
+	}
+	r->has_vlan_ns = t->has_vlan_ns;
+	if (t->off[F_VLAN] >= 0)
+		r->vlan[0] = be16(rec + t->off[F_VLAN]);
+	if (t->off[F_CVLAN] >= 0)
+		r->vlan[1] = be16(rec + t->off[F_CVLAN]);
+	r->dest_qp = be32(rec + t->off[F_QP]);
+	r->pkey = be16(rec + t->off[F_PKEY]);
+	r->flow_start_ms = be64(rec + t->off[F_START]);
+	r->flow_end_ms = be64(rec + t->off[F_END]);
+	r->epoch_id = be64(rec + t->off[F_EPOCH]);
+	r->report_id = be64(rec + t->off[F_REPORT]);
+	r->window = be32(rec + t->off[F_WINDOW]);
+	r->flags = be16(rec + t->off[F_FLAGS]);
+	r->skipped = be64(rec + t->off[F_SKIP]);
+	r->filled = be64(rec + t->off[F_FILL]);
+	r->expired = be64(rec + t->off[F_EXP]);
+	r->abandoned = be64(rec + t->off[F_ABAN]);
+	r->pending = be32(rec + t->off[F_PEND]);
+	r->repeated = be64(rec + t->off[F_REP]);
+	r->requests = be64(rec + t->off[F_REQ]);
+	r->unclassified_late = be64(rec + t->off[F_LATE]);
+}
+
+static void data_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t tid, const uint8_t *p, size_t len,
+		     const struct rm_ipfix_sink *sink, void *arg)
+{
+	struct tmpl *t = lookup(s, domain, tid);
+	struct rm_report r;
+
+	if (!t) {
+		reject(sink, arg, domain, tid, p, len, "Data Set for unknown Template %u in Observation Domain %u",
+		       tid, domain);
+		return;
+	}
+	if (t->rec_len == 0) {
+		reject(sink, arg, domain, tid, p, len, "Data Set for Template %u with variable-length fields", tid);
+		return;
+	}
+	for (; len >= t->rec_len; p += t->rec_len, len -= t->rec_len) {
+		if (t->options) {
+			if (t->flow_keys)
+				flow_keys_record(s, domain, t, p, sink, arg);
+			continue;
+		}
+		if (!t->usable) {
+			reject(sink, arg, domain, tid, p, t->rec_len, "%s", t->why);
+			continue;
+		}
+		decode_record(t, p, &r);
+		sink->record(arg, domain, tid, &r, p, t->rec_len);
+	}
+	/* Fewer octets than one record left: padding (RFC 7011, section 3.3.1). */
+}
+
+int rm_ipfix_message(struct rm_ipfix_session *s, const uint8_t *msg, size_t len, const struct rm_ipfix_sink *sink,
+		     void *arg, char *err, size_t errlen)
+{
+	uint32_t domain;
+	size_t pos;
+
+	if (len < RM_IPFIX_HDR_LEN || rm_ipfix_frame(msg, len, err, errlen) != (long)len) {
+		if (len >= 4 && be16(msg) == RM_IPFIX_VERSION)
+			snprintf(err, errlen, "IPFIX message length %u does not match the %zu octets given",
+				 be16(msg + 2), len);
+		else if (len < 4)
+			snprintf(err, errlen, "IPFIX message of %zu octets", len);
+		return -1;
+	}
+	domain = be32(msg + 12);
+	/* Check the set structure first, so a bad message delivers nothing. */
+	for (pos = RM_IPFIX_HDR_LEN; pos < len;) {
+		uint16_t slen;
+
+		if (len - pos < 4) {
+			reject(sink, arg, domain, 0, msg, len, "%zu octets after the last set are not a set header",
+			       len - pos);
+			return 0;
+		}
+		slen = be16(msg + pos + 2);
+		if (slen < 4) {
+			reject(sink, arg, domain, 0, msg, len, "set %u at offset %zu has length %u < 4; message ignored",
+			       be16(msg + pos), pos, slen);
+			return 0;
+		}
+		if (slen > len - pos) {
+			reject(sink, arg, domain, 0, msg, len,
+			       "set %u at offset %zu of length %u runs past its message of %zu octets; message ignored",
+			       be16(msg + pos), pos, slen, len);
+			return 0;
+		}
+		pos += slen;
+	}
+	for (pos = RM_IPFIX_HDR_LEN; pos < len;) {
+		uint16_t sid = be16(msg + pos), slen = be16(msg + pos + 2);
+		const uint8_t *body = msg + pos + 4;
+
+		if (sid == 2 || sid == 3)
+			template_set(s, domain, sid, body, slen - 4u, sink, arg);
+		else if (sid >= 256)
+			data_set(s, domain, sid, body, slen - 4u, sink, arg);
+		else
+			reject(sink, arg, domain, 0, msg + pos, slen, "set ID %u is not allowed in IPFIX", sid);
+		pos += slen;
+	}
+	return 0;
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * ipfix_decode.h - the collector's IPFIX (RFC 7011) decoder for one
+ * Transport Session (seed 000, "Export Profile and Template", "Collector
+ * Processing": Template bindings).
+ *
+ * Templates are decoded generically from what the session sends: a Data
+ * Template is bound to the profile by (PEN, element number) of its Field
+ * Specifiers, never by Template ID or offset. Templates are scoped by
+ * Observation Domain. A Template is usable only if it carries every field
+ * of the profile exactly once, with the full-length encodings of seed 000,
+ * one address family, and no variable-length field; otherwise its Data
+ * Records are rejected with the Template's reason. A Flow Keys Options
+ * Data Record (scope templateId 145, flowKeyIndicator 173) must flag
+ * exactly the record key fields (never the report ID) or it makes its
+ * Template unusable.
+ *
+ * Errors: framing errors (version, message length) are fatal for the
+ * session, since a TCP stream cannot be resynchronised; a set that runs
+ * past its message makes the whole message rejected (no record of it is
+ * delivered); set- and record-level problems are reported through
+ * sink->reject and decoding goes on.
+ */
+#ifndef ROCEMETER_IPFIX_DECODE_H
+#define ROCEMETER_IPFIX_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rocemeter/report.h"
+
+#define RM_IPFIX_HDR_LEN 16
+#define RM_IPFIX_MAX_MSG 65535
+
+struct rm_ipfix_session;
+
+/* What the decoder hands to its user. raw/len: the Data Record's octets. */
+struct rm_ipfix_sink {
+	/* A Data Record of a usable profile Template, decoded into *r (host order). */
+	void (*record)(void *arg, uint32_t domain, uint16_t tid, const struct rm_report *r, const uint8_t *raw,
+		       size_t len);
+	/*
+	 * Octets that could not be bound to the profile (unknown Template,
+	 * unusable Template, malformed set or message); reason is one line.
+	 * tid is 0 when no Template applies; raw may be a whole set or message.
+	 */
+	void (*reject)(void *arg, uint32_t domain, uint16_t tid, const uint8_t *raw, size_t len, const char *reason);
+	/* Informational, one line (Template accepted, withdrawn, unusable). May be NULL. */
+	void (*note)(void *arg, uint32_t domain, const char *msg);
+};
+
+/* New decoder state for one Transport Session; pen = PEN of the enterprise IEs. NULL on ENOMEM. */
+struct rm_ipfix_session *rm_ipfix_session_new(uint32_t pen);
+void rm_ipfix_session_free(struct rm_ipfix_session *s);
+
+/*
+ * Framing of a TCP stream: given the first have octets of the stream,
+ * return the length of the next IPFIX Message (>= 16) if it is complete,
+ * 0 if more octets are needed, -1 with a reason in err if the header is
+ * bad (version != 10, length < 16). Only the first 4 octets are checked.
+ */
+long rm_ipfix_frame(const uint8_t *buf, size_t have, char *err, size_t errlen);
+
+/*
+ * Decode one complete IPFIX Message of len octets (as returned by
+ * rm_ipfix_frame). Records and rejections go to sink. Returns 0, or -1
+ * with err set on a fatal (session-ending) error.
+ */
+int rm_ipfix_message(struct rm_ipfix_session *s, const uint8_t *msg, size_t len, const struct rm_ipfix_sink *sink,
+		     void *arg, char *err, size_t errlen);
+
+/*
+ * The Template Record octets (header and Field Specifiers as received) of
+ * Template tid in domain, for storing next to a raw record; NULL if unknown.
+ */
+const uint8_t *rm_ipfix_template_bytes(struct rm_ipfix_session *s, uint32_t domain, uint16_t tid, size_t *len);
+
+#endif /* ROCEMETER_IPFIX_DECODE_H */
