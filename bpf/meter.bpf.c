@@ -264,11 +264,16 @@ int rocemeter_xdp(struct xdp_md *xdp)
 		return pass;
 	}
 	if (eligible) {
+		/* Idle expiration (seed 000 "Identity and Epoch Lifecycle"), decided
+		 * here when traffic resumes so that no request joins an expired epoch. */
+		if (rm_cfg.idle_timeout_ns && ctx->seq.active && now > ctx->seq.c.last_ns &&
+		    now - ctx->seq.c.last_ns > rm_cfg.idle_timeout_ns)
+			closed = rm_seq_close(&ctx->seq, 0, &sc->final);
 		r = rm_seq_observe(&ctx->seq, win, rm_window_words, rm_cfg.window, pkt.psn, now, &sc->final);
 		if (r == RM_SEQ_STARTED || r == RM_SEQ_RESTARTED) {
 			sc->start = ctx->seq.c;
 			started = 1;
-			closed = r == RM_SEQ_RESTARTED;
+			closed |= r == RM_SEQ_RESTARTED;
 		}
 	} else {
 		closed = rm_seq_close(&ctx->seq, RM_FLAG_PROFILE_VIOLATION, &sc->final);
@@ -317,6 +322,14 @@ int rocemeter_ctl(struct xdp_md *xdp)
 	case RM_CTL_CLOSE:
 		if (!rm_seq_close(&ctx->seq, c->reason & RM_FLAG_REASON_MASK, &c->snap))
 			c->status = -3;
+		break;
+	case RM_CTL_CLOSE_IDLE:
+		if (!ctx->seq.active)
+			c->status = -3;
+		else if (ctx->seq.c.last_ns >= c->idle_before_ns)
+			c->status = -4;
+		else
+			rm_seq_close(&ctx->seq, 0, &c->snap);
 		break;
 	case RM_CTL_SNAPSHOT:
 		c->snap = ctx->seq.c;

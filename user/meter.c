@@ -73,6 +73,7 @@ int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int rep
 	sk->data->rm_cfg.ns_mode = s->namespace_vlan ? RM_NS_VLAN : RM_NS_NONE;
 	sk->data->rm_cfg.provision_all = s->provision_all ? 1 : 0;
 	sk->data->rm_cfg.use_replay_clock = replay ? 1 : 0;
+	sk->data->rm_cfg.idle_timeout_ns = s->idle_timeout_ms * 1000000ull;
 	if (bpf_map__set_value_size(sk->maps.windows, m->window_words * sizeof(__u64)) ||
 	    bpf_map__set_max_entries(sk->maps.windows, s->max_contexts) ||
 	    bpf_map__set_max_entries(sk->maps.contexts, s->max_contexts) ||

@@ -143,7 +143,8 @@ static int cmd_replay(int argc, char **argv)
 	struct rm_capture *cap = NULL;
 	struct rm_frame fr;
 	char err[512];
-	uint64_t st[RM_STAT__COUNT], frames = 0, frames_read = 0, truncated = 0, short_frames = 0, next_report = 0;
+	uint64_t st[RM_STAT__COUNT], frames = 0, frames_read = 0, truncated = 0, short_frames = 0, next_report = 0,
+		 next_idle_sweep = 0;
 	char *end;
 
 	while ((opt = getopt_long(argc, argv, "c:w:ai:jo:s:m:h", opts, NULL)) != -1) {
@@ -254,9 +255,18 @@ static int cmd_replay(int argc, char **argv)
 				next_report = ms + (uint64_t)interval;
 			while (ms >= next_report) {
 				ring_buffer__consume(rb);
-				rm_reporter_walk(&rep, 0, 0);
+				rm_reporter_walk(&rep, RM_CTL_SNAPSHOT, 0, 0);
 				next_report += (uint64_t)interval;
 			}
+		}
+		/* Idle expiration of epochs that get no further traffic, swept
+		 * once a second of capture time, as `attach` does in real time. */
+		if (cfg.meter.idle_timeout_ms && fr.ts_ns >= next_idle_sweep) {
+			ring_buffer__consume(rb);
+			if (next_idle_sweep)
+				rm_reporter_walk(&rep, RM_CTL_CLOSE_IDLE, 0,
+						 fr.ts_ns - cfg.meter.idle_timeout_ms * 1000000ull);
+			next_idle_sweep = fr.ts_ns + 1000000000ull;
 		}
 		if (fr.caplen < fr.wirelen)
 			truncated++;
@@ -279,7 +289,7 @@ static int cmd_replay(int argc, char **argv)
 		goto out;
 	}
 	ring_buffer__consume(rb);
-	rm_reporter_walk(&rep, 1, 0);
+	rm_reporter_walk(&rep, RM_CTL_CLOSE, 0, 0);
 	if (out.ipfix && ipfix_flush(&out)) {
 		fprintf(stderr, "rocemeter replay: %s: write failed\n", ipfix_out);
 		goto out;

@@ -102,7 +102,7 @@ static int by_first_arrival(const void *a, const void *b)
 	return memcmp(&x->key, &y->key, sizeof(x->key));
 }
 
-int rm_reporter_walk(struct rm_reporter *r, int close, uint16_t reason)
+int rm_reporter_walk(struct rm_reporter *r, enum rm_ctl_op op, uint16_t reason, uint64_t idle_before_ns)
 {
 	struct rm_meter *m = r->meter;
 	struct rm_ctx_key key, next, *prev = NULL;
@@ -139,15 +139,16 @@ int rm_reporter_walk(struct rm_reporter *r, int close, uint16_t reason)
 	qsort(open, n, sizeof(*open), by_first_arrival);
 	for (size_t i = 0; i < n; i++) {
 		memset(&c, 0, sizeof(c));
-		c.op = close ? RM_CTL_CLOSE : RM_CTL_SNAPSHOT;
+		c.op = op;
 		c.reason = reason;
+		c.idle_before_ns = idle_before_ns;
 		c.key = open[i].key;
 		e = rm_meter_ctl(m, &c);
 		if (e)
 			goto out;
 		if (c.status != 0)
-			continue; /* closed meanwhile by the datapath: its final came as an event */
-		rm_reporter_snapshot(r, &open[i].key, &c.snap, close);
+			continue; /* not idle, or closed meanwhile by the datapath (its final came as an event) */
+		rm_reporter_snapshot(r, &open[i].key, &c.snap, op != RM_CTL_SNAPSHOT);
 		count++;
 	}
 	e = count;

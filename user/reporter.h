@@ -51,12 +51,15 @@ void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, c
 int rm_reporter_on_event(void *ctx, void *data, size_t size);
 
 /*
- * For every context with an open epoch, in the order of first arrival:
- * close = 0: a non-final report of a snapshot taken under the lock;
- * close = 1: close the epoch under the lock with the closure bits `reason`
- * (finalEpoch is always set) and report the final snapshot.
+ * For every context with an open epoch, in the order of first arrival, run
+ * one control operation under the context's lock and report the result:
+ *   RM_CTL_SNAPSHOT    a non-final report;
+ *   RM_CTL_CLOSE       close with the closure bits `reason` (finalEpoch is
+ *                      always set), final report;
+ *   RM_CTL_CLOSE_IDLE  close (finalEpoch alone) only epochs whose last
+ *                      request is older than idle_before_ns (meter clock).
  * Returns the number of reports, or -errno.
  */
-int rm_reporter_walk(struct rm_reporter *r, int close, uint16_t reason);
+int rm_reporter_walk(struct rm_reporter *r, enum rm_ctl_op op, uint16_t reason, uint64_t idle_before_ns);
 
 #endif

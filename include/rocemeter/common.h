@@ -123,6 +123,8 @@ struct rm_config {
 	__u32 use_replay_clock; /* 1 (replay): arrival time is replay_now_ns, not the kernel clock */
 	__u32 replay_wire_len; /* replay: the frame's length on the wire (capture may truncate) */
 	__u64 replay_now_ns;   /* replay: capture timestamp of the frame (UNIX ns) */
+	__u64 idle_timeout_ns; /* 0: none; else a request arriving later than this after the
+				* epoch's last one closes it first (finalEpoch alone) */
 };
 
 /*
@@ -134,16 +136,18 @@ struct rm_config {
 enum rm_ctl_op {
 	RM_CTL_CLOSE = 1,      /* close the open epoch with `reason`; snapshot -> out */
 	RM_CTL_SNAPSHOT = 2,   /* copy the state without changing it */
-	RM_CTL_REPROVISION = 3 /* clear `disabled` (connection provisioned again) */
+	RM_CTL_REPROVISION = 3, /* clear `disabled` (connection provisioned again) */
+	RM_CTL_CLOSE_IDLE = 4, /* close (finalEpoch alone) only if the last request is older than idle_before_ns */
 };
 
 struct rm_ctl {
 	__u32 op;              /* enum rm_ctl_op */
 	__u16 reason;          /* RM_FLAG_* closure bits for RM_CTL_CLOSE */
 	__u16 _pad;
+	__u64 idle_before_ns;  /* RM_CTL_CLOSE_IDLE: meter clock */
 	struct rm_ctx_key key;
 	/* results */
-	__s32 status;          /* 0 ok, -2 no such context, -3 nothing open (CLOSE) */
+	__s32 status;          /* 0 ok, -2 no such context, -3 no open epoch, -4 not idle */
 	__u32 _pad2;
 	struct rm_seq_counters snap;
 };
