@@ -491,3 +491,14 @@ def test_element_file_matches_header():
         assert xml[name][:2] == (pen, num)
         assert xml[name][2:] == seed[name]
         assert defs[name.lower()] == num
+
+
+def test_writer_rejects_bad_input(writer, tmp_path):
+    """A malformed report is a clear error naming its line, and no file is written."""
+    good = json.dumps(make_reports(1, False, seed=3)[0])
+    bad = good.replace('"rdmaPartitionKey"', '"rdmaPartitionKeyX"')
+    out = tmp_path / "bad.ipfix"
+    p = subprocess.run([writer, str(out)], input=(good + "\n" + bad + "\n").encode(), capture_output=True)
+    assert p.returncode == 2
+    assert b"line 2" in p.stderr and b"rdmaPartitionKeyX" in p.stderr
+    assert not out.exists()
