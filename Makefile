@@ -26,6 +26,7 @@ LDLIBS    += -lbpf -lelf -lz -lssl -lcrypto -lpcap -lsqlite3 -linih -lsystemd -l
 BPF_CFLAGS = -target bpf -mcpu=v3 -g -O2 -Wall -Werror -Wno-unused-function \
              -D__TARGET_ARCH_x86 -Ivmlinux -Iinclude -Ibpf
 
+.DEFAULT_GOAL := all
 ROCEMETER_SRCS :=
 BPF_NAMES      :=
 CHECK_PROGS    :=
