@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * collector.h - `rocemeter collect`: the IPFIX collector server (seed 000,
+ * "Collector Processing", "Security Considerations").
+ *
+ * One thread, one poll() loop: several exporters at once, each TCP
+ * connection its own Transport Session (fresh Templates, fresh epoch
+ * high-water IDs). TLS 1.3 with mutual authentication and explicitly
+ * authorised peers (user/tls.h); plain TCP only when configured explicitly,
+ * with a warning. IPFIX Messages split across reads are reassembled. Each
+ * Message is decoded (ipfix_decode.h), validated (collector_rules.h) and
+ * committed to SQLite (store.h) in one transaction before the next one.
+ * A framing error, a truncated Message at EOF or a TLS failure ends only
+ * that session, with its reason logged and stored.
+ */
+#ifndef ROCEMETER_COLLECTOR_H
+#define ROCEMETER_COLLECTOR_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "config.h"
+
+/*
+ * Run the collector with settings cs (listen "ADDR:PORT", "[V6]:PORT" or
+ * ":PORT"; db; tls; limits) and enterprise IEs under pen, until *stop
+ * becomes nonzero (SIGINT/SIGTERM handlers set it); then every open
+ * session is ended and its epochs retired as incomplete ("collector
+ * shutdown"). Logs to stderr. Returns 0, or 1 on a setup error (message
+ * logged).
+ */
+int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatile sig_atomic_t *stop);
+
+#endif /* ROCEMETER_COLLECTOR_H */
