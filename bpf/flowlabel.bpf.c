@@ -11,7 +11,7 @@
  * does not contain it (DESIGN.md, "Flow label"). Always TC_ACT_OK.
  *
  * Load-time configuration (.rodata, set by user/flowlabel.c before load):
- * fl_variant, fl_mix, fl_seed and fl_table (rm_fl_table_init(fl_variant)).
+ * fl_variant, fl_mix, fl_seed and fl_tabs (rm_fl_sliced_init() of the three).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -26,7 +26,7 @@
 const volatile __u32 fl_variant = RM_FL_LITERAL; /* enum rm_fl_variant */
 const volatile __u32 fl_mix = 0;                 /* 1: murmur3 finalizer */
 const volatile __u32 fl_seed = 0;                /* XORed into the initial register */
-const volatile __u32 fl_table[256] = {};         /* CRC table of fl_variant */
+const volatile struct rm_fl_sliced fl_tabs = {};  /* CRC position tables of variant + seed */
 
 /* Per-CPU counters, __u64 per enum rm_fl_stat (flowlabel.h); one per frame. */
 struct {
@@ -73,13 +73,14 @@ int rocemeter_fl(struct __sk_buff *skb)
 	const struct rm_fl_params params = { .variant = fl_variant, .mix = fl_mix, .seed = fl_seed };
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
+	const struct rm_fl_sliced *tabs;
 	struct rm_pkt pkt;
 	struct ipv6hdr *ip6;
 	__u8 *fl, in[RM_FL_INPUT_MAX];
 	__u32 sqp = 0, len, label;
 	int verdict, deth;
 
-	if (fl_table[1] == 0) /* every CRC table has a non-zero entry 1 */
+	if (fl_tabs.tab[0][1] == 0) /* non-zero for every variant once loaded */
 		return count(RM_FL_STAT_NOT_CONFIGURED);
 
 	/* Non-linear skb (e.g. GSO/GRO): make the headers readable first. */
@@ -114,7 +115,17 @@ int rocemeter_fl(struct __sk_buff *skb)
 	}
 	len = rm_fl_input(in, deth, sqp, pkt.dest_qp, &ip6->saddr.in6_u.u6_addr8[14],
 			  &ip6->daddr.in6_u.u6_addr8[14]);
-	label = rm_fl_label(rm_fl_crc_table(&params, (const __u32 *)fl_table, in, len));
+	/*
+	 * Without volatile, clang would see a zero-initialised const object and
+	 * fold the reads at constant offsets (base[len]) to 0: hide the origin.
+	 */
+	tabs = (const struct rm_fl_sliced *)&fl_tabs;
+	barrier_var(tabs);
+	/* constant lengths, so each call unrolls into independent lookups */
+	if (len == RM_FL_INPUT_MAX)
+		label = rm_fl_label(rm_fl_crc_sliced(&params, tabs, in, RM_FL_INPUT_MAX));
+	else
+		label = rm_fl_label(rm_fl_crc_sliced(&params, tabs, in, RM_FL_INPUT_RC));
 	if (label == 0)
 		return count(RM_FL_STAT_ZERO_HASH);
 

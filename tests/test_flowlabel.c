@@ -2,7 +2,7 @@
 /*
  * test_flowlabel.c - include/rocemeter/flowlabel.h on the host: the
  * DESIGN.md "Flow label" test vectors for every variant, in both the bitwise
- * and the table form; the hash input layout of seed 002 ("Construction of the
+ * and the sliced (table) form; the hash input layout of seed 002 ("Construction of the
  * Hash Input"); rm_flowlabel_compute(); the name helpers. Expected values
  * come from DESIGN.md and the seed's text, not from the code under test.
  * (Random inputs against zlib and Python references: tests/test_flowlabel.py.)
@@ -69,22 +69,48 @@ static void test_vectors_bitwise(void **state)
 	}
 }
 
-static void test_vectors_table(void **state)
+static void test_vectors_sliced(void **state)
 {
+	static struct rm_fl_sliced s;
+
 	for (uint32_t v = 0; v < RM_FL__VARIANTS; v++) {
 		struct rm_fl_params p = { .variant = v };
-		__u32 tab[256];
 
-		rm_fl_table_init(v, tab);
-		assert_int_equal(tab[0], 0);
-		assert_int_not_equal(tab[1], 0); /* the BPF program's "table loaded" check */
+		rm_fl_sliced_init(&p, &s);
+		assert_int_not_equal(s.tab[0][1], 0); /* the BPF program's "tables loaded" check */
 		for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
 			uint8_t in[16];
 			size_t n = unhex(vectors[i].hex, in);
-			uint32_t h = rm_fl_crc_table(&p, tab, in, (uint32_t)n);
+			uint32_t h = rm_fl_crc_sliced(&p, &s, in, (uint32_t)n);
 
 			assert_int_equal(h, vectors[i].h[v]);
 			assert_int_equal(rm_fl_label(h), vectors[i].label[v]);
+		}
+	}
+}
+
+/* Sliced == bitwise for random inputs of every length, variant, seed and mix. */
+static void test_sliced_equals_bitwise(void **state)
+{
+	static struct rm_fl_sliced s;
+	uint32_t x = 0x12345678; /* xorshift32 */
+
+	for (int round = 0; round < 64; round++) {
+		struct rm_fl_params p = { .variant = (uint32_t)round % RM_FL__VARIANTS, .mix = (round / 4) & 1,
+					  .seed = round < 8 ? 0 : x };
+
+		rm_fl_sliced_init(&p, &s);
+		for (int k = 0; k < 200; k++) {
+			uint8_t in[RM_FL_INPUT_MAX];
+			uint32_t len = (uint32_t)k % (RM_FL_INPUT_MAX + 1);
+
+			for (int i = 0; i < RM_FL_INPUT_MAX; i++) {
+				x ^= x << 13;
+				x ^= x >> 17;
+				x ^= x << 5;
+				in[i] = (uint8_t)x;
+			}
+			assert_int_equal(rm_fl_crc_sliced(&p, &s, in, len), rm_fl_crc_bitwise(&p, in, len));
 		}
 	}
 }
@@ -189,7 +215,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vectors_bitwise),
-		cmocka_unit_test(test_vectors_table),
+		cmocka_unit_test(test_vectors_sliced),
+		cmocka_unit_test(test_sliced_equals_bitwise),
 		cmocka_unit_test(test_check_values),
 		cmocka_unit_test(test_input_layout),
 		cmocka_unit_test(test_compute),

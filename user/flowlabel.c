@@ -78,14 +78,14 @@ uint32_t rm_flowlabel_compute(const struct rm_fl_params *p, const struct in6_add
 			      const struct in6_addr *dst, int has_sqp, uint32_t sqp, uint32_t dqp,
 			      uint32_t *hash32)
 {
-	__u32 tab[256];
+	struct rm_fl_sliced tabs; /* 10 KiB */
 	__u8 in[RM_FL_INPUT_MAX];
 	__u32 len, h;
 
-	rm_fl_table_init(p->variant, tab);
+	rm_fl_sliced_init(p, &tabs);
 	len = rm_fl_input(in, has_sqp, sqp & 0xffffff, dqp & 0xffffff, &src->s6_addr[14],
 			  &dst->s6_addr[14]);
-	h = rm_fl_crc_table(p, tab, in, len);
+	h = rm_fl_crc_sliced(p, &tabs, in, len);
 	if (hash32)
 		*hash32 = h;
 	return rm_fl_label(h);
@@ -95,8 +95,8 @@ uint32_t rm_flowlabel_compute(const struct rm_fl_params *p, const struct in6_add
 static struct flowlabel *open_configured(const struct rm_flowlabel_opts *opts, char *err,
 					     size_t errlen)
 {
+	struct rm_fl_params p = { .variant = opts->variant, .mix = opts->mix ? 1 : 0, .seed = opts->seed };
 	struct flowlabel *skel;
-	__u32 tab[256];
 
 	if (opts->variant >= RM_FL__VARIANTS) {
 		seterr(err, errlen, "unknown hash variant %u", opts->variant);
@@ -108,11 +108,10 @@ static struct flowlabel *open_configured(const struct rm_flowlabel_opts *opts, c
 		seterr(err, errlen, "cannot open the flow-label BPF object: %s", strerror(errno));
 		return NULL;
 	}
-	rm_fl_table_init(opts->variant, tab);
-	skel->rodata->fl_variant = opts->variant;
-	skel->rodata->fl_mix = opts->mix ? 1 : 0;
-	skel->rodata->fl_seed = opts->seed;
-	memcpy((void *)skel->rodata->fl_table, tab, sizeof(tab));
+	skel->rodata->fl_variant = p.variant;
+	skel->rodata->fl_mix = p.mix;
+	skel->rodata->fl_seed = p.seed;
+	rm_fl_sliced_init(&p, (struct rm_fl_sliced *)&skel->rodata->fl_tabs);
 	return skel;
 }
 

@@ -25,8 +25,8 @@
  * is the low 20 bits of the 32-bit result ("Flow Label Field Population").
  *
  * Two equivalent forms of each CRC: rm_fl_crc_bitwise() transcribes the
- * bit loop; rm_fl_crc_table() uses a 256-entry table built by
- * rm_fl_table_init() (the BPF program gets it in .rodata from its loader).
+ * bit loop; rm_fl_crc_sliced() uses per-position tables built by
+ * rm_fl_sliced_init() (the BPF program gets them in .rodata from its loader).
  */
 #ifndef ROCEMETER_FLOWLABEL_H
 #define ROCEMETER_FLOWLABEL_H
@@ -179,35 +179,52 @@ static __always_inline __u32 rm_fl_crc_bitwise(const struct rm_fl_params *p, con
 }
 
 /*
- * Fill tab[256] for `variant`: tab[i] is byte i processed from a zero
- * register (bitwise), so that one table step equals eight bit steps.
+ * Position tables ("slicing"): a CRC without its final XOR is affine in the
+ * message bits, so for an n-byte input
+ *     register = base[n] ^ tab[n-1][in[0]] ^ tab[n-2][in[1]] ^ ... ^ tab[0][in[n-1]]
+ * where tab[k][b] is byte b followed by k zero bytes run through the bit
+ * loop from a zero register, and base[n] is n zero bytes run from the
+ * initial register (0xFFFFFFFF ^ seed). The lookups are independent of each
+ * other, so the BPF program has no byte-serial dependency chain. Same
+ * result as rm_fl_crc_bitwise() for every variant, seed and mix.
  */
-static __always_inline void rm_fl_table_init(__u32 variant, __u32 *tab)
-{
-	for (__u32 i = 0; i < 256; i++)
-		tab[i] = rm_fl_byte_bitwise(variant, 0, (__u8)i);
-}
+struct rm_fl_sliced {
+	__u32 base[RM_FL_INPUT_MAX + 1];
+	__u32 tab[RM_FL_INPUT_MAX][256];
+};
 
-/* 32-bit hash of in[0..len) with the table of p->variant. */
-static __always_inline __u32 rm_fl_crc_table(const struct rm_fl_params *p, const __u32 *tab,
-					     const __u8 *in, __u32 len)
+/* Fill *s for p's variant and seed (host: userspace loader, tests). */
+static __always_inline void rm_fl_sliced_init(const struct rm_fl_params *p, struct rm_fl_sliced *s)
 {
 	__u32 reg = RM_FL_INIT ^ p->seed;
 
-	if (rm_fl_reflected(p->variant)) {
-RM_FL_UNROLL
-		for (__u32 i = 0; i < RM_FL_INPUT_MAX; i++) {
-			if (i >= len)
-				break;
-			reg = (reg >> 8) ^ tab[(reg ^ in[i]) & 0xff];
+	for (__u32 n = 0; n <= RM_FL_INPUT_MAX; n++) {
+		s->base[n] = reg;
+		reg = rm_fl_byte_bitwise(p->variant, reg, 0);
+	}
+	for (__u32 b = 0; b < 256; b++) {
+		reg = rm_fl_byte_bitwise(p->variant, 0, (__u8)b);
+		for (__u32 k = 0; k < RM_FL_INPUT_MAX; k++) {
+			s->tab[k][b] = reg;
+			reg = rm_fl_byte_bitwise(p->variant, reg, 0);
 		}
-	} else {
-RM_FL_UNROLL
-		for (__u32 i = 0; i < RM_FL_INPUT_MAX; i++) {
-			if (i >= len)
-				break;
-			reg = (reg << 8) ^ tab[((reg >> 24) ^ in[i]) & 0xff];
-		}
+	}
+}
+
+/* 32-bit hash of in[0..len), len <= RM_FL_INPUT_MAX, with tables from rm_fl_sliced_init(p). */
+static __always_inline __u32 rm_fl_crc_sliced(const struct rm_fl_params *p, const struct rm_fl_sliced *s,
+					      const __u8 *in, __u32 len)
+{
+	__u32 reg;
+
+	if (len > RM_FL_INPUT_MAX)
+		len = RM_FL_INPUT_MAX;
+	reg = s->base[len];
+	RM_FL_UNROLL
+	for (__u32 i = 0; i < RM_FL_INPUT_MAX; i++) {
+		if (i >= len)
+			break;
+		reg ^= s->tab[len - 1 - i][in[i]];
 	}
 	return rm_fl_finish(p, reg);
 }
@@ -238,7 +255,7 @@ static __always_inline __u32 rm_fl_label(__u32 hash)
 	X(MALFORMED_UDP, "malformed_udp", "truncated UDP header or bad UDP length")           \
 	X(MALFORMED_BTH, "malformed_bth", "truncated BTH or BTH TVer != 0")                   \
 	X(MALFORMED_DETH, "malformed_deth", "UD opcode without a complete 8-byte DETH")       \
-	X(NOT_CONFIGURED, "not_configured", "hash table not loaded: passed untouched")
+	X(NOT_CONFIGURED, "not_configured", "CRC tables not loaded: passed untouched")
 
 #define RM_FL_STAT_ENUM_(suffix, name, desc) RM_FL_STAT_##suffix,
 enum rm_fl_stat {
