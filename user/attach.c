@@ -541,7 +541,9 @@ static int cmd_detach(int argc, char **argv)
 	}
 	fd = rm_lock_interface(argv[1], &holder);
 	if (fd < 0 && holder > 0) {
-		if (kill(holder, SIGTERM) == 0) {
+		int daemon_pid = holder;
+
+		if (kill(daemon_pid, SIGTERM) == 0) {
 			for (int i = 0; i < 200 && fd < 0; i++) { /* up to 20 s for final reports and export */
 				usleep(100000);
 				fd = rm_lock_interface(argv[1], &holder);
@@ -549,10 +551,11 @@ static int cmd_detach(int argc, char **argv)
 			did = 1;
 		}
 		if (fd < 0) {
-			fprintf(stderr, "rocemeter detach: the daemon on %s (process %d) did not stop\n", argv[1], holder);
+			fprintf(stderr, "rocemeter detach: the daemon on %s (process %d) did not stop\n", argv[1],
+				daemon_pid);
 			return RM_EXIT_FAIL;
 		}
-		printf("stopped the meter on %s (process %d)\n", argv[1], holder);
+		printf("stopped the meter on %s (process %d)\n", argv[1], daemon_pid);
 	}
 	if (!rm_pin_path(argv[1], "contexts", path, sizeof(path)) && access(path, F_OK) == 0) {
 		rm_pin_remove_meter(argv[1]);
