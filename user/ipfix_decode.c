@@ -244,7 +244,7 @@ static void bind_data_template(struct rm_ipfix_session *s, struct tmpl *t, const
 	if (t->why[0])
 		return;
 	if (t->rec_len == 0) {
-		snprintf(t->why, sizeof(t->why), "Template %u: Data Records of length 0", t->tid);
+		snprintf(t->why, sizeof(t->why), "Template %u: Data Records of %u octets", t->tid, off);
 		return;
 	}
 	int v4 = t->off[F_SRC4] >= 0 || t->off[F_DST4] >= 0;
@@ -463,7 +463,8 @@ static void data_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t tid, 
 		return;
 	}
 	if (t->rec_len == 0) {
-		reject(sink, arg, domain, tid, p, len, "Data Set for Template %u with variable-length fields", tid);
+		reject(sink, arg, domain, tid, p, len, "Data Set for Template %u: %s", tid,
+		       t->why[0] ? t->why : "Data Records without a fixed length");
 		return;
 	}
 	for (; len >= t->rec_len; p += t->rec_len, len -= t->rec_len) {
@@ -479,7 +480,15 @@ static void data_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t tid, 
 		decode_record(t, p, &r);
 		sink->record(arg, domain, tid, &r, p, t->rec_len);
 	}
-	/* Fewer octets than one record left: padding (RFC 7011, section 3.3.1). */
+	/* Fewer octets than one record left: padding (RFC 7011, section 3.3.1), zero octets. */
+	for (size_t i = 0; i < len; i++) {
+		if (p[i]) {
+			reject(sink, arg, domain, tid, p, len,
+			       "Data Set for Template %u: %zu trailing octets are neither a Data Record of %u octets "
+			       "nor zero padding", tid, len, t->rec_len);
+			break;
+		}
+	}
 }
 
 int rm_ipfix_message(struct rm_ipfix_session *s, const uint8_t *msg, size_t len, const struct rm_ipfix_sink *sink,

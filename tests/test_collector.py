@@ -1,0 +1,630 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""`rocemeter collect` and `rocemeter report` end to end (seed 000,
+"Collector Processing", "Export Profile and Template", "Security
+Considerations").
+
+IPFIX Messages are hand-written here with struct.pack from RFC 7011 and the
+profile table of seed 000 (never with rocemeter's encoder); libfixbuf's
+ipfixDump checks that these vectors are well-formed IPFIX. They are sent
+over real TLS 1.3 sessions (Python's ssl module, certificates from
+scripts/gen-certs) to the collector on loopback, and what it stored is read
+back with the sqlite3 module. Expected values come from the seed's rules and
+its verification examples.
+"""
+import json
+import os
+import random
+import signal
+import socket
+import sqlite3
+import ssl
+import struct
+import subprocess
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.environ.get("ROCEMETER_BIN", os.path.join(ROOT, "build", "rocemeter"))
+GEN_CERTS = os.path.join(ROOT, "scripts", "gen-certs")
+IE_FILE = os.path.join(ROOT, "docs", "rocemeter-ie.xml")
+PEN = 32473
+EXPORTER = "exporter.rocemeter.test"
+COLLECTOR = "collector.rocemeter.test"
+WAIT = 20.0  # bound for one step to happen; never a timing assertion
+
+pytestmark = pytest.mark.skipif(not os.path.exists(BIN), reason="build/rocemeter not built")
+
+# ------------------------------------------------------------ IPFIX by hand
+
+# Seed 000 "Profile Fields in Example Order", IPv4: (name, enterprise, IE, octets).
+# Standard IEs keep their IANA numbers; the others are enterprise-specific
+# under the PEN with the numbers of docs/rocemeter-ie.xml.
+V4 = [("obs", 0, 138, 8), ("src", 0, 8, 4), ("dst", 0, 12, 4), ("qp", 1, 1, 4), ("pkey", 1, 2, 2),
+      ("start", 0, 152, 8), ("end", 0, 153, 8), ("epoch", 1, 3, 8), ("report", 1, 4, 8),
+      ("window", 1, 5, 4), ("flags", 1, 6, 2), ("skipped", 1, 7, 8), ("filled", 1, 8, 8),
+      ("expired", 1, 9, 8), ("abandoned", 1, 10, 8), ("pending", 1, 11, 4), ("repeated", 1, 12, 8),
+      ("requests", 1, 13, 8), ("late", 1, 14, 8)]
+V6 = [("obs", 0, 138, 8), ("src", 0, 27, 16), ("dst", 0, 28, 16)] + V4[3:]
+KEYS = {"obs", "src", "dst", "qp", "pkey", "epoch"}
+FINAL, GEN_UNVERIFIED, SERIAL = 0x0001, 0x0020, 0x0010
+
+
+def spec(ent, ie, ln, pen=PEN):
+    return struct.pack(">HHI", 0x8000 | ie, ln, pen) if ent else struct.pack(">HH", ie, ln)
+
+
+def template_record(tid, fields, pen=PEN):
+    return struct.pack(">HH", tid, len(fields)) + b"".join(spec(e, i, n, pen) for _, e, i, n in fields)
+
+
+def ipfix_set(sid, body):
+    return struct.pack(">HH", sid, 4 + len(body)) + body
+
+
+def message(*sets, domain=0, seq=0, version=10):
+    body = b"".join(sets)
+    return struct.pack(">HHIII", version, 16 + len(body), 1700000000, seq, domain) + body
+
+
+def flow_keys(tid, fields):
+    bits = sum(1 << n for n, f in enumerate(fields) if f[0] in KEYS)
+    otmpl = struct.pack(">HHH", 260, 2, 1) + spec(0, 145, 2) + spec(0, 173, 8)
+    return ipfix_set(3, otmpl), ipfix_set(260, struct.pack(">HQ", tid, bits))
+
+
+def templates_msg(fields=V4, tid=256, domain=0):
+    oset, odata = flow_keys(tid, fields)
+    return message(ipfix_set(2, template_record(tid, fields)), oset, odata, domain=domain)
+
+
+# Seed 000 verification example 1 (W=4, PSNs 100,102,101,103,102):
+# requests=5, skipped=1, filled=1, repeated=1, the rest 0.
+def report(epoch=1, rid=1, **kw):
+    r = dict(obs=7, src=bytes([192, 0, 2, 1]), dst=bytes([192, 0, 2, 2]), qp=0x000123, pkey=0xFFFF,
+             start=1700000000000, end=1700000000500, epoch=epoch, report=rid, window=4,
+             flags=GEN_UNVERIFIED, skipped=1, filled=1, expired=0, abandoned=0, pending=0,
+             repeated=1, requests=5, late=0)
+    r.update(kw)
+    return r
+
+
+def later(r, rid, final=False):
+    """The same epoch at report rid: two more requests, one more skipped-and-filled position."""
+    n = rid - r["report"]
+    r = dict(r, report=rid, requests=r["requests"] + 2 * n, skipped=r["skipped"] + n,
+             filled=r["filled"] + n, end=r["end"] + 100 * n)
+    if final:
+        r.update(flags=r["flags"] | FINAL, abandoned=r["abandoned"] + r["pending"], pending=0)
+    return r
+
+
+def record(r, fields=V4):
+    out = b""
+    for name, _, _, ln in fields:
+        v = r[name]
+        out += v if isinstance(v, bytes) else v.to_bytes(ln, "big")
+    return out
+
+
+def data_msg(*reports, tid=256, fields=V4, domain=0, seq=1):
+    return message(ipfix_set(tid, b"".join(record(r, fields) for r in reports)), domain=domain, seq=seq)
+
+
+# ------------------------------------------------------------ harness
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pki")
+    subprocess.run([GEN_CERTS, str(d)], check=True, capture_output=True)
+    return str(d)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Collector:
+    def __init__(self, tmp, pki, *extra, plain=False):
+        self.port = free_port()
+        self.db = os.path.join(str(tmp), "c.db")
+        self.errpath = os.path.join(str(tmp), "collector.log")
+        self.pki = pki
+        args = [BIN, "collect", "--listen", f"127.0.0.1:{self.port}", "--db", self.db]
+        if plain:
+            args.append("--plain-tcp")
+        else:
+            args += ["--cert", f"{pki}/collector.pem", "--key", f"{pki}/collector.key",
+                     "--ca", f"{pki}/ca.pem", "--peer-name", EXPORTER]
+        args += list(extra)
+        self.err = open(self.errpath, "w")
+        self.proc = subprocess.Popen(args, stderr=self.err)
+        self.wait_for(lambda: "listening on" in self.log(), "collector start")
+
+    def log(self):
+        with open(self.errpath) as f:
+            return f.read()
+
+    def wait_for(self, cond, what):
+        end = time.monotonic() + WAIT
+        while time.monotonic() < end:
+            if cond():
+                return
+            assert self.proc.poll() is None, f"collector exited ({self.proc.returncode}):\n{self.log()}"
+            time.sleep(0.02)
+        raise AssertionError(f"timed out waiting for {what}\n{self.log()}")
+
+    def query(self, sql, *args):
+        con = sqlite3.connect(self.db)
+        con.row_factory = sqlite3.Row
+        try:
+            return con.execute(sql, args).fetchall()
+        except sqlite3.OperationalError:
+            return []
+        finally:
+            con.close()
+
+    def wait_ended(self, n):
+        self.wait_for(lambda: len(self.query("SELECT id FROM sessions WHERE ended_ms IS NOT NULL")) >= n,
+                      f"{n} ended sessions")
+        return self.query("SELECT * FROM sessions ORDER BY id")
+
+    def connect(self, cert="exporter"):
+        if cert is None or self.pki is None or cert == "plain":
+            s = socket.create_connection(("127.0.0.1", self.port))
+            if cert != "plain":
+                return self.tls(s, None)
+            return s
+        return self.tls(socket.create_connection(("127.0.0.1", self.port)), cert)
+
+    def tls(self, sock, cert):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+        ctx.load_verify_locations(f"{self.pki}/ca.pem")
+        if cert:
+            ctx.load_cert_chain(f"{self.pki}/{cert}.pem", f"{self.pki}/{cert}.key")
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return ctx.wrap_socket(sock, server_hostname=COLLECTOR)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=WAIT)
+        self.err.close()
+        return self.proc.returncode
+
+
+@pytest.fixture
+def collector(tmp_path, pki, request):
+    extra = getattr(request, "param", ())
+    c = Collector(tmp_path, pki, *extra)
+    yield c
+    c.stop()
+
+
+def close_tls(s):
+    try:
+        s.unwrap()
+    except (ssl.SSLError, OSError):
+        pass
+    s.close()
+
+
+def send_session(c, *msgs, cert="exporter"):
+    s = c.connect(cert)
+    for m in msgs:
+        s.sendall(m)
+    close_tls(s)
+
+
+def epochs(c, where="1", *args):
+    return c.query(f"SELECT * FROM epochs WHERE {where} ORDER BY id", *args)
+
+
+def raw(c):
+    return c.query("SELECT * FROM raw_records ORDER BY id")
+
+
+# ------------------------------------------------------------ the vectors themselves
+
+def test_vectors_decode_with_ipfixdump(tmp_path):
+    """The hand-written messages are valid IPFIX for an independent decoder (libfixbuf)."""
+    r = report(epoch=5, rid=1)
+    path = tmp_path / "v.ipfix"
+    path.write_bytes(templates_msg() + data_msg(r))
+    p = subprocess.run(["ipfixDump", "--in", str(path), "--element-file", IE_FILE],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "rdmaSequenceWindow" in out and "requestPacketTotalCount" in out
+    # flow keys 0x9f (fields 1-5 and 8 of the Template, seed order)
+    vals = {}
+    for line in out.splitlines():
+        if " : " in line:
+            k, v = line.split(" : ", 1)
+            vals[k.split()[-1].split(")")[-1]] = v.strip()
+    assert vals["flowKeyIndicator"] == str(0x9F)  # fields 1-5 and 8 of the Template (seed order)
+    assert "Data Records (length: 120)" in out   # seed 000: 120 octets per IPv4 Data Record
+    for name, val in [("rdmaSequenceEpochId", 5), ("requestPacketTotalCount", 5), ("rdmaDestinationQP", 0x123),
+                      ("repeatedPsnTotalCount", 1), ("rdmaSequenceWindow", 4), ("rdmaSequenceFlags", 0x20),
+                      ("sourceIPv4Address", "192.0.2.1"), ("observationPointId", 7)]:
+        assert vals[name] == str(val), name
+
+
+# ------------------------------------------------------------ accepted epochs
+
+def test_complete_epoch_stored(collector):
+    r1 = report(epoch=3, rid=1)
+    r2 = later(r1, 2)
+    r3 = later(r1, 3, final=True)
+    send_session(collector, templates_msg(), data_msg(r1, r2), data_msg(r3))
+    sess = collector.wait_ended(1)
+    assert sess[0]["end_reason"] == "peer closed the session"
+    assert sess[0]["accepted"] == 3 and sess[0]["records"] == 3
+    assert sess[0]["peer_subject"] and EXPORTER in sess[0]["peer_subject"]
+    (e,) = epochs(collector)
+    assert e["outcome"] == "complete" and e["state"] == "final"
+    assert (e["src"], e["dst"], e["dest_qp"], e["pkey"], e["observation_point_id"]) == \
+        ("192.0.2.1", "192.0.2.2", 0x123, 0xFFFF, 7)
+    assert (e["first_report_id"], e["last_report_id"], e["missing_reports"], e["gaps"]) == (1, 3, 0, 0)
+    assert (e["requests"], e["skipped"], e["filled"], e["repeated"], e["window"]) == (9, 3, 3, 1, 4)
+    assert e["flags_seen"] == FINAL | GEN_UNVERIFIED
+    assert e["retired_ms"] is not None
+    assert raw(collector) == []
+
+    # report: JSON and text, the seed's wording
+    p = subprocess.run([BIN, "report", "--db", collector.db, "--json"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    j = json.loads(p.stdout.splitlines()[0])
+    assert j["outcome"] == "complete" and j["epoch_id"] == 3
+    assert j["observed"]["expired_positions"] == 0 and j["observed"]["repeated_psns"] == 1
+    assert j["observed"]["filled_positions"] == 3
+    assert j["qualifications"]["names"] == ["finalEpoch", "generationUnverified"]
+    assert j["coverage"]["missing_reports"] == 0
+    t = subprocess.run([BIN, "report", "--db", collector.db], capture_output=True, text=True).stdout
+    assert "complete" in t and "repeated PSNs" in t and "expired" in t
+    for banned in ("lost", "retransmi", "reorder"):
+        assert banned not in t.lower().replace("not proof of", "")
+
+
+def test_ipv6_template_and_two_domains(collector):
+    r = report(epoch=1, rid=1, src=bytes.fromhex("20010db8000000000000000000000001"),
+               dst=bytes.fromhex("20010db8000000000000000000000002"))
+    send_session(collector, templates_msg(V6, 300, domain=1), templates_msg(V4, 256, domain=2),
+                 data_msg(r, tid=300, fields=V6, domain=1),
+                 data_msg(report(epoch=1, rid=1, flags=GEN_UNVERIFIED), domain=2))
+    collector.wait_ended(1)
+    es = epochs(collector)
+    assert [(e["domain"], e["src"]) for e in es] == [(1, "2001:db8::1"), (2, "192.0.2.1")]
+    assert all(e["outcome"] == "incomplete" for e in es)  # no final record
+    assert all("without a final report" in e["reason"] for e in es)
+
+
+def test_gap_and_missing_initial(collector):
+    r3 = report(epoch=4, rid=3)
+    r6 = later(r3, 6, final=True)
+    send_session(collector, templates_msg(), data_msg(r3), data_msg(r6))
+    collector.wait_ended(1)
+    (e,) = epochs(collector)
+    assert e["outcome"] == "incomplete"
+    assert (e["missing_initial"], e["missing_reports"], e["gaps"]) == (2, 4, 2)
+    # the total is report 6's own value; nothing is attributed to reports 4 and 5
+    assert e["requests"] == r6["requests"]
+    assert "missing initial reports 1..2" in e["reason"]
+
+
+def test_split_across_reads(collector):
+    """One Message in 7-octet TLS records, sent one after the other."""
+    r1 = report(epoch=2, rid=1)
+    stream = templates_msg() + data_msg(r1) + data_msg(later(r1, 2, final=True))
+    s = collector.connect()
+    for i in range(0, len(stream), 7):
+        s.sendall(stream[i:i + 7])
+        time.sleep(0.001)
+    close_tls(s)
+    collector.wait_ended(1)
+    (e,) = epochs(collector)
+    assert e["outcome"] == "complete" and e["last_report_id"] == 2
+
+
+# ------------------------------------------------------------ structural errors
+
+def test_bad_version_ends_session(collector):
+    send_session(collector, templates_msg(), message(ipfix_set(256, record(report())), version=9))
+    (s,) = collector.wait_ended(1)
+    assert "version 9" in s["end_reason"]
+    assert epochs(collector) == []
+
+
+def test_set_past_message_rejected(collector):
+    good = data_msg(report(epoch=1, rid=1))
+    bad = bytearray(data_msg(report(epoch=2, rid=1)))
+    struct.pack_into(">H", bad, 18, len(bad) - 16 + 4)  # set length 4 octets beyond the message
+    send_session(collector, templates_msg(), bytes(bad), good)
+    (s,) = collector.wait_ended(1)
+    assert s["end_reason"] == "peer closed the session"  # the message is rejected, the session goes on
+    (r,) = raw(collector)
+    assert "runs past its message" in r["reason"] and r["verdict"] == "undecodable"
+    assert bytes(r["record"]) == bytes(bad)
+    assert [e["epoch_id"] for e in epochs(collector)] == [1]  # epoch 2 never decoded
+
+
+def test_unknown_template(collector):
+    send_session(collector, templates_msg(), data_msg(report(), tid=300))
+    collector.wait_ended(1)
+    (r,) = raw(collector)
+    assert "unknown Template 300" in r["reason"]
+    assert epochs(collector) == []
+
+
+def test_trailing_octets_not_padding(collector):
+    r1 = report(epoch=1)
+    send_session(collector, templates_msg(),
+                 message(ipfix_set(256, record(r1) + b"\x00\x00\x07")),   # 3 octets, not zero padding
+                 message(ipfix_set(256, record(later(r1, 2)) + b"\x00\x00\x00")))  # zero padding: fine
+    collector.wait_ended(1)
+    (r,) = raw(collector)
+    assert "3 trailing octets" in r["reason"]
+    (e,) = epochs(collector)
+    assert e["last_report_id"] == 2 and e["reports_accepted"] == 2
+
+
+def test_missing_field(collector):
+    fields = [f for f in V4 if f[0] != "window"]
+    send_session(collector, message(ipfix_set(2, template_record(256, fields))),
+                 data_msg(report(), fields=fields))
+    collector.wait_ended(1)
+    (r,) = raw(collector)
+    assert "lacks rdmaSequenceWindow" in r["reason"]
+    assert len(bytes(r["record"])) == 120 - 4
+    assert epochs(collector) == []
+
+
+def test_wrong_pen_is_not_the_profile(collector):
+    """Binding is by (PEN, element number): the same numbers under another PEN are other IEs."""
+    send_session(collector, message(ipfix_set(2, template_record(256, V4, pen=9999))), data_msg(report()))
+    collector.wait_ended(1)
+    (r,) = raw(collector)
+    assert "lacks rdmaDestinationQP" in r["reason"]
+
+
+def test_flow_keys_disagree(collector):
+    bad_keys = ipfix_set(260, struct.pack(">HQ", 256, 0x9F | (1 << 8)))  # report ID flagged as key
+    otmpl = ipfix_set(3, struct.pack(">HHH", 260, 2, 1) + spec(0, 145, 2) + spec(0, 173, 8))
+    send_session(collector, message(ipfix_set(2, template_record(256, V4)), otmpl, bad_keys),
+                 data_msg(report()))
+    collector.wait_ended(1)
+    (r,) = raw(collector)
+    assert "Flow Keys" in r["reason"]
+    assert epochs(collector) == []
+
+
+@pytest.mark.parametrize("field,value,why", [
+    ("qp", 0x01000123, "upper 8 bits"),
+    ("window", 0, "rdmaSequenceWindow 0 outside"),
+    ("window", 4194305, "rdmaSequenceWindow 4194305 outside"),
+])
+def test_field_ranges_invalidate(collector, field, value, why):
+    send_session(collector, templates_msg(), data_msg(report(epoch=1, **{field: value})))
+    collector.wait_ended(1)
+    (e,) = epochs(collector)
+    assert e["outcome"] == "invalid" and why in e["reason"]
+    (r,) = raw(collector)
+    assert r["verdict"] == "invalid" and why in r["reason"]
+    assert bytes(r["template"])[:4] == struct.pack(">HH", 256, 19)
+
+
+def test_window_upper_bound_valid(collector):
+    send_session(collector, templates_msg(),
+                 data_msg(report(epoch=1, window=4194304), later(report(epoch=1, window=4194304), 2, final=True)))
+    collector.wait_ended(1)
+    (e,) = epochs(collector)
+    assert e["outcome"] == "complete" and e["window"] == 4194304
+
+
+def test_unknown_flag_bits_kept_raw(collector):
+    r1 = report(epoch=1, rid=1, flags=GEN_UNVERIFIED | 0x0040)
+    send_session(collector, templates_msg(), data_msg(r1))
+    collector.wait_ended(1)
+    (r,) = raw(collector)
+    assert r["verdict"] == "unsupported" and r["flags"] == GEN_UNVERIFIED | 0x0040
+    assert bytes(r["record"]) == record(r1)
+    (e,) = epochs(collector)
+    assert e["unsupported"] == 1 and e["requests"] is None  # no measurement derived
+    assert e["outcome"] == "incomplete"
+
+
+def test_arithmetic_and_ordering_rules(collector):
+    a1 = report(epoch=1, rid=1)
+    a2 = dict(later(a1, 2), skipped=9)                 # skipped != filled + expired + abandoned + pending
+    b1 = report(epoch=2, rid=1)
+    b2 = dict(b1, report=2, requests=4)                # counter decreased, otherwise valid
+    c1 = report(epoch=3, rid=1)
+    c1x = dict(c1, end=c1["end"] + 1)                  # same report ID, other content
+    d1 = report(epoch=4, rid=1, flags=GEN_UNVERIFIED | SERIAL)  # closure reason in a non-final record
+    e2 = later(report(epoch=5, rid=1), 2)
+    e1 = report(epoch=5, rid=1)                        # stale after 2: ignored
+    send_session(collector, templates_msg(), data_msg(a1, a2, b1, b2, c1, c1x, d1, e2, e1),
+                 data_msg(report(epoch=3, rid=1)))
+    collector.wait_ended(1)
+    got = {e["epoch_id"]: e for e in epochs(collector)}
+    assert "skipped 9 != filled" in got[1]["reason"] and got[1]["outcome"] == "invalid"
+    assert "requestPacketTotalCount decreased" in got[2]["reason"]
+    assert "different content" in got[3]["reason"]
+    assert "closure-reason flags" in got[4]["reason"]
+    assert got[5]["stale"] == 1 and got[5]["last_report_id"] == 2 and got[5]["requests"] == e2["requests"]
+    assert got[5]["outcome"] == "incomplete"
+    # the invalidating records were kept raw
+    assert sorted(r["epoch_id"] for r in raw(collector) if r["verdict"] == "invalid") == [1, 2, 3, 4]
+
+
+def test_orphan_and_key_conflict(collector):
+    e5 = report(epoch=5, rid=1)
+    e3 = report(epoch=3, rid=1)                        # below the high-water 5: orphan
+    e5other = dict(later(e5, 2), qp=0x000999)          # epoch 5 with another key
+    send_session(collector, templates_msg(), data_msg(e5, e3, e5other))
+    (s,) = collector.wait_ended(1)
+    assert s["orphans"] == 1 and s["key_conflicts"] == 1
+    (e,) = epochs(collector)
+    assert e["epoch_id"] == 5 and e["outcome"] == "invalid" and "different record key" in e["reason"]
+
+
+def test_new_session_clears_high_water(collector):
+    send_session(collector, templates_msg(), data_msg(report(epoch=9, rid=1)))
+    send_session(collector, templates_msg(), data_msg(report(epoch=2, rid=1)))
+    collector.wait_ended(2)
+    assert [(e["session_id"], e["epoch_id"]) for e in epochs(collector)] == [(1, 9), (2, 2)]
+
+
+# ------------------------------------------------------------ robustness
+
+def test_truncated_message_at_eof(collector):
+    r1 = report(epoch=1, rid=1)
+    half = data_msg(later(r1, 2))[:70]
+    send_session(collector, templates_msg(), data_msg(r1), half)
+    (s,) = collector.wait_ended(1)
+    assert "truncated IPFIX message" in s["end_reason"] and "70 of 140" in s["end_reason"]
+    (e,) = epochs(collector)
+    assert e["outcome"] == "incomplete" and "truncated" in e["reason"] and e["last_report_id"] == 1
+
+
+def test_random_input_ends_only_that_session(collector):
+    good = collector.connect()
+    r1 = report(epoch=1, rid=1)
+    good.sendall(templates_msg() + data_msg(r1))
+    rnd = random.Random(6)
+    bad = collector.connect()
+    bad.sendall(b"\x00\x09" + bytes(rnd.getrandbits(8) for _ in range(3000)))
+    close_tls(bad)
+    ended = collector.wait_ended(1)
+    assert "version 9" in ended[1]["end_reason"] and ended[0]["ended_ms"] is None
+    # the other session still works
+    good.sendall(data_msg(later(r1, 2, final=True)))
+    close_tls(good)
+    collector.wait_ended(2)
+    (e,) = epochs(collector)
+    assert e["outcome"] == "complete"
+    assert collector.proc.poll() is None
+
+
+def test_fuzzed_sessions(collector):
+    """Mutated and truncated valid streams, one session each: every session ends, the collector lives."""
+    rnd = random.Random(1234)
+    base = templates_msg() + data_msg(report(epoch=1, rid=1), later(report(epoch=1, rid=1), 2))
+    n = 40
+    for i in range(n):
+        b = bytearray(base)
+        for _ in range(rnd.randint(1, 8)):
+            b[rnd.randrange(len(b))] = rnd.getrandbits(8)
+        if i % 3 == 0:
+            b = b[:rnd.randrange(len(b))]
+        s = collector.connect()
+        s.sendall(bytes(b))
+        close_tls(s)
+    sess = collector.wait_ended(n)
+    assert all(x["end_reason"] for x in sess)
+    assert collector.proc.poll() is None
+    send_session(collector, templates_msg(), data_msg(report(epoch=1), later(report(epoch=1), 2, final=True)))
+    sess = collector.wait_ended(n + 1)
+    assert sess[-1]["end_reason"] == "peer closed the session"
+    assert epochs(collector, "session_id = ?", sess[-1]["id"])[0]["outcome"] == "complete"
+
+
+@pytest.mark.parametrize("cert", [None, "wrongname", "untrusted"])
+def test_unauthorised_peer_refused(collector, cert):
+    try:
+        s = collector.connect(cert)
+        s.sendall(templates_msg() + data_msg(report()))
+        with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)):
+            # TLS 1.3: the client's handshake ends before the server judges its certificate;
+            # the refusal arrives as an alert on the next read.
+            if s.recv(1) == b"":
+                raise ConnectionResetError("closed")
+        s.close()
+    except ssl.SSLError:
+        pass  # refused during the handshake itself
+    (sess,) = collector.wait_ended(1)
+    assert "TLS handshake failed" in sess["end_reason"] or "not authorised" in sess["end_reason"]
+    assert sess["records"] == 0
+    assert epochs(collector) == []
+
+
+# ------------------------------------------------------------ limits, shutdown, plain TCP
+
+@pytest.mark.parametrize("collector", [("--max-epochs", "1", "--max-sessions", "1")], indirect=True)
+def test_limits(collector):
+    s1 = collector.connect()
+    s1.sendall(templates_msg() + data_msg(report(epoch=1), report(epoch=2), later(report(epoch=2), 2)))
+    collector.wait_for(lambda: collector.query("SELECT * FROM drops WHERE kind='epoch-admission'"),
+                       "epoch admission drop")
+    try:  # second session: over max_sessions, closed at once
+        s2 = collector.connect()
+        s2.sendall(templates_msg())
+        s2.recv(1)
+        s2.close()
+    except (ssl.SSLError, OSError):
+        pass
+    collector.wait_ended(1)
+    close_tls(s1)
+    collector.wait_ended(2)
+    drops = {d["kind"]: d for d in collector.query("SELECT * FROM drops")}
+    assert drops["epoch-admission"]["count"] == 1  # epoch 2 refused; its report 2 is then an orphan
+    assert drops["session-limit"]["count"] == 1
+    sess = collector.query("SELECT * FROM sessions ORDER BY id")
+    assert sess[0]["resource_drops"] == 1 and sess[0]["orphans"] == 1
+    assert "max_sessions" in sess[1]["end_reason"]
+    assert [e["epoch_id"] for e in epochs(collector)] == [1]
+    assert "max_sessions 1" in collector.log() and "max_epochs 1" in collector.log()
+    p = subprocess.run([BIN, "report", "--db", collector.db, "--limits"], capture_output=True, text=True)
+    assert p.returncode == 0
+    assert "max_sessions          1" in p.stdout and "max_epochs            1" in p.stdout
+    assert "epoch-admission       1" in p.stdout and "not network loss" in p.stdout
+    j = json.loads(subprocess.run([BIN, "report", "--db", collector.db, "--limits", "--json"],
+                                  capture_output=True, text=True).stdout)
+    assert j["limits"]["max_epochs_per_session"] == 1 and j["drops"]["session-limit"] == 1
+
+
+def test_sigterm_retires_open_epochs(collector):
+    s = collector.connect()
+    s.sendall(templates_msg() + data_msg(report(epoch=1)))
+    collector.wait_for(lambda: epochs(collector), "epoch stored")
+    assert epochs(collector)[0]["outcome"] == "open"
+    assert collector.stop() == 0
+    s.close()
+    (e,) = epochs(collector)
+    assert e["outcome"] == "incomplete" and "collector shutdown" in e["reason"]
+    (sess,) = collector.query("SELECT * FROM sessions")
+    assert sess["end_reason"] == "collector shutdown"
+    p = subprocess.run([BIN, "report", "--db", collector.db, "--outcome", "incomplete"],
+                       capture_output=True, text=True)
+    assert p.stdout.count("\n") == 1 and "collector shutdown" in p.stdout
+    p = subprocess.run([BIN, "report", "--db", collector.db, "--outcome", "complete"],
+                       capture_output=True, text=True)
+    assert p.stdout == ""
+
+
+def test_plain_tcp_warns(tmp_path):
+    c = Collector(tmp_path, None, plain=True)
+    try:
+        assert "WARNING: plain TCP" in c.log()
+        s = c.connect("plain")
+        s.sendall(templates_msg() + data_msg(report(epoch=1), later(report(epoch=1), 2, final=True)))
+        s.close()
+        c.wait_ended(1)
+        (e,) = epochs(c)
+        assert e["outcome"] == "complete"
+        assert c.query("SELECT transport FROM sessions")[0]["transport"] == "tcp"
+    finally:
+        c.stop()
+
+
+def test_usage_errors(tmp_path):
+    p = subprocess.run([BIN, "collect", "--listen", "127.0.0.1:1"], capture_output=True, text=True)
+    assert p.returncode == 2 and "--db" in p.stderr
+    p = subprocess.run([BIN, "collect", "--db", str(tmp_path / "x.db")], capture_output=True, text=True)
+    assert p.returncode == 2 and "--peer-name" in p.stderr
+    p = subprocess.run([BIN, "report", "--db", str(tmp_path / "x.db"), "--outcome", "lost"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2
