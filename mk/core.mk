@@ -7,4 +7,4 @@ ROCEMETER_SRCS += user/config.c
 BPF_NAMES      += meter
 ROCEMETER_SRCS += user/meter.c
 ROCEMETER_SRCS += user/reporter.c user/report_text.c user/capture.c user/replay.c
-ROCEMETER_SRCS += user/pins.c user/attach.c user/status.c
+ROCEMETER_SRCS += user/pins.c user/observe.c user/attach.c user/status.c

@@ -34,6 +34,7 @@
 #include "flowlabel.h"
 #include "meter.h"
 #include "meter.skel.h"
+#include "observe.h"
 #include "pins.h"
 #include "report_json.h"
 #include "report_text.h"
@@ -94,6 +95,7 @@ struct daemon {
 	struct rm_reporter rep;
 	struct live_sink sink;
 	struct ring_buffer *rb;
+	struct rm_observe obs;
 	int link_fd;
 	int keep_pins;
 	int flowlabel;
@@ -148,6 +150,33 @@ static void close_all(struct daemon *d, uint16_t reason)
 {
 	ring_buffer__consume(d->rb); /* finals the datapath made come first */
 	rm_reporter_walk(&d->rep, RM_CTL_CLOSE, reason, 0);
+}
+
+/*
+ * Capture discontinuity (seed 000): when complete observation can no longer
+ * be established, close every context that may be affected (all of them:
+ * the cause cannot be attributed) with captureDiscontinuity. Metering
+ * resumes with fresh state: the next request of a context starts a new
+ * epoch. A detached XDP link ends the daemon (returns -1).
+ */
+static int check_observation(struct daemon *d)
+{
+	uint64_t st[RM_STAT__COUNT] = { 0 };
+	char why[256];
+	int bits;
+
+	rm_meter_read_stats(d->meter.stats_fd, st);
+	bits = rm_observe_poll(&d->obs, st[RM_STAT_RINGBUF_DROPS]);
+	if (!bits)
+		return 0;
+	rm_observe_describe(bits, why, sizeof(why));
+	log_msg("capture discontinuity (%s): closing every open epoch with captureDiscontinuity", why);
+	close_all(d, RM_FLAG_CAPTURE_DISCONTINUITY);
+	if (bits & RM_OBS_LINK_GONE) {
+		log_msg("the XDP program was detached from %s by someone else; stopping", d->ifname);
+		return -1;
+	}
+	return 0;
 }
 
 /*
@@ -444,6 +473,12 @@ static int cmd_attach(int argc, char **argv)
 	if (d.sink.exporter)
 		log_msg("exporting to %s port %u (%s)", d.cfg.export.collector, d.cfg.export.port,
 			d.cfg.export.tls.plain_tcp ? "plain TCP" : "TLS 1.3");
+	{
+		uint64_t st[RM_STAT__COUNT] = { 0 };
+
+		rm_meter_read_stats(d.meter.stats_fd, st);
+		rm_observe_init(&d.obs, d.ifname, d.link_fd, st[RM_STAT_RINGBUF_DROPS]);
+	}
 	sd_notify(0, "READY=1");
 
 	while (!stop_requested) {
@@ -487,6 +522,10 @@ static int cmd_attach(int argc, char **argv)
 			if (d.cfg.meter.idle_timeout_ms && now > d.cfg.meter.idle_timeout_ms * 1000000ull) {
 				ring_buffer__consume(d.rb);
 				rm_reporter_walk(&d.rep, RM_CTL_CLOSE_IDLE, 0, now - d.cfg.meter.idle_timeout_ms * 1000000ull);
+			}
+			if (check_observation(&d) < 0) {
+				ret = RM_EXIT_FAIL;
+				goto out;
 			}
 			write_stats_file(&d);
 			next_sweep = now + 1000000000ull;

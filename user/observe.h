@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * observe.h - is observation still complete? (seed 000 "Applicability and
+ * Provisioning": "A capture gap closes affected epochs with
+ * captureDiscontinuity"). The daemon polls this once a second: the
+ * interface's receive drop/miss counters rising, its carrier going down,
+ * the XDP link being detached or replaced, or events lost on the ring
+ * buffer all mean that some request may have gone unseen.
+ */
+#ifndef ROCEMETER_OBSERVE_H
+#define ROCEMETER_OBSERVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rm_observe {
+	char ifname[64];
+	int link_fd;               /* the daemon's XDP link */
+	uint64_t rx_lost;          /* rx_dropped + rx_missed_errors + rx_fifo_errors + rx_over_errors */
+	uint64_t ringbuf_drops;
+	int carrier;               /* 1 up, 0 down, -1 unknown */
+};
+
+/* What rm_observe_poll() found (bit set). */
+#define RM_OBS_RX_LOST     0x1 /* the NIC or driver dropped received frames */
+#define RM_OBS_CARRIER     0x2 /* carrier went down (observation resumes when it comes back) */
+#define RM_OBS_LINK_GONE   0x4 /* our XDP link was detached: the program no longer sees frames */
+#define RM_OBS_RINGBUF     0x8 /* events lost on the ring buffer (a closure may be lost) */
+
+/* Take the first readings. ringbuf_drops: the meter's RM_STAT_RINGBUF_DROPS. */
+void rm_observe_init(struct rm_observe *o, const char *ifname, int link_fd, uint64_t ringbuf_drops);
+
+/* Compare with the previous readings; returns RM_OBS_* bits for what changed, 0 if nothing. */
+int rm_observe_poll(struct rm_observe *o, uint64_t ringbuf_drops);
+
+/* Human-readable list of RM_OBS_* bits into buf. */
+void rm_observe_describe(int bits, char *buf, size_t len);
+
+#endif
