@@ -482,6 +482,18 @@ def test_end_to_end_veth(veth_pair, tmp_path):
     assert s["stats"]["rewritten"] + s["stats"]["rewritten_ud"] == rewritten
     assert s["stats"]["label_present"] == len(cases) - rewritten
 
+    text = sh(HELPER, "status", ns_a, if_a).stdout
+    assert "egress   program id" in text and "hash crc32, mix off, seed none" in text
+    assert "hash mpeg2" in text and "rewritten" in text
+
+    # Another module's pin in the same directory survives the detach, and so does the directory.
+    other = os.path.join(PIN_BASE, if_a, "other")
+    sh("bpftool", "map", "create", other, "type", "array", "key", "4", "value", "4", "entries", "1",
+       "name", "rmfl_other")
+    sh(HELPER, "detach", ns_a, if_a)
+    assert not os.path.exists(pin) and os.path.exists(other)
+    os.unlink(other)
+    sh(HELPER, "attach", ns_a, if_a, "egress")
     sh(HELPER, "detach", ns_a, if_a)
     assert not os.path.exists(pin) and not os.path.exists(os.path.dirname(pin))
     tc = sh("ip", "netns", "exec", ns_a, "tc", "filter", "show", "dev", if_a, "egress").stdout
