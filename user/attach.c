@@ -549,7 +549,7 @@ out:
 	}
 	if (d.link_fd >= 0)
 		close(d.link_fd); /* the XDP link goes with its last reference */
-	if (d.flowlabel && rm_flowlabel_detach(d.ifname, err, sizeof(err)))
+	if (d.flowlabel && rm_flowlabel_detach(d.ifname, err, sizeof(err)) < 0)
 		log_msg("%s", err);
 	ring_buffer__free(d.rb);
 	rm_reporter_free(&d.rep);

@@ -1,42 +1,42 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* observe.c - detect capture discontinuities of a live attachment (see observe.h). */
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <linux/if_link.h>
 
 #include <bpf/bpf.h>
 
 #include "observe.h"
 
-static uint64_t read_u64(const char *ifname, const char *file, int *ok)
+/*
+ * Receive losses and carrier of ifname in the current network namespace,
+ * through getifaddrs() (netlink), not /sys/class/net, which shows the
+ * namespace that mounted /sys. Returns 0, or -1 if the interface is gone.
+ */
+static int read_link(const char *ifname, uint64_t *lost, int *carrier)
 {
-	char path[256];
-	unsigned long long v = 0;
-	FILE *f;
+	struct ifaddrs *ifa, *a;
+	int found = -1;
 
-	snprintf(path, sizeof(path), "/sys/class/net/%s/%s", ifname, file);
-	f = fopen(path, "r");
-	if (!f || fscanf(f, "%llu", &v) != 1) {
-		if (ok)
-			*ok = 0;
-		v = 0;
+	if (getifaddrs(&ifa))
+		return -1;
+	for (a = ifa; a; a = a->ifa_next) {
+		if (!a->ifa_addr || a->ifa_addr->sa_family != AF_PACKET || strcmp(a->ifa_name, ifname))
+			continue;
+		if (a->ifa_data) {
+			const struct rtnl_link_stats *st = a->ifa_data;
+
+			*lost = (uint64_t)st->rx_dropped + st->rx_missed_errors + st->rx_fifo_errors + st->rx_over_errors;
+		}
+		*carrier = (a->ifa_flags & IFF_UP) && (a->ifa_flags & IFF_RUNNING);
+		found = 0;
+		break;
 	}
-	if (f)
-		fclose(f);
-	return v;
-}
-
-static uint64_t rx_lost(const char *ifname)
-{
-	return read_u64(ifname, "statistics/rx_dropped", NULL) + read_u64(ifname, "statistics/rx_missed_errors", NULL) +
-	       read_u64(ifname, "statistics/rx_fifo_errors", NULL) + read_u64(ifname, "statistics/rx_over_errors", NULL);
-}
-
-static int carrier(const char *ifname)
-{
-	int ok = 1;
-	uint64_t c = read_u64(ifname, "carrier", &ok);
-
-	return ok ? (int)c : -1; /* reading carrier of a down interface fails: EINVAL */
+	freeifaddrs(ifa);
+	return found;
 }
 
 void rm_observe_init(struct rm_observe *o, const char *ifname, int link_fd, uint64_t ringbuf_drops)
@@ -44,17 +44,20 @@ void rm_observe_init(struct rm_observe *o, const char *ifname, int link_fd, uint
 	memset(o, 0, sizeof(*o));
 	snprintf(o->ifname, sizeof(o->ifname), "%s", ifname);
 	o->link_fd = link_fd;
-	o->rx_lost = rx_lost(ifname);
+	o->carrier = -1;
+	read_link(ifname, &o->rx_lost, &o->carrier);
 	o->ringbuf_drops = ringbuf_drops;
-	o->carrier = carrier(ifname);
 }
 
 int rm_observe_poll(struct rm_observe *o, uint64_t ringbuf_drops)
 {
 	struct bpf_link_info info;
 	__u32 len = sizeof(info);
-	uint64_t lost = rx_lost(o->ifname);
-	int c = carrier(o->ifname), bits = 0;
+	uint64_t lost = o->rx_lost;
+	int c = 0, bits = 0;
+
+	if (read_link(o->ifname, &lost, &c))
+		c = 0; /* the interface is gone: nothing is observed */
 
 	if (lost > o->rx_lost)
 		bits |= RM_OBS_RX_LOST;
