@@ -1,0 +1,869 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * test_meter_cpus.c - the BPF build of the sequence observation engine
+ * (bpf/meter.bpf.c + include/rocemeter/seqobs.h) run with BPF_PROG_TEST_RUN
+ * (root), with frames built here byte by byte (seed 001 BTH layout):
+ *
+ *  - seed 000's verification examples give the counters the seed states;
+ *  - exactness across CPUs (DESIGN.md decision 2): one context's requests
+ *    processed alternately on CPU 0 and CPU 1 (two threads pinned with
+ *    sched_setaffinity, strictly alternating) give the same counters and
+ *    final events as the same order on one CPU; a concurrent run of both
+ *    CPUs over the even / odd halves of a PSN range keeps every invariant
+ *    of seed 000 and counts every request exactly once;
+ *  - worst case at W = 2^22 (forward jumps of W - 1 then W, then W + 1);
+ *  - profile violations (malformed request, READ) close the epoch with
+ *    profileViolation, later SENDs are not counted; re-provisioning;
+ *  - mirror mode returns XDP_DROP after metering.
+ *
+ * Expected values come from the seed's text and from counting arguments on
+ * the sent PSNs (explained at each test), never from running the program.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+
+#include "meter.h"
+#include "meter.skel.h"
+#include "rocemeter/common.h"
+
+#define M24 (1u << 24)
+#define OP_SEND_ONLY 0x04
+#define OP_WRITE_ONLY 0x0A
+#define OP_READ_REQ 0x0C
+#define OP_ACK 0x11
+#define FRAME_MAX 128
+
+static const uint8_t SRC_IP[4] = { 192, 0, 2, 1 };
+static const uint8_t DST_IP[4] = { 198, 51, 100, 2 };
+
+/* ---- frames ------------------------------------------------------------ */
+
+/*
+ * Ethernet + IPv4 + UDP (dst 4791) + BTH + after_bth bytes (extended
+ * headers and data) + 4-byte ICRC placeholder. Returns the frame length.
+ */
+static size_t build_frame_ex(uint8_t *f, uint8_t opcode, uint32_t qp, uint32_t psn, size_t after_bth,
+			     uint16_t dport, uint8_t tver)
+{
+	size_t udp_len = 8 + 12 + after_bth + 4, ip_len = 20 + udp_len, len = 14 + ip_len;
+	uint8_t *ip = f + 14, *udp = ip + 20, *bth = udp + 8;
+	uint32_t sum = 0;
+
+	memset(f, 0, len);
+	memcpy(f, "\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00", 14);
+	ip[0] = 0x45;
+	ip[2] = (uint8_t)(ip_len >> 8);
+	ip[3] = (uint8_t)ip_len;
+	ip[8] = 64;
+	ip[9] = 17;
+	memcpy(ip + 12, SRC_IP, 4);
+	memcpy(ip + 16, DST_IP, 4);
+	for (int i = 0; i < 20; i += 2)
+		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	ip[10] = (uint8_t)(~sum >> 8);
+	ip[11] = (uint8_t)~sum;
+	udp[0] = 0xC0; /* source port 49152 */
+	udp[2] = (uint8_t)(dport >> 8);
+	udp[3] = (uint8_t)dport;
+	udp[4] = (uint8_t)(udp_len >> 8);
+	udp[5] = (uint8_t)udp_len;
+	/* BTH (seed 001): OpCode | SE M PadCnt TVer | P_Key | rsvd | DestQP(24) | A rsvd | PSN(24) */
+	bth[0] = opcode;
+	bth[1] = tver & 0x0f;
+	bth[2] = 0xff;
+	bth[3] = 0xff;
+	bth[5] = (uint8_t)(qp >> 16);
+	bth[6] = (uint8_t)(qp >> 8);
+	bth[7] = (uint8_t)qp;
+	bth[8] = 0x80;
+	bth[9] = (uint8_t)(psn >> 16);
+	bth[10] = (uint8_t)(psn >> 8);
+	bth[11] = (uint8_t)psn;
+	for (size_t i = 0; i < after_bth; i++)
+		bth[12 + i] = (uint8_t)(0x5a + i);
+	return len;
+}
+
+/* A well-formed request: SEND Only carries no extended header, 8 data bytes. */
+static size_t build_send(uint8_t *f, uint32_t qp, uint32_t psn)
+{
+	return build_frame_ex(f, OP_SEND_ONLY, qp, psn, 8, 4791, 0);
+}
+
+/* ---- fixture ----------------------------------------------------------- */
+
+static struct rm_ctx_key ctx_key(uint32_t qp)
+{
+	struct rm_ctx_key k;
+
+	memset(&k, 0, sizeof(k));
+	memcpy(k.src, SRC_IP, 4);
+	memcpy(k.dst, DST_IP, 4);
+	k.family = 4;
+	k.dest_qp = qp;
+	k.pkey = 0xffff;
+	return k;
+}
+
+#define MAX_EVENTS 1024
+struct events {
+	int n;
+	struct rm_event ev[MAX_EVENTS];
+};
+
+static int on_event(void *arg, void *data, size_t size)
+{
+	struct events *e = arg;
+
+	if (size >= sizeof(struct rm_event) && e->n < MAX_EVENTS)
+		memcpy(&e->ev[e->n++], data, sizeof(struct rm_event));
+	return 0;
+}
+
+struct fx {
+	struct rm_meter m;
+	struct ring_buffer *rb;
+	struct events ev;
+};
+
+static void fx_load(struct fx *f, uint32_t window, int provision_all)
+{
+	struct rm_meter_settings s = {
+		.window = window, .max_contexts = 8, .provision_all = provision_all, .idle_timeout_ms = 0,
+	};
+	char err[512];
+
+	memset(f, 0, sizeof(*f));
+	if (rm_meter_load(&f->m, &s, 1, err, sizeof(err)))
+		fail_msg("rm_meter_load(W=%u): %s", window, err);
+	f->rb = ring_buffer__new(f->m.events_fd, on_event, &f->ev, NULL);
+	assert_non_null(f->rb);
+}
+
+static void fx_free(struct fx *f)
+{
+	ring_buffer__free(f->rb);
+	rm_meter_unload(&f->m);
+}
+
+/* Run one frame; returns the program's XDP action. */
+static uint32_t run_raw(struct fx *f, const uint8_t *frame, size_t len)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (uint32_t)len, .repeat = 1);
+
+	assert_int_equal(bpf_prog_test_run_opts(f->m.xdp_fd, &o), 0);
+	return o.retval;
+}
+
+static uint64_t ts_of(uint64_t i)
+{
+	return 1700000000000000000ull + i * 1000; /* 1 us apart, UNIX ns */
+}
+
+static void send_psns(struct fx *f, uint32_t qp, const uint32_t *psn, int n)
+{
+	uint8_t fr[FRAME_MAX];
+
+	for (int i = 0; i < n; i++) {
+		size_t len = build_send(fr, qp, psn[i]);
+
+		assert_int_equal(rm_meter_replay_frame(&f->m, fr, (uint32_t)len, (uint32_t)len, ts_of((uint64_t)i)), 0);
+	}
+}
+
+static int ctl(struct fx *f, uint32_t op, uint16_t reason, uint32_t qp, struct rm_seq_counters *out)
+{
+	struct rm_ctl c;
+
+	memset(&c, 0, sizeof(c));
+	c.op = op;
+	c.reason = reason;
+	c.key = ctx_key(qp);
+	assert_int_equal(rm_meter_ctl(&f->m, &c), 0);
+	if (out)
+		*out = c.snap;
+	return c.status;
+}
+
+static struct rm_seq_counters snap(struct fx *f, uint32_t qp)
+{
+	struct rm_seq_counters c;
+
+	assert_int_equal(ctl(f, RM_CTL_SNAPSHOT, 0, qp, &c), 0);
+	return c;
+}
+
+static void stats(struct fx *f, uint64_t out[RM_STAT__COUNT])
+{
+	assert_int_equal(rm_meter_read_stats(f->m.stats_fd, out), 0);
+}
+
+static void drain(struct fx *f)
+{
+	f->ev.n = 0;
+	assert_true(ring_buffer__consume(f->rb) >= 0);
+}
+
+/* Final events for qp, in order, into out (up to max). */
+static int finals_of(struct fx *f, uint32_t qp, struct rm_seq_counters *out, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < f->ev.n; i++)
+		if (f->ev.ev[i].type == RM_EV_EPOCH_FINAL && f->ev.ev[i].key.dest_qp == qp && n < max)
+			out[n++] = f->ev.ev[i].snap;
+	return n;
+}
+
+struct expect {
+	uint64_t requests, skipped, filled, expired, abandoned, repeated, late;
+	uint32_t pending;
+};
+
+#define assert_counters(c, e)                                             \
+	do {                                                              \
+		assert_int_equal((c).requests, (e).requests);             \
+		assert_int_equal((c).skipped, (e).skipped);               \
+		assert_int_equal((c).filled, (e).filled);                 \
+		assert_int_equal((c).expired, (e).expired);               \
+		assert_int_equal((c).abandoned, (e).abandoned);           \
+		assert_int_equal((c).pending, (e).pending);               \
+		assert_int_equal((c).repeated, (e).repeated);             \
+		assert_int_equal((c).unclassified_late, (e).late);        \
+	} while (0)
+
+/* seed 000: the relationships that must hold at every snapshot. */
+static void assert_invariants(const struct rm_seq_counters *c, int final)
+{
+	assert_true(c->window >= 1);
+	assert_int_equal(c->skipped, c->filled + c->expired + c->abandoned + c->pending);
+	assert_true(c->pending <= c->window - 1);
+	assert_true(c->requests >= 1);
+	assert_true(c->repeated + c->unclassified_late + c->filled <= c->requests - 1);
+	if (final)
+		assert_int_equal(c->pending, 0);
+	else
+		assert_int_equal(c->abandoned, 0);
+}
+
+static int need_root(void **state)
+{
+	(void)state;
+	if (geteuid() != 0) {
+		fprintf(stderr, "# needs root (BPF_PROG_TEST_RUN)\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- seed 000 "Verification Examples", through the BPF program ------------ */
+
+static void test_seed_examples_w4(void **state)
+{
+	static const uint32_t ex1[] = { 100, 102, 101, 103, 102 };
+	static const uint32_t ex2[] = { 100, 99, 100 };
+	static const uint32_t ex3[] = { 100, 102, 106 };
+	static const uint32_t ex4[] = { 16777214, 16777215, 0, 1 };
+	static const uint32_t ex5[] = { 100, 100 + (1u << 23) };
+	struct rm_seq_counters c, fin[4];
+	struct fx f;
+	uint8_t fr[FRAME_MAX];
+	size_t len;
+
+	(void)state;
+	fx_load(&f, 4, 1);
+
+	/* W=4, 100,102,101,103,102: requests=5, skipped=1, filled=1, repeated=1, rest 0. */
+	send_psns(&f, 1, ex1, 5);
+	c = snap(&f, 1);
+	assert_counters(c, ((struct expect){ .requests = 5, .skipped = 1, .filled = 1, .repeated = 1 }));
+	assert_int_equal(c.window, 4);
+	assert_invariants(&c, 0);
+
+	/* W=4, 100,99,100: requests=3, unclassifiedLate=1, repeated=1. */
+	send_psns(&f, 2, ex2, 3);
+	c = snap(&f, 2);
+	assert_counters(c, ((struct expect){ .requests = 3, .late = 1, .repeated = 1 }));
+	assert_invariants(&c, 0);
+
+	/* W=4, 100,102,106: skipped=4, expired=1, pending=3; closing: abandoned=3, pending=0. */
+	send_psns(&f, 3, ex3, 3);
+	c = snap(&f, 3);
+	assert_counters(c, ((struct expect){ .requests = 3, .skipped = 4, .expired = 1, .pending = 3 }));
+	assert_invariants(&c, 0);
+	assert_int_equal(ctl(&f, RM_CTL_CLOSE, 0, 3, &c), 0);
+	assert_counters(c, ((struct expect){ .requests = 3, .skipped = 4, .expired = 1, .abandoned = 3 }));
+	assert_int_equal(c.flags & RM_FLAG_DEFINED_MASK, RM_FLAG_FINAL_EPOCH);
+	assert_invariants(&c, 1);
+	/* A later packet cannot fill the closed result: 103 starts a new epoch. */
+	{
+		uint32_t gen = c.epoch_gen;
+		static const uint32_t late[] = { 103 };
+
+		send_psns(&f, 3, late, 1);
+		c = snap(&f, 3);
+		assert_counters(c, ((struct expect){ .requests = 1 }));
+		assert_int_equal(c.epoch_gen, gen + 1);
+	}
+
+	/* 16777214,16777215,0,1 advance continuously with no skipped positions. */
+	send_psns(&f, 4, ex4, 4);
+	c = snap(&f, 4);
+	assert_counters(c, ((struct expect){ .requests = 4 }));
+
+	/* A jump of 2^23 closes as ambiguous (serialDiscontinuity); the request
+	 * starts the new epoch and is counted there once. */
+	drain(&f);
+	send_psns(&f, 5, ex5, 2);
+	assert_true(ring_buffer__consume(f.rb) >= 0);
+	assert_int_equal(finals_of(&f, 5, fin, 4), 1);
+	assert_counters(fin[0], ((struct expect){ .requests = 1 }));
+	assert_int_equal(fin[0].flags & RM_FLAG_DEFINED_MASK, RM_FLAG_FINAL_EPOCH | RM_FLAG_SERIAL_DISCONTINUITY);
+	c = snap(&f, 5);
+	assert_counters(c, ((struct expect){ .requests = 1 }));
+	assert_int_equal(c.epoch_gen, fin[0].epoch_gen + 1);
+
+	/* Not a request: an ACK changes no state. */
+	len = build_frame_ex(fr, OP_ACK, 1, 200, 4, 4791, 0);
+	assert_int_equal(rm_meter_replay_frame(&f.m, fr, (uint32_t)len, (uint32_t)len, ts_of(99)), 0);
+	c = snap(&f, 1);
+	assert_counters(c, ((struct expect){ .requests = 5, .skipped = 1, .filled = 1, .repeated = 1 }));
+	fx_free(&f);
+}
+
+/* W=1: any forward advance greater than one starts a fresh epoch; no pending positions exist. */
+static void test_seed_example_w1(void **state)
+{
+	static const uint32_t psn[] = { 100, 101, 103, 104, 104, 103 };
+	struct rm_seq_counters c, fin[4];
+	struct fx f;
+
+	(void)state;
+	fx_load(&f, 1, 1);
+	drain(&f);
+	send_psns(&f, 7, psn, 6);
+	assert_true(ring_buffer__consume(f.rb) >= 0);
+	/* 100,101 (d=1): one epoch of 2; 103 (d=2 > W): closes it, starts anew. */
+	assert_int_equal(finals_of(&f, 7, fin, 4), 1);
+	assert_counters(fin[0], ((struct expect){ .requests = 2 }));
+	assert_int_equal(fin[0].flags & RM_FLAG_DEFINED_MASK, RM_FLAG_FINAL_EPOCH | RM_FLAG_SERIAL_DISCONTINUITY);
+	/* New epoch 103,104,104(repeated),103 (before L=H: unclassified late). */
+	c = snap(&f, 7);
+	assert_counters(c, ((struct expect){ .requests = 4, .repeated = 1, .late = 1 }));
+	assert_invariants(&c, 0);
+	fx_free(&f);
+}
+
+/* ---- profile violations and mirror mode ------------------------------------ */
+
+static void test_profile_violation(void **state)
+{
+	static const uint32_t first[] = { 10, 11, 13 };
+	struct rm_provision p[3];
+	uint64_t s0[RM_STAT__COUNT], s1[RM_STAT__COUNT];
+	struct rm_seq_counters c, fin[4];
+	struct fx f;
+	uint8_t fr[FRAME_MAX];
+	size_t len;
+	char err[256];
+
+	(void)state;
+	fx_load(&f, 1024, 0);
+	memset(p, 0, sizeof(p));
+	for (int i = 0; i < 3; i++) {
+		p[i].family = 4;
+		memcpy(p[i].src, SRC_IP, 4);
+		memcpy(p[i].dst, DST_IP, 4);
+		p[i].dest_qp = 0x100 + (uint32_t)i;
+		p[i].pkey = 0xffff;
+	}
+	assert_int_equal(rm_meter_provision(&f.m, p, 3, 0, err, sizeof(err)), 0);
+
+	/* A connection that is not provisioned gets no context. */
+	stats(&f, s0);
+	send_psns(&f, 0x300, first, 1);
+	stats(&f, s1);
+	assert_int_equal(s1[RM_STAT_NOT_PROVISIONED] - s0[RM_STAT_NOT_PROVISIONED], 1);
+	assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0x300, NULL), -2);
+
+	/* Malformed: WRITE Only without room for its RETH (seed 001: 16 bytes). */
+	drain(&f);
+	send_psns(&f, 0x100, first, 3);
+	c = snap(&f, 0x100);
+	assert_counters(c, ((struct expect){ .requests = 3, .skipped = 1, .pending = 1 }));
+	stats(&f, s0);
+	len = build_frame_ex(fr, OP_WRITE_ONLY, 0x100, 14, 8, 4791, 0);
+	assert_int_equal(rm_meter_replay_frame(&f.m, fr, (uint32_t)len, (uint32_t)len, ts_of(50)), 0);
+	stats(&f, s1);
+	assert_int_equal(s1[RM_STAT_VIOLATIONS] - s0[RM_STAT_VIOLATIONS], 1);
+	assert_int_equal(s1[RM_STAT_ELIGIBLE] - s0[RM_STAT_ELIGIBLE], 0);
+	assert_true(ring_buffer__consume(f.rb) >= 0);
+	assert_int_equal(finals_of(&f, 0x100, fin, 4), 1);
+	/* The offending packet is not counted; pending 12 is abandoned. */
+	assert_counters(fin[0], ((struct expect){ .requests = 3, .skipped = 1, .abandoned = 1 }));
+	assert_int_equal(fin[0].flags & RM_FLAG_DEFINED_MASK, RM_FLAG_FINAL_EPOCH | RM_FLAG_PROFILE_VIOLATION);
+	assert_invariants(&fin[0], 1);
+	/* Later SENDs (even the one that would fill 12) are not counted. */
+	{
+		static const uint32_t later[] = { 12, 14, 15 };
+
+		stats(&f, s0);
+		send_psns(&f, 0x100, later, 3);
+		stats(&f, s1);
+		assert_int_equal(s1[RM_STAT_DISABLED] - s0[RM_STAT_DISABLED], 3);
+		assert_int_equal(s1[RM_STAT_ELIGIBLE] - s0[RM_STAT_ELIGIBLE], 0);
+		assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0x100, &c), -3); /* no open epoch */
+		assert_int_equal(c.requests, 3);
+	}
+	/* Explicit re-provisioning enables metering again with a fresh epoch. */
+	assert_int_equal(ctl(&f, RM_CTL_REPROVISION, 0, 0x100, NULL), 0);
+	{
+		static const uint32_t again[] = { 16 };
+
+		send_psns(&f, 0x100, again, 1);
+		c = snap(&f, 0x100);
+		assert_counters(c, ((struct expect){ .requests = 1 }));
+		assert_int_equal(c.epoch_gen, fin[0].epoch_gen + 1);
+	}
+
+	/* An observed READ disables the profile, including after later SENDs. */
+	drain(&f);
+	send_psns(&f, 0x101, first, 2);
+	len = build_frame_ex(fr, OP_READ_REQ, 0x101, 12, 16, 4791, 0);
+	assert_int_equal(rm_meter_replay_frame(&f.m, fr, (uint32_t)len, (uint32_t)len, ts_of(60)), 0);
+	send_psns(&f, 0x101, (const uint32_t[]){ 13 }, 1);
+	assert_true(ring_buffer__consume(f.rb) >= 0);
+	assert_int_equal(finals_of(&f, 0x101, fin, 4), 1);
+	assert_counters(fin[0], ((struct expect){ .requests = 2 }));
+	assert_int_equal(fin[0].flags & RM_FLAG_DEFINED_MASK, RM_FLAG_FINAL_EPOCH | RM_FLAG_PROFILE_VIOLATION);
+	assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0x101, &c), -3);
+	assert_int_equal(c.requests, 2);
+
+	/* A SEND with TVer != 0 on a provisioned connection is malformed too. */
+	drain(&f);
+	send_psns(&f, 0x102, first, 1);
+	len = build_frame_ex(fr, OP_SEND_ONLY, 0x102, 11, 8, 4791, 1);
+	assert_int_equal(rm_meter_replay_frame(&f.m, fr, (uint32_t)len, (uint32_t)len, ts_of(70)), 0);
+	assert_true(ring_buffer__consume(f.rb) >= 0);
+	assert_int_equal(finals_of(&f, 0x102, fin, 4), 1);
+	assert_counters(fin[0], ((struct expect){ .requests = 1 }));
+	assert_int_equal(fin[0].flags & RM_FLAG_DEFINED_MASK, RM_FLAG_FINAL_EPOCH | RM_FLAG_PROFILE_VIOLATION);
+	fx_free(&f);
+}
+
+static void test_mirror_drop(void **state)
+{
+	struct fx f;
+	uint8_t fr[FRAME_MAX];
+	size_t len;
+	struct rm_seq_counters c;
+
+	(void)state;
+	fx_load(&f, 1024, 1);
+	len = build_send(fr, 9, 500);
+	assert_int_equal(run_raw(&f, fr, len), XDP_PASS);
+	f.m.skel->data->rm_cfg.mirror = 1;
+	len = build_send(fr, 9, 501);
+	assert_int_equal(run_raw(&f, fr, len), XDP_DROP);
+	/* Also frames that are not RoCEv2 at all (UDP 53) and not requests (ACK). */
+	len = build_frame_ex(fr, OP_SEND_ONLY, 9, 502, 8, 53, 0);
+	assert_int_equal(run_raw(&f, fr, len), XDP_DROP);
+	len = build_frame_ex(fr, OP_ACK, 9, 77, 4, 4791, 0);
+	assert_int_equal(run_raw(&f, fr, len), XDP_DROP);
+	/* Dropped frames were metered first. */
+	c = snap(&f, 9);
+	assert_counters(c, ((struct expect){ .requests = 2 }));
+	f.m.skel->data->rm_cfg.mirror = 0;
+	len = build_send(fr, 9, 502);
+	assert_int_equal(run_raw(&f, fr, len), XDP_PASS);
+	fx_free(&f);
+}
+
+/* ---- worst case at W = 2^22 --------------------------------------------- */
+
+static void test_worst_case_w22(void **state)
+{
+	const uint32_t W = RM_WINDOW_MAX;
+	struct rm_seq_counters c, fin[4];
+	struct fx f;
+
+	(void)state;
+	fx_load(&f, W, 1);
+	drain(&f);
+	/* 0, then W-1 (d = W-1: skipped W-2), then 2W-1 (d = W: skipped W-1;
+	 * L becomes W, so positions 1..W-2 expire; W..2W-2 are pending). */
+	send_psns(&f, 11, (const uint32_t[]){ 0, W - 1, 2 * W - 1 }, 3);
+	c = snap(&f, 11);
+	assert_counters(c, ((struct expect){ .requests = 3, .skipped = 2ull * W - 3, .expired = W - 2, .pending = W - 1 }));
+	assert_invariants(&c, 0);
+	/* Fill the lowest retained position W and the highest pending 2W-2. */
+	send_psns(&f, 11, (const uint32_t[]){ W, 2 * W - 2, W - 1 }, 3);
+	c = snap(&f, 11);
+	assert_counters(c, ((struct expect){ .requests = 6, .skipped = 2ull * W - 3, .filled = 2, .expired = W - 2,
+					     .pending = W - 3, .late = 1 }));
+	/* d = W + 1 is a serial discontinuity: all pending positions are abandoned. */
+	send_psns(&f, 11, (const uint32_t[]){ (3 * W) & (M24 - 1) }, 1);
+	assert_true(ring_buffer__consume(f.rb) >= 0);
+	assert_int_equal(finals_of(&f, 11, fin, 4), 1);
+	assert_counters(fin[0], ((struct expect){ .requests = 6, .skipped = 2ull * W - 3, .filled = 2,
+						  .expired = W - 2, .abandoned = W - 3, .late = 1 }));
+	assert_int_equal(fin[0].flags & RM_FLAG_DEFINED_MASK, RM_FLAG_FINAL_EPOCH | RM_FLAG_SERIAL_DISCONTINUITY);
+	assert_invariants(&fin[0], 1);
+	c = snap(&f, 11);
+	assert_counters(c, ((struct expect){ .requests = 1 }));
+	/* Exactly W from a fresh start: d = W is still accepted. */
+	send_psns(&f, 11, (const uint32_t[]){ (4 * W) & (M24 - 1) }, 1);
+	c = snap(&f, 11);
+	assert_counters(c, ((struct expect){ .requests = 2, .skipped = W - 1, .pending = W - 1 }));
+	fx_free(&f);
+}
+
+/* ---- exactness across CPUs ------------------------------------------------ */
+
+static int ncpus_online(void)
+{
+	cpu_set_t s;
+
+	if (sched_getaffinity(0, sizeof(s), &s))
+		return 0;
+	return CPU_ISSET(0, &s) && CPU_ISSET(1, &s) ? 2 : 1;
+}
+
+static int pin_to(int cpu)
+{
+	cpu_set_t s;
+
+	CPU_ZERO(&s);
+	CPU_SET(cpu, &s);
+	if (sched_setaffinity(0, sizeof(s), &s))
+		return -1;
+	return sched_getcpu() == cpu ? 0 : -1;
+}
+
+/* A deterministic stream with forward jumps (some beyond W), reordering,
+ * repeats and late arrivals; xorshift so the stream is reproducible. */
+static uint32_t *make_stream(int n, uint32_t window, uint32_t base)
+{
+	uint32_t *p = calloc((size_t)n, sizeof(*p)), h = base;
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+
+	for (int i = 0; i < n; i++) {
+		uint32_t r;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		r = (uint32_t)(x % 1000);
+		if (r < 700)
+			h += 1;
+		else if (r < 850)
+			h += 2 + (uint32_t)((x >> 20) % 5);
+		else if (r < 855)
+			h += window + 1 + (uint32_t)((x >> 24) % 100); /* serial discontinuity */
+		else if (r < 870)
+			h += 0; /* repeat */
+		if (r >= 870) /* behind: within the window or before it */
+			p[i] = (h - (uint32_t)((x >> 30) % (2 * window + 2))) & (M24 - 1);
+		else
+			p[i] = h & (M24 - 1);
+	}
+	return p;
+}
+
+struct alt {
+	struct rm_meter *m;
+	const uint32_t *psn;
+	int n;
+	uint32_t qp;
+	sem_t turn[2];
+	int err[2];
+	int wrong_cpu[2];
+};
+
+struct alt_arg {
+	struct alt *a;
+	int t;
+};
+
+static void *alt_thread(void *p)
+{
+	struct alt_arg *aa = p;
+	struct alt *a = aa->a;
+	int t = aa->t;
+	uint8_t fr[FRAME_MAX];
+
+	if (pin_to(t)) {
+		a->err[t] = -1;
+		/* keep taking turns so the other thread is not stuck */
+	}
+	for (int i = t; i < a->n; i += 2) {
+		size_t len;
+
+		sem_wait(&a->turn[t]);
+		if (sched_getcpu() != t)
+			a->wrong_cpu[t]++;
+		len = build_send(fr, a->qp, a->psn[i]);
+		if (rm_meter_replay_frame(a->m, fr, (uint32_t)len, (uint32_t)len, ts_of((uint64_t)i)))
+			a->err[t] = -2;
+		sem_post(&a->turn[1 - t]);
+	}
+	return NULL;
+}
+
+static void lookup_ctx(struct fx *f, uint32_t qp, struct rm_ctx *out)
+{
+	struct rm_ctx_key k = ctx_key(qp);
+
+	assert_int_equal(bpf_map_lookup_elem_flags(f->m.contexts_fd, &k, out, BPF_F_LOCK), 0);
+}
+
+static void test_alternating_cpus_equal_one_cpu(void **state)
+{
+	const int n = 20000;
+	const uint32_t W = 64;
+	uint32_t *psn = make_stream(n, W, 5000);
+	struct fx one, two;
+	struct rm_seq_counters c1, c2;
+	struct rm_ctx x1, x2;
+	uint64_t s1[RM_STAT__COUNT], s2[RM_STAT__COUNT];
+	struct rm_event *fin1 = calloc(4096, sizeof(*fin1)), *fin2 = calloc(4096, sizeof(*fin2));
+	int nf1 = 0, nf2 = 0;
+	cpu_set_t saved;
+
+	(void)state;
+	if (ncpus_online() < 2)
+		skip();
+	assert_int_equal(sched_getaffinity(0, sizeof(saved), &saved), 0);
+
+	/* Reference: every request on CPU 0, in order. */
+	fx_load(&one, W, 1);
+	assert_int_equal(pin_to(0), 0);
+	{
+		uint8_t fr[FRAME_MAX];
+
+		for (int i = 0; i < n; i++) {
+			size_t len = build_send(fr, 21, psn[i]);
+
+			assert_int_equal(rm_meter_replay_frame(&one.m, fr, (uint32_t)len, (uint32_t)len, ts_of((uint64_t)i)), 0);
+			if (i % 32 == 31 || i == n - 1) { /* drain often: the event buffer is small here */
+				one.ev.n = 0;
+				assert_true(ring_buffer__consume(one.rb) >= 0);
+				for (int e = 0; e < one.ev.n && nf1 < 4096; e++)
+					if (one.ev.ev[e].type == RM_EV_EPOCH_FINAL)
+						fin1[nf1++] = one.ev.ev[e];
+			}
+		}
+	}
+	assert_int_equal(sched_setaffinity(0, sizeof(saved), &saved), 0);
+
+	/* Same order, alternately on CPU 0 (even indexes) and CPU 1 (odd). */
+	fx_load(&two, W, 1);
+	{
+		struct alt a = { .m = &two.m, .psn = psn, .n = n, .qp = 21 };
+		struct alt_arg aa[2] = { { &a, 0 }, { &a, 1 } };
+		pthread_t th[2];
+
+		sem_init(&a.turn[0], 0, 1);
+		sem_init(&a.turn[1], 0, 0);
+		for (int t = 0; t < 2; t++)
+			assert_int_equal(pthread_create(&th[t], NULL, alt_thread, &aa[t]), 0);
+		for (int t = 0; t < 2; t++)
+			pthread_join(th[t], NULL);
+		for (int t = 0; t < 2; t++) {
+			assert_int_equal(a.err[t], 0);
+			assert_int_equal(a.wrong_cpu[t], 0);
+		}
+		sem_destroy(&a.turn[0]);
+		sem_destroy(&a.turn[1]);
+	}
+	for (;;) {
+		two.ev.n = 0;
+		assert_true(ring_buffer__consume(two.rb) >= 0);
+		if (!two.ev.n)
+			break;
+		for (int e = 0; e < two.ev.n && nf2 < 4096; e++)
+			if (two.ev.ev[e].type == RM_EV_EPOCH_FINAL)
+				fin2[nf2++] = two.ev.ev[e];
+	}
+
+	/* The stream has serial discontinuities: several closed epochs. */
+	assert_true(nf1 >= 5);
+	assert_true(nf1 < 4096);
+	assert_int_equal(nf2, nf1);
+	for (int i = 0; i < nf1; i++) {
+		assert_memory_equal(&fin1[i].snap, &fin2[i].snap, sizeof(fin1[i].snap));
+		assert_invariants(&fin1[i].snap, 1);
+	}
+	c1 = snap(&one, 21);
+	c2 = snap(&two, 21);
+	assert_memory_equal(&c1, &c2, sizeof(c1));
+	assert_invariants(&c1, 0);
+	assert_true(c1.skipped > 0 && c1.filled > 0 && c1.repeated > 0 && c1.unclassified_late > 0);
+	lookup_ctx(&one, 21, &x1);
+	lookup_ctx(&two, 21, &x2);
+	assert_int_equal(x1.seq.start, x2.seq.start);
+	assert_int_equal(x1.seq.high, x2.seq.high);
+	stats(&one, s1);
+	stats(&two, s2);
+	assert_int_equal(s1[RM_STAT_ELIGIBLE], n);
+	assert_int_equal(s2[RM_STAT_ELIGIBLE], n);
+	assert_int_equal(s2[RM_STAT_EPOCHS_STARTED], s1[RM_STAT_EPOCHS_STARTED]);
+	assert_int_equal(s1[RM_STAT_EPOCHS_STARTED], (uint64_t)nf1 + 1);
+	/* Total requests over all epochs = all requests sent, each counted once. */
+	{
+		uint64_t total = c1.requests;
+
+		for (int i = 0; i < nf1; i++)
+			total += fin1[i].snap.requests;
+		assert_int_equal(total, n);
+	}
+	free(fin1);
+	free(fin2);
+	free(psn);
+	fx_free(&one);
+	fx_free(&two);
+}
+
+struct half {
+	struct rm_meter *m;
+	pthread_barrier_t *bar;
+	uint32_t base, qp;
+	int t, n;
+	int err, wrong_cpu;
+};
+
+static void *half_thread(void *p)
+{
+	struct half *h = p;
+	uint8_t fr[FRAME_MAX];
+
+	if (pin_to(h->t))
+		h->err = -1;
+	pthread_barrier_wait(h->bar);
+	for (int i = 0; i < h->n; i++) {
+		uint32_t psn = (h->base + (uint32_t)h->t + 2u * (uint32_t)i) & (M24 - 1);
+		size_t len = build_send(fr, h->qp, psn);
+
+		if (rm_meter_replay_frame(h->m, fr, (uint32_t)len, (uint32_t)len, ts_of((uint64_t)i)))
+			h->err = -2;
+		if (sched_getcpu() != h->t)
+			h->wrong_cpu++;
+	}
+	return NULL;
+}
+
+/*
+ * Both CPUs at once: CPU 0 sends base, base+2, ..., CPU 1 base+1, base+3,
+ * ... (each PSN once, N in all, across the 2^24 wrap). Whatever the
+ * interleaving, a new high-water is at most 2 past the old one (d <= 2 <= W),
+ * so there is one epoch and no request is repeated. Counting positions:
+ * with k = H - S (extended) and b = the PSNs below S (sent before S in PSN
+ * order; all unclassified late), every position in (S, H] arrived exactly
+ * once, by a forward advance, a fill, or late after it expired, so
+ *   requests = N = 1 + k + b, repeated = 0, pending = 0,
+ *   unclassifiedLate = expired + b, skipped = filled + expired.
+ */
+static void concurrent_halves(uint32_t W)
+{
+	const int n = 200000;
+	const uint32_t base = M24 - 100000, qp = 31;
+	struct fx f;
+	struct half h[2];
+	pthread_barrier_t bar;
+	pthread_t th[2];
+	struct rm_seq_counters c;
+	struct rm_ctx x;
+	uint64_t st[RM_STAT__COUNT], k, b, s_psn;
+
+	if (ncpus_online() < 2)
+		skip();
+	fx_load(&f, W, 1);
+	pthread_barrier_init(&bar, NULL, 2);
+	for (int t = 0; t < 2; t++) {
+		h[t] = (struct half){ .m = &f.m, .bar = &bar, .base = base, .qp = qp, .t = t, .n = n / 2 };
+		assert_int_equal(pthread_create(&th[t], NULL, half_thread, &h[t]), 0);
+	}
+	for (int t = 0; t < 2; t++)
+		pthread_join(th[t], NULL);
+	pthread_barrier_destroy(&bar);
+	for (int t = 0; t < 2; t++) {
+		assert_int_equal(h[t].err, 0);
+		assert_int_equal(h[t].wrong_cpu, 0);
+	}
+
+	drain(&f);
+	assert_int_equal(finals_of(&f, qp, &c, 1), 0); /* no closure */
+	stats(&f, st);
+	assert_int_equal(st[RM_STAT_ELIGIBLE], n);
+	assert_int_equal(st[RM_STAT_EPOCHS_STARTED], 1);
+	assert_int_equal(st[RM_STAT_EPOCHS_CLOSED], 0);
+
+	c = snap(&f, qp);
+	assert_int_equal(c.window, W);
+	assert_int_equal(c.epoch_gen, 1);
+	assert_invariants(&c, 0);
+	assert_int_equal(c.requests, n);
+	assert_int_equal(c.repeated, 0);
+	assert_int_equal(c.pending, 0);
+	assert_int_equal(c.skipped, c.filled + c.expired);
+
+	lookup_ctx(&f, qp, &x);
+	assert_memory_equal(&x.seq.c, &c, sizeof(c));
+	s_psn = x.seq.start;               /* S is the first PSN accounted */
+	assert_true(s_psn < M24);
+	assert_int_equal(x.seq.high & (M24 - 1), (base + (uint32_t)n - 1) & (M24 - 1)); /* highest PSN sent */
+	k = x.seq.high - x.seq.start;
+	b = (s_psn - base) & (M24 - 1);
+	assert_true(b < (uint64_t)n);
+	assert_int_equal(1 + k + b, n);
+	fprintf(stderr, "# W=%u b=%llu expired=%llu filled=%llu late=%llu\n", W, (unsigned long long)b, (unsigned long long)c.expired, (unsigned long long)c.filled, (unsigned long long)c.unclassified_late);
+	assert_int_equal(c.unclassified_late, c.expired + b);
+	if (W >= (uint32_t)n)
+		assert_int_equal(c.expired, 0); /* nothing can leave a window wider than the range */
+	fx_free(&f);
+}
+
+static void test_concurrent_halves_w1024(void **state)
+{
+	(void)state;
+	concurrent_halves(1024);
+}
+
+static void test_concurrent_halves_w22(void **state)
+{
+	(void)state;
+	concurrent_halves(RM_WINDOW_MAX);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_seed_examples_w4),
+		cmocka_unit_test(test_seed_example_w1),
+		cmocka_unit_test(test_profile_violation),
+		cmocka_unit_test(test_mirror_drop),
+		cmocka_unit_test(test_worst_case_w22),
+		cmocka_unit_test(test_alternating_cpus_equal_one_cpu),
+		cmocka_unit_test(test_concurrent_halves_w1024),
+		cmocka_unit_test(test_concurrent_halves_w22),
+	};
+
+	return cmocka_run_group_tests(tests, need_root, NULL);
+}
