@@ -3,3 +3,4 @@
 ROCEMETER_SRCS += user/ipfix_decode.c user/collector_rules.c user/store.c user/collector.c user/report_cmd.c
 CHECK_PROGS    += $(BUILD)/tests/test_collector_rules
 CHECK_SCRIPTS  += tests/test_collector.py
+BENCH_PROGS    += $(BUILD)/tests/bench_collect

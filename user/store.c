@@ -24,17 +24,25 @@ static const char schema[] =
 	" orphans INTEGER DEFAULT 0, unsupported INTEGER DEFAULT 0, invalid INTEGER DEFAULT 0,"
 	" after_invalid INTEGER DEFAULT 0, key_conflicts INTEGER DEFAULT 0, resource_drops INTEGER DEFAULT 0,"
 	" unbound INTEGER DEFAULT 0);"
-	"CREATE TABLE IF NOT EXISTS epochs ("
+	/* Epochs: the key (written once) apart from the state (rewritten per Message), joined by the view. */
+	"CREATE TABLE IF NOT EXISTS epoch_keys ("
 	" id INTEGER PRIMARY KEY, session_id INTEGER, domain INTEGER, observation_point_id INTEGER,"
 	" family INTEGER, src TEXT, dst TEXT, dest_qp INTEGER, pkey INTEGER, has_vlan_ns INTEGER,"
-	" vlan_outer INTEGER, vlan_inner INTEGER, epoch_id INTEGER, window INTEGER, flags INTEGER,"
-	" flags_seen INTEGER, flow_start_ms INTEGER, flow_end_ms INTEGER, first_report_id INTEGER,"
-	" last_report_id INTEGER, reports_accepted INTEGER, missing_initial INTEGER, missing_reports INTEGER,"
-	" gaps INTEGER, repeats INTEGER, stale INTEGER, unsupported INTEGER, ignored INTEGER,"
-	" requests INTEGER, skipped INTEGER, filled INTEGER, expired INTEGER, abandoned INTEGER,"
-	" pending INTEGER, repeated INTEGER, unclassified_late INTEGER, state TEXT, outcome TEXT,"
-	" reason TEXT, first_seen_ms INTEGER, last_seen_ms INTEGER, retired_ms INTEGER);"
-	"CREATE INDEX IF NOT EXISTS epochs_by_key ON epochs(session_id, domain, epoch_id);"
+	" vlan_outer INTEGER, vlan_inner INTEGER, epoch_id INTEGER, first_seen_ms INTEGER);"
+	"CREATE INDEX IF NOT EXISTS epoch_keys_by_key ON epoch_keys(session_id, domain, epoch_id);"
+	"CREATE TABLE IF NOT EXISTS epoch_state ("
+	" id INTEGER PRIMARY KEY, window INTEGER, flags INTEGER, flags_seen INTEGER, flow_start_ms INTEGER,"
+	" flow_end_ms INTEGER, first_report_id INTEGER, last_report_id INTEGER, reports_accepted INTEGER,"
+	" missing_initial INTEGER, missing_reports INTEGER, gaps INTEGER, repeats INTEGER, stale INTEGER,"
+	" unsupported INTEGER, ignored INTEGER, requests INTEGER, skipped INTEGER, filled INTEGER,"
+	" expired INTEGER, abandoned INTEGER, pending INTEGER, repeated INTEGER, unclassified_late INTEGER,"
+	" state TEXT, outcome TEXT, reason TEXT, last_seen_ms INTEGER, retired_ms INTEGER);"
+	"CREATE VIEW IF NOT EXISTS epochs AS SELECT k.id AS id, session_id, domain, observation_point_id, family,"
+	" src, dst, dest_qp, pkey, has_vlan_ns, vlan_outer, vlan_inner, epoch_id, window, flags, flags_seen,"
+	" flow_start_ms, flow_end_ms, first_report_id, last_report_id, reports_accepted, missing_initial,"
+	" missing_reports, gaps, repeats, stale, unsupported, ignored, requests, skipped, filled, expired,"
+	" abandoned, pending, repeated, unclassified_late, state, outcome, reason, first_seen_ms, last_seen_ms,"
+	" retired_ms FROM epoch_keys k JOIN epoch_state s ON s.id = k.id;"
 	"CREATE TABLE IF NOT EXISTS raw_records ("
 	" id INTEGER PRIMARY KEY, session_id INTEGER, received_ms INTEGER, domain INTEGER,"
 	" template_id INTEGER, epoch_id INTEGER, report_id INTEGER, flags INTEGER, verdict TEXT,"
@@ -44,26 +52,27 @@ static const char schema[] =
 	" PRIMARY KEY(session_id, kind));";
 
 enum {
-	Q_EPOCH_INSERT, Q_EPOCH_UPDATE, Q_RAW, Q_DROP, Q_BEGIN, Q_COMMIT, Q__N
+	Q_KEY_INSERT, Q_STATE_INSERT, Q_STATE_UPDATE, Q_RAW, Q_DROP, Q_BEGIN, Q_COMMIT, Q__N
 };
 
 static const char *const queries[Q__N] = {
-	[Q_EPOCH_INSERT] =
-		"INSERT INTO epochs (session_id, domain, observation_point_id, family, src, dst, dest_qp, pkey,"
-		" has_vlan_ns, vlan_outer, vlan_inner, epoch_id, window, flags, flags_seen, flow_start_ms,"
-		" flow_end_ms, first_report_id, last_report_id, reports_accepted, missing_initial,"
-		" missing_reports, gaps, repeats, stale, unsupported, ignored, requests, skipped, filled,"
-		" expired, abandoned, pending, repeated, unclassified_late, state, outcome, reason,"
-		" first_seen_ms, last_seen_ms, retired_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
-		"?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,"
-		"?37,?38,?39,?40,?41)",
-	[Q_EPOCH_UPDATE] =
-		"UPDATE epochs SET window=?13, flags=?14, flags_seen=?15, flow_start_ms=?16, flow_end_ms=?17,"
-		" first_report_id=?18, last_report_id=?19, reports_accepted=?20, missing_initial=?21,"
-		" missing_reports=?22, gaps=?23, repeats=?24, stale=?25, unsupported=?26, ignored=?27,"
-		" requests=?28, skipped=?29, filled=?30, expired=?31, abandoned=?32, pending=?33, repeated=?34,"
-		" unclassified_late=?35, state=?36, outcome=?37, reason=?38, last_seen_ms=?40, retired_ms=?41"
-		" WHERE id=?42",
+	[Q_KEY_INSERT] =
+		"INSERT INTO epoch_keys (session_id, domain, observation_point_id, family, src, dst, dest_qp, pkey,"
+		" has_vlan_ns, vlan_outer, vlan_inner, epoch_id, first_seen_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,"
+		"?10,?11,?12,?13)",
+	[Q_STATE_INSERT] =
+		"INSERT INTO epoch_state (window, flags, flags_seen, flow_start_ms, flow_end_ms, first_report_id,"
+		" last_report_id, reports_accepted, missing_initial, missing_reports, gaps, repeats, stale,"
+		" unsupported, ignored, requests, skipped, filled, expired, abandoned, pending, repeated,"
+		" unclassified_late, state, outcome, reason, last_seen_ms, retired_ms, id) VALUES (?1,?2,?3,?4,?5,"
+		"?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29)",
+	[Q_STATE_UPDATE] =
+		"UPDATE epoch_state SET window=?1, flags=?2, flags_seen=?3, flow_start_ms=?4, flow_end_ms=?5,"
+		" first_report_id=?6, last_report_id=?7, reports_accepted=?8, missing_initial=?9,"
+		" missing_reports=?10, gaps=?11, repeats=?12, stale=?13, unsupported=?14, ignored=?15,"
+		" requests=?16, skipped=?17, filled=?18, expired=?19, abandoned=?20, pending=?21, repeated=?22,"
+		" unclassified_late=?23, state=?24, outcome=?25, reason=?26, last_seen_ms=?27, retired_ms=?28"
+		" WHERE id=?29",
 	[Q_RAW] = "INSERT INTO raw_records (session_id, received_ms, domain, template_id, epoch_id, report_id,"
 		  " flags, verdict, reason, record, template) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
 	[Q_DROP] = "INSERT INTO drops (session_id, kind, count, first_ms, last_ms, last_detail)"
@@ -112,7 +121,7 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 		return NULL;
 	}
 	st->raw_limit = 100000;
-	if (sqlite3_open_v2(path, &st->db, readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+	if (sqlite3_open_v2(path, &st->db, (readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX,
 			    NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "%s: %s", path, st->db ? sqlite3_errmsg(st->db) : "cannot open");
 		rm_store_close(st);
@@ -152,8 +161,8 @@ static int step_reset(struct rm_store *st, sqlite3_stmt *q)
 {
 	int rc = sqlite3_step(q);
 
+	/* Bindings are not cleared: every statement binds all its parameters each time. */
 	sqlite3_reset(q);
-	sqlite3_clear_bindings(q);
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -1;
 }
 
@@ -268,11 +277,13 @@ static const char *state_name(enum rm_epoch_state s)
 int rm_store_epoch(struct rm_store *st, struct rm_epoch *e)
 {
 	const struct rm_report *k = &e->key;
-	sqlite3_stmt *q = st->q[e->store_id ? Q_EPOCH_UPDATE : Q_EPOCH_INSERT];
-	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
-	int meas = e->n_accepted > 0;
+	sqlite3_stmt *q;
+	int fresh = !e->store_id;
 
-	if (!e->store_id) {
+	if (fresh) {
+		char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+
+		q = st->q[Q_KEY_INSERT];
 		addr_text(k, k->src, src, sizeof(src));
 		addr_text(k, k->dst, dst, sizeof(dst));
 		sqlite3_bind_int64(q, 1, (int64_t)e->session_id);
@@ -287,46 +298,52 @@ int rm_store_epoch(struct rm_store *st, struct rm_epoch *e)
 		sqlite3_bind_int(q, 10, k->vlan[0]);
 		sqlite3_bind_int(q, 11, k->vlan[1]);
 		sqlite3_bind_int64(q, 12, (int64_t)k->epoch_id);
-		sqlite3_bind_int64(q, 39, (int64_t)e->first_seen_ms);
-	} else {
-		sqlite3_bind_int64(q, 42, e->store_id);
-	}
-	if (meas) {
-		sqlite3_bind_int64(q, 13, k->window);
-		sqlite3_bind_int(q, 14, k->flags);
-		sqlite3_bind_int64(q, 16, (int64_t)k->flow_start_ms);
-		sqlite3_bind_int64(q, 17, (int64_t)k->flow_end_ms);
-		sqlite3_bind_int64(q, 18, (int64_t)e->first_report_id);
-		sqlite3_bind_int64(q, 19, (int64_t)k->report_id);
-		sqlite3_bind_int64(q, 28, (int64_t)k->requests);
-		sqlite3_bind_int64(q, 29, (int64_t)k->skipped);
-		sqlite3_bind_int64(q, 30, (int64_t)k->filled);
-		sqlite3_bind_int64(q, 31, (int64_t)k->expired);
-		sqlite3_bind_int64(q, 32, (int64_t)k->abandoned);
-		sqlite3_bind_int64(q, 33, k->pending);
-		sqlite3_bind_int64(q, 34, (int64_t)k->repeated);
-		sqlite3_bind_int64(q, 35, (int64_t)k->unclassified_late);
-	} /* else NULL: no measurement */
-	sqlite3_bind_int(q, 15, e->flags_seen);
-	sqlite3_bind_int64(q, 20, (int64_t)e->n_accepted);
-	sqlite3_bind_int64(q, 21, (int64_t)e->missing_initial);
-	sqlite3_bind_int64(q, 22, (int64_t)e->missing_reports);
-	sqlite3_bind_int64(q, 23, (int64_t)e->gaps);
-	sqlite3_bind_int64(q, 24, (int64_t)e->repeats);
-	sqlite3_bind_int64(q, 25, (int64_t)e->stale);
-	sqlite3_bind_int64(q, 26, (int64_t)e->unsupported);
-	sqlite3_bind_int64(q, 27, (int64_t)e->ignored);
-	sqlite3_bind_text(q, 36, state_name(e->state), -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 37, rm_outcome_name(e->outcome), -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 38, e->reason, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(q, 40, (int64_t)e->last_seen_ms);
-	if (e->retired_ms)
-		sqlite3_bind_int64(q, 41, (int64_t)e->retired_ms);
-	if (step_reset(st, q) < 0)
-		return -1;
-	if (!e->store_id)
+		sqlite3_bind_int64(q, 13, (int64_t)e->first_seen_ms);
+		if (step_reset(st, q) < 0)
+			return -1;
 		e->store_id = sqlite3_last_insert_rowid(st->db);
-	return 0;
+	}
+	q = st->q[fresh ? Q_STATE_INSERT : Q_STATE_UPDATE];
+	if (e->n_accepted > 0) {
+		sqlite3_bind_int64(q, 1, k->window);
+		sqlite3_bind_int(q, 2, k->flags);
+		sqlite3_bind_int64(q, 4, (int64_t)k->flow_start_ms);
+		sqlite3_bind_int64(q, 5, (int64_t)k->flow_end_ms);
+		sqlite3_bind_int64(q, 6, (int64_t)e->first_report_id);
+		sqlite3_bind_int64(q, 7, (int64_t)k->report_id);
+		sqlite3_bind_int64(q, 16, (int64_t)k->requests);
+		sqlite3_bind_int64(q, 17, (int64_t)k->skipped);
+		sqlite3_bind_int64(q, 18, (int64_t)k->filled);
+		sqlite3_bind_int64(q, 19, (int64_t)k->expired);
+		sqlite3_bind_int64(q, 20, (int64_t)k->abandoned);
+		sqlite3_bind_int64(q, 21, k->pending);
+		sqlite3_bind_int64(q, 22, (int64_t)k->repeated);
+		sqlite3_bind_int64(q, 23, (int64_t)k->unclassified_late);
+	} else { /* no accepted report: no measurement (NULL) */
+		static const int cols[] = { 1, 2, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23 };
+
+		for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
+			sqlite3_bind_null(q, cols[i]);
+	}
+	sqlite3_bind_int(q, 3, e->flags_seen);
+	sqlite3_bind_int64(q, 8, (int64_t)e->n_accepted);
+	sqlite3_bind_int64(q, 9, (int64_t)e->missing_initial);
+	sqlite3_bind_int64(q, 10, (int64_t)e->missing_reports);
+	sqlite3_bind_int64(q, 11, (int64_t)e->gaps);
+	sqlite3_bind_int64(q, 12, (int64_t)e->repeats);
+	sqlite3_bind_int64(q, 13, (int64_t)e->stale);
+	sqlite3_bind_int64(q, 14, (int64_t)e->unsupported);
+	sqlite3_bind_int64(q, 15, (int64_t)e->ignored);
+	sqlite3_bind_text(q, 24, state_name(e->state), -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 25, rm_outcome_name(e->outcome), -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 26, e->reason, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(q, 27, (int64_t)e->last_seen_ms);
+	if (e->retired_ms)
+		sqlite3_bind_int64(q, 28, (int64_t)e->retired_ms);
+	else
+		sqlite3_bind_null(q, 28);
+	sqlite3_bind_int64(q, 29, e->store_id);
+	return step_reset(st, q);
 }
 
 int rm_store_drop(struct rm_store *st, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms)
@@ -360,12 +377,18 @@ int rm_store_raw(struct rm_store *st, int64_t session_id, uint32_t domain, uint1
 		sqlite3_bind_int64(q, 5, (int64_t)r->epoch_id);
 		sqlite3_bind_int64(q, 6, (int64_t)r->report_id);
 		sqlite3_bind_int(q, 7, r->flags);
+	} else {
+		sqlite3_bind_null(q, 5);
+		sqlite3_bind_null(q, 6);
+		sqlite3_bind_null(q, 7);
 	}
 	sqlite3_bind_text(q, 8, verdict, -1, SQLITE_STATIC);
 	sqlite3_bind_text(q, 9, reason, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_blob(q, 10, raw, (int)len, SQLITE_TRANSIENT);
 	if (tmpl)
 		sqlite3_bind_blob(q, 11, tmpl, (int)tmpl_len, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(q, 11);
 	if (step_reset(st, q) < 0)
 		return -1;
 	st->raw_rows++;

@@ -10,7 +10,7 @@
  *               transport, the limits in force
  *   sessions    one row per Transport Session (or refused connection):
  *               peer, times, end reason, message/record counts, verdicts
- *   epochs      one row per epoch: full key, outcome and reason, state,
+ *   epochs      (view of epoch_keys + epoch_state) one row per epoch: full key, outcome and reason, state,
  *               qualification flags, report coverage (first/last report ID,
  *               missing reports, gaps), latest accepted counters (NULL when
  *               no report was accepted), times

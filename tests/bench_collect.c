@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * bench_collect.c - ingest rate of `rocemeter collect`: Data Records
+ * received, decoded, validated (seed 000 "Collector Processing") and
+ * committed to SQLite, per second, by the collector's single thread.
+ *
+ * The collector runs as its own process (build/rocemeter collect) on
+ * loopback; this program is the exporter: it encodes valid reports with the
+ * project's IPFIX encoder (user/ipfix.c) and sends them over TLS 1.3 with
+ * mutual authentication (certificates from scripts/gen-certs), then once
+ * more over plain TCP (stated as such). The clock runs from the first Data
+ * Message written to the moment the collector has committed the end of the
+ * session (sessions.ended_ms set). Figures are printed, never asserted.
+ *
+ * Usage: bench_collect [RECORDS [EPOCHS]]   (run from the repository root)
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include "config.h"
+#include "ipfix.h"
+#include "rocemeter/seqobs.h"
+#include "tls.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t l = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	bind(fd, (struct sockaddr *)&a, sizeof(a));
+	getsockname(fd, (struct sockaddr *)&a, &l);
+	port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+static int file_contains(const char *path, const char *s)
+{
+	char buf[8192];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return strstr(buf, s) != NULL;
+}
+
+/* Session 1's end as committed by the collector: accepted records, or -1 while open. */
+static long long session_done(const char *db)
+{
+	sqlite3 *d;
+	sqlite3_stmt *q;
+	long long r = -1;
+
+	if (sqlite3_open_v2(db, &d, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+		sqlite3_close(d);
+		return -1;
+	}
+	if (sqlite3_prepare_v2(d, "SELECT accepted FROM sessions WHERE id=1 AND ended_ms IS NOT NULL", -1, &q, NULL) ==
+	    SQLITE_OK) {
+		if (sqlite3_step(q) == SQLITE_ROW)
+			r = sqlite3_column_int64(q, 0);
+		sqlite3_finalize(q);
+	}
+	sqlite3_close(d);
+	return r;
+}
+
+static void fill(struct rm_report *r, uint64_t epoch, uint64_t rid, int final)
+{
+	memset(r, 0, sizeof(*r));
+	r->observation_point_id = 1;
+	r->family = 4;
+	r->src[0] = 10, r->src[3] = 1;
+	r->dst[0] = 10, r->dst[3] = 2;
+	r->dest_qp = (uint32_t)(epoch & 0xffffff);
+	r->pkey = 0xffff;
+	r->flow_start_ms = 1700000000000ULL;
+	r->flow_end_ms = 1700000000000ULL + rid;
+	r->epoch_id = epoch;
+	r->report_id = rid;
+	r->window = 1024;
+	r->flags = RM_FLAG_GENERATION_UNVERIFIED | (final ? RM_FLAG_FINAL_EPOCH : 0);
+	r->requests = 5 + 2 * rid;
+	r->skipped = rid;
+	r->filled = rid;
+	r->repeated = 1;
+}
+
+static int send_all(SSL *ssl, int fd, const uint8_t *b, size_t n)
+{
+	while (n) {
+		ssize_t w = ssl ? SSL_write(ssl, b, (int)n) : write(fd, b, n);
+
+		if (w <= 0) {
+			if (!ssl && errno == EINTR)
+				continue;
+			return -1;
+		}
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int run(const char *dir, int tls, uint64_t nrec, uint64_t nepochs)
+{
+	char db[512], logp[512], listen_s[64], port_s[16], err[512];
+	char cert[512], key[512], ca[512];
+	int port = free_port();
+	pid_t pid;
+	struct rm_tls_settings ts = { 0 };
+	SSL_CTX *ctx = NULL;
+	SSL *ssl = NULL;
+	int fd;
+	static uint8_t buf[RM_IPFIX_MSG_MAX];
+	struct rm_ipfix_encoder enc;
+	struct rm_report *batch;
+	double t0, t1;
+	long long acc;
+
+	snprintf(db, sizeof(db), "%s/%s.db", dir, tls ? "tls" : "tcp");
+	snprintf(logp, sizeof(logp), "%s/%s.log", dir, tls ? "tls" : "tcp");
+	snprintf(listen_s, sizeof(listen_s), "127.0.0.1:%d", port);
+	snprintf(port_s, sizeof(port_s), "%d", port);
+	snprintf(cert, sizeof(cert), "%s/collector.pem", dir);
+	snprintf(key, sizeof(key), "%s/collector.key", dir);
+	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
+
+	pid = fork();
+	if (pid == 0) {
+		int lfd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(lfd, 2);
+		if (tls)
+			execl("build/rocemeter", "rocemeter", "collect", "--listen", listen_s, "--db", db, "--cert", cert,
+			      "--key", key, "--ca", ca, "--peer-name", "exporter.rocemeter.test", "--max-epochs", "1000000",
+			      (char *)NULL);
+		else
+			execl("build/rocemeter", "rocemeter", "collect", "--listen", listen_s, "--db", db, "--plain-tcp",
+			      "--max-epochs", "1000000", (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 1000 && !file_contains(logp, "listening on"); i++)
+		usleep(10000);
+	if (!file_contains(logp, "listening on")) {
+		fprintf(stderr, "bench_collect: the collector did not start (see %s)\n", logp);
+		kill(pid, SIGTERM);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		perror("bench_collect: connect");
+		return -1;
+	}
+	if (tls) {
+		snprintf(ts.ca, sizeof(ts.ca), "%s/ca.pem", dir);
+		snprintf(ts.cert, sizeof(ts.cert), "%s/exporter.pem", dir);
+		snprintf(ts.key, sizeof(ts.key), "%s/exporter.key", dir);
+		snprintf(ts.peer_names[0], sizeof(ts.peer_names[0]), "collector.rocemeter.test");
+		ts.n_peer_names = 1;
+		ctx = rm_tls_client_ctx(&ts, err, sizeof(err));
+		if (!ctx) {
+			fprintf(stderr, "bench_collect: TLS: %s\n", err);
+			return -1;
+		}
+		ssl = SSL_new(ctx);
+		SSL_set_fd(ssl, fd);
+		rm_tls_client_setup(ssl, &ts, err, sizeof(err));
+		if (SSL_connect(ssl) != 1) {
+			fprintf(stderr, "bench_collect: %s\n", rm_tls_errors("TLS handshake", err, sizeof(err)));
+			return -1;
+		}
+	}
+	rm_ipfix_init(&enc, RM_IPFIX_DEFAULT_PEN, 0, 0);
+	size_t n = rm_ipfix_templates_msg(&enc, 1700000000, buf, sizeof(buf));
+
+	send_all(ssl, fd, buf, n);
+	batch = calloc(1024, sizeof(*batch));
+	uint64_t rounds = (nrec + nepochs - 1) / nepochs, sent = 0;
+
+	t0 = now_s();
+	for (uint64_t i = 0; i < nrec;) {
+		size_t k = 0, used;
+
+		for (; k < 1024 && i + k < nrec; k++) {
+			uint64_t j = i + k;
+			uint64_t rid = 1 + j / nepochs;
+
+			fill(&batch[k], 1 + j % nepochs, rid, rid == rounds);
+		}
+		for (size_t off = 0; off < k; off += used) {
+			n = rm_ipfix_data_msg(&enc, 1700000000, batch + off, k - off, &used, buf, sizeof(buf));
+			if (!n || send_all(ssl, fd, buf, n) < 0) {
+				fprintf(stderr, "bench_collect: send failed\n");
+				return -1;
+			}
+			sent += used;
+		}
+		i += k;
+	}
+	if (ssl)
+		SSL_shutdown(ssl);
+	else
+		shutdown(fd, SHUT_WR);
+	while ((acc = session_done(db)) < 0)
+		usleep(2000);
+	t1 = now_s();
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	if (ssl)
+		SSL_free(ssl);
+	if (ctx)
+		SSL_CTX_free(ctx);
+	close(fd);
+	free(batch);
+	printf("collector ingest, %s on loopback, one collector thread: %llu records (%llu epochs x %llu reports) "
+	       "in %.3f s = %.0f records/s validated and stored (%lld accepted)\n",
+	       tls ? "TLS 1.3 (mutual authentication)" : "plain TCP (no TLS)", (unsigned long long)sent,
+	       (unsigned long long)nepochs, (unsigned long long)rounds, t1 - t0, (double)sent / (t1 - t0), acc);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t nrec = argc > 1 ? strtoull(argv[1], NULL, 0) : 1000000;
+	uint64_t nepochs = argc > 2 ? strtoull(argv[2], NULL, 0) : 1000;
+	char dir[] = "/tmp/rm-bench-collect.XXXXXX", cmd[600];
+	int rc;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (access("build/rocemeter", X_OK) || access("scripts/gen-certs", X_OK)) {
+		fprintf(stderr, "bench_collect: run from the repository root after make\n");
+		return 1;
+	}
+	if (!nrec || !nepochs || !mkdtemp(dir))
+		return 1;
+	snprintf(cmd, sizeof(cmd), "scripts/gen-certs %s >/dev/null 2>&1", dir);
+	if (system(cmd) != 0) {
+		fprintf(stderr, "bench_collect: scripts/gen-certs failed\n");
+		return 1;
+	}
+	rc = run(dir, 1, nrec, nepochs) | run(dir, 0, nrec, nepochs);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "bench_collect: could not remove %s\n", dir);
+	return rc ? 1 : 0;
+}
