@@ -628,3 +628,46 @@ def test_usage_errors(tmp_path):
     p = subprocess.run([BIN, "report", "--db", str(tmp_path / "x.db"), "--outcome", "lost"],
                        capture_output=True, text=True)
     assert p.returncode == 2
+
+
+@pytest.mark.parametrize("collector", [("--inactivity-timeout-ms", "200", "--max-raw-records", "1")],
+                         indirect=True)
+def test_inactivity_timeout_and_raw_limit(collector):
+    s = collector.connect()
+    s.sendall(templates_msg() + data_msg(report(epoch=1), report(epoch=2, window=0), report(epoch=3, window=0)))
+    # silence is not a final report: the epoch is retired incomplete by the timeout, session still open
+    collector.wait_for(lambda: epochs(collector, "epoch_id = 1 AND retired_ms IS NOT NULL"), "inactivity retirement")
+    (e,) = epochs(collector, "epoch_id = 1")
+    assert e["outcome"] == "incomplete" and "inactivity timeout" in e["reason"]
+    assert collector.query("SELECT ended_ms FROM sessions")[0]["ended_ms"] is None
+    # one raw record kept (epoch 2's), the second refused by max_raw_records: a collector drop
+    assert [r["epoch_id"] for r in raw(collector)] == [2]
+    (d,) = collector.query("SELECT * FROM drops")
+    assert d["kind"] == "raw-record-limit" and d["count"] == 1
+    # the high-water stays: epoch 1 again is an orphan
+    s.sendall(data_msg(later(report(epoch=1), 2)))
+    close_tls(s)
+    (sess,) = collector.wait_ended(1)
+    assert sess["orphans"] == 1
+
+
+def test_config_file_and_overrides(tmp_path, pki):
+    port = free_port()
+    cfg = tmp_path / "r.ini"
+    cfg.write_text(f"[collect]\nlisten = 127.0.0.1:{port}\ndb = {tmp_path}/cfg.db\nca = {pki}/ca.pem\n"
+                   f"cert = {pki}/collector.pem\nkey = {pki}/collector.key\npeer_name = {EXPORTER}\n"
+                   "max_epochs = 7\nmax_sessions = 3\n")
+    log = open(tmp_path / "log", "w")
+    p = subprocess.Popen([BIN, "collect", "--config", str(cfg), "--max-sessions", "2"], stderr=log)
+    try:
+        end = time.monotonic() + WAIT
+        while "listening on" not in (tmp_path / "log").read_text() and time.monotonic() < end:
+            assert p.poll() is None, (tmp_path / "log").read_text()
+            time.sleep(0.02)
+        text = (tmp_path / "log").read_text()
+        assert f"127.0.0.1:{port} (TLS 1.3" in text and "max_sessions 2," in text and "max_epochs 7 " in text
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=WAIT)
+        log.close()
+    assert p.returncode == 0

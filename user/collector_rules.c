@@ -323,8 +323,8 @@ static void retire(struct rm_epoch *e, const char *cause, uint64_t now_ms)
 		describe_gaps(e, g, sizeof(g));
 		e->outcome = RM_OUTCOME_INCOMPLETE;
 		if (e->n_accepted == 0)
-			snprintf(e->reason, sizeof(e->reason), "%s; no accepted report%s%s", cause,
-				 e->unsupported ? " (only unsupported qualifications)" : "", "");
+			snprintf(e->reason, sizeof(e->reason), "%s; no accepted report%s", cause,
+				 e->unsupported ? " (only unsupported qualifications)" : "");
 		else
 			snprintf(e->reason, sizeof(e->reason), "%s without a final report (last report %" PRIu64 ")%s%s",
 				 cause, e->key.report_id, g[0] ? "; " : "", g);
