@@ -3,3 +3,4 @@
 # BPF_PROG_TEST_RUN (selftests/test_meter_cpus.c), and attach/detach/status
 # on a veth pair with a network namespace (tests/test_live_meter.py).
 CHECK_PROGS    += $(BUILD)/selftests/test_meter_cpus
+CHECK_SCRIPTS  += tests/test_live_meter.py

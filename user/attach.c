@@ -400,6 +400,7 @@ static int cmd_attach(int argc, char **argv)
 			"rocemeter attach: stale pin directory for %s (%s exists but no rocemeter process owns it);\n"
 			"  run 'rocemeter detach %s' first\n",
 			d.ifname, path, d.ifname);
+		d.keep_pins = 1; /* not ours: leave them to detach */
 		goto out;
 	}
 	if (rm_pin_prepare(d.ifname)) {
