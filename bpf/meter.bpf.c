@@ -31,6 +31,7 @@ struct rm_config rm_cfg = { .window = 1024 };
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct rm_ctx_key);
 	__type(value, struct rm_ctx);
 } contexts SEC(".maps");
@@ -258,6 +259,12 @@ int rocemeter_xdp(struct xdp_md *xdp)
 	now = rm_cfg.use_replay_clock ? rm_cfg.replay_now_ns : bpf_ktime_get_ns();
 
 	bpf_spin_lock(&ctx->lock);
+	if (ctx->dead) {
+		/* Evicted while we looked it up: no context for this request. */
+		bpf_spin_unlock(&ctx->lock);
+		st->v[RM_STAT_TABLE_FULL]++;
+		return pass;
+	}
 	if (ctx->disabled) {
 		bpf_spin_unlock(&ctx->lock);
 		st->v[RM_STAT_DISABLED]++;
@@ -307,6 +314,7 @@ int rocemeter_ctl(struct xdp_md *xdp)
 	struct rm_ctl *c = data;
 	struct rm_ctx_key key;
 	struct rm_ctx *ctx;
+	__u32 zero = 0;
 
 	if ((void *)(c + 1) > data_end)
 		return XDP_ABORTED;
@@ -317,6 +325,22 @@ int rocemeter_ctl(struct xdp_md *xdp)
 		return XDP_PASS;
 	}
 	c->status = 0;
+	if (c->op == RM_CTL_EVICT) {
+		struct rm_stats *st = bpf_map_lookup_elem(&stats, &zero);
+		__u32 slot = ctx->slot;
+
+		bpf_spin_lock(&ctx->lock);
+		if (!rm_seq_close(&ctx->seq, RM_FLAG_STATE_EXHAUSTION, &c->snap))
+			c->status = -3;
+		ctx->dead = 1;
+		bpf_spin_unlock(&ctx->lock);
+		if (bpf_map_delete_elem(&contexts, &key) == 0) {
+			bpf_map_push_elem(&free_slots, &slot, 0);
+			if (st)
+				st->v[RM_STAT_EVICTIONS]++;
+		}
+		return XDP_PASS;
+	}
 	bpf_spin_lock(&ctx->lock);
 	switch (c->op) {
 	case RM_CTL_CLOSE:

@@ -96,6 +96,7 @@ struct daemon {
 	struct live_sink sink;
 	struct ring_buffer *rb;
 	struct rm_observe obs;
+	uint64_t table_full_seen;
 	int link_fd;
 	int keep_pins;
 	int flowlabel;
@@ -166,6 +167,17 @@ static int check_observation(struct daemon *d)
 	int bits;
 
 	rm_meter_read_stats(d->meter.stats_fd, st);
+	/* eviction = oldest: a full table refused contexts; make room (1% of the table). */
+	if (d->cfg.meter.evict && st[RM_STAT_TABLE_FULL] > d->table_full_seen) {
+		unsigned int n = d->cfg.meter.max_contexts / 100 ? d->cfg.meter.max_contexts / 100 : 1;
+
+		ring_buffer__consume(d->rb);
+		int e = rm_reporter_evict(&d->rep, n);
+
+		if (e > 0)
+			log_msg("context table full: evicted %d contexts (stateExhaustion)", e);
+	}
+	d->table_full_seen = st[RM_STAT_TABLE_FULL];
 	bits = rm_observe_poll(&d->obs, st[RM_STAT_RINGBUF_DROPS]);
 	if (!bits)
 		return 0;

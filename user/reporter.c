@@ -156,3 +156,60 @@ out:
 	free(open);
 	return e;
 }
+
+struct victim {
+	struct rm_ctx_key key;
+	uint64_t order; /* closed contexts first (0), then by last arrival */
+};
+
+static int by_order(const void *a, const void *b)
+{
+	const struct victim *x = a, *y = b;
+
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+int rm_reporter_evict(struct rm_reporter *r, unsigned int n)
+{
+	struct rm_meter *m = r->meter;
+	struct rm_ctx_key key, next, *prev = NULL;
+	struct victim *v = NULL;
+	size_t cnt = 0, cap = 0;
+	struct rm_ctx val;
+	int evicted = 0;
+
+	while (bpf_map_get_next_key(m->contexts_fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem_flags(m->contexts_fd, &key, &val, BPF_F_LOCK) || val.disabled || val.dead)
+			continue;
+		if (cnt == cap) {
+			struct victim *t = realloc(v, (cap = cap ? cap * 2 : 256) * sizeof(*v));
+
+			if (!t) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = t;
+		}
+		v[cnt].key = key;
+		v[cnt].order = val.seq.active ? val.seq.c.last_ns + 1 : 0;
+		cnt++;
+	}
+	qsort(v, cnt, sizeof(*v), by_order);
+	for (size_t i = 0; i < cnt && (unsigned int)evicted < n; i++) {
+		struct rm_ctl c;
+
+		memset(&c, 0, sizeof(c));
+		c.op = RM_CTL_EVICT;
+		c.key = v[i].key;
+		if (rm_meter_ctl(m, &c))
+			break;
+		if (c.status == 0)
+			rm_reporter_snapshot(r, &v[i].key, &c.snap, 1);
+		if (c.status == 0 || c.status == -3)
+			evicted++;
+	}
+	free(v);
+	return evicted;
+}

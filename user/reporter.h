@@ -62,4 +62,14 @@ int rm_reporter_on_event(void *ctx, void *data, size_t size);
  */
 int rm_reporter_walk(struct rm_reporter *r, enum rm_ctl_op op, uint16_t reason, uint64_t idle_before_ns);
 
+/*
+ * Resource eviction (seed 000 "stateExhaustion"; config eviction = oldest):
+ * remove up to n contexts to make room in a full table, closed ones first,
+ * then those idle the longest; never a connection disabled by a profile
+ * violation (evicting it would re-enable metering). An open epoch closes
+ * with stateExhaustion and its final snapshot is reported.
+ * Returns the number of contexts evicted, or -errno.
+ */
+int rm_reporter_evict(struct rm_reporter *r, unsigned int n);
+
 #endif

@@ -41,13 +41,16 @@ struct rm_ctx_key {
 	__u16 vlan[RM_VLAN_DEPTH_MAX]; /* VLAN IDs outer..inner when namespace = vlan, else 0 */
 };
 
-/* Per-context state: map `contexts`, hash of rm_ctx_key -> rm_ctx. */
+/* Per-context state: map `contexts`, hash of rm_ctx_key -> rm_ctx, not
+ * preallocated, so that an evicted element is not reused while a CPU may
+ * still hold a pointer to it (freed after an RCU grace period). */
 struct rm_ctx {
 	struct bpf_spin_lock lock;
 	__u32 slot;          /* index into map `windows` */
 	struct rm_seq_state seq;
 	__u8 disabled;       /* profileViolation seen: no metering until reprovisioned */
-	__u8 _pad[7];
+	__u8 dead;           /* evicted: being removed from the table, take no request */
+	__u8 _pad[6];
 };
 
 /* Provisioning (map `provision`, hash of rm_prov_key -> rm_prov_val). */
@@ -138,6 +141,7 @@ enum rm_ctl_op {
 	RM_CTL_SNAPSHOT = 2,   /* copy the state without changing it */
 	RM_CTL_REPROVISION = 3, /* clear `disabled` (connection provisioned again) */
 	RM_CTL_CLOSE_IDLE = 4, /* close (finalEpoch alone) only if the last request is older than idle_before_ns */
+	RM_CTL_EVICT = 5,      /* close with stateExhaustion, remove the context, free its slot */
 };
 
 struct rm_ctl {
