@@ -191,8 +191,20 @@ static void conn_close(struct conn *c, int graceful, struct rm_exporter *x)
 		c->ssl = NULL;
 	}
 	if (c->fd >= 0) {
-		if (graceful)
+		if (graceful) {
+			/*
+			 * Closing with unread input (e.g. session tickets) would send an
+			 * RST, and the collector could lose data it has not read yet: end
+			 * our direction, then discard input until its FIN (bounded wait).
+			 */
+			uint64_t end = now_ms() + 2000;
+			char scratch[4096];
+
 			shutdown(c->fd, SHUT_WR);
+			while (wait_fd(x, c->fd, POLLIN, end, 0, 0, "close", NULL, 0) == IO_OK &&
+			       recv(c->fd, scratch, sizeof(scratch), MSG_DONTWAIT) > 0)
+				;
+		}
 		close(c->fd);
 		c->fd = -1;
 	}
@@ -758,6 +770,11 @@ int rm_exporter_flush(struct rm_exporter *x, int timeout_ms)
 
 void rm_exporter_stop(struct rm_exporter *x, int flush_timeout_ms)
 {
+	rm_exporter_stop_stats(x, flush_timeout_ms, NULL);
+}
+
+void rm_exporter_stop_stats(struct rm_exporter *x, int flush_timeout_ms, struct rm_export_stats *final)
+{
 	if (!x)
 		return;
 	pthread_mutex_lock(&x->mu);
@@ -766,6 +783,8 @@ void rm_exporter_stop(struct rm_exporter *x, int flush_timeout_ms)
 	pthread_mutex_unlock(&x->mu);
 	wake(x);
 	pthread_join(x->thread, NULL);
+	if (final)
+		rm_exporter_stats(x, final);
 	pthread_cond_destroy(&x->drained);
 	pthread_mutex_destroy(&x->mu);
 	close(x->wake_fd);

@@ -101,6 +101,9 @@ int rm_exporter_flush(struct rm_exporter *x, int timeout_ms);
  */
 void rm_exporter_stop(struct rm_exporter *x, int flush_timeout_ms);
 
+/* The same, and the final counters (after the thread ended) into *final. */
+void rm_exporter_stop_stats(struct rm_exporter *x, int flush_timeout_ms, struct rm_export_stats *final);
+
 /* A consistent copy of the counters. */
 void rm_exporter_stats(struct rm_exporter *x, struct rm_export_stats *out);
 

@@ -194,7 +194,10 @@ static SSL_CTX *make_ctx(const struct rm_tls_settings *s, int server, char *err,
 		goto fail;
 	}
 	if (SSL_CTX_use_PrivateKey_file(ctx, s->key, SSL_FILETYPE_PEM) != 1) {
-		snprintf(what, sizeof(what), "tls: key file %s", s->key);
+		if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH)
+			snprintf(what, sizeof(what), "tls: key file %s does not match cert file %s", s->key, s->cert);
+		else
+			snprintf(what, sizeof(what), "tls: key file %s", s->key);
 		say(err, errlen, "%s", rm_tls_errors(what, buf, sizeof(buf)));
 		goto fail;
 	}
