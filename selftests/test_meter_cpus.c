@@ -10,7 +10,8 @@
  *    sched_setaffinity, strictly alternating) give the same counters and
  *    final events as the same order on one CPU; a concurrent run of both
  *    CPUs over the even / odd halves of a PSN range keeps every invariant
- *    of seed 000 and counts every request exactly once;
+ *    of seed 000 and counts every request exactly once. (Threads, because
+ *    BPF_F_TEST_RUN_ON_CPU is refused for XDP programs: EINVAL here.)
  *  - worst case at W = 2^22 (forward jumps of W - 1 then W, then W + 1);
  *  - profile violations (malformed request, READ) close the epoch with
  *    profileViolation, later SENDs are not counted; re-provisioning;

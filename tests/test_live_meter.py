@@ -543,3 +543,58 @@ def test_attach_usage_errors(link):
     assert p.returncode == 2 and "no interface 'rmnosuchif0'" in p.stderr
     assert not link.xdp_attached()
     assert not os.path.exists(link.pin_dir())
+
+
+def test_idle_expiry_closes_silent_epochs(link, tmp_path):
+    """[meter] idle_timeout_ms: a silent epoch is closed by the daemon's sweep
+    with finalEpoch alone (pending abandoned) without any signal; a later
+    request starts a new epoch with a larger epoch ID, counted there once."""
+    cfg = tmp_path / "idle.ini"
+    cfg.write_text("[meter]\nwindow = 4\nprovision_all = yes\nidle_timeout_ms = 300\n")
+    d = link.attach("--config", str(cfg), "--json")
+    n = link.send(seed_frames())
+    link.wait_frames(n)
+    wait_for(lambda: len([r for r in d.reports() if r["rdmaSequenceFlags"] & FINAL]) == len(SEED_EXAMPLES),
+             "idle expiry of every epoch")
+    assert d.proc.poll() is None
+    check_seed_finals(d.reports())
+    first = {r["rdmaDestinationQP"]: r["rdmaSequenceEpochId"] for r in d.reports()}
+
+    link.send([send_only(0x000103, 107)], "later.pcap")
+    link.wait_frames(n + 1)
+    assert d.stop() == 0
+    later = [r for r in d.reports()[len(SEED_EXAMPLES):] if r["rdmaSequenceFlags"] & FINAL]
+    assert len(later) == 1, d.reports()
+    r = later[0]
+    assert r["rdmaDestinationQP"] == 0x000103 and r["requestPacketTotalCount"] == 1
+    assert r["skippedPsnTotalCount"] == 0 and r["abandonedPsnTotalCount"] == 0
+    assert r["rdmaSequenceEpochId"] > max(first.values())
+    assert r["rdmaSequenceReportId"] == 1
+
+
+def test_periodic_reports_then_final(link):
+    """Without [export], the daemon prints non-final reports of open epochs
+    every report_interval_ms (default 10000): same epoch, report IDs 1, 2, ...,
+    pending kept and abandoned zero; the final report on SIGTERM continues the
+    report IDs of its epoch."""
+    d = link.attach("--provision-all", "--window", "4", "--json")
+    n = link.send(seed_frames())
+    link.wait_frames(n)
+
+    def nonfinal():
+        rs = [r for r in d.reports() if not r["rdmaSequenceFlags"] & FINAL]
+        return rs if len(rs) >= len(SEED_EXAMPLES) else None
+    rs = wait_for(nonfinal, "the first periodic reports", timeout=60)
+    assert d.stop() == 0
+    reports = d.reports()
+    for qp, (_, exp) in SEED_EXAMPLES.items():
+        mine = [r for r in reports if r["rdmaDestinationQP"] == qp]
+        assert len({r["rdmaSequenceEpochId"] for r in mine}) == 1
+        assert [r["rdmaSequenceReportId"] for r in mine] == list(range(1, len(mine) + 1))
+        assert [r["rdmaSequenceFlags"] for r in mine] == [GENERATION_UNVERIFIED] * (len(mine) - 1) + \
+            [FINAL | GENERATION_UNVERIFIED]
+        for r in mine[:-1]:
+            for k, name in REPORT_NAMES.items():
+                assert r[name] == exp[k], (qp, name, r)
+    assert rs
+    check_seed_finals(reports)
