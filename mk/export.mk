@@ -6,3 +6,4 @@ ROCEMETER_SRCS += user/tls.c user/export.c
 # that tests/test_export.py drives (exporter, small TLS server).
 CHECK_PROGS    += $(BUILD)/tests/test_export
 CHECK_SCRIPTS  += tests/test_export.py
+BENCH_PROGS    += $(BUILD)/tests/bench_export
