@@ -392,6 +392,9 @@ def test_second_attach_refused_and_stale_pins(link):
     p = sh(ROCEMETER, "detach", link.iface)
     assert "removed stale meter pins of %s" % link.iface in p.stdout
     assert not os.path.exists(link.pin_dir())
+    # The killed daemon's PID and stats files went with the stale pins.
+    for suffix in ("pid", "stats"):
+        assert not os.path.exists(os.path.join(RUN_DIR, "%s.%s" % (link.iface, suffix))), suffix
 
     # Usable again.
     again = link.attach("--provision-all", "--window", "4", "--json")

@@ -620,8 +620,14 @@ static int cmd_detach(int argc, char **argv)
 	}
 	if (!rm_pin_dir(argv[1], path, sizeof(path)))
 		rmdir(path);
-	if (fd >= 0)
+	if (fd >= 0) {
+		/* We hold the lock: no daemon runs; its PID and stats files are stale. */
+		if (!rm_run_path(argv[1], "pid", path, sizeof(path)))
+			unlink(path);
+		if (!rm_run_path(argv[1], "stats", path, sizeof(path)))
+			unlink(path);
 		close(fd);
+	}
 	if (!did) {
 		fprintf(stderr, "rocemeter detach: nothing of rocemeter is attached to %s\n", argv[1]);
 		return RM_EXIT_FAIL;
