@@ -315,6 +315,7 @@ def test_seed_examples_live_status_bpftool_and_final(link):
     with open(os.path.join(RUN_DIR, link.iface + ".pid")) as f:
         assert int(f.read()) == d.proc.pid
 
+    t0 = time.time()
     n = link.send(seed_frames() + [not_roce(1)])
     link.wait_frames(n)
     st = check_seed_status(link)
@@ -345,8 +346,15 @@ def test_seed_examples_live_status_bpftool_and_final(link):
 
     rc = d.stop(signal.SIGTERM)
     assert rc == 0, d.stderr()
+    t1 = time.time()
     check_seed_finals(d.reports())
     assert "stopping" in d.stderr()
+    # Arrival times are exported as UNIX milliseconds (DESIGN.md decision 6), not
+    # boot-relative; the default observationPointId is the interface index.
+    ifindex = socket.if_nametoindex(link.iface)
+    for r in d.reports():
+        assert t0 * 1000 - 2000 <= r["flowStartMilliseconds"] <= r["flowEndMilliseconds"] <= t1 * 1000 + 2000, r
+        assert r["observationPointId"] == ifindex
     check_gone(link)
     # status on a detached interface: meter null, exit 0.
     assert link.status()["meter"] is None
