@@ -130,6 +130,8 @@ class Link:
         self.peer = "rmp" + tag
         self.tmp = str(tmp_path)
         self.daemons = []
+
+    def setup(self):
         sh("ip", "netns", "add", self.ns)
         # No IPv6 on either end: nothing but the test's frames crosses the link,
         # so the meter's frame counter is exact.
@@ -204,7 +206,8 @@ def link(request, tmp_path):
     if not os.path.exists(ROCEMETER):
         pytest.fail("%s missing: run make" % ROCEMETER)
     lk = Link(tmp_path)
-    request.addfinalizer(lk.cleanup)
+    request.addfinalizer(lk.cleanup)  # before anything exists: cleans up a half-made setup too
+    lk.setup()
     return lk
 
 
