@@ -35,6 +35,12 @@
 #define RM_IPPROTO_ROUTING  43
 #define RM_IPPROTO_FRAGMENT 44
 #define RM_IPPROTO_DSTOPTS  60
+#define RM_IPPROTO_AH       51
+#define RM_IPPROTO_MH       135
+#define RM_IPPROTO_HIP      139
+#define RM_IPPROTO_SHIM6    140
+#define RM_IPPROTO_EXP1     253
+#define RM_IPPROTO_EXP2     254
 
 enum rm_parse_verdict {
 	RM_PARSE_OK = 0,      /* BTH parsed: pkt fully filled in */
@@ -177,6 +183,11 @@ static __always_inline int rm_parse_len(void *data, void *data_end, __u32 frame_
 		}
 		if (l4 == RM_IPPROTO_HOPOPTS || l4 == RM_IPPROTO_ROUTING || l4 == RM_IPPROTO_DSTOPTS ||
 		    l4 == RM_IPPROTO_FRAGMENT)
+			return RM_PARSE_UNSUP_ENCAP;
+		/* Extension headers that are not walked (IANA "IPv6 Extension Header
+		 * Types": AH, Mobility, HIP, Shim6, experimental) hide what follows. */
+		if (l4 == RM_IPPROTO_AH || l4 == RM_IPPROTO_MH || l4 == RM_IPPROTO_HIP || l4 == RM_IPPROTO_SHIM6 ||
+		    l4 == RM_IPPROTO_EXP1 || l4 == RM_IPPROTO_EXP2)
 			return RM_PARSE_UNSUP_ENCAP;
 		ip_payload -= ext;
 	} else {
