@@ -37,7 +37,42 @@ struct parse_state {
 	struct rm_config_file *cfg;
 	char reason[256];
 	int failed;
+	FILE *f;
+	int line;      /* physical line being parsed, from 1 */
+	int at_eol;    /* the last read ended a line */
+	int fail_line; /* line of the first handler error */
 };
+
+/* fgets for ini_parse_stream() that keeps the physical line number, so that
+ * an error is reported at its own line even after an earlier syntax error. */
+static char *line_reader(char *str, int num, void *stream)
+{
+	struct parse_state *ps = stream;
+	char *r;
+	size_t n;
+
+	if (ps->at_eol)
+		ps->line++;
+	r = fgets(str, num, ps->f);
+	n = r ? strlen(r) : 0;
+	ps->at_eol = n > 0 && r[n - 1] == '\n';
+	if (n > 0 && !ps->at_eol) {
+		int c = fgetc(ps->f);
+
+		if (c == '\n') {
+			ps->at_eol = 1; /* exactly num - 1 characters before the newline */
+		} else if (c != EOF) {
+			/* inih would parse the rest of the line as a line of its own. */
+			ungetc(c, ps->f);
+			if (!ps->failed) {
+				snprintf(ps->reason, sizeof(ps->reason), "line longer than %d characters", num - 2);
+				ps->failed = 1;
+				ps->fail_line = ps->line;
+			}
+		}
+	}
+	return r;
+}
 
 /* Unsigned integer in [min, max], decimal or 0x hex. */
 static int parse_u64(const char *v, uint64_t min, uint64_t max, uint64_t *out)
@@ -82,6 +117,7 @@ static int fail(struct parse_state *ps, const char *fmt, const char *a, const ch
 	if (!ps->failed) {
 		snprintf(ps->reason, sizeof(ps->reason), fmt, a, b);
 		ps->failed = 1;
+		ps->fail_line = ps->line;
 	}
 	return 0;
 }
@@ -244,19 +280,27 @@ static int handler(void *user, const char *section, const char *name, const char
 
 int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size_t errlen)
 {
-	struct parse_state ps = { .cfg = cfg };
-	int line = ini_parse(path, handler, &ps);
+	struct parse_state ps = { .cfg = cfg, .at_eol = 1 };
+	int line;
 
-	if (line == -1) {
+	ps.f = fopen(path, "r");
+	if (!ps.f) {
 		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return -1;
 	}
+	line = ini_parse_stream(line_reader, &ps, handler, &ps);
+	fclose(ps.f);
 	if (line == -2) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		return -1;
 	}
+	/* The first error wins: a rejected value, or a line inih cannot parse. */
+	if (ps.failed && (line <= 0 || ps.fail_line <= line)) {
+		snprintf(err, errlen, "%s:%d: %s", path, ps.fail_line, ps.reason);
+		return -1;
+	}
 	if (line > 0) {
-		snprintf(err, errlen, "%s:%d: %s", path, line, ps.failed ? ps.reason : "syntax error");
+		snprintf(err, errlen, "%s:%d: syntax error", path, line);
 		return -1;
 	}
 	if (cfg->export.enabled && !cfg->export.port)

@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * test_config.c - the configuration file parser (user/config.c) against its
+ * reference, docs/configuration.md, and the shipped example,
+ * docs/rocemeter.conf.example:
+ *   - the defaults are the documented ones;
+ *   - the example is accepted and yields the values written in it (the
+ *     expected values below are read off the example's text by hand);
+ *   - bad lines are refused with "PATH:LINE: reason", at the exact line:
+ *     unknown key and section, W out of 1..2^22, bad address, mixed address
+ *     families, destination QP above 0xffffff, bad P_Key, too many peer
+ *     names, malformed lines; the first error wins.
+ * Run from the source tree (scripts/run-tests does), or set ROCEMETER_SRCDIR.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "config.h"
+
+static struct rm_config_file cfg; /* large: static */
+static char err[1024];
+
+static const uint8_t v4_192_0_2_10[16] = { 192, 0, 2, 10 };
+static const uint8_t v4_192_0_2_20[16] = { 192, 0, 2, 20 };
+static const uint8_t v4_198_51_100_7[16] = { 198, 51, 100, 7 };
+static const uint8_t v4_198_51_100_8[16] = { 198, 51, 100, 8 };
+static const uint8_t v6_db8_10[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 0x10 };
+static const uint8_t v6_db8_20[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 0x20 };
+
+/* Write text to a fresh temporary file; its path goes to path. */
+static void write_tmp(char path[64], const char *text)
+{
+	int fd;
+
+	snprintf(path, 64, "/tmp/rm-test-config-XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+/* Load text; returns rm_config_load()'s result, the message in err. */
+static int load_text(const char *text, char path[64])
+{
+	int r;
+
+	write_tmp(path, text);
+	rm_config_defaults(&cfg);
+	err[0] = 0;
+	r = rm_config_load(path, &cfg, err, sizeof(err));
+	unlink(path);
+	return r;
+}
+
+/*
+ * text must be refused at line `line`, the reason containing `needle`.
+ * The message is exactly "PATH:LINE: reason".
+ */
+static void expect_error(const char *text, int line, const char *needle)
+{
+	char path[64], prefix[128];
+
+	assert_int_equal(load_text(text, path), -1);
+	snprintf(prefix, sizeof(prefix), "%s:%d: ", path, line);
+	if (strncmp(err, prefix, strlen(prefix)) != 0)
+		fail_msg("expected a message starting with '%s', got '%s'", prefix, err);
+	if (!strstr(err + strlen(prefix), needle))
+		fail_msg("expected '%s' in the reason, got '%s'", needle, err);
+	assert_true(strlen(err) > strlen(prefix) + strlen(needle) - 1);
+}
+
+static void expect_ok(const char *text)
+{
+	char path[64];
+
+	if (load_text(text, path) != 0)
+		fail_msg("refused: %s", err);
+}
+
+/* docs/configuration.md, "Defaults". */
+static void defaults_are_documented(void **state)
+{
+	rm_config_defaults(&cfg);
+	assert_int_equal(cfg.meter.window, 1024);
+	assert_int_equal(cfg.meter.max_contexts, 65536);
+	assert_int_equal(cfg.meter.namespace_vlan, 0);
+	assert_int_equal(cfg.meter.observation_point_id, 0);
+	assert_int_equal(cfg.meter.provision_all, 0);
+	assert_int_equal(cfg.meter.idle_timeout_ms, 60000);
+	assert_int_equal(cfg.meter.generation_verified, 0);
+	assert_int_equal(cfg.meter.evict, 0);
+	assert_int_equal(cfg.n_provision, 0);
+	assert_int_equal(cfg.export.enabled, 0);
+	assert_int_equal(cfg.export.pen, 32473);
+	assert_int_equal(cfg.export.observation_domain, 0);
+	assert_int_equal(cfg.export.report_interval_ms, 10000);
+	assert_int_equal(cfg.export.queue_records, 65536);
+	assert_int_equal(cfg.export.tls.plain_tcp, 0);
+	assert_string_equal(cfg.collect.listen, "[::]:4740");
+	assert_int_equal(cfg.collect.tls.plain_tcp, 0);
+	assert_int_equal(cfg.collect.max_sessions, 64);
+	assert_int_equal(cfg.collect.max_epochs, 100000);
+	assert_int_equal(cfg.collect.max_raw_records, 100000);
+	assert_int_equal(cfg.collect.inactivity_timeout_ms, 600000);
+}
+
+/* The export port follows the transport when it is not given. */
+static void export_port_follows_transport(void **state)
+{
+	expect_ok("[export]\ncollector = c.example\n");
+	assert_int_equal(cfg.export.enabled, 1);
+	assert_int_equal(cfg.export.port, 4740);
+	expect_ok("[export]\ncollector = c.example\ntransport = tcp\n");
+	assert_int_equal(cfg.export.tls.plain_tcp, 1);
+	assert_int_equal(cfg.export.port, 4739);
+	expect_ok("[export]\ncollector = c.example\ntransport = tcp\nport = 9999\n");
+	assert_int_equal(cfg.export.port, 9999);
+}
+
+static void example_file(void **state)
+{
+	const char *dir = getenv("ROCEMETER_SRCDIR");
+	char path[512];
+	const struct rm_provision *p;
+
+	snprintf(path, sizeof(path), "%s/docs/rocemeter.conf.example", dir && *dir ? dir : ".");
+	rm_config_defaults(&cfg);
+	if (rm_config_load(path, &cfg, err, sizeof(err)))
+		fail_msg("the example is refused: %s", err);
+
+	assert_int_equal(cfg.meter.window, 1024);
+	assert_int_equal(cfg.meter.max_contexts, 65536);
+	assert_int_equal(cfg.meter.namespace_vlan, 0);
+	assert_int_equal(cfg.meter.observation_point_id, 0);
+	assert_int_equal(cfg.meter.provision_all, 0);
+	assert_int_equal(cfg.meter.idle_timeout_ms, 60000);
+	assert_int_equal(cfg.meter.generation_verified, 0);
+	assert_int_equal(cfg.meter.evict, 0);
+
+	/* connection = 192.0.2.10 192.0.2.20 0x000123 0xffff */
+	assert_int_equal(cfg.n_provision, 3);
+	p = &cfg.provision[0];
+	assert_int_equal(p->family, 4);
+	assert_memory_equal(p->src, v4_192_0_2_10, 16);
+	assert_memory_equal(p->dst, v4_192_0_2_20, 16);
+	assert_int_equal(p->any_qp, 0);
+	assert_int_equal(p->dest_qp, 0x123);
+	assert_int_equal(p->any_pkey, 0);
+	assert_int_equal(p->pkey, 0xffff);
+	/* connection = 2001:db8::10 2001:db8::20 any 0x8001 */
+	p = &cfg.provision[1];
+	assert_int_equal(p->family, 6);
+	assert_memory_equal(p->src, v6_db8_10, 16);
+	assert_memory_equal(p->dst, v6_db8_20, 16);
+	assert_int_equal(p->any_qp, 1);
+	assert_int_equal(p->any_pkey, 0);
+	assert_int_equal(p->pkey, 0x8001);
+	/* connection = 198.51.100.7 198.51.100.8 4660 any */
+	p = &cfg.provision[2];
+	assert_int_equal(p->family, 4);
+	assert_memory_equal(p->src, v4_198_51_100_7, 16);
+	assert_memory_equal(p->dst, v4_198_51_100_8, 16);
+	assert_int_equal(p->any_qp, 0);
+	assert_int_equal(p->dest_qp, 4660);
+	assert_int_equal(p->any_pkey, 1);
+
+	assert_int_equal(cfg.export.enabled, 1);
+	assert_string_equal(cfg.export.collector, "collector.example.net");
+	assert_int_equal(cfg.export.port, 4740);
+	assert_int_equal(cfg.export.tls.plain_tcp, 0);
+	assert_string_equal(cfg.export.tls.ca, "/etc/rocemeter/pki/ca.pem");
+	assert_string_equal(cfg.export.tls.cert, "/etc/rocemeter/pki/exporter.pem");
+	assert_string_equal(cfg.export.tls.key, "/etc/rocemeter/pki/exporter.key");
+	assert_int_equal(cfg.export.tls.n_peer_names, 2);
+	assert_string_equal(cfg.export.tls.peer_names[0], "collector.example.net");
+	assert_string_equal(cfg.export.tls.peer_names[1], "collector-standby.example.net");
+	assert_int_equal(cfg.export.pen, 32473);
+	assert_int_equal(cfg.export.observation_domain, 0);
+	assert_int_equal(cfg.export.report_interval_ms, 10000);
+	assert_int_equal(cfg.export.queue_records, 65536);
+
+	assert_string_equal(cfg.collect.listen, "[::]:4740");
+	assert_string_equal(cfg.collect.db, "/var/lib/rocemeter/collector.db");
+	assert_int_equal(cfg.collect.tls.plain_tcp, 0);
+	assert_string_equal(cfg.collect.tls.ca, "/etc/rocemeter/pki/ca.pem");
+	assert_string_equal(cfg.collect.tls.cert, "/etc/rocemeter/pki/collector.pem");
+	assert_string_equal(cfg.collect.tls.key, "/etc/rocemeter/pki/collector.key");
+	assert_int_equal(cfg.collect.tls.n_peer_names, 1);
+	assert_string_equal(cfg.collect.tls.peer_names[0], "exporter1.example.net");
+	assert_int_equal(cfg.collect.max_sessions, 64);
+	assert_int_equal(cfg.collect.max_epochs, 100000);
+	assert_int_equal(cfg.collect.max_raw_records, 100000);
+	assert_int_equal(cfg.collect.inactivity_timeout_ms, 600000);
+}
+
+/* Values other than the defaults, to see that each key lands in its field. */
+static void every_meter_key_lands(void **state)
+{
+	expect_ok("[meter]\n"
+		  "window = 4194304\n"
+		  "max_contexts = 16777216\n"
+		  "namespace = vlan\n"
+		  "observation_point_id = 0xffffffffffffffff\n"
+		  "provision_all = yes\n"
+		  "idle_timeout_ms = 0\n"
+		  "generation_verified = on\n"
+		  "eviction = oldest\n");
+	assert_int_equal(cfg.meter.window, 4194304);
+	assert_int_equal(cfg.meter.max_contexts, 16777216);
+	assert_int_equal(cfg.meter.namespace_vlan, 1);
+	assert_true(cfg.meter.observation_point_id == UINT64_MAX);
+	assert_int_equal(cfg.meter.provision_all, 1);
+	assert_int_equal(cfg.meter.idle_timeout_ms, 0);
+	assert_int_equal(cfg.meter.generation_verified, 1);
+	assert_int_equal(cfg.meter.evict, 1);
+	expect_ok("[meter]\nwindow = 1\nidle_timeout_ms = 31536000000\n");
+	assert_int_equal(cfg.meter.window, 1);
+	assert_true(cfg.meter.idle_timeout_ms == 31536000000ull);
+	/* Limits of the provisioning fields. */
+	expect_ok("[provision]\nconnection = 0.0.0.0 255.255.255.255 0xffffff 0\n"
+		  "connection = :: ffff::1 0 0xffff\n");
+	assert_int_equal(cfg.n_provision, 2);
+	assert_int_equal(cfg.provision[0].dest_qp, 0xffffff);
+	assert_int_equal(cfg.provision[0].pkey, 0);
+	assert_int_equal(cfg.provision[1].family, 6);
+	assert_int_equal(cfg.provision[1].dest_qp, 0);
+	assert_int_equal(cfg.provision[1].pkey, 0xffff);
+}
+
+static void unknown_key(void **state)
+{
+	expect_error("[meter]\nwindow = 64\nwindwo = 64\n", 3, "unknown key 'windwo' in [meter]");
+	/* A key of another section is unknown here. */
+	expect_error("# comment\n[meter]\n\ncollector = x\n", 4, "unknown key 'collector' in [meter]");
+	expect_error("[provision]\nconnection = 10.0.0.1 10.0.0.2 1 any\nconn = x\n", 3, "unknown key 'conn'");
+	/* Outside any section. */
+	expect_error("window = 64\n", 1, "unknown section");
+}
+
+/* inih calls back per key: an unknown section is reported at its first key. */
+static void unknown_section(void **state)
+{
+	expect_error("[meter]\nwindow = 64\n\n[meters]\nwindow = 64\n", 5, "unknown section [meters]");
+	expect_error("[Meter]\nwindow = 64\n", 2, "unknown section [Meter]");
+}
+
+static void window_range(void **state)
+{
+	expect_error("[meter]\nwindow = 0\n", 2, "window: '0'");
+	expect_error("[meter]\nmax_contexts = 10\nwindow = 4194305\n", 3, "window: '4194305'");
+	expect_error("[meter]\nwindow = -1\n", 2, "window");
+	expect_error("[meter]\nwindow = 64k\n", 2, "window");
+	expect_error("[meter]\nwindow =\n", 2, "window");
+	expect_ok("[meter]\nwindow = 4194304\n");
+}
+
+static void other_ranges(void **state)
+{
+	expect_error("[meter]\nmax_contexts = 0\n", 2, "max_contexts");
+	expect_error("[meter]\nnamespace = tenant\n", 2, "namespace: 'tenant'");
+	expect_error("[meter]\nprovision_all = maybe\n", 2, "provision_all: 'maybe'");
+	expect_error("[meter]\neviction = random\n", 2, "eviction: 'random'");
+	expect_error("[meter]\nidle_timeout_ms = 31536000001\n", 2, "idle_timeout_ms");
+	expect_error("[export]\ncollector = c\nport = 0\n", 3, "port");
+	expect_error("[export]\ncollector = c\nport = 65536\n", 3, "port");
+	expect_error("[export]\ntransport = dtls\n", 2, "transport: 'dtls'");
+	expect_error("[export]\npen = 0\n", 2, "pen");
+	expect_error("[export]\nreport_interval_ms = 86400001\n", 2, "report_interval_ms");
+	expect_error("[collect]\nmax_sessions = 0\n", 2, "max_sessions");
+}
+
+static void bad_address(void **state)
+{
+	expect_error("[provision]\nconnection = 10.0.0.1 10.0.0.2 1 any\nconnection = 10.0.0.300 10.0.0.2 1 any\n", 3,
+		     "'10.0.0.300' is not an IPv4 or IPv6 address");
+	expect_error("[provision]\nconnection = 10.0.0.1 host.example 1 any\n", 2,
+		     "'host.example' is not an IPv4 or IPv6 address");
+	expect_error("[provision]\nconnection = 2001:db8::g 2001:db8::1 1 any\n", 2, "'2001:db8::g'");
+}
+
+static void mixed_families(void **state)
+{
+	expect_error("[provision]\n\nconnection = 10.0.0.1 2001:db8::1 1 any\n", 3, "different address families");
+	expect_error("[provision]\nconnection = 2001:db8::1 10.0.0.1 any any\n", 2, "different address families");
+}
+
+static void bad_qpn(void **state)
+{
+	expect_error("[provision]\nconnection = 10.0.0.1 10.0.0.2 0x1000000 any\n", 2, "destination QP '0x1000000'");
+	expect_error("[provision]\nconnection = 10.0.0.1 10.0.0.2 16777216 any\n", 2, "destination QP '16777216'");
+	expect_error("[provision]\nconnection = 10.0.0.1 10.0.0.2 -1 any\n", 2, "destination QP '-1'");
+	expect_error("[provision]\nconnection = 10.0.0.1 10.0.0.2 all any\n", 2, "destination QP 'all'");
+}
+
+static void bad_pkey(void **state)
+{
+	expect_error("[provision]\nconnection = 10.0.0.1 10.0.0.2 1 0x10000\n", 2, "P_Key '0x10000'");
+	expect_error("[provision]\nconnection = 10.0.0.1 10.0.0.2 1 default\n", 2, "P_Key 'default'");
+}
+
+static void connection_shape(void **state)
+{
+	expect_error("[provision]\nconnection = 10.0.0.1 10.0.0.2 1\n", 2, "expected 'SRC DST QPN|any PKEY|any'");
+	expect_error("[provision]\nconnection = 10.0.0.1 10.0.0.2 1 any extra\n", 2,
+		     "expected 'SRC DST QPN|any PKEY|any'");
+}
+
+static void too_many_peer_names(void **state)
+{
+	expect_ok("[export]\ncollector = c\n"
+		  "peer_name = a1\npeer_name = a2\npeer_name = a3\npeer_name = a4\n"
+		  "peer_name = a5\npeer_name = a6\npeer_name = a7\npeer_name = a8\n");
+	assert_int_equal(cfg.export.tls.n_peer_names, 8);
+	assert_string_equal(cfg.export.tls.peer_names[7], "a8");
+	expect_error("[collect]\n"
+		     "peer_name = a1\npeer_name = a2\npeer_name = a3\npeer_name = a4\n"
+		     "peer_name = a5\npeer_name = a6\npeer_name = a7\npeer_name = a8\n"
+		     "peer_name = a9\n",
+		     10, "peer_name: at most 8 names");
+}
+
+static void first_error_wins(void **state)
+{
+	expect_error("[meter]\nwindow = 64\nwindow = 0\nbogus = 1\n[nosuch]\nx = 1\n", 3, "window: '0'");
+}
+
+static void syntax_error(void **state)
+{
+	expect_error("[meter]\nwindow = 64\nthis line has no equals sign\n", 3, "syntax error");
+	expect_error("[meter\nwindow = 64\n", 1, "syntax error");
+}
+
+/* A line longer than inih's line buffer is refused at its own line (inih
+ * would read its rest as another line). */
+static void long_line(void **state)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text), "[meter]\n# %0500d\nwindow = 0\n", 0);
+	expect_error(text, 2, "line longer than");
+	snprintf(text, sizeof(text), "[export]\nca = /%0300d\nbogus = 1\n", 0);
+	expect_error(text, 2, "line longer than");
+	/* Up to inih's line buffer, a line is fine. */
+	snprintf(text, sizeof(text), "[meter]\n# %0150d\nwindow = 0\n", 0);
+	expect_error(text, 3, "window: '0'");
+}
+
+static void missing_file(void **state)
+{
+	rm_config_defaults(&cfg);
+	assert_int_equal(rm_config_load("/nonexistent/rocemeter.conf", &cfg, err, sizeof(err)), -1);
+	assert_string_equal(err, "/nonexistent/rocemeter.conf: cannot open: No such file or directory");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(defaults_are_documented),
+		cmocka_unit_test(export_port_follows_transport),
+		cmocka_unit_test(example_file),
+		cmocka_unit_test(every_meter_key_lands),
+		cmocka_unit_test(unknown_key),
+		cmocka_unit_test(unknown_section),
+		cmocka_unit_test(window_range),
+		cmocka_unit_test(other_ranges),
+		cmocka_unit_test(bad_address),
+		cmocka_unit_test(mixed_families),
+		cmocka_unit_test(bad_qpn),
+		cmocka_unit_test(bad_pkey),
+		cmocka_unit_test(connection_shape),
+		cmocka_unit_test(too_many_peer_names),
+		cmocka_unit_test(first_error_wins),
+		cmocka_unit_test(syntax_error),
+		cmocka_unit_test(long_line),
+		cmocka_unit_test(missing_file),
+	};
+
+	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}
