@@ -315,6 +315,7 @@ int rocemeter_ctl(struct xdp_md *xdp)
 	struct rm_ctx_key key;
 	struct rm_ctx *ctx;
 	__u32 zero = 0;
+	int prov = 0;
 
 	if ((void *)(c + 1) > data_end)
 		return XDP_ABORTED;
@@ -341,6 +342,8 @@ int rocemeter_ctl(struct xdp_md *xdp)
 		}
 		return XDP_PASS;
 	}
+	if (c->op == RM_CTL_REPROVISION)
+		prov = provisioned(&key); /* map lookups: not under the lock */
 	bpf_spin_lock(&ctx->lock);
 	switch (c->op) {
 	case RM_CTL_CLOSE:
@@ -361,7 +364,7 @@ int rocemeter_ctl(struct xdp_md *xdp)
 			c->status = -3;
 		break;
 	case RM_CTL_REPROVISION:
-		ctx->disabled = 0;
+		ctx->disabled = !prov;
 		break;
 	default:
 		c->status = -1;

@@ -222,8 +222,8 @@ static void reload(struct daemon *d)
 		nc.meter.namespace_vlan = d->cfg.meter.namespace_vlan;
 		nc.meter.max_contexts = d->cfg.meter.max_contexts;
 	}
-	/* The policy changes: every open epoch closes (finalEpoch). */
-	close_all(d, 0);
+	/* The new policy first, so that any request counted after the closure
+	 * below belongs to an epoch started under it. */
 	d->meter.skel->data->rm_cfg.window = nc.meter.window;
 	d->meter.skel->data->rm_cfg.provision_all = nc.meter.provision_all ? 1 : 0;
 	d->meter.skel->data->rm_cfg.idle_timeout_ns = nc.meter.idle_timeout_ms * 1000000ull;
@@ -236,7 +236,9 @@ static void reload(struct daemon *d)
 	if (rm_meter_provision(&d->meter, nc.provision, nc.n_provision, nc.meter.generation_verified, err,
 			       sizeof(err)))
 		log_msg("reload: %s", err);
-	/* Connections disabled by a profile violation that are still provisioned are re-enabled. */
+	/* Every context is metered iff it is provisioned now: one disabled by a
+	 * profile violation is re-enabled only if still provisioned, one no
+	 * longer provisioned is disabled. */
 	{
 		struct rm_ctx_key key, nk, *pk = NULL;
 
@@ -249,6 +251,8 @@ static void reload(struct daemon *d)
 			rm_meter_ctl(&d->meter, &c);
 		}
 	}
+	/* The policy changed: every open epoch closes (finalEpoch). */
+	close_all(d, 0);
 	d->rep.generation_verified = nc.meter.generation_verified;
 	d->cfg.meter = nc.meter;
 	d->cfg.export.report_interval_ms = nc.export.report_interval_ms;

@@ -139,7 +139,7 @@ struct rm_config {
 enum rm_ctl_op {
 	RM_CTL_CLOSE = 1,      /* close the open epoch with `reason`; snapshot -> out */
 	RM_CTL_SNAPSHOT = 2,   /* copy the state without changing it */
-	RM_CTL_REPROVISION = 3, /* clear `disabled` (connection provisioned again) */
+	RM_CTL_REPROVISION = 3, /* provisioning changed: metered iff provisioned now (sets or clears `disabled`) */
 	RM_CTL_CLOSE_IDLE = 4, /* close (finalEpoch alone) only if the last request is older than idle_before_ns */
 	RM_CTL_EVICT = 5,      /* close with stateExhaustion, remove the context, free its slot */
 };
