@@ -361,13 +361,15 @@ def test_refused_collectors(tmp_path, pki, procs):
         ("wrongname", ["-tls1_3"], "hostname mismatch"),
         ("untrusted", ["-tls1_3"], "unable to get local issuer certificate"),
         ("collector", ["-tls1_2"], "protocol version"),
+        # The collector does not trust the exporter's CA: refused after our side finished (TLS 1.3).
+        ("collector", ["-tls1_3", "-CAfile", f"{pki}/untrusted-ca.pem"], "alert unknown ca"),
     ]
     for cert, extra, why in cases:
         port = free_port()
-        out = str(tmp_path / f"{cert}{extra[0]}.bin")
+        out = str(tmp_path / f"{cert}{len(extra)}{extra[0]}.bin")
         srv = s_server(port, out, pki, cert=cert, extra=extra)
         procs.append(srv)
-        d = Driver(export_config(tmp_path / "e.ini", pki, port), str(tmp_path / f"err-{cert}{extra[0]}"))
+        d = Driver(export_config(tmp_path / "e.ini", pki, port), str(tmp_path / f"err-{cert}{len(extra)}{extra[0]}"))
         procs.append(d)
         assert d.first == "started"
         assert d.session(timeout_ms=1500) == 0
@@ -543,6 +545,17 @@ class StalledCollector:
         self.ls.close()
 
 
+def fill_until_stalled(d):
+    """Submit until the queue stops draining (the kernel's socket buffers are full)."""
+    ok = failed = 0
+    for _ in range(2000):
+        o, f = d.submit(1000)
+        ok, failed = ok + o, failed + f
+        if d.cmd("flush 20") == "flush -1":
+            return ok, failed
+    raise AssertionError("the queue never stalled")
+
+
 def rss_kib(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -560,14 +573,7 @@ def test_backpressure_bounded(tmp_path, pki, procs):
     srv.t.join(WAIT)
     assert dict(x[0] for x in srv.peer["subject"])["commonName"] == EXPORTER_NAME
     # The collector reads nothing: the kernel's socket buffers fill, then the queue.
-    ok = failed = 0
-    for _ in range(2000):
-        o, f = d.submit(1000)
-        ok, failed = ok + o, failed + f
-        if d.cmd("flush 20") == "flush -1":
-            break
-    else:
-        raise AssertionError("the queue never stalled")
+    ok, failed = fill_until_stalled(d)
     rss1 = rss_kib(d.p.pid)
     o, f = d.submit(200000)
     ok, failed = ok + o, failed + f
@@ -588,3 +594,18 @@ def test_backpressure_bounded(tmp_path, pki, procs):
     assert "Transport Session 1 lost" in d.stderr()
     st3 = d.stop(flush_ms=500)
     assert st3["sessions"] == 1
+
+
+def test_stop_while_stalled(tmp_path, pki, procs):
+    """Stop with a collector that reads nothing: bounded wait, the rest counted as dropped_at_stop."""
+    srv = StalledCollector(pki)
+    d = Driver(export_config(tmp_path / "e.ini", pki, srv.port, queue=300), str(tmp_path / "err"))
+    procs.append(d)
+    assert d.session() == 1
+    ok, _ = fill_until_stalled(d)
+    queued = d.stats()["queued"]
+    assert queued > 0
+    st = d.stop(flush_ms=300)
+    assert st["dropped_at_stop"] == queued and st["queued"] == 0
+    assert ok == st["records_sent"] + st["dropped_at_stop"]
+    srv.reset()

@@ -306,7 +306,46 @@ static int tcp_connect(struct rm_exporter *x, struct conn *c, uint64_t deadline,
 	return rc;
 }
 
-/* Connect, handshake, authorise. */
+/*
+ * TLS 1.3: the client completes its handshake before the server has checked
+ * the client certificate; a refusal arrives as an alert afterwards. Wait a
+ * little (4 RTT + 100 ms, at most 2 s) for the server's first record: an
+ * alert fails the attempt, anything else (a session ticket) or silence
+ * counts as acceptance.
+ */
+static int await_acceptance(struct rm_exporter *x, struct conn *c, char *why, size_t whylen)
+{
+	struct tcp_info ti;
+	socklen_t tl = sizeof(ti);
+	uint64_t wait = 100;
+	uint8_t scratch[512];
+	char what[700];
+	int r, e;
+
+	if (!getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &tl))
+		wait += 4 * (uint64_t)ti.tcpi_rtt / 1000;
+	if (wait > 2000)
+		wait = 2000;
+	r = wait_fd(x, c->fd, POLLIN, now_ms() + wait, 1, 0, "acceptance", why, whylen);
+	if (r == IO_STOP) {
+		conn_close(c, 0, x);
+		return r;
+	}
+	if (r != IO_OK)
+		return IO_OK; /* silence */
+	ERR_clear_error();
+	errno = 0;
+	r = SSL_read(c->ssl, scratch, sizeof(scratch));
+	e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(c->ssl, r);
+	if (e == SSL_ERROR_NONE || e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+		return IO_OK;
+	snprintf(what, sizeof(what), "collector %s refused the session", c->peer);
+	ssl_reason(c->ssl, r, what, why, whylen);
+	conn_close(c, 0, x);
+	return IO_FAIL;
+}
+
+/* Connect, handshake, authorise, wait for the collector's acceptance. */
 static int establish(struct rm_exporter *x, struct conn *c, char *why, size_t whylen)
 {
 	uint64_t deadline = now_ms() + ESTABLISH_TIMEOUT_MS;
@@ -363,7 +402,7 @@ static int establish(struct rm_exporter *x, struct conn *c, char *why, size_t wh
 		conn_close(c, 0, x);
 		return IO_FAIL;
 	}
-	return IO_OK;
+	return await_acceptance(x, c, why, whylen);
 }
 
 /* Write all of buf. IO_ABORT when a stop's deadline passed meanwhile. */
