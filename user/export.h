@@ -9,7 +9,10 @@
  * blocks the caller (the datapath's event loop). The thread:
  *   1. resolves s->collector (getaddrinfo: names, IPv4 and IPv6 addresses)
  *      and connects to s->port, trying each address;
- *   2. does the TLS 1.3 handshake (tls.h) and the explicit peer authorisation;
+ *   2. does the TLS 1.3 handshake (tls.h) and the explicit peer authorisation,
+ *      then waits up to 4 RTT + 100 ms (at most 2 s) for the collector's
+ *      first record: an alert (the collector refused our certificate) fails
+ *      the attempt, a ticket or silence counts as acceptance;
  *   3. sends the Templates message first in every Transport Session
  *      (Sequence Number back to 0), then publishes the session number;
  *   4. drains the bounded queue, as few IPFIX Messages as possible (each at

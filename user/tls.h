@@ -12,8 +12,12 @@
  *     certificate purpose of its role (the server's EKU serverAuth, the
  *     client's clientAuth) and one of s->peer_names checked during the
  *     handshake (exact name, no wildcards), so a refused peer gets an alert;
- *   - no session resumption: every Transport Session is fully authenticated.
- * The server requires a client certificate (SSL_VERIFY_FAIL_IF_NO_PEER_CERT).
+ *   - no session resumption (no session cache on either side): every
+ *     Transport Session is fully authenticated.
+ * The server requires a client certificate (SSL_VERIFY_FAIL_IF_NO_PEER_CERT)
+ * and sends one ticket (never resumable) after accepting it: in TLS 1.3 the
+ * client finishes its handshake first, and that record tells the exporter
+ * it was not refused (export.c waits briefly for it).
  *
  * Configuration errors (s->plain_tcp set, an empty peer_names list, a
  * missing or unreadable file, a key that does not match the certificate)
