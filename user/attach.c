@@ -280,6 +280,8 @@ static void usage(FILE *f)
 		"  -f, --flowlabel DIR      also attach the IPv6 Flow Label program (ingress|egress)\n"
 		"  -H, --hash VARIANT       flow-label hash: literal (default), crc32, crc32c, mpeg2\n"
 		"  -F, --flowlabel-only     attach only the flow-label program and return\n"
+		"  -i, --report-interval MS non-final reports of open epochs every MS ms\n"
+		"                           (default 10000, or [export] report_interval_ms; 0: finals only)\n"
 		"  -j, --json               print reports as JSON Lines when not exporting\n"
 		"  -k, --keep-pins          leave the map pins in place on exit\n"
 		"  -h, --help               this text\n\n"
@@ -312,13 +314,14 @@ static int cmd_attach(int argc, char **argv)
 		{ "provision-all", no_argument, 0, 'a' }, { "flowlabel", required_argument, 0, 'f' },
 		{ "hash", required_argument, 0, 'H' },	  { "flowlabel-only", no_argument, 0, 'F' },
 		{ "json", no_argument, 0, 'j' },	  { "keep-pins", no_argument, 0, 'k' },
-		{ "help", no_argument, 0, 'h' },	  { 0 },
+		{ "report-interval", required_argument, 0, 'i' }, { "help", no_argument, 0, 'h' },
+		{ 0 },
 	};
 	static struct daemon d;
 	struct rm_flowlabel_opts flo = { .variant = 0 };
 	const char *fl_dir = NULL, *fl_hash = NULL, *mode = "native";
 	int opt, mirror = 0, provision_all = 0, fl_only = 0, lock_fd = -1, holder, ret = RM_EXIT_FAIL;
-	long long window = -1;
+	long long window = -1, interval = -1;
 	char err[1024], path[512], *end;
 	uint64_t next_report = 0, next_sweep = 0;
 	struct sigaction sa;
@@ -326,7 +329,7 @@ static int cmd_attach(int argc, char **argv)
 
 	memset(&d, 0, sizeof(d));
 	d.link_fd = -1;
-	while ((opt = getopt_long(argc, argv, "c:M:mw:af:H:Fjkh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:M:mw:af:H:Fjki:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': d.config_path = optarg; break;
 		case 'M': mode = optarg; break;
@@ -341,6 +344,13 @@ static int cmd_attach(int argc, char **argv)
 			window = strtoll(optarg, &end, 0);
 			if (*end || window < 1 || window > RM_WINDOW_MAX) {
 				fprintf(stderr, "rocemeter attach: --window: '%s' is not in 1..%u\n", optarg, RM_WINDOW_MAX);
+				return RM_EXIT_USAGE;
+			}
+			break;
+		case 'i':
+			interval = strtoll(optarg, &end, 0);
+			if (*end || interval < 0 || interval > 86400000) {
+				fprintf(stderr, "rocemeter attach: --report-interval: '%s' is not 0..86400000 ms\n", optarg);
 				return RM_EXIT_USAGE;
 			}
 			break;
@@ -400,6 +410,8 @@ static int cmd_attach(int argc, char **argv)
 		d.cfg.meter.window = (uint32_t)window;
 	if (provision_all)
 		d.cfg.meter.provision_all = 1;
+	if (interval >= 0)
+		d.cfg.export.report_interval_ms = (uint64_t)interval;
 	if (!d.cfg.meter.observation_point_id)
 		d.cfg.meter.observation_point_id = (uint64_t)d.ifindex;
 

@@ -249,7 +249,6 @@ static int handler(void *user, const char *section, const char *name, const char
 		if (!strcmp(name, "connection"))
 			return parse_connection(ps, value);
 	} else if (!strcmp(section, "export")) {
-		cfg->export.enabled = 1;
 		if (!strcmp(name, "collector"))
 			return copy_str(ps, cfg->export.collector, sizeof(cfg->export.collector), name, value);
 		U64_KEY("port", 1, 65535, cfg->export.port);
@@ -303,6 +302,9 @@ int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size
 		snprintf(err, errlen, "%s:%d: syntax error", path, line);
 		return -1;
 	}
+	/* Export is on when a collector is named; the other [export] keys
+	 * (report_interval_ms, ...) also apply to reports printed locally. */
+	cfg->export.enabled = cfg->export.collector[0] != 0;
 	if (cfg->export.enabled && !cfg->export.port)
 		cfg->export.port = cfg->export.tls.plain_tcp ? RM_IPFIX_PORT_TCP : RM_IPFIX_PORT_TLS;
 	return 0;

@@ -56,7 +56,7 @@ struct rm_meter_settings {
 };
 
 struct rm_export_settings {
-	int enabled;                   /* an [export] section with collector = ... exists */
+	int enabled;                   /* [export] names a collector */
 	char collector[256];           /* host name or address */
 	uint16_t port;                 /* default 4740 (TLS) / 4739 (tcp) */
 	struct rm_tls_settings tls;

@@ -111,6 +111,18 @@ static int status_one(const char *ifname, int json, int first_if)
 			printf(json ? "]" : n ? "" : "    (none)\n");
 			close(ctx_fd);
 		}
+		/* Pins without a daemon holding the interface's lock are stale. */
+		{
+			int holder, lock = rm_lock_interface(ifname, &holder);
+
+			if (lock >= 0) {
+				close(lock);
+				printf(json ? ", \"stale\": true" :
+					      "  STALE: no rocemeter process owns these pins (run 'rocemeter detach %s')\n",
+				       ifname);
+				goto flowlabel;
+			}
+		}
 		/* The daemon's own counters: reports, export sessions and drops. */
 		if (!rm_run_path(ifname, "stats", path, sizeof(path)) && (f = fopen(path, "r"))) {
 			if (fgets(line, sizeof(line), f)) {
@@ -120,6 +132,7 @@ static int status_one(const char *ifname, int json, int first_if)
 			fclose(f);
 		}
 	}
+flowlabel:
 	if (json) {
 		printf(", \"flowlabel\": ");
 		fflush(stdout);
