@@ -405,10 +405,10 @@ def wait_requests(d, n, timeout=30):
 
 
 def test_live_idle_expiry(veth, daemons, tmp_path):
-    """idle_timeout_ms = 300: after the last request, the once-a-second
+    """idle_timeout_ms = 1000: after the last request, the once-a-second
     sweep closes the epoch (finalEpoch alone, pending abandoned); the next
     request starts a new epoch with a larger epoch ID and report ID 1."""
-    conf = write_conf(tmp_path / "m.conf", idle_ms=300)
+    conf = write_conf(tmp_path / "m.conf", idle_ms=1000)
     d = start(daemons, veth, conf, tmp_path)
     veth.send(tmp_path, [frame(1), frame(2), frame(4)])
     first = d.report()  # no other closure cause is pending: this is the sweep
