@@ -361,8 +361,9 @@ class ReplayModel:
     arrival time may come in any order), and the counter fields."""
 
     def __init__(self, window=1024, provisioned=lambda key: True, interval_ms=None, generation_verified=False,
-                 idle_timeout_ms=60000):
+                 idle_timeout_ms=60000, max_contexts=65536):
         self.W = window
+        self.max_contexts = max_contexts  # contexts are kept after closure (eviction = none)
         # Idle expiration (seed 000 lists it among closure causes; [meter]
         # idle_timeout_ms, default 60 s): a request arriving more than the
         # timeout after its epoch's last request closes that epoch first
@@ -441,6 +442,9 @@ class ReplayModel:
         if st is None:
             if not self.provisioned(rec.key):
                 self.stats["not_provisioned"] += 1
+                return
+            if len(self.ctx) >= self.max_contexts:
+                self.stats["table_full"] += 1
                 return
             st = self.ctx[rec.key] = {"epoch": None, "disabled": False, "n": 0, "rid": 0}
         if st["disabled"]:
