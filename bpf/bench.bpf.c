@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * bench.bpf.c - benchmark driver for BPF_PROG_TEST_RUN (never attached).
+ *
+ * A test run with `repeat` runs a program again and again on the same
+ * bytes, but the meter must see a new PSN on every request, and a different
+ * dest QP for every live context. bench_drive rewrites the BTH of an
+ * untagged IPv4 RoCEv2 frame (BTH at byte 42: Ethernet 14 + IPv4 20 + UDP 8)
+ * from a request counter, then tail-calls the program under test in
+ * bench_next[0] (the meter, the parse-only baseline, or bench_pass to
+ * measure the driver alone). Request i of the run goes to context
+ * c = i % bench_nctx (dest QP bench_qp_base + c) as that context's request
+ * j = i / bench_nctx, with PSN (24 bits, seed 001 "Base Transport Header"):
+ *
+ *   BENCH_INORDER  psn = j                                 (d = 1 every time)
+ *   BENCH_MIX      psn = 13 * (j / 16) + bench_mix[j % 16]  (reorder/duplicate mix)
+ *   BENCH_JUMP     psn = j * bench_step                    (forward jumps of bench_step)
+ *
+ * The programs are xdp.frags because the meter's rocemeter_xdp is: the
+ * kernel lets a program array hold only programs whose frags flag matches
+ * the caller's; the loader sets BPF_F_XDP_HAS_FRAGS on the baseline.
+ * Returns XDP_ABORTED if the frame is too short or the tail call fails.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+#include "rocemeter/bench.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Set by userspace through the skeleton between runs. */
+__u64 bench_i;            /* requests driven so far (all contexts) */
+__u32 bench_mode;         /* enum rm_bench_mode */
+__u32 bench_nctx = 1;     /* live contexts, >= 1 */
+__u32 bench_step = 1;     /* BENCH_JUMP: PSN advance per request of a context */
+__u32 bench_qp_base = 16; /* dest QP of context 0 */
+
+/*
+ * BENCH_MIX, one period of 16 requests over 13 PSNs: two swapped pairs
+ * (3 before 2, 8 before 7: a skip, then a fill), an immediate duplicate
+ * (5, 11), and a late duplicate 4 positions back (6).
+ */
+const __u8 bench_mix[16] = { 0, 1, 3, 2, 4, 5, 5, 6, 8, 7, 9, 10, 6, 11, 11, 12 };
+
+/* The program under test, slot 0. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} bench_next SEC(".maps");
+
+SEC("xdp.frags")
+int bench_drive(struct xdp_md *xdp)
+{
+	__u8 *p = (void *)(long)xdp->data;
+	void *data_end = (void *)(long)xdp->data_end;
+	__u8 *bth = p + RM_BENCH_BTH_OFFSET;
+	__u32 n = bench_nctx ? bench_nctx : 1;
+	__u64 i = bench_i++;
+	__u64 j = i / n;
+	__u32 c = (__u32)(i % n), psn, qp = bench_qp_base + c;
+
+	if ((void *)(bth + 12) > data_end)
+		return XDP_ABORTED;
+	switch (bench_mode) {
+	case RM_BENCH_MIX:
+		psn = (__u32)((j >> 4) * 13) + bench_mix[j & 15];
+		break;
+	case RM_BENCH_JUMP:
+		psn = (__u32)(j * bench_step);
+		break;
+	default:
+		psn = (__u32)j;
+	}
+	bth[5] = (__u8)(qp >> 16);
+	bth[6] = (__u8)(qp >> 8);
+	bth[7] = (__u8)qp;
+	bth[9] = (__u8)(psn >> 16);
+	bth[10] = (__u8)(psn >> 8);
+	bth[11] = (__u8)psn;
+	bpf_tail_call(xdp, &bench_next, 0);
+	return XDP_ABORTED;
+}
+
+/* Does nothing: bench_drive -> bench_pass is the driver's own cost. */
+SEC("xdp.frags")
+int bench_pass(struct xdp_md *xdp)
+{
+	return XDP_PASS;
+}

@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * bench_meter.c - ns/packet of the XDP meter (bpf/meter.bpf.c) with
+ * BPF_PROG_TEST_RUN, as a ratio to the parse-only XDP baseline
+ * (bpf/baseline.bpf.c) measured in the same run: DESIGN.md "Performance
+ * targets". Figures, never assertions. Root.
+ *
+ * Every figure runs through the driver of bpf/bench.bpf.c, which gives
+ * each run a new PSN and dest QP and tail-calls the program under test, so
+ * "driver -> parse-only" is the baseline and "driver -> nothing" shows the
+ * driver's own cost. Each case has its own meter (fresh maps) and its own
+ * driver; the N contexts are created and every context has seen at least
+ * two requests before timing. Batches are interleaved over the cases (case
+ * 1, 2, ..., case 1, 2, ...) so that noise from the shared machine hits all
+ * of them alike; the kernel reports the mean ns of the runs of a batch (whole
+ * ns); we print median, min and max over batches.
+ *
+ * After the timed runs the meter's own statistics must show every frame as
+ * an eligible RC request (nothing unprovisioned, no table full); otherwise
+ * the program says so and exits 1, because the figure would not be the
+ * meter's work.
+ *
+ * Output: a Markdown table on stdout.
+ * Usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q]
+ *   -b  batches per case (default 11, at most 101)
+ *   -t  target duration of one batch in ms (default 40)
+ *   -q  quick: 1 and 1,000 contexts only, 5 batches, 10 ms
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "meter.h"
+#include "rocemeter/bench.h"
+#include "rocemeter/seqobs.h"
+#include "bench.skel.h"
+#include "baseline.skel.h"
+
+#define MAX_BATCHES 101
+#define MAX_CASES 24
+#define OP_SEND_ONLY 0x04
+#define PAYLOAD 64
+
+enum target { T_DIRECT_PASS, T_DIRECT_BASE, T_DRV_PASS, T_DRV_BASE, T_DRV_METER };
+
+struct bcase {
+	const char *name;
+	enum target target;
+	int mode;          /* enum rm_bench_mode */
+	int replay_clock;  /* meter loaded with replay = 1: no bpf_ktime_get_ns() */
+	uint32_t nctx;     /* live contexts */
+	uint32_t window;   /* W of the meter */
+	uint32_t step;     /* RM_BENCH_JUMP */
+	const char *skip;  /* not run, and why */
+	char why[160];
+	struct bench *drv; /* own driver (own counter) */
+	struct rm_meter m;
+	int prog_fd;
+	uint32_t repeat;
+	uint64_t runs;     /* timed runs */
+	int nb;
+	double ns[MAX_BATCHES];
+	double med, min, max;
+};
+
+static struct bcase cases[MAX_CASES];
+static int ncases;
+static struct baseline *base;
+static uint8_t frame[256];
+static size_t frame_len;
+
+/* One untagged IPv4 RoCEv2 SEND Only request (seed 001): the driver rewrites dest QP and PSN. */
+static size_t make_frame(uint8_t *f)
+{
+	size_t udp_len = 8 + 12 + PAYLOAD + 4, ip_len = 20 + udp_len;
+	uint8_t *ip = f + 14, *udp = ip + 20, *bth = udp + 8;
+	uint32_t sum = 0;
+
+	memset(f, 0, 14 + ip_len);
+	memcpy(f, "\x02\x00\x00\x00\x00\x0b\x02\x00\x00\x00\x00\x0a\x08\x00", 14);
+	ip[0] = 0x45;
+	ip[2] = (uint8_t)(ip_len >> 8);
+	ip[3] = (uint8_t)ip_len;
+	ip[6] = 0x40; /* DF */
+	ip[8] = 64;
+	ip[9] = 17;
+	memcpy(ip + 12, "\x0a\x00\x00\x01\x0a\x00\x00\x02", 8);
+	for (int i = 0; i < 20; i += 2)
+		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	ip[10] = (uint8_t)(~sum >> 8);
+	ip[11] = (uint8_t)~sum;
+	udp[0] = 0xc3; /* source port 0xc350 */
+	udp[1] = 0x50;
+	udp[2] = 4791 >> 8;
+	udp[3] = 4791 & 0xff;
+	udp[4] = (uint8_t)(udp_len >> 8);
+	udp[5] = (uint8_t)udp_len;
+	bth[0] = OP_SEND_ONLY;
+	bth[2] = 0xff; /* P_Key 0xffff */
+	bth[3] = 0xff;
+	for (int i = 0; i < PAYLOAD; i++)
+		bth[12 + i] = (uint8_t)i;
+	return 14 + ip_len;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static struct bcase *add(const char *name, enum target t, int mode, uint32_t nctx, uint32_t window)
+{
+	struct bcase *c = &cases[ncases++];
+
+	c->name = name;
+	c->target = t;
+	c->mode = mode;
+	c->nctx = nctx;
+	c->window = window;
+	c->step = 1;
+	return c;
+}
+
+/* Run c->prog_fd repeat times; the kernel's mean ns per run, or -1. */
+static double run(struct bcase *c, uint32_t repeat)
+{
+	uint8_t out[256];
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (uint32_t)frame_len, .data_out = out,
+		    .data_size_out = sizeof(out), .repeat = repeat);
+
+	if (bpf_prog_test_run_opts(c->prog_fd, &o)) {
+		fprintf(stderr, "bench_meter: %s: BPF_PROG_TEST_RUN: %s\n", c->name, strerror(errno));
+		return -1;
+	}
+	if (o.retval != XDP_PASS) {
+		fprintf(stderr, "bench_meter: %s: the program returned %u, not XDP_PASS (tail call failed?)\n",
+			c->name, o.retval);
+		return -1;
+	}
+	return (double)o.duration;
+}
+
+static int setup(struct bcase *c, char *err, size_t errlen)
+{
+	__u32 k = 0;
+	int next;
+
+	if (c->target == T_DIRECT_PASS || c->target == T_DIRECT_BASE) {
+		/* the programs alone, no driver: a bench object just for bench_pass */
+		c->drv = bench__open_and_load();
+		if (!c->drv) {
+			snprintf(err, errlen, "cannot load bench.bpf.o: %s", strerror(errno));
+			return -1;
+		}
+		c->prog_fd = c->target == T_DIRECT_PASS ? bpf_program__fd(c->drv->progs.bench_pass)
+							: bpf_program__fd(base->progs.rm_base_xdp);
+		return 0;
+	}
+	c->drv = bench__open_and_load();
+	if (!c->drv) {
+		snprintf(err, errlen, "cannot load bench.bpf.o: %s", strerror(errno));
+		return -1;
+	}
+	c->drv->bss->bench_i = 0;
+	c->drv->bss->bench_mode = (__u32)c->mode;
+	c->drv->data->bench_nctx = c->nctx;
+	c->drv->data->bench_step = c->step;
+	c->prog_fd = bpf_program__fd(c->drv->progs.bench_drive);
+	if (c->target == T_DRV_METER) {
+		struct rm_meter_settings s = {
+			.window = c->window,
+			/* the default table size; at W = 2^22 only what the case needs (512 KiB each) */
+			.max_contexts = c->window > 65536 ? c->nctx : (c->nctx > 65536 ? c->nctx : 65536),
+			.provision_all = 1,
+			.idle_timeout_ms = 0,
+		};
+
+		/* replay = 0: the kernel clock, as when attached */
+		if (rm_meter_load(&c->m, &s, c->replay_clock, err, errlen))
+			return -1;
+		next = c->m.xdp_fd;
+	} else if (c->target == T_DRV_BASE) {
+		next = bpf_program__fd(base->progs.rm_base_xdp);
+	} else {
+		next = bpf_program__fd(c->drv->progs.bench_pass);
+	}
+	if (bpf_map_update_elem(bpf_map__fd(c->drv->maps.bench_next), &k, &next, BPF_ANY)) {
+		snprintf(err, errlen, "%s: cannot put the program under test into bench_next: %s", c->name,
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Warm up (every context exists and has seen >= 2 requests), then size a batch. */
+static int warm(struct bcase *c, double batch_ns)
+{
+	uint64_t w = (uint64_t)c->nctx * 2;
+	double ns;
+
+	if (c->target == T_DRV_METER && c->mode != RM_BENCH_JUMP && w < 200000)
+		w = 200000;
+	if (c->target != T_DRV_METER)
+		w = 200000;
+	while (w) {
+		uint32_t r = w > 1000000 ? 1000000 : (uint32_t)w;
+
+		if (run(c, r) < 0)
+			return -1;
+		w -= r;
+	}
+	ns = run(c, c->mode == RM_BENCH_JUMP ? 20 : 20000);
+	if (ns < 0)
+		return -1;
+	if (ns < 1)
+		ns = 1;
+	ns = batch_ns / ns;
+	c->repeat = ns < 20 ? 20 : ns > 5e6 ? 5000000 : (uint32_t)ns;
+	return 0;
+}
+
+static int check_meter(struct bcase *c)
+{
+	uint64_t st[RM_STAT__COUNT];
+
+	if (rm_meter_read_stats(c->m.stats_fd, st)) {
+		fprintf(stderr, "bench_meter: %s: cannot read the statistics\n", c->name);
+		return -1;
+	}
+	if (st[RM_STAT_ELIGIBLE] != st[RM_STAT_FRAMES] || st[RM_STAT_EPOCHS_STARTED] != c->nctx) {
+		fprintf(stderr,
+			"bench_meter: %s: the meter did not meter every frame: frames %llu, eligible %llu, "
+			"epochs started %llu (expected %u), not provisioned %llu, table full %llu\n",
+			c->name, (unsigned long long)st[RM_STAT_FRAMES], (unsigned long long)st[RM_STAT_ELIGIBLE],
+			(unsigned long long)st[RM_STAT_EPOCHS_STARTED], c->nctx,
+			(unsigned long long)st[RM_STAT_NOT_PROVISIONED], (unsigned long long)st[RM_STAT_TABLE_FULL]);
+		return -1;
+	}
+	return 0;
+}
+
+/* ns or a ratio with thousands separators: 842151 -> "842,151" */
+static const char *fmt_big(double v, int decimals, char *buf, size_t len)
+{
+	char tmp[48], *p = buf;
+	int digits, i;
+
+	snprintf(tmp, sizeof(tmp), "%.*f", decimals, v);
+	digits = (int)strcspn(tmp, ".");
+	for (i = 0; tmp[i] && (size_t)(p - buf) < len - 2; i++) {
+		if (i > 0 && i < digits && (digits - i) % 3 == 0)
+			*p++ = ',';
+		*p++ = tmp[i];
+	}
+	*p = 0;
+	return buf;
+}
+
+static const char *fmt_n(uint32_t n, char *buf, size_t len)
+{
+	if (n >= 1000)
+		snprintf(buf, len, "%u,%03u", n / 1000, n % 1000);
+	else
+		snprintf(buf, len, "%u", n);
+	return buf;
+}
+
+int main(int argc, char **argv)
+{
+	int batches = 11, quick = 0, opt;
+	double batch_ms = 40, t0 = now_s();
+	struct bcase *c, *drv_base, *drv_pass;
+	static const uint32_t ns_ctx[3] = { 1, 1000, 65536 };
+	char err[512];
+	struct sysinfo si;
+
+	while ((opt = getopt(argc, argv, "b:t:qh")) != -1) {
+		switch (opt) {
+		case 'b': batches = atoi(optarg); break;
+		case 't': batch_ms = atof(optarg); break;
+		case 'q': quick = 1; batches = 5; batch_ms = 10; break;
+		default:
+			fprintf(stderr, "usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q]\n");
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (batches < 1 || batches > MAX_BATCHES || batch_ms <= 0) {
+		fprintf(stderr, "bench_meter: batches must be 1..%d and the batch time positive\n", MAX_BATCHES);
+		return 2;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "bench_meter: needs root (BPF_PROG_TEST_RUN)\n");
+		return 1;
+	}
+	frame_len = make_frame(frame);
+
+	base = baseline__open();
+	if (!base) {
+		fprintf(stderr, "bench_meter: cannot open baseline.bpf.o\n");
+		return 1;
+	}
+	/* same program, allowed into an xdp.frags program array (see bench.bpf.c) */
+	bpf_program__set_flags(base->progs.rm_base_xdp,
+			       bpf_program__flags(base->progs.rm_base_xdp) | BPF_F_XDP_HAS_FRAGS);
+	if (baseline__load(base)) {
+		fprintf(stderr, "bench_meter: cannot load baseline.bpf.o\n");
+		return 1;
+	}
+
+	add("empty XDP program, run directly", T_DIRECT_PASS, 0, 1, 0);
+	add("parse-only XDP, run directly", T_DIRECT_BASE, 0, 1, 0);
+	drv_pass = add("driver + tail call alone", T_DRV_PASS, RM_BENCH_INORDER, 1, 0);
+	drv_base = add("driver -> parse-only (the baseline)", T_DRV_BASE, RM_BENCH_INORDER, 1, 0);
+	for (int i = 0; i < 3; i++) {
+		if (quick && ns_ctx[i] > 1000)
+			continue;
+		add("meter, in-order (d = 1)", T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i], 1024);
+	}
+	c = add("meter, in-order, replay clock (no bpf_ktime_get_ns)", T_DRV_METER, RM_BENCH_INORDER, 1, 1024);
+	c->replay_clock = 1;
+	for (int i = 0; i < 3; i++) {
+		if (quick && ns_ctx[i] > 1000)
+			continue;
+		add("meter, reorder/duplicate mix", T_DRV_METER, RM_BENCH_MIX, ns_ctx[i], 1024);
+	}
+	for (int i = 0; i < 3; i++) {
+		if (quick && ns_ctx[i] > 1000)
+			continue;
+		add("meter, in-order (d = 1)", T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i], RM_WINDOW_MAX);
+	}
+	for (int i = 0; i < 3; i++) {
+		if (quick && ns_ctx[i] > 1000)
+			continue;
+		c = add("meter, worst case (jumps of W - 1)", T_DRV_METER, RM_BENCH_JUMP, ns_ctx[i], RM_WINDOW_MAX);
+		c->step = RM_WINDOW_MAX - 1;
+	}
+	/* W = 2^22 windows take 512 KiB per context: skip what would not fit in a quarter of RAM */
+	sysinfo(&si);
+	for (int i = 0; i < ncases; i++) {
+		uint64_t need;
+
+		c = &cases[i];
+		need = (uint64_t)c->nctx * RM_WINDOW_WORDS(c->window) * 8;
+		if (c->target != T_DRV_METER || need <= (uint64_t)si.totalram * si.mem_unit / 4)
+			continue;
+		snprintf(c->why, sizeof(c->why),
+			 "not run: %u windows of %u KiB need %.0f GiB of map memory (host: %.0f GiB)", c->nctx,
+			 RM_WINDOW_WORDS(c->window) * 8 / 1024, (double)need / (1ull << 30),
+			 (double)si.totalram * si.mem_unit / (1ull << 30));
+		c->skip = c->why;
+	}
+
+	for (int i = 0; i < ncases; i++) {
+		c = &cases[i];
+		if (c->skip)
+			continue;
+		if (setup(c, err, sizeof(err))) {
+			fprintf(stderr, "bench_meter: %s, %u contexts, W = %u: %s\n", c->name, c->nctx, c->window, err);
+			return 1;
+		}
+		if (warm(c, batch_ms * 1e6))
+			return 1;
+	}
+	for (int b = 0; b < batches; b++) {
+		for (int i = 0; i < ncases; i++) {
+			double ns;
+
+			c = &cases[i];
+			if (c->skip)
+				continue;
+			ns = run(c, c->repeat);
+			if (ns < 0)
+				return 1;
+			c->ns[c->nb++] = ns;
+			c->runs += c->repeat;
+		}
+	}
+	for (int i = 0; i < ncases; i++) {
+		c = &cases[i];
+		if (c->skip || !c->nb)
+			continue;
+		if (c->target == T_DRV_METER && check_meter(c))
+			return 1;
+		qsort(c->ns, (size_t)c->nb, sizeof(double), cmp_double);
+		c->med = c->ns[c->nb / 2];
+		c->min = c->ns[0];
+		c->max = c->ns[c->nb - 1];
+	}
+
+	printf("XDP meter, BPF_PROG_TEST_RUN: ns/packet, median (min-max) of %d interleaved batches of ~%.0f ms; "
+	       "ratio = median / median of \"driver -> parse-only\". SEND Only, IPv4, %zu-byte frames; the kernel clock unless stated.\n\n",
+	       batches, batch_ms, frame_len);
+	printf("| figure | contexts | W | ns/packet | min | max | x parse-only | runs/batch |\n");
+	printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+	for (int i = 0; i < ncases; i++) {
+		char n[16], w[16], med[48], mn[48], mx[48], ratio[48];
+
+		c = &cases[i];
+		if (c->target == T_DRV_METER) {
+			fmt_n(c->nctx, n, sizeof(n));
+			if (c->window == RM_WINDOW_MAX)
+				snprintf(w, sizeof(w), "2^22");
+			else
+				fmt_n(c->window, w, sizeof(w));
+		} else {
+			snprintf(n, sizeof(n), "-");
+			snprintf(w, sizeof(w), "-");
+		}
+		if (c->skip) {
+			printf("| %s | %s | %s | %s | | | | |\n", c->name, n, w, c->skip);
+			continue;
+		}
+		fmt_big(c->med / drv_base->med, c->med / drv_base->med >= 100 ? 0 : 2, ratio, sizeof(ratio));
+		printf("| %s | %s | %s | %s | %s | %s | %s | %u |\n", c->name, n, w, fmt_big(c->med, 0, med, sizeof(med)),
+		       fmt_big(c->min, 0, mn, sizeof(mn)), fmt_big(c->max, 0, mx, sizeof(mx)), ratio, c->repeat);
+	}
+	printf("\nDriver alone (rewrite + tail call into an empty program): %.0f ns of every figure above "
+	       "\"driver -> ...\".\n", drv_pass->med);
+	/* worst case against in-order at the same W and contexts (DESIGN.md: at most 4x) */
+	for (int i = 0; i < ncases; i++) {
+		struct bcase *w = &cases[i], *o = NULL;
+
+		if (w->mode != RM_BENCH_JUMP || w->skip || w->target != T_DRV_METER)
+			continue;
+		for (int j = 0; j < ncases; j++)
+			if (cases[j].target == T_DRV_METER && cases[j].mode == RM_BENCH_INORDER && !cases[j].replay_clock &&
+			    cases[j].window == w->window && cases[j].nctx == w->nctx)
+				o = &cases[j];
+		if (o)
+			printf("Worst case / in-order at W = 2^22, %u context(s): %.0fx\n", w->nctx, w->med / o->med);
+	}
+	printf("\n(bench_meter took %.0f s)\n", now_s() - t0);
+
+	for (int i = 0; i < ncases; i++) {
+		if (cases[i].m.skel)
+			rm_meter_unload(&cases[i].m);
+		if (cases[i].drv)
+			bench__destroy(cases[i].drv);
+	}
+	baseline__destroy(base);
+	return 0;
+}
