@@ -284,6 +284,8 @@ static void usage(FILE *f)
 		"                           (default 10000, or [export] report_interval_ms; 0: finals only)\n"
 		"  -j, --json               print reports as JSON Lines when not exporting\n"
 		"  -k, --keep-pins          leave the map pins in place on exit\n"
+		"  -R, --replace-stale      remove pins left by a crashed attachment (no live\n"
+		"                           rocemeter owns the interface) instead of refusing\n"
 		"  -h, --help               this text\n\n"
 		"Inspect while running: rocemeter status IFACE, or\n"
 		"  bpftool map dump pinned /sys/fs/bpf/rocemeter/IFACE/contexts\n");
@@ -314,13 +316,14 @@ static int cmd_attach(int argc, char **argv)
 		{ "provision-all", no_argument, 0, 'a' }, { "flowlabel", required_argument, 0, 'f' },
 		{ "hash", required_argument, 0, 'H' },	  { "flowlabel-only", no_argument, 0, 'F' },
 		{ "json", no_argument, 0, 'j' },	  { "keep-pins", no_argument, 0, 'k' },
-		{ "report-interval", required_argument, 0, 'i' }, { "help", no_argument, 0, 'h' },
+		{ "report-interval", required_argument, 0, 'i' }, { "replace-stale", no_argument, 0, 'R' },
+		{ "help", no_argument, 0, 'h' },
 		{ 0 },
 	};
 	static struct daemon d;
 	struct rm_flowlabel_opts flo = { .variant = 0 };
 	const char *fl_dir = NULL, *fl_hash = NULL, *mode = "native";
-	int opt, mirror = 0, provision_all = 0, fl_only = 0, lock_fd = -1, holder, ret = RM_EXIT_FAIL;
+	int opt, mirror = 0, provision_all = 0, fl_only = 0, replace_stale = 0, lock_fd = -1, holder, ret = RM_EXIT_FAIL;
 	long long window = -1, interval = -1;
 	char err[1024], path[512], *end;
 	uint64_t next_report = 0, next_sweep = 0;
@@ -329,7 +332,7 @@ static int cmd_attach(int argc, char **argv)
 
 	memset(&d, 0, sizeof(d));
 	d.link_fd = -1;
-	while ((opt = getopt_long(argc, argv, "c:M:mw:af:H:Fjki:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:M:mw:af:H:Fjki:Rh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': d.config_path = optarg; break;
 		case 'M': mode = optarg; break;
@@ -340,6 +343,7 @@ static int cmd_attach(int argc, char **argv)
 		case 'F': fl_only = 1; break;
 		case 'j': d.sink.json = 1; break;
 		case 'k': d.keep_pins = 1; break;
+		case 'R': replace_stale = 1; break;
 		case 'w':
 			window = strtoll(optarg, &end, 0);
 			if (*end || window < 1 || window > RM_WINDOW_MAX) {
@@ -423,10 +427,15 @@ static int cmd_attach(int argc, char **argv)
 			fprintf(stderr, "rocemeter attach: cannot lock %s: %s\n", d.ifname, strerror(errno));
 		return RM_EXIT_FAIL;
 	}
+	if (!rm_pin_path(d.ifname, "contexts", path, sizeof(path)) && access(path, F_OK) == 0 && replace_stale) {
+		/* We hold the interface's lock: no live rocemeter owns these pins. */
+		log_msg("removing stale pins of %s left by an attachment that did not exit cleanly", d.ifname);
+		rm_pin_remove_meter(d.ifname);
+	}
 	if (!rm_pin_path(d.ifname, "contexts", path, sizeof(path)) && access(path, F_OK) == 0) {
 		fprintf(stderr,
 			"rocemeter attach: stale pin directory for %s (%s exists but no rocemeter process owns it);\n"
-			"  run 'rocemeter detach %s' first\n",
+			"  run 'rocemeter detach %s' first, or attach with --replace-stale\n",
 			d.ifname, path, d.ifname);
 		d.keep_pins = 1; /* not ours: leave them to detach */
 		goto out;
