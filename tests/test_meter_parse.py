@@ -453,3 +453,17 @@ def test_response_and_cnp_sizes_not_checked(tmp_path):
     ]
     r = run(tmp_path, 4, (), cases)
     assert r.stats["responses"] == 1 and r.stats["cnp"] == 1 and r.stats["malformed_bth"] == 0
+
+
+@pytest.mark.parametrize("family,vlans", [(4, ()), (6, (5, 6))])
+def test_large_frames(family, vlans, tmp_path):
+    """RoCE MTU 4096 and 9000-byte jumbo frames (multi-buffer XDP under
+    BPF_PROG_TEST_RUN) are parsed and metered like small ones."""
+    s, d = V4 if family == 4 else V6
+    kx = key_x(family)
+    cases = []
+    for i, n in enumerate([4096, 8192, 8900]):
+        data = t.roce_frame(s, d, QP_X, PSN_X + i, opcode=t.WRITE_ONLY, vlans=vlans, data=b"\xab" * n)
+        cases.append((data, None, Rec(kx, t.WRITE_ONLY, PSN_X + i)))
+    r = run(tmp_path, family, vlans, cases)
+    assert [x["requestPacketTotalCount"] for x in r.reports if t.report_key(x) == kx] == [3]
