@@ -27,6 +27,9 @@ const volatile __u32 rm_window_words = 16; /* ring words per context; `windows` 
 /* Runtime configuration; the loader writes it through the skeleton. */
 struct rm_config rm_cfg = { .window = 1024 };
 
+/* Replay only: the parse verdict (enum rm_parse_verdict) of the last frame. */
+__u32 rm_replay_verdict;
+
 /* contexts: rm_ctx_key -> rm_ctx (lock, slot, engine state). max_entries = max_contexts. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -190,6 +193,8 @@ int rocemeter_xdp(struct xdp_md *xdp)
 	if (rm_cfg.use_replay_clock && rm_cfg.replay_wire_len)
 		frame_len = rm_cfg.replay_wire_len;
 	verdict = rm_parse_len(data, data_end, frame_len, &pkt);
+	if (rm_cfg.use_replay_clock)
+		rm_replay_verdict = verdict;
 	if (verdict < 0 || verdict >= (int)(sizeof(verdict_stat) / sizeof(verdict_stat[0])))
 		return pass;
 	st->v[verdict_stat[verdict]]++;

@@ -42,17 +42,7 @@
 #define RM_IPPROTO_EXP1     253
 #define RM_IPPROTO_EXP2     254
 
-enum rm_parse_verdict {
-	RM_PARSE_OK = 0,      /* BTH parsed: pkt fully filled in */
-	RM_PARSE_NOT_ROCEV2,  /* not IP/UDP with destination port 4791 */
-	RM_PARSE_ROCEV1,      /* EtherType 0x8915 */
-	RM_PARSE_FRAGMENT,    /* IPv4 or IPv6 fragment */
-	RM_PARSE_UNSUP_ENCAP, /* too many VLAN tags / extension headers, or an unknown one */
-	RM_PARSE_BAD_ETH,     /* truncated Ethernet or VLAN header */
-	RM_PARSE_BAD_IP,      /* truncated or inconsistent IP header or extension header */
-	RM_PARSE_BAD_UDP,     /* truncated UDP header, UDP length < 8 + 12 or > IP payload */
-	RM_PARSE_BAD_BTH,     /* BTH not within the frame */
-};
+/* enum rm_parse_verdict is in rocemeter/common.h (replay reads it). */
 
 /* What the parser found. Pointers point into the packet. */
 struct rm_pkt {

@@ -36,7 +36,12 @@ from scapy.utils import PcapWriter
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("BUILD", "build")
 ROCEMETER = os.environ.get("ROCEMETER", os.path.join(ROOT, BUILD, "rocemeter"))
-PCAPS = "/work/shared/data/pcaps"
+# The project's shared captures: ROCEMETER_PCAPS, or shared/ beside the
+# checkout (as CI lays it out), or the development machine's copy.
+PCAPS = next((d for d in (os.environ.get("ROCEMETER_PCAPS"),
+                          os.path.join(ROOT, "..", "shared", "data", "pcaps"),
+                          "/work/shared/data/pcaps") if d and os.path.isdir(d)),
+             os.path.join(ROOT, "..", "shared", "data", "pcaps"))
 
 M = 1 << 24
 HALF = 1 << 23
@@ -380,6 +385,7 @@ class ReplayModel:
         self.event = 0
         self.next_report_ms = None
         self.ended = False
+        self.capture_faults = 0
 
     def _emit(self, key, ep, final, tag):
         st = self.ctx[key]
@@ -389,7 +395,7 @@ class ReplayModel:
         r.update(key=key, epoch=st["n"] - 1, report_id=st["rid"], tag=tag, final=final)
         self.reports.append(r)
 
-    def _walk(self, final, idle_before=None):
+    def _walk(self, final, idle_before=None, reason=0):
         self.event += 1
         open_ = [(st["epoch"].first_ns, _key_sort_bytes(k), k) for k, st in self.ctx.items() if st["epoch"]]
         for first, _, k in sorted(open_):
@@ -397,7 +403,7 @@ class ReplayModel:
             if idle_before is not None and ep.last_ns >= idle_before:
                 continue
             if final:
-                ep.close(0)
+                ep.close(reason)
             self._emit(k, ep, final, (self.event, first))
             if final:
                 self.ctx[k]["epoch"] = None
@@ -408,7 +414,8 @@ class ReplayModel:
         st["rid"] = 0
         self.stats["epochs_started"] += 1
 
-    def frame(self, ts_ns, rec=None, verdict=None):
+    def frame(self, ts_ns, rec=None, verdict=None, cut=False):
+        """cut: the capture's snap length cut the frame (caplen < wire length)."""
         assert not self.ended
         self.stats["frames"] += 1
         if self.interval:
@@ -425,6 +432,12 @@ class ReplayModel:
         self.event += 1
         if rec is None:
             self.stats[verdict or "not_rocev2"] += 1
+            # A frame the capture cut before it could be classified may have
+            # been any context's request: a capture fault (seed 000), every
+            # open epoch closes with captureDiscontinuity.
+            if cut and verdict in ("malformed_eth", "malformed_ip", "malformed_udp", "malformed_bth"):
+                self.capture_faults += 1
+                self._walk(final=True, reason=CAPTURE_DISCONTINUITY)
             return
         assert verdict is None
         self.stats["rocev2"] += 1
@@ -538,4 +551,5 @@ def expected_stats(model, frames_read=None, truncated=0):
     s = {n: model.stats.get(n, 0) for n in STAT_NAMES}
     s["frames_read"] = model.stats["frames"] if frames_read is None else frames_read
     s["frames_truncated_by_capture"] = truncated
+    s["capture_faults"] = model.capture_faults
     return s

@@ -75,7 +75,7 @@ def run(tmp_path, family, vlans, cases, args=("-a",), provisioned=lambda k: True
         if isinstance(exp, Rec):
             m.frame(f.ts_ns, rec=exp)
         else:
-            m.frame(f.ts_ns, verdict=exp)
+            m.frame(f.ts_ns, verdict=exp, cut=f.wirelen is not None and f.wirelen > len(f.data))
     m.end()
     truncated = sum(1 for f in frames if f.wirelen > len(f.data))
     assert r.stats == t.expected_stats(m, truncated=truncated)

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """`rocemeter replay` (the real XDP meter under BPF_PROG_TEST_RUN) over the
-real RoCEv2 captures in /work/shared/data/pcaps (see SOURCES.md there).
+real RoCEv2 captures in shared/data/pcaps beside the checkout (see SOURCES.md there).
 
 tshark decodes every capture independently; the expected reports and
 statistics come from tests/rocetest.py's Python model of seed 000 fed with
@@ -201,7 +201,7 @@ def test_cnp_changes_nothing(tmp_path):
     assert r.reports == []
     assert r.stdout == ""
     expected = dict.fromkeys(t.STAT_NAMES, 0)
-    expected.update(frames=1, rocev2=1, cnp=1, frames_read=1, frames_truncated_by_capture=0)
+    expected.update(frames=1, rocev2=1, cnp=1, frames_read=1, frames_truncated_by_capture=0, capture_faults=0)
     assert r.stats == expected
 
 

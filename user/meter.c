@@ -149,7 +149,7 @@ int rm_meter_replay_frame(struct rm_meter *m, const void *frame, uint32_t caplen
 	m->skel->data->rm_cfg.replay_wire_len = wirelen;
 	if (bpf_prog_test_run_opts(m->xdp_fd, &o))
 		return -errno;
-	return 0;
+	return (int)m->skel->bss->rm_replay_verdict;
 }
 
 int rm_meter_read_stats(int stats_fd, uint64_t out[RM_STAT__COUNT])

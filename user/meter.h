@@ -47,7 +47,8 @@ int rm_meter_ctl(struct rm_meter *m, struct rm_ctl *c);
 /*
  * Replay: run one captured frame (caplen bytes captured of wirelen on the
  * wire, captured at ts_ns UNIX nanoseconds) through rocemeter_xdp with
- * BPF_PROG_TEST_RUN. Returns 0 or -errno.
+ * BPF_PROG_TEST_RUN. Returns the frame's parse verdict (enum
+ * rm_parse_verdict of bpf/parse.h, >= 0) or -errno.
  */
 int rm_meter_replay_frame(struct rm_meter *m, const void *frame, uint32_t caplen, uint32_t wirelen, uint64_t ts_ns);
 

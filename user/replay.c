@@ -106,18 +106,23 @@ static void usage(FILE *f)
 		"2 usage error.\n");
 }
 
-static void print_stats(FILE *f, const uint64_t *st, uint64_t frames_read, uint64_t truncated, int json)
+static void print_stats(FILE *f, const uint64_t *st, uint64_t frames_read, uint64_t truncated, uint64_t faults,
+			int json)
 {
 	if (json) {
-		fprintf(f, "{\"frames_read\": %" PRIu64 ", \"frames_truncated_by_capture\": %" PRIu64, frames_read,
-			truncated);
+		fprintf(f,
+			"{\"frames_read\": %" PRIu64 ", \"frames_truncated_by_capture\": %" PRIu64
+			", \"capture_faults\": %" PRIu64,
+			frames_read, truncated, faults);
 		for (int i = 0; i < RM_STAT__COUNT; i++)
 			fprintf(f, ", \"%s\": %" PRIu64, rm_stat_name(i), st[i]);
 		fprintf(f, "}\n");
 		return;
 	}
-	fprintf(f, "replay: %" PRIu64 " frames read (%" PRIu64 " truncated by the capture's snap length)\n",
-		frames_read, truncated);
+	fprintf(f,
+		"replay: %" PRIu64 " frames read (%" PRIu64 " truncated by the capture's snap length, %" PRIu64
+		" of them capture faults that closed every open epoch with captureDiscontinuity)\n",
+		frames_read, truncated, faults);
 	for (int i = 0; i < RM_STAT__COUNT; i++)
 		if (st[i])
 			fprintf(f, "  %-26s %" PRIu64 "\n", rm_stat_name(i), st[i]);
@@ -143,7 +148,7 @@ static int cmd_replay(int argc, char **argv)
 	struct rm_capture *cap = NULL;
 	struct rm_frame fr;
 	char err[512];
-	uint64_t st[RM_STAT__COUNT], frames = 0, frames_read = 0, truncated = 0, short_frames = 0, next_report = 0,
+	uint64_t st[RM_STAT__COUNT], frames = 0, frames_read = 0, truncated = 0, short_frames = 0, capture_faults = 0, next_report = 0,
 		 next_idle_sweep = 0;
 	char *end;
 
@@ -274,15 +279,29 @@ static int cmd_replay(int argc, char **argv)
 		 * header; count shorter ones as the program would. */
 		if (fr.caplen < 14) {
 			short_frames++;
+			if (fr.caplen < fr.wirelen) {
+				capture_faults++;
+				ring_buffer__consume(rb);
+				rm_reporter_walk(&rep, RM_CTL_CLOSE, RM_FLAG_CAPTURE_DISCONTINUITY, 0);
+			}
 			continue;
 		}
 		r = rm_meter_replay_frame(&meter, fr.data, fr.caplen, fr.wirelen, fr.ts_ns);
-		if (r) {
+		if (r < 0) {
 			fprintf(stderr, "rocemeter replay: frame %" PRIu64 ": BPF_PROG_TEST_RUN: %s\n", frames_read,
 				strerror(-r));
 			goto out;
 		}
 		ring_buffer__consume(rb);
+		/* The capture's snap length cut the frame before it could be
+		 * classified: it may have been a request of any context. That is a
+		 * capture fault, not a network event (seed 000): every open epoch
+		 * closes with captureDiscontinuity and metering starts afresh. */
+		if (fr.caplen < fr.wirelen && (r == RM_PARSE_BAD_ETH || r == RM_PARSE_BAD_IP ||
+					       r == RM_PARSE_BAD_UDP || r == RM_PARSE_BAD_BTH)) {
+			capture_faults++;
+			rm_reporter_walk(&rep, RM_CTL_CLOSE, RM_FLAG_CAPTURE_DISCONTINUITY, 0);
+		}
 	}
 	if (r < 0) {
 		fprintf(stderr, "rocemeter replay: %s\n", err);
@@ -304,10 +323,10 @@ static int cmd_replay(int argc, char **argv)
 				fprintf(stderr, "rocemeter replay: %s: %s\n", stats_json, strerror(errno));
 				goto out;
 			}
-			print_stats(f, st, frames_read, truncated, 1);
+			print_stats(f, st, frames_read, truncated, capture_faults, 1);
 			fclose(f);
 		} else {
-			print_stats(stderr, st, frames_read, truncated, 0);
+			print_stats(stderr, st, frames_read, truncated, capture_faults, 0);
 		}
 	}
 	if (rep.id_exhausted)
