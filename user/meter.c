@@ -82,6 +82,13 @@ int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int rep
 		goto fail;
 	}
 	e = meter__load(sk);
+	if (e == -ENOMEM || e == -E2BIG) {
+		snprintf(err, errlen,
+			 "cannot allocate the maps: the windows need %llu MiB (max_contexts %u x W %u / 8 bytes); "
+			 "lower max_contexts or window",
+			 (unsigned long long)s->max_contexts * m->window_words * 8 >> 20, s->max_contexts, s->window);
+		goto fail;
+	}
 	if (e) {
 		snprintf(err, errlen,
 			 "the kernel refused the BPF program (%s); run with ROCEMETER_LIBBPF_DEBUG=1 for the verifier log",
