@@ -102,11 +102,7 @@ def wait_session(daemon):
     live.wait_for(lambda: "Transport Session 1 established" in daemon.stderr(), "the export session")
 
 
-@pytest.fixture
-def link(tmp_path):
-    lk = live.Link(tmp_path)
-    yield lk
-    lk.cleanup()
+link = live.link  # the live tests' fixture: a veth pair, metered end in the root namespace
 
 
 def test_live_export_to_openssl_peer(tmp_path, pki, link):

@@ -658,7 +658,8 @@ def unit_values(text, key):
 def test_unit_installed_with_prefix_paths(tmp_path, prefix):
     dest = install_unit(tmp_path, prefix)
     unit = (dest / prefix.lstrip("/") / "lib/systemd/system/rocemeter@.service").read_text()
-    assert unit_values(unit, "ExecStart") == ["%s/sbin/rocemeter attach %%I --config /etc/rocemeter/%%I.conf" % prefix]
+    assert unit_values(unit, "ExecStart") == [
+        "%s/sbin/rocemeter attach %%I --replace-stale --config /etc/rocemeter/%%I.conf" % prefix]
     assert "@" not in "".join(unit_values(unit, "ExecStart")).replace("%I", "")
     assert not re.search(r"@[A-Z]+@", unit), "unsubstituted placeholder"
     example = (dest / "etc/rocemeter/example.conf").read_bytes()
