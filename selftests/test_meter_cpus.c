@@ -39,6 +39,7 @@
 #include <linux/bpf.h>
 
 #include "meter.h"
+#include "reporter.h"
 #include "meter.skel.h"
 #include "rocemeter/common.h"
 
@@ -853,6 +854,60 @@ static void test_concurrent_halves_w22(void **state)
 	concurrent_halves(RM_WINDOW_MAX);
 }
 
+
+/* Reports of a (replay) reporter, collected. */
+struct collected {
+	int n;
+	struct rm_report r[16];
+};
+
+static void collect_sink(void *arg, const struct rm_report *r)
+{
+	struct collected *c = arg;
+
+	if (c->n < 16)
+		c->r[c->n++] = *r;
+}
+
+/* Seed 000: "The ID and each total counter MUST NOT wrap" and an epoch closes
+ * on impending report-ID exhaustion. With the largest report ID lowered to 3,
+ * the second non-final report leaves only the final's ID: the reporter closes
+ * the epoch under its lock right away (report 3, finalEpoch alone), and the
+ * next request starts a new epoch with a new epoch ID. */
+static void test_report_id_exhaustion(void **state)
+{
+	struct fx f;
+	struct rm_reporter rep;
+	struct collected got = { 0 };
+	const uint32_t first[] = { 10, 11 }, later[] = { 12 };
+
+	fx_load(&f, 64, 1);
+	assert_int_equal(rm_reporter_init(&rep, &f.m, 0, 0, 0, 0, collect_sink, &got), 0);
+	rm_ids_set_limit(rep.ids, 3);
+	send_psns(&f, 0x42, first, 2);
+	assert_int_equal(rm_reporter_walk(&rep, RM_CTL_SNAPSHOT, 0, 0), 1);
+	assert_int_equal(got.n, 1);
+	assert_int_equal(got.r[0].report_id, 1);
+	assert_int_equal(got.r[0].flags, RM_FLAG_GENERATION_UNVERIFIED);
+	assert_int_equal(rm_reporter_walk(&rep, RM_CTL_SNAPSHOT, 0, 0), 1);
+	assert_int_equal(got.n, 3);
+	assert_int_equal(got.r[1].report_id, 2);
+	assert_int_equal(got.r[2].report_id, 3);
+	assert_int_equal(got.r[2].epoch_id, 1);
+	assert_int_equal(got.r[2].flags, RM_FLAG_FINAL_EPOCH | RM_FLAG_GENERATION_UNVERIFIED);
+	assert_int_equal(got.r[2].requests, 2);
+	/* Nothing is open any more; the next request starts epoch 2. */
+	assert_int_equal(rm_reporter_walk(&rep, RM_CTL_SNAPSHOT, 0, 0), 0);
+	send_psns(&f, 0x42, later, 1);
+	assert_int_equal(rm_reporter_walk(&rep, RM_CTL_CLOSE, 0, 0), 1);
+	assert_int_equal(got.n, 4);
+	assert_int_equal(got.r[3].epoch_id, 2);
+	assert_int_equal(got.r[3].report_id, 1);
+	assert_int_equal(got.r[3].requests, 1);
+	rm_reporter_free(&rep);
+	fx_free(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -864,6 +919,7 @@ int main(void)
 		cmocka_unit_test(test_alternating_cpus_equal_one_cpu),
 		cmocka_unit_test(test_concurrent_halves_w1024),
 		cmocka_unit_test(test_concurrent_halves_w22),
+		cmocka_unit_test(test_report_id_exhaustion),
 	};
 
 	return cmocka_run_group_tests(tests, need_root, NULL);

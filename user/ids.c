@@ -85,6 +85,11 @@ void rm_ids_set_limit(struct rm_ids *ids, uint64_t max_id)
 	ids->max_id = max_id;
 }
 
+uint64_t rm_ids_limit(const struct rm_ids *ids)
+{
+	return ids->max_id;
+}
+
 int rm_ids_assign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epoch_gen, int final,
 		  uint64_t *epoch_id, uint64_t *report_id)
 {

@@ -45,4 +45,7 @@ unsigned int rm_ids_count(const struct rm_ids *ids);
 /* Lower the largest ID handed out (default UINT64_MAX); for tests of the exhaustion path. */
 void rm_ids_set_limit(struct rm_ids *ids, uint64_t max_id);
 
+/* The largest ID handed out. */
+uint64_t rm_ids_limit(const struct rm_ids *ids);
+
 #endif /* ROCEMETER_USER_IDS_H */

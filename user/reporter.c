@@ -74,6 +74,18 @@ void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, c
 	if (final)
 		r->final_reports++;
 	r->sink(r->sink_arg, &rep);
+
+	/* Impending report-ID exhaustion (seed 000: the ID MUST NOT wrap): when
+	 * only the final's ID is left, close the epoch now, under its lock. */
+	if (!final && rep.report_id >= rm_ids_limit(r->ids) - 1) {
+		struct rm_ctl c;
+
+		memset(&c, 0, sizeof(c));
+		c.op = RM_CTL_CLOSE;
+		c.key = *key;
+		if (rm_meter_ctl(r->meter, &c) == 0 && c.status == 0 && c.snap.epoch_gen == s->epoch_gen)
+			rm_reporter_snapshot(r, key, &c.snap, 1);
+	}
 }
 
 int rm_reporter_on_event(void *ctx, void *data, size_t size)
