@@ -22,7 +22,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader before load. */
-const volatile __u32 rm_window_words = 16; /* ring words per context; `windows` value size / 8 */
+const volatile __u32 rm_window_words = 16; /* ring words per context (the value also holds the summaries) */
 
 /* Runtime configuration; the loader writes it through the skeleton. */
 struct rm_config rm_cfg = { .window = 1024 };
@@ -39,13 +39,14 @@ struct {
 	__type(value, struct rm_ctx);
 } contexts SEC(".maps");
 
-/* windows: slot -> window ring of rm_window_words 64-bit words (bit = SEEN).
+/* windows: slot -> the context's window (seqobs.h): rm_window_words ring words
+ * of SEEN bits and their summaries, RM_WINDOW_VALUE_WORDS(rm_window_words) words.
  * Touched only under the owning context's lock. Value size set at load. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 65536);
 	__uint(key_size, sizeof(__u32));
-	__uint(value_size, 16 * sizeof(__u64));
+	__uint(value_size, RM_WINDOW_VALUE_WORDS(16) * sizeof(__u64));
 } windows SEC(".maps");
 
 /* free_slots: queue of unused `windows` slots; the loader fills it. */
@@ -280,7 +281,7 @@ int rocemeter_xdp(struct xdp_md *xdp)
 		 * here when traffic resumes so that no request joins an expired epoch. */
 		if (rm_cfg.idle_timeout_ns && ctx->seq.active && now > ctx->seq.c.last_ns &&
 		    now - ctx->seq.c.last_ns > rm_cfg.idle_timeout_ns)
-			closed = rm_seq_close(&ctx->seq, 0, &sc->final);
+			closed = rm_seq_close(&ctx->seq, win, rm_window_words, 0, &sc->final) > 0;
 		r = rm_seq_observe(&ctx->seq, win, rm_window_words, rm_cfg.window, pkt.psn, now, &sc->final);
 		if (r == RM_SEQ_STARTED || r == RM_SEQ_RESTARTED) {
 			sc->start = ctx->seq.c;
@@ -288,7 +289,7 @@ int rocemeter_xdp(struct xdp_md *xdp)
 			closed |= r == RM_SEQ_RESTARTED;
 		}
 	} else {
-		closed = rm_seq_close(&ctx->seq, RM_FLAG_PROFILE_VIOLATION, &sc->final);
+		closed = rm_seq_close(&ctx->seq, win, rm_window_words, RM_FLAG_PROFILE_VIOLATION, &sc->final) > 0;
 		ctx->disabled = 1;
 		r = 0;
 	}
@@ -319,6 +320,7 @@ int rocemeter_ctl(struct xdp_md *xdp)
 	struct rm_ctl *c = data;
 	struct rm_ctx_key key;
 	struct rm_ctx *ctx;
+	__u64 *win;
 	__u32 zero = 0;
 	int prov = 0;
 
@@ -330,13 +332,18 @@ int rocemeter_ctl(struct xdp_md *xdp)
 		c->status = -2;
 		return XDP_PASS;
 	}
+	win = bpf_map_lookup_elem(&windows, &ctx->slot);
+	if (!win) {
+		c->status = -1;
+		return XDP_PASS;
+	}
 	c->status = 0;
 	if (c->op == RM_CTL_EVICT) {
 		struct rm_stats *st = bpf_map_lookup_elem(&stats, &zero);
 		__u32 slot = ctx->slot;
 
 		bpf_spin_lock(&ctx->lock);
-		if (!rm_seq_close(&ctx->seq, RM_FLAG_STATE_EXHAUSTION, &c->snap))
+		if (rm_seq_close(&ctx->seq, win, rm_window_words, RM_FLAG_STATE_EXHAUSTION, &c->snap) <= 0)
 			c->status = -3;
 		ctx->dead = 1;
 		bpf_spin_unlock(&ctx->lock);
@@ -352,7 +359,7 @@ int rocemeter_ctl(struct xdp_md *xdp)
 	bpf_spin_lock(&ctx->lock);
 	switch (c->op) {
 	case RM_CTL_CLOSE:
-		if (!rm_seq_close(&ctx->seq, c->reason & RM_FLAG_REASON_MASK, &c->snap))
+		if (rm_seq_close(&ctx->seq, win, rm_window_words, c->reason & RM_FLAG_REASON_MASK, &c->snap) <= 0)
 			c->status = -3;
 		break;
 	case RM_CTL_CLOSE_IDLE:
@@ -361,7 +368,7 @@ int rocemeter_ctl(struct xdp_md *xdp)
 		else if (ctx->seq.c.last_ns >= c->idle_before_ns)
 			c->status = -4;
 		else
-			rm_seq_close(&ctx->seq, 0, &c->snap);
+			rm_seq_close(&ctx->seq, win, rm_window_words, 0, &c->snap);
 		break;
 	case RM_CTL_SNAPSHOT:
 		c->snap = ctx->seq.c;

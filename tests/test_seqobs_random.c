@@ -27,7 +27,9 @@
  * duplicates), "serial" (wrap around 2^24, the ambiguous distance 2^23),
  * "wchange" (the configured W changes mid-stream) and "large" (W up to
  * 2^22, short streams). W includes 1, 2, 3, 63, 64, 65, 100, 1024, 2^22.
- * The ring starts with random garbage and is sometimes larger than needed.
+ * The window starts zeroed (as BPF array maps are) and its ring is sometimes
+ * larger than needed; after every request of a small window, the engine's
+ * window invariant is checked: no bit outside [L, H], summaries exact.
  * Each family also asserts that it reached every transition row.
  *
  * Streams come from a deterministic PRNG with one seed per stream; a
@@ -415,11 +417,8 @@ static void stream_init(struct stream *s, const char *family, uint64_t seed, uin
 	s->verbose = verbose;
 	rng_seed(&s->r, seed);
 	s->nwords = nwords;
-	s->win = malloc(nwords * sizeof(__u64));
+	s->win = calloc(RM_WINDOW_VALUE_WORDS(nwords), sizeof(__u64));
 	assert_non_null(s->win);
-	/* Garbage in the ring: the engine must never read a bit it has not written. */
-	for (uint32_t i = 0; i < nwords; i++)
-		s->win[i] = rng_next(&s->r);
 	s->now = 1000 + rnd(&s->r, 1000);
 }
 
@@ -515,6 +514,55 @@ static void trace(struct stream *s, uint32_t w, uint32_t p, int r)
 }
 
 /* Feed one request to both sides and compare; 0 on mismatch (s->why says what). */
+
+/*
+ * The window's own invariant (seqobs.h): a bit is set exactly for the SEEN
+ * retained positions of the open epoch (none when closed), and the two
+ * summary levels mark exactly the non-zero words. Checked against the
+ * model's SEEN set for windows of up to 32 ring words.
+ */
+static int check_window(struct stream *s, const char *what)
+{
+	uint32_t nw = s->nwords, n1 = RM_SUM1_WORDS(nw), n2 = RM_SUM2_WORDS(nw);
+	uint64_t R = (uint64_t)nw * 64, set = 0;
+
+	if (nw > 32)
+		return 1;
+	for (uint32_t j = 0; j < nw; j++) {
+		set += rm_popcount64(s->win[j]);
+		if (!!(s->win[nw + j / 64] >> (j % 64) & 1) != (s->win[j] != 0)) {
+			snprintf(s->why, sizeof(s->why), "%s: level-1 summary bit %u wrong", what, j);
+			return 0;
+		}
+	}
+	for (uint32_t k = 0; k < n1; k++)
+		if (!!(s->win[nw + n1 + k / 64] >> (k % 64) & 1) != (s->win[nw + k] != 0) || n2 == 0) {
+			snprintf(s->why, sizeof(s->why), "%s: level-2 summary bit %u wrong", what, k);
+			return 0;
+		}
+	if (s->st.active) {
+		uint64_t L = rm_seq_low(&s->st), seen = 0;
+
+		for (uint64_t q = L; q <= s->st.high; q++)
+			seen += (s->win[(q / 64) % nw] >> (q % 64)) & 1;
+		if (seen != set || s->st.high - L + 1 > R) {
+			snprintf(s->why, sizeof(s->why), "%s: %llu bits set in the window, %llu of them in [L, H]", what,
+				 (unsigned long long)set, (unsigned long long)seen);
+			return 0;
+		}
+		if (seen != (s->st.high - L + 1) - s->st.c.pending) {
+			snprintf(s->why, sizeof(s->why), "%s: %llu SEEN bits in [L, H] but %llu positions and %u pending",
+				 what, (unsigned long long)seen, (unsigned long long)(s->st.high - L + 1), s->st.c.pending);
+			return 0;
+		}
+	} else if (set) {
+		snprintf(s->why, sizeof(s->why), "%s: %llu bits left in the window of a closed epoch", what,
+			 (unsigned long long)set);
+		return 0;
+	}
+	return 1;
+}
+
 static int step(struct stream *s, uint32_t w, uint32_t psn)
 {
 	struct rm_seq_counters eclosed;
@@ -575,7 +623,7 @@ static int step(struct stream *s, uint32_t w, uint32_t psn)
 			 (unsigned long long)(s->st.high & (M - 1)), (unsigned long long)(s->m.H & (M - 1)));
 		return 0;
 	}
-	return 1;
+	return check_window(s, what);
 }
 
 /* Close on both sides (closure reason given) and compare the final snapshots. */
@@ -585,7 +633,7 @@ static int close_both(struct stream *s, uint16_t reason)
 	struct mcount mfin;
 	uint64_t pending_before = pset_size(&s->m.pending);
 	uint64_t abandoned_before = s->m.abandoned;
-	int ce = rm_seq_close(&s->st, reason, &efin);
+	int ce = rm_seq_close(&s->st, s->win, s->nwords, reason, &efin);
 	int cm = model_close(&s->m, reason, &mfin);
 	char what[64];
 
@@ -608,7 +656,7 @@ static int close_both(struct stream *s, uint16_t reason)
 		snprintf(s->why, sizeof(s->why), "%s: engine still active", what);
 		return 0;
 	}
-	return 1;
+	return check_window(s, what);
 }
 
 /* Runs at the end of a stream: final close, report, free. Returns 1 if all matched. */

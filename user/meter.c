@@ -74,7 +74,7 @@ int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int rep
 	sk->data->rm_cfg.provision_all = s->provision_all ? 1 : 0;
 	sk->data->rm_cfg.use_replay_clock = replay ? 1 : 0;
 	sk->data->rm_cfg.idle_timeout_ns = s->idle_timeout_ms * 1000000ull;
-	if (bpf_map__set_value_size(sk->maps.windows, m->window_words * sizeof(__u64)) ||
+	if (bpf_map__set_value_size(sk->maps.windows, RM_WINDOW_VALUE_WORDS(m->window_words) * sizeof(__u64)) ||
 	    bpf_map__set_max_entries(sk->maps.windows, s->max_contexts) ||
 	    bpf_map__set_max_entries(sk->maps.contexts, s->max_contexts) ||
 	    bpf_map__set_max_entries(sk->maps.free_slots, s->max_contexts)) {
@@ -84,9 +84,10 @@ int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int rep
 	e = meter__load(sk);
 	if (e == -ENOMEM || e == -E2BIG) {
 		snprintf(err, errlen,
-			 "cannot allocate the maps: the windows need %llu MiB (max_contexts %u x W %u / 8 bytes); "
+			 "cannot allocate the maps: the windows need %llu MiB (max_contexts %u x about W %u / 8 bytes); "
 			 "lower max_contexts or window",
-			 (unsigned long long)s->max_contexts * m->window_words * 8 >> 20, s->max_contexts, s->window);
+			 (unsigned long long)s->max_contexts * RM_WINDOW_VALUE_WORDS(m->window_words) * 8 >> 20,
+			 s->max_contexts, s->window);
 		goto fail;
 	}
 	if (e) {

@@ -13,16 +13,27 @@
  *   S   fixed initial extended position (the first accounted PSN)
  *   H   high-water extended position, H mod 2^24 is the highest PSN
  *   L   = max(S, H - W + 1), derived; [L, H] is the retained interval
- * The window is a ring of nwords 64-bit words (nwords * 64 >= W); bit
- * (q mod nwords*64) is 1 when retained position q is SEEN, 0 when PENDING.
- * Only bits of retained positions are ever read: every position except S
- * enters [L, H] through a forward advance, which clears its bit first, so
- * a window never needs clearing when an epoch starts or a slot is reused.
  *
- * Cost per request: O(1) for d <= 0 and for the first request; for a
- * forward advance of d, at most 2 * (ceil(d / 64) + 1) word operations
- * (count the SEEN bits that leave the window, clear the bits that enter).
- * Worst case, d = W = 2^22: 2 * 65537 word operations.
+ * The window of a context is one array of 64-bit words (see
+ * RM_WINDOW_VALUE_WORDS): nwords words of SEEN bits, a ring of nwords * 64
+ * >= W positions (bit q mod nwords*64 is 1 when retained position q is
+ * SEEN, 0 when it is PENDING), then two summary levels: bit j of level 1 is
+ * set when ring word j is not zero, bit k of level 2 when level-1 word k is
+ * not zero. Invariant: every bit of a position outside [L, H] is zero (a
+ * window starts zeroed, as BPF array maps do). Positions leaving [L, H] and
+ * the retained positions of a closed epoch are cleared as they go, so a
+ * forward advance never clears the positions it adds, and counting the
+ * SEEN positions that leave visits only non-zero words, found through the
+ * summaries.
+ *
+ * Cost per request: O(1) for the first request, d <= 0 (fill, repeat,
+ * late) and the serial checks. A forward advance of d, or a closure, scans
+ * at most 2 x 16 level-2 words plus the non-zero ring words of the range it
+ * clears; every such word is either emptied (its SEEN bits were set by
+ * earlier requests, one each) or one of at most 4 edge words. So the work
+ * does not grow with d or W: amortized, at most 32 level-2 reads + 5 word
+ * clears + 1 bit set per request; the rare request that expires many
+ * scattered SEEN positions at once pays for them (at most W / 64 words).
  *
  * Checked arithmetic: every counter is bounded by H - S or by requests
  * (skipped <= H - S; filled, expired, abandoned, pending <= skipped;
@@ -59,8 +70,12 @@
 /* Closure-reason bits: allowed only together with finalEpoch. */
 #define RM_FLAG_REASON_MASK           0x001e
 
-/* Words needed for a window of w positions. */
+/* Ring words needed for a window of w positions. */
 #define RM_WINDOW_WORDS(w) (((w) + 63u) / 64u)
+/* Summary words for a ring of nw words, and the whole window value in words. */
+#define RM_SUM1_WORDS(nw) (((nw) + 63u) / 64u)
+#define RM_SUM2_WORDS(nw) ((RM_SUM1_WORDS(nw) + 63u) / 64u)
+#define RM_WINDOW_VALUE_WORDS(nw) ((nw) + RM_SUM1_WORDS(nw) + RM_SUM2_WORDS(nw))
 
 /*
  * The counters of one epoch: exactly what a report carries besides its key
@@ -90,7 +105,13 @@ struct rm_seq_state {
 	struct rm_seq_counters c;
 	__u64 start;  /* S */
 	__u64 high;   /* H */
-	__u64 seen;   /* scratch: SEEN bits counted by rm_window_range() */
+	__u64 seen;   /* scratch: SEEN bits counted by rm_window_clear() */
+	__u64 scan1;  /* scratch: level-1 bits still to visit */
+	__u64 scan2;  /* scratch: level-2 bits still to visit */
+	struct {      /* scratch: the run rm_window_clear_run() clears */
+		__u64 abs_s, fw, lw;
+		__u32 s, e, lo_bit, hi_bit;
+	} run;
 	__u8 active;  /* an epoch is open */
 	__u8 _pad[7];
 };
@@ -135,67 +156,200 @@ static __always_inline __u32 rm_popcount64(__u64 x)
 	return (__u32)((x * 0x0101010101010101ULL) >> 56);
 }
 
-/*
- * Add the number of SEEN bits among the n positions q, q+1, ..., q+n-1 to
- * *seen and, if clear is set, make them PENDING. n <= nwords * 64 (a
- * position range never exceeds the ring). *seen lives in the context's
- * state, not in a register: the verifier then sees the same state on every
- * iteration and the loop converges. Returns 0, or -1 if a ring index leaves
- * the window (impossible with consistent arguments; the check keeps the
- * verifier and the caller honest).
- */
-static __always_inline int rm_window_range(__u64 *win, __u32 nwords, __u64 q, __u64 n, int clear, __u64 *seen)
+/* Index of the lowest set bit of x != 0. */
+static __always_inline __u32 rm_lowest_bit(__u64 x)
 {
-	__u64 first_word, last;
-	__u32 rounds, lo_bit, hi_bit;
-	int i;
+	return rm_popcount64((x & (~x + 1)) - 1);
+}
 
-	if (n == 0)
+/* Bits lo..hi (0 <= lo <= hi <= 63) set. */
+static __always_inline __u64 rm_bit_span(__u32 lo, __u32 hi)
+{
+	return (~0ULL >> (63 - hi)) & (~0ULL << lo);
+}
+
+/*
+ * Mark position q SEEN in the window of nwords ring words and keep the
+ * summaries. Returns 0, or -1 if an index leaves the window (impossible
+ * with consistent arguments; the checks keep the verifier and the caller
+ * honest).
+ */
+static __always_inline int rm_window_set(__u64 *win, __u32 nwords, __u64 q)
+{
+	__u32 n1 = RM_SUM1_WORDS(nwords), tot = nwords + n1 + RM_SUM2_WORDS(nwords);
+	__u32 j = (__u32)((q / 64) % nwords), i1, i2;
+	__u64 old;
+
+	RM_OPAQUE(j);
+	if (j >= nwords || j >= tot)
+		return -1;
+	old = win[j];
+	win[j] = old | (1ULL << (q % 64));
+	if (old)
 		return 0;
-	first_word = q / 64;
-	last = q + n - 1;
-	rounds = (__u32)(last / 64 - first_word + 1); /* words touched, <= nwords + 1 */
-	lo_bit = (__u32)(q % 64);
-	hi_bit = (__u32)(last % 64);
-
-	/* Everything in the body derives from i and loop invariants, so the
-	 * verifier sees one state per iteration and the loop converges. */
-	RM_FOR(i, rounds)
-	{
-		__u32 wi = (__u32)((first_word + (__u32)i) % nwords);
-		__u32 lo = i == 0 ? lo_bit : 0;
-		__u32 hi = (__u32)i == rounds - 1 ? hi_bit : 63;
-		__u64 mask = (~0ULL >> (63 - hi)) & (~0ULL << lo);
-
-		RM_OPAQUE(wi);
-		if (wi >= nwords)
-			return -1;
-		*seen += rm_popcount64(win[wi] & mask);
-		if (clear)
-			win[wi] &= ~mask;
-	}
+	i1 = nwords + j / 64;
+	RM_OPAQUE(i1);
+	if (i1 >= tot)
+		return -1;
+	old = win[i1];
+	win[i1] = old | (1ULL << (j % 64));
+	if (old)
+		return 0;
+	i2 = nwords + n1 + j / 4096;
+	RM_OPAQUE(i2);
+	if (i2 >= tot)
+		return -1;
+	win[i2] |= 1ULL << ((j / 64) % 64);
 	return 0;
 }
 
 static __always_inline int rm_window_test(__u64 *win, __u32 nwords, __u64 q)
 {
-	__u32 wi = (__u32)((q / 64) % nwords);
+	__u32 j = (__u32)((q / 64) % nwords);
 
-	RM_OPAQUE(wi);
-	if (wi >= nwords)
+	RM_OPAQUE(j);
+	if (j >= nwords)
 		return -1;
-	return (int)((win[wi] >> (q % 64)) & 1);
+	return (int)((win[j] >> (q % 64)) & 1);
 }
 
-static __always_inline int rm_window_set(__u64 *win, __u32 nwords, __u64 q)
+/*
+ * One linear run of ring words [s, e) (s < e <= nwords) of a clear, given
+ * in st->run (BPF functions take at most five arguments): ring word s holds
+ * absolute word abs_s, s + 1 holds abs_s + 1, and so on. Positions of
+ * absolute words fw..lw are cleared, from bit lo_bit of fw to bit hi_bit of lw. Visits only non-zero words, through the summaries; the
+ * scan state lives in st (map memory) so that the verifier sees the same
+ * state on every iteration and the loops converge.
+ */
+static __attribute__((noinline)) int rm_window_clear_run(struct rm_seq_state *st, __u64 *win, __u32 nwords)
 {
-	__u32 wi = (__u32)((q / 64) % nwords);
+	__u32 n1 = RM_SUM1_WORDS(nwords), tot = nwords + n1 + RM_SUM2_WORDS(nwords);
+	__u32 s = st->run.s, e = st->run.e, lo_bit = st->run.lo_bit & 63, hi_bit = st->run.hi_bit & 63;
+	__u64 abs_s = st->run.abs_s, fw = st->run.fw, lw = st->run.lw;
+	__u32 k_first = s / 64, k_last = (e - 1) / 64;
+	__u32 g_first = k_first / 64, g_last = k_last / 64;
+	int a, b, c;
 
-	RM_OPAQUE(wi);
-	if (wi >= nwords)
+	if (s >= e || e > nwords || g_last - g_first >= 16)
 		return -1;
-	win[wi] |= 1ULL << (q % 64);
+	RM_FOR(a, g_last - g_first + 1)
+	{
+		__u32 g = g_first + (__u32)a, i2 = nwords + n1 + g;
+
+		RM_OPAQUE(i2);
+		if (i2 >= tot)
+			return -1;
+		st->scan2 = win[i2] & rm_bit_span(g == g_first ? k_first % 64 : 0, g == g_last ? k_last % 64 : 63);
+		RM_FOR(b, 64)
+		{
+			__u64 m2 = st->scan2;
+			__u32 kb, k, i1;
+
+			if (!m2)
+				break;
+			kb = rm_lowest_bit(m2);
+			st->scan2 = m2 & (m2 - 1);
+			k = g * 64 + (kb & 63);
+			i1 = nwords + k;
+			RM_OPAQUE(i1);
+			if (i1 >= tot || i2 >= tot)
+				return -1;
+			st->scan1 = win[i1] & rm_bit_span(k == k_first ? s % 64 : 0, k == k_last ? (e - 1) % 64 : 63);
+			RM_FOR(c, 64)
+			{
+				__u64 m1 = st->scan1, mask, w;
+				__u32 jb, j;
+				__u64 abs;
+
+				if (!m1)
+					break;
+				jb = rm_lowest_bit(m1);
+				st->scan1 = m1 & (m1 - 1);
+				j = k * 64 + (jb & 63);
+				RM_OPAQUE(j);
+				if (j >= nwords || j < s || i1 >= tot || i2 >= tot)
+					return -1;
+				abs = abs_s + (j - s);
+				mask = rm_bit_span(abs == fw ? lo_bit : 0, abs == lw ? hi_bit : 63);
+				w = win[j];
+				st->seen += rm_popcount64(w & mask);
+				w &= ~mask;
+				win[j] = w;
+				if (!w) {
+					win[i1] &= ~(1ULL << (jb & 63));
+					if (!win[i1])
+						win[i2] &= ~(1ULL << (kb & 63));
+				}
+			}
+		}
+	}
 	return 0;
+}
+
+/*
+ * Make the n positions q, q+1, ..., q+n-1 (n <= nwords * 64) PENDING and add
+ * how many of them were SEEN to st->seen. Returns 0 or -1 (inconsistent
+ * arguments).
+ */
+static __always_inline int rm_window_clear(struct rm_seq_state *st, __u64 *win, __u32 nwords, __u64 q, __u64 n)
+{
+	__u64 fw, lw, nw;
+	__u32 j0, lo_bit, hi_bit;
+
+	if (n == 0)
+		return 0;
+	if (n > (__u64)nwords * 64)
+		return -1;
+	fw = q / 64;
+	lw = (q + n - 1) / 64;
+	nw = lw - fw + 1; /* <= nwords + 1 */
+	j0 = (__u32)(fw % nwords);
+	lo_bit = (__u32)(q % 64);
+	hi_bit = (__u32)((q + n - 1) % 64);
+	if (nw == 1) {
+		/* The common case (small d): one word, no summary walk. */
+		__u32 n1 = RM_SUM1_WORDS(nwords), tot = nwords + n1 + RM_SUM2_WORDS(nwords), i1, i2;
+		__u64 mask = rm_bit_span(lo_bit, hi_bit), w;
+
+		RM_OPAQUE(j0);
+		if (j0 >= nwords || j0 >= tot)
+			return -1;
+		w = win[j0];
+		if (!(w & mask))
+			return 0;
+		st->seen += rm_popcount64(w & mask);
+		w &= ~mask;
+		win[j0] = w;
+		if (w)
+			return 0;
+		i1 = nwords + j0 / 64;
+		i2 = nwords + n1 + j0 / 4096;
+		RM_OPAQUE(i1);
+		RM_OPAQUE(i2);
+		if (i1 >= tot || i2 >= tot)
+			return -1;
+		win[i1] &= ~(1ULL << (j0 % 64));
+		if (!win[i1])
+			win[i2] &= ~(1ULL << ((j0 / 64) % 64));
+		return 0;
+	}
+	st->run.fw = fw;
+	st->run.lw = lw;
+	st->run.lo_bit = lo_bit;
+	st->run.hi_bit = hi_bit;
+	st->run.s = j0;
+	st->run.abs_s = fw;
+	if (j0 + nw <= nwords) {
+		st->run.e = (__u32)(j0 + nw);
+		return rm_window_clear_run(st, win, nwords);
+	}
+	st->run.e = nwords;
+	if (rm_window_clear_run(st, win, nwords))
+		return -1;
+	st->run.s = 0;
+	st->run.e = (__u32)(j0 + nw - nwords);
+	st->run.abs_s = fw + (nwords - j0);
+	return rm_window_clear_run(st, win, nwords);
 }
 
 /* L = max(S, H - W + 1) */
@@ -210,13 +364,22 @@ static __always_inline __u64 rm_seq_low(const struct rm_seq_state *st)
  * Close the open epoch (seed 000: "On closure, add the number of pending
  * positions to abandoned and clear pending"). reason is a set of
  * RM_FLAG_* closure bits; finalEpoch is always added. The final snapshot
- * is copied to *out (may be NULL). Does nothing if no epoch is open.
- * Returns 1 if an epoch was closed, 0 otherwise.
+ * is copied to *out (may be NULL). The retained positions are cleared from
+ * the window (win, nwords ring words), which a new epoch finds zeroed.
+ * Does nothing if no epoch is open. Returns 1 if an epoch was closed, 0
+ * otherwise, -1 on inconsistent arguments.
  */
-static __always_inline int rm_seq_close(struct rm_seq_state *st, __u16 reason, struct rm_seq_counters *out)
+static __always_inline int rm_seq_close(struct rm_seq_state *st, __u64 *win, __u32 nwords, __u16 reason,
+					struct rm_seq_counters *out)
 {
+	__u64 low;
+
 	if (!st->active)
 		return 0;
+	low = rm_seq_low(st);
+	st->seen = 0;
+	if (rm_window_clear(st, win, nwords, low, st->high - low + 1))
+		return -1;
 	st->c.abandoned += st->c.pending;
 	st->c.pending = 0;
 	st->c.flags |= RM_FLAG_FINAL_EPOCH | reason;
@@ -247,7 +410,8 @@ static __always_inline int rm_seq_start(struct rm_seq_state *st, __u64 *win, __u
 /*
  * Account one eligible request with PSN psn arriving at time now.
  *   st      context state (caller holds the context's lock)
- *   win     the context's window ring, nwords 64-bit words
+ *   win     the context's window: RM_WINDOW_VALUE_WORDS(nwords) 64-bit words,
+ *           zeroed before its first use
  *   window  W for a new epoch, 1..min(2^22, nwords * 64); an open epoch
  *           keeps its own W (rdmaSequenceWindow is constant in an epoch)
  *   closed  receives the final snapshot when RM_SEQ_RESTARTED is returned
@@ -296,15 +460,16 @@ static __always_inline int rm_seq_observe(struct rm_seq_state *st, __u64 *win, _
 		__u64 leave_end = new_low < high + 1 ? new_low : high + 1; /* exclusive */
 		__u64 expired_now = 0;
 
+		/* Positions entering [L, H] are zero already (the invariant);
+		 * those leaving are counted and cleared. */
 		st->seen = 0;
 		if (leave_end > low) {
-			if (rm_window_range(win, nwords, low, leave_end - low, 0, &st->seen) < 0)
+			if (rm_window_clear(st, win, nwords, low, leave_end - low) < 0)
 				return -1;
 			expired_now = leave_end - low - st->seen;
 		}
-		if (rm_window_range(win, nwords, high + 1, d, 1, &st->seen) < 0)
+		if (rm_window_set(win, nwords, new_high))
 			return -1;
-		rm_window_set(win, nwords, new_high);
 		st->c.skipped += d - 1;
 		st->c.expired += expired_now;
 		st->c.pending = (__u32)(st->c.pending + (d - 1) - expired_now);
@@ -333,7 +498,8 @@ static __always_inline int rm_seq_observe(struct rm_seq_state *st, __u64 *win, _
 	return RM_SEQ_ACCOUNTED;
 
 restart:
-	rm_seq_close(st, reason, closed);
+	if (rm_seq_close(st, win, nwords, reason, closed) < 0)
+		return -1;
 	return rm_seq_start(st, win, nwords, window, psn, now) < 0 ? -1 : RM_SEQ_RESTARTED;
 }
 
