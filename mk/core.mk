@@ -8,3 +8,4 @@ BPF_NAMES      += meter
 ROCEMETER_SRCS += user/meter.c
 ROCEMETER_SRCS += user/reporter.c user/report_text.c user/capture.c user/replay.c
 ROCEMETER_SRCS += user/pins.c user/observe.c user/attach.c user/status.c
+ROCEMETER_SRCS += user/errmsg.c

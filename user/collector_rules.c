@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errmsg.h"
 #include "collector_rules.h"
 #include "rocemeter/seqobs.h"
 
@@ -116,18 +117,6 @@ static void logf_(struct rm_rsession *s, const char *fmt, ...)
 	s->rules->sink.log(s->rules->arg, buf);
 }
 
-static void set_why(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_why(char *why, size_t n, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || !n)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, n, fmt, ap);
-	va_end(ap);
-}
-
 struct rm_rsession *rm_rules_session_open(struct rm_rules *r, uint64_t session_id)
 {
 	struct rm_rsession *s;
@@ -180,53 +169,53 @@ int rm_rules_check_record(const struct rm_report *r, char *why, size_t n)
 	unsigned __int128 sum;
 
 	if (r->flags & ~RM_FLAG_DEFINED_MASK) {
-		set_why(why, n, "unknown rdmaSequenceFlags bits 0x%04x (unsupported qualification)",
+		rm_errf(why, n, "unknown rdmaSequenceFlags bits 0x%04x (unsupported qualification)",
 			r->flags & ~RM_FLAG_DEFINED_MASK);
 		return 1;
 	}
 	if (r->epoch_id == 0) {
-		set_why(why, n, "rdmaSequenceEpochId 0 (epoch IDs are nonzero)");
+		rm_errf(why, n, "rdmaSequenceEpochId 0 (epoch IDs are nonzero)");
 		return -1;
 	}
 	if (r->report_id == 0) {
-		set_why(why, n, "rdmaSequenceReportId 0 (report IDs start at one)");
+		rm_errf(why, n, "rdmaSequenceReportId 0 (report IDs start at one)");
 		return -1;
 	}
 	if (r->dest_qp & 0xff000000u) {
-		set_why(why, n, "rdmaDestinationQP 0x%08x has nonzero upper 8 bits", r->dest_qp);
+		rm_errf(why, n, "rdmaDestinationQP 0x%08x has nonzero upper 8 bits", r->dest_qp);
 		return -1;
 	}
 	if (r->window < 1 || r->window > RM_WINDOW_MAX) {
-		set_why(why, n, "rdmaSequenceWindow %u outside 1..4194304", r->window);
+		rm_errf(why, n, "rdmaSequenceWindow %u outside 1..4194304", r->window);
 		return -1;
 	}
 	if ((r->flags & RM_FLAG_REASON_MASK) && !(r->flags & RM_FLAG_FINAL_EPOCH)) {
-		set_why(why, n, "closure-reason flags 0x%04x in a non-final record", r->flags & RM_FLAG_REASON_MASK);
+		rm_errf(why, n, "closure-reason flags 0x%04x in a non-final record", r->flags & RM_FLAG_REASON_MASK);
 		return -1;
 	}
 	if ((r->flags & RM_FLAG_FINAL_EPOCH) && r->pending != 0) {
-		set_why(why, n, "final record with pendingPsnCount %u (must be 0)", r->pending);
+		rm_errf(why, n, "final record with pendingPsnCount %u (must be 0)", r->pending);
 		return -1;
 	}
 	if (!(r->flags & RM_FLAG_FINAL_EPOCH) && r->abandoned != 0) {
-		set_why(why, n, "non-final record with abandonedPsnTotalCount %" PRIu64 " (must be 0)", r->abandoned);
+		rm_errf(why, n, "non-final record with abandonedPsnTotalCount %" PRIu64 " (must be 0)", r->abandoned);
 		return -1;
 	}
 	sum = (unsigned __int128)r->filled + r->expired + r->abandoned + r->pending;
 	if (sum != r->skipped) {
-		set_why(why, n,
+		rm_errf(why, n,
 			"skipped %" PRIu64 " != filled %" PRIu64 " + expired %" PRIu64 " + abandoned %" PRIu64
 			" + pending %u",
 			r->skipped, r->filled, r->expired, r->abandoned, r->pending);
 		return -1;
 	}
 	if (r->pending > r->window - 1) {
-		set_why(why, n, "pendingPsnCount %u > W - 1 = %u", r->pending, r->window - 1);
+		rm_errf(why, n, "pendingPsnCount %u > W - 1 = %u", r->pending, r->window - 1);
 		return -1;
 	}
 	sum = (unsigned __int128)r->repeated + r->unclassified_late + r->filled + 1;
 	if (sum > r->requests) {
-		set_why(why, n,
+		rm_errf(why, n,
 			"repeated %" PRIu64 " + unclassifiedLate %" PRIu64 " + filled %" PRIu64
 			" > requests %" PRIu64 " - 1",
 			r->repeated, r->unclassified_late, r->filled, r->requests);
@@ -388,7 +377,7 @@ static enum rm_verdict order(struct rm_epoch *e, const struct rm_report *r, char
 	if (r->report_id < k->report_id) {
 		e->stale++;
 		mark_dirty(e);
-		set_why(out, outlen, "report %" PRIu64 " is older than the latest report %" PRIu64 " (stale)",
+		rm_errf(out, outlen, "report %" PRIu64 " is older than the latest report %" PRIu64 " (stale)",
 			r->report_id, k->report_id);
 		return RM_V_STALE;
 	}
@@ -396,7 +385,7 @@ static enum rm_verdict order(struct rm_epoch *e, const struct rm_report *r, char
 		if (same_content(k, r)) {
 			e->repeats++;
 			mark_dirty(e);
-			set_why(out, outlen, "identical repeat of report %" PRIu64, r->report_id);
+			rm_errf(out, outlen, "identical repeat of report %" PRIu64, r->report_id);
 			return RM_V_REPEAT;
 		}
 		snprintf(why, sizeof(why), "report %" PRIu64 " received again with different content", r->report_id);
@@ -433,7 +422,7 @@ static enum rm_verdict order(struct rm_epoch *e, const struct rm_report *r, char
 	return RM_V_ACCEPTED;
 bad:
 	invalidate(e, why);
-	set_why(out, outlen, "%s", why);
+	rm_errf(out, outlen, "%s", why);
 	return RM_V_INVALID;
 }
 
@@ -457,7 +446,7 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 	struct domain_state *d;
 
 	if (r->epoch_id == 0) {
-		set_why(why, whylen, "rdmaSequenceEpochId 0: the record binds to no epoch");
+		rm_errf(why, whylen, "rdmaSequenceEpochId 0: the record binds to no epoch");
 		return RM_V_UNBOUND;
 	}
 	chk = rm_rules_check_record(r, cwhy, sizeof(cwhy));
@@ -465,20 +454,20 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 	if (e) {
 		if (!same_key(e, domain, r)) {
 			invalidate(e, "its epoch ID was received with a different record key");
-			set_why(why, whylen, "epoch ID %" PRIu64 " is retained with a different record key", r->epoch_id);
+			rm_errf(why, whylen, "epoch ID %" PRIu64 " is retained with a different record key", r->epoch_id);
 			return RM_V_KEY_CONFLICT;
 		}
 		touch(e, now_ms);
 		if (chk > 0) {
 			e->unsupported++;
 			mark_dirty(e);
-			set_why(why, whylen, "report %" PRIu64 ": %s", r->report_id, cwhy);
+			rm_errf(why, whylen, "report %" PRIu64 ": %s", r->report_id, cwhy);
 			return RM_V_UNSUPPORTED;
 		}
 		if (e->state == RM_EPOCH_INVALID) {
 			e->ignored++;
 			mark_dirty(e);
-			set_why(why, whylen, "epoch %" PRIu64 " is invalid already", r->epoch_id);
+			rm_errf(why, whylen, "epoch %" PRIu64 " is invalid already", r->epoch_id);
 			return RM_V_AFTER_INVALID;
 		}
 		if (chk < 0) {
@@ -486,7 +475,7 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 
 			snprintf(b, sizeof(b), "report %" PRIu64 ": %s", r->report_id, cwhy);
 			invalidate(e, b);
-			set_why(why, whylen, "%s", b);
+			rm_errf(why, whylen, "%s", b);
 			return RM_V_INVALID;
 		}
 		if (e->n_accepted == 0) {
@@ -501,7 +490,7 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 	if (!d) {
 		d = calloc(1, sizeof(*d));
 		if (!d) {
-			set_why(why, whylen, "out of memory");
+			rm_errf(why, whylen, "out of memory");
 			s->rules->sink.drop(s->rules->arg, s->id, domain, r->epoch_id, "out of memory");
 			return RM_V_RESOURCE_DROP;
 		}
@@ -509,7 +498,7 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 		g_hash_table_insert(s->domains, &d->domain, d);
 	}
 	if (r->epoch_id <= d->high_water) {
-		set_why(why, whylen, "epoch %" PRIu64 " is not retained and not above the high-water ID %" PRIu64
+		rm_errf(why, whylen, "epoch %" PRIu64 " is not retained and not above the high-water ID %" PRIu64
 			" (orphan)", r->epoch_id, d->high_water);
 		return RM_V_ORPHAN;
 	}
@@ -521,7 +510,7 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 			 r->epoch_id, s->rules->lim.max_epochs);
 		s->rules->sink.drop(s->rules->arg, s->id, domain, r->epoch_id, b);
 		logf_(s, "session %" PRIu64 " domain %u: %s (collector resource drop)", s->id, domain, b);
-		set_why(why, whylen, "%s", b);
+		rm_errf(why, whylen, "%s", b);
 		return RM_V_RESOURCE_DROP;
 	}
 	e->sess = s;
@@ -538,7 +527,7 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 	mark_dirty(e);
 	if (chk > 0) {
 		e->unsupported = 1;
-		set_why(why, whylen, "report %" PRIu64 ": %s", r->report_id, cwhy);
+		rm_errf(why, whylen, "report %" PRIu64 ": %s", r->report_id, cwhy);
 		return RM_V_UNSUPPORTED;
 	}
 	if (chk < 0) {
@@ -546,7 +535,7 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 
 		snprintf(b, sizeof(b), "report %" PRIu64 ": %s", r->report_id, cwhy);
 		invalidate(e, b);
-		set_why(why, whylen, "%s", b);
+		rm_errf(why, whylen, "%s", b);
 		return RM_V_INVALID;
 	}
 	accept_report(e, r);

@@ -32,6 +32,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "errmsg.h"
 #include "export.h"
 #include "ipfix.h"
 #include "tls.h"
@@ -83,17 +84,6 @@ static uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void say(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
 }
 
 /* Log a failure on stderr and keep it for rm_exporter_last_error(). */
@@ -157,13 +147,13 @@ static int wait_fd(struct rm_exporter *x, int fd, short events, uint64_t deadlin
 				end = stop_at;
 		}
 		if (end && t >= end) {
-			say(why, whylen, "%s: timed out", what);
+			rm_errf(why, whylen, "%s: timed out", what);
 			return IO_FAIL;
 		}
 		timeout = end ? (int)(end - t) : -1;
 		r = poll(p, fd >= 0 ? 2 : 1, timeout);
 		if (r < 0 && errno != EINTR) {
-			say(why, whylen, "%s: poll: %s", what, strerror(errno));
+			rm_errf(why, whylen, "%s: poll: %s", what, strerror(errno));
 			return IO_FAIL;
 		}
 		if (r > 0 && fd >= 0 && p[1].revents)
@@ -219,7 +209,7 @@ static void ssl_reason(SSL *ssl, int r, const char *what, char *why, size_t whyl
 	size_t off;
 
 	rm_tls_errors(what, q, sizeof(q));
-	say(why, whylen, "%s", q);
+	rm_errf(why, whylen, "%s", q);
 	off = strlen(why);
 	if (vr != X509_V_OK && off + 1 < whylen) {
 		char subj[300];
@@ -259,7 +249,7 @@ static int tcp_connect(struct rm_exporter *x, struct conn *c, uint64_t deadline,
 	snprintf(port, sizeof(port), "%u", x->s.port);
 	r = getaddrinfo(x->s.collector, port, &hints, &res);
 	if (r) {
-		say(why, whylen, "resolve %s: %s", x->s.collector, gai_strerror(r));
+		rm_errf(why, whylen, "resolve %s: %s", x->s.collector, gai_strerror(r));
 		return IO_FAIL;
 	}
 	for (ai = res; ai; ai = ai->ai_next) {
@@ -271,13 +261,13 @@ static int tcp_connect(struct rm_exporter *x, struct conn *c, uint64_t deadline,
 		snprintf(c->peer, sizeof(c->peer), "%s port %s (%s)", x->s.collector, port, addr);
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
 		if (fd < 0) {
-			say(why, whylen, "connect to %s: socket: %s", c->peer, strerror(errno));
+			rm_errf(why, whylen, "connect to %s: socket: %s", c->peer, strerror(errno));
 			continue;
 		}
 		set_sockopts(fd);
 		if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
 			if (errno != EINPROGRESS) {
-				say(why, whylen, "connect to %s: %s", c->peer, strerror(errno));
+				rm_errf(why, whylen, "connect to %s: %s", c->peer, strerror(errno));
 				close(fd);
 				continue;
 			}
@@ -293,7 +283,7 @@ static int tcp_connect(struct rm_exporter *x, struct conn *c, uint64_t deadline,
 			if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
 				soerr = errno;
 			if (soerr) {
-				say(why, whylen, "connect to %s: %s", c->peer, strerror(soerr));
+				rm_errf(why, whylen, "connect to %s: %s", c->peer, strerror(soerr));
 				close(fd);
 				continue;
 			}
@@ -392,13 +382,13 @@ static int establish(struct rm_exporter *x, struct conn *c, char *why, size_t wh
 		return IO_FAIL;
 	}
 	if (SSL_version(c->ssl) != TLS1_3_VERSION) {
-		say(why, whylen, "TLS handshake with %s: negotiated %s, not TLS 1.3", c->peer,
+		rm_errf(why, whylen, "TLS handshake with %s: negotiated %s, not TLS 1.3", c->peer,
 		    SSL_get_version(c->ssl));
 		conn_close(c, 0, x);
 		return IO_FAIL;
 	}
 	if (rm_tls_authorize_peer(c->ssl, &x->s.tls, what, sizeof(what))) {
-		say(why, whylen, "collector %s not authorised: %s", c->peer, what);
+		rm_errf(why, whylen, "collector %s not authorised: %s", c->peer, what);
 		conn_close(c, 0, x);
 		return IO_FAIL;
 	}
@@ -444,7 +434,7 @@ static int conn_write(struct rm_exporter *x, struct conn *c, const uint8_t *buf,
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK) {
-				say(why, whylen, "TCP write to collector failed: %s", strerror(errno));
+				rm_errf(why, whylen, "TCP write to collector failed: %s", strerror(errno));
 				return IO_FAIL;
 			}
 			ev = POLLOUT;
@@ -477,7 +467,7 @@ static int conn_check_input(struct conn *c, char *why, size_t whylen)
 				continue;
 			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 				return IO_OK;
-			say(why, whylen, "collector closed the connection%s%s", n < 0 ? ": " : "",
+			rm_errf(why, whylen, "collector closed the connection%s%s", n < 0 ? ": " : "",
 			    n < 0 ? strerror(errno) : "");
 			return IO_FAIL;
 		}
@@ -490,7 +480,7 @@ static int conn_check_input(struct conn *c, char *why, size_t whylen)
 		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
 			return IO_OK;
 		if (e == SSL_ERROR_ZERO_RETURN)
-			say(why, whylen, "collector ended the session (close_notify)");
+			rm_errf(why, whylen, "collector ended the session (close_notify)");
 		else
 			ssl_reason(c->ssl, r, "collector connection failed", why, whylen);
 		return IO_FAIL;
@@ -511,7 +501,7 @@ static int start_session(struct rm_exporter *x, struct conn *c, char *why, size_
 	rm_ipfix_reset(&x->enc);
 	len = rm_ipfix_templates_msg(&x->enc, export_time(), x->buf, RM_IPFIX_MSG_MAX);
 	if (!len) {
-		say(why, whylen, "internal error: Templates message does not fit");
+		rm_errf(why, whylen, "internal error: Templates message does not fit");
 		return IO_FAIL;
 	}
 	r = conn_write(x, c, x->buf, len, why, whylen);
@@ -664,20 +654,20 @@ struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vl
 	int r;
 
 	if (!s->enabled) {
-		say(err, errlen, "export: no [export] section with collector = HOST");
+		rm_errf(err, errlen, "export: no [export] section with collector = HOST");
 		return NULL;
 	}
 	if (!s->collector[0]) {
-		say(err, errlen, "export: no collector configured (collector = HOST)");
+		rm_errf(err, errlen, "export: no collector configured (collector = HOST)");
 		return NULL;
 	}
 	if (!s->queue_records) {
-		say(err, errlen, "export: queue_records must be at least 1");
+		rm_errf(err, errlen, "export: queue_records must be at least 1");
 		return NULL;
 	}
 	x = calloc(1, sizeof(*x));
 	if (!x) {
-		say(err, errlen, "export: out of memory");
+		rm_errf(err, errlen, "export: out of memory");
 		return NULL;
 	}
 	x->s = *s;
@@ -692,7 +682,7 @@ struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vl
 	} else {
 		x->ctx = rm_tls_client_ctx(&s->tls, tlserr, sizeof(tlserr));
 		if (!x->ctx) {
-			say(err, errlen, "export: TLS is on (transport = tls): %s", tlserr);
+			rm_errf(err, errlen, "export: TLS is on (transport = tls): %s", tlserr);
 			goto fail;
 		}
 	}
@@ -700,13 +690,13 @@ struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vl
 	x->ring = calloc(x->cap, sizeof(*x->ring));
 	x->buf = malloc(RM_IPFIX_MSG_MAX);
 	if (!x->ring || !x->buf) {
-		say(err, errlen, "export: cannot allocate a queue of %llu records", (unsigned long long)x->cap);
+		rm_errf(err, errlen, "export: cannot allocate a queue of %llu records", (unsigned long long)x->cap);
 		goto fail;
 	}
 	x->st.queue_capacity = x->cap;
 	x->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (x->wake_fd < 0) {
-		say(err, errlen, "export: eventfd: %s", strerror(errno));
+		rm_errf(err, errlen, "export: eventfd: %s", strerror(errno));
 		goto fail;
 	}
 	rm_ipfix_init(&x->enc, s->pen, s->observation_domain, x->vlan_ns);
@@ -719,7 +709,7 @@ struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vl
 	r = pthread_create(&x->thread, NULL, exporter_thread, x);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r) {
-		say(err, errlen, "export: cannot start the thread: %s", strerror(r));
+		rm_errf(err, errlen, "export: cannot start the thread: %s", strerror(r));
 		pthread_cond_destroy(&x->drained);
 		pthread_mutex_destroy(&x->mu);
 		goto fail;

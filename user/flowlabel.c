@@ -20,6 +20,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "errmsg.h"
 #include "command.h"
 #include "flowlabel.h"
 #include "flowlabel.skel.h"
@@ -35,17 +36,6 @@ static const char *const variant_names[RM_FL__VARIANTS] = {
 static const char *const stat_names[RM_FL_STAT__COUNT] = { RM_FL_STATS(RM_FL_STAT_NAME_) };
 #define RM_FL_STAT_DESC_(suffix, name, desc) desc,
 static const char *const stat_descs[RM_FL_STAT__COUNT] = { RM_FL_STATS(RM_FL_STAT_DESC_) };
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 int rm_flowlabel_variant_from_name(const char *name)
 {
@@ -99,13 +89,13 @@ static struct flowlabel *open_configured(const struct rm_flowlabel_opts *opts, c
 	struct flowlabel *skel;
 
 	if (opts->variant >= RM_FL__VARIANTS) {
-		seterr(err, errlen, "unknown hash variant %u", opts->variant);
+		rm_errf(err, errlen, "unknown hash variant %u", opts->variant);
 		errno = EINVAL;
 		return NULL;
 	}
 	skel = flowlabel__open();
 	if (!skel) {
-		seterr(err, errlen, "cannot open the flow-label BPF object: %s", strerror(errno));
+		rm_errf(err, errlen, "cannot open the flow-label BPF object: %s", strerror(errno));
 		return NULL;
 	}
 	skel->rodata->fl_variant = p.variant;
@@ -125,7 +115,7 @@ struct flowlabel *rm_flowlabel_open_load(const struct rm_flowlabel_opts *opts, c
 		return NULL;
 	rc = flowlabel__load(skel);
 	if (rc) {
-		seterr(err, errlen, "cannot load the flow-label BPF program: %s", strerror(-rc));
+		rm_errf(err, errlen, "cannot load the flow-label BPF program: %s", strerror(-rc));
 		flowlabel__destroy(skel);
 		errno = -rc;
 		return NULL;
@@ -151,7 +141,7 @@ static int check_ifname(const char *ifname, char *err, size_t errlen)
 {
 	if (!ifname || !*ifname || strlen(ifname) >= IF_NAMESIZE || strchr(ifname, '/') ||
 	    !strcmp(ifname, ".") || !strcmp(ifname, "..")) {
-		seterr(err, errlen, "invalid interface name '%s'", ifname ? ifname : "");
+		rm_errf(err, errlen, "invalid interface name '%s'", ifname ? ifname : "");
 		return -EINVAL;
 	}
 	return 0;
@@ -185,7 +175,7 @@ static int mkdir_p(const char *dir, char *err, size_t errlen)
 	struct statfs sfs;
 
 	if (statfs("/sys/fs/bpf", &sfs) || sfs.f_type != BPF_FS_MAGIC) {
-		seterr(err, errlen, "bpffs is not mounted at /sys/fs/bpf (mount -t bpf bpf /sys/fs/bpf)");
+		rm_errf(err, errlen, "bpffs is not mounted at /sys/fs/bpf (mount -t bpf bpf /sys/fs/bpf)");
 		return -ENOENT;
 	}
 	if (mkdir(RM_FL_PIN_BASE, 0700) && errno != EEXIST)
@@ -194,7 +184,7 @@ static int mkdir_p(const char *dir, char *err, size_t errlen)
 		goto fail;
 	return 0;
 fail:
-	seterr(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+	rm_errf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
 	return -errno;
 }
 
@@ -212,23 +202,23 @@ int rm_flowlabel_attach(const char *ifname, const struct rm_flowlabel_opts *opts
 	if (rc)
 		return rc;
 	if (opts->direction != RM_FL_INGRESS && opts->direction != RM_FL_EGRESS) {
-		seterr(err, errlen, "direction must be ingress or egress");
+		rm_errf(err, errlen, "direction must be ingress or egress");
 		return -EINVAL;
 	}
 	ifindex = (int)if_nametoindex(ifname);
 	if (!ifindex) {
-		seterr(err, errlen, "no interface '%s': %s", ifname, strerror(errno));
+		rm_errf(err, errlen, "no interface '%s': %s", ifname, strerror(errno));
 		return -ENODEV;
 	}
 	id = tc_prog_id(ifindex, opts->direction);
 	if (id) {
-		seterr(err, errlen,
+		rm_errf(err, errlen,
 		       "the flow-label program is already attached to %s %s (program id %u); detach it first",
 		       ifname, rm_flowlabel_direction_name(opts->direction), id);
 		return -EEXIST;
 	}
 	if (pin_dir(ifname, dir, sizeof(dir)) || pin_path(ifname, path, sizeof(path))) {
-		seterr(err, errlen, "pin path too long");
+		rm_errf(err, errlen, "pin path too long");
 		return -ENAMETOOLONG;
 	}
 	rc = mkdir_p(dir, err, errlen);
@@ -246,19 +236,19 @@ int rm_flowlabel_attach(const char *ifname, const struct rm_flowlabel_opts *opts
 	if (!rc)
 		rc = flowlabel__load(skel);
 	if (rc) {
-		seterr(err, errlen, "cannot load the flow-label BPF program: %s", strerror(-rc));
+		rm_errf(err, errlen, "cannot load the flow-label BPF program: %s", strerror(-rc));
 		goto out;
 	}
 	tc_hook_init(&hook, ifindex, opts->direction);
 	rc = bpf_tc_hook_create(&hook);
 	if (rc && rc != -EEXIST) {
-		seterr(err, errlen, "cannot create the clsact qdisc on %s: %s", ifname, strerror(-rc));
+		rm_errf(err, errlen, "cannot create the clsact qdisc on %s: %s", ifname, strerror(-rc));
 		goto out;
 	}
 	to.prog_fd = bpf_program__fd(skel->progs.rocemeter_fl);
 	rc = bpf_tc_attach(&hook, &to); /* no BPF_TC_F_REPLACE: fails if one appeared meanwhile */
 	if (rc) {
-		seterr(err, errlen, "cannot attach the tc filter to %s %s: %s", ifname,
+		rm_errf(err, errlen, "cannot attach the tc filter to %s %s: %s", ifname,
 		       rm_flowlabel_direction_name(opts->direction), strerror(-rc));
 		goto out;
 	}
@@ -280,7 +270,7 @@ int rm_flowlabel_detach(const char *ifname, char *err, size_t errlen)
 	if (rc)
 		return rc;
 	if (pin_dir(ifname, dir, sizeof(dir)) || pin_path(ifname, path, sizeof(path))) {
-		seterr(err, errlen, "pin path too long");
+		rm_errf(err, errlen, "pin path too long");
 		return -ENAMETOOLONG;
 	}
 	ifindex = (int)if_nametoindex(ifname); /* 0: interface gone, pins may remain */
@@ -293,7 +283,7 @@ int rm_flowlabel_detach(const char *ifname, char *err, size_t errlen)
 		tc_hook_init(&hook, ifindex, d);
 		rc = bpf_tc_detach(&hook, &to);
 		if (rc) {
-			seterr(err, errlen, "cannot detach the tc filter from %s %s: %s", ifname,
+			rm_errf(err, errlen, "cannot detach the tc filter from %s %s: %s", ifname,
 			       rm_flowlabel_direction_name(d), strerror(-rc));
 			return rc;
 		}
@@ -302,12 +292,12 @@ int rm_flowlabel_detach(const char *ifname, char *err, size_t errlen)
 	if (unlink(path) == 0)
 		removed++;
 	else if (errno != ENOENT) {
-		seterr(err, errlen, "cannot remove %s: %s", path, strerror(errno));
+		rm_errf(err, errlen, "cannot remove %s: %s", path, strerror(errno));
 		return -errno;
 	}
 	rmdir(dir); /* fails, as it should, while other pins remain */
 	if (!removed) {
-		seterr(err, errlen, "the flow-label program is not attached to %s", ifname);
+		rm_errf(err, errlen, "the flow-label program is not attached to %s", ifname);
 		return 1;
 	}
 	return 0;

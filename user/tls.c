@@ -18,6 +18,7 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
+#include "errmsg.h"
 #include "tls.h"
 
 /* The authorised names, attached to each SSL_CTX for the verify callback. */
@@ -37,17 +38,6 @@ static void names_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, lon
 static void names_idx_init(void)
 {
 	names_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, names_free);
-}
-
-static void say(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
 }
 
 char *rm_tls_errors(const char *what, char *buf, size_t len)
@@ -87,12 +77,12 @@ static int check_file(const char *key, const char *path, char *err, size_t errle
 	int fd;
 
 	if (!path[0]) {
-		say(err, errlen, "tls: no %s file configured (TLS needs %s = FILE, or transport = tcp)", key, key);
+		rm_errf(err, errlen, "tls: no %s file configured (TLS needs %s = FILE, or transport = tcp)", key, key);
 		return -1;
 	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		say(err, errlen, "tls: %s file %s: %s", key, path, strerror(errno));
+		rm_errf(err, errlen, "tls: %s file %s: %s", key, path, strerror(errno));
 		return -1;
 	}
 	close(fd);
@@ -144,17 +134,17 @@ static SSL_CTX *make_ctx(const struct rm_tls_settings *s, int server, char *err,
 	char what[600], buf[1024];
 
 	if (s->plain_tcp) {
-		say(err, errlen, "tls: transport = tcp, no TLS context");
+		rm_errf(err, errlen, "tls: transport = tcp, no TLS context");
 		return NULL;
 	}
 	if (s->n_peer_names <= 0) {
-		say(err, errlen, "tls: no peer_name configured: TLS requires at least one explicitly "
+		rm_errf(err, errlen, "tls: no peer_name configured: TLS requires at least one explicitly "
 				 "authorised peer name");
 		return NULL;
 	}
 	for (int i = 0; i < s->n_peer_names && i < RM_MAX_PEER_NAMES; i++)
 		if (!s->peer_names[i][0]) {
-			say(err, errlen, "tls: peer_name %d is empty", i + 1);
+			rm_errf(err, errlen, "tls: peer_name %d is empty", i + 1);
 			return NULL;
 		}
 	if (check_file("ca", s->ca, err, errlen) || check_file("cert", s->cert, err, errlen) ||
@@ -163,19 +153,19 @@ static SSL_CTX *make_ctx(const struct rm_tls_settings *s, int server, char *err,
 
 	pthread_once(&names_once, names_idx_init);
 	if (names_idx < 0) {
-		say(err, errlen, "%s", rm_tls_errors("tls: ex_data index", buf, sizeof(buf)));
+		rm_errf(err, errlen, "%s", rm_tls_errors("tls: ex_data index", buf, sizeof(buf)));
 		return NULL;
 	}
 	ERR_clear_error();
 	ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
 	if (!ctx) {
-		say(err, errlen, "%s", rm_tls_errors("tls: SSL_CTX_new", buf, sizeof(buf)));
+		rm_errf(err, errlen, "%s", rm_tls_errors("tls: SSL_CTX_new", buf, sizeof(buf)));
 		return NULL;
 	}
 	pn = calloc(1, sizeof(*pn));
 	if (!pn || !SSL_CTX_set_ex_data(ctx, names_idx, pn)) {
 		free(pn);
-		say(err, errlen, "tls: out of memory");
+		rm_errf(err, errlen, "tls: out of memory");
 		goto fail;
 	}
 	pn->n = s->n_peer_names < RM_MAX_PEER_NAMES ? s->n_peer_names : RM_MAX_PEER_NAMES;
@@ -185,12 +175,12 @@ static SSL_CTX *make_ctx(const struct rm_tls_settings *s, int server, char *err,
 
 	if (!SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) ||
 	    !SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION)) {
-		say(err, errlen, "%s", rm_tls_errors("tls: cannot restrict to TLS 1.3", buf, sizeof(buf)));
+		rm_errf(err, errlen, "%s", rm_tls_errors("tls: cannot restrict to TLS 1.3", buf, sizeof(buf)));
 		goto fail;
 	}
 	if (SSL_CTX_use_certificate_chain_file(ctx, s->cert) != 1) {
 		snprintf(what, sizeof(what), "tls: cert file %s", s->cert);
-		say(err, errlen, "%s", rm_tls_errors(what, buf, sizeof(buf)));
+		rm_errf(err, errlen, "%s", rm_tls_errors(what, buf, sizeof(buf)));
 		goto fail;
 	}
 	if (SSL_CTX_use_PrivateKey_file(ctx, s->key, SSL_FILETYPE_PEM) != 1) {
@@ -198,17 +188,17 @@ static SSL_CTX *make_ctx(const struct rm_tls_settings *s, int server, char *err,
 			snprintf(what, sizeof(what), "tls: key file %s does not match cert file %s", s->key, s->cert);
 		else
 			snprintf(what, sizeof(what), "tls: key file %s", s->key);
-		say(err, errlen, "%s", rm_tls_errors(what, buf, sizeof(buf)));
+		rm_errf(err, errlen, "%s", rm_tls_errors(what, buf, sizeof(buf)));
 		goto fail;
 	}
 	if (SSL_CTX_check_private_key(ctx) != 1) {
 		snprintf(what, sizeof(what), "tls: key file %s does not match cert file %s", s->key, s->cert);
-		say(err, errlen, "%s", rm_tls_errors(what, buf, sizeof(buf)));
+		rm_errf(err, errlen, "%s", rm_tls_errors(what, buf, sizeof(buf)));
 		goto fail;
 	}
 	if (SSL_CTX_load_verify_file(ctx, s->ca) != 1) {
 		snprintf(what, sizeof(what), "tls: ca file %s", s->ca);
-		say(err, errlen, "%s", rm_tls_errors(what, buf, sizeof(buf)));
+		rm_errf(err, errlen, "%s", rm_tls_errors(what, buf, sizeof(buf)));
 		goto fail;
 	}
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
@@ -218,7 +208,7 @@ static SSL_CTX *make_ctx(const struct rm_tls_settings *s, int server, char *err,
 
 		if (!cas) {
 			snprintf(what, sizeof(what), "tls: ca file %s: no CA names", s->ca);
-			say(err, errlen, "%s", rm_tls_errors(what, buf, sizeof(buf)));
+			rm_errf(err, errlen, "%s", rm_tls_errors(what, buf, sizeof(buf)));
 			goto fail;
 		}
 		SSL_CTX_set_client_CA_list(ctx, cas);
@@ -261,7 +251,7 @@ int rm_tls_client_setup(SSL *ssl, const struct rm_tls_settings *s, char *err, si
 		if (is_address(s->peer_names[i]))
 			continue;
 		if (SSL_set_tlsext_host_name(ssl, s->peer_names[i]) != 1) {
-			say(err, errlen, "%s", rm_tls_errors("tls: SNI", buf, sizeof(buf)));
+			rm_errf(err, errlen, "%s", rm_tls_errors("tls: SNI", buf, sizeof(buf)));
 			return -1;
 		}
 		break;
@@ -303,18 +293,18 @@ int rm_tls_authorize_peer(SSL *ssl, const struct rm_tls_settings *s, char *err, 
 	size_t off = 0;
 
 	if (!ssl || s->plain_tcp) {
-		say(err, errlen, "tls: no TLS session, no peer certificate");
+		rm_errf(err, errlen, "tls: no TLS session, no peer certificate");
 		return -1;
 	}
 	cert = SSL_get0_peer_certificate(ssl);
 	if (!cert) {
-		say(err, errlen, "tls: the peer presented no certificate");
+		rm_errf(err, errlen, "tls: the peer presented no certificate");
 		return -1;
 	}
 	vr = SSL_get_verify_result(ssl);
 	rm_tls_peer_subject(ssl, subj, sizeof(subj));
 	if (vr != X509_V_OK) {
-		say(err, errlen, "tls: peer certificate %s did not verify: %s", subj,
+		rm_errf(err, errlen, "tls: peer certificate %s did not verify: %s", subj,
 		    X509_verify_cert_error_string(vr));
 		return -1;
 	}
@@ -324,7 +314,7 @@ int rm_tls_authorize_peer(SSL *ssl, const struct rm_tls_settings *s, char *err, 
 	names[0] = '\0';
 	for (int i = 0; i < s->n_peer_names && i < RM_MAX_PEER_NAMES && off + 1 < sizeof(names); i++)
 		off += snprintf(names + off, sizeof(names) - off, "%s%s", i ? ", " : "", s->peer_names[i]);
-	say(err, errlen, "tls: peer certificate %s carries none of the authorised peer names (%s)", subj,
+	rm_errf(err, errlen, "tls: peer certificate %s carries none of the authorised peer names (%s)", subj,
 	    names);
 	return -1;
 }
