@@ -83,9 +83,10 @@ demo: deps all
 install: all
 	install -D -m 0755 $(BUILD)/rocemeter $(DESTDIR)$(PREFIX)/sbin/rocemeter
 	install -d $(DESTDIR)$(PREFIX)/lib/rocemeter
-	install -m 0644 $(BPF_OBJS) $(DESTDIR)$(PREFIX)/lib/rocemeter/
+	install -m 0644 $(BUILD)/meter.bpf.o $(BUILD)/flowlabel.bpf.o $(DESTDIR)$(PREFIX)/lib/rocemeter/
+	install -D -m 0644 docs/rocemeter.8 $(DESTDIR)$(PREFIX)/share/man/man8/rocemeter.8
 	install -d $(DESTDIR)$(PREFIX)/share/doc/rocemeter
-	install -m 0644 README.md $(wildcard docs/*) $(DESTDIR)$(PREFIX)/share/doc/rocemeter/
+	install -m 0644 README.md $(filter-out docs/rocemeter.8,$(wildcard docs/*)) $(DESTDIR)$(PREFIX)/share/doc/rocemeter/
 
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/vmlinux.h.tmp
