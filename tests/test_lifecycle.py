@@ -723,3 +723,31 @@ def test_unit_capabilities_suffice(veth, daemons, tmp_path):
                        env=dict(os.environ, ROCEMETER_RUNDIR=str(tmp_path / "run")), timeout=60)
     assert p.returncode != 0
     assert "refused the BPF program" in p.stderr
+
+
+def test_live_eviction_state_exhaustion(veth, daemons, tmp_path):
+    """max_contexts = 2 with eviction = oldest: a third connection is refused
+    (table_full) and makes the daemon evict the least recently active
+    context; its open epoch closes with stateExhaustion (0x0008 | finalEpoch
+    | generationUnverified, pending abandoned), and the third connection is
+    metered once its requests arrive again."""
+    src3, dst3, qp3 = "10.1.0.5", "10.1.0.6", 0x99
+    conf = tmp_path / "m.conf"
+    conf.write_text("[meter]\nmax_contexts = 2\neviction = oldest\nprovision_all = yes\nidle_timeout_ms = 0\n")
+    d = start(daemons, veth, str(conf), tmp_path)
+    veth.send(tmp_path, [frame(1), frame(3)])                            # A: skips 2
+    veth.send(tmp_path, [frame(7, src=SRC2, dst=DST2, qp=QP2)])          # B, later
+    d.wait_stat("eligible_requests", 3)
+    veth.send(tmp_path, [frame(20, src=src3, dst=dst3, qp=qp3)])         # C: no room
+    evicted = d.report()  # the eviction happens within a second of the refusal
+    assert evicted["rdmaDestinationQP"] == QP, evicted
+    assert counters(evicted) == expect(FINAL | rt.STATE_EXHAUSTION | GU, 1024, 2, skipped=1, abandoned=1)
+    assert d.status()["meter"]["evictions"] == 1
+    veth.send(tmp_path, [frame(21, src=src3, dst=dst3, qp=qp3)])         # C again: now metered
+    d.wait_stat("eligible_requests", 4)
+    rc, rest = d.stop()
+    assert rc == 0
+    by_qp = {r["rdmaDestinationQP"]: r for r in rest}
+    assert set(by_qp) == {QP2, qp3}, rest
+    assert counters(by_qp[QP2]) == expect(FINAL | GU, 1024, 1)
+    assert counters(by_qp[qp3]) == expect(FINAL | GU, 1024, 1)
