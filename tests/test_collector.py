@@ -551,6 +551,78 @@ def test_unauthorised_peer_refused(collector, cert):
     assert epochs(collector) == []
 
 
+# ------------------------------------------------------------ batched commits
+
+def burst(n_msgs, n_epochs):
+    """n_msgs Data Messages; Message k carries report k of epochs 1..n_epochs and one record
+    with epoch ID 0 and report ID k (bound to no epoch, so kept raw: one raw row per Message)."""
+    base = [report(epoch=e, qp=e) for e in range(1, n_epochs + 1)]
+    return [data_msg(*[later(b, k) for b in base], report(epoch=0, rid=k), seq=k) for k in range(1, n_msgs + 1)]
+
+
+def assert_whole_messages(c, n_committed, n_epochs):
+    """The database holds Messages 1..n_committed entirely and nothing of any later Message."""
+    assert [r["report_id"] for r in raw(c)] == list(range(1, n_committed + 1))
+    assert all(r["verdict"] == "unbound" for r in raw(c))
+    es = epochs(c)
+    assert [e["epoch_id"] for e in es] == list(range(1, n_epochs + 1))
+    for e in es:
+        want = later(report(epoch=e["epoch_id"]), n_committed)
+        assert (e["first_report_id"], e["last_report_id"], e["reports_accepted"]) == (1, n_committed, n_committed)
+        assert (e["requests"], e["skipped"], e["filled"], e["flow_end_ms"]) == \
+            (want["requests"], want["skipped"], want["filled"], want["end"])
+        assert (e["missing_reports"], e["gaps"]) == (0, 0)
+
+
+def test_burst_then_framing_error_keeps_every_message(collector):
+    """Many Messages in one write, then a bad header: the session ends mid-stream, and every
+    Message before the bad one is stored whole (with the session end, in the same commit)."""
+    n, ne = 150, 20
+    s = collector.connect()
+    s.sendall(templates_msg() + b"".join(burst(n, ne)) + message(ipfix_set(256, record(report())), version=9))
+    close_tls(s)
+    (sess,) = collector.wait_ended(1)
+    assert "version 9" in sess["end_reason"]
+    assert (sess["messages"], sess["records"], sess["accepted"], sess["unbound"]) == \
+        (n + 1, n * (ne + 1), n * ne, n)
+    assert_whole_messages(collector, n, ne)
+    assert all(e["outcome"] == "incomplete" and "version 9" in e["reason"] for e in epochs(collector))
+
+
+def test_killed_collector_keeps_whole_messages(collector):
+    """SIGKILL while a burst is being ingested: whatever was committed is a whole number of
+    Messages (every report of them, epoch rows and raw rows alike), never part of one."""
+    import threading
+
+    n, ne = 1500, 50
+    data = templates_msg() + b"".join(burst(n, ne))
+    s = collector.connect()
+    errors = []
+
+    def send():
+        try:
+            s.sendall(data)
+        except (OSError, ssl.SSLError) as ex:  # the collector is gone
+            errors.append(ex)
+
+    t = threading.Thread(target=send)
+    t.start()
+    try:
+        collector.wait_for(lambda: collector.query("SELECT count(*) AS n FROM raw_records")[0]["n"] > 0,
+                           "first committed Messages")
+        collector.proc.kill()
+        collector.proc.wait(timeout=WAIT)
+    finally:
+        t.join(timeout=WAIT)
+        s.close()
+    committed = collector.query("SELECT count(*) AS n FROM raw_records")[0]["n"]
+    assert 1 <= committed <= n
+    assert_whole_messages(collector, committed, ne)
+    (sess,) = collector.query("SELECT * FROM sessions")
+    assert sess["ended_ms"] is None  # killed: the session end was never written
+    assert all(e["state"] == "open" and e["retired_ms"] is None for e in epochs(collector))
+
+
 # ------------------------------------------------------------ limits, shutdown, plain TCP
 
 @pytest.mark.parametrize("collector", [("--max-epochs", "1", "--max-sessions", "1")], indirect=True)

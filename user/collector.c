@@ -30,6 +30,14 @@
 
 #define BUF_CAP (RM_IPFIX_MAX_MSG + 65536)
 #define HANDSHAKE_TIMEOUT_MS 10000
+/*
+ * Batch bounds: Messages processed under one open transaction are committed
+ * together once this many have been processed, once the batch is this old,
+ * or when the poll() round ends (before the loop blocks again), whichever
+ * comes first.
+ */
+#define BATCH_MAX_MESSAGES 64
+#define BATCH_MAX_MS 20
 
 struct server;
 
@@ -62,6 +70,16 @@ struct server {
 	struct conn **conns;
 	size_t nconns;
 	int store_failed;
+	/*
+	 * The open batch (in_batch: a transaction is open): Messages processed
+	 * since the last commit, when the batch began (CLOCK_MONOTONIC ms), and the epochs with a row
+	 * already whose latest state is written once, just before the commit
+	 * (struct rm_epoch * set; a retired epoch is written at once and leaves).
+	 */
+	int in_batch;
+	uint32_t batch_messages;
+	uint64_t batch_start_ms;
+	GHashTable *pending;
 };
 
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -84,6 +102,14 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static void store_check(struct server *s, int rc, const char *what)
 {
 	if (rc < 0 && !s->store_failed) {
@@ -92,12 +118,52 @@ static void store_check(struct server *s, int rc, const char *what)
 	}
 }
 
+/* Open the batch's transaction if none is open. */
+static void batch_begin(struct server *s)
+{
+	if (!s->in_batch) {
+		s->in_batch = 1;
+		s->batch_start_ms = mono_ms();
+	}
+	store_check(s, rm_store_begin(s->st), "begin");
+}
+
+/*
+ * Write the latest state of every pending epoch, then commit: the only way
+ * the collector commits, so a committed transaction never holds half of a
+ * Message (an epoch row behind the raw records or drops of its Messages).
+ */
+static void batch_commit(struct server *s)
+{
+	GHashTableIter it;
+	gpointer e;
+
+	g_hash_table_iter_init(&it, s->pending);
+	while (g_hash_table_iter_next(&it, &e, NULL))
+		store_check(s, rm_store_epoch(s->st, e), "epoch");
+	g_hash_table_remove_all(s->pending);
+	store_check(s, rm_store_commit(s->st), "commit");
+	s->batch_messages = 0;
+	s->in_batch = 0;
+}
+
 /* ---------------- sinks ---------------- */
 
+/*
+ * An epoch changed or is retired. A new epoch gets its rows at once (row IDs
+ * keep the order of the flushes); a changed one only joins the pending set,
+ * written at the commit; a retired one is written now (it is freed next).
+ */
 static void rules_epoch(void *arg, struct rm_epoch *e)
 {
 	struct server *s = arg;
 
+	if (e->store_id && !e->retired_ms) {
+		g_hash_table_add(s->pending, e);
+		return;
+	}
+	if (e->retired_ms)
+		g_hash_table_remove(s->pending, e);
 	store_check(s, rm_store_epoch(s->st, e), "epoch");
 }
 
@@ -170,7 +236,7 @@ static void end_session(struct conn *c, const char *reason)
 		return;
 	c->closing = 1;
 	snprintf(er, sizeof(er), "session ended: %s", reason);
-	store_check(s, rm_store_begin(s->st), "begin");
+	batch_begin(s);
 	if (c->rs) {
 		cnt.verdicts = rm_rules_verdict_counts(c->rs);
 		/* The counts are read before close frees them. */
@@ -180,7 +246,7 @@ static void end_session(struct conn *c, const char *reason)
 	} else {
 		store_check(s, rm_store_session_end(s->st, c->session_id, reason, t, &cnt), "session end");
 	}
-	store_check(s, rm_store_commit(s->st), "commit");
+	batch_commit(s);
 	logmsg("session %" PRId64 " from %s ended: %s (%" PRIu64 " messages, %" PRIu64 " records, %" PRIu64
 	       " rejected)",
 	       c->session_id, c->peer, reason, c->messages, c->records, c->rejected);
@@ -221,16 +287,18 @@ static int process_buffer(struct conn *c)
 		c->now_ms = now_ms();
 		c->messages++;
 		c->octets += (uint64_t)m;
-		store_check(s, rm_store_begin(s->st), "begin");
+		batch_begin(s);
 		int rc = rm_ipfix_message(c->dec, c->buf + off, (size_t)m, &dec_sink, c, err, sizeof(err));
 
 		rm_rules_flush(c->rs);
-		store_check(s, rm_store_commit(s->st), "commit");
+		s->batch_messages++;
 		if (rc < 0) {
-			end_session(c, err);
+			end_session(c, err); /* commits the batch with this Message */
 			return -1;
 		}
 		off += (size_t)m;
+		if (s->batch_messages >= BATCH_MAX_MESSAGES || mono_ms() - s->batch_start_ms >= BATCH_MAX_MS)
+			batch_commit(s);
 	}
 	if (off) {
 		memmove(c->buf, c->buf + off, c->len - off);
@@ -433,7 +501,7 @@ static void on_accept(struct server *s)
 			return;
 		}
 		peer_text(&ss, peer, sizeof(peer));
-		store_check(s, rm_store_begin(s->st), "begin");
+		batch_begin(s);
 		id = rm_store_session_start(s->st, s->run_id, peer, transport, now_ms());
 		store_check(s, id < 0 ? -1 : 0, "session start");
 		if (s->nconns >= s->cs->max_sessions || rm_rules_sessions(s->rules) >= s->cs->max_sessions) {
@@ -443,12 +511,12 @@ static void on_accept(struct server *s)
 			snprintf(r, sizeof(r), "refused: max_sessions %u sessions open", s->cs->max_sessions);
 			store_check(s, rm_store_drop(s->st, id, "session-limit", r, now_ms()), "drop");
 			store_check(s, rm_store_session_end(s->st, id, r, now_ms(), &cnt), "session end");
-			store_check(s, rm_store_commit(s->st), "commit");
+			batch_commit(s);
 			logmsg("session %" PRId64 " from %s %s (collector resource drop)", id, peer, r);
 			close(fd);
 			continue;
 		}
-		store_check(s, rm_store_commit(s->st), "commit");
+		batch_commit(s);
 		c = calloc(1, sizeof(*c));
 		struct conn **nc = realloc(s->conns, (s->nconns + 1) * sizeof(*nc));
 		if (!c || !nc || !(c->buf = malloc(BUF_CAP)) || !(c->dec = rm_ipfix_session_new(s->pen)) ||
@@ -504,7 +572,7 @@ static void reap(struct server *s)
 
 static void tick(struct server *s, uint64_t t)
 {
-	store_check(s, rm_store_begin(s->st), "begin");
+	batch_begin(s);
 	for (size_t i = 0; i < s->nconns; i++) {
 		struct conn *c = s->conns[i];
 
@@ -519,7 +587,7 @@ static void tick(struct server *s, uint64_t t)
 			rm_rules_flush(c->rs);
 		}
 	}
-	store_check(s, rm_store_commit(s->st), "commit");
+	batch_commit(s);
 }
 
 int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatile sig_atomic_t *stop)
@@ -548,6 +616,7 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 		goto out;
 	}
 	srv.rules = rm_rules_new(&lim, &rsink, &srv);
+	srv.pending = g_hash_table_new(g_direct_hash, g_direct_equal);
 	if (!srv.rules)
 		goto out;
 	srv.lfd = open_listener(cs->listen);
@@ -592,6 +661,7 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 			for (size_t i = 0; i < nc; i++)
 				if (pfd[i + 1].revents)
 					on_readable(srv.conns[i]);
+			batch_commit(&srv); /* the round's Messages, before poll() blocks */
 			if (pfd[0].revents & POLLIN)
 				on_accept(&srv);
 		}
@@ -616,6 +686,8 @@ out:
 		close(srv.lfd);
 	if (srv.rules)
 		rm_rules_free(srv.rules);
+	if (srv.pending)
+		g_hash_table_destroy(srv.pending);
 	rm_store_close(srv.st);
 	if (srv.ctx)
 		SSL_CTX_free(srv.ctx);

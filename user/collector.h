@@ -8,8 +8,16 @@
  * high-water IDs). TLS 1.3 with mutual authentication and explicitly
  * authorised peers (user/tls.h); plain TCP only when configured explicitly,
  * with a warning. IPFIX Messages split across reads are reassembled. Each
- * Message is decoded (ipfix_decode.h), validated (collector_rules.h) and
- * committed to SQLite (store.h) in one transaction before the next one.
+ * Message is decoded (ipfix_decode.h) and validated (collector_rules.h);
+ * the complete Messages at hand (of every readable session in one poll()
+ * round, at most 64 Messages or 20 ms of work) are committed to SQLite
+ * (store.h) in one transaction, a Message always whole. An epoch changed by
+ * several of them is written once, with its latest state, just before the
+ * commit. A report counts as accepted once its transaction is committed;
+ * the collector acknowledges nothing to the exporter before (IPFIX has no
+ * acknowledgement), and a crash loses only the uncommitted batch, never
+ * part of a Message. Stored content, verdicts and counters are the same as
+ * with one transaction per Message (row IDs included).
  * A framing error, a truncated Message at EOF or a TLS failure ends only
  * that session, with its reason logged and stored.
  */

@@ -24,7 +24,7 @@ static const char schema[] =
 	" orphans INTEGER DEFAULT 0, unsupported INTEGER DEFAULT 0, invalid INTEGER DEFAULT 0,"
 	" after_invalid INTEGER DEFAULT 0, key_conflicts INTEGER DEFAULT 0, resource_drops INTEGER DEFAULT 0,"
 	" unbound INTEGER DEFAULT 0);"
-	/* Epochs: the key (written once) apart from the state (rewritten per Message), joined by the view. */
+	/* Epochs: the key (written once) apart from the state (rewritten per commit), joined by the view. */
 	"CREATE TABLE IF NOT EXISTS epoch_keys ("
 	" id INTEGER PRIMARY KEY, session_id INTEGER, domain INTEGER, observation_point_id INTEGER,"
 	" family INTEGER, src TEXT, dst TEXT, dest_qp INTEGER, pkey INTEGER, has_vlan_ns INTEGER,"

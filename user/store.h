@@ -2,8 +2,12 @@
 /*
  * store.h - the collector's SQLite database (seed 000, "Collector
  * Processing": stored outcomes, raw records, finite limits shown to the
- * operator). WAL journal; the collector writes one transaction per IPFIX
- * Message, so an accepted report is committed before the next Message.
+ * operator). WAL journal with synchronous=NORMAL: a committed transaction
+ * survives a crash of the process; after a power loss or an operating
+ * system crash the database is consistent but may have lost the last
+ * transactions committed before it (those not yet checkpointed or synced).
+ * The collector writes one transaction per batch of whole IPFIX Messages
+ * (collector.h), so an accepted report is committed before the batch ends.
  *
  * Tables (created when missing; docs in README.md "Collector database"):
  *   runs        one row per `rocemeter collect` start: listen address,
