@@ -599,7 +599,7 @@ out:
 			unlink(path);
 		if (!rm_run_path(d.ifname, "stats", path, sizeof(path)))
 			unlink(path);
-		close(lock_fd);
+		rm_unlock_interface(d.ifname, lock_fd);
 	}
 	return ret;
 }

@@ -706,7 +706,7 @@ static void on_signal(int sig)
 static void collect_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: rocemeter collect --listen ADDR:PORT --db FILE [OPTIONS]\n"
+		"Usage: rocemeter collect --db FILE [--listen ADDR:PORT] [OPTIONS]\n"
 		"\n"
 		"Receive IPFIX reports of RoCEv2 sequence observations (seed 000) from one or\n"
 		"more exporters, validate them and store epoch outcomes in SQLite. Every TCP\n"

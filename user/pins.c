@@ -83,6 +83,7 @@ void rm_pin_remove_meter(const char *ifname)
 int rm_lock_interface(const char *ifname, int *holder)
 {
 	char path[512];
+	struct stat a, b;
 	int fd;
 
 	*holder = 0;
@@ -90,20 +91,37 @@ int rm_lock_interface(const char *ifname, int *holder)
 		return -1;
 	if (rm_run_path(ifname, "lock", path, sizeof(path)))
 		return -1;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -1;
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		FILE *f;
+	for (;;) {
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return -1;
+		if (flock(fd, LOCK_EX | LOCK_NB)) {
+			FILE *f;
 
-		close(fd);
-		if (!rm_run_path(ifname, "pid", path, sizeof(path)) && (f = fopen(path, "r"))) {
-			if (fscanf(f, "%d", holder) != 1)
-				*holder = 0;
-			fclose(f);
+			close(fd);
+			if (!rm_run_path(ifname, "pid", path, sizeof(path)) && (f = fopen(path, "r"))) {
+				if (fscanf(f, "%d", holder) != 1)
+					*holder = 0;
+				fclose(f);
+			}
+			errno = EBUSY;
+			return -1;
 		}
-		errno = EBUSY;
-		return -1;
+		/* The holder we waited for may have unlinked the file while we
+		 * opened it: the lock is ours only if the path is still this file. */
+		if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+			return fd;
+		close(fd);
 	}
-	return fd;
+}
+
+void rm_unlock_interface(const char *ifname, int fd)
+{
+	char path[512];
+
+	if (fd < 0)
+		return;
+	if (!rm_run_path(ifname, "lock", path, sizeof(path)))
+		unlink(path); /* while still holding the lock: see rm_lock_interface() */
+	close(fd);
 }

@@ -29,4 +29,7 @@ void rm_pin_remove_meter(const char *ifname);
 /* Take the interface's lock without waiting: fd >= 0, or -1 (held by pid in *holder if known). */
 int rm_lock_interface(const char *ifname, int *holder);
 
+/* Release the lock taken by rm_lock_interface() and remove its file. */
+void rm_unlock_interface(const char *ifname, int fd);
+
 #endif

@@ -5,6 +5,7 @@
  * file order, with the capture's timestamps as arrival times, and print the
  * reports one Transport Session would carry.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "capture.h"
@@ -31,14 +33,25 @@ struct replay_out {
 	struct rm_report *pending;  /* reports not yet written to the IPFIX file */
 	size_t n_pending, cap_pending;
 	uint32_t export_time;       /* capture time of the last frame, UNIX s */
+	int templates_written;
 	int failed;
 };
 
+/* Write the pending reports (after the Templates, first time) to the IPFIX file. */
 static int ipfix_flush(struct replay_out *o)
 {
 	static uint8_t buf[65535];
 	size_t done = 0;
 
+	if (!o->templates_written) {
+		size_t len = rm_ipfix_templates_msg(&o->enc, o->export_time, buf, sizeof(buf));
+
+		if (!len || fwrite(buf, 1, len, o->ipfix) != len) {
+			o->failed = 1;
+			return -1;
+		}
+		o->templates_written = 1;
+	}
 	while (done < o->n_pending) {
 		size_t used = 0, len = rm_ipfix_data_msg(&o->enc, o->export_time, o->pending + done,
 							 o->n_pending - done, &used, buf, sizeof(buf));
@@ -95,6 +108,7 @@ static void usage(FILE *f)
 		"  -a, --provision-all        meter every RC connection seen (the operator\n"
 		"                             asserts that seed 000's profile applies)\n"
 		"  -i, --report-interval MS   non-final reports every MS ms of capture time\n"
+		"                             (default: final reports only)\n"
 		"  -j, --json                 JSON Lines, keys = the Information Element names\n"
 		"  -o, --ipfix-out FILE       also write the reports as an IPFIX file (the\n"
 		"                             bytes one exporter session would send)\n"
@@ -103,7 +117,7 @@ static void usage(FILE *f)
 		"  -m, --max-contexts N       context table size (default 65536)\n"
 		"  -h, --help                 this text\n\n"
 		"Exit status: 0 ok, 1 a capture could not be read (no report printed),\n"
-		"2 usage error.\n");
+		"2 usage or configuration error.\n");
 }
 
 static void print_stats(FILE *f, const uint64_t *st, uint64_t frames_read, uint64_t truncated, uint64_t faults,
@@ -119,13 +133,37 @@ static void print_stats(FILE *f, const uint64_t *st, uint64_t frames_read, uint6
 		fprintf(f, "}\n");
 		return;
 	}
-	fprintf(f,
-		"replay: %" PRIu64 " frames read (%" PRIu64 " truncated by the capture's snap length, %" PRIu64
-		" of them capture faults that closed every open epoch with captureDiscontinuity)\n",
-		frames_read, truncated, faults);
+	fprintf(f, "replay: %" PRIu64 " frames read\n", frames_read);
+	if (truncated)
+		fprintf(f, "  %-26s %" PRIu64 "\n", "truncated_by_capture", truncated);
+	if (faults)
+		fprintf(f, "  %-26s %" PRIu64 " (every open epoch closed with captureDiscontinuity)\n", "capture_faults",
+			faults);
 	for (int i = 0; i < RM_STAT__COUNT; i++)
 		if (st[i])
 			fprintf(f, "  %-26s %" PRIu64 "\n", rm_stat_name(i), st[i]);
+}
+
+/* Connections a profile violation disabled: they may have no report at all
+ * (the violating request came before any eligible one). */
+static void print_disabled(FILE *f, const struct rm_meter *m)
+{
+	struct rm_ctx_key key, next, *prev = NULL;
+	struct rm_ctx v;
+
+	while (bpf_map_get_next_key(m->contexts_fd, prev, &next) == 0) {
+		char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+		int af = next.family == 6 ? AF_INET6 : AF_INET;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem_flags(m->contexts_fd, &key, &v, BPF_F_LOCK) || !v.disabled)
+			continue;
+		inet_ntop(af, key.src, src, sizeof(src));
+		inet_ntop(af, key.dst, dst, sizeof(dst));
+		fprintf(f, "  disabled by a profile violation: %s > %s qp 0x%06x pkey 0x%04x\n", src, dst, key.dest_qp,
+			key.pkey);
+	}
 }
 
 static int cmd_replay(int argc, char **argv)
@@ -219,20 +257,12 @@ static int cmd_replay(int argc, char **argv)
 		goto out;
 	}
 	if (ipfix_out) {
-		uint8_t buf[4096];
-		size_t len;
-
 		out.ipfix = fopen(ipfix_out, "wb");
 		if (!out.ipfix) {
 			fprintf(stderr, "rocemeter replay: %s: %s\n", ipfix_out, strerror(errno));
 			goto out;
 		}
 		rm_ipfix_init(&out.enc, cfg.export.pen, cfg.export.observation_domain, cfg.meter.namespace_vlan);
-		len = rm_ipfix_templates_msg(&out.enc, 0, buf, sizeof(buf));
-		if (!len || fwrite(buf, 1, len, out.ipfix) != len) {
-			fprintf(stderr, "rocemeter replay: %s: cannot write the templates\n", ipfix_out);
-			goto out;
-		}
 	}
 	if (rm_reporter_init(&rep, &meter, cfg.meter.observation_point_id, cfg.meter.namespace_vlan,
 			     cfg.meter.generation_verified, 0, sink, &out)) {
@@ -327,6 +357,7 @@ static int cmd_replay(int argc, char **argv)
 			fclose(f);
 		} else {
 			print_stats(stderr, st, frames_read, truncated, capture_faults, 0);
+			print_disabled(stderr, &meter);
 		}
 	}
 	if (rep.id_exhausted)

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +81,7 @@ static int status_one(const char *ifname, int json, int first_if)
 		if (json)
 			printf(", \"meter\": null");
 		else
-			printf("  meter: not attached\n");
+			printf("  meter: not attached%s\n", if_nametoindex(ifname) ? "" : " (no such interface)");
 	} else {
 		if (rm_meter_read_stats(stats_fd, st) == 0) {
 			if (json) {
@@ -116,7 +117,7 @@ static int status_one(const char *ifname, int json, int first_if)
 			int holder, lock = rm_lock_interface(ifname, &holder);
 
 			if (lock >= 0) {
-				close(lock);
+				rm_unlock_interface(ifname, lock);
 				printf(json ? ", \"stale\": true" :
 					      "  STALE: no rocemeter process owns these pins (run 'rocemeter detach %s')\n",
 				       ifname);
