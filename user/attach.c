@@ -651,10 +651,13 @@ static int cmd_detach(int argc, char **argv)
 			unlink(path);
 		if (!rm_run_path(argv[1], "stats", path, sizeof(path)))
 			unlink(path);
-		close(fd);
+		rm_unlock_interface(argv[1], fd);
 	}
 	if (!did) {
-		fprintf(stderr, "rocemeter detach: nothing of rocemeter is attached to %s\n", argv[1]);
+		if (!if_nametoindex(argv[1]))
+			fprintf(stderr, "rocemeter detach: no interface '%s', and no rocemeter pins for it\n", argv[1]);
+		else
+			fprintf(stderr, "rocemeter detach: rocemeter is not attached to %s\n", argv[1]);
 		return RM_EXIT_FAIL;
 	}
 	return RM_EXIT_OK;
