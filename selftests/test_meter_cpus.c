@@ -861,12 +861,13 @@ struct collected {
 	struct rm_report r[16];
 };
 
-static void collect_sink(void *arg, const struct rm_report *r)
+static int collect_sink(void *arg, const struct rm_report *r)
 {
 	struct collected *c = arg;
 
 	if (c->n < 16)
 		c->r[c->n++] = *r;
+	return 0;
 }
 
 /* Seed 000: "The ID and each total counter MUST NOT wrap" and an epoch closes

@@ -475,6 +475,39 @@ static void test_ids_exhaustion(void **state)
 	rm_ids_free(ids);
 }
 
+
+/* A report the exporter refused was never serialized: its IDs go back (a
+ * first report forgets its epoch; a later one returns its report ID), and an
+ * epoch ID is never handed out twice once a later one is in use. */
+static void test_ids_unassign(void **state)
+{
+	struct rm_ids *ids = rm_ids_new();
+	struct rm_ctx_key a, b, c, d;
+
+	key_of(&a, 1, 1);
+	key_of(&b, 2, 1);
+	key_of(&c, 3, 1);
+	key_of(&d, 4, 1);
+	assign(ids, &a, 1, 0, 1, 1);
+	assign(ids, &b, 1, 0, 2, 1);
+	rm_ids_unassign(ids, &b, 1, 0, 2, 1);      /* B's first report refused */
+	assert_int_equal(rm_ids_count(ids), 1);
+	assign(ids, &b, 1, 0, 2, 1);               /* the next one is B's first */
+	assign(ids, &a, 1, 0, 1, 2);
+	rm_ids_unassign(ids, &a, 1, 0, 1, 2);      /* A's second refused: no gap */
+	assign(ids, &a, 1, 0, 1, 2);
+	assign(ids, &c, 1, 0, 3, 1);
+	assign(ids, &d, 1, 0, 4, 1);
+	rm_ids_unassign(ids, &c, 1, 0, 3, 1);      /* not the latest epoch ID: 3 stays used */
+	assign(ids, &c, 1, 0, 5, 1);
+	rm_ids_unassign(ids, &d, 1, 0, 4, 7);      /* not the latest assignment: nothing */
+	assign(ids, &d, 1, 0, 4, 2);
+	assign(ids, &d, 1, 1, 4, 3);               /* final: forgotten */
+	rm_ids_unassign(ids, &d, 1, 1, 4, 3);      /* a refused final changes nothing */
+	assign(ids, &d, 1, 0, 6, 1);               /* after its final, the same (key, generation) is a new epoch */
+	rm_ids_free(ids);
+}
+
 /* ---- JSON Lines ---- */
 
 static void test_json_write(void **state)
@@ -608,6 +641,7 @@ int main(void)
 		cmocka_unit_test(test_data_msg_errors),
 		cmocka_unit_test(test_ids),
 		cmocka_unit_test(test_ids_exhaustion),
+		cmocka_unit_test(test_ids_unassign),
 		cmocka_unit_test(test_json_write),
 		cmocka_unit_test(test_json_roundtrip),
 		cmocka_unit_test(test_json_parse_errors),

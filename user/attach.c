@@ -67,23 +67,22 @@ struct live_sink {
 	uint64_t discarded;
 };
 
-static void live_sink_fn(void *arg, const struct rm_report *r)
+static int live_sink_fn(void *arg, const struct rm_report *r)
 {
 	struct live_sink *s = arg;
 
 	if (s->discard) {
 		s->discarded++;
-		return;
+		return -1;
 	}
-	if (s->exporter) {
-		rm_exporter_submit(s->exporter, s->session, r, 1); /* drops are counted by the exporter */
-		return;
-	}
+	if (s->exporter) /* drops are counted by the exporter */
+		return rm_exporter_submit(s->exporter, s->session, r, 1) ? -1 : 0;
 	if (s->json)
 		rm_report_write_json(stdout, r);
 	else
 		rm_report_write_text(stdout, r);
 	fflush(stdout);
+	return 0;
 }
 
 struct daemon {

@@ -90,21 +90,25 @@ uint64_t rm_ids_limit(const struct rm_ids *ids)
 	return ids->max_id;
 }
 
+static void make_key(struct epoch_key *k, const struct rm_ctx_key *key, uint32_t epoch_gen)
+{
+	memset(k, 0, sizeof(*k));
+	memcpy(k->src, key->src, sizeof(k->src));
+	memcpy(k->dst, key->dst, sizeof(k->dst));
+	k->dest_qp = key->dest_qp;
+	k->gen = epoch_gen;
+	k->pkey = key->pkey;
+	memcpy(k->vlan, key->vlan, sizeof(k->vlan));
+	k->family = key->family;
+}
+
 int rm_ids_assign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epoch_gen, int final,
 		  uint64_t *epoch_id, uint64_t *report_id)
 {
 	struct epoch_key k;
 	struct epoch *ep;
 
-	memset(&k, 0, sizeof(k));
-	memcpy(k.src, key->src, sizeof(k.src));
-	memcpy(k.dst, key->dst, sizeof(k.dst));
-	k.dest_qp = key->dest_qp;
-	k.gen = epoch_gen;
-	k.pkey = key->pkey;
-	memcpy(k.vlan, key->vlan, sizeof(k.vlan));
-	k.family = key->family;
-
+	make_key(&k, key, epoch_gen);
 	ep = g_hash_table_lookup(ids->epochs, &k);
 	if (ep) {
 		if (ep->last_report_id >= ids->max_id)
@@ -126,4 +130,25 @@ int rm_ids_assign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epo
 	if (final)
 		g_hash_table_remove(ids->epochs, &ep->k);
 	return 0;
+}
+
+void rm_ids_unassign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epoch_gen, int final,
+		     uint64_t epoch_id, uint64_t report_id)
+{
+	struct epoch_key k;
+	struct epoch *ep;
+
+	if (final)
+		return;
+	make_key(&k, key, epoch_gen);
+	ep = g_hash_table_lookup(ids->epochs, &k);
+	if (!ep || ep->epoch_id != epoch_id || ep->last_report_id != report_id)
+		return;
+	if (report_id > 1) {
+		ep->last_report_id--;
+		return;
+	}
+	g_hash_table_remove(ids->epochs, &ep->k);
+	if (ids->last_epoch_id == epoch_id)
+		ids->last_epoch_id--;
 }

@@ -39,6 +39,17 @@ void rm_ids_reset(struct rm_ids *ids);
 int rm_ids_assign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epoch_gen, int final,
 		  uint64_t *epoch_id, uint64_t *report_id);
 
+/*
+ * Undo the rm_ids_assign() of a report that was not serialized after all
+ * (the exporter refused it: queue full, no session): its IDs were never on
+ * the wire, so they are not used (seed 000 allocates IDs at serialization).
+ * A first report forgets its epoch, so the next report allocates a new
+ * epoch ID; a later one gives its report ID back. A final report changes
+ * nothing (its epoch is over). Only the latest assignment can be undone.
+ */
+void rm_ids_unassign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epoch_gen, int final,
+		     uint64_t epoch_id, uint64_t report_id);
+
 /* Epochs currently remembered (open epochs with at least one report). */
 unsigned int rm_ids_count(const struct rm_ids *ids);
 

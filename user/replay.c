@@ -66,7 +66,7 @@ static int ipfix_flush(struct replay_out *o)
 	return 0;
 }
 
-static void sink(void *arg, const struct rm_report *r)
+static int sink(void *arg, const struct rm_report *r)
 {
 	struct replay_out *o = arg;
 
@@ -81,7 +81,7 @@ static void sink(void *arg, const struct rm_report *r)
 
 			if (!t) {
 				o->failed = 1;
-				return;
+				return -1;
 			}
 			o->pending = t;
 			o->cap_pending = cap;
@@ -90,6 +90,7 @@ static void sink(void *arg, const struct rm_report *r)
 		if (o->n_pending >= 512)
 			ipfix_flush(o);
 	}
+	return 0;
 }
 
 static void usage(FILE *f)

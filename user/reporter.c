@@ -70,10 +70,14 @@ void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, c
 	rep.repeated = s->repeated;
 	rep.requests = s->requests;
 	rep.unclassified_late = s->unclassified_late;
+	if (r->sink(r->sink_arg, &rep)) {
+		rm_ids_unassign(r->ids, key, s->epoch_gen, final, rep.epoch_id, rep.report_id);
+		r->not_serialized++;
+		return;
+	}
 	r->reports++;
 	if (final)
 		r->final_reports++;
-	r->sink(r->sink_arg, &rep);
 
 	/* Impending report-ID exhaustion (seed 000: the ID MUST NOT wrap): when
 	 * only the final's ID is left, close the epoch now, under its lock. */

@@ -18,7 +18,8 @@
 #include "meter.h"
 #include "rocemeter/report.h"
 
-typedef void (*rm_report_sink)(void *arg, const struct rm_report *r);
+/* Takes one report: returns 0, or -1 if it was not serialized (its IDs are given back). */
+typedef int (*rm_report_sink)(void *arg, const struct rm_report *r);
 
 struct rm_reporter {
 	struct rm_meter *meter;
@@ -32,6 +33,7 @@ struct rm_reporter {
 	uint64_t reports;         /* reports handed to the sink */
 	uint64_t final_reports;
 	uint64_t id_exhausted;    /* reports not made: an ID would wrap */
+	uint64_t not_serialized;  /* reports the sink refused (IDs given back) */
 };
 
 /* 0, or -1 if out of memory. */
