@@ -124,14 +124,14 @@ enum rm_seq_result {
 };
 
 /* ------------------------------------------------------------------ */
-/* Loops: the verifier needs the open-coded iterator for 65537 rounds.  */
+/* Loops: open-coded iterators, verified once per body, not per round.  */
 
 #ifdef __bpf__
 extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __attribute__((weak, section(".ksyms")));
 extern int *bpf_iter_num_next(struct bpf_iter_num *it) __attribute__((weak, section(".ksyms")));
 extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __attribute__((weak, section(".ksyms")));
 
-/* for (i = 0; i < n; i++) with n <= RM_WINDOW_WORDS_MAX + 1 */
+/* for (i = 0; i < n; i++); the body may break */
 #define RM_FOR(i, n)                                                                       \
 	for (struct bpf_iter_num ___it __attribute__((aligned(8), cleanup(bpf_iter_num_destroy))), \
 	     *___p __attribute__((unused)) =                                                   \
@@ -416,7 +416,9 @@ static __always_inline int rm_seq_start(struct rm_seq_state *st, __u64 *win, __u
  *           keeps its own W (rdmaSequenceWindow is constant in an epoch)
  *   closed  receives the final snapshot when RM_SEQ_RESTARTED is returned
  * Returns an enum rm_seq_result, or a negative value if the arguments are
- * inconsistent (window larger than the ring), in which case nothing changed.
+ * inconsistent: a window larger than the ring (checked first: nothing
+ * changed), or a ring index out of range, which consistent arguments never
+ * produce (the checks exist for the verifier).
  */
 static __always_inline int rm_seq_observe(struct rm_seq_state *st, __u64 *win, __u32 nwords, __u32 window,
 					  __u32 psn, __u64 now, struct rm_seq_counters *closed)
