@@ -363,6 +363,45 @@ static void test_stale(void **state)
 	fx_free(f);
 }
 
+/*
+ * Seed 000: "A smaller report ID is stale and MUST NOT modify already
+ * published values" - also when the stale record breaks a record-level rule
+ * on its own (closure reason in a non-final record, broken arithmetic): the
+ * epoch keeps its state and outcome, open or complete.
+ */
+static void test_stale_invalid_changes_nothing(void **state)
+{
+	struct fx *f = fx_new(4, 16, 0);
+	struct rm_report r1 = rep(5, 1), r2 = grow(r1, 2), r3 = grow(r2, 3);
+	struct rm_report bad1 = r1, bad2 = r2;
+
+	bad1.flags |= RM_FLAG_SERIAL_DISCONTINUITY; /* reason bit without finalEpoch */
+	bad2.skipped += 7;                          /* skipped != filled + expired + abandoned + pending */
+	assert_int_equal(feed(f, 0, &r1), RM_V_ACCEPTED);
+	assert_int_equal(feed(f, 0, &r3), RM_V_ACCEPTED);
+	assert_int_equal(feed(f, 0, &bad2), RM_V_STALE);
+	assert_int_equal(feed(f, 0, &bad1), RM_V_STALE);
+	struct rm_epoch *e = rm_rules_find(f->s, 0, 5);
+	assert_int_equal(e->state, RM_EPOCH_OPEN);
+	assert_int_equal(e->outcome, RM_OUTCOME_OPEN);
+	assert_int_equal(e->key.report_id, 3);
+	assert_int_equal(e->key.requests, r3.requests);
+	assert_int_equal(e->stale, 2);
+	fx_free(f);
+
+	/* After an accepted final record the outcome stays complete. */
+	f = fx_new(4, 16, 0);
+	struct rm_report r2f = finalize(grow(r1, 2), 2);
+	assert_int_equal(feed(f, 0, &r1), RM_V_ACCEPTED);
+	assert_int_equal(feed(f, 0, &r2f), RM_V_ACCEPTED);
+	assert_int_equal(feed(f, 0, &bad1), RM_V_STALE);
+	e = rm_rules_find(f->s, 0, 5);
+	assert_int_equal(e->state, RM_EPOCH_FINAL);
+	assert_int_equal(e->outcome, RM_OUTCOME_COMPLETE);
+	fx_free(f);
+	assert_int_equal(retired[0].outcome, RM_OUTCOME_COMPLETE);
+}
+
 static void test_decrease_and_immutables(void **state)
 {
 	static const struct {
@@ -650,6 +689,7 @@ int main(void)
 		cmocka_unit_test(test_first_id_above_one),
 		cmocka_unit_test(test_repeat_and_conflict),
 		cmocka_unit_test(test_stale),
+		cmocka_unit_test(test_stale_invalid_changes_nothing),
 		cmocka_unit_test(test_decrease_and_immutables),
 		cmocka_unit_test(test_after_final),
 		cmocka_unit_test(test_unsupported_flags),

@@ -470,6 +470,9 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 			rm_errf(why, whylen, "epoch %" PRIu64 " is invalid already", r->epoch_id);
 			return RM_V_AFTER_INVALID;
 		}
+		/* A smaller report ID is stale and changes nothing, even when it breaks a record rule. */
+		if (e->n_accepted > 0 && r->report_id < e->key.report_id)
+			return order(e, r, why, whylen);
 		if (chk < 0) {
 			char b[300];
 
