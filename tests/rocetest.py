@@ -151,9 +151,11 @@ class Frame:
 T0 = 1_700_000_000 * 10**9  # a capture start time, UNIX ns
 
 
-def write_pcap(path, frames, linktype=1):
-    """frames: iterable of Frame. Nanosecond pcap (libpcap >= 1.5 reads it)."""
-    w = PcapWriter(path, linktype=linktype, nano=True, sync=True)
+def write_pcap(path, frames, linktype=1, snaplen=65535):
+    """frames: iterable of Frame. Nanosecond pcap (libpcap >= 1.5 reads it).
+    snaplen: the file header's snap length (262144 lets a frame of more than
+    64 KiB in whole, as tcpdump writes GRO/GSO frames)."""
+    w = PcapWriter(path, linktype=linktype, nano=True, sync=True, snaplen=snaplen)
     w.write_header(None)
     for f in frames:
         w.write_packet(f.data, sec=f.ts_ns // 10**9, usec=f.ts_ns % 10**9, wirelen=f.wirelen)

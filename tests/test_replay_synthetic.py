@@ -553,6 +553,27 @@ def test_capture_truncation_is_a_capture_discontinuity(encap, tmp_path):
     assert r.reports[1]["requestPacketTotalCount"] == 1
 
 
+@pytest.mark.parametrize("size", [80000, 262144])
+def test_frame_larger_than_test_run_accepts(size, tmp_path):
+    """A capture written with snap length 262144 (tcpdump on a host with
+    GRO/GSO or BIG TCP) holds frames longer than BPF_PROG_TEST_RUN takes in
+    one run (about 72 KiB with fragments). Such a frame is not a request
+    (an IPv4/UDP length cannot describe it); replay must go on with the
+    frames after it, not stop with an error: one epoch of PSNs 1, 2, 3."""
+    c = Cap((4, ())).reqs([1, 2])
+    big = b"\x02" * 12 + b"\x88\xcc" + b"\x11" * (size - 14)  # LLDP EtherType: not IP
+    c.items.append((Frame(big, t.T0 + 3 * MS), None, "not_rocev2"))
+    c.ms = 3
+    c.req(3)
+    path = str(tmp_path / "big.pcap")
+    t.write_pcap(path, [f for f, _, _ in c.items], snaplen=262144)
+    r = t.run_replay(path, tmp_path, "-a")
+    assert r.rc == 0, r.stderr
+    assert len(r.reports) == 1
+    assert_report(r.reports[0], requests=3, flags=FINAL | GEN, window=1024)
+    assert r.stats["frames"] == 4 and r.stats["not_rocev2"] == 1 and r.stats["frames_truncated_by_capture"] == 0
+
+
 # --------------------------------------------------------------------------
 # Idle expiration ([meter] idle_timeout_ms).
 

@@ -149,9 +149,20 @@ int rm_meter_ctl(struct rm_meter *m, struct rm_ctl *c)
 	return 0;
 }
 
+/*
+ * BPF_PROG_TEST_RUN takes an XDP frame of at most one page plus
+ * MAX_SKB_FRAGS (17) pages of fragments, about 72 KiB; a longer one fails
+ * with ENOMEM. Captures hold longer frames (GRO/GSO, BIG TCP). The program
+ * reads headers only from the linear part (the first page) and takes every
+ * length from the wire length (rm_cfg.replay_wire_len), so running the
+ * first 64 KiB of a longer frame gives the same verdict and the same state.
+ */
+#define RM_REPLAY_RUN_MAX 65536u
+
 int rm_meter_replay_frame(struct rm_meter *m, const void *frame, uint32_t caplen, uint32_t wirelen, uint64_t ts_ns)
 {
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = caplen, .repeat = 1);
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame,
+		    .data_size_in = caplen < RM_REPLAY_RUN_MAX ? caplen : RM_REPLAY_RUN_MAX, .repeat = 1);
 
 	m->skel->data->rm_cfg.replay_now_ns = ts_ns;
 	m->skel->data->rm_cfg.replay_wire_len = wirelen;
