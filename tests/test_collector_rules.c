@@ -500,6 +500,39 @@ static void test_unsupported_flags(void **state)
 	fx_free(f);
 }
 
+/*
+ * Unknown flag bits do not suspend the report-ID rules (seed 000): different
+ * decoded content for the latest report ID invalidates the epoch, and after
+ * an accepted final record an extending record invalidates it. The raw
+ * record is kept either way (INVALID keeps raw); no measurement is taken.
+ */
+static void test_unsupported_conflict_or_extension(void **state)
+{
+	struct fx *f = fx_new(4, 16, 0);
+	struct rm_report r1 = rep(5, 1), r2 = grow(r1, 2), r1u = r1;
+
+	r1u.flags |= 0x0200;
+	assert_int_equal(feed(f, 0, &r1), RM_V_ACCEPTED);
+	assert_int_equal(feed(f, 0, &r1u), RM_V_INVALID);
+	assert_true(rm_verdict_keeps_raw(RM_V_INVALID));
+	struct rm_epoch *e = rm_rules_find(f->s, 0, 5);
+	assert_int_equal(e->outcome, RM_OUTCOME_INVALID);
+	assert_int_equal(e->key.report_id, 1);
+	assert_int_equal(e->key.requests, r1.requests);
+	fx_free(f);
+
+	f = fx_new(4, 16, 0);
+	struct rm_report r2f = finalize(r2, 2), r3u = grow(r2, 3);
+	r3u.flags |= 0x0400;
+	assert_int_equal(feed(f, 0, &r1), RM_V_ACCEPTED);
+	assert_int_equal(feed(f, 0, &r2f), RM_V_ACCEPTED);
+	assert_int_equal(feed(f, 0, &r3u), RM_V_INVALID);
+	e = rm_rules_find(f->s, 0, 5);
+	assert_int_equal(e->outcome, RM_OUTCOME_INVALID);
+	assert_int_equal(e->key.report_id, 2);
+	fx_free(f);
+}
+
 static void test_invalid_first_record(void **state)
 {
 	struct fx *f = fx_new(4, 16, 0);
@@ -693,6 +726,7 @@ int main(void)
 		cmocka_unit_test(test_decrease_and_immutables),
 		cmocka_unit_test(test_after_final),
 		cmocka_unit_test(test_unsupported_flags),
+		cmocka_unit_test(test_unsupported_conflict_or_extension),
 		cmocka_unit_test(test_invalid_first_record),
 		cmocka_unit_test(test_key_identity),
 		cmocka_unit_test(test_high_water_orphans),

@@ -458,6 +458,20 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 			return RM_V_KEY_CONFLICT;
 		}
 		touch(e, now_ms);
+		if (chk > 0 && e->n_accepted > 0 && e->state != RM_EPOCH_INVALID &&
+		    (r->report_id == e->key.report_id ||
+		     (e->state == RM_EPOCH_FINAL && r->report_id > e->key.report_id))) {
+			/* Unknown flags do not suspend the report-ID rules: a conflict or an extension after the final. */
+			char b[300];
+
+			snprintf(b, sizeof(b), "report %" PRIu64 " (unknown flag bits 0x%04x) %s", r->report_id,
+				 r->flags & ~RM_FLAG_DEFINED_MASK,
+				 r->report_id == e->key.report_id ? "received again with different content"
+								  : "extends the epoch after its final report");
+			invalidate(e, b);
+			rm_errf(why, whylen, "%s", b);
+			return RM_V_INVALID;
+		}
 		if (chk > 0) {
 			e->unsupported++;
 			mark_dirty(e);
