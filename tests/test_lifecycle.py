@@ -271,7 +271,7 @@ class Daemon:
     """build/rocemeter attach DEV --config CONF --json, stdout and stderr read
     by threads; reports land in a queue."""
 
-    def __init__(self, dev, conf, tmp_path, notify=None, prefix=()):
+    def __init__(self, dev, conf, tmp_path, notify=None, prefix=(), args=()):
         self.dev = dev
         self.env = dict(os.environ, ROCEMETER_RUNDIR=str(tmp_path / "run"))
         if notify:
@@ -280,7 +280,8 @@ class Daemon:
         self.all = []                 # every report, in output order
         self.log = []
         self.log_cv = threading.Condition()
-        self.proc = subprocess.Popen(list(prefix) + [ROCEMETER, "attach", dev, "--config", conf, "--json"],
+        self.proc = subprocess.Popen(list(prefix) + [ROCEMETER, "attach", dev, "--config", conf, "--json"]
+                                     + [str(a) for a in args],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env)
         self.threads = [threading.Thread(target=self._out, daemon=True),
                         threading.Thread(target=self._err, daemon=True)]
@@ -381,10 +382,10 @@ def daemons():
         d.kill()
 
 
-def start(daemons, veth, conf, tmp_path, notify=None, prefix=()):
+def start(daemons, veth, conf, tmp_path, notify=None, prefix=(), args=()):
     (tmp_path / "run").mkdir(exist_ok=True)
     os.environ["ROCEMETER_RUNDIR"] = str(tmp_path / "run")  # for `rocemeter status` / detach
-    d = Daemon(veth.dev, conf, tmp_path, notify=notify, prefix=prefix)
+    d = Daemon(veth.dev, conf, tmp_path, notify=notify, prefix=prefix, args=args)
     daemons.append(d)
     d.wait_ready()
     return d
@@ -539,6 +540,35 @@ def test_live_reload_unprovisioned_connection_stops_metering(veth, daemons, tmp_
     rc, rest = d.stop()
     assert rc == 0
     assert rest == [], rest
+    notify.close()
+
+
+def test_live_reload_keeps_command_line_overrides(veth, daemons, tmp_path):
+    """attach --help: --window and --provision-all override the config
+    file. A SIGHUP reload re-reads the file; the overrides given on the
+    command line still hold afterwards. Here the file provisions nothing
+    (no [provision] line) and says W = 64; the command line says W = 128
+    and --provision-all. After the reload (which closes the open epoch), the
+    connection is still metered, and its new epoch has W = 128."""
+    path = tmp_path / "m.conf"
+    conf = write_conf(path, window=64, connections=())
+    notify = Notify(tmp_path / "notify.sock")
+    d = start(daemons, veth, conf, tmp_path, notify=notify, args=("--window", "128", "--provision-all"))
+    assert notify.next() == ["READY=1"]
+    veth.send(tmp_path, [frame(1), frame(2)])
+    d.wait_stat("eligible_requests", 2)
+    d.proc.send_signal(signal.SIGHUP)
+    assert notify.next() == ["RELOADING=1"]
+    assert notify.next() == ["READY=1"]
+    r = d.report()
+    assert counters(r) == expect(FINAL | GU, 128, 2)
+    veth.send(tmp_path, [frame(3), frame(5)])  # a fresh epoch: S = H = 3, then 5 skips 4
+    m = wait_requests(d, 4)
+    assert m["eligible_requests"] == 4 and m["disabled_requests"] == 0, m
+    rc, rest = d.stop()
+    assert rc == 0
+    assert len(rest) == 1, rest
+    assert counters(rest[0]) == expect(FINAL | GU, 128, 2, skipped=1, abandoned=1)
     notify.close()
 
 

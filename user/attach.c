@@ -96,6 +96,10 @@ struct daemon {
 	struct ring_buffer *rb;
 	struct rm_observe obs;
 	uint64_t table_full_seen;
+	/* Command-line overrides of the config file, applied again on reload
+	 * (-1: not given). */
+	long long opt_window, opt_interval;
+	int opt_provision_all;
 	int link_fd;
 	int keep_pins;
 	int flowlabel;
@@ -211,6 +215,13 @@ static void reload(struct daemon *d)
 		log_msg("reload refused, keeping the running configuration: %s", err);
 		goto done;
 	}
+	/* What the command line said still overrides the file. */
+	if (d->opt_window > 0)
+		nc.meter.window = (uint32_t)d->opt_window;
+	if (d->opt_provision_all)
+		nc.meter.provision_all = 1;
+	if (d->opt_interval >= 0)
+		nc.export.report_interval_ms = (uint64_t)d->opt_interval;
 	if (nc.meter.window > d->meter.window_words * 64) {
 		log_msg("reload refused: window %u needs a larger ring than at attach (%u); restart the service",
 			nc.meter.window, d->meter.window_words * 64);
@@ -415,6 +426,9 @@ static int cmd_attach(int argc, char **argv)
 		d.cfg.meter.provision_all = 1;
 	if (interval >= 0)
 		d.cfg.export.report_interval_ms = (uint64_t)interval;
+	d.opt_window = window;
+	d.opt_provision_all = provision_all;
+	d.opt_interval = interval;
 	if (!d.cfg.meter.observation_point_id)
 		d.cfg.meter.observation_point_id = (uint64_t)d.ifindex;
 
