@@ -315,6 +315,26 @@ def test_gap_and_missing_initial(collector):
     assert "missing initial reports 1..2" in e["reason"]
 
 
+def test_unsigned64_above_2_63_reported(collector):
+    """unsigned64 IEs (seed 000: epoch ID, report ID, observationPointId, total counters) keep
+    their value in `rocemeter report` above 2^63 (SQLite integers are signed)."""
+    big = 2**64 - 2
+    r1 = report(epoch=big, rid=2**63 + 1, obs=2**63 + 7, requests=2**63 + 5)
+    send_session(collector, templates_msg(), data_msg(r1, later(r1, 2**63 + 2, final=True)))
+    collector.wait_ended(1)
+    p = subprocess.run([BIN, "report", "--db", collector.db, "--json"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    j = json.loads(p.stdout.splitlines()[0])
+    assert j["epoch_id"] == big
+    assert j["key"]["observation_point_id"] == 2**63 + 7
+    assert j["observed"]["requests"] == 2**63 + 5 + 2
+    assert (j["coverage"]["first_report_id"], j["coverage"]["last_report_id"]) == (2**63 + 1, 2**63 + 2)
+    assert j["coverage"]["missing_initial"] == 2**63
+    t = subprocess.run([BIN, "report", "--db", collector.db], capture_output=True, text=True).stdout
+    assert f"epoch {big}:" in t and f"observation point {2**63 + 7}," in t
+    assert f"{2**63 + 7} requests" in t
+
+
 def test_split_across_reads(collector):
     """One Message in 7-octet TLS records, sent one after the other."""
     r1 = report(epoch=2, rid=1)

@@ -70,7 +70,8 @@ static const char epoch_sql[] =
 	" reason, first_seen_ms, last_seen_ms, retired_ms FROM epochs"
 	" WHERE ?1 IS NULL OR outcome = ?1 ORDER BY id";
 
-#define I64(q, c) ((long long)sqlite3_column_int64(q, c))
+/* Every stored integer is unsigned (IPFIX unsigned64 kept in SQLite's signed int64 with the same bits). */
+#define I64(q, c) ((unsigned long long)sqlite3_column_int64(q, c))
 #define TXT(q, c) ((const char *)sqlite3_column_text(q, c))
 #define ISNULL(q, c) (sqlite3_column_type(q, c) == SQLITE_NULL)
 
@@ -79,21 +80,21 @@ static void epoch_text(FILE *f, sqlite3_stmt *q)
 	char fl[160];
 	int meas = !ISNULL(q, C_REQ);
 
-	fprintf(f, "session %lld domain %lld epoch %lld: %s", I64(q, C_SESSION), I64(q, C_DOMAIN), I64(q, C_EPOCH),
+	fprintf(f, "session %llu domain %llu epoch %llu: %s", I64(q, C_SESSION), I64(q, C_DOMAIN), I64(q, C_EPOCH),
 		TXT(q, C_OUTCOME));
 	if (!strcmp(TXT(q, C_OUTCOME), "open") || ISNULL(q, C_RETIRED))
 		fprintf(f, " (%s, retained)", TXT(q, C_STATE));
 	if (TXT(q, C_REASON) && TXT(q, C_REASON)[0])
 		fprintf(f, " (%s)", TXT(q, C_REASON));
-	fprintf(f, " | key: observation point %lld, %s -> %s, dest QP 0x%06llx, P_Key 0x%04llx", I64(q, C_OBS),
+	fprintf(f, " | key: observation point %llu, %s -> %s, dest QP 0x%06llx, P_Key 0x%04llx", I64(q, C_OBS),
 		TXT(q, C_SRC), TXT(q, C_DST), I64(q, C_QP), I64(q, C_PKEY));
 	if (I64(q, C_HAS_VLAN))
-		fprintf(f, ", VLAN %lld/%lld", I64(q, C_VLAN0), I64(q, C_VLAN1));
+		fprintf(f, ", VLAN %llu/%llu", I64(q, C_VLAN0), I64(q, C_VLAN1));
 	if (meas) {
 		fprintf(f,
-			" | observed: %lld requests; %lld skipped positions (%lld filled later, %lld expired, "
-			"%lld abandoned at closure, %lld pending); %lld repeated PSNs; %lld unclassified late "
-			"requests; W %lld; flow %lld..%lld ms",
+			" | observed: %llu requests; %llu skipped positions (%llu filled later, %llu expired, "
+			"%llu abandoned at closure, %llu pending); %llu repeated PSNs; %llu unclassified late "
+			"requests; W %llu; flow %llu..%llu ms",
 			I64(q, C_REQ), I64(q, C_SKIP), I64(q, C_FILL), I64(q, C_EXP), I64(q, C_ABAN), I64(q, C_PEND),
 			I64(q, C_REP), I64(q, C_LATE), I64(q, C_WINDOW), I64(q, C_START), I64(q, C_END));
 	} else {
@@ -102,15 +103,15 @@ static void epoch_text(FILE *f, sqlite3_stmt *q)
 	flag_text((unsigned)I64(q, C_FLAGS_SEEN), fl, sizeof(fl));
 	fprintf(f, " | qualifications: %s", fl);
 	if (I64(q, C_UNSUP))
-		fprintf(f, ", %lld records with unsupported qualifications (kept raw, not used)", I64(q, C_UNSUP));
+		fprintf(f, ", %llu records with unsupported qualifications (kept raw, not used)", I64(q, C_UNSUP));
 	if (I64(q, C_ACCEPTED))
-		fprintf(f, " | report coverage: reports %lld..%lld, %lld accepted, %lld missing (%lld initial) in %lld gaps",
+		fprintf(f, " | report coverage: reports %llu..%llu, %llu accepted, %llu missing (%llu initial) in %llu gaps",
 			I64(q, C_FIRST), I64(q, C_LAST), I64(q, C_ACCEPTED), I64(q, C_MISSING), I64(q, C_MISS_INIT),
 			I64(q, C_GAPS));
 	else
 		fprintf(f, " | report coverage: none");
 	if (I64(q, C_REPEATS) || I64(q, C_STALE) || I64(q, C_IGNORED))
-		fprintf(f, "; ignored: %lld identical repeats, %lld stale, %lld after invalidation", I64(q, C_REPEATS),
+		fprintf(f, "; ignored: %llu identical repeats, %llu stale, %llu after invalidation", I64(q, C_REPEATS),
 			I64(q, C_STALE), I64(q, C_IGNORED));
 	fputc('\n', f);
 }
@@ -120,28 +121,28 @@ static void epoch_json(FILE *f, sqlite3_stmt *q)
 	unsigned flags = (unsigned)I64(q, C_FLAGS_SEEN);
 	int first = 1;
 
-	fprintf(f, "{\"session\":%lld,\"domain\":%lld,\"epoch_id\":%lld,\"outcome\":", I64(q, C_SESSION),
+	fprintf(f, "{\"session\":%llu,\"domain\":%llu,\"epoch_id\":%llu,\"outcome\":", I64(q, C_SESSION),
 		I64(q, C_DOMAIN), I64(q, C_EPOCH));
 	json_str(f, TXT(q, C_OUTCOME));
 	fprintf(f, ",\"state\":");
 	json_str(f, TXT(q, C_STATE));
 	fprintf(f, ",\"retained\":%s,\"reason\":", ISNULL(q, C_RETIRED) ? "true" : "false");
 	json_str(f, TXT(q, C_REASON));
-	fprintf(f, ",\"key\":{\"observation_point_id\":%lld,\"src\":", I64(q, C_OBS));
+	fprintf(f, ",\"key\":{\"observation_point_id\":%llu,\"src\":", I64(q, C_OBS));
 	json_str(f, TXT(q, C_SRC));
 	fprintf(f, ",\"dst\":");
 	json_str(f, TXT(q, C_DST));
-	fprintf(f, ",\"dest_qp\":%lld,\"pkey\":%lld,\"vlan\":", I64(q, C_QP), I64(q, C_PKEY));
+	fprintf(f, ",\"dest_qp\":%llu,\"pkey\":%llu,\"vlan\":", I64(q, C_QP), I64(q, C_PKEY));
 	if (I64(q, C_HAS_VLAN))
-		fprintf(f, "[%lld,%lld]}", I64(q, C_VLAN0), I64(q, C_VLAN1));
+		fprintf(f, "[%llu,%llu]}", I64(q, C_VLAN0), I64(q, C_VLAN1));
 	else
 		fprintf(f, "null}");
 	if (!ISNULL(q, C_REQ))
 		fprintf(f,
-			",\"observed\":{\"requests\":%lld,\"skipped_positions\":%lld,\"filled_positions\":%lld,"
-			"\"expired_positions\":%lld,\"abandoned_positions\":%lld,\"pending_positions\":%lld,"
-			"\"repeated_psns\":%lld,\"unclassified_late_requests\":%lld,\"window\":%lld,"
-			"\"flow_start_ms\":%lld,\"flow_end_ms\":%lld}",
+			",\"observed\":{\"requests\":%llu,\"skipped_positions\":%llu,\"filled_positions\":%llu,"
+			"\"expired_positions\":%llu,\"abandoned_positions\":%llu,\"pending_positions\":%llu,"
+			"\"repeated_psns\":%llu,\"unclassified_late_requests\":%llu,\"window\":%llu,"
+			"\"flow_start_ms\":%llu,\"flow_end_ms\":%llu}",
 			I64(q, C_REQ), I64(q, C_SKIP), I64(q, C_FILL), I64(q, C_EXP), I64(q, C_ABAN), I64(q, C_PEND),
 			I64(q, C_REP), I64(q, C_LATE), I64(q, C_WINDOW), I64(q, C_START), I64(q, C_END));
 	else
@@ -152,20 +153,20 @@ static void epoch_json(FILE *f, sqlite3_stmt *q)
 			fprintf(f, "%s\"%s\"", first ? "" : ",", flag_names[i]);
 			first = 0;
 		}
-	fprintf(f, "],\"unknown_bits\":%u,\"unsupported_records\":%lld}", flags & ~RM_FLAG_DEFINED_MASK,
+	fprintf(f, "],\"unknown_bits\":%u,\"unsupported_records\":%llu}", flags & ~RM_FLAG_DEFINED_MASK,
 		I64(q, C_UNSUP));
 	fprintf(f,
-		",\"coverage\":{\"first_report_id\":%lld,\"last_report_id\":%lld,\"accepted\":%lld,"
-		"\"missing_initial\":%lld,\"missing_reports\":%lld,\"gaps\":%lld,\"identical_repeats\":%lld,"
-		"\"stale\":%lld,\"ignored_after_invalid\":%lld}",
+		",\"coverage\":{\"first_report_id\":%llu,\"last_report_id\":%llu,\"accepted\":%llu,"
+		"\"missing_initial\":%llu,\"missing_reports\":%llu,\"gaps\":%llu,\"identical_repeats\":%llu,"
+		"\"stale\":%llu,\"ignored_after_invalid\":%llu}",
 		I64(q, C_FIRST), I64(q, C_LAST), I64(q, C_ACCEPTED), I64(q, C_MISS_INIT), I64(q, C_MISSING),
 		I64(q, C_GAPS), I64(q, C_REPEATS), I64(q, C_STALE), I64(q, C_IGNORED));
-	fprintf(f, ",\"first_seen_ms\":%lld,\"last_seen_ms\":%lld,\"retired_ms\":", I64(q, C_FIRST_SEEN),
+	fprintf(f, ",\"first_seen_ms\":%llu,\"last_seen_ms\":%llu,\"retired_ms\":", I64(q, C_FIRST_SEEN),
 		I64(q, C_LAST_SEEN));
 	if (ISNULL(q, C_RETIRED))
 		fprintf(f, "null}\n");
 	else
-		fprintf(f, "%lld}\n", I64(q, C_RETIRED));
+		fprintf(f, "%llu}\n", I64(q, C_RETIRED));
 }
 
 static int show_limits(sqlite3 *db, int json)
@@ -187,19 +188,19 @@ static int show_limits(sqlite3 *db, int json)
 		return RM_EXIT_FAIL;
 	}
 	if (json) {
-		printf("{\"run\":%lld,\"started_ms\":%lld,\"listen\":", I64(q, 0), I64(q, 1));
+		printf("{\"run\":%llu,\"started_ms\":%llu,\"listen\":", I64(q, 0), I64(q, 1));
 		json_str(stdout, TXT(q, 3));
 		printf(",\"transport\":");
 		json_str(stdout, TXT(q, 4));
-		printf(",\"limits\":{\"max_sessions\":%lld,\"max_epochs_per_session\":%lld,\"max_raw_records\":%lld,"
-		       "\"inactivity_timeout_ms\":%lld},\"pen\":%lld,\"raw_records_stored\":%lld,\"drops\":{",
+		printf(",\"limits\":{\"max_sessions\":%llu,\"max_epochs_per_session\":%llu,\"max_raw_records\":%llu,"
+		       "\"inactivity_timeout_ms\":%llu},\"pen\":%llu,\"raw_records_stored\":%llu,\"drops\":{",
 		       I64(q, 5), I64(q, 6), I64(q, 7), I64(q, 8), I64(q, 9), I64(q, 10));
 	} else {
-		printf("collector run %lld (%s on %s, PEN %lld)\n", I64(q, 0), TXT(q, 4), TXT(q, 3), I64(q, 9));
-		printf("  max_sessions          %lld open Transport Sessions\n", I64(q, 5));
-		printf("  max_epochs            %lld retained epochs per session\n", I64(q, 6));
-		printf("  max_raw_records       %lld raw records (%lld stored)\n", I64(q, 7), I64(q, 10));
-		printf("  inactivity_timeout_ms %lld%s\n", I64(q, 8), I64(q, 8) ? "" : " (never)");
+		printf("collector run %llu (%s on %s, PEN %llu)\n", I64(q, 0), TXT(q, 4), TXT(q, 3), I64(q, 9));
+		printf("  max_sessions          %llu open Transport Sessions\n", I64(q, 5));
+		printf("  max_epochs            %llu retained epochs per session\n", I64(q, 6));
+		printf("  max_raw_records       %llu raw records (%llu stored)\n", I64(q, 7), I64(q, 10));
+		printf("  inactivity_timeout_ms %llu%s\n", I64(q, 8), I64(q, 8) ? "" : " (never)");
 		printf("collector resource drops (refusals by these limits, not network loss):\n");
 	}
 	sqlite3_finalize(q);
@@ -214,9 +215,9 @@ static int show_limits(sqlite3 *db, int json)
 		if (json) {
 			printf("%s", n ? "," : "");
 			json_str(stdout, TXT(q, 0));
-			printf(":%lld", I64(q, 1));
+			printf(":%llu", I64(q, 1));
 		} else {
-			printf("  %-21s %lld\n", TXT(q, 0), I64(q, 1));
+			printf("  %-21s %llu\n", TXT(q, 0), I64(q, 1));
 		}
 		n++;
 	}

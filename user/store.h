@@ -23,7 +23,9 @@
  *               max_raw_records rows in the database
  *   drops       collector resource drops, one row per session and kind
  *               with a count (never network loss)
- * All times are UNIX milliseconds.
+ * All times are UNIX milliseconds. IPFIX unsigned64 values (IDs, counters)
+ * are stored as SQLite's signed 64-bit integers with the same bits: read
+ * them back as unsigned (values above 2^63 - 1 look negative in SQL).
  */
 #ifndef ROCEMETER_STORE_H
 #define ROCEMETER_STORE_H
