@@ -585,6 +585,11 @@ static int cmd_attach(int argc, char **argv)
 
 	sd_notify(0, "STOPPING=1");
 	log_msg("stopping: final reports for every open epoch");
+	/* Detach first: a request that arrived after its epoch's closure below
+	 * would start an epoch that nobody reports (no request counted in an
+	 * epoch without a final report). */
+	close(d.link_fd);
+	d.link_fd = -1;
 	close_all(&d, 0);
 	ret = RM_EXIT_OK;
 out:
