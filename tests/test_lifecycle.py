@@ -823,3 +823,21 @@ def test_live_eviction_state_exhaustion(veth, daemons, tmp_path):
     assert set(by_qp) == {QP2, qp3}, rest
     assert counters(by_qp[QP2]) == expect(FINAL | GU, 1024, 1)
     assert counters(by_qp[qp3]) == expect(FINAL | GU, 1024, 1)
+
+
+def test_live_stack_drops_are_no_capture_discontinuity(veth, daemons, tmp_path):
+    """Frames that XDP saw and the stack then dropped (no protocol handler:
+    LLDP, RoCEv1) raise rx_dropped but lose nothing: the open epoch goes on
+    (one epoch, no captureDiscontinuity) unless rx_dropped_is_loss = yes."""
+    lldp = rt.Frame(bytes.fromhex("0180c200000e" "020000000001" "88cc") + bytes(46), 0)
+    rocev1 = rt.Frame(bytes.fromhex("020000000002" "020000000001" "8915") + bytes(46), 0)
+    conf = write_conf(tmp_path / "m.conf")
+    d = start(daemons, veth, conf, tmp_path)
+    veth.send(tmp_path, [frame(1), lldp, rocev1, frame(2)])
+    d.wait_stat("eligible_requests", 2)
+    time.sleep(2.5)  # two observation polls
+    rc, rest = d.stop()
+    assert rc == 0
+    assert len(rest) == 1, rest
+    assert counters(rest[0]) == expect(FINAL | GU, 1024, 2)
+    assert not any("capture discontinuity" in line for line in d.log), d.log

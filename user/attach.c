@@ -187,6 +187,11 @@ static int check_observation(struct daemon *d)
 	rm_observe_describe(bits, why, sizeof(why));
 	log_msg("capture discontinuity (%s): closing every open epoch with captureDiscontinuity", why);
 	close_all(d, RM_FLAG_CAPTURE_DISCONTINUITY);
+	if (bits & RM_OBS_RINGBUF) {
+		/* Finals were lost: their epochs stay in the ID table; drop them. */
+		ring_buffer__consume(d->rb);
+		rm_ids_forget(d->rep.ids);
+	}
 	if (bits & RM_OBS_LINK_GONE) {
 		log_msg("the XDP program was detached from %s by someone else; stopping", d->ifname);
 		return -1;
@@ -528,7 +533,7 @@ static int cmd_attach(int argc, char **argv)
 		uint64_t st[RM_STAT__COUNT] = { 0 };
 
 		rm_meter_read_stats(d.meter.stats_fd, st);
-		rm_observe_init(&d.obs, d.ifname, d.link_fd, st[RM_STAT_RINGBUF_DROPS]);
+		rm_observe_init(&d.obs, d.ifname, d.link_fd, st[RM_STAT_RINGBUF_DROPS], d.cfg.meter.rx_dropped_is_loss);
 	}
 	sd_notify(0, "READY=1");
 

@@ -240,6 +240,11 @@ static int handler(void *user, const char *section, const char *name, const char
 				return fail(ps, "provision_all: '%s' is not yes or no%s", value, "");
 			return 1;
 		}
+		if (!strcmp(name, "rx_dropped_is_loss")) {
+			if (parse_bool(value, &cfg->meter.rx_dropped_is_loss))
+				return fail(ps, "rx_dropped_is_loss: '%s' is not yes or no%s", value, "");
+			return 1;
+		}
 		if (!strcmp(name, "generation_verified")) {
 			if (parse_bool(value, &cfg->meter.generation_verified))
 				return fail(ps, "generation_verified: '%s' is not yes or no%s", value, "");

@@ -5,7 +5,8 @@
  * unit, default and range is documented in README.md ("Configuration").
  *
  *   [meter]    window, max_contexts, namespace, observation_point_id,
- *              provision_all, idle_timeout_ms, generation_verified
+ *              provision_all, idle_timeout_ms, generation_verified, eviction,
+ *              rx_dropped_is_loss
  *   [provision] one line per provisioned connection:
  *              connection = SRC DST QPN|any PKEY|any
  *   [export]   collector, port, transport (tls|tcp), ca, cert, key,
@@ -53,6 +54,7 @@ struct rm_meter_settings {
 	uint64_t idle_timeout_ms;      /* 0 = never; default 60000 */
 	int generation_verified;       /* default 0: every report sets generationUnverified */
 	int evict;                     /* eviction = none | oldest; default none (refuse, count) */
+	int rx_dropped_is_loss;        /* default 0: rx_dropped rising is no capture discontinuity */
 };
 
 struct rm_export_settings {

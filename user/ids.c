@@ -75,6 +75,11 @@ void rm_ids_reset(struct rm_ids *ids)
 	ids->last_epoch_id = 0;
 }
 
+void rm_ids_forget(struct rm_ids *ids)
+{
+	g_hash_table_remove_all(ids->epochs);
+}
+
 unsigned int rm_ids_count(const struct rm_ids *ids)
 {
 	return g_hash_table_size(ids->epochs);

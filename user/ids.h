@@ -50,6 +50,15 @@ int rm_ids_assign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epo
 void rm_ids_unassign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epoch_gen, int final,
 		     uint64_t epoch_id, uint64_t report_id);
 
+/*
+ * Forget every epoch but keep the last epoch ID (IDs are never reused in the
+ * session). For the moment every epoch has just been closed: what is still
+ * remembered is an epoch whose final report was lost (ring buffer full), and
+ * keeping it could give its IDs to a later epoch of the same context and
+ * generation (contexts restart their generations after an eviction).
+ */
+void rm_ids_forget(struct rm_ids *ids);
+
 /* Epochs currently remembered (open epochs with at least one report). */
 unsigned int rm_ids_count(const struct rm_ids *ids);
 

@@ -16,7 +16,7 @@
  * through getifaddrs() (netlink), not /sys/class/net, which shows the
  * namespace that mounted /sys. Returns 0, or -1 if the interface is gone.
  */
-static int read_link(const char *ifname, uint64_t *lost, int *carrier)
+static int read_link(const char *ifname, int count_rx_dropped, uint64_t *lost, int *carrier)
 {
 	struct ifaddrs *ifa, *a;
 	int found = -1;
@@ -29,7 +29,8 @@ static int read_link(const char *ifname, uint64_t *lost, int *carrier)
 		if (a->ifa_data) {
 			const struct rtnl_link_stats *st = a->ifa_data;
 
-			*lost = (uint64_t)st->rx_dropped + st->rx_missed_errors + st->rx_fifo_errors + st->rx_over_errors;
+			*lost = (uint64_t)st->rx_missed_errors + st->rx_fifo_errors + st->rx_over_errors +
+				(count_rx_dropped ? st->rx_dropped : 0);
 		}
 		*carrier = (a->ifa_flags & IFF_UP) && (a->ifa_flags & IFF_RUNNING);
 		found = 0;
@@ -39,13 +40,15 @@ static int read_link(const char *ifname, uint64_t *lost, int *carrier)
 	return found;
 }
 
-void rm_observe_init(struct rm_observe *o, const char *ifname, int link_fd, uint64_t ringbuf_drops)
+void rm_observe_init(struct rm_observe *o, const char *ifname, int link_fd, uint64_t ringbuf_drops,
+		     int count_rx_dropped)
 {
 	memset(o, 0, sizeof(*o));
 	snprintf(o->ifname, sizeof(o->ifname), "%s", ifname);
 	o->link_fd = link_fd;
+	o->count_rx_dropped = count_rx_dropped;
 	o->carrier = -1;
-	read_link(ifname, &o->rx_lost, &o->carrier);
+	read_link(ifname, count_rx_dropped, &o->rx_lost, &o->carrier);
 	o->ringbuf_drops = ringbuf_drops;
 }
 
@@ -56,7 +59,7 @@ int rm_observe_poll(struct rm_observe *o, uint64_t ringbuf_drops)
 	uint64_t lost = o->rx_lost;
 	int c = 0, bits = 0;
 
-	if (read_link(o->ifname, &lost, &c))
+	if (read_link(o->ifname, o->count_rx_dropped, &lost, &c))
 		c = 0; /* the interface is gone: nothing is observed */
 
 	if (lost > o->rx_lost)

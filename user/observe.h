@@ -16,7 +16,8 @@
 struct rm_observe {
 	char ifname[64];
 	int link_fd;               /* the daemon's XDP link */
-	uint64_t rx_lost;          /* rx_dropped + rx_missed_errors + rx_fifo_errors + rx_over_errors */
+	int count_rx_dropped;      /* also count rx_dropped (see rm_observe_init) */
+	uint64_t rx_lost;          /* rx_missed_errors + rx_fifo_errors + rx_over_errors (+ rx_dropped) */
 	uint64_t ringbuf_drops;
 	int carrier;               /* 1 up, 0 down, -1 unknown */
 };
@@ -27,8 +28,16 @@ struct rm_observe {
 #define RM_OBS_LINK_GONE   0x4 /* our XDP link was detached: the program no longer sees frames */
 #define RM_OBS_RINGBUF     0x8 /* events lost on the ring buffer (a closure may be lost) */
 
-/* Take the first readings. ringbuf_drops: the meter's RM_STAT_RINGBUF_DROPS. */
-void rm_observe_init(struct rm_observe *o, const char *ifname, int link_fd, uint64_t ringbuf_drops);
+/*
+ * Take the first readings. ringbuf_drops: the meter's RM_STAT_RINGBUF_DROPS.
+ * The receive-loss counters are the NIC's and driver's (missed, FIFO,
+ * overrun): frames lost before XDP. rx_dropped also counts frames the stack
+ * dropped after XDP had seen them (no protocol handler: LLDP, RoCEv1, ...),
+ * so it is counted only with count_rx_dropped (config rx_dropped_is_loss),
+ * for drivers that report ring overflows there.
+ */
+void rm_observe_init(struct rm_observe *o, const char *ifname, int link_fd, uint64_t ringbuf_drops,
+		     int count_rx_dropped);
 
 /* Compare with the previous readings; returns RM_OBS_* bits for what changed, 0 if nothing. */
 int rm_observe_poll(struct rm_observe *o, uint64_t ringbuf_drops);
