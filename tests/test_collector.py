@@ -763,3 +763,18 @@ def test_config_file_and_overrides(tmp_path, pki):
         p.wait(timeout=WAIT)
         log.close()
     assert p.returncode == 0
+
+
+def test_template_limit_per_session(collector):
+    """A session may define at most 256 Templates (a finite limit, seed 000);
+    the 257th is rejected, so Data Records for it are those of an unknown
+    Template, while the first Template keeps working."""
+    many = b"".join(template_record(256 + i, V4) for i in range(256))
+    extra = template_record(1000, V4)
+    oset, odata = flow_keys(256, V4)
+    send_session(collector, message(ipfix_set(2, many), oset, odata), message(ipfix_set(2, extra)),
+                 data_msg(report(epoch=1), tid=1000), data_msg(report(epoch=2), tid=256, seq=1))
+    collector.wait_ended(1)
+    assert "already has 256 Templates" in collector.log()
+    assert any("unknown Template 1000" in r["reason"] for r in raw(collector))
+    assert [e["epoch_id"] for e in epochs(collector)] == [2]

@@ -640,6 +640,29 @@ static void test_max_epochs(void **state)
 	fx_free(f);
 }
 
+
+/* A session keeps one high-water ID per Observation Domain for its whole
+ * life, so the number of domains is bounded (seed 000: finite limits): a
+ * record of one domain more is a collector resource drop, counted as such. */
+static void test_max_domains(void **state)
+{
+	struct fx *f = fx_new(4, 1000, 0);
+
+	for (uint32_t dom = 0; dom < RM_RULES_MAX_DOMAINS; dom++) {
+		struct rm_report r = rep(dom + 1, 1);
+
+		assert_int_equal(feed(f, dom, &r), RM_V_ACCEPTED);
+	}
+	struct rm_report extra = rep(1000, 1), again = rep(1, 1);
+
+	assert_int_equal(feed(f, RM_RULES_MAX_DOMAINS, &extra), RM_V_RESOURCE_DROP);
+	assert_int_equal(n_drops, 1);
+	assert_int_equal(drops[0].epoch, 1000);
+	/* The known domains go on as before. */
+	assert_int_equal(feed(f, 0, &again), RM_V_REPEAT);
+	fx_free(f);
+}
+
 static void test_max_sessions(void **state)
 {
 	struct fx *f = fx_new(2, 4, 0);
@@ -731,6 +754,7 @@ int main(void)
 		cmocka_unit_test(test_key_identity),
 		cmocka_unit_test(test_high_water_orphans),
 		cmocka_unit_test(test_max_epochs),
+		cmocka_unit_test(test_max_domains),
 		cmocka_unit_test(test_max_sessions),
 		cmocka_unit_test(test_inactivity),
 		cmocka_unit_test(test_session_end_outcomes),

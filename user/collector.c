@@ -629,9 +629,11 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 		goto out;
 	}
 	logmsg("listening on %s (%s), database %s; limits: max_sessions %u, max_epochs %u per session, "
-	       "max_raw_records %u, inactivity_timeout_ms %" PRIu64 "; PEN %u",
+	       "max_raw_records %u, inactivity_timeout_ms %" PRIu64 ", %u Templates and %u Observation Domains "
+	       "per session; PEN %u",
 	       cs->listen, srv.ctx ? "TLS 1.3, mutual authentication" : "plain TCP", cs->db, cs->max_sessions,
-	       cs->max_epochs, cs->max_raw_records, cs->inactivity_timeout_ms, pen);
+	       cs->max_epochs, cs->max_raw_records, cs->inactivity_timeout_ms, RM_IPFIX_MAX_TEMPLATES,
+	       RM_RULES_MAX_DOMAINS, pen);
 
 	while (!*stop) {
 		size_t n = srv.nconns + 1;

@@ -504,6 +504,12 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 
 	/* Unknown epoch ID: admission against the high-water. */
 	d = g_hash_table_lookup(s->domains, &domain);
+	if (!d && g_hash_table_size(s->domains) >= RM_RULES_MAX_DOMAINS) {
+		rm_errf(why, whylen, "Observation Domain %" PRIu32 ": the session already uses %u domains (collector limit)",
+			domain, RM_RULES_MAX_DOMAINS);
+		s->rules->sink.drop(s->rules->arg, s->id, domain, r->epoch_id, "domain limit");
+		return RM_V_RESOURCE_DROP;
+	}
 	if (!d) {
 		d = calloc(1, sizeof(*d));
 		if (!d) {

@@ -31,6 +31,11 @@
 
 #include "rocemeter/report.h"
 
+/* Observation Domains one Transport Session may use: each keeps an
+ * epoch-admission high-water ID for the whole session, so their number is
+ * bounded; records of a further domain are collector resource drops. */
+#define RM_RULES_MAX_DOMAINS 64
+
 struct rm_rules_limits {
 	uint32_t max_sessions;          /* open Transport Sessions */
 	uint32_t max_epochs;            /* retained epochs per session */

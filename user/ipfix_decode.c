@@ -359,6 +359,12 @@ static void template_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t s
 			}
 			need += (p[need] & 0x80) ? 8 : 4;
 		}
+		if (g_hash_table_size(s->tmpls) >= RM_IPFIX_MAX_TEMPLATES && !lookup(s, domain, tid)) {
+			reject(sink, arg, domain, tid, p, len,
+			       "%sTemplate %u: the session already has %u Templates (collector limit); rest of the set ignored",
+			       options ? "Options " : "", tid, RM_IPFIX_MAX_TEMPLATES);
+			return;
+		}
 		struct tmpl *t = calloc(1, sizeof(*t));
 
 		if (!t || !(t->bytes = malloc(need))) {

@@ -31,6 +31,10 @@
 
 #define RM_IPFIX_HDR_LEN 16
 #define RM_IPFIX_MAX_MSG 65535
+/* Templates (and Options Templates) one Transport Session may define, across
+ * its Observation Domains; a further one is rejected (seed 000: collectors
+ * MUST set finite resource limits). The profile needs 3 per domain. */
+#define RM_IPFIX_MAX_TEMPLATES 256
 
 struct rm_ipfix_session;
 
