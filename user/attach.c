@@ -232,10 +232,17 @@ static void reload(struct daemon *d)
 			nc.meter.window, d->meter.window_words * 64);
 		goto done;
 	}
-	if (nc.meter.namespace_vlan != d->cfg.meter.namespace_vlan || nc.meter.max_contexts != d->cfg.meter.max_contexts) {
-		log_msg("reload: namespace and max_contexts take effect only on restart; keeping the running ones");
+	if (!nc.meter.observation_point_id)
+		nc.meter.observation_point_id = (uint64_t)d->ifindex;
+	if (nc.meter.namespace_vlan != d->cfg.meter.namespace_vlan || nc.meter.max_contexts != d->cfg.meter.max_contexts ||
+	    nc.meter.observation_point_id != d->cfg.meter.observation_point_id ||
+	    nc.meter.rx_dropped_is_loss != d->cfg.meter.rx_dropped_is_loss) {
+		log_msg("reload: namespace, max_contexts, observation_point_id and rx_dropped_is_loss take effect only "
+			"on restart; keeping the running ones");
 		nc.meter.namespace_vlan = d->cfg.meter.namespace_vlan;
 		nc.meter.max_contexts = d->cfg.meter.max_contexts;
+		nc.meter.observation_point_id = d->cfg.meter.observation_point_id;
+		nc.meter.rx_dropped_is_loss = d->cfg.meter.rx_dropped_is_loss;
 	}
 	/* The new policy first, so that any request counted after the closure
 	 * below belongs to an epoch started under it. */
