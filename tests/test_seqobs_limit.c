@@ -18,7 +18,7 @@
 #error "build with -DRM_COUNTER_MAX=200"
 #endif
 
-static __u64 win[4];
+static __u64 win[RM_WINDOW_VALUE_WORDS(1)]; /* one ring word (W = 4), summaries, scratch */
 
 /* requests reaches the limit: the next request closes (finalEpoch alone) and starts afresh. */
 static void requests_limit(void **s)

@@ -19,7 +19,8 @@
  * >= W positions (bit q mod nwords*64 is 1 when retained position q is
  * SEEN, 0 when it is PENDING), then two summary levels: bit j of level 1 is
  * set when ring word j is not zero, bit k of level 2 when level-1 word k is
- * not zero. Invariant: every bit of a position outside [L, H] is zero (a
+ * not zero; then the scratch of a clear (struct rm_window_scratch), which
+ * keeps the context's locked state small. Invariant: every bit of a position outside [L, H] is zero (a
  * window starts zeroed, as BPF array maps do). Positions leaving [L, H] and
  * the retained positions of a closed epoch are cleared as they go, so a
  * forward advance never clears the positions it adds, and counting the
@@ -72,10 +73,12 @@
 
 /* Ring words needed for a window of w positions. */
 #define RM_WINDOW_WORDS(w) (((w) + 63u) / 64u)
-/* Summary words for a ring of nw words, and the whole window value in words. */
+/* Summary words for a ring of nw words, and the whole window value in words:
+ * ring, level 1, level 2, then the scratch of a clear (struct rm_window_scratch). */
 #define RM_SUM1_WORDS(nw) (((nw) + 63u) / 64u)
 #define RM_SUM2_WORDS(nw) ((RM_SUM1_WORDS(nw) + 63u) / 64u)
-#define RM_WINDOW_VALUE_WORDS(nw) ((nw) + RM_SUM1_WORDS(nw) + RM_SUM2_WORDS(nw))
+#define RM_SCRATCH_WORDS 8u
+#define RM_WINDOW_VALUE_WORDS(nw) ((nw) + RM_SUM1_WORDS(nw) + RM_SUM2_WORDS(nw) + RM_SCRATCH_WORDS)
 
 /*
  * The counters of one epoch: exactly what a report carries besides its key
@@ -105,13 +108,6 @@ struct rm_seq_state {
 	struct rm_seq_counters c;
 	__u64 start;  /* S */
 	__u64 high;   /* H */
-	__u64 seen;   /* scratch: SEEN bits counted by rm_window_clear() */
-	__u64 scan1;  /* scratch: level-1 bits still to visit */
-	__u64 scan2;  /* scratch: level-2 bits still to visit */
-	struct {      /* scratch: the run rm_window_clear_run() clears */
-		__u64 abs_s, fw, lw;
-		__u32 s, e, lo_bit, hi_bit;
-	} run;
 	__u8 active;  /* an epoch is open */
 	__u8 _pad[7];
 };
@@ -214,18 +210,39 @@ static __always_inline int rm_window_test(__u64 *win, __u32 nwords, __u64 q)
 }
 
 /*
- * One linear run of ring words [s, e) (s < e <= nwords) of a clear, given
- * in st->run (BPF functions take at most five arguments): ring word s holds
- * absolute word abs_s, s + 1 holds abs_s + 1, and so on. Positions of
- * absolute words fw..lw are cleared, from bit lo_bit of fw to bit hi_bit of lw. Visits only non-zero words, through the summaries; the
- * scan state lives in st (map memory) so that the verifier sees the same
- * state on every iteration and the loops converge.
+ * The scratch of a clear, in the last RM_SCRATCH_WORDS words of the window
+ * value: the run to clear (BPF functions take at most five arguments) and
+ * the scan state, kept in map memory so that the verifier sees the same
+ * register state on every loop iteration and the loops converge.
  */
-static __attribute__((noinline)) int rm_window_clear_run(struct rm_seq_state *st, __u64 *win, __u32 nwords)
+struct rm_window_scratch {
+	__u64 seen;   /* SEEN bits counted */
+	__u64 scan1;  /* level-1 bits still to visit */
+	__u64 scan2;  /* level-2 bits still to visit */
+	__u64 abs_s, fw, lw;
+	__u32 s, e, lo_bit, hi_bit;
+};
+
+_Static_assert(sizeof(struct rm_window_scratch) <= RM_SCRATCH_WORDS * 8, "scratch larger than its words");
+
+static __always_inline struct rm_window_scratch *rm_window_scratch(__u64 *win, __u32 nwords)
+{
+	return (struct rm_window_scratch *)(win + nwords + RM_SUM1_WORDS(nwords) + RM_SUM2_WORDS(nwords));
+}
+
+/*
+ * One linear run of ring words [s, e) (s < e <= nwords) of a clear, given
+ * in the scratch: ring word s holds absolute word abs_s, s + 1 holds
+ * abs_s + 1, and so on. Positions of absolute words fw..lw are cleared, from
+ * bit lo_bit of fw to bit hi_bit of lw; the SEEN ones are added to
+ * scratch->seen. Visits only non-zero words, through the summaries.
+ */
+static __attribute__((noinline)) int rm_window_clear_run(__u64 *win, __u32 nwords)
 {
 	__u32 n1 = RM_SUM1_WORDS(nwords), tot = nwords + n1 + RM_SUM2_WORDS(nwords);
-	__u32 s = st->run.s, e = st->run.e, lo_bit = st->run.lo_bit & 63, hi_bit = st->run.hi_bit & 63;
-	__u64 abs_s = st->run.abs_s, fw = st->run.fw, lw = st->run.lw;
+	struct rm_window_scratch *st = rm_window_scratch(win, nwords);
+	__u32 s = st->s, e = st->e, lo_bit = st->lo_bit & 63, hi_bit = st->hi_bit & 63;
+	__u64 abs_s = st->abs_s, fw = st->fw, lw = st->lw;
 	__u32 k_first = s / 64, k_last = (e - 1) / 64;
 	__u32 g_first = k_first / 64, g_last = k_last / 64;
 	int a, b, c;
@@ -287,13 +304,13 @@ static __attribute__((noinline)) int rm_window_clear_run(struct rm_seq_state *st
 }
 
 /*
- * Make the n positions q, q+1, ..., q+n-1 (n <= nwords * 64) PENDING and add
- * how many of them were SEEN to st->seen. Returns 0 or -1 (inconsistent
- * arguments).
+ * Make the n positions q, q+1, ..., q+n-1 (n <= nwords * 64) PENDING.
+ * Returns how many of them were SEEN, or -1 (inconsistent arguments).
  */
-static __always_inline int rm_window_clear(struct rm_seq_state *st, __u64 *win, __u32 nwords, __u64 q, __u64 n)
+static __always_inline __s64 rm_window_clear(__u64 *win, __u32 nwords, __u64 q, __u64 n)
 {
-	__u64 fw, lw, nw;
+	struct rm_window_scratch *st = rm_window_scratch(win, nwords);
+	__u64 fw, lw, nw, seen;
 	__u32 j0, lo_bit, hi_bit;
 
 	if (n == 0)
@@ -317,11 +334,11 @@ static __always_inline int rm_window_clear(struct rm_seq_state *st, __u64 *win, 
 		w = win[j0];
 		if (!(w & mask))
 			return 0;
-		st->seen += rm_popcount64(w & mask);
+		seen = rm_popcount64(w & mask);
 		w &= ~mask;
 		win[j0] = w;
 		if (w)
-			return 0;
+			return (__s64)seen;
 		i1 = nwords + j0 / 64;
 		i2 = nwords + n1 + j0 / 4096;
 		RM_OPAQUE(i1);
@@ -331,25 +348,26 @@ static __always_inline int rm_window_clear(struct rm_seq_state *st, __u64 *win, 
 		win[i1] &= ~(1ULL << (j0 % 64));
 		if (!win[i1])
 			win[i2] &= ~(1ULL << ((j0 / 64) % 64));
-		return 0;
+		return (__s64)seen;
 	}
-	st->run.fw = fw;
-	st->run.lw = lw;
-	st->run.lo_bit = lo_bit;
-	st->run.hi_bit = hi_bit;
-	st->run.s = j0;
-	st->run.abs_s = fw;
-	if (j0 + nw <= nwords) {
-		st->run.e = (__u32)(j0 + nw);
-		return rm_window_clear_run(st, win, nwords);
-	}
-	st->run.e = nwords;
-	if (rm_window_clear_run(st, win, nwords))
+	st->seen = 0;
+	st->fw = fw;
+	st->lw = lw;
+	st->lo_bit = lo_bit;
+	st->hi_bit = hi_bit;
+	st->s = j0;
+	st->abs_s = fw;
+	st->e = j0 + nw <= nwords ? (__u32)(j0 + nw) : nwords;
+	if (rm_window_clear_run(win, nwords))
 		return -1;
-	st->run.s = 0;
-	st->run.e = (__u32)(j0 + nw - nwords);
-	st->run.abs_s = fw + (nwords - j0);
-	return rm_window_clear_run(st, win, nwords);
+	if (j0 + nw > nwords) {
+		st->s = 0;
+		st->e = (__u32)(j0 + nw - nwords);
+		st->abs_s = fw + (nwords - j0);
+		if (rm_window_clear_run(win, nwords))
+			return -1;
+	}
+	return (__s64)st->seen;
 }
 
 /* L = max(S, H - W + 1) */
@@ -377,8 +395,7 @@ static __always_inline int rm_seq_close(struct rm_seq_state *st, __u64 *win, __u
 	if (!st->active)
 		return 0;
 	low = rm_seq_low(st);
-	st->seen = 0;
-	if (rm_window_clear(st, win, nwords, low, st->high - low + 1))
+	if (rm_window_clear(win, nwords, low, st->high - low + 1) < 0)
 		return -1;
 	st->c.abandoned += st->c.pending;
 	st->c.pending = 0;
@@ -464,11 +481,12 @@ static __always_inline int rm_seq_observe(struct rm_seq_state *st, __u64 *win, _
 
 		/* Positions entering [L, H] are zero already (the invariant);
 		 * those leaving are counted and cleared. */
-		st->seen = 0;
 		if (leave_end > low) {
-			if (rm_window_clear(st, win, nwords, low, leave_end - low) < 0)
+			__s64 seen = rm_window_clear(win, nwords, low, leave_end - low);
+
+			if (seen < 0)
 				return -1;
-			expired_now = leave_end - low - st->seen;
+			expired_now = leave_end - low - (__u64)seen;
 		}
 		if (rm_window_set(win, nwords, new_high))
 			return -1;
