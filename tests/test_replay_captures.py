@@ -18,6 +18,9 @@ import pytest
 import rocetest as t
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="BPF_PROG_TEST_RUN needs root")
+if not os.path.isdir(t.PCAPS):
+    pytest.skip("the project's shared captures are not beside the checkout (../shared/data/pcaps); "
+                "set ROCEMETER_PCAPS to their folder", allow_module_level=True)
 
 ALL = sorted(glob.glob(os.path.join(t.PCAPS, "*.pcap")))
 NCCL = [p for p in ALL if "_nccl_" in os.path.basename(p)]
