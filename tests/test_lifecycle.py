@@ -236,6 +236,11 @@ class Veth:
     def close(self):
         sh("ip", "link", "del", self.dev, check=False)
         sh("ip", "netns", "del", self.ns, check=False)
+        pins = "/sys/fs/bpf/rocemeter/%s" % self.dev  # left by a test that kept them, or a killed daemon
+        if os.path.isdir(pins):
+            for name in os.listdir(pins):
+                os.unlink(os.path.join(pins, name))
+            os.rmdir(pins)
 
 
 @pytest.fixture
