@@ -90,7 +90,8 @@ int rocemeter_fl(struct __sk_buff *skb)
 		data_end = (void *)(long)skb->data_end;
 	}
 
-	verdict = rm_parse(data, data_end, &pkt);
+	/* Lengths in the headers are checked against the whole frame, not the linear part. */
+	verdict = rm_parse_len(data, data_end, skb->len, &pkt);
 	if (verdict != RM_PARSE_OK)
 		return count(verdict_stat(verdict));
 	if (pkt.family != 6)
