@@ -376,6 +376,23 @@ def test_command_errors(args, msg):
     assert p.stdout == ""
 
 
+def test_command_numbers_decimal_or_hex():
+    """QPNs and seeds are decimal or 0x hex, as the usage says: a leading zero is not octal."""
+    src, dst = "2001:db8::1", "2001:db8::2"
+    for arg, dqp in (("010", 10), ("08", 8), ("0x10", 16), ("0X1f", 31), ("16777215", 0xFFFFFF)):
+        p = rocemeter("--src", src, "--dst", dst, "--dqp", arg, "--hash", "crc32")
+        assert p.returncode == 0, (arg, p.stderr)
+        lab = zlib.crc32(ref_input(src, dst, dqp)) & 0xFFFFF
+        assert "flow label: 0x%05x (%d)" % (lab, lab) in p.stdout, arg
+    p = rocemeter("--src", src, "--dst", dst, "--dqp", "1", "--hash", "crc32", "--seed", "0100")
+    assert p.returncode == 0, p.stderr
+    h = zlib.crc32(ref_input(src, dst, 1), 100) & 0xFFFFFFFF
+    assert "hash:       0x%08x" % h in p.stdout
+    for bad in ("0x", "1e3", "0b1", "0x-1"):
+        p = rocemeter("--src", src, "--dst", dst, "--dqp", bad)
+        assert p.returncode == 2 and "24 bits" in p.stderr, bad
+
+
 def test_command_help():
     p = rocemeter("--help")
     assert p.returncode == 0 and "--dqp QPN" in p.stdout and "mpeg2" in p.stdout

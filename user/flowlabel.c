@@ -451,15 +451,23 @@ static void fl_usage(FILE *f)
 		"A label of 0 means the program leaves the packet unchanged.\n");
 }
 
+/* Decimal, or hex after 0x/0X (a leading 0 is not octal); no sign, no blanks. */
 static int parse_u32(const char *s, uint32_t max, uint32_t *v)
 {
 	char *end;
 	unsigned long long x;
+	int base = 10;
 
-	if (!s || !*s || *s == '-')
+	if (!s)
+		return -1;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		s += 2;
+		base = 16;
+	}
+	if (!((*s >= '0' && *s <= '9') || (base == 16 && ((*s >= 'a' && *s <= 'f') || (*s >= 'A' && *s <= 'F')))))
 		return -1;
 	errno = 0;
-	x = strtoull(s, &end, 0);
+	x = strtoull(s, &end, base);
 	if (errno || *end || x > max)
 		return -1;
 	*v = (uint32_t)x;
