@@ -85,6 +85,7 @@ struct {
 struct rm_scratch {
 	struct rm_seq_counters start;
 	struct rm_seq_counters final;
+	struct rm_window_scratch clear; /* the engine's, used under a context's lock */
 	__u8 init[sizeof(struct rm_ctx)] __attribute__((aligned(8))); /* a zeroed rm_ctx (no lock in per-CPU BTF) */
 };
 struct {
@@ -281,15 +282,16 @@ int rocemeter_xdp(struct xdp_md *xdp)
 		 * here when traffic resumes so that no request joins an expired epoch. */
 		if (rm_cfg.idle_timeout_ns && ctx->seq.active && now > ctx->seq.c.last_ns &&
 		    now - ctx->seq.c.last_ns > rm_cfg.idle_timeout_ns)
-			closed = rm_seq_close(&ctx->seq, win, rm_window_words, 0, &sc->final) > 0;
-		r = rm_seq_observe(&ctx->seq, win, rm_window_words, rm_cfg.window, pkt.psn, now, &sc->final);
+			closed = rm_seq_close(&ctx->seq, win, rm_window_words, 0, &sc->final, &sc->clear) > 0;
+		r = rm_seq_observe(&ctx->seq, win, rm_window_words, rm_cfg.window, pkt.psn, now, &sc->final, &sc->clear);
 		if (r == RM_SEQ_STARTED || r == RM_SEQ_RESTARTED) {
 			sc->start = ctx->seq.c;
 			started = 1;
 			closed |= r == RM_SEQ_RESTARTED;
 		}
 	} else {
-		closed = rm_seq_close(&ctx->seq, win, rm_window_words, RM_FLAG_PROFILE_VIOLATION, &sc->final) > 0;
+		closed = rm_seq_close(&ctx->seq, win, rm_window_words, RM_FLAG_PROFILE_VIOLATION, &sc->final,
+				      &sc->clear) > 0;
 		ctx->disabled = 1;
 		r = 0;
 	}
@@ -320,6 +322,7 @@ int rocemeter_ctl(struct xdp_md *xdp)
 	struct rm_ctl *c = data;
 	struct rm_ctx_key key;
 	struct rm_ctx *ctx;
+	struct rm_scratch *sc;
 	__u64 *win;
 	__u32 zero = 0;
 	int prov = 0;
@@ -333,7 +336,8 @@ int rocemeter_ctl(struct xdp_md *xdp)
 		return XDP_PASS;
 	}
 	win = bpf_map_lookup_elem(&windows, &ctx->slot);
-	if (!win) {
+	sc = bpf_map_lookup_elem(&scratch, &zero);
+	if (!win || !sc) {
 		c->status = -1;
 		return XDP_PASS;
 	}
@@ -343,7 +347,7 @@ int rocemeter_ctl(struct xdp_md *xdp)
 		__u32 slot = ctx->slot;
 
 		bpf_spin_lock(&ctx->lock);
-		if (rm_seq_close(&ctx->seq, win, rm_window_words, RM_FLAG_STATE_EXHAUSTION, &c->snap) <= 0)
+		if (rm_seq_close(&ctx->seq, win, rm_window_words, RM_FLAG_STATE_EXHAUSTION, &c->snap, &sc->clear) <= 0)
 			c->status = -3;
 		ctx->dead = 1;
 		bpf_spin_unlock(&ctx->lock);
@@ -359,7 +363,8 @@ int rocemeter_ctl(struct xdp_md *xdp)
 	bpf_spin_lock(&ctx->lock);
 	switch (c->op) {
 	case RM_CTL_CLOSE:
-		if (rm_seq_close(&ctx->seq, win, rm_window_words, c->reason & RM_FLAG_REASON_MASK, &c->snap) <= 0)
+		if (rm_seq_close(&ctx->seq, win, rm_window_words, c->reason & RM_FLAG_REASON_MASK, &c->snap, &sc->clear) <=
+		    0)
 			c->status = -3;
 		break;
 	case RM_CTL_CLOSE_IDLE:
@@ -368,7 +373,7 @@ int rocemeter_ctl(struct xdp_md *xdp)
 		else if (ctx->seq.c.last_ns >= c->idle_before_ns)
 			c->status = -4;
 		else
-			rm_seq_close(&ctx->seq, win, rm_window_words, 0, &c->snap);
+			rm_seq_close(&ctx->seq, win, rm_window_words, 0, &c->snap, &sc->clear);
 		break;
 	case RM_CTL_SNAPSHOT:
 		c->snap = ctx->seq.c;

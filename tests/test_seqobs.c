@@ -16,6 +16,8 @@
 
 #include "rocemeter/seqobs.h"
 
+static struct rm_window_scratch g_scratch; /* the engine's scratch for a window clear */
+
 struct ctx {
 	struct rm_seq_state st;
 	__u64 *win;
@@ -36,7 +38,7 @@ static void ctx_init(struct ctx *c, uint32_t w)
 
 static int feed(struct ctx *c, uint32_t psn)
 {
-	int r = rm_seq_observe(&c->st, c->win, c->nwords, c->w, psn, 1000 + c->st.c.requests, &c->closed);
+	int r = rm_seq_observe(&c->st, c->win, c->nwords, c->w, psn, 1000 + c->st.c.requests, &c->closed, &g_scratch);
 
 	assert_true(r > 0);
 	if (r == RM_SEQ_RESTARTED)
@@ -114,7 +116,7 @@ static void seed_example_3(void **s)
 	ctx_init(&c, 4);
 	feed_all(&c, p, 3);
 	EXPECT(&c.st.c, 3, 4, 0, 1, 0, 3, 0, 0);
-	assert_int_equal(rm_seq_close(&c.st, c.win, c.nwords, 0, &fin), 1);
+	assert_int_equal(rm_seq_close(&c.st, c.win, c.nwords, 0, &fin, &g_scratch), 1);
 	EXPECT(&fin, 3, 4, 0, 1, 3, 0, 0, 0);
 	assert_int_equal(fin.flags, RM_FLAG_FINAL_EPOCH);
 	check_invariants(&fin, 1);
@@ -291,8 +293,8 @@ static void bad_window(void **s)
 	struct ctx c;
 
 	ctx_init(&c, 64);
-	assert_true(rm_seq_observe(&c.st, c.win, c.nwords, 65, 1, 0, NULL) < 0);
-	assert_true(rm_seq_observe(&c.st, c.win, c.nwords, 0, 1, 0, NULL) < 0);
+	assert_true(rm_seq_observe(&c.st, c.win, c.nwords, 65, 1, 0, NULL, &g_scratch) < 0);
+	assert_true(rm_seq_observe(&c.st, c.win, c.nwords, 0, 1, 0, NULL, &g_scratch) < 0);
 	assert_int_equal(c.st.active, 0);
 	free(c.win);
 }

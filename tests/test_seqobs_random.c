@@ -50,6 +50,8 @@
 
 #include "rocemeter/seqobs.h"
 
+static struct rm_window_scratch g_scratch; /* the engine's scratch for a window clear */
+
 /* ------------------------------------------------------------------ */
 /* Constants of seed 000, written out here rather than taken from the engine. */
 
@@ -582,7 +584,7 @@ static int step(struct stream *s, uint32_t w, uint32_t psn)
 	s->now += rnd(&s->r, 3); /* equal arrival times happen too */
 
 	memset(&eclosed, 0xee, sizeof(eclosed));
-	re = rm_seq_observe(&s->st, s->win, s->nwords, w, psn, s->now, &eclosed);
+	re = rm_seq_observe(&s->st, s->win, s->nwords, w, psn, s->now, &eclosed, &g_scratch);
 	rm = model_observe(&s->m, w, psn, s->now, &mclosed);
 	if (s->verbose)
 		trace(s, w, psn, re);
@@ -633,7 +635,7 @@ static int close_both(struct stream *s, uint16_t reason)
 	struct mcount mfin;
 	uint64_t pending_before = pset_size(&s->m.pending);
 	uint64_t abandoned_before = s->m.abandoned;
-	int ce = rm_seq_close(&s->st, s->win, s->nwords, reason, &efin);
+	int ce = rm_seq_close(&s->st, s->win, s->nwords, reason, &efin, &g_scratch);
 	int cm = model_close(&s->m, reason, &mfin);
 	char what[64];
 

@@ -19,8 +19,8 @@
  * >= W positions (bit q mod nwords*64 is 1 when retained position q is
  * SEEN, 0 when it is PENDING), then two summary levels: bit j of level 1 is
  * set when ring word j is not zero, bit k of level 2 when level-1 word k is
- * not zero; then the scratch of a clear (struct rm_window_scratch), which
- * keeps the context's locked state small. Invariant: every bit of a position outside [L, H] is zero (a
+ * not zero. A clear keeps its loop state in a struct rm_window_scratch the
+ * caller provides (in BPF: per-CPU map memory, used only under the lock). Invariant: every bit of a position outside [L, H] is zero (a
  * window starts zeroed, as BPF array maps do). Positions leaving [L, H] and
  * the retained positions of a closed epoch are cleared as they go, so a
  * forward advance never clears the positions it adds, and counting the
@@ -74,11 +74,10 @@
 /* Ring words needed for a window of w positions. */
 #define RM_WINDOW_WORDS(w) (((w) + 63u) / 64u)
 /* Summary words for a ring of nw words, and the whole window value in words:
- * ring, level 1, level 2, then the scratch of a clear (struct rm_window_scratch). */
+ * ring, level 1, level 2. */
 #define RM_SUM1_WORDS(nw) (((nw) + 63u) / 64u)
 #define RM_SUM2_WORDS(nw) ((RM_SUM1_WORDS(nw) + 63u) / 64u)
-#define RM_SCRATCH_WORDS 8u
-#define RM_WINDOW_VALUE_WORDS(nw) ((nw) + RM_SUM1_WORDS(nw) + RM_SUM2_WORDS(nw) + RM_SCRATCH_WORDS)
+#define RM_WINDOW_VALUE_WORDS(nw) ((nw) + RM_SUM1_WORDS(nw) + RM_SUM2_WORDS(nw))
 
 /*
  * The counters of one epoch: exactly what a report carries besides its key
@@ -210,10 +209,10 @@ static __always_inline int rm_window_test(__u64 *win, __u32 nwords, __u64 q)
 }
 
 /*
- * The scratch of a clear, in the last RM_SCRATCH_WORDS words of the window
- * value: the run to clear (BPF functions take at most five arguments) and
- * the scan state, kept in map memory so that the verifier sees the same
- * register state on every loop iteration and the loops converge.
+ * The scratch of a clear: the run to clear (BPF functions take at most five
+ * arguments) and the scan state, kept in map memory so that the verifier
+ * sees the same register state on every loop iteration and the loops
+ * converge. One per CPU is enough: it is used only under a context's lock.
  */
 struct rm_window_scratch {
 	__u64 seen;   /* SEEN bits counted */
@@ -223,13 +222,6 @@ struct rm_window_scratch {
 	__u32 s, e, lo_bit, hi_bit;
 };
 
-_Static_assert(sizeof(struct rm_window_scratch) <= RM_SCRATCH_WORDS * 8, "scratch larger than its words");
-
-static __always_inline struct rm_window_scratch *rm_window_scratch(__u64 *win, __u32 nwords)
-{
-	return (struct rm_window_scratch *)(win + nwords + RM_SUM1_WORDS(nwords) + RM_SUM2_WORDS(nwords));
-}
-
 /*
  * One linear run of ring words [s, e) (s < e <= nwords) of a clear, given
  * in the scratch: ring word s holds absolute word abs_s, s + 1 holds
@@ -237,10 +229,9 @@ static __always_inline struct rm_window_scratch *rm_window_scratch(__u64 *win, _
  * bit lo_bit of fw to bit hi_bit of lw; the SEEN ones are added to
  * scratch->seen. Visits only non-zero words, through the summaries.
  */
-static __attribute__((noinline)) int rm_window_clear_run(__u64 *win, __u32 nwords)
+static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratch *st, __u64 *win, __u32 nwords)
 {
 	__u32 n1 = RM_SUM1_WORDS(nwords), tot = nwords + n1 + RM_SUM2_WORDS(nwords);
-	struct rm_window_scratch *st = rm_window_scratch(win, nwords);
 	__u32 s = st->s, e = st->e, lo_bit = st->lo_bit & 63, hi_bit = st->hi_bit & 63;
 	__u64 abs_s = st->abs_s, fw = st->fw, lw = st->lw;
 	__u32 k_first = s / 64, k_last = (e - 1) / 64;
@@ -307,9 +298,9 @@ static __attribute__((noinline)) int rm_window_clear_run(__u64 *win, __u32 nword
  * Make the n positions q, q+1, ..., q+n-1 (n <= nwords * 64) PENDING.
  * Returns how many of them were SEEN, or -1 (inconsistent arguments).
  */
-static __always_inline __s64 rm_window_clear(__u64 *win, __u32 nwords, __u64 q, __u64 n)
+static __always_inline __s64 rm_window_clear(struct rm_window_scratch *st, __u64 *win, __u32 nwords, __u64 q,
+					     __u64 n)
 {
-	struct rm_window_scratch *st = rm_window_scratch(win, nwords);
 	__u64 fw, lw, nw, seen;
 	__u32 j0, lo_bit, hi_bit;
 
@@ -358,13 +349,13 @@ static __always_inline __s64 rm_window_clear(__u64 *win, __u32 nwords, __u64 q, 
 	st->s = j0;
 	st->abs_s = fw;
 	st->e = j0 + nw <= nwords ? (__u32)(j0 + nw) : nwords;
-	if (rm_window_clear_run(win, nwords))
+	if (rm_window_clear_run(st, win, nwords))
 		return -1;
 	if (j0 + nw > nwords) {
 		st->s = 0;
 		st->e = (__u32)(j0 + nw - nwords);
 		st->abs_s = fw + (nwords - j0);
-		if (rm_window_clear_run(win, nwords))
+		if (rm_window_clear_run(st, win, nwords))
 			return -1;
 	}
 	return (__s64)st->seen;
@@ -388,14 +379,14 @@ static __always_inline __u64 rm_seq_low(const struct rm_seq_state *st)
  * otherwise, -1 on inconsistent arguments.
  */
 static __always_inline int rm_seq_close(struct rm_seq_state *st, __u64 *win, __u32 nwords, __u16 reason,
-					struct rm_seq_counters *out)
+					struct rm_seq_counters *out, struct rm_window_scratch *sc)
 {
 	__u64 low;
 
 	if (!st->active)
 		return 0;
 	low = rm_seq_low(st);
-	if (rm_window_clear(win, nwords, low, st->high - low + 1) < 0)
+	if (rm_window_clear(sc, win, nwords, low, st->high - low + 1) < 0)
 		return -1;
 	st->c.abandoned += st->c.pending;
 	st->c.pending = 0;
@@ -432,13 +423,15 @@ static __always_inline int rm_seq_start(struct rm_seq_state *st, __u64 *win, __u
  *   window  W for a new epoch, 1..min(2^22, nwords * 64); an open epoch
  *           keeps its own W (rdmaSequenceWindow is constant in an epoch)
  *   closed  receives the final snapshot when RM_SEQ_RESTARTED is returned
+ *   sc      scratch of the window clear (see struct rm_window_scratch)
  * Returns an enum rm_seq_result, or a negative value if the arguments are
  * inconsistent: a window larger than the ring (checked first: nothing
  * changed), or a ring index out of range, which consistent arguments never
  * produce (the checks exist for the verifier).
  */
 static __always_inline int rm_seq_observe(struct rm_seq_state *st, __u64 *win, __u32 nwords, __u32 window,
-					  __u32 psn, __u64 now, struct rm_seq_counters *closed)
+					  __u32 psn, __u64 now, struct rm_seq_counters *closed,
+					  struct rm_window_scratch *sc)
 {
 	__u32 u, w;
 	__u64 high, low;
@@ -482,7 +475,7 @@ static __always_inline int rm_seq_observe(struct rm_seq_state *st, __u64 *win, _
 		/* Positions entering [L, H] are zero already (the invariant);
 		 * those leaving are counted and cleared. */
 		if (leave_end > low) {
-			__s64 seen = rm_window_clear(win, nwords, low, leave_end - low);
+			__s64 seen = rm_window_clear(sc, win, nwords, low, leave_end - low);
 
 			if (seen < 0)
 				return -1;
@@ -518,7 +511,7 @@ static __always_inline int rm_seq_observe(struct rm_seq_state *st, __u64 *win, _
 	return RM_SEQ_ACCOUNTED;
 
 restart:
-	if (rm_seq_close(st, win, nwords, reason, closed) < 0)
+	if (rm_seq_close(st, win, nwords, reason, closed, sc) < 0)
 		return -1;
 	return rm_seq_start(st, win, nwords, window, psn, now) < 0 ? -1 : RM_SEQ_RESTARTED;
 }
