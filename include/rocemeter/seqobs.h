@@ -209,6 +209,41 @@ static __always_inline int rm_window_test(__u64 *win, __u32 nwords, __u64 q)
 }
 
 /*
+ * Clear the bits mask of ring word j and keep the summaries: when the word
+ * becomes zero, its level-1 bit goes, and with the last one of a level-1
+ * word its level-2 bit. Returns how many SEEN bits were cleared, or -1 if
+ * an index leaves the window.
+ */
+static __always_inline __s64 rm_window_clear_word(__u64 *win, __u32 nwords, __u32 j, __u64 mask)
+{
+	__u32 n1 = RM_SUM1_WORDS(nwords), tot = nwords + n1 + RM_SUM2_WORDS(nwords), i1, i2;
+	__u64 w;
+	__s64 seen;
+
+	RM_OPAQUE(j);
+	if (j >= nwords || j >= tot)
+		return -1;
+	w = win[j];
+	if (!(w & mask))
+		return 0;
+	seen = rm_popcount64(w & mask);
+	w &= ~mask;
+	win[j] = w;
+	if (w)
+		return seen;
+	i1 = nwords + j / 64;
+	i2 = nwords + n1 + j / 4096;
+	RM_OPAQUE(i1);
+	RM_OPAQUE(i2);
+	if (i1 >= tot || i2 >= tot)
+		return -1;
+	win[i1] &= ~(1ULL << (j % 64));
+	if (!win[i1])
+		win[i2] &= ~(1ULL << ((j / 64) % 64));
+	return seen;
+}
+
+/*
  * The scratch of a clear: the run to clear (BPF functions take at most five
  * arguments) and the scan state, kept in map memory so that the verifier
  * sees the same register state on every loop iteration and the loops
@@ -265,7 +300,8 @@ static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratc
 			st->scan1 = win[i1] & rm_bit_span(k == k_first ? s % 64 : 0, k == k_last ? (e - 1) % 64 : 63);
 			RM_FOR(c, 64)
 			{
-				__u64 m1 = st->scan1, mask, w;
+				__u64 m1 = st->scan1, mask;
+				__s64 cleared;
 				__u32 jb, j;
 				__u64 abs;
 
@@ -274,20 +310,14 @@ static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratc
 				jb = rm_lowest_bit(m1);
 				st->scan1 = m1 & (m1 - 1);
 				j = k * 64 + (jb & 63);
-				RM_OPAQUE(j);
-				if (j >= nwords || j < s || i1 >= tot || i2 >= tot)
+				if (j < s)
 					return -1;
 				abs = abs_s + (j - s);
 				mask = rm_bit_span(abs == fw ? lo_bit : 0, abs == lw ? hi_bit : 63);
-				w = win[j];
-				st->seen += rm_popcount64(w & mask);
-				w &= ~mask;
-				win[j] = w;
-				if (!w) {
-					win[i1] &= ~(1ULL << (jb & 63));
-					if (!win[i1])
-						win[i2] &= ~(1ULL << (kb & 63));
-				}
+				cleared = rm_window_clear_word(win, nwords, j, mask);
+				if (cleared < 0)
+					return -1;
+				st->seen += (__u64)cleared;
 			}
 		}
 	}
@@ -301,7 +331,7 @@ static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratc
 static __always_inline __s64 rm_window_clear(struct rm_window_scratch *st, __u64 *win, __u32 nwords, __u64 q,
 					     __u64 n)
 {
-	__u64 fw, lw, nw, seen;
+	__u64 fw, lw, nw;
 	__u32 j0, lo_bit, hi_bit;
 
 	if (n == 0)
@@ -314,33 +344,8 @@ static __always_inline __s64 rm_window_clear(struct rm_window_scratch *st, __u64
 	j0 = (__u32)(fw % nwords);
 	lo_bit = (__u32)(q % 64);
 	hi_bit = (__u32)((q + n - 1) % 64);
-	if (nw == 1) {
-		/* The common case (small d): one word, no summary walk. */
-		__u32 n1 = RM_SUM1_WORDS(nwords), tot = nwords + n1 + RM_SUM2_WORDS(nwords), i1, i2;
-		__u64 mask = rm_bit_span(lo_bit, hi_bit), w;
-
-		RM_OPAQUE(j0);
-		if (j0 >= nwords || j0 >= tot)
-			return -1;
-		w = win[j0];
-		if (!(w & mask))
-			return 0;
-		seen = rm_popcount64(w & mask);
-		w &= ~mask;
-		win[j0] = w;
-		if (w)
-			return (__s64)seen;
-		i1 = nwords + j0 / 64;
-		i2 = nwords + n1 + j0 / 4096;
-		RM_OPAQUE(i1);
-		RM_OPAQUE(i2);
-		if (i1 >= tot || i2 >= tot)
-			return -1;
-		win[i1] &= ~(1ULL << (j0 % 64));
-		if (!win[i1])
-			win[i2] &= ~(1ULL << ((j0 / 64) % 64));
-		return (__s64)seen;
-	}
+	if (nw == 1) /* the common case (small d): one word, no summary walk */
+		return rm_window_clear_word(win, nwords, j0, rm_bit_span(lo_bit, hi_bit));
 	st->seen = 0;
 	st->fw = fw;
 	st->lw = lw;
