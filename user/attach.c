@@ -208,7 +208,7 @@ static void reload(struct daemon *d)
 {
 	static struct rm_config_file nc;
 	char err[512];
-	struct rm_prov_key k, next, *prev = NULL;
+	struct rm_prov_key next;
 
 	sd_notify(0, "RELOADING=1");
 	rm_config_defaults(&nc);
@@ -250,11 +250,9 @@ static void reload(struct daemon *d)
 	d->meter.skel->data->rm_cfg.provision_all = nc.meter.provision_all ? 1 : 0;
 	d->meter.skel->data->rm_cfg.idle_timeout_ns = nc.meter.idle_timeout_ms * 1000000ull;
 	d->meter.window = nc.meter.window;
-	while (bpf_map_get_next_key(d->meter.provision_fd, prev, &next) == 0) {
+	/* Empty the provisioning map: always delete the first key. */
+	while (bpf_map_get_next_key(d->meter.provision_fd, NULL, &next) == 0)
 		bpf_map_delete_elem(d->meter.provision_fd, &next);
-		prev = NULL; /* restart: the key we held is gone */
-	}
-	(void)k;
 	if (rm_meter_provision(&d->meter, nc.provision, nc.n_provision, nc.meter.generation_verified, err,
 			       sizeof(err)))
 		log_msg("reload: %s", err);

@@ -289,6 +289,20 @@ static void settle_final(struct rm_epoch *e)
 	}
 }
 
+static void invalidate(struct rm_epoch *e, const char *reason);
+
+/* A record that breaks a record rule (cwhy) invalidates its epoch. */
+static enum rm_verdict invalid_record(struct rm_epoch *e, const struct rm_report *r, const char *cwhy, char *why,
+				      size_t whylen)
+{
+	char b[300];
+
+	snprintf(b, sizeof(b), "report %" PRIu64 ": %s", r->report_id, cwhy);
+	invalidate(e, b);
+	rm_errf(why, whylen, "%s", b);
+	return RM_V_INVALID;
+}
+
 static void invalidate(struct rm_epoch *e, const char *reason)
 {
 	if (e->state == RM_EPOCH_INVALID)
@@ -487,14 +501,8 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 		/* A smaller report ID is stale and changes nothing, even when it breaks a record rule. */
 		if (e->n_accepted > 0 && r->report_id < e->key.report_id)
 			return order(e, r, why, whylen);
-		if (chk < 0) {
-			char b[300];
-
-			snprintf(b, sizeof(b), "report %" PRIu64 ": %s", r->report_id, cwhy);
-			invalidate(e, b);
-			rm_errf(why, whylen, "%s", b);
-			return RM_V_INVALID;
-		}
+		if (chk < 0)
+			return invalid_record(e, r, cwhy, why, whylen);
 		if (e->n_accepted == 0) {
 			accept_report(e, r);
 			return RM_V_ACCEPTED;
@@ -553,14 +561,8 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 		rm_errf(why, whylen, "report %" PRIu64 ": %s", r->report_id, cwhy);
 		return RM_V_UNSUPPORTED;
 	}
-	if (chk < 0) {
-		char b[300];
-
-		snprintf(b, sizeof(b), "report %" PRIu64 ": %s", r->report_id, cwhy);
-		invalidate(e, b);
-		rm_errf(why, whylen, "%s", b);
-		return RM_V_INVALID;
-	}
+	if (chk < 0)
+		return invalid_record(e, r, cwhy, why, whylen);
 	accept_report(e, r);
 	return RM_V_ACCEPTED;
 }

@@ -364,7 +364,6 @@ static int cmd_replay(int argc, char **argv)
 	if (rep.id_exhausted)
 		fprintf(stderr, "rocemeter replay: %" PRIu64 " reports not made: an ID would wrap\n", rep.id_exhausted);
 	ret = out.failed ? RM_EXIT_FAIL : RM_EXIT_OK;
-	(void)frames;
 out:
 	fflush(stdout);
 	if (out.ipfix && fclose(out.ipfix) && ret == RM_EXIT_OK) {
