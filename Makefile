@@ -8,7 +8,7 @@
 #   make install    install under $(DESTDIR)$(PREFIX)
 #   make vmlinux    regenerate vmlinux/vmlinux.h from the running kernel's BTF
 #
-# Module fragments in mk/*.mk append to ROCEMETER_SRCS, BPF_NAMES, CHECK_PROGS,
+# One fragment per source folder in mk/*.mk appends to ROCEMETER_SRCS, BPF_NAMES, CHECK_PROGS,
 # CHECK_SCRIPTS and BENCH_PROGS; this file holds the rules.
 
 PREFIX    ?= /usr/local
@@ -21,13 +21,13 @@ PYTHON    ?= /usr/bin/python3
 
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE \
-             -Iinclude -I$(BUILD) $(shell pkg-config --cflags glib-2.0 2>/dev/null)
+             -Iinclude -Iuser -I$(BUILD) $(shell pkg-config --cflags glib-2.0 2>/dev/null)
 LDLIBS    += -lbpf -lelf -lz -lssl -lcrypto -lpcap -lsqlite3 -linih -lsystemd -lglib-2.0 -lpthread
 BPF_CFLAGS = -target bpf -mcpu=v3 -g -O2 -Wall -Werror -Wno-unused-function \
              -D__TARGET_ARCH_x86 -Ivmlinux -Iinclude -Ibpf
 
 .DEFAULT_GOAL := all
-ROCEMETER_SRCS :=
+ROCEMETER_SRCS := user/main.c
 BPF_NAMES      :=
 CHECK_PROGS    :=
 CHECK_SCRIPTS  :=
@@ -39,7 +39,7 @@ include $(sort $(wildcard mk/*.mk))
 BPF_OBJS  := $(patsubst %,$(BUILD)/%.bpf.o,$(BPF_NAMES))
 BPF_SKELS := $(patsubst %,$(BUILD)/%.skel.h,$(BPF_NAMES))
 ROCEMETER_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(ROCEMETER_SRCS))
-HEADERS   := $(wildcard include/rocemeter/*.h) $(wildcard user/*.h) $(wildcard bpf/*.h)
+HEADERS   := $(wildcard include/rocemeter/*.h) $(wildcard user/*/*.h) $(wildcard bpf/*.h)
 
 .PHONY: all deps check bench demo install vmlinux clean
 all: $(BPF_OBJS) $(BPF_SKELS) $(BUILD)/rocemeter
@@ -63,10 +63,10 @@ $(BUILD)/rocemeter: $(ROCEMETER_OBJS)
 LIB_OBJS = $(filter-out $(BUILD)/user/main.o,$(ROCEMETER_OBJS))
 $(BUILD)/tests/%: tests/%.c $(HEADERS) $(LIB_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(TEST_CFLAGS_$*) -Iuser -o $@ $< $(LIB_OBJS) $(TEST_LDLIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS_$*) -o $@ $< $(LIB_OBJS) $(TEST_LDLIBS) $(LDLIBS)
 $(BUILD)/selftests/%: selftests/%.c $(HEADERS) $(LIB_OBJS) $(BPF_SKELS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Iuser -o $@ $< $(LIB_OBJS) $(TEST_LDLIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB_OBJS) $(TEST_LDLIBS) $(LDLIBS)
 
 deps:
 	@scripts/deps.sh

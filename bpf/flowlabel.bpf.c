@@ -10,7 +10,7 @@
  * ICRC fix-up: the RoCEv2 ICRC masks the Flow Label and the UDP pseudo-header
  * does not contain it (DESIGN.md, "Flow label"). Always TC_ACT_OK.
  *
- * Load-time configuration (.rodata, set by user/flowlabel.c before load):
+ * Load-time configuration (.rodata, set by user/flowlabel/flowlabel.c before load):
  * fl_variant, fl_mix, fl_seed and fl_tabs (rm_fl_sliced_init() of the three).
  */
 #include "vmlinux.h"

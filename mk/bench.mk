@@ -1,4 +1,4 @@
-# Benchmarks (issue 9): `make bench` runs scripts/bench over BENCH_PROGS.
+# Benchmarks: `make bench` runs scripts/bench over BENCH_PROGS.
 # bench.bpf.c is the BPF_PROG_TEST_RUN driver (new BTH dest QP and PSN per
 # run, then a tail call into the meter or the parse-only baseline);
 # selftests/bench_meter.c prints the meter's ns/packet. Figures only.

@@ -1,9 +1,14 @@
-# Export transport: TLS 1.3 contexts (mutual authentication, explicit peer
-# authorisation) and the exporter thread (IPFIX over TCP/TLS, reconnect,
-# bounded queue). Test PKI: scripts/gen-certs.
-ROCEMETER_SRCS += user/tls.c user/export.c
+# user/export/: the exporter: IPFIX encoder (Templates, Data Records, Flow
+# Keys), epoch and report ID allocation per Transport Session, and the
+# transport thread (IPFIX over TCP and TLS 1.3, reconnect, bounded queue).
+# Test PKI: scripts/gen-certs.
+ROCEMETER_SRCS += user/export/ipfix.c user/export/ids.c user/export/export.c
+CHECK_PROGS    += $(BUILD)/tests/test_ipfix
 # test_export: cmocka unit tests; with --drive / --serve it is the helper
 # that tests/test_export.py drives (exporter, small TLS server).
 CHECK_PROGS    += $(BUILD)/tests/test_export
 CHECK_SCRIPTS  += tests/test_export.py
+# Uses selftests/ipfix_write (JSON Lines reports on stdin -> IPFIX file), a
+# helper rather than a test, which the pytest file builds with make itself.
+CHECK_SCRIPTS  += tests/test_ipfix_decoders.py
 BENCH_PROGS    += $(BUILD)/tests/bench_export

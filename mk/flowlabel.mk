@@ -1,8 +1,10 @@
-# Flow label (seed 002): tc program, `rocemeter flowlabel`, attach/detach/status API,
-# benchmark baselines. Tests: host vectors, BPF_PROG_TEST_RUN selftest, pytest
-# (independent labels with zlib/scapy, ICRC/UDP checksum, netns end to end).
+# user/flowlabel/ and bpf/flowlabel.bpf.c: the IPv6 Flow Label program (tc
+# clsact), `rocemeter flowlabel`, its attach/detach/status API, and the
+# parse-only baseline programs of the benchmarks. Tests: host vectors, a
+# BPF_PROG_TEST_RUN selftest, pytest (independent labels with zlib and scapy,
+# ICRC and UDP checksum, end to end over veth).
 BPF_NAMES      += flowlabel baseline
-ROCEMETER_SRCS += user/flowlabel.c
+ROCEMETER_SRCS += user/flowlabel/flowlabel.c
 CHECK_PROGS    += $(BUILD)/tests/test_flowlabel
 CHECK_PROGS    += $(BUILD)/selftests/test_flowlabel_bpf
 CHECK_SCRIPTS  += tests/test_flowlabel.py

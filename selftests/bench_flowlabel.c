@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "flowlabel.h"
+#include "flowlabel/flowlabel.h"
 #include "flowlabel.skel.h"
 #include "baseline.skel.h"
 #include "../selftests/fl_frames.h"

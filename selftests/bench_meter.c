@@ -37,7 +37,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "meter.h"
+#include "meter/meter.h"
 #include "rocemeter/bench.h"
 #include "rocemeter/seqobs.h"
 #include "bench.skel.h"

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "flowlabel.h"
+#include "flowlabel/flowlabel.h"
 #include "flowlabel.skel.h"
 #include "../selftests/fl_frames.h"
 

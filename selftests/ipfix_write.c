@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * ipfix_write - test helper: reads reports as JSON Lines on stdin (see
- * user/report_json.h) and writes an IPFIX file (a sequence of IPFIX
+ * user/common/report_json.h) and writes an IPFIX file (a sequence of IPFIX
  * Messages, as a collector reads from TCP) with the project's encoder:
  * the templates message, then Data messages of at most --per-msg reports.
  *
@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ipfix.h"
-#include "report_json.h"
+#include "export/ipfix.h"
+#include "common/report_json.h"
 
 static uint32_t num(const char *s, const char *what)
 {

@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "rocemeter/common.h" /* RM_VLAN_DEPTH_MAX, RM_IPV6_EXT_MAX */
-#include "flowlabel.h"
+#include "flowlabel/flowlabel.h"
 #include "flowlabel.skel.h"
 #include "../selftests/fl_frames.h"
 

@@ -38,8 +38,8 @@
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
 
-#include "meter.h"
-#include "reporter.h"
+#include "meter/meter.h"
+#include "meter/reporter.h"
 #include "meter.skel.h"
 #include "rocemeter/common.h"
 

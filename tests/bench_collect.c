@@ -6,7 +6,7 @@
  *
  * The collector runs as its own process (build/rocemeter collect) on
  * loopback; this program is the exporter: it encodes valid reports with the
- * project's IPFIX encoder (user/ipfix.c) and sends them over TLS 1.3 with
+ * project's IPFIX encoder (user/export/ipfix.c) and sends them over TLS 1.3 with
  * mutual authentication (certificates from scripts/gen-certs), then once
  * more over plain TCP (stated as such). The clock runs from the first Data
  * Message written to the moment the collector has committed the end of the
@@ -29,10 +29,10 @@
 #include <unistd.h>
 #include <fcntl.h>
 
-#include "config.h"
-#include "ipfix.h"
+#include "common/config.h"
+#include "export/ipfix.h"
 #include "rocemeter/seqobs.h"
-#include "tls.h"
+#include "common/tls.h"
 
 static double now_s(void)
 {

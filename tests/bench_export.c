@@ -28,9 +28,9 @@
 
 #include <openssl/ssl.h>
 
-#include "config.h"
-#include "export.h"
-#include "tls.h"
+#include "common/config.h"
+#include "export/export.h"
+#include "common/tls.h"
 
 static char pki[64];
 

@@ -54,7 +54,7 @@ STATE_EXHAUSTION = 0x0008
 SERIAL_DISCONTINUITY = 0x0010
 GENERATION_UNVERIFIED = 0x0020
 
-# Statistic names (user/meter.c stat_names[]).
+# Statistic names (user/meter/meter.c stat_names[]).
 STAT_NAMES = [
     "frames", "rocev2", "not_rocev2", "rocev1", "eligible_requests", "responses", "cnp",
     "other_transport", "not_provisioned", "profile_violations", "disabled_requests", "ip_fragments",
@@ -375,7 +375,7 @@ class ReplayModel:
         # idle_timeout_ms, default 60 s): a request arriving more than the
         # timeout after its epoch's last request closes that epoch first
         # (finalEpoch alone); replay also sweeps silent epochs once per second
-        # of capture time (user/replay.c).
+        # of capture time (user/replay/replay.c).
         self.idle_ns = idle_timeout_ms * 10**6
         self.next_idle_sweep = 0
         self.provisioned = provisioned

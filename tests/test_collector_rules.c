@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * test_collector_rules.c - user/collector_rules.c against seed 000
+ * test_collector_rules.c - user/collect/collector_rules.c against seed 000
  * "Collector Processing": record checks (ranges, flags, the arithmetic
  * relations of "Bounded Sequence Observation Algorithm"), report ordering,
  * epoch keys, the admission high-water, limits and outcomes. Reports are
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "collector_rules.h"
+#include "collect/collector_rules.h"
 #include "rocemeter/seqobs.h"
 
 #define MAXREC 64

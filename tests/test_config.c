@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * test_config.c - the configuration file parser (user/config.c) against its
+ * test_config.c - the configuration file parser (user/common/config.c) against its
  * reference, docs/configuration.md, and the shipped example,
  * docs/rocemeter.conf.example:
  *   - the defaults are the documented ones;
@@ -22,7 +22,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "config.h"
+#include "common/config.h"
 
 static struct rm_config_file cfg; /* large: static */
 static char err[1024];

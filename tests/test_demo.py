@@ -1,4 +1,4 @@
-"""The main job end to end (issue 9): scripts/demo, as `make demo` runs it.
+"""The main job end to end: scripts/demo, as `make demo` runs it.
 
 It must end with every epoch of the bundled NCCL/rping/IPv6 captures stored
 by the collector as complete, every Flow Label seen on the far side equal to

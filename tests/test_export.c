@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * test_export.c - the export transport (user/tls.c, user/export.c).
+ * test_export.c - the export transport (user/common/tls.c, user/export/export.c).
  *
  * Without arguments: cmocka unit tests. Configuration refusals (seed 000,
  * "Security Considerations": TLS 1.3, mutual authentication, explicitly
@@ -45,9 +45,9 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "config.h"
-#include "export.h"
-#include "tls.h"
+#include "common/config.h"
+#include "export/export.h"
+#include "common/tls.h"
 
 /* ---- synthetic reports, the formula tests/test_export.py restates ---- */
 

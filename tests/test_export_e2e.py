@@ -1,5 +1,5 @@
 """End to end: what the meter reports is what independent decoders and the
-collector see (issues 5 and 6).
+collector see.
 
 1. replay --ipfix-out decoded by libfixbuf's ipfixDump equals replay --json,
    field by field (times included).

@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "rocemeter/flowlabel.h"
-#include "flowlabel.h"
+#include "flowlabel/flowlabel.h"
 
 struct vector {
 	const char *hex;

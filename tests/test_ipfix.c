@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * test_ipfix.c - the IPFIX encoder (user/ipfix.c), the exporter's ID
- * allocation (user/ids.c) and the report JSON Lines (user/report_json.c).
+ * test_ipfix.c - the IPFIX encoder (user/export/ipfix.c), the exporter's ID
+ * allocation (user/export/ids.c) and the report JSON Lines (user/common/report_json.c).
  * Expected octets are written out by hand from RFC 7011 and seed 000
  * ("Export Profile and Template": field order and lengths), never produced
  * by the encoder. Decoding by independent tools (ipfixDump, tshark) is in
@@ -18,9 +18,9 @@
 #include <arpa/inet.h>
 #include <cmocka.h>
 
-#include "ipfix.h"
-#include "ids.h"
-#include "report_json.h"
+#include "export/ipfix.h"
+#include "export/ids.h"
+#include "common/report_json.h"
 
 /* PEN 32473 = 0x7ED9. */
 #define PEN_BYTES 0x00, 0x00, 0x7e, 0xd9

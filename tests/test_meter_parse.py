@@ -5,7 +5,7 @@ real program on each frame).
 
 Each case puts one crafted frame between two requests of a provisioned
 connection K (PSNs 10 and 11, which must still form one clean epoch) and
-states what the parser must conclude: a statistic (user/meter.c
+states what the parser must conclude: a statistic (user/meter/meter.c
 stat_names[]) for frames it stops at, or "metered" with the key it must
 find. The expected verdicts are written from the header layouts (Ethernet,
 802.1Q, RFC 791, RFC 8200, RFC 768, seed 001's BTH and extended headers) and

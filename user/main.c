@@ -5,7 +5,7 @@
 #include <string.h>
 #include <limits.h>
 
-#include "command.h"
+#include "common/command.h"
 
 #define RM_VERSION "0.1.0"
 

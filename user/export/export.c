@@ -32,10 +32,10 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "errmsg.h"
+#include "common/errmsg.h"
 #include "export.h"
 #include "ipfix.h"
-#include "tls.h"
+#include "common/tls.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 30000

@@ -2,7 +2,7 @@
 /*
  * reporter.h - turn epoch snapshots from the meter into reports (struct
  * rm_report) for one Transport Session and Observation Domain: allocate
- * rdmaSequenceEpochId / rdmaSequenceReportId at serialization (user/ids.c),
+ * rdmaSequenceEpochId / rdmaSequenceReportId at serialization (user/export/ids.c),
  * qualify with generationUnverified, convert times to UNIX milliseconds,
  * and hand each report to a sink (JSON Lines, IPFIX file, exporter, text).
  * Also walks the open contexts for periodic and closing reports.
@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "ids.h"
+#include "export/ids.h"
 #include "meter.h"
 #include "rocemeter/report.h"
 

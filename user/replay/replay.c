@@ -18,13 +18,13 @@
 #include <bpf/libbpf.h>
 
 #include "capture.h"
-#include "command.h"
-#include "config.h"
-#include "ipfix.h"
-#include "meter.h"
-#include "report_json.h"
-#include "report_text.h"
-#include "reporter.h"
+#include "common/command.h"
+#include "common/config.h"
+#include "export/ipfix.h"
+#include "meter/meter.h"
+#include "common/report_json.h"
+#include "common/report_text.h"
+#include "meter/reporter.h"
 
 struct replay_out {
 	int json;

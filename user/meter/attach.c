@@ -7,7 +7,7 @@
  * an XDP link owned by this process (the program goes away with the
  * process), pins the maps under /sys/fs/bpf/rocemeter/IFNAME/, and then
  * drains epoch events, makes periodic and idle-expiry reports, and exports
- * them (IPFIX over TLS 1.3, user/export.c) or prints them. SIGHUP reloads
+ * them (IPFIX over TLS 1.3, user/export/export.c) or prints them. SIGHUP reloads
  * the configuration, SIGINT/SIGTERM close every open epoch with a final
  * report, flush the export and detach (DESIGN.md decision 4).
  */
@@ -28,16 +28,16 @@
 #include <linux/if_link.h>
 #include <systemd/sd-daemon.h>
 
-#include "command.h"
-#include "config.h"
-#include "export.h"
-#include "flowlabel.h"
+#include "common/command.h"
+#include "common/config.h"
+#include "export/export.h"
+#include "flowlabel/flowlabel.h"
 #include "meter.h"
 #include "meter.skel.h"
 #include "observe.h"
 #include "pins.h"
-#include "report_json.h"
-#include "report_text.h"
+#include "common/report_json.h"
+#include "common/report_text.h"
 #include "reporter.h"
 
 static volatile sig_atomic_t stop_requested, reload_requested;

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "config.h"
+#include "common/config.h"
 #include "rocemeter/common.h"
 
 struct meter; /* the libbpf skeleton */

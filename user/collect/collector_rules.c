@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errmsg.h"
+#include "common/errmsg.h"
 #include "collector_rules.h"
 #include "rocemeter/seqobs.h"
 

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "command.h"
+#include "common/command.h"
 #include "rocemeter/seqobs.h"
 #include "store.h"
 

@@ -18,11 +18,11 @@
 
 #include <bpf/bpf.h>
 
-#include "command.h"
-#include "flowlabel.h"
+#include "common/command.h"
+#include "flowlabel/flowlabel.h"
 #include "meter.h"
 #include "pins.h"
-#include "report_text.h"
+#include "common/report_text.h"
 
 static void print_ctx_text(const struct rm_ctx_key *k, const struct rm_ctx *v)
 {

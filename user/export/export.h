@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "common/config.h"
 #include "rocemeter/report.h"
 
 struct rm_exporter;

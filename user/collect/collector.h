@@ -6,7 +6,7 @@
  * One thread, one poll() loop: several exporters at once, each TCP
  * connection its own Transport Session (fresh Templates, fresh epoch
  * high-water IDs). TLS 1.3 with mutual authentication and explicitly
- * authorised peers (user/tls.h); plain TCP only when configured explicitly,
+ * authorised peers (user/common/tls.h); plain TCP only when configured explicitly,
  * with a warning. IPFIX Messages split across reads are reassembled. Each
  * Message is decoded (ipfix_decode.h) and validated (collector_rules.h);
  * the complete Messages at hand (of every readable session in one poll()
@@ -27,7 +27,7 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "common/config.h"
 
 /*
  * Run the collector with settings cs (listen "ADDR:PORT", "[V6]:PORT" or

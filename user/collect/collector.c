@@ -22,11 +22,11 @@
 
 #include "collector.h"
 #include "collector_rules.h"
-#include "command.h"
+#include "common/command.h"
 #include "ipfix_decode.h"
 #include "rocemeter/ipfix_ie.h"
 #include "store.h"
-#include "tls.h"
+#include "common/tls.h"
 
 #define BUF_CAP (RM_IPFIX_MAX_MSG + 65536)
 #define HANDSHAKE_TIMEOUT_MS 10000

@@ -1,14 +1,10 @@
-# Epoch lifecycle and service (issue 8): the systemd template unit
-# rocemeter@IFACE.service, the annotated example configuration, and the
-# tests of the configuration parser, idle expiry, reload, shutdown, capture
-# discontinuity and sd_notify readiness.
+# systemd/: the template unit rocemeter@IFACE.service, generated with the
+# installation paths, and the annotated example configuration.
 SBINDIR        ?= $(PREFIX)/sbin
 SYSCONFDIR     ?= /etc
 DOCDIR         ?= $(PREFIX)/share/doc/rocemeter
 SYSTEMD_UNITDIR ?= $(PREFIX)/lib/systemd/system
 
-CHECK_PROGS    += $(BUILD)/tests/test_config
-CHECK_SCRIPTS  += tests/test_lifecycle.py
 
 # The unit with the installation paths filled in.
 $(BUILD)/systemd/rocemeter@.service: systemd/rocemeter@.service.in

@@ -20,8 +20,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "errmsg.h"
-#include "command.h"
+#include "common/errmsg.h"
+#include "common/command.h"
 #include "flowlabel.h"
 #include "flowlabel.skel.h"
 

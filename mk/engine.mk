@@ -1,0 +1,8 @@
+# The sequence observation engine (include/rocemeter/seqobs.h), host builds:
+# the specification's worked examples and transition rows, the counter-limit
+# path with a lowered limit, and a randomized differential test against a
+# set-based model written from the specification's text.
+CHECK_PROGS    += $(BUILD)/tests/test_seqobs
+TEST_CFLAGS_test_seqobs_limit := -DRM_COUNTER_MAX=200
+CHECK_PROGS    += $(BUILD)/tests/test_seqobs_limit
+CHECK_PROGS    += $(BUILD)/tests/test_seqobs_random

@@ -1,0 +1,80 @@
+"""scripts/check-layers: the include rule of docs/architecture.md holds for
+the tree, and each kind of violation makes the check fail with the file and
+line named."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
+CHECK = os.path.join(ROOT, 'scripts', 'check-layers')
+
+
+def run(root):
+    return subprocess.run([CHECK, '--root', root], capture_output=True, text=True)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    for d in ('user', 'bpf', 'include'):
+        shutil.copytree(os.path.join(ROOT, d), tmp_path / d)
+    (tmp_path / 'docs').mkdir()
+    shutil.copy(os.path.join(ROOT, 'docs', 'architecture.md'), tmp_path / 'docs')
+    return tmp_path
+
+
+def test_tree_follows_the_rule():
+    r = run(ROOT)
+    assert r.returncode == 0, r.stdout
+    assert 'not ok' not in r.stdout
+
+
+def test_copy_follows_the_rule(tree):
+    assert run(str(tree)).returncode == 0
+
+
+def append(path, text):
+    with open(path, 'a') as f:
+        f.write(text)
+
+
+def test_collector_including_the_meter_fails(tree):
+    src = tree / 'user' / 'collect' / 'store.c'
+    n = sum(1 for _ in open(src)) + 1
+    append(src, '#include "meter/meter.h"\n')
+    r = run(str(tree))
+    assert r.returncode == 1
+    assert 'not ok' in r.stdout and '- user/collect' in r.stdout
+    assert 'user/collect/store.c:%d: "meter/meter.h" is in user/meter' % n in r.stdout
+
+
+def test_common_including_export_fails(tree):
+    append(tree / 'user' / 'common' / 'config.h', '#include "export/ipfix.h"\n')
+    r = run(str(tree))
+    assert r.returncode == 1 and 'which user/common may not include' in r.stdout
+
+
+def test_bpf_including_userspace_fails(tree):
+    append(tree / 'bpf' / 'meter.bpf.c', '#include "../user/common/config.h"\n')
+    r = run(str(tree))
+    assert r.returncode == 1 and 'which bpf may not include' in r.stdout
+
+
+def test_file_directly_in_user_fails(tree):
+    (tree / 'user' / 'helper.c').write_text('int x;\n')
+    r = run(str(tree))
+    assert r.returncode == 1 and 'only main.c stands directly in user/' in r.stdout
+
+
+def test_folder_missing_from_the_table_fails(tree):
+    (tree / 'user' / 'metrics').mkdir()
+    (tree / 'user' / 'metrics' / 'metrics.c').write_text('#include "common/config.h"\n')
+    r = run(str(tree))
+    assert r.returncode == 1 and 'user/metrics: folder not in docs/architecture.md' in r.stdout
+
+
+def test_skeleton_of_another_program_fails(tree):
+    append(tree / 'user' / 'collect' / 'store.c', '#include "meter.skel.h"\n')
+    r = run(str(tree))
+    assert r.returncode == 1 and '"meter.skel.h" is in user/meter' in r.stdout
