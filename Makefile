@@ -39,21 +39,25 @@ include $(sort $(wildcard mk/*.mk))
 BPF_OBJS  := $(patsubst %,$(BUILD)/%.bpf.o,$(BPF_NAMES))
 BPF_SKELS := $(patsubst %,$(BUILD)/%.skel.h,$(BPF_NAMES))
 ROCEMETER_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(ROCEMETER_SRCS))
-HEADERS   := $(wildcard include/rocemeter/*.h) $(wildcard user/*/*.h) $(wildcard bpf/*.h)
 
 .PHONY: all deps check bench demo install vmlinux clean
 all: $(BPF_OBJS) $(BPF_SKELS) $(BUILD)/rocemeter
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c $(HEADERS) vmlinux/vmlinux.h
+# Header dependencies come from the compilers (-MMD -MP: build/**/*.d).
+DEPFLAGS   = -MMD -MP -MT $@ -MF $@.d
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c vmlinux/vmlinux.h
 	@mkdir -p $(@D)
-	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/user/%.o: user/%.c $(HEADERS) $(BPF_SKELS)
+# Every object waits for the skeletons: which ones a file includes is known
+# only after its first compilation.
+$(BUILD)/user/%.o: user/%.c | $(BPF_SKELS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/rocemeter: $(ROCEMETER_OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
@@ -61,12 +65,12 @@ $(BUILD)/rocemeter: $(ROCEMETER_OBJS)
 # Test programs: tests/NAME.c (host) and selftests/NAME.c (BPF, root), linked
 # with every rocemeter object except main.o.
 LIB_OBJS = $(filter-out $(BUILD)/user/main.o,$(ROCEMETER_OBJS))
-$(BUILD)/tests/%: tests/%.c $(HEADERS) $(LIB_OBJS)
+$(BUILD)/tests/%: tests/%.c $(LIB_OBJS) | $(BPF_SKELS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(TEST_CFLAGS_$*) -o $@ $< $(LIB_OBJS) $(TEST_LDLIBS) $(LDLIBS)
-$(BUILD)/selftests/%: selftests/%.c $(HEADERS) $(LIB_OBJS) $(BPF_SKELS)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS_$*) $(DEPFLAGS) -o $@ $< $(LIB_OBJS) $(TEST_LDLIBS) $(LDLIBS)
+$(BUILD)/selftests/%: selftests/%.c $(LIB_OBJS) | $(BPF_SKELS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $< $(LIB_OBJS) $(TEST_LDLIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -o $@ $< $(LIB_OBJS) $(TEST_LDLIBS) $(LDLIBS)
 
 deps:
 	@scripts/deps.sh
@@ -87,6 +91,8 @@ install: all
 	install -D -m 0644 docs/rocemeter.8 $(DESTDIR)$(PREFIX)/share/man/man8/rocemeter.8
 	install -d $(DESTDIR)$(PREFIX)/share/doc/rocemeter
 	install -m 0644 README.md $(filter-out docs/rocemeter.8,$(wildcard docs/*)) $(DESTDIR)$(PREFIX)/share/doc/rocemeter/
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/vmlinux.h.tmp
