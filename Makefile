@@ -62,15 +62,17 @@ $(BUILD)/user/%.o: user/%.c | $(BPF_SKELS)
 $(BUILD)/rocemeter: $(ROCEMETER_OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-# Test programs: tests/NAME.c (host) and selftests/NAME.c (BPF, root), linked
+# Test programs and benchmarks: tests/unit/ (no root), selftests/bpf/,
+# selftests/system/, selftests/bench/, helpers in tests/lib/; each is linked
 # with every rocemeter object except main.o.
 LIB_OBJS = $(filter-out $(BUILD)/user/main.o,$(ROCEMETER_OBJS))
+TEST_CFLAGS = -Itests/lib $(TEST_CFLAGS_$*)
 $(BUILD)/tests/%: tests/%.c $(LIB_OBJS) | $(BPF_SKELS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(TEST_CFLAGS_$*) $(DEPFLAGS) -o $@ $< $(LIB_OBJS) $(TEST_LDLIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< $(LIB_OBJS) $(TEST_LDLIBS) $(LDLIBS)
 $(BUILD)/selftests/%: selftests/%.c $(LIB_OBJS) | $(BPF_SKELS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(DEPFLAGS) -o $@ $< $(LIB_OBJS) $(TEST_LDLIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< $(LIB_OBJS) $(TEST_LDLIBS) $(LDLIBS)
 
 deps:
 	@scripts/deps.sh

@@ -1,4 +1,4 @@
 # End-to-end: the demo (the main job); replay vs IPFIX decoders, live export over TLS 1.3 to an OpenSSL
 # peer and to the collector.
-CHECK_SCRIPTS  += tests/test_export_e2e.py
-CHECK_SCRIPTS  += tests/test_demo.py
+CHECK_SCRIPTS  += selftests/system/test_export_e2e.py
+CHECK_SCRIPTS  += selftests/system/test_demo.py

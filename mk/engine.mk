@@ -2,7 +2,7 @@
 # the specification's worked examples and transition rows, the counter-limit
 # path with a lowered limit, and a randomized differential test against a
 # set-based model written from the specification's text.
-CHECK_PROGS    += $(BUILD)/tests/test_seqobs
-TEST_CFLAGS_test_seqobs_limit := -DRM_COUNTER_MAX=200
-CHECK_PROGS    += $(BUILD)/tests/test_seqobs_limit
-CHECK_PROGS    += $(BUILD)/tests/test_seqobs_random
+CHECK_PROGS    += $(BUILD)/tests/unit/test_seqobs
+TEST_CFLAGS_unit/test_seqobs_limit := -DRM_COUNTER_MAX=200
+CHECK_PROGS    += $(BUILD)/tests/unit/test_seqobs_limit
+CHECK_PROGS    += $(BUILD)/tests/unit/test_seqobs_random

@@ -3,12 +3,12 @@
 # transport thread (IPFIX over TCP and TLS 1.3, reconnect, bounded queue).
 # Test PKI: scripts/gen-certs.
 ROCEMETER_SRCS += user/export/ipfix.c user/export/ids.c user/export/export.c
-CHECK_PROGS    += $(BUILD)/tests/test_ipfix
+CHECK_PROGS    += $(BUILD)/tests/unit/test_ipfix
 # test_export: cmocka unit tests; with --drive / --serve it is the helper
-# that tests/test_export.py drives (exporter, small TLS server).
-CHECK_PROGS    += $(BUILD)/tests/test_export
-CHECK_SCRIPTS  += tests/test_export.py
-# Uses selftests/ipfix_write (JSON Lines reports on stdin -> IPFIX file), a
+# that selftests/system/test_export.py drives (exporter, small TLS server).
+CHECK_PROGS    += $(BUILD)/selftests/system/test_export
+CHECK_SCRIPTS  += selftests/system/test_export.py
+# Uses tests/lib/ipfix_write (JSON Lines reports on stdin -> IPFIX file), a
 # helper rather than a test, which the pytest file builds with make itself.
-CHECK_SCRIPTS  += tests/test_ipfix_decoders.py
-BENCH_PROGS    += $(BUILD)/tests/bench_export
+CHECK_SCRIPTS  += selftests/system/test_ipfix_decoders.py
+BENCH_PROGS    += $(BUILD)/selftests/bench/bench_export

@@ -7,8 +7,8 @@ ROCEMETER_SRCS += user/meter/meter.c user/meter/reporter.c user/meter/pins.c use
 # The BPF build of the engine across CPUs, the specification's examples,
 # violations and mirror mode through BPF_PROG_TEST_RUN; attach/detach/status
 # on a veth pair in a network namespace.
-CHECK_PROGS    += $(BUILD)/selftests/test_meter_cpus
-CHECK_SCRIPTS  += tests/test_live_meter.py
+CHECK_PROGS    += $(BUILD)/selftests/bpf/test_meter_cpus
+CHECK_SCRIPTS  += selftests/system/test_live_meter.py
 # Epoch lifecycle: idle expiry, reload, shutdown, capture discontinuity,
 # eviction and sd_notify readiness.
-CHECK_SCRIPTS  += tests/test_lifecycle.py
+CHECK_SCRIPTS  += selftests/system/test_lifecycle.py

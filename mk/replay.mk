@@ -3,6 +3,6 @@
 ROCEMETER_SRCS += user/replay/capture.c user/replay/replay.c
 # Parse verdicts of the XDP meter, and replay over the real captures beside
 # the checkout and over synthetic captures built with scapy; tshark is the
-# independent decoder, tests/rocetest.py holds the helpers and a Python model
+# independent decoder, tests/lib/rocetest.py holds the helpers and a Python model
 # of the sequence observation algorithm.
-CHECK_SCRIPTS  += tests/test_replay_captures.py tests/test_replay_synthetic.py tests/test_meter_parse.py
+CHECK_SCRIPTS  += selftests/bpf/test_replay_captures.py selftests/bpf/test_replay_synthetic.py selftests/bpf/test_meter_parse.py

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * bench.h - shared by the benchmark driver bpf/bench.bpf.c and
- * selftests/bench_meter.c (benchmarks only, never part of rocemeter).
+ * selftests/bench/bench_meter.c (benchmarks only, never part of rocemeter).
  */
 #ifndef ROCEMETER_BENCH_H
 #define ROCEMETER_BENCH_H

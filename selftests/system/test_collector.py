@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("ROCEMETER_BIN", os.path.join(ROOT, "build", "rocemeter"))
 GEN_CERTS = os.path.join(ROOT, "scripts", "gen-certs")
 IE_FILE = os.path.join(ROOT, "docs", "rocemeter-ie.xml")

@@ -24,11 +24,12 @@ import pytest
 import test_ipfix_decoders as dec
 import test_live_meter as live
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROCEMETER = os.path.join(ROOT, "build", "rocemeter")
 CAPTURE = os.path.join(ROOT, "data", "pcaps", "linlinw5_nccl_nccl_node0.pcap")
 ADDR_KEYS = ("sourceIPv4Address", "destinationIPv4Address", "sourceIPv6Address", "destinationIPv6Address")
 TIME_KEYS = ("flowStartMilliseconds", "flowEndMilliseconds")
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF: replay and XDP on a veth)")
 
 
 def replay_json(*args):

@@ -8,7 +8,7 @@ bad capture files. Every case runs over IPv4 and IPv6, with and without
 VLAN tags.
 
 Expected values are written from the seed's text, checked again against the
-Python model in tests/rocetest.py (every report and every statistic), never
+Python model in tests/lib/rocetest.py (every report and every statistic), never
 taken from the tool. Needs root (BPF) and the built build/rocemeter.
 """
 import ipaddress

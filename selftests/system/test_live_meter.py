@@ -29,12 +29,12 @@ from collections import Counter, defaultdict
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
 ROCEMETER = os.path.join(BUILD, "rocemeter")
 PIN_BASE = "/sys/fs/bpf/rocemeter"
 RUN_DIR = "/run/rocemeter"
-NCCL_PCAP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "pcaps",
+NCCL_PCAP = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "data", "pcaps",
                          "linlinw5_nccl_nccl_node0.pcap")  # bundled copy
 
 FINAL = 0x0001

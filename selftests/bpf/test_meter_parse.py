@@ -11,7 +11,7 @@ find. The expected verdicts are written from the header layouts (Ethernet,
 802.1Q, RFC 791, RFC 8200, RFC 768, seed 001's BTH and extended headers) and
 seed 000 ("Applicability and Provisioning"); every statistic and every
 report (keys included: never a wrong context) is compared with the model in
-tests/rocetest.py. Frames whose capture length is below their wire length
+tests/lib/rocetest.py. Frames whose capture length is below their wire length
 imitate a capture snap length.
 """
 import os

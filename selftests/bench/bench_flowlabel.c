@@ -22,7 +22,7 @@
 #include "flowlabel/flowlabel.h"
 #include "flowlabel.skel.h"
 #include "baseline.skel.h"
-#include "../selftests/fl_frames.h"
+#include "fl_frames.h"
 
 static int batches = 21, repeat = 500000;
 

@@ -42,6 +42,7 @@
 #include "meter/reporter.h"
 #include "meter.skel.h"
 #include "rocemeter/common.h"
+#include "selftest.h"
 
 #define M24 (1u << 24)
 #define OP_SEND_ONLY 0x04
@@ -263,16 +264,6 @@ static void assert_invariants(const struct rm_seq_counters *c, int final)
 		assert_int_equal(c->pending, 0);
 	else
 		assert_int_equal(c->abandoned, 0);
-}
-
-static int need_root(void **state)
-{
-	(void)state;
-	if (geteuid() != 0) {
-		fprintf(stderr, "# needs root (BPF_PROG_TEST_RUN)\n");
-		return -1;
-	}
-	return 0;
 }
 
 /* ---- seed 000 "Verification Examples", through the BPF program ------------ */
@@ -911,6 +902,7 @@ static void test_report_id_exhaustion(void **state)
 
 int main(void)
 {
+	rm_selftest_require_root("BPF_PROG_TEST_RUN");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_seed_examples_w4),
 		cmocka_unit_test(test_seed_example_w1),
@@ -923,5 +915,5 @@ int main(void)
 		cmocka_unit_test(test_report_id_exhaustion),
 	};
 
-	return cmocka_run_group_tests(tests, need_root, NULL);
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }

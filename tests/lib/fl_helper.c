@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * fl_helper.c - small driver for tests/test_flowlabel.py (root):
+ * fl_helper.c - small driver for selftests/system/test_flowlabel.py (root):
  *
  *   fl_helper run [--hash NAME] [--mix] [--seed N]
  *       reads frames as hex, one per line, from stdin; runs each through
@@ -26,7 +26,7 @@
 
 #include "flowlabel/flowlabel.h"
 #include "flowlabel.skel.h"
-#include "../selftests/fl_frames.h"
+#include "fl_frames.h"
 
 static int usage(void)
 {

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """Shared helpers of the replay/meter tests (tests/test_replay_*.py,
-tests/test_meter_parse.py). Not a test file itself.
+selftests/bpf/test_meter_parse.py). Not a test file itself.
 
 - RoCEv2 frame construction with scapy (Ethernet, 802.1Q/802.1ad tags,
   IPv4/IPv6 + extension headers, UDP 4791) and BTH/extended-header bytes
@@ -33,15 +33,12 @@ from scapy.layers.l2 import Dot1AD, Dot1Q, Ether
 from scapy.packet import Raw
 from scapy.utils import PcapWriter
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("BUILD", "build")
 ROCEMETER = os.environ.get("ROCEMETER", os.path.join(ROOT, BUILD, "rocemeter"))
 # The project's shared captures: ROCEMETER_PCAPS, or shared/ beside the
-# checkout (as CI lays it out), or the development machine's copy.
-PCAPS = next((d for d in (os.environ.get("ROCEMETER_PCAPS"),
-                          os.path.join(ROOT, "..", "shared", "data", "pcaps"),
-                          "/work/shared/data/pcaps") if d and os.path.isdir(d)),
-             os.path.join(ROOT, "..", "shared", "data", "pcaps"))
+# checkout (as CI lays it out).
+PCAPS = os.environ.get("ROCEMETER_PCAPS") or os.path.join(ROOT, "..", "shared", "data", "pcaps")
 
 M = 1 << 24
 HALF = 1 << 23

@@ -35,9 +35,9 @@
  * Streams come from a deterministic PRNG with one seed per stream; a
  * failure prints the family, the stream seed, W and the PSN sequence.
  * Replay one stream with its trace:
- *   RM_SEQOBS_REPLAY=family:0xSEED build/tests/test_seqobs_random
+ *   RM_SEQOBS_REPLAY=family:0xSEED build/tests/unit/test_seqobs_random
  * Explore other streams (default base seed is fixed):
- *   RM_SEQOBS_SEED=12345 build/tests/test_seqobs_random
+ *   RM_SEQOBS_SEED=12345 build/tests/unit/test_seqobs_random
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -438,7 +438,7 @@ static void stream_report(struct stream *s)
 	fprintf(stderr, "# MISMATCH family=%s seed=0x%016llx W=%u%s nwords=%u: %s\n", s->family,
 		(unsigned long long)s->seed, s->w0, s->varying_w ? " (varying, see W@ below)" : "", s->nwords,
 		s->why);
-	fprintf(stderr, "# replay: RM_SEQOBS_REPLAY=%s:0x%016llx build/tests/test_seqobs_random\n", s->family,
+	fprintf(stderr, "# replay: RM_SEQOBS_REPLAY=%s:0x%016llx build/tests/unit/test_seqobs_random\n", s->family,
 		(unsigned long long)s->seed);
 	fprintf(stderr, "# PSNs (%zu):", s->n);
 	for (size_t i = 0; i < s->n; i++) {

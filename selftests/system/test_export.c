@@ -9,7 +9,7 @@
  * scripts/gen-certs, whose expected outcomes follow from how each
  * certificate was made (name, CA, key usage), not from the code.
  *
- * Helper modes for tests/test_export.py (openssl s_server/s_client and socat
+ * Helper modes for selftests/system/test_export.py (openssl s_server/s_client and socat
  * are the independent peers there):
  *   test_export --drive CONFIG.ini      exporter driven by commands on stdin
  *   test_export --serve CONFIG.ini PORT [OUT]
@@ -49,7 +49,7 @@
 #include "export/export.h"
 #include "common/tls.h"
 
-/* ---- synthetic reports, the formula tests/test_export.py restates ---- */
+/* ---- synthetic reports, the formula selftests/system/test_export.py restates ---- */
 
 static void report_fill(struct rm_report *r, uint64_t k)
 {

@@ -2,7 +2,7 @@
 """IPFIX encoding checked by independent decoders (seed 000 "Export Profile
 and Template"; RFC 7011).
 
-selftests/ipfix_write (the project's encoder) turns reports given as JSON
+tests/lib/ipfix_write (the project's encoder) turns reports given as JSON
 Lines into an IPFIX file; libfixbuf's ipfixDump (with docs/rocemeter-ie.xml)
 and tshark's cflow dissector (IPFIX over TCP, in a pcap written with scapy)
 decode it. Every expected value comes from the JSON input or from the
@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("BUILD", "build")
 ELEMENTS = os.path.join(ROOT, "docs", "rocemeter-ie.xml")
 PEN = 32473
@@ -120,9 +120,9 @@ def family_of(r):
 def writer():
     exe = os.environ.get("IPFIX_WRITE")
     if not exe:
-        subprocess.run(["make", "-s", "-C", ROOT, "%s/selftests/ipfix_write" % BUILD], check=True,
+        subprocess.run(["make", "-s", "-C", ROOT, "%s/tests/lib/ipfix_write" % BUILD], check=True,
                        stdout=subprocess.DEVNULL)
-        exe = os.path.join(ROOT, BUILD, "selftests", "ipfix_write")
+        exe = os.path.join(ROOT, BUILD, "tests", "lib", "ipfix_write")
     return exe
 
 

@@ -5,7 +5,7 @@
  * Expected octets are written out by hand from RFC 7011 and seed 000
  * ("Export Profile and Template": field order and lengths), never produced
  * by the encoder. Decoding by independent tools (ipfixDump, tshark) is in
- * tests/test_ipfix_decoders.py.
+ * selftests/system/test_ipfix_decoders.py.
  */
 #include <stdarg.h>
 #include <stddef.h>

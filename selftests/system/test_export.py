@@ -7,10 +7,10 @@ The peers are independent TLS implementations' command line tools (openssl
 s_server / s_client, socat) or Python's ssl module; the received stream is
 decoded by libfixbuf's ipfixDump with docs/rocemeter-ie.xml and by a small
 decoder below written from RFC 7011, and compared with the synthetic
-reports restated here from tests/test_export.c (report_fill).
+reports restated here from selftests/system/test_export.c (report_fill).
 
-The exporter runs in build/tests/test_export --drive, controlled through
-stdin (see tests/test_export.c). Everything listens on loopback only.
+The exporter runs in build/selftests/system/test_export --drive, controlled through
+stdin (see selftests/system/test_export.c). Everything listens on loopback only.
 """
 import ipaddress
 import os
@@ -26,8 +26,8 @@ import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DRIVER = os.path.join(ROOT, "build", "tests", "test_export")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DRIVER = os.path.join(ROOT, "build", "selftests", "system", "test_export")
 GEN_CERTS = os.path.join(ROOT, "scripts", "gen-certs")
 IE_FILE = os.path.join(ROOT, "docs", "rocemeter-ie.xml")
 PEN = 32473
@@ -35,7 +35,7 @@ COLLECTOR_NAME = "collector.rocemeter.test"
 EXPORTER_NAME = "exporter.rocemeter.test"
 WAIT = 20.0  # seconds: generous bound for any single step, never asserted
 
-pytestmark = pytest.mark.skipif(not os.path.exists(DRIVER), reason="build/tests/test_export not built (make)")
+pytestmark = pytest.mark.skipif(not os.path.exists(DRIVER), reason="build/selftests/system/test_export not built (make)")
 
 
 # ---------------------------------------------------------------- helpers
@@ -88,7 +88,7 @@ def export_config(path, pki, port, collector="127.0.0.1", cert="exporter", peer=
 
 
 class Driver:
-    """build/tests/test_export --drive CONFIG, one command per line."""
+    """build/selftests/system/test_export --drive CONFIG, one command per line."""
 
     def __init__(self, config, errpath):
         self.err = open(errpath, "w+")

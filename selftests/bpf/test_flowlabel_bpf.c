@@ -21,7 +21,8 @@
 #include "rocemeter/common.h" /* RM_VLAN_DEPTH_MAX, RM_IPV6_EXT_MAX */
 #include "flowlabel/flowlabel.h"
 #include "flowlabel.skel.h"
-#include "../selftests/fl_frames.h"
+#include "fl_frames.h"
+#include "selftest.h"
 
 #define IP6_OFF(nvlan) (14 + 4 * (nvlan))
 
@@ -30,7 +31,7 @@ struct fx {
 	uint64_t base[RM_FL__VARIANTS][RM_FL_STAT__COUNT];
 };
 
-/* DESIGN.md labels: [vector][variant]; vectors as in tests/test_flowlabel.c. */
+/* DESIGN.md labels: [vector][variant]; vectors as in tests/unit/test_flowlabel.c. */
 static const uint32_t design_label[4][RM_FL__VARIANTS] = {
 	{ 0x6CB3E, 0x783D7, 0xA2BCC, 0x1753D }, /* 123456ABCDEF00010002 */
 	{ 0x193A9, 0xE0E95, 0xC2A9A, 0xDD356 }, /* ABCDEF00010002 */
@@ -43,10 +44,6 @@ static int setup(void **state)
 	static struct fx f;
 	char err[256];
 
-	if (geteuid() != 0) {
-		fprintf(stderr, "# needs root (BPF_PROG_TEST_RUN)\n");
-		return -1;
-	}
 	for (uint32_t v = 0; v < RM_FL__VARIANTS; v++) {
 		struct rm_flowlabel_opts o = { .direction = RM_FL_EGRESS, .variant = v };
 
@@ -338,6 +335,7 @@ static void test_unconfigured(void **state)
 
 int main(void)
 {
+	rm_selftest_require_root("BPF_PROG_TEST_RUN");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_design_vectors),
 		cmocka_unit_test(test_traffic_class_kept),

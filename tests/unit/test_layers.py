@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 CHECK = os.path.join(ROOT, 'scripts', 'check-layers')
 
 

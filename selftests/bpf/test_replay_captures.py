@@ -3,7 +3,7 @@
 real RoCEv2 captures in shared/data/pcaps beside the checkout (see SOURCES.md there).
 
 tshark decodes every capture independently; the expected reports and
-statistics come from tests/rocetest.py's Python model of seed 000 fed with
+statistics come from tests/lib/rocetest.py's Python model of seed 000 fed with
 tshark's fields (addresses, destination QP, opcode, PSN, P_Key, arrival
 time), never from running the tool. Needs root (BPF) and the built
 build/rocemeter.

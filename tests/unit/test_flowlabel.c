@@ -5,7 +5,7 @@
  * and the sliced (table) form; the hash input layout of seed 002 ("Construction of the
  * Hash Input"); rm_flowlabel_compute(); the name helpers. Expected values
  * come from DESIGN.md and the seed's text, not from the code under test.
- * (Random inputs against zlib and Python references: tests/test_flowlabel.py.)
+ * (Random inputs against zlib and Python references: selftests/system/test_flowlabel.py.)
  */
 #include <stdarg.h>
 #include <stddef.h>

@@ -4,7 +4,7 @@
 Labels are computed here from the fields the test chose (never parsed back
 from the program's output): zlib.crc32 for crc32, a few lines of Python for
 the literal loop, CRC-32C and CRC-32/MPEG-2. scapy builds the frames;
-selftests/fl_helper runs them through bpf/flowlabel.bpf.c with
+tests/lib/fl_helper runs them through bpf/flowlabel.bpf.c with
 BPF_PROG_TEST_RUN. Also: `rocemeter flowlabel`, ICRC and UDP checksum of
 rewritten frames, and an end-to-end run over a veth pair between two network
 namespaces created here, decoded with tshark.
@@ -29,9 +29,9 @@ from scapy.layers.inet6 import (IPv6ExtHdrDestOpt, IPv6ExtHdrFragment,
                                 IPv6ExtHdrHopByHop, IPv6ExtHdrRouting)
 from scapy.contrib.roce import BTH
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
-HELPER = os.path.join(BUILD, "selftests", "fl_helper")
+HELPER = os.path.join(BUILD, "tests", "lib", "fl_helper")
 ROCEMETER = os.path.join(BUILD, "rocemeter")
 PIN_BASE = "/sys/fs/bpf/rocemeter"
 
@@ -194,7 +194,7 @@ def expected_out(c, variant, mix=False, seed=0):
 
 def run_helper(frames, *opts):
     if not os.path.exists(HELPER):
-        pytest.fail("%s missing: run 'make build/selftests/fl_helper'" % HELPER)
+        pytest.fail("%s missing: run 'make build/tests/lib/fl_helper'" % HELPER)
     p = subprocess.run([HELPER, "run", *opts], input="".join(f.hex() + "\n" for f in frames),
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr

@@ -32,14 +32,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import rocetest as rt  # noqa: E402  (frame building and capture writing)
+import rocetest as rt  # frame building and capture writing (tests/lib, on pytest.ini's pythonpath)
 
 ROOT = rt.ROOT
 ROCEMETER = rt.ROCEMETER
