@@ -11,4 +11,7 @@ CHECK_SCRIPTS  += tests/test_export.py
 # Uses selftests/ipfix_write (JSON Lines reports on stdin -> IPFIX file), a
 # helper rather than a test, which the pytest file builds with make itself.
 CHECK_SCRIPTS  += tests/test_ipfix_decoders.py
+# docs/rocemeter-ie.xml against RM_IPFIX_IES and RM_FLAGS, read through the
+# helper selftests/ie_table, which the pytest file builds with make itself.
+CHECK_SCRIPTS  += tests/test_ie_model.py
 BENCH_PROGS    += $(BUILD)/tests/bench_export
