@@ -11,4 +11,7 @@ CHECK_SCRIPTS  += selftests/system/test_export.py
 # Uses tests/lib/ipfix_write (JSON Lines reports on stdin -> IPFIX file), a
 # helper rather than a test, which the pytest file builds with make itself.
 CHECK_SCRIPTS  += selftests/system/test_ipfix_decoders.py
+# docs/rocemeter-ie.xml against RM_IPFIX_IES and RM_FLAGS, read through the
+# helper tests/lib/ie_table, which the pytest file builds with make itself.
+CHECK_SCRIPTS  += tests/unit/test_ie_model.py
 BENCH_PROGS    += $(BUILD)/selftests/bench/bench_export

@@ -60,14 +60,30 @@
 #define RM_COUNTER_MAX (~(__u64)0 - RM_PSN_MOD)
 #endif
 
-/* rdmaSequenceFlags masks (seed 000, "Qualification Flags"), host order. */
-#define RM_FLAG_FINAL_EPOCH           0x0001
-#define RM_FLAG_PROFILE_VIOLATION     0x0002
-#define RM_FLAG_CAPTURE_DISCONTINUITY 0x0004
-#define RM_FLAG_STATE_EXHAUSTION      0x0008
-#define RM_FLAG_SERIAL_DISCONTINUITY  0x0010
-#define RM_FLAG_GENERATION_UNVERIFIED 0x0020
-#define RM_FLAG_DEFINED_MASK          0x003f
+/*
+ * rdmaSequenceFlags masks (seed 000, "Qualification Flags", "Defined
+ * Masks"), host order: X(suffix, mask, name, meaning) makes RM_FLAG_<suffix>.
+ * Printed by rm_flags_to_text() (user/common/report_text.h).
+ */
+#define RM_FLAGS(X)                                                                                   \
+	X(FINAL_EPOCH, 0x0001, "finalEpoch", "Epoch is closed.")                                      \
+	X(PROFILE_VIOLATION, 0x0002, "profileViolation",                                              \
+	  "Unsupported or malformed request/profile violation.")                                      \
+	X(CAPTURE_DISCONTINUITY, 0x0004, "captureDiscontinuity", "Complete observation interrupted.") \
+	X(STATE_EXHAUSTION, 0x0008, "stateExhaustion", "Context resource eviction.")                  \
+	X(SERIAL_DISCONTINUITY, 0x0010, "serialDiscontinuity",                                        \
+	  "Unsupported jump or ambiguous serial interpretation.")                                     \
+	X(GENERATION_UNVERIFIED, 0x0020, "generationUnverified",                                      \
+	  "Connection generation not independently established.")
+
+#define RM_FLAG_ENUM_(suffix, mask, name, meaning) RM_FLAG_##suffix = mask,
+enum rm_flag {
+	RM_FLAGS(RM_FLAG_ENUM_)
+};
+#undef RM_FLAG_ENUM_
+/* Every defined mask; the other bits (0xFFC0) are unassigned. */
+#define RM_FLAG_OR_(suffix, mask, name, meaning) | (mask)
+#define RM_FLAG_DEFINED_MASK (0 RM_FLAGS(RM_FLAG_OR_))
 /* Closure-reason bits: allowed only together with finalEpoch. */
 #define RM_FLAG_REASON_MASK           0x001e
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * test_ipfix.c - the IPFIX encoder (user/export/ipfix.c), the exporter's ID
- * allocation (user/export/ids.c) and the report JSON Lines (user/common/report_json.c).
+ * allocation (user/export/ids.c), the report JSON Lines (user/common/report_json.c)
+ * and the rdmaSequenceFlags text (user/common/report_text.c).
  * Expected octets are written out by hand from RFC 7011 and seed 000
  * ("Export Profile and Template": field order and lengths), never produced
  * by the encoder. Decoding by independent tools (ipfixDump, tshark) is in
@@ -21,6 +22,7 @@
 #include "export/ipfix.h"
 #include "export/ids.h"
 #include "common/report_json.h"
+#include "common/report_text.h"
 
 /* PEN 32473 = 0x7ED9. */
 #define PEN_BYTES 0x00, 0x00, 0x7e, 0xd9
@@ -628,6 +630,38 @@ static void test_json_parse_errors(void **state)
 	expect_parse_error("{\"observationPointId\":", "JSON error");
 }
 
+/* Names and masks from seed 000 "Qualification Flags" (Defined Masks), written out here. */
+static void assert_flags_text(uint16_t flags, const char *expect)
+{
+	char buf[160];
+
+	memset(buf, 'x', sizeof(buf));
+	rm_flags_to_text(flags, buf, sizeof(buf));
+	assert_string_equal(buf, expect);
+}
+
+static void test_flags_text(void **state)
+{
+	char small[12];
+
+	assert_flags_text(0, "");
+	assert_flags_text(0x0001, "finalEpoch");
+	assert_flags_text(0x0021, "finalEpoch,generationUnverified");
+	assert_flags_text(0x003f, "finalEpoch,profileViolation,captureDiscontinuity,stateExhaustion,"
+				  "serialDiscontinuity,generationUnverified");
+	/* Unassigned bits: one more item, their mask. */
+	assert_flags_text(0x0040, "0x0040");
+	assert_flags_text(0x8061, "finalEpoch,generationUnverified,0x8040");
+	assert_flags_text(0xffff, "finalEpoch,profileViolation,captureDiscontinuity,stateExhaustion,"
+				  "serialDiscontinuity,generationUnverified,0xffc0");
+	assert_string_equal(rm_flag_name(0x0010), "serialDiscontinuity");
+	assert_null(rm_flag_name(0x0040));
+	assert_null(rm_flag_name(0x0003));
+	/* A short buffer holds a terminated prefix. */
+	rm_flags_to_text(0x0021, small, sizeof(small));
+	assert_string_equal(small, "finalEpoch,");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -645,6 +679,7 @@ int main(void)
 		cmocka_unit_test(test_json_write),
 		cmocka_unit_test(test_json_roundtrip),
 		cmocka_unit_test(test_json_parse_errors),
+		cmocka_unit_test(test_flags_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

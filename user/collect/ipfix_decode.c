@@ -16,43 +16,19 @@
 #define IE_PADDING_OCTETS 210
 #define VARLEN 65535
 
-/* The profile's fields (seed 000, "Profile Fields in Example Order"). */
-enum pf {
-	F_OBS, F_SRC4, F_DST4, F_SRC6, F_DST6, F_VLAN, F_CVLAN, F_QP, F_PKEY, F_START, F_END,
-	F_EPOCH, F_REPORT, F_WINDOW, F_FLAGS, F_SKIP, F_FILL, F_EXP, F_ABAN, F_PEND, F_REP, F_REQ, F_LATE,
-	F__N
-};
-
+/* The profile's fields (seed 000, "Profile Fields in Example Order"), indexed by enum rm_pf. */
 static const struct {
 	uint8_t enterprise; /* 1: element number under the configured PEN */
 	uint16_t ie;
 	uint16_t len;       /* full-length encoding, the only one accepted */
 	uint8_t key;        /* part of the record key (Flow Keys) */
+	uint8_t in;         /* enum rm_ie_in: which Templates carry it */
 	const char *name;
-} pf_def[F__N] = {
-	[F_OBS] = { 0, IE_OBSERVATION_POINT_ID, 8, 1, "observationPointId" },
-	[F_SRC4] = { 0, IE_SOURCE_IPV4_ADDRESS, 4, 1, "sourceIPv4Address" },
-	[F_DST4] = { 0, IE_DESTINATION_IPV4_ADDRESS, 4, 1, "destinationIPv4Address" },
-	[F_SRC6] = { 0, IE_SOURCE_IPV6_ADDRESS, 16, 1, "sourceIPv6Address" },
-	[F_DST6] = { 0, IE_DESTINATION_IPV6_ADDRESS, 16, 1, "destinationIPv6Address" },
-	[F_VLAN] = { 0, IE_VLAN_ID, 2, 1, "vlanId" },
-	[F_CVLAN] = { 0, IE_DOT1Q_CUSTOMER_VLAN_ID, 2, 1, "dot1qCustomerVlanId" },
-	[F_QP] = { 1, RM_IE_RDMA_DESTINATION_QP, 4, 1, "rdmaDestinationQP" },
-	[F_PKEY] = { 1, RM_IE_RDMA_PARTITION_KEY, 2, 1, "rdmaPartitionKey" },
-	[F_START] = { 0, IE_FLOW_START_MILLISECONDS, 8, 0, "flowStartMilliseconds" },
-	[F_END] = { 0, IE_FLOW_END_MILLISECONDS, 8, 0, "flowEndMilliseconds" },
-	[F_EPOCH] = { 1, RM_IE_RDMA_SEQUENCE_EPOCH_ID, 8, 1, "rdmaSequenceEpochId" },
-	[F_REPORT] = { 1, RM_IE_RDMA_SEQUENCE_REPORT_ID, 8, 0, "rdmaSequenceReportId" },
-	[F_WINDOW] = { 1, RM_IE_RDMA_SEQUENCE_WINDOW, 4, 0, "rdmaSequenceWindow" },
-	[F_FLAGS] = { 1, RM_IE_RDMA_SEQUENCE_FLAGS, 2, 0, "rdmaSequenceFlags" },
-	[F_SKIP] = { 1, RM_IE_SKIPPED_PSN_TOTAL_COUNT, 8, 0, "skippedPsnTotalCount" },
-	[F_FILL] = { 1, RM_IE_FILLED_PSN_TOTAL_COUNT, 8, 0, "filledPsnTotalCount" },
-	[F_EXP] = { 1, RM_IE_EXPIRED_PSN_TOTAL_COUNT, 8, 0, "expiredPsnTotalCount" },
-	[F_ABAN] = { 1, RM_IE_ABANDONED_PSN_TOTAL_COUNT, 8, 0, "abandonedPsnTotalCount" },
-	[F_PEND] = { 1, RM_IE_PENDING_PSN_COUNT, 4, 0, "pendingPsnCount" },
-	[F_REP] = { 1, RM_IE_REPEATED_PSN_TOTAL_COUNT, 8, 0, "repeatedPsnTotalCount" },
-	[F_REQ] = { 1, RM_IE_REQUEST_PACKET_TOTAL_COUNT, 8, 0, "requestPacketTotalCount" },
-	[F_LATE] = { 1, RM_IE_UNCLASSIFIED_LATE_PACKET_TOTAL_COUNT, 8, 0, "unclassifiedLatePacketTotalCount" },
+} pf_def[RM_PF__COUNT] = {
+#define PF_DEF_(stem, name, pen, type, octets, sem, units, key, in, member)                         \
+	[RM_PF_##stem] = { RM_IE_##pen, RM_IE_NUMBER(stem, pen), octets, key, RM_IE_IN_##in, name },
+	RM_IPFIX_IES(PF_DEF_)
+#undef PF_DEF_
 };
 
 /* A received (Options) Template and what it binds to. */
@@ -67,7 +43,7 @@ struct tmpl {
 	uint8_t has_vlan_ns;
 	uint16_t rec_len;    /* Data Record octets; 0 if a field is variable-length */
 	uint16_t nfields;
-	int32_t off[F__N];   /* offset in the record, -1 absent */
+	int32_t off[RM_PF__COUNT]; /* offset in the record, -1 absent */
 	uint64_t key_bits;   /* flowKeyIndicator the record key requires */
 	uint64_t unknown_bits; /* fields not understood (bit per field index < 64) */
 	int32_t fk_tid_off, fk_ind_off; /* Flow Keys record offsets */
@@ -184,7 +160,7 @@ long rm_ipfix_frame(const uint8_t *buf, size_t have, char *err, size_t errlen)
 /* Which profile field a Field Specifier is, or -1. */
 static int classify(const struct rm_ipfix_session *s, uint16_t ie, int enterprise, uint32_t pen)
 {
-	for (int f = 0; f < F__N; f++) {
+	for (int f = 0; f < RM_PF__COUNT; f++) {
 		if (pf_def[f].ie != ie || pf_def[f].enterprise != enterprise)
 			continue;
 		if (enterprise && pen != s->pen)
@@ -200,7 +176,7 @@ static void bind_data_template(struct rm_ipfix_session *s, struct tmpl *t, const
 	uint32_t off = 0;
 	int varlen = 0;
 
-	for (int f = 0; f < F__N; f++)
+	for (int f = 0; f < RM_PF__COUNT; f++)
 		t->off[f] = -1;
 	for (uint16_t i = 0; i < count; i++) {
 		uint16_t ie = be16(fs) & 0x7fff, len = be16(fs + 2);
@@ -247,21 +223,26 @@ static void bind_data_template(struct rm_ipfix_session *s, struct tmpl *t, const
 		snprintf(t->why, sizeof(t->why), "Template %u: Data Records of %u octets", t->tid, off);
 		return;
 	}
-	int v4 = t->off[F_SRC4] >= 0 || t->off[F_DST4] >= 0;
-	int v6 = t->off[F_SRC6] >= 0 || t->off[F_DST6] >= 0;
+	int v4 = 0, v6 = 0, vlan = 0;
 
+	for (int f = 0; f < RM_PF__COUNT; f++) {
+		if (t->off[f] < 0)
+			continue;
+		v4 |= pf_def[f].in == RM_IE_IN_IPV4;
+		v6 |= pf_def[f].in == RM_IE_IN_IPV6;
+		vlan |= pf_def[f].in == RM_IE_IN_VLAN;
+	}
 	if (v4 && v6) {
 		snprintf(t->why, sizeof(t->why), "Template %u mixes IPv4 and IPv6 addresses (one family per Template)",
 			 t->tid);
 		return;
 	}
 	t->family = v6 ? 6 : 4;
-	for (int f = 0; f < F__N; f++) {
-		if (f == F_VLAN || f == F_CVLAN)
+	for (int f = 0; f < RM_PF__COUNT; f++) {
+		/* The namespace keys are optional; the addresses are those of the Template's family. */
+		if (pf_def[f].in == RM_IE_IN_VLAN)
 			continue;
-		if ((f == F_SRC4 || f == F_DST4) && t->family != 4)
-			continue;
-		if ((f == F_SRC6 || f == F_DST6) && t->family != 6)
+		if (pf_def[f].in == (t->family == 4 ? RM_IE_IN_IPV6 : RM_IE_IN_IPV4))
 			continue;
 		if (t->off[f] < 0) {
 			snprintf(t->why, sizeof(t->why), "Template %u lacks %s%s", t->tid, pf_def[f].name,
@@ -269,7 +250,7 @@ static void bind_data_template(struct rm_ipfix_session *s, struct tmpl *t, const
 			return;
 		}
 	}
-	t->has_vlan_ns = t->off[F_VLAN] >= 0 || t->off[F_CVLAN] >= 0;
+	t->has_vlan_ns = vlan;
 	t->usable = 1;
 }
 
@@ -422,39 +403,29 @@ static void flow_keys_record(struct rm_ipfix_session *s, uint32_t domain, const 
 		note(sink, arg, domain, "%s; its Data Records will be rejected", t->why);
 }
 
+/*
+ * One reader per abstract data type (the type column of RM_IPFIX_IES):
+ * integers into host order, addresses as they are. The pointer types check
+ * each row's member at compile time.
+ */
+static inline void get_unsigned16(uint16_t *to, const uint8_t *p) { *to = be16(p); }
+static inline void get_unsigned32(uint32_t *to, const uint8_t *p) { *to = be32(p); }
+static inline void get_unsigned64(uint64_t *to, const uint8_t *p) { *to = be64(p); }
+static inline void get_dateTimeMilliseconds(uint64_t *to, const uint8_t *p) { *to = be64(p); }
+static inline void get_ipv4Address(uint8_t (*to)[16], const uint8_t *p) { memcpy(*to, p, 4); }
+static inline void get_ipv6Address(uint8_t (*to)[16], const uint8_t *p) { memcpy(*to, p, 16); }
+
+/* Every field the Template carries, as straight-line code from the table. */
 static void decode_record(const struct tmpl *t, const uint8_t *rec, struct rm_report *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->family = t->family;
-	r->observation_point_id = be64(rec + t->off[F_OBS]);
-	if (t->family == 4) {
-		memcpy(r->src, rec + t->off[F_SRC4], 4);
-		memcpy(r->dst, rec + t->off[F_DST4], 4);
-	} else {
-		memcpy(r->src, rec + t->off[F_SRC6], 16);
-		memcpy(r->dst, rec + t->off[F_DST6], 16);
-	}
 	r->has_vlan_ns = t->has_vlan_ns;
-	if (t->off[F_VLAN] >= 0)
-		r->vlan[0] = be16(rec + t->off[F_VLAN]);
-	if (t->off[F_CVLAN] >= 0)
-		r->vlan[1] = be16(rec + t->off[F_CVLAN]);
-	r->dest_qp = be32(rec + t->off[F_QP]);
-	r->pkey = be16(rec + t->off[F_PKEY]);
-	r->flow_start_ms = be64(rec + t->off[F_START]);
-	r->flow_end_ms = be64(rec + t->off[F_END]);
-	r->epoch_id = be64(rec + t->off[F_EPOCH]);
-	r->report_id = be64(rec + t->off[F_REPORT]);
-	r->window = be32(rec + t->off[F_WINDOW]);
-	r->flags = be16(rec + t->off[F_FLAGS]);
-	r->skipped = be64(rec + t->off[F_SKIP]);
-	r->filled = be64(rec + t->off[F_FILL]);
-	r->expired = be64(rec + t->off[F_EXP]);
-	r->abandoned = be64(rec + t->off[F_ABAN]);
-	r->pending = be32(rec + t->off[F_PEND]);
-	r->repeated = be64(rec + t->off[F_REP]);
-	r->requests = be64(rec + t->off[F_REQ]);
-	r->unclassified_late = be64(rec + t->off[F_LATE]);
+#define GET_(stem, name, pen, type, octets, sem, units, key, in, member) \
+	if (t->off[RM_PF_##stem] >= 0)                                   \
+		get_##type(&r->member, rec + t->off[RM_PF_##stem]);
+	RM_IPFIX_IES(GET_)
+#undef GET_
 }
 
 static void data_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t tid, const uint8_t *p, size_t len,

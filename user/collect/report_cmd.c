@@ -17,11 +17,9 @@
 #include <string.h>
 
 #include "common/command.h"
+#include "common/report_text.h"
 #include "rocemeter/seqobs.h"
 #include "store.h"
-
-static const char *const flag_names[] = { "finalEpoch", "profileViolation", "captureDiscontinuity",
-					  "stateExhaustion", "serialDiscontinuity", "generationUnverified" };
 
 static void json_str(FILE *f, const char *s)
 {
@@ -39,18 +37,11 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* The qualifications in words: rm_flags_to_text(), "none" when no bit is set. */
 static void flag_text(unsigned flags, char *buf, size_t len)
 {
-	size_t used = 0;
-
-	buf[0] = 0;
-	for (unsigned i = 0; i < 6; i++)
-		if (flags & (1u << i))
-			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "," : "", flag_names[i]);
-	if ((flags & ~RM_FLAG_DEFINED_MASK) && used < len)
-		used += (size_t)snprintf(buf + used, len - used, "%sunknown:0x%04x", used ? "," : "",
-					 flags & ~RM_FLAG_DEFINED_MASK);
-	if (!used)
+	rm_flags_to_text((uint16_t)flags, buf, len);
+	if (!buf[0])
 		snprintf(buf, len, "none");
 }
 
@@ -148,9 +139,9 @@ static void epoch_json(FILE *f, sqlite3_stmt *q)
 	else
 		fprintf(f, ",\"observed\":null");
 	fprintf(f, ",\"qualifications\":{\"flags\":%u,\"names\":[", flags);
-	for (unsigned i = 0; i < 6; i++)
-		if (flags & (1u << i)) {
-			fprintf(f, "%s\"%s\"", first ? "" : ",", flag_names[i]);
+	for (unsigned bit = 0; bit < 16; bit++)
+		if ((flags & (1u << bit)) && rm_flag_name((uint16_t)(1u << bit))) {
+			fprintf(f, "%s\"%s\"", first ? "" : ",", rm_flag_name((uint16_t)(1u << bit)));
 			first = 0;
 		}
 	fprintf(f, "],\"unknown_bits\":%u,\"unsupported_records\":%llu}", flags & ~RM_FLAG_DEFINED_MASK,

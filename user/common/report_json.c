@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * report_json.c - struct rm_report <-> JSON Lines (names = seed 000 IE
- * names). One table of (name, type, offset) serves the writer and the
- * parser; parsing uses jansson.
+ * names). The writer and the parser both follow the profile's information
+ * model (RM_IPFIX_IES in rocemeter/ipfix_ie.h); parsing uses jansson.
  */
 #include <arpa/inet.h>
 #include <inttypes.h>
@@ -13,46 +13,34 @@
 #include <jansson.h>
 
 #include "report_json.h"
-
-enum jkind { J_U16, J_U32, J_U64, J_SRC, J_DST, J_VLAN0, J_VLAN1 };
+#include "rocemeter/ipfix_ie.h"
 
 struct jfield {
 	const char *name;
-	const char *name6; /* IPv6 name of address fields */
-	uint8_t kind;
-	uint16_t off;
+	uint8_t type; /* enum rm_ie_type */
+	uint8_t len;  /* octets of the value (addresses: 4 or 16) */
+	uint8_t in;   /* enum rm_ie_in */
+	uint16_t off; /* in struct rm_report */
 };
 
-#define F(n, k, m) { n, NULL, k, offsetof(struct rm_report, m) }
-
-static const struct jfield fields[] = {
-	F("observationPointId", J_U64, observation_point_id),
-	{ "sourceIPv4Address", "sourceIPv6Address", J_SRC, offsetof(struct rm_report, src) },
-	{ "destinationIPv4Address", "destinationIPv6Address", J_DST, offsetof(struct rm_report, dst) },
-	F("vlanId", J_VLAN0, vlan),
-	F("dot1qCustomerVlanId", J_VLAN1, vlan),
-	F("rdmaDestinationQP", J_U32, dest_qp),
-	F("rdmaPartitionKey", J_U16, pkey),
-	F("flowStartMilliseconds", J_U64, flow_start_ms),
-	F("flowEndMilliseconds", J_U64, flow_end_ms),
-	F("rdmaSequenceEpochId", J_U64, epoch_id),
-	F("rdmaSequenceReportId", J_U64, report_id),
-	F("rdmaSequenceWindow", J_U32, window),
-	F("rdmaSequenceFlags", J_U16, flags),
-	F("skippedPsnTotalCount", J_U64, skipped),
-	F("filledPsnTotalCount", J_U64, filled),
-	F("expiredPsnTotalCount", J_U64, expired),
-	F("abandonedPsnTotalCount", J_U64, abandoned),
-	F("pendingPsnCount", J_U32, pending),
-	F("repeatedPsnTotalCount", J_U64, repeated),
-	F("requestPacketTotalCount", J_U64, requests),
-	F("unclassifiedLatePacketTotalCount", J_U64, unclassified_late),
-};
+#define JFIELD_(stem, name, pen, type, octets, sem, units, key, in, member)                  \
+	{ name, RM_IE_T_##type, octets, RM_IE_IN_##in, offsetof(struct rm_report, member) },
+static const struct jfield fields[] = { RM_IPFIX_IES(JFIELD_) };
+#undef JFIELD_
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
 static int is_vlan(const struct jfield *f)
 {
-	return f->kind == J_VLAN0 || f->kind == J_VLAN1;
+	return f->in == RM_IE_IN_VLAN;
+}
+
+/* The IPv6 row of an IPv4 address row (the same member), or NULL. */
+static const struct jfield *ipv6_twin(const struct jfield *f)
+{
+	for (size_t i = 0; i < NFIELDS; i++)
+		if (fields[i].in == RM_IE_IN_IPV6 && fields[i].off == f->off)
+			return &fields[i];
+	return NULL;
 }
 
 void rm_report_write_json(FILE *f, const struct rm_report *r)
@@ -60,6 +48,7 @@ void rm_report_write_json(FILE *f, const struct rm_report *r)
 	const uint8_t *base = (const uint8_t *)r;
 	char addr[INET6_ADDRSTRLEN];
 	int af = r->family == 6 ? AF_INET6 : AF_INET;
+	enum rm_ie_in other = r->family == 6 ? RM_IE_IN_IPV4 : RM_IE_IN_IPV6;
 	const char *sep = "";
 	size_t i;
 
@@ -74,30 +63,27 @@ void rm_report_write_json(FILE *f, const struct rm_report *r)
 		uint32_t v32;
 		uint64_t v64;
 
-		if (is_vlan(j) && !r->has_vlan_ns)
+		if ((is_vlan(j) && !r->has_vlan_ns) || j->in == other)
 			continue;
-		fprintf(f, "%s\"%s\":", sep, r->family == 6 && j->name6 ? j->name6 : j->name);
+		fprintf(f, "%s\"%s\":", sep, j->name);
 		sep = ",";
-		switch (j->kind) {
-		case J_U16:
+		if (RM_IE_TYPE_IS_ADDRESS(j->type)) {
+			inet_ntop(af, base + j->off, addr, sizeof(addr));
+			fprintf(f, "\"%s\"", addr);
+			continue;
+		}
+		switch (j->len) {
+		case 2:
 			memcpy(&v16, base + j->off, 2);
 			fprintf(f, "%u", (unsigned)v16);
 			break;
-		case J_U32:
+		case 4:
 			memcpy(&v32, base + j->off, 4);
 			fprintf(f, "%" PRIu32, v32);
 			break;
-		case J_U64:
+		default: /* 8 */
 			memcpy(&v64, base + j->off, 8);
 			fprintf(f, "%" PRIu64, v64);
-			break;
-		case J_VLAN0:
-		case J_VLAN1:
-			fprintf(f, "%u", (unsigned)r->vlan[j->kind == J_VLAN1]);
-			break;
-		default:
-			inet_ntop(af, base + j->off, addr, sizeof(addr));
-			fprintf(f, "\"%s\"", addr);
 			break;
 		}
 	}
@@ -116,20 +102,13 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
-static const struct jfield *lookup(const char *name, int *v6)
+static const struct jfield *lookup(const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < NFIELDS; i++) {
-		if (strcmp(fields[i].name, name) == 0) {
-			*v6 = 0;
+	for (i = 0; i < NFIELDS; i++)
+		if (strcmp(fields[i].name, name) == 0)
 			return &fields[i];
-		}
-		if (fields[i].name6 && strcmp(fields[i].name6, name) == 0) {
-			*v6 = 1;
-			return &fields[i];
-		}
-	}
 	return NULL;
 }
 
@@ -152,8 +131,7 @@ int rm_report_parse_json(const char *text, struct rm_report *r, char *err, size_
 		goto out;
 	}
 	json_object_foreach(root, name, val) {
-		int v6 = 0;
-		const struct jfield *j = lookup(name, &v6);
+		const struct jfield *j = lookup(name);
 		json_int_t x;
 		uint64_t max;
 
@@ -162,8 +140,8 @@ int rm_report_parse_json(const char *text, struct rm_report *r, char *err, size_
 			goto out;
 		}
 		seen[j - fields] = 1;
-		if (j->kind == J_SRC || j->kind == J_DST) {
-			int fam = v6 ? 6 : 4;
+		if (RM_IE_TYPE_IS_ADDRESS(j->type)) {
+			int v6 = j->in == RM_IE_IN_IPV6, fam = v6 ? 6 : 4;
 
 			if (family && family != fam) {
 				fail(err, errlen, "\"%s\": IPv4 and IPv6 addresses mixed", name);
@@ -182,37 +160,40 @@ int rm_report_parse_json(const char *text, struct rm_report *r, char *err, size_
 			goto out;
 		}
 		x = json_integer_value(val);
-		max = j->kind == J_U64 ? UINT64_MAX : j->kind == J_U32 ? UINT32_MAX : UINT16_MAX;
+		max = j->len == 8 ? UINT64_MAX : j->len == 4 ? UINT32_MAX : UINT16_MAX;
 		if (x < 0 || (uint64_t)x > max) {
 			fail(err, errlen, "\"%s\": %" JSON_INTEGER_FORMAT " out of range 0..%" PRIu64, name, x, max);
 			goto out;
 		}
-		switch (j->kind) {
-		case J_U16: {
+		switch (j->len) {
+		case 2: {
 			uint16_t v = x;
 			memcpy(base + j->off, &v, 2);
 			break;
 		}
-		case J_U32: {
+		case 4: {
 			uint32_t v = x;
 			memcpy(base + j->off, &v, 4);
 			break;
 		}
-		case J_U64: {
+		default: { /* 8 */
 			uint64_t v = x;
 			memcpy(base + j->off, &v, 8);
 			break;
 		}
-		default:
-			r->vlan[j->kind == J_VLAN1] = x;
-			r->has_vlan_ns = 1;
-			break;
 		}
+		if (is_vlan(j))
+			r->has_vlan_ns = 1;
 	}
+	/* Every row but the namespace keys; an address of either family (named by its IPv4 row). */
 	for (i = 0; i < NFIELDS; i++) {
-		if (!seen[i] && !is_vlan(&fields[i])) {
-			fail(err, errlen, "missing key \"%s\"%s%s", fields[i].name,
-			     fields[i].name6 ? " or " : "", fields[i].name6 ? fields[i].name6 : "");
+		const struct jfield *six = fields[i].in == RM_IE_IN_IPV4 ? ipv6_twin(&fields[i]) : NULL;
+
+		if (is_vlan(&fields[i]) || fields[i].in == RM_IE_IN_IPV6)
+			continue;
+		if (!seen[i] && !(six && seen[six - fields])) {
+			fail(err, errlen, "missing key \"%s\"%s%s", fields[i].name, six ? " or " : "",
+			     six ? six->name : "");
 			goto out;
 		}
 	}

@@ -7,29 +7,33 @@
 #include "report_text.h"
 #include "rocemeter/seqobs.h"
 
+const char *rm_flag_name(uint16_t mask)
+{
+	switch (mask) {
+#define FLAG_NAME_(suffix, m, name, meaning) case m: return name;
+	RM_FLAGS(FLAG_NAME_)
+#undef FLAG_NAME_
+	default:
+		return NULL;
+	}
+}
+
 void rm_flags_to_text(uint16_t flags, char *buf, size_t len)
 {
-	static const struct {
-		uint16_t mask;
-		const char *name;
-	} names[] = {
-		{ RM_FLAG_FINAL_EPOCH, "finalEpoch" },
-		{ RM_FLAG_PROFILE_VIOLATION, "profileViolation" },
-		{ RM_FLAG_CAPTURE_DISCONTINUITY, "captureDiscontinuity" },
-		{ RM_FLAG_STATE_EXHAUSTION, "stateExhaustion" },
-		{ RM_FLAG_SERIAL_DISCONTINUITY, "serialDiscontinuity" },
-		{ RM_FLAG_GENERATION_UNVERIFIED, "generationUnverified" },
-	};
+	uint16_t unknown = flags & ~RM_FLAG_DEFINED_MASK;
 	size_t off = 0;
 
-	buf[0] = 0;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (flags & names[i].mask)
+	if (len)
+		buf[0] = 0;
+	for (unsigned bit = 0; bit < 16; bit++) {
+		uint16_t mask = (uint16_t)(1u << bit);
+
+		if ((flags & mask) && rm_flag_name(mask))
 			off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%s", off ? "," : "",
-						names[i].name);
-	if (flags & ~RM_FLAG_DEFINED_MASK)
-		snprintf(buf + off, off < len ? len - off : 0, "%sunknown(0x%04x)", off ? "," : "",
-			 flags & ~RM_FLAG_DEFINED_MASK);
+						rm_flag_name(mask));
+	}
+	if (unknown)
+		snprintf(buf + off, off < len ? len - off : 0, "%s0x%04x", off ? "," : "", unknown);
 }
 
 void rm_report_write_text(FILE *f, const struct rm_report *r)

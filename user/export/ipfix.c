@@ -2,8 +2,9 @@
 /*
  * ipfix.c - IPFIX message encoding of reports (RFC 7011; seed 000 "Export
  * Profile and Template"). The Data Templates are built once from the
- * profile's field list below; the same list drives the Template Records,
- * the Flow Keys and the Data Records, so they cannot disagree.
+ * profile's information model (RM_IPFIX_IES in rocemeter/ipfix_ie.h); the
+ * same rows drive the Template Records, the Flow Keys and the Data Records,
+ * so they cannot disagree.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -14,49 +15,26 @@
 #define SET_ID_TEMPLATE 2
 #define SET_ID_OPTIONS_TEMPLATE 3
 
-enum field_kind { K_U16, K_U32, K_U64, K_SRC, K_DST, K_VLAN0, K_VLAN1 };
-
 struct profile_field {
 	uint16_t ie;
 	uint8_t enterprise;
-	uint8_t kind;
+	uint8_t type;     /* enum rm_ie_type */
+	uint16_t len;
 	uint16_t off;
 	uint8_t key;      /* a Flow Key */
-	uint8_t vlan_only; /* namespace key, only with vlan_ns */
+	uint8_t in;       /* enum rm_ie_in: which Templates carry it */
 };
 
-#define STD(ie, kind, field, key) { ie, 0, kind, offsetof(struct rm_report, field), key, 0 }
-#define ENT(ie, kind, field, key) { ie, 1, kind, offsetof(struct rm_report, field), key, 0 }
+#define FIELD_(stem, name, pen, type, octets, sem, units, key, in, member)                                  \
+	{ RM_IE_NUMBER(stem, pen), RM_IE_##pen, RM_IE_T_##type, octets, offsetof(struct rm_report, member), \
+	  key, RM_IE_IN_##in },
+static const struct profile_field profile[] = { RM_IPFIX_IES(FIELD_) };
+#undef FIELD_
 
-/*
- * The profile's fields in the seed's example order. The IE numbers of the
- * address fields are family-specific (IPv4 number here, IPv6 in build()).
- */
-static const struct profile_field profile[] = {
-	STD(IE_OBSERVATION_POINT_ID, K_U64, observation_point_id, 1),
-	STD(IE_SOURCE_IPV4_ADDRESS, K_SRC, src, 1),
-	STD(IE_DESTINATION_IPV4_ADDRESS, K_DST, dst, 1),
-	{ IE_VLAN_ID, 0, K_VLAN0, offsetof(struct rm_report, vlan), 1, 1 },
-	{ IE_DOT1Q_CUSTOMER_VLAN_ID, 0, K_VLAN1, offsetof(struct rm_report, vlan), 1, 1 },
-	ENT(RM_IE_RDMA_DESTINATION_QP, K_U32, dest_qp, 1),
-	ENT(RM_IE_RDMA_PARTITION_KEY, K_U16, pkey, 1),
-	STD(IE_FLOW_START_MILLISECONDS, K_U64, flow_start_ms, 0),
-	STD(IE_FLOW_END_MILLISECONDS, K_U64, flow_end_ms, 0),
-	ENT(RM_IE_RDMA_SEQUENCE_EPOCH_ID, K_U64, epoch_id, 1),
-	ENT(RM_IE_RDMA_SEQUENCE_REPORT_ID, K_U64, report_id, 0),
-	ENT(RM_IE_RDMA_SEQUENCE_WINDOW, K_U32, window, 0),
-	ENT(RM_IE_RDMA_SEQUENCE_FLAGS, K_U16, flags, 0),
-	ENT(RM_IE_SKIPPED_PSN_TOTAL_COUNT, K_U64, skipped, 0),
-	ENT(RM_IE_FILLED_PSN_TOTAL_COUNT, K_U64, filled, 0),
-	ENT(RM_IE_EXPIRED_PSN_TOTAL_COUNT, K_U64, expired, 0),
-	ENT(RM_IE_ABANDONED_PSN_TOTAL_COUNT, K_U64, abandoned, 0),
-	ENT(RM_IE_PENDING_PSN_COUNT, K_U32, pending, 0),
-	ENT(RM_IE_REPEATED_PSN_TOTAL_COUNT, K_U64, repeated, 0),
-	ENT(RM_IE_REQUEST_PACKET_TOTAL_COUNT, K_U64, requests, 0),
-	ENT(RM_IE_UNCLASSIFIED_LATE_PACKET_TOTAL_COUNT, K_U64, unclassified_late, 0),
-};
-
-_Static_assert(sizeof(profile) / sizeof(profile[0]) == RM_IPFIX_MAX_FIELDS, "field table size");
+/* The IPv4 Template with the VLAN keys is the longest: every row but the IPv6 addresses. */
+#define IN_V4_(stem, name, pen, type, octets, sem, units, key, in, member) +(RM_IE_IN_##in != RM_IE_IN_IPV6)
+_Static_assert((0 RM_IPFIX_IES(IN_V4_)) == RM_IPFIX_MAX_FIELDS, "field table size");
+#undef IN_V4_
 
 static uint8_t *put16(uint8_t *p, uint16_t v)
 {
@@ -80,16 +58,6 @@ static uint8_t *put64(uint8_t *p, uint64_t v)
 	return put32(p + 4, (uint32_t)v);
 }
 
-static uint16_t kind_len(uint8_t kind, int v6)
-{
-	switch (kind) {
-	case K_U16: case K_VLAN0: case K_VLAN1: return 2;
-	case K_U32: return 4;
-	case K_U64: return 8;
-	default: return v6 ? 16 : 4; /* K_SRC, K_DST */
-	}
-}
-
 static void build(struct rm_ipfix_template *t, int v6, int vlan_ns)
 {
 	uint16_t n = 0, len = 0;
@@ -101,17 +69,14 @@ static void build(struct rm_ipfix_template *t, int v6, int vlan_ns)
 		const struct profile_field *p = &profile[i];
 		struct rm_ipfix_field *f = &t->f[n];
 
-		if (p->vlan_only && !vlan_ns)
+		if ((p->in == RM_IE_IN_VLAN && !vlan_ns) || (p->in == RM_IE_IN_IPV4 && v6) ||
+		    (p->in == RM_IE_IN_IPV6 && !v6))
 			continue;
 		f->ie = p->ie;
-		if (v6 && p->kind == K_SRC)
-			f->ie = IE_SOURCE_IPV6_ADDRESS;
-		if (v6 && p->kind == K_DST)
-			f->ie = IE_DESTINATION_IPV6_ADDRESS;
 		f->enterprise = p->enterprise;
-		f->kind = p->kind;
+		f->kind = p->type;
 		f->off = p->off;
-		f->len = kind_len(p->kind, v6);
+		f->len = p->len;
 		if (p->key)
 			t->flow_keys |= 1ULL << n; /* bit n marks the (n+1)-th field */
 		len += f->len;
@@ -244,25 +209,20 @@ static uint8_t *put_record(uint8_t *p, const struct rm_ipfix_template *t, const 
 		uint64_t v64;
 
 		switch (f->kind) {
-		case K_U16:
+		case RM_IE_T_unsigned16:
 			memcpy(&v16, base + f->off, 2);
 			p = put16(p, v16);
 			break;
-		case K_U32:
+		case RM_IE_T_unsigned32:
 			memcpy(&v32, base + f->off, 4);
 			p = put32(p, v32);
 			break;
-		case K_U64:
+		case RM_IE_T_unsigned64:
+		case RM_IE_T_dateTimeMilliseconds:
 			memcpy(&v64, base + f->off, 8);
 			p = put64(p, v64);
 			break;
-		case K_VLAN0:
-			p = put16(p, r->vlan[0]);
-			break;
-		case K_VLAN1:
-			p = put16(p, r->vlan[1]);
-			break;
-		default: /* K_SRC, K_DST: network order already */
+		default: /* addresses: network order already */
 			memcpy(p, base + f->off, f->len);
 			p += f->len;
 			break;

@@ -56,7 +56,7 @@ struct rm_ipfix_field {
 	uint16_t ie;         /* Information Element number (without the enterprise bit) */
 	uint16_t len;        /* octets on the wire */
 	uint8_t enterprise;  /* 1: enterprise-specific, PEN follows */
-	uint8_t kind;        /* source of the value (internal) */
+	uint8_t kind;        /* enum rm_ie_type of the value (internal) */
 	uint16_t off;        /* offset in struct rm_report (internal) */
 };
 

@@ -23,6 +23,7 @@
 #include "meter.h"
 #include "pins.h"
 #include "common/report_text.h"
+#include "rocemeter/ipfix_ie.h"
 
 static void print_ctx_text(const struct rm_ctx_key *k, const struct rm_ctx *v)
 {
@@ -43,6 +44,12 @@ static void print_ctx_text(const struct rm_ctx_key *k, const struct rm_ctx *v)
 	       (unsigned long long)c->unclassified_late);
 }
 
+/* ", \"<IE name of row f>\": v" */
+static void print_ie_json(enum rm_pf f, unsigned long long v)
+{
+	printf(", \"%s\": %llu", rm_pf_name(f), v);
+}
+
 static void print_ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v, int first)
 {
 	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
@@ -51,16 +58,20 @@ static void print_ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v, i
 
 	inet_ntop(af, k->src, src, sizeof(src));
 	inet_ntop(af, k->dst, dst, sizeof(dst));
-	printf("%s{\"source\": \"%s\", \"destination\": \"%s\", \"rdmaDestinationQP\": %u, \"rdmaPartitionKey\": %u, "
-	       "\"vlan\": [%u, %u], \"state\": \"%s\", \"epochGeneration\": %u, \"rdmaSequenceWindow\": %u, "
-	       "\"requestPacketTotalCount\": %llu, \"skippedPsnTotalCount\": %llu, \"filledPsnTotalCount\": %llu, "
-	       "\"expiredPsnTotalCount\": %llu, \"pendingPsnCount\": %u, \"repeatedPsnTotalCount\": %llu, "
-	       "\"unclassifiedLatePacketTotalCount\": %llu}",
-	       first ? "" : ", ", src, dst, k->dest_qp, k->pkey, k->vlan[0], k->vlan[1],
-	       v->disabled ? "disabled" : v->seq.active ? "open" : "closed", c->epoch_gen, c->window,
-	       (unsigned long long)c->requests, (unsigned long long)c->skipped, (unsigned long long)c->filled,
-	       (unsigned long long)c->expired, c->pending, (unsigned long long)c->repeated,
-	       (unsigned long long)c->unclassified_late);
+	printf("%s{\"source\": \"%s\", \"destination\": \"%s\"", first ? "" : ", ", src, dst);
+	print_ie_json(RM_PF_RDMA_DESTINATION_QP, k->dest_qp);
+	print_ie_json(RM_PF_RDMA_PARTITION_KEY, k->pkey);
+	printf(", \"vlan\": [%u, %u], \"state\": \"%s\", \"epochGeneration\": %u", k->vlan[0], k->vlan[1],
+	       v->disabled ? "disabled" : v->seq.active ? "open" : "closed", c->epoch_gen);
+	print_ie_json(RM_PF_RDMA_SEQUENCE_WINDOW, c->window);
+	print_ie_json(RM_PF_REQUEST_PACKET_TOTAL_COUNT, c->requests);
+	print_ie_json(RM_PF_SKIPPED_PSN_TOTAL_COUNT, c->skipped);
+	print_ie_json(RM_PF_FILLED_PSN_TOTAL_COUNT, c->filled);
+	print_ie_json(RM_PF_EXPIRED_PSN_TOTAL_COUNT, c->expired);
+	print_ie_json(RM_PF_PENDING_PSN_COUNT, c->pending);
+	print_ie_json(RM_PF_REPEATED_PSN_TOTAL_COUNT, c->repeated);
+	print_ie_json(RM_PF_UNCLASSIFIED_LATE_PACKET_TOTAL_COUNT, c->unclassified_late);
+	printf("}");
 }
 
 /* One interface. Returns 0, or 1 if nothing of the meter is pinned there. */
