@@ -4,7 +4,7 @@
 # BPF_PROG_TEST_RUN selftest, pytest (independent labels with zlib and scapy,
 # ICRC and UDP checksum, end to end over veth).
 BPF_NAMES      += flowlabel baseline
-ROCEMETER_SRCS += user/flowlabel/flowlabel.c
+ROCEMETER_SRCS += user/flowlabel/flowlabel.c user/flowlabel/cmd_flowlabel.c
 CHECK_PROGS    += $(BUILD)/tests/test_flowlabel
 CHECK_PROGS    += $(BUILD)/selftests/test_flowlabel_bpf
 CHECK_SCRIPTS  += tests/test_flowlabel.py
