@@ -1,10 +1,14 @@
 # user/common/: what every program of the binary uses: the subcommand
-# registry, configuration (INI), error-message formatting, TLS 1.3 contexts,
-# and the JSON Lines and text report writers.
+# registry, configuration (INI) and its limits, option values, the log,
+# paths on bpffs and under the run directory, error-message formatting,
+# TLS 1.3 contexts, and the JSON Lines and text report writers.
 ROCEMETER_SRCS += user/common/config.c user/common/errmsg.c user/common/tls.c \
-                  user/common/report_json.c user/common/report_text.c
+                  user/common/report_json.c user/common/report_text.c user/common/log.c \
+                  user/common/opts.c user/common/paths.c
 LDLIBS         += -ljansson
 CHECK_PROGS    += $(BUILD)/tests/unit/test_config
+# Option values, command-line overrides, paths and the log's levels.
+CHECK_PROGS    += $(BUILD)/tests/unit/test_opts
 # The include rule of docs/architecture.md ("Who may include what").
 CHECK_PROGS    += scripts/check-layers
 CHECK_SCRIPTS  += tests/unit/test_layers.py

@@ -1,9 +1,11 @@
 # user/meter/ and bpf/meter.bpf.c: the XDP meter and its daemon: loading and
 # configuring the BPF object, pins and locks, capture-loss observation, the
-# ring-buffer reporter, `attach`, `detach` and `status`.
+# ring-buffer reporter and its schedule, the daemon, and the subcommands
+# `attach`, `detach` and `status`.
 BPF_NAMES      += meter
 ROCEMETER_SRCS += user/meter/meter.c user/meter/reporter.c user/meter/pins.c user/meter/observe.c \
-                  user/meter/attach.c user/meter/status.c
+                  user/meter/daemon.c user/meter/cmd_attach.c user/meter/cmd_detach.c \
+                  user/meter/cmd_status.c
 # The BPF build of the engine across CPUs, the specification's examples,
 # violations and mirror mode through BPF_PROG_TEST_RUN; attach/detach/status
 # on a veth pair in a network namespace.

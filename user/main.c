@@ -6,6 +6,7 @@
 #include <limits.h>
 
 #include "common/command.h"
+#include "common/log.h"
 
 #define RM_VERSION "0.1.0"
 
@@ -51,10 +52,14 @@ int main(int argc, char **argv)
 		printf("rocemeter %s\n", RM_VERSION);
 		return RM_EXIT_OK;
 	}
-	for (c = __start_rm_commands; c < __stop_rm_commands; c++)
-		if (!strcmp(argv[1], c->name))
+	rm_log_route_libbpf();
+	for (c = __start_rm_commands; c < __stop_rm_commands; c++) {
+		if (!strcmp(argv[1], c->name)) {
+			rm_log_set_command(c->name);
 			return c->run(argc - 1, argv + 1);
-	fprintf(stderr, "rocemeter: unknown command '%s'\n", argv[1]);
+		}
+	}
+	rm_log(RM_LOG_ERR, "unknown command '%s'", argv[1]);
 	usage(stderr);
 	return RM_EXIT_USAGE;
 }

@@ -556,3 +556,46 @@ def test_end_to_end_jumbo_nonlinear(veth_pair, tmp_path):
         assert int(flow, 0) == ref_label("crc32", src, dst, dqp, sqp if ud else None), line
     s = json.loads(sh(HELPER, "status", ns_a, if_a, "--json").stdout)
     assert s["stats"]["rewritten"] + s["stats"]["rewritten_ud"] == len(cases), s["stats"]
+
+
+@needs_root
+def test_pins_follow_bpffs_override(tmp_path):
+    """ROCEMETER_BPFFS moves the flow-label program's pin with the meter's
+    (user/common/paths.h): `attach --flowlabel-only` mounts a bpffs on the
+    directory it names, as the meter does, `status` and `detach` find the pin
+    there, and nothing is pinned under /sys/fs/bpf."""
+    tag = "%x" % (os.getpid() & 0xFFFFF)
+    dev, peer = "rmflo" + tag, "rmflp" + tag
+    root = tmp_path / "bpffs"
+    root.mkdir()
+    env = dict(os.environ, ROCEMETER_BPFFS=str(root), ROCEMETER_RUNDIR=str(tmp_path / "run"))
+
+    def rm(*args):
+        return subprocess.run([ROCEMETER, *args], env=env, capture_output=True, text=True, timeout=60)
+
+    try:
+        sh("ip", "link", "add", dev, "type", "veth", "peer", "name", peer)
+        sh("ip", "link", "set", dev, "up")
+        p = rm("attach", dev, "--flowlabel", "egress", "--hash", "crc32", "--flowlabel-only")
+        assert p.returncode == 0, p.stderr
+        assert sh("stat", "-f", "-c", "%T", str(root)).stdout.strip() == "bpf_fs"
+        pin = root / "rocemeter" / dev / "fl_stats"
+        assert pin.exists()
+        assert not os.path.exists(os.path.join(PIN_BASE, dev))
+
+        st = rm("status", dev, "--json")
+        assert st.returncode == 0, st.stderr
+        s = json.loads(st.stdout)
+        assert s[0]["interface"] == dev and s[0]["meter"] is None
+        assert s[0]["flowlabel"]["attached"]["egress"]["hash"] == "crc32"
+
+        d = rm("detach", dev)
+        assert d.returncode == 0 and "removed the flow-label program from %s" % dev in d.stdout, d.stderr
+        assert not pin.exists() and not pin.parent.exists()
+        tc = sh("tc", "filter", "show", "dev", dev, "egress").stdout
+        assert "rocemeter_fl" not in tc
+    finally:
+        sh("ip", "link", "del", dev, check=False)
+        if os.path.ismount(root):
+            sh("umount", str(root), check=False)
+        shutil.rmtree(os.path.join(PIN_BASE, dev), ignore_errors=True)

@@ -1,18 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * collector.c - `rocemeter collect`: TLS/TCP server, one poll() loop, each
- * connection one IPFIX Transport Session. See collector.h.
+ * collector.c - the server of `rocemeter collect` (cmd_collect.c): TLS/TCP,
+ * one poll() loop, each connection one IPFIX Transport Session. See
+ * collector.h.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +21,7 @@
 
 #include "collector.h"
 #include "collector_rules.h"
-#include "common/command.h"
+#include "common/log.h"
 #include "ipfix_decode.h"
 #include "rocemeter/ipfix_ie.h"
 #include "store.h"
@@ -82,18 +81,6 @@ struct server {
 	GHashTable *pending;
 };
 
-static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void logmsg(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("rocemeter collect: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -113,7 +100,7 @@ static uint64_t mono_ms(void)
 static void store_check(struct server *s, int rc, const char *what)
 {
 	if (rc < 0 && !s->store_failed) {
-		logmsg("database error (%s): %s", what, rm_store_error(s->st));
+		rm_log(RM_LOG_ERR, "database error (%s): %s", what, rm_store_error(s->st));
 		s->store_failed = 1;
 	}
 }
@@ -176,7 +163,7 @@ static void rules_drop(void *arg, uint64_t session_id, uint32_t domain, uint64_t
 
 static void rules_log(void *arg, const char *line)
 {
-	logmsg("%s", line);
+	rm_log(RM_LOG_NOTICE, "%s", line);
 }
 
 static void dec_record(void *arg, uint32_t domain, uint16_t tid, const struct rm_report *r, const uint8_t *raw,
@@ -209,16 +196,16 @@ static void dec_reject(void *arg, uint32_t domain, uint16_t tid, const uint8_t *
 					 t, tl, c->now_ms),
 		    "raw record");
 	if (c->rejected <= 10)
-		logmsg("session %" PRId64 ": rejected: %s", c->session_id, reason);
+		rm_log(RM_LOG_WARNING, "session %" PRId64 ": rejected: %s", c->session_id, reason);
 	else if (c->rejected == 11)
-		logmsg("session %" PRId64 ": more rejections (counted, kept raw up to max_raw_records)", c->session_id);
+		rm_log(RM_LOG_WARNING, "session %" PRId64 ": more rejections (counted, kept raw up to max_raw_records)", c->session_id);
 }
 
 static void dec_note(void *arg, uint32_t domain, const char *msg)
 {
 	struct conn *c = arg;
 
-	logmsg("session %" PRId64 " domain %u: %s", c->session_id, domain, msg);
+	rm_log(RM_LOG_NOTICE, "session %" PRId64 " domain %u: %s", c->session_id, domain, msg);
 }
 
 static const struct rm_ipfix_sink dec_sink = { dec_record, dec_reject, dec_note };
@@ -247,7 +234,7 @@ static void end_session(struct conn *c, const char *reason)
 		store_check(s, rm_store_session_end(s->st, c->session_id, reason, t, &cnt), "session end");
 	}
 	batch_commit(s);
-	logmsg("session %" PRId64 " from %s ended: %s (%" PRIu64 " messages, %" PRIu64 " records, %" PRIu64
+	rm_log(RM_LOG_NOTICE, "session %" PRId64 " from %s ended: %s (%" PRIu64 " messages, %" PRIu64 " records, %" PRIu64
 	       " rejected)",
 	       c->session_id, c->peer, reason, c->messages, c->records, c->rejected);
 	if (c->ssl && !c->handshaking)
@@ -333,7 +320,7 @@ static int authorise(struct conn *c)
 	}
 	rm_tls_peer_subject(c->ssl, subj, sizeof(subj));
 	store_check(s, rm_store_session_peer(s->st, c->session_id, subj), "session peer");
-	logmsg("session %" PRId64 " from %s: TLS 1.3 peer %s authorised", c->session_id, c->peer, subj);
+	rm_log(RM_LOG_NOTICE, "session %" PRId64 " from %s: TLS 1.3 peer %s authorised", c->session_id, c->peer, subj);
 	return 0;
 }
 
@@ -443,7 +430,7 @@ static int open_listener(const char *addr)
 	int fd = -1, one = 1, zero = 0, rc;
 
 	if (split_listen(addr, host, sizeof(host), port, sizeof(port)) < 0) {
-		logmsg("listen address '%s' is not ADDR:PORT, [IPV6]:PORT or :PORT", addr);
+		rm_log(RM_LOG_ERR, "listen address '%s' is not ADDR:PORT, [IPV6]:PORT or :PORT", addr);
 		return -1;
 	}
 	hints.ai_family = AF_UNSPEC;
@@ -451,7 +438,7 @@ static int open_listener(const char *addr)
 	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
 	rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
 	if (rc) {
-		logmsg("listen address '%s': %s", addr, gai_strerror(rc));
+		rm_log(RM_LOG_ERR, "listen address '%s': %s", addr, gai_strerror(rc));
 		return -1;
 	}
 	for (ai = res; ai; ai = ai->ai_next) {
@@ -467,7 +454,7 @@ static int open_listener(const char *addr)
 		fd = -1;
 	}
 	if (fd < 0)
-		logmsg("cannot listen on %s: %s", addr, strerror(errno));
+		rm_log(RM_LOG_ERR, "cannot listen on %s: %s", addr, strerror(errno));
 	freeaddrinfo(res);
 	return fd;
 }
@@ -497,7 +484,7 @@ static void on_accept(struct server *s)
 
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-				logmsg("accept: %s", strerror(errno));
+				rm_log(RM_LOG_ERR, "accept: %s", strerror(errno));
 			return;
 		}
 		peer_text(&ss, peer, sizeof(peer));
@@ -512,7 +499,7 @@ static void on_accept(struct server *s)
 			store_check(s, rm_store_drop(s->st, id, "session-limit", r, now_ms()), "drop");
 			store_check(s, rm_store_session_end(s->st, id, r, now_ms(), &cnt), "session end");
 			batch_commit(s);
-			logmsg("session %" PRId64 " from %s %s (collector resource drop)", id, peer, r);
+			rm_log(RM_LOG_WARNING, "session %" PRId64 " from %s %s (collector resource drop)", id, peer, r);
 			close(fd);
 			continue;
 		}
@@ -521,7 +508,7 @@ static void on_accept(struct server *s)
 		struct conn **nc = realloc(s->conns, (s->nconns + 1) * sizeof(*nc));
 		if (!c || !nc || !(c->buf = malloc(BUF_CAP)) || !(c->dec = rm_ipfix_session_new(s->pen)) ||
 		    !(c->rs = rm_rules_session_open(s->rules, (uint64_t)id))) {
-			logmsg("session %" PRId64 " from %s: out of memory", id, peer);
+			rm_log(RM_LOG_ERR, "session %" PRId64 " from %s: out of memory", id, peer);
 			if (nc)
 				s->conns = nc;
 			if (c) {
@@ -543,7 +530,7 @@ static void on_accept(struct server *s)
 		if (s->ctx) {
 			c->ssl = SSL_new(s->ctx);
 			if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
-				logmsg("session %" PRId64 ": cannot set up TLS", id);
+				rm_log(RM_LOG_ERR, "session %" PRId64 ": cannot set up TLS", id);
 				rm_rules_session_close(c->rs, "session ended: TLS setup failed", now_ms());
 				free_conn(c);
 				continue;
@@ -552,7 +539,7 @@ static void on_accept(struct server *s)
 			c->handshaking = 1;
 		}
 		s->conns[s->nconns++] = c;
-		logmsg("session %" PRId64 " from %s started (%s)", id, peer,
+		rm_log(RM_LOG_NOTICE, "session %" PRId64 " from %s started (%s)", id, peer,
 		       s->ctx ? "TLS 1.3 handshake" : "plain TCP, unauthenticated");
 	}
 }
@@ -601,18 +588,18 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 	int ret = 1;
 
 	if (cs->tls.plain_tcp) {
-		logmsg("WARNING: plain TCP transport: sessions are neither authenticated nor confidential "
+		rm_log(RM_LOG_WARNING, "WARNING: plain TCP transport: sessions are neither authenticated nor confidential "
 		       "(seed 000 requires TLS 1.3 with mutual authentication)");
 	} else {
 		srv.ctx = rm_tls_server_ctx(&cs->tls, err, sizeof(err));
 		if (!srv.ctx) {
-			logmsg("TLS: %s", err);
+			rm_log(RM_LOG_ERR, "TLS: %s", err);
 			return 1;
 		}
 	}
 	srv.st = rm_store_open(cs->db, 0, err, sizeof(err));
 	if (!srv.st) {
-		logmsg("database: %s", err);
+		rm_log(RM_LOG_ERR, "database: %s", err);
 		goto out;
 	}
 	srv.rules = rm_rules_new(&lim, &rsink, &srv);
@@ -625,10 +612,10 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 	srv.run_id = rm_store_run_start(srv.st, cs->listen, srv.ctx ? "tls" : "tcp", &lim, cs->max_raw_records, pen,
 					now_ms());
 	if (srv.run_id < 0) {
-		logmsg("database: %s", rm_store_error(srv.st));
+		rm_log(RM_LOG_ERR, "database: %s", rm_store_error(srv.st));
 		goto out;
 	}
-	logmsg("listening on %s (%s), database %s; limits: max_sessions %u, max_epochs %u per session, "
+	rm_log(RM_LOG_NOTICE, "listening on %s (%s), database %s; limits: max_sessions %u, max_epochs %u per session, "
 	       "max_raw_records %u, inactivity_timeout_ms %" PRIu64 ", %u Templates and %u Observation Domains "
 	       "per session; PEN %u",
 	       cs->listen, srv.ctx ? "TLS 1.3, mutual authentication" : "plain TCP", cs->db, cs->max_sessions,
@@ -640,7 +627,7 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 		struct pollfd *np = realloc(pfd, n * sizeof(*np));
 
 		if (!np) {
-			logmsg("out of memory");
+			rm_log(RM_LOG_ERR, "out of memory");
 			break;
 		}
 		pfd = np;
@@ -654,7 +641,7 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 		int rc = poll(pfd, n, 1000);
 
 		if (rc < 0 && errno != EINTR) {
-			logmsg("poll: %s", strerror(errno));
+			rm_log(RM_LOG_ERR, "poll: %s", strerror(errno));
 			break;
 		}
 		if (rc > 0) {
@@ -680,7 +667,7 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 		end_session(srv.conns[i], "collector shutdown");
 	reap(&srv);
 	rm_store_run_stop(srv.st, srv.run_id, now_ms());
-	logmsg("stopped");
+	rm_log(RM_LOG_NOTICE, "stopped");
 out:
 	free(pfd);
 	free(srv.conns);
@@ -695,176 +682,3 @@ out:
 		SSL_CTX_free(srv.ctx);
 	return ret;
 }
-
-/* ---------------- the subcommand ---------------- */
-
-static volatile sig_atomic_t stop_flag;
-
-static void on_signal(int sig)
-{
-	stop_flag = 1;
-}
-
-static void collect_usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: rocemeter collect --db FILE [--listen ADDR:PORT] [OPTIONS]\n"
-		"\n"
-		"Receive IPFIX reports of RoCEv2 sequence observations (seed 000) from one or\n"
-		"more exporters, validate them and store epoch outcomes in SQLite. Every TCP\n"
-		"connection is its own Transport Session. Stops cleanly on SIGINT/SIGTERM:\n"
-		"open epochs are retired as incomplete.\n"
-		"\n"
-		"Options (they override the [collect] section of --config):\n"
-		"  -l, --listen ADDR:PORT     address to listen on, e.g. 127.0.0.1:4740,\n"
-		"                             [::1]:4740, :4740 (default [::]:4740)\n"
-		"  -d, --db FILE              SQLite database (created when missing)\n"
-		"  -c, --config FILE          configuration file (INI), section [collect]\n"
-		"      --cert FILE            own certificate chain, PEM\n"
-		"      --key FILE             own private key, PEM\n"
-		"      --ca FILE              CA certificates that sign exporter certificates\n"
-		"      --peer-name NAME       authorised exporter name (DNS SAN or CN);\n"
-		"                             repeat for several exporters\n"
-		"      --plain-tcp            no TLS (unauthenticated, not confidential: tests only)\n"
-		"      --max-sessions N       open Transport Sessions (default 64)\n"
-		"      --max-epochs N         retained epochs per session (default 100000)\n"
-		"      --max-raw-records N    raw records kept in the database (default 100000)\n"
-		"      --inactivity-timeout-ms MS  retire an epoch without reports for MS\n"
-		"                             (default 600000; 0 = never)\n"
-		"      --pen N                Private Enterprise Number of the profile's\n"
-		"                             enterprise-specific IEs (default 32473)\n"
-		"  -h, --help                 this help\n"
-		"\n"
-		"Limits are logged at startup and shown by 'rocemeter report --limits'.\n"
-		"Refusals because of a limit are stored as collector resource drops.\n");
-}
-
-static int parse_uint(const char *opt, const char *v, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long x;
-
-	errno = 0;
-	x = strtoull(v, &end, 0);
-	if (!*v || *v == '-' || *end || errno || x > max) {
-		fprintf(stderr, "rocemeter collect: %s: '%s' is not a number in 0..%" PRIu64 "\n", opt, v, max);
-		return -1;
-	}
-	*out = x;
-	return 0;
-}
-
-static struct rm_config_file cfg_file; /* large: static */
-
-static int cmd_collect(int argc, char **argv)
-{
-	enum { O_CERT = 256, O_KEY, O_CA, O_PEER, O_PLAIN, O_MAXS, O_MAXE, O_MAXR, O_INACT, O_PEN };
-	static const struct option opts[] = {
-		{ "listen", required_argument, NULL, 'l' }, { "db", required_argument, NULL, 'd' },
-		{ "config", required_argument, NULL, 'c' }, { "cert", required_argument, NULL, O_CERT },
-		{ "key", required_argument, NULL, O_KEY }, { "ca", required_argument, NULL, O_CA },
-		{ "peer-name", required_argument, NULL, O_PEER }, { "plain-tcp", no_argument, NULL, O_PLAIN },
-		{ "max-sessions", required_argument, NULL, O_MAXS }, { "max-epochs", required_argument, NULL, O_MAXE },
-		{ "max-raw-records", required_argument, NULL, O_MAXR },
-		{ "inactivity-timeout-ms", required_argument, NULL, O_INACT }, { "pen", required_argument, NULL, O_PEN },
-		{ "help", no_argument, NULL, 'h' }, { 0 }
-	};
-	struct rm_collect_settings *cs = &cfg_file.collect;
-	const char *config = NULL;
-	char err[512];
-	uint64_t v, pen = RM_IPFIX_DEFAULT_PEN;
-	int o, n_peer_cli = 0;
-
-	/* First pass: --config and --help, so that command-line options override the file. */
-	optind = 1;
-	opterr = 0;
-	while ((o = getopt_long(argc, argv, "l:d:c:h", opts, NULL)) != -1) {
-		if (o == 'c')
-			config = optarg;
-		else if (o == 'h') {
-			collect_usage(stdout);
-			return RM_EXIT_OK;
-		}
-	}
-	rm_config_defaults(&cfg_file);
-	if (config && rm_config_load(config, &cfg_file, err, sizeof(err)) < 0) {
-		fprintf(stderr, "rocemeter collect: %s\n", err);
-		return RM_EXIT_USAGE;
-	}
-	optind = 1;
-	opterr = 1;
-	while ((o = getopt_long(argc, argv, "l:d:c:h", opts, NULL)) != -1) {
-		switch (o) {
-		case 'l': snprintf(cs->listen, sizeof(cs->listen), "%s", optarg); break;
-		case 'd': snprintf(cs->db, sizeof(cs->db), "%s", optarg); break;
-		case 'c': break;
-		case O_CERT: snprintf(cs->tls.cert, sizeof(cs->tls.cert), "%s", optarg); break;
-		case O_KEY: snprintf(cs->tls.key, sizeof(cs->tls.key), "%s", optarg); break;
-		case O_CA: snprintf(cs->tls.ca, sizeof(cs->tls.ca), "%s", optarg); break;
-		case O_PEER:
-			if (n_peer_cli == 0)
-				cs->tls.n_peer_names = 0; /* the command line replaces the file's list */
-			if (cs->tls.n_peer_names >= RM_MAX_PEER_NAMES) {
-				fprintf(stderr, "rocemeter collect: at most %d --peer-name\n", RM_MAX_PEER_NAMES);
-				return RM_EXIT_USAGE;
-			}
-			snprintf(cs->tls.peer_names[cs->tls.n_peer_names++], sizeof(cs->tls.peer_names[0]), "%s",
-				 optarg);
-			n_peer_cli++;
-			break;
-		case O_PLAIN: cs->tls.plain_tcp = 1; break;
-		case O_MAXS:
-			if (parse_uint("--max-sessions", optarg, 65536, &v) < 0 || v == 0)
-				return RM_EXIT_USAGE;
-			cs->max_sessions = (uint32_t)v;
-			break;
-		case O_MAXE:
-			if (parse_uint("--max-epochs", optarg, 100000000, &v) < 0 || v == 0)
-				return RM_EXIT_USAGE;
-			cs->max_epochs = (uint32_t)v;
-			break;
-		case O_MAXR:
-			if (parse_uint("--max-raw-records", optarg, 100000000, &v) < 0)
-				return RM_EXIT_USAGE;
-			cs->max_raw_records = (uint32_t)v;
-			break;
-		case O_INACT:
-			if (parse_uint("--inactivity-timeout-ms", optarg, 86400000ULL * 365, &v) < 0)
-				return RM_EXIT_USAGE;
-			cs->inactivity_timeout_ms = v;
-			break;
-		case O_PEN:
-			if (parse_uint("--pen", optarg, UINT32_MAX, &pen) < 0 || pen == 0)
-				return RM_EXIT_USAGE;
-			break;
-		default:
-			collect_usage(stderr);
-			return RM_EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "rocemeter collect: unexpected argument '%s'\n", argv[optind]);
-		return RM_EXIT_USAGE;
-	}
-	if (!cs->db[0]) {
-		fprintf(stderr, "rocemeter collect: --db FILE is required\n");
-		collect_usage(stderr);
-		return RM_EXIT_USAGE;
-	}
-	if (!cs->tls.plain_tcp && (!cs->tls.cert[0] || !cs->tls.key[0] || !cs->tls.ca[0] || !cs->tls.n_peer_names)) {
-		fprintf(stderr, "rocemeter collect: TLS needs --cert, --key, --ca and at least one --peer-name "
-				"(or [collect] in --config); --plain-tcp disables TLS\n");
-		return RM_EXIT_USAGE;
-	}
-
-	struct sigaction sa = { 0 };
-
-	sa.sa_handler = on_signal; /* no SA_RESTART: poll() returns EINTR */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	stop_flag = 0;
-	return rm_collector_run(cs, (uint32_t)pen, &stop_flag) ? RM_EXIT_FAIL : RM_EXIT_OK;
-}
-
-RM_COMMAND(collect, 60, "receive IPFIX reports over TLS 1.3, validate, store in SQLite", cmd_collect);

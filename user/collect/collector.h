@@ -34,8 +34,8 @@
  * ":PORT"; db; tls; limits) and enterprise IEs under pen, until *stop
  * becomes nonzero (SIGINT/SIGTERM handlers set it); then every open
  * session is ended and its epochs retired as incomplete ("collector
- * shutdown"). Logs to stderr. Returns 0, or 1 on a setup error (message
- * logged).
+ * shutdown"). Logs through user/common/log.h. Returns 0, or 1 on a setup
+ * error (message logged).
  */
 int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatile sig_atomic_t *stop);
 

@@ -13,24 +13,42 @@
 #include <strings.h>
 
 #include "config.h"
+#include "limits.h"
+#include "opts.h"
 #include "rocemeter/ipfix_ie.h"
-#include "rocemeter/seqobs.h"
 
 void rm_config_defaults(struct rm_config_file *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->meter.window = 1024;
-	cfg->meter.max_contexts = 65536;
-	cfg->meter.idle_timeout_ms = 60000;
+	cfg->meter.window = RM_WINDOW_DEFAULT;
+	cfg->meter.max_contexts = RM_MAX_CONTEXTS_DEFAULT;
+	cfg->meter.idle_timeout_ms = RM_IDLE_TIMEOUT_MS_DEFAULT;
 	cfg->export.port = 0; /* resolved from transport after loading */
 	cfg->export.pen = RM_IPFIX_DEFAULT_PEN;
-	cfg->export.report_interval_ms = 10000;
-	cfg->export.queue_records = 65536;
+	cfg->export.report_interval_ms = RM_REPORT_INTERVAL_MS_DEFAULT;
+	cfg->export.queue_records = RM_QUEUE_RECORDS_DEFAULT;
 	snprintf(cfg->collect.listen, sizeof(cfg->collect.listen), "[::]:%d", RM_IPFIX_PORT_TLS);
-	cfg->collect.max_sessions = 64;
-	cfg->collect.max_epochs = 100000;
-	cfg->collect.max_raw_records = 100000;
-	cfg->collect.inactivity_timeout_ms = 600000;
+	cfg->collect.max_sessions = RM_MAX_SESSIONS_DEFAULT;
+	cfg->collect.max_epochs = RM_MAX_EPOCHS_DEFAULT;
+	cfg->collect.max_raw_records = RM_MAX_RAW_RECORDS_DEFAULT;
+	cfg->collect.inactivity_timeout_ms = RM_INACTIVITY_TIMEOUT_MS_DEFAULT;
+}
+
+void rm_config_overrides_init(struct rm_config_overrides *o)
+{
+	memset(o, 0, sizeof(*o));
+}
+
+void rm_config_apply_overrides(struct rm_config_file *cfg, const struct rm_config_overrides *o)
+{
+	if (o->window)
+		cfg->meter.window = o->window;
+	if (o->max_contexts)
+		cfg->meter.max_contexts = o->max_contexts;
+	if (o->provision_all)
+		cfg->meter.provision_all = 1;
+	if (o->has_report_interval)
+		cfg->export.report_interval_ms = o->report_interval_ms;
 }
 
 struct parse_state {
@@ -72,22 +90,6 @@ static char *line_reader(char *str, int num, void *stream)
 		}
 	}
 	return r;
-}
-
-/* Unsigned integer in [min, max], decimal or 0x hex. */
-static int parse_u64(const char *v, uint64_t min, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long x;
-
-	if (!*v || *v == '-')
-		return -1;
-	errno = 0;
-	x = strtoull(v, &end, 0);
-	if (errno || *end || x < min || x > max)
-		return -1;
-	*out = x;
-	return 0;
 }
 
 static int parse_bool(const char *v, int *out)
@@ -139,8 +141,12 @@ static int parse_connection(struct parse_state *ps, const char *v)
 	int f1, f2;
 	uint64_t x;
 
-	if (cfg->n_provision >= RM_MAX_PROVISION)
-		return fail(ps, "too many connection lines (at most %s)%s", "4096", "");
+	if (cfg->n_provision >= RM_MAX_PROVISION) {
+		char n[16];
+
+		snprintf(n, sizeof(n), "%d", RM_MAX_PROVISION);
+		return fail(ps, "too many connection lines (at most %s)%s", n, "");
+	}
 	if (sscanf(v, "%63s %63s %31s %31s %1s", src, dst, qp, pk, extra) != 4)
 		return fail(ps, "connection: expected 'SRC DST QPN|any PKEY|any', got '%s'%s", v, "");
 	p = &cfg->provision[cfg->n_provision];
@@ -156,13 +162,13 @@ static int parse_connection(struct parse_state *ps, const char *v)
 	p->family = (uint8_t)f1;
 	if (!strcasecmp(qp, "any"))
 		p->any_qp = 1;
-	else if (parse_u64(qp, 0, 0xffffff, &x))
+	else if (rm_parse_uint(qp, 0, RM_QPN_MAX, &x))
 		return fail(ps, "connection: destination QP '%s' is not 'any' or 0..0xffffff%s", qp, "");
 	else
 		p->dest_qp = (uint32_t)x;
 	if (!strcasecmp(pk, "any"))
 		p->any_pkey = 1;
-	else if (parse_u64(pk, 0, 0xffff, &x))
+	else if (rm_parse_uint(pk, 0, RM_PKEY_MAX, &x))
 		return fail(ps, "connection: P_Key '%s' is not 'any' or 0..0xffff%s", pk, "");
 	else
 		p->pkey = (uint16_t)x;
@@ -188,20 +194,26 @@ static int tls_key(struct parse_state *ps, struct rm_tls_settings *t, const char
 	if (!strcmp(name, "key"))
 		return copy_str(ps, t->key, sizeof(t->key), name, v);
 	if (!strcmp(name, "peer_name")) {
-		if (t->n_peer_names >= RM_MAX_PEER_NAMES)
-			return fail(ps, "peer_name: at most %s names%s", "8", "");
+		if (t->n_peer_names >= RM_MAX_PEER_NAMES) {
+			char n[16];
+
+			snprintf(n, sizeof(n), "%d", RM_MAX_PEER_NAMES);
+			return fail(ps, "peer_name: at most %s names%s", n, "");
+		}
 		return copy_str(ps, t->peer_names[t->n_peer_names++], sizeof(t->peer_names[0]), name, v);
 	}
 	return -1; /* not a TLS key */
 }
 
-#define U64_KEY(key, lo, hi, dst)                                                            \
-	if (!strcmp(name, key)) {                                                            \
-		uint64_t x_;                                                                 \
-		if (parse_u64(value, lo, hi, &x_))                                           \
-			return fail(ps, "%s: '%s' is not an integer in " #lo ".." #hi, name, value); \
-		dst = x_;                                                                    \
-		return 1;                                                                    \
+/* An integer key in lo..hi (limits.h); the message is the options' one. */
+#define U64_KEY(key, lo, hi, dst)                                                  \
+	if (!strcmp(name, key)) {                                                  \
+		uint64_t x_;                                                       \
+		char why_[256];                                                    \
+		if (rm_opt_uint(name, value, lo, hi, &x_, why_, sizeof(why_)))     \
+			return fail(ps, "%s%s", why_, "");                         \
+		dst = x_;                                                          \
+		return 1;                                                          \
 	}
 
 static int handler(void *user, const char *section, const char *name, const char *value)
@@ -213,10 +225,10 @@ static int handler(void *user, const char *section, const char *name, const char
 	if (ps->failed)
 		return 0;
 	if (!strcmp(section, "meter")) {
-		U64_KEY("window", 1, 4194304, cfg->meter.window);
-		U64_KEY("max_contexts", 1, 16777216, cfg->meter.max_contexts);
+		U64_KEY("window", RM_WINDOW_MIN, RM_WINDOW_MAX, cfg->meter.window);
+		U64_KEY("max_contexts", RM_MAX_CONTEXTS_MIN, RM_MAX_CONTEXTS_MAX, cfg->meter.max_contexts);
 		U64_KEY("observation_point_id", 0, UINT64_MAX, cfg->meter.observation_point_id);
-		U64_KEY("idle_timeout_ms", 0, 86400000ULL * 365, cfg->meter.idle_timeout_ms);
+		U64_KEY("idle_timeout_ms", 0, RM_IDLE_TIMEOUT_MS_MAX, cfg->meter.idle_timeout_ms);
 		if (!strcmp(name, "namespace")) {
 			if (!strcmp(value, "none"))
 				cfg->meter.namespace_vlan = 0;
@@ -256,11 +268,11 @@ static int handler(void *user, const char *section, const char *name, const char
 	} else if (!strcmp(section, "export")) {
 		if (!strcmp(name, "collector"))
 			return copy_str(ps, cfg->export.collector, sizeof(cfg->export.collector), name, value);
-		U64_KEY("port", 1, 65535, cfg->export.port);
-		U64_KEY("pen", 1, UINT32_MAX, cfg->export.pen);
+		U64_KEY("port", RM_PORT_MIN, RM_PORT_MAX, cfg->export.port);
+		U64_KEY("pen", RM_PEN_MIN, RM_PEN_MAX, cfg->export.pen);
 		U64_KEY("observation_domain", 0, UINT32_MAX, cfg->export.observation_domain);
-		U64_KEY("report_interval_ms", 0, 86400000, cfg->export.report_interval_ms);
-		U64_KEY("queue_records", 1, 16777216, cfg->export.queue_records);
+		U64_KEY("report_interval_ms", 0, RM_REPORT_INTERVAL_MS_MAX, cfg->export.report_interval_ms);
+		U64_KEY("queue_records", RM_QUEUE_RECORDS_MIN, RM_QUEUE_RECORDS_MAX, cfg->export.queue_records);
 		r = tls_key(ps, &cfg->export.tls, name, value);
 		if (r >= 0)
 			return r;
@@ -269,10 +281,10 @@ static int handler(void *user, const char *section, const char *name, const char
 			return copy_str(ps, cfg->collect.listen, sizeof(cfg->collect.listen), name, value);
 		if (!strcmp(name, "db"))
 			return copy_str(ps, cfg->collect.db, sizeof(cfg->collect.db), name, value);
-		U64_KEY("max_sessions", 1, 65536, cfg->collect.max_sessions);
-		U64_KEY("max_epochs", 1, 100000000, cfg->collect.max_epochs);
-		U64_KEY("max_raw_records", 0, 100000000, cfg->collect.max_raw_records);
-		U64_KEY("inactivity_timeout_ms", 0, 86400000ULL * 365, cfg->collect.inactivity_timeout_ms);
+		U64_KEY("max_sessions", RM_MAX_SESSIONS_MIN, RM_MAX_SESSIONS_MAX, cfg->collect.max_sessions);
+		U64_KEY("max_epochs", RM_MAX_EPOCHS_MIN, RM_MAX_EPOCHS_MAX, cfg->collect.max_epochs);
+		U64_KEY("max_raw_records", 0, RM_MAX_RAW_RECORDS_MAX, cfg->collect.max_raw_records);
+		U64_KEY("inactivity_timeout_ms", 0, RM_INACTIVITY_TIMEOUT_MS_MAX, cfg->collect.inactivity_timeout_ms);
 		r = tls_key(ps, &cfg->collect.tls, name, value);
 		if (r >= 0)
 			return r;

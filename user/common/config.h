@@ -21,8 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RM_MAX_PEER_NAMES 8
-#define RM_MAX_PROVISION 4096
+#include "limits.h" /* RM_MAX_PEER_NAMES, RM_MAX_PROVISION and every range */
 
 /* One provisioning line; addresses in network order (IPv4: first 4 bytes). */
 struct rm_provision {
@@ -86,8 +85,27 @@ struct rm_config_file {
 	struct rm_collect_settings collect;
 };
 
+/*
+ * What a command line says about [meter] and [export], over the file: at
+ * attach, on every reload of the daemon, and in replay. A zero field (or
+ * has_report_interval 0) leaves the file's value.
+ */
+struct rm_config_overrides {
+	uint32_t window;             /* --window, RM_WINDOW_MIN..RM_WINDOW_MAX */
+	uint32_t max_contexts;       /* --max-contexts (replay) */
+	int provision_all;           /* --provision-all: 1 turns it on */
+	int has_report_interval;     /* --report-interval given (attach) */
+	uint64_t report_interval_ms; /* its value, 0..RM_REPORT_INTERVAL_MS_MAX */
+};
+
 /* Fill *cfg with the documented defaults. */
 void rm_config_defaults(struct rm_config_file *cfg);
+
+/* No override given. */
+void rm_config_overrides_init(struct rm_config_overrides *o);
+
+/* Apply the given overrides to a loaded (or default) configuration. */
+void rm_config_apply_overrides(struct rm_config_file *cfg, const struct rm_config_overrides *o);
 
 /*
  * Parse the INI file at path into *cfg (which should hold defaults).

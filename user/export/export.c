@@ -33,6 +33,7 @@
 #include <openssl/ssl.h>
 
 #include "common/errmsg.h"
+#include "common/log.h"
 #include "export.h"
 #include "ipfix.h"
 #include "common/tls.h"
@@ -89,7 +90,7 @@ static uint64_t now_ms(void)
 /* Log a failure on stderr and keep it for rm_exporter_last_error(). */
 static void fail_log(struct rm_exporter *x, const char *why)
 {
-	fprintf(stderr, "rocemeter: export: %s\n", why);
+	rm_log(RM_LOG_WARNING, "export: %s", why);
 	pthread_mutex_lock(&x->mu);
 	snprintf(x->last_error, sizeof(x->last_error), "%s", why);
 	pthread_mutex_unlock(&x->mu);
@@ -516,9 +517,9 @@ static int start_session(struct rm_exporter *x, struct conn *c, char *why, size_
 	x->st.messages_sent++;
 	x->st.bytes_sent += len;
 	pthread_mutex_unlock(&x->mu);
-	fprintf(stderr, "rocemeter: export: Transport Session %llu with %s established (%s%s)\n",
-		(unsigned long long)x->session_count, c->peer, c->ssl ? SSL_get_version(c->ssl) : "plain TCP",
-		c->ssl ? ", mutually authenticated" : ", NOT authenticated or encrypted");
+	rm_log(RM_LOG_NOTICE, "export: Transport Session %llu with %s established (%s%s)",
+	       (unsigned long long)x->session_count, c->peer, c->ssl ? SSL_get_version(c->ssl) : "plain TCP",
+	       c->ssl ? ", mutually authenticated" : ", NOT authenticated or encrypted");
 	return IO_OK;
 }
 
@@ -676,9 +677,9 @@ struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vl
 	if (!x->s.port)
 		x->s.port = s->tls.plain_tcp ? RM_IPFIX_PORT_TCP : RM_IPFIX_PORT_TLS;
 	if (s->tls.plain_tcp) {
-		fprintf(stderr, "rocemeter: export: WARNING: transport = tcp: reports to %s go unauthenticated "
-				"and unencrypted; seed 000 requires mutually authenticated TLS 1.3\n",
-			s->collector);
+		rm_log(RM_LOG_WARNING, "export: WARNING: transport = tcp: reports to %s go unauthenticated "
+				       "and unencrypted; seed 000 requires mutually authenticated TLS 1.3",
+		       s->collector);
 	} else {
 		x->ctx = rm_tls_client_ctx(&s->tls, tlserr, sizeof(tlserr));
 		if (!x->ctx) {

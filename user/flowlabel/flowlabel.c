@@ -1,27 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * flowlabel.c - seed 002 in userspace: `rocemeter flowlabel` (compute the
- * label of a connection) and the attach/detach/status API of the tc program
- * bpf/flowlabel.bpf.c (see flowlabel.h for the contracts).
+ * flowlabel.c - seed 002 in userspace: the label of a connection, and the
+ * attach/detach/status API of the tc program bpf/flowlabel.bpf.c (see
+ * flowlabel.h for the contracts).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <net/if.h>
-#include <arpa/inet.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
-#include <linux/magic.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "common/errmsg.h"
-#include "common/command.h"
+#include "common/log.h"
+#include "common/paths.h"
 #include "flowlabel.h"
 #include "flowlabel.skel.h"
 
@@ -123,20 +118,6 @@ struct flowlabel *rm_flowlabel_open_load(const struct rm_flowlabel_opts *opts, c
 	return skel;
 }
 
-static int pin_dir(const char *ifname, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s/%s", RM_FL_PIN_BASE, ifname);
-
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-static int pin_path(const char *ifname, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s/%s/%s", RM_FL_PIN_BASE, ifname, RM_FL_PIN_NAME);
-
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
 static int check_ifname(const char *ifname, char *err, size_t errlen)
 {
 	if (!ifname || !*ifname || strlen(ifname) >= IF_NAMESIZE || strchr(ifname, '/') ||
@@ -170,24 +151,6 @@ static __u32 tc_prog_id(int ifindex, int direction)
 	return rc ? 0 : q.prog_id;
 }
 
-static int mkdir_p(const char *dir, char *err, size_t errlen)
-{
-	struct statfs sfs;
-
-	if (statfs("/sys/fs/bpf", &sfs) || sfs.f_type != BPF_FS_MAGIC) {
-		rm_errf(err, errlen, "bpffs is not mounted at /sys/fs/bpf (mount -t bpf bpf /sys/fs/bpf)");
-		return -ENOENT;
-	}
-	if (mkdir(RM_FL_PIN_BASE, 0700) && errno != EEXIST)
-		goto fail;
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		goto fail;
-	return 0;
-fail:
-	rm_errf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
-	return -errno;
-}
-
 int rm_flowlabel_attach(const char *ifname, const struct rm_flowlabel_opts *opts, char *err,
 			size_t errlen)
 {
@@ -217,11 +180,12 @@ int rm_flowlabel_attach(const char *ifname, const struct rm_flowlabel_opts *opts
 		       ifname, rm_flowlabel_direction_name(opts->direction), id);
 		return -EEXIST;
 	}
-	if (pin_dir(ifname, dir, sizeof(dir)) || pin_path(ifname, path, sizeof(path))) {
+	if (rm_paths_pin_dir(ifname, dir, sizeof(dir)) || rm_paths_pin(ifname, RM_FL_PIN_NAME, path, sizeof(path))) {
 		rm_errf(err, errlen, "pin path too long");
 		return -ENAMETOOLONG;
 	}
-	rc = mkdir_p(dir, err, errlen);
+	/* The meter's rule: a bpffs is mounted where none is. */
+	rc = rm_paths_prepare_pins(ifname, err, errlen);
 	if (rc)
 		return rc;
 	pinned_before = access(path, F_OK) == 0;
@@ -269,7 +233,7 @@ int rm_flowlabel_detach(const char *ifname, char *err, size_t errlen)
 	rc = check_ifname(ifname, err, errlen);
 	if (rc)
 		return rc;
-	if (pin_dir(ifname, dir, sizeof(dir)) || pin_path(ifname, path, sizeof(path))) {
+	if (rm_paths_pin_dir(ifname, dir, sizeof(dir)) || rm_paths_pin(ifname, RM_FL_PIN_NAME, path, sizeof(path))) {
 		rm_errf(err, errlen, "pin path too long");
 		return -ENAMETOOLONG;
 	}
@@ -346,10 +310,10 @@ int rm_flowlabel_status(const char *ifname, FILE *out, int json)
 	int fd, ncpu, ifindex;
 
 	if (check_ifname(ifname, err, sizeof(err))) {
-		fprintf(stderr, "rocemeter: %s\n", err);
+		rm_log(RM_LOG_ERR, "%s", err);
 		return -EINVAL;
 	}
-	if (pin_path(ifname, path, sizeof(path)))
+	if (rm_paths_pin(ifname, RM_FL_PIN_NAME, path, sizeof(path)))
 		return -ENAMETOOLONG;
 	fd = bpf_obj_get(path);
 	if (fd < 0) {
@@ -358,13 +322,15 @@ int rm_flowlabel_status(const char *ifname, FILE *out, int json)
 				fprintf(out, "flowlabel: not attached to %s\n", ifname);
 			return 1;
 		}
-		fprintf(stderr, "rocemeter: cannot open %s: %s\n", path, strerror(errno));
-		return -errno;
+		int e = errno;
+
+		rm_log(RM_LOG_ERR, "cannot open %s: %s", path, strerror(e));
+		return -e;
 	}
 	ncpu = libbpf_num_possible_cpus();
 	if (ncpu <= 0) {
 		close(fd);
-		fprintf(stderr, "rocemeter: cannot count CPUs: %s\n", strerror(-ncpu));
+		rm_log(RM_LOG_ERR, "cannot count CPUs: %s", strerror(-ncpu));
 		return ncpu ? ncpu : -EINVAL;
 	}
 	vals = calloc((size_t)ncpu, sizeof(*vals));
@@ -426,156 +392,3 @@ int rm_flowlabel_status(const char *ifname, FILE *out, int json)
 	}
 	return 0;
 }
-
-/* ---- `rocemeter flowlabel` ---- */
-
-static void fl_usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: rocemeter flowlabel --src ADDR --dst ADDR --dqp QPN [--sqp QPN]\n"
-		"                           [--hash literal|crc32|crc32c|mpeg2] [--mix] [--seed N]\n\n"
-		"Print the IPv6 Flow Label that the flow-label program (seed 002) writes into a\n"
-		"RoCEv2 packet from ADDR to ADDR with destination QP QPN: the low 20 bits of a\n"
-		"CRC over {Src_QP || Dst_QP || low 16 bits of src || low 16 bits of dst} when\n"
-		"--sqp is given (UD, DETH present), else {Dst_QP || low16 src || low16 dst}.\n\n"
-		"Options:\n"
-		"  -s, --src ADDR   IPv6 source address\n"
-		"  -d, --dst ADDR   IPv6 destination address\n"
-		"  -q, --dqp QPN    BTH destination QP (0..0xffffff, decimal or 0x hex)\n"
-		"  -Q, --sqp QPN    DETH source QP (UD SEND opcodes 0x64/0x65)\n"
-		"  -H, --hash NAME  literal (default: the seed's text taken literally),\n"
-		"                   crc32 (zlib), crc32c, mpeg2\n"
-		"  -m, --mix        apply the murmur3 finalizer to the 32-bit result\n"
-		"  -S, --seed N     32-bit secret XORed into the initial CRC register\n"
-		"  -h, --help       this text\n\n"
-		"A label of 0 means the program leaves the packet unchanged.\n");
-}
-
-/* Decimal, or hex after 0x/0X (a leading 0 is not octal); no sign, no blanks. */
-static int parse_u32(const char *s, uint32_t max, uint32_t *v)
-{
-	char *end;
-	unsigned long long x;
-	int base = 10;
-
-	if (!s)
-		return -1;
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		s += 2;
-		base = 16;
-	}
-	if (!((*s >= '0' && *s <= '9') || (base == 16 && ((*s >= 'a' && *s <= 'f') || (*s >= 'A' && *s <= 'F')))))
-		return -1;
-	errno = 0;
-	x = strtoull(s, &end, base);
-	if (errno || *end || x > max)
-		return -1;
-	*v = (uint32_t)x;
-	return 0;
-}
-
-static int parse_addr6(const char *opt, const char *s, struct in6_addr *a)
-{
-	struct in_addr a4;
-
-	if (inet_pton(AF_INET6, s, a) == 1)
-		return 0;
-	if (inet_pton(AF_INET, s, &a4) == 1)
-		fprintf(stderr, "rocemeter flowlabel: %s %s: an IPv4 address; Flow Labels exist only in IPv6\n",
-			opt, s);
-	else
-		fprintf(stderr, "rocemeter flowlabel: %s '%s': not an IPv6 address\n", opt, s);
-	return -1;
-}
-
-static int cmd_flowlabel(int argc, char **argv)
-{
-	static const struct option lopts[] = {
-		{ "src", required_argument, NULL, 's' }, { "dst", required_argument, NULL, 'd' },
-		{ "dqp", required_argument, NULL, 'q' }, { "sqp", required_argument, NULL, 'Q' },
-		{ "hash", required_argument, NULL, 'H' }, { "mix", no_argument, NULL, 'm' },
-		{ "seed", required_argument, NULL, 'S' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct rm_fl_params p = { .variant = RM_FL_LITERAL };
-	struct in6_addr src, dst;
-	int have_src = 0, have_dst = 0, have_dqp = 0, have_sqp = 0, c, v;
-	uint32_t dqp = 0, sqp = 0, hash, label;
-
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:d:q:Q:H:mS:h", lopts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			if (parse_addr6("--src", optarg, &src))
-				return RM_EXIT_USAGE;
-			have_src = 1;
-			break;
-		case 'd':
-			if (parse_addr6("--dst", optarg, &dst))
-				return RM_EXIT_USAGE;
-			have_dst = 1;
-			break;
-		case 'q':
-		case 'Q':
-			if (parse_u32(optarg, 0xffffff, c == 'q' ? &dqp : &sqp)) {
-				fprintf(stderr, "rocemeter flowlabel: --%s '%s': a QPN is 0..0xffffff (24 bits)\n",
-					c == 'q' ? "dqp" : "sqp", optarg);
-				return RM_EXIT_USAGE;
-			}
-			if (c == 'q')
-				have_dqp = 1;
-			else
-				have_sqp = 1;
-			break;
-		case 'H':
-			v = rm_flowlabel_variant_from_name(optarg);
-			if (v < 0) {
-				fprintf(stderr, "rocemeter flowlabel: --hash '%s': use literal, crc32, crc32c or mpeg2\n",
-					optarg);
-				return RM_EXIT_USAGE;
-			}
-			p.variant = (__u32)v;
-			break;
-		case 'm':
-			p.mix = 1;
-			break;
-		case 'S':
-			if (parse_u32(optarg, 0xffffffffu, &p.seed)) {
-				fprintf(stderr, "rocemeter flowlabel: --seed '%s': a 32-bit number (decimal or 0x hex)\n",
-					optarg);
-				return RM_EXIT_USAGE;
-			}
-			break;
-		case 'h':
-			fl_usage(stdout);
-			return RM_EXIT_OK;
-		case ':':
-			fprintf(stderr, "rocemeter flowlabel: option %s needs a value\n", argv[optind - 1]);
-			return RM_EXIT_USAGE;
-		default:
-			fprintf(stderr, "rocemeter flowlabel: unknown option %s\n", argv[optind - 1]);
-			fl_usage(stderr);
-			return RM_EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "rocemeter flowlabel: unexpected argument '%s'\n", argv[optind]);
-		return RM_EXIT_USAGE;
-	}
-	if (!have_src || !have_dst || !have_dqp) {
-		fprintf(stderr, "rocemeter flowlabel: --src, --dst and --dqp are required\n");
-		fl_usage(stderr);
-		return RM_EXIT_USAGE;
-	}
-	label = rm_flowlabel_compute(&p, &src, &dst, have_sqp, sqp, dqp, &hash);
-	printf("hash:       0x%08x (%s%s%s)\n", hash, rm_flowlabel_variant_name(p.variant),
-	       p.mix ? ", mix" : "", p.seed ? ", seeded" : "");
-	printf("flow label: 0x%05x (%u)\n", label, label);
-	if (!label)
-		printf("note: label 0 - the program leaves such packets unchanged\n");
-	return RM_EXIT_OK;
-}
-
-RM_COMMAND(flowlabel, 70, "compute the IPv6 Flow Label of a RoCEv2 connection (seed 002)",
-	   cmd_flowlabel);

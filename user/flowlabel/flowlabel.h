@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * flowlabel.h - userspace side of the seed 002 Flow Label rewrite: the
- * `rocemeter flowlabel` subcommand (compute a label), and the API that the
- * `attach`, `detach` and `status` subcommands call to manage the tc program
- * bpf/flowlabel.bpf.c on an interface.
+ * flowlabel.h - userspace side of the seed 002 Flow Label rewrite: the label
+ * of a connection (for `rocemeter flowlabel`, cmd_flowlabel.c), and the API
+ * that the `attach`, `detach` and `status` subcommands call to manage the tc
+ * program bpf/flowlabel.bpf.c on an interface.
  *
  * Attachment: clsact qdisc, tc filter with handle RM_FL_TC_HANDLE and
  * priority RM_FL_TC_PRIO, one per direction; it persists after the process
  * exits. Statistics: per-CPU array (enum rm_fl_stat, __u64 frames) pinned at
- * RM_FL_PIN_BASE/IFNAME/fl_stats; both directions of one interface share it.
+ * BPFFS/rocemeter/IFNAME/fl_stats (user/common/paths.h: the meter's pin
+ * directory, ROCEMETER_BPFFS honoured); both directions of one interface
+ * share it.
  *
  * Errors: functions taking (err, errlen) write a one-line message without
  * the trailing newline there on failure.
@@ -23,7 +25,6 @@
 
 #include "rocemeter/flowlabel.h"
 
-#define RM_FL_PIN_BASE  "/sys/fs/bpf/rocemeter"
 #define RM_FL_PIN_NAME  "fl_stats"
 #define RM_FL_TC_HANDLE 0x524d /* "RM" */
 #define RM_FL_TC_PRIO   0xf1
@@ -71,8 +72,9 @@ struct flowlabel *rm_flowlabel_open_load(const struct rm_flowlabel_opts *opts, c
 
 /*
  * Attach the program to ifname's clsact hook in opts->direction and pin
- * the statistics map (RM_FL_PIN_BASE/ifname/fl_stats, directory created if
- * needed, an existing pin reused). Refuses a second attachment in the same
+ * the statistics map (BPFFS/rocemeter/ifname/fl_stats; as for the meter, a
+ * bpffs is mounted at BPFFS when none is and the directories are created;
+ * an existing pin is reused). Refuses a second attachment in the same
  * direction. Returns 0, or a negative errno with err set.
  */
 int rm_flowlabel_attach(const char *ifname, const struct rm_flowlabel_opts *opts, char *err,

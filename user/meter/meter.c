@@ -8,6 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "common/log.h"
 #include "meter.h"
 #include "meter.skel.h"
 
@@ -41,20 +42,13 @@ const char *rm_stat_name(int stat)
 	return stat >= 0 && stat < RM_STAT__COUNT && stat_names[stat] ? stat_names[stat] : "?";
 }
 
-static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBBPF_WARN || getenv("ROCEMETER_LIBBPF_DEBUG"))
-		return vfprintf(stderr, fmt, ap);
-	return 0;
-}
-
 int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int replay, char *err, size_t errlen)
 {
 	struct meter *sk;
 	int e;
 
 	memset(m, 0, sizeof(*m));
-	libbpf_set_print(libbpf_quiet);
+	rm_log_route_libbpf(); /* also for programs without our main.c: tests, benchmarks */
 	if (s->window < 1 || s->window > RM_WINDOW_MAX) {
 		snprintf(err, errlen, "window %u is outside 1..%u", s->window, RM_WINDOW_MAX);
 		return -1;

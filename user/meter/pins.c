@@ -1,71 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* pins.c - pin directory, lock and PID files of an attachment (see pins.h). */
+/* pins.c - the meter's pins, lock and run files of an attachment (see pins.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
-#include <linux/magic.h>
 
+#include "common/paths.h"
 #include "pins.h"
 
-static const char *bpffs_root(void)
+int rm_pin_meter_exists(const char *ifname)
 {
-	const char *r = getenv("ROCEMETER_BPFFS");
+	char path[512];
 
-	return r && *r ? r : "/sys/fs/bpf";
-}
-
-static const char *run_root(void)
-{
-	const char *r = getenv("ROCEMETER_RUNDIR");
-
-	return r && *r ? r : "/run/rocemeter";
-}
-
-int rm_pin_dir(const char *ifname, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s/rocemeter/%s", bpffs_root(), ifname);
-
-	return n < 0 || (size_t)n >= len ? -1 : 0;
-}
-
-int rm_pin_path(const char *ifname, const char *name, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s/rocemeter/%s/%s", bpffs_root(), ifname, name);
-
-	return n < 0 || (size_t)n >= len ? -1 : 0;
-}
-
-int rm_run_path(const char *ifname, const char *suffix, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s/%s.%s", run_root(), ifname, suffix);
-
-	return n < 0 || (size_t)n >= len ? -1 : 0;
-}
-
-int rm_pin_prepare(const char *ifname)
-{
-	char dir[512];
-	struct statfs sfs;
-
-	if (statfs(bpffs_root(), &sfs) == 0 && sfs.f_type != BPF_FS_MAGIC) {
-		if (mount("bpf", bpffs_root(), "bpf", 0, NULL))
-			return -errno;
-	}
-	snprintf(dir, sizeof(dir), "%s/rocemeter", bpffs_root());
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		return -errno;
-	if (rm_pin_dir(ifname, dir, sizeof(dir)))
-		return -ENAMETOOLONG;
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		return -errno;
-	return 0;
+	return !rm_paths_pin(ifname, "contexts", path, sizeof(path)) && access(path, F_OK) == 0;
 }
 
 void rm_pin_remove_meter(const char *ifname)
@@ -74,10 +25,20 @@ void rm_pin_remove_meter(const char *ifname)
 	char path[512];
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!rm_pin_path(ifname, names[i], path, sizeof(path)))
+		if (!rm_paths_pin(ifname, names[i], path, sizeof(path)))
 			unlink(path);
-	if (!rm_pin_dir(ifname, path, sizeof(path)))
+	if (!rm_paths_pin_dir(ifname, path, sizeof(path)))
 		rmdir(path); /* fails while other pins (the flow-label program's) remain */
+}
+
+void rm_pin_remove_run_files(const char *ifname)
+{
+	char path[512];
+
+	if (!rm_paths_run_file(ifname, RM_RUN_PID, path, sizeof(path)))
+		unlink(path);
+	if (!rm_paths_run_file(ifname, RM_RUN_STATS, path, sizeof(path)))
+		unlink(path);
 }
 
 int rm_lock_interface(const char *ifname, int *holder)
@@ -87,9 +48,9 @@ int rm_lock_interface(const char *ifname, int *holder)
 	int fd;
 
 	*holder = 0;
-	if (mkdir(run_root(), 0755) && errno != EEXIST)
+	if (rm_paths_prepare_rundir())
 		return -1;
-	if (rm_run_path(ifname, "lock", path, sizeof(path)))
+	if (rm_paths_run_file(ifname, RM_RUN_LOCK, path, sizeof(path)))
 		return -1;
 	for (;;) {
 		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -99,7 +60,7 @@ int rm_lock_interface(const char *ifname, int *holder)
 			FILE *f;
 
 			close(fd);
-			if (!rm_run_path(ifname, "pid", path, sizeof(path)) && (f = fopen(path, "r"))) {
+			if (!rm_paths_run_file(ifname, RM_RUN_PID, path, sizeof(path)) && (f = fopen(path, "r"))) {
 				if (fscanf(f, "%d", holder) != 1)
 					*holder = 0;
 				fclose(f);
@@ -121,7 +82,7 @@ void rm_unlock_interface(const char *ifname, int fd)
 
 	if (fd < 0)
 		return;
-	if (!rm_run_path(ifname, "lock", path, sizeof(path)))
+	if (!rm_paths_run_file(ifname, RM_RUN_LOCK, path, sizeof(path)))
 		unlink(path); /* while still holding the lock: see rm_lock_interface() */
 	close(fd);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include "reporter.h"
 
@@ -27,8 +28,26 @@ int rm_reporter_init(struct rm_reporter *r, struct rm_meter *m, uint64_t observa
 
 void rm_reporter_free(struct rm_reporter *r)
 {
+	ring_buffer__free(r->rb);
+	r->rb = NULL;
 	rm_ids_free(r->ids);
 	r->ids = NULL;
+}
+
+int rm_reporter_open_events(struct rm_reporter *r)
+{
+	r->rb = ring_buffer__new(r->meter->events_fd, rm_reporter_on_event, r, NULL);
+	return r->rb ? 0 : -errno;
+}
+
+int rm_reporter_drain(struct rm_reporter *r)
+{
+	return r->rb ? ring_buffer__consume(r->rb) : 0;
+}
+
+int rm_reporter_poll(struct rm_reporter *r, int timeout_ms)
+{
+	return r->rb ? ring_buffer__poll(r->rb, timeout_ms) : -EINVAL;
 }
 
 static uint64_t to_unix_ms(const struct rm_reporter *r, uint64_t ns)
@@ -228,4 +247,43 @@ int rm_reporter_evict(struct rm_reporter *r, unsigned int n)
 	}
 	free(v);
 	return evicted;
+}
+
+#define NS_PER_MS 1000000ull
+#define NS_PER_S 1000000000ull
+
+void rm_reporter_set_schedule(struct rm_reporter *r, uint64_t report_interval_ms, uint64_t idle_timeout_ms,
+			      int capture_clock)
+{
+	r->sched.report_interval_ns = report_interval_ms * NS_PER_MS;
+	r->sched.idle_timeout_ns = idle_timeout_ms * NS_PER_MS;
+	r->sched.capture_clock = capture_clock;
+}
+
+int rm_reporter_tick(struct rm_reporter *r, uint64_t now_ns)
+{
+	struct rm_schedule *s = &r->sched;
+	int bits = 0;
+
+	if (s->report_interval_ns) {
+		if (!s->next_report_ns)
+			s->next_report_ns = now_ns - now_ns % NS_PER_MS + s->report_interval_ns;
+		while (now_ns >= s->next_report_ns) {
+			rm_reporter_drain(r);
+			rm_reporter_walk(r, RM_CTL_SNAPSHOT, 0, 0);
+			if (s->capture_clock)
+				s->next_report_ns += s->report_interval_ns;
+			else
+				s->next_report_ns = now_ns + s->report_interval_ns;
+		}
+	}
+	if (now_ns >= s->next_second_ns) {
+		if (s->idle_timeout_ns && now_ns > s->idle_timeout_ns) {
+			rm_reporter_drain(r);
+			rm_reporter_walk(r, RM_CTL_CLOSE_IDLE, 0, now_ns - s->idle_timeout_ns);
+		}
+		s->next_second_ns = now_ns + NS_PER_S;
+		bits |= RM_TICK_SECOND;
+	}
+	return bits;
 }

@@ -21,6 +21,17 @@
 /* Takes one report: returns 0, or -1 if it was not serialized (its IDs are given back). */
 typedef int (*rm_report_sink)(void *arg, const struct rm_report *r);
 
+struct ring_buffer;
+
+/* When rm_reporter_tick() reports and sweeps (rm_reporter_set_schedule()). */
+struct rm_schedule {
+	uint64_t report_interval_ns; /* non-final reports of open epochs; 0: finals only */
+	uint64_t idle_timeout_ns;    /* the sweep closes epochs silent longer; 0: never */
+	int capture_clock;           /* 1: the clock is capture time (replay), 0: live */
+	uint64_t next_report_ns;     /* 0: not started */
+	uint64_t next_second_ns;     /* 0: not started */
+};
+
 struct rm_reporter {
 	struct rm_meter *meter;
 	struct rm_ids *ids;
@@ -34,12 +45,28 @@ struct rm_reporter {
 	uint64_t final_reports;
 	uint64_t id_exhausted;    /* reports not made: an ID would wrap */
 	uint64_t not_serialized;  /* reports the sink refused (IDs given back) */
+	struct ring_buffer *rb;   /* the meter's events, after rm_reporter_open_events() */
+	struct rm_schedule sched;
 };
 
 /* 0, or -1 if out of memory. */
 int rm_reporter_init(struct rm_reporter *r, struct rm_meter *m, uint64_t observation_point_id, int vlan_ns,
 		     int generation_verified, int64_t time_offset_ns, rm_report_sink sink, void *sink_arg);
+/* Frees the IDs and the event ring buffer. */
 void rm_reporter_free(struct rm_reporter *r);
+
+/*
+ * Read the meter's ring buffer (closures the datapath made) from now on:
+ * rm_reporter_drain() and rm_reporter_poll() hand its final snapshots to
+ * rm_reporter_on_event(). Returns 0, or -errno.
+ */
+int rm_reporter_open_events(struct rm_reporter *r);
+
+/* Report what is in the ring buffer now, without waiting. 0 or -errno. */
+int rm_reporter_drain(struct rm_reporter *r);
+
+/* Wait up to timeout_ms for events and report them. >= 0, or -errno (-EINTR: a signal came). */
+int rm_reporter_poll(struct rm_reporter *r, int timeout_ms);
 
 /* One snapshot of context key; final = the snapshot is the epoch's final one. */
 void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, const struct rm_seq_counters *snap,
@@ -73,5 +100,37 @@ int rm_reporter_walk(struct rm_reporter *r, enum rm_ctl_op op, uint16_t reason, 
  * Returns the number of contexts evicted, or -errno.
  */
 int rm_reporter_evict(struct rm_reporter *r, unsigned int n);
+
+/*
+ * The schedule of rm_reporter_tick(), in ms as configured: non-final
+ * reports every report_interval_ms (0: none), epochs closed by the idle
+ * sweep after idle_timeout_ms of silence (0: never). capture_clock says
+ * which clock the ticks bring (see rm_reporter_tick()). May be called again
+ * (a reload): the next report stays where it was scheduled.
+ */
+void rm_reporter_set_schedule(struct rm_reporter *r, uint64_t report_interval_ms, uint64_t idle_timeout_ms,
+			      int capture_clock);
+
+/* rm_reporter_tick() found a new second of its clock: time for once-a-second work. */
+#define RM_TICK_SECOND 0x1
+
+/*
+ * Periodic reports and the idle sweep, for `attach` (now_ns: the kernel's
+ * monotonic clock, the meter's) and `replay` (now_ns: the capture time of
+ * the next frame, before it is run). The ring buffer is drained before
+ * every walk, so that the datapath's finals come first.
+ *   - Non-final reports (RM_CTL_SNAPSHOT walk) on boundaries one interval
+ *     apart, the first one interval after the first tick's millisecond.
+ *     On capture time every boundary passed gets its walk: a frame after
+ *     a silence of several intervals brings one report per interval, as a
+ *     live meter would have made them. A live tick that comes late walks
+ *     once and the next boundary is one interval after it: a stalled daemon
+ *     does not make up reports in a burst.
+ *   - Once a second of the clock (the first tick included), epochs whose
+ *     last request is more than idle_timeout older than now close with
+ *     finalEpoch (RM_CTL_CLOSE_IDLE walk), and RM_TICK_SECOND is returned.
+ * Returns RM_TICK_* bits.
+ */
+int rm_reporter_tick(struct rm_reporter *r, uint64_t now_ns);
 
 #endif

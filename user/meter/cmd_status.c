@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * status.c - `rocemeter status [IFACE] [--json]`: statistics and live
+ * cmd_status.c - `rocemeter status [IFACE] [--json]`: statistics and live
  * contexts read from the pinned maps (atomic snapshots with BPF_F_LOCK),
  * the daemon's export counters, and the flow-label program's statistics.
  * Stops nothing and changes nothing.
@@ -19,6 +19,7 @@
 #include <bpf/bpf.h>
 
 #include "common/command.h"
+#include "common/paths.h"
 #include "flowlabel/flowlabel.h"
 #include "meter.h"
 #include "pins.h"
@@ -88,7 +89,7 @@ static int status_one(const char *ifname, int json, int first_if)
 		printf("%s{\"interface\": \"%s\"", first_if ? "" : ",\n", ifname);
 	else
 		printf("%s:\n", ifname);
-	if (rm_pin_path(ifname, "stats", path, sizeof(path)) || (stats_fd = bpf_obj_get(path)) < 0) {
+	if (rm_paths_pin(ifname, "stats", path, sizeof(path)) || (stats_fd = bpf_obj_get(path)) < 0) {
 		if (json)
 			printf(", \"meter\": null");
 		else
@@ -107,7 +108,7 @@ static int status_one(const char *ifname, int json, int first_if)
 			}
 		}
 		close(stats_fd);
-		if (!rm_pin_path(ifname, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0) {
+		if (!rm_paths_pin(ifname, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0) {
 			printf(json ? ", \"contexts\": [" : "  contexts:\n");
 			while (bpf_map_get_next_key(ctx_fd, prev, &next) == 0) {
 				key = next;
@@ -136,7 +137,7 @@ static int status_one(const char *ifname, int json, int first_if)
 			}
 		}
 		/* The daemon's own counters: reports, export sessions and drops. */
-		if (!rm_run_path(ifname, "stats", path, sizeof(path)) && (f = fopen(path, "r"))) {
+		if (!rm_paths_run_file(ifname, RM_RUN_STATS, path, sizeof(path)) && (f = fopen(path, "r"))) {
 			if (fgets(line, sizeof(line), f)) {
 				line[strcspn(line, "\n")] = 0;
 				printf(json ? ", \"daemon\": %s" : "  daemon: %s\n", line);
@@ -185,7 +186,7 @@ static int cmd_status(int argc, char **argv)
 		for (int i = optind; i < argc; i++)
 			status_one(argv[i], json, count++ == 0);
 	} else {
-		if (rm_pin_dir("", dir, sizeof(dir)) == 0 && (d = opendir(dir))) {
+		if (rm_paths_pin_dir("", dir, sizeof(dir)) == 0 && (d = opendir(dir))) {
 			while ((e = readdir(d)))
 				if (e->d_name[0] != '.')
 					status_one(e->d_name, json, count++ == 0);

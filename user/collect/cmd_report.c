@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * report_cmd.c - `rocemeter report`: the epochs stored by `rocemeter
+ * cmd_report.c - `rocemeter report`: the epochs stored by `rocemeter
  * collect`, one line (or one JSON object) per epoch, and the collector's
  * limits (seed 000, "Collector Processing").
  *
@@ -18,6 +18,7 @@
 
 #include "common/command.h"
 #include "common/report_text.h"
+#include "common/log.h"
 #include "rocemeter/seqobs.h"
 #include "store.h"
 
@@ -170,11 +171,11 @@ static int show_limits(sqlite3 *db, int json)
 			       " max_raw_records, inactivity_timeout_ms, pen, (SELECT count(*) FROM raw_records)"
 			       " FROM runs ORDER BY id DESC LIMIT 1",
 			       -1, &q, NULL) != SQLITE_OK) {
-		fprintf(stderr, "rocemeter report: %s\n", sqlite3_errmsg(db));
+		rm_log_cmd(RM_LOG_ERR, "%s", sqlite3_errmsg(db));
 		return RM_EXIT_FAIL;
 	}
 	if (sqlite3_step(q) != SQLITE_ROW) {
-		fprintf(stderr, "rocemeter report: no collector run recorded in this database\n");
+		rm_log_cmd(RM_LOG_ERR, "no collector run recorded in this database");
 		sqlite3_finalize(q);
 		return RM_EXIT_FAIL;
 	}
@@ -197,7 +198,7 @@ static int show_limits(sqlite3 *db, int json)
 	sqlite3_finalize(q);
 	if (sqlite3_prepare_v2(db, "SELECT kind, sum(count) FROM drops GROUP BY kind ORDER BY kind", -1, &q, NULL) !=
 	    SQLITE_OK) {
-		fprintf(stderr, "rocemeter report: %s\n", sqlite3_errmsg(db));
+		rm_log_cmd(RM_LOG_ERR, "%s", sqlite3_errmsg(db));
 		return RM_EXIT_FAIL;
 	}
 	int n = 0;
@@ -270,12 +271,12 @@ static int cmd_report(int argc, char **argv)
 	}
 	if (outcome && strcmp(outcome, "complete") && strcmp(outcome, "incomplete") && strcmp(outcome, "invalid") &&
 	    strcmp(outcome, "open")) {
-		fprintf(stderr, "rocemeter report: --outcome must be complete, incomplete, invalid or open\n");
+		rm_log_cmd(RM_LOG_ERR, "--outcome must be complete, incomplete, invalid or open");
 		return RM_EXIT_USAGE;
 	}
 	st = rm_store_open(db_path, 1, err, sizeof(err));
 	if (!st) {
-		fprintf(stderr, "rocemeter report: %s\n", err);
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
 		return RM_EXIT_FAIL;
 	}
 	if (limits) {
@@ -284,7 +285,7 @@ static int cmd_report(int argc, char **argv)
 		return rc;
 	}
 	if (sqlite3_prepare_v2(rm_store_db(st), epoch_sql, -1, &q, NULL) != SQLITE_OK) {
-		fprintf(stderr, "rocemeter report: %s: %s\n", db_path, rm_store_error(st));
+		rm_log_cmd(RM_LOG_ERR, "%s: %s", db_path, rm_store_error(st));
 		rm_store_close(st);
 		return RM_EXIT_FAIL;
 	}
@@ -299,7 +300,7 @@ static int cmd_report(int argc, char **argv)
 			epoch_text(stdout, q);
 	}
 	if (r != SQLITE_DONE) {
-		fprintf(stderr, "rocemeter report: %s\n", rm_store_error(st));
+		rm_log_cmd(RM_LOG_ERR, "%s", rm_store_error(st));
 		rc = RM_EXIT_FAIL;
 	}
 	sqlite3_finalize(q);

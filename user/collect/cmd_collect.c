@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * cmd_collect.c - `rocemeter collect`: the [collect] section of --config,
+ * overridden by the options, then the collector (collector.h) until
+ * SIGINT/SIGTERM.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "collector.h"
+#include "common/command.h"
+#include "common/config.h"
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/opts.h"
+#include "rocemeter/ipfix_ie.h"
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	stop_flag = 1;
+}
+
+static void collect_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: rocemeter collect --db FILE [--listen ADDR:PORT] [OPTIONS]\n"
+		"\n"
+		"Receive IPFIX reports of RoCEv2 sequence observations (seed 000) from one or\n"
+		"more exporters, validate them and store epoch outcomes in SQLite. Every TCP\n"
+		"connection is its own Transport Session. Stops cleanly on SIGINT/SIGTERM:\n"
+		"open epochs are retired as incomplete.\n"
+		"\n"
+		"Options (they override the [collect] section of --config):\n"
+		"  -l, --listen ADDR:PORT     address to listen on, e.g. 127.0.0.1:%d,\n"
+		"                             [::1]:%d, :%d (default [::]:%d)\n"
+		"  -d, --db FILE              SQLite database (created when missing)\n"
+		"  -c, --config FILE          configuration file (INI), section [collect]\n"
+		"      --cert FILE            own certificate chain, PEM\n"
+		"      --key FILE             own private key, PEM\n"
+		"      --ca FILE              CA certificates that sign exporter certificates\n"
+		"      --peer-name NAME       authorised exporter name (DNS SAN or CN);\n"
+		"                             repeat for several exporters\n"
+		"      --plain-tcp            no TLS (unauthenticated, not confidential: tests only)\n"
+		"      --max-sessions N       open Transport Sessions (default %u)\n"
+		"      --max-epochs N         retained epochs per session (default %u)\n"
+		"      --max-raw-records N    raw records kept in the database (default %u)\n"
+		"      --inactivity-timeout-ms MS  retire an epoch without reports for MS\n"
+		"                             (default %u; 0 = never)\n"
+		"      --pen N                Private Enterprise Number of the profile's\n"
+		"                             enterprise-specific IEs (default %u)\n"
+		"  -h, --help                 this help\n"
+		"\n"
+		"Limits are logged at startup and shown by 'rocemeter report --limits'.\n"
+		"Refusals because of a limit are stored as collector resource drops.\n",
+		RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_MAX_SESSIONS_DEFAULT,
+		RM_MAX_EPOCHS_DEFAULT, RM_MAX_RAW_RECORDS_DEFAULT, RM_INACTIVITY_TIMEOUT_MS_DEFAULT,
+		RM_IPFIX_DEFAULT_PEN);
+}
+
+static struct rm_config_file cfg_file; /* large: static */
+
+static int cmd_collect(int argc, char **argv)
+{
+	enum { O_CERT = 256, O_KEY, O_CA, O_PEER, O_PLAIN, O_MAXS, O_MAXE, O_MAXR, O_INACT, O_PEN };
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, 'l' }, { "db", required_argument, NULL, 'd' },
+		{ "config", required_argument, NULL, 'c' }, { "cert", required_argument, NULL, O_CERT },
+		{ "key", required_argument, NULL, O_KEY }, { "ca", required_argument, NULL, O_CA },
+		{ "peer-name", required_argument, NULL, O_PEER }, { "plain-tcp", no_argument, NULL, O_PLAIN },
+		{ "max-sessions", required_argument, NULL, O_MAXS }, { "max-epochs", required_argument, NULL, O_MAXE },
+		{ "max-raw-records", required_argument, NULL, O_MAXR },
+		{ "inactivity-timeout-ms", required_argument, NULL, O_INACT }, { "pen", required_argument, NULL, O_PEN },
+		{ "help", no_argument, NULL, 'h' }, { 0 }
+	};
+	struct rm_collect_settings *cs = &cfg_file.collect;
+	const char *config = NULL;
+	char err[512];
+	uint64_t v, pen = RM_IPFIX_DEFAULT_PEN;
+	int o, n_peer_cli = 0;
+
+	rm_log_set_ident("rocemeter collect"); /* the collector's log lines name the command */
+	/* First pass: --config and --help, so that command-line options override the file. */
+	optind = 1;
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, "l:d:c:h", opts, NULL)) != -1) {
+		if (o == 'c')
+			config = optarg;
+		else if (o == 'h') {
+			collect_usage(stdout);
+			return RM_EXIT_OK;
+		}
+	}
+	rm_config_defaults(&cfg_file);
+	if (config && rm_config_load(config, &cfg_file, err, sizeof(err)) < 0) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		return RM_EXIT_USAGE;
+	}
+	optind = 1;
+	opterr = 1;
+	while ((o = getopt_long(argc, argv, "l:d:c:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'l': snprintf(cs->listen, sizeof(cs->listen), "%s", optarg); break;
+		case 'd': snprintf(cs->db, sizeof(cs->db), "%s", optarg); break;
+		case 'c': break;
+		case O_CERT: snprintf(cs->tls.cert, sizeof(cs->tls.cert), "%s", optarg); break;
+		case O_KEY: snprintf(cs->tls.key, sizeof(cs->tls.key), "%s", optarg); break;
+		case O_CA: snprintf(cs->tls.ca, sizeof(cs->tls.ca), "%s", optarg); break;
+		case O_PEER:
+			if (n_peer_cli == 0)
+				cs->tls.n_peer_names = 0; /* the command line replaces the file's list */
+			if (cs->tls.n_peer_names >= RM_MAX_PEER_NAMES) {
+				rm_log_cmd(RM_LOG_ERR, "at most %d --peer-name", RM_MAX_PEER_NAMES);
+				return RM_EXIT_USAGE;
+			}
+			snprintf(cs->tls.peer_names[cs->tls.n_peer_names++], sizeof(cs->tls.peer_names[0]), "%s",
+				 optarg);
+			n_peer_cli++;
+			break;
+		case O_PLAIN: cs->tls.plain_tcp = 1; break;
+		case O_MAXS:
+			if (rm_opt_uint("--max-sessions", optarg, RM_MAX_SESSIONS_MIN, RM_MAX_SESSIONS_MAX, &v, err,
+					sizeof(err)))
+				goto bad_value;
+			cs->max_sessions = (uint32_t)v;
+			break;
+		case O_MAXE:
+			if (rm_opt_uint("--max-epochs", optarg, RM_MAX_EPOCHS_MIN, RM_MAX_EPOCHS_MAX, &v, err,
+					sizeof(err)))
+				goto bad_value;
+			cs->max_epochs = (uint32_t)v;
+			break;
+		case O_MAXR:
+			if (rm_opt_uint("--max-raw-records", optarg, 0, RM_MAX_RAW_RECORDS_MAX, &v, err, sizeof(err)))
+				goto bad_value;
+			cs->max_raw_records = (uint32_t)v;
+			break;
+		case O_INACT:
+			if (rm_opt_uint("--inactivity-timeout-ms", optarg, 0, RM_INACTIVITY_TIMEOUT_MS_MAX, &v, err,
+					sizeof(err)))
+				goto bad_value;
+			cs->inactivity_timeout_ms = v;
+			break;
+		case O_PEN:
+			if (rm_opt_uint("--pen", optarg, RM_PEN_MIN, RM_PEN_MAX, &pen, err, sizeof(err)))
+				goto bad_value;
+			break;
+		default:
+			collect_usage(stderr);
+			return RM_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		rm_log_cmd(RM_LOG_ERR, "unexpected argument '%s'", argv[optind]);
+		return RM_EXIT_USAGE;
+	}
+	if (!cs->db[0]) {
+		rm_log_cmd(RM_LOG_ERR, "--db FILE is required");
+		collect_usage(stderr);
+		return RM_EXIT_USAGE;
+	}
+	if (!cs->tls.plain_tcp && (!cs->tls.cert[0] || !cs->tls.key[0] || !cs->tls.ca[0] || !cs->tls.n_peer_names)) {
+		rm_log_cmd(RM_LOG_ERR, "TLS needs --cert, --key, --ca and at least one --peer-name "
+				       "(or [collect] in --config); --plain-tcp disables TLS");
+		return RM_EXIT_USAGE;
+	}
+
+	struct sigaction sa = { 0 };
+
+	sa.sa_handler = on_signal; /* no SA_RESTART: poll() returns EINTR */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	stop_flag = 0;
+	return rm_collector_run(cs, (uint32_t)pen, &stop_flag) ? RM_EXIT_FAIL : RM_EXIT_OK;
+
+bad_value:
+	rm_log_cmd(RM_LOG_ERR, "%s", err);
+	return RM_EXIT_USAGE;
+}
+
+RM_COMMAND(collect, 60, "receive IPFIX reports over TLS 1.3, validate, store in SQLite", cmd_collect);

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * limits.h - the ranges and defaults of every number an operator gives, in
+ * the configuration file (config.c) or on a command line (the cmd_*.c
+ * files, whose usage texts print them from here). docs/configuration.md
+ * documents the same values.
+ */
+#ifndef ROCEMETER_LIMITS_H
+#define ROCEMETER_LIMITS_H
+
+#include <stdint.h>
+
+#include "rocemeter/seqobs.h"
+
+/* [meter] */
+#define RM_WINDOW_MIN 1u
+/* RM_WINDOW_MAX (2^22) comes from the engine, rocemeter/seqobs.h. */
+#define RM_WINDOW_DEFAULT 1024u
+#define RM_MAX_CONTEXTS_MIN 1u
+#define RM_MAX_CONTEXTS_MAX 16777216u
+#define RM_MAX_CONTEXTS_DEFAULT 65536u
+#define RM_IDLE_TIMEOUT_MS_MAX (86400000ull * 365) /* a year; 0 = never */
+#define RM_IDLE_TIMEOUT_MS_DEFAULT 60000u
+
+/* [provision] */
+#define RM_MAX_PROVISION 4096 /* connection lines */
+#define RM_QPN_MAX 0xffffffu  /* 24-bit QP numbers */
+#define RM_PKEY_MAX 0xffffu
+
+/* [export] */
+#define RM_PORT_MIN 1u
+#define RM_PORT_MAX 65535u
+#define RM_PEN_MIN 1u
+#define RM_PEN_MAX UINT32_MAX
+#define RM_REPORT_INTERVAL_MS_MAX 86400000u /* a day; 0 = final reports only */
+#define RM_REPORT_INTERVAL_MS_DEFAULT 10000u
+#define RM_QUEUE_RECORDS_MIN 1u
+#define RM_QUEUE_RECORDS_MAX 16777216u
+#define RM_QUEUE_RECORDS_DEFAULT 65536u
+
+/* [export] and [collect] */
+#define RM_MAX_PEER_NAMES 8
+
+/* [collect] */
+#define RM_MAX_SESSIONS_MIN 1u
+#define RM_MAX_SESSIONS_MAX 65536u
+#define RM_MAX_SESSIONS_DEFAULT 64u
+#define RM_MAX_EPOCHS_MIN 1u
+#define RM_MAX_EPOCHS_MAX 100000000u
+#define RM_MAX_EPOCHS_DEFAULT 100000u
+#define RM_MAX_RAW_RECORDS_MAX 100000000u /* 0 = keep none */
+#define RM_MAX_RAW_RECORDS_DEFAULT 100000u
+#define RM_INACTIVITY_TIMEOUT_MS_MAX (86400000ull * 365) /* 0 = never */
+#define RM_INACTIVITY_TIMEOUT_MS_DEFAULT 600000u
+
+#endif /* ROCEMETER_LIMITS_H */

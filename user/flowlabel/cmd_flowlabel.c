@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * cmd_flowlabel.c - `rocemeter flowlabel`: the IPv6 Flow Label that the
+ * flow-label program (seed 002) writes for a connection, computed with
+ * rm_flowlabel_compute() (flowlabel.h) from the options.
+ */
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <stdio.h>
+
+#include "common/command.h"
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/opts.h"
+#include "flowlabel.h"
+
+static void fl_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: rocemeter flowlabel --src ADDR --dst ADDR --dqp QPN [--sqp QPN]\n"
+		"                           [--hash literal|crc32|crc32c|mpeg2] [--mix] [--seed N]\n\n"
+		"Print the IPv6 Flow Label that the flow-label program (seed 002) writes into a\n"
+		"RoCEv2 packet from ADDR to ADDR with destination QP QPN: the low 20 bits of a\n"
+		"CRC over {Src_QP || Dst_QP || low 16 bits of src || low 16 bits of dst} when\n"
+		"--sqp is given (UD, DETH present), else {Dst_QP || low16 src || low16 dst}.\n\n"
+		"Options:\n"
+		"  -s, --src ADDR   IPv6 source address\n"
+		"  -d, --dst ADDR   IPv6 destination address\n"
+		"  -q, --dqp QPN    BTH destination QP (0..%#x, decimal or 0x hex)\n"
+		"  -Q, --sqp QPN    DETH source QP (UD SEND opcodes 0x64/0x65)\n"
+		"  -H, --hash NAME  literal (default: the seed's text taken literally),\n"
+		"                   crc32 (zlib), crc32c, mpeg2\n"
+		"  -m, --mix        apply the murmur3 finalizer to the 32-bit result\n"
+		"  -S, --seed N     32-bit secret XORed into the initial CRC register\n"
+		"  -h, --help       this text\n\n"
+		"A label of 0 means the program leaves the packet unchanged.\n",
+		RM_QPN_MAX);
+}
+
+static int parse_addr6(const char *opt, const char *s, struct in6_addr *a)
+{
+	struct in_addr a4;
+
+	if (inet_pton(AF_INET6, s, a) == 1)
+		return 0;
+	if (inet_pton(AF_INET, s, &a4) == 1)
+		rm_log_cmd(RM_LOG_ERR, "%s %s: an IPv4 address; Flow Labels exist only in IPv6", opt, s);
+	else
+		rm_log_cmd(RM_LOG_ERR, "%s '%s': not an IPv6 address", opt, s);
+	return -1;
+}
+
+static int cmd_flowlabel(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "src", required_argument, NULL, 's' }, { "dst", required_argument, NULL, 'd' },
+		{ "dqp", required_argument, NULL, 'q' }, { "sqp", required_argument, NULL, 'Q' },
+		{ "hash", required_argument, NULL, 'H' }, { "mix", no_argument, NULL, 'm' },
+		{ "seed", required_argument, NULL, 'S' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct rm_fl_params p = { .variant = RM_FL_LITERAL };
+	struct in6_addr src, dst;
+	int have_src = 0, have_dst = 0, have_dqp = 0, have_sqp = 0, c, v;
+	uint32_t dqp = 0, sqp = 0, hash, label;
+	char err[256];
+	uint64_t x;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":s:d:q:Q:H:mS:h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			if (parse_addr6("--src", optarg, &src))
+				return RM_EXIT_USAGE;
+			have_src = 1;
+			break;
+		case 'd':
+			if (parse_addr6("--dst", optarg, &dst))
+				return RM_EXIT_USAGE;
+			have_dst = 1;
+			break;
+		case 'q':
+		case 'Q':
+			if (rm_opt_uint(c == 'q' ? "--dqp" : "--sqp", optarg, 0, RM_QPN_MAX, &x, err, sizeof(err))) {
+				rm_log_cmd(RM_LOG_ERR, "%s (a QPN has 24 bits)", err);
+				return RM_EXIT_USAGE;
+			}
+			if (c == 'q') {
+				dqp = (uint32_t)x;
+				have_dqp = 1;
+			} else {
+				sqp = (uint32_t)x;
+				have_sqp = 1;
+			}
+			break;
+		case 'H':
+			v = rm_flowlabel_variant_from_name(optarg);
+			if (v < 0) {
+				rm_log_cmd(RM_LOG_ERR, "--hash '%s': use literal, crc32, crc32c or mpeg2", optarg);
+				return RM_EXIT_USAGE;
+			}
+			p.variant = (__u32)v;
+			break;
+		case 'm':
+			p.mix = 1;
+			break;
+		case 'S':
+			if (rm_opt_uint("--seed", optarg, 0, UINT32_MAX, &x, err, sizeof(err))) {
+				rm_log_cmd(RM_LOG_ERR, "%s (a 32-bit number)", err);
+				return RM_EXIT_USAGE;
+			}
+			p.seed = (uint32_t)x;
+			break;
+		case 'h':
+			fl_usage(stdout);
+			return RM_EXIT_OK;
+		case ':':
+			rm_log_cmd(RM_LOG_ERR, "option %s needs a value", argv[optind - 1]);
+			return RM_EXIT_USAGE;
+		default:
+			rm_log_cmd(RM_LOG_ERR, "unknown option %s", argv[optind - 1]);
+			fl_usage(stderr);
+			return RM_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		rm_log_cmd(RM_LOG_ERR, "unexpected argument '%s'", argv[optind]);
+		return RM_EXIT_USAGE;
+	}
+	if (!have_src || !have_dst || !have_dqp) {
+		rm_log_cmd(RM_LOG_ERR, "--src, --dst and --dqp are required");
+		fl_usage(stderr);
+		return RM_EXIT_USAGE;
+	}
+	label = rm_flowlabel_compute(&p, &src, &dst, have_sqp, sqp, dqp, &hash);
+	printf("hash:       0x%08x (%s%s%s)\n", hash, rm_flowlabel_variant_name(p.variant),
+	       p.mix ? ", mix" : "", p.seed ? ", seeded" : "");
+	printf("flow label: 0x%05x (%u)\n", label, label);
+	if (!label)
+		printf("note: label 0 - the program leaves such packets unchanged\n");
+	return RM_EXIT_OK;
+}
+
+RM_COMMAND(flowlabel, 70, "compute the IPv6 Flow Label of a RoCEv2 connection (seed 002)",
+	   cmd_flowlabel);

@@ -1,0 +1,492 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * daemon.c - the meter daemon of `rocemeter attach` (see daemon.h): set-up,
+ * one pass of the loop, reload (SIGHUP), capture discontinuity, and the
+ * orderly stop (DESIGN.md decision 4).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <net/if.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#include <systemd/sd-daemon.h>
+
+#include "common/errmsg.h"
+#include "common/log.h"
+#include "common/paths.h"
+#include "common/report_json.h"
+#include "common/report_text.h"
+#include "daemon.h"
+#include "export/export.h"
+#include "meter.h"
+#include "meter.skel.h"
+#include "observe.h"
+#include "pins.h"
+#include "reporter.h"
+
+/* Where reports go while attached. */
+struct live_sink {
+	int json;
+	struct rm_exporter *exporter; /* NULL: print */
+	uint64_t session;             /* Transport Session the reporter's IDs belong to */
+	int discard;                  /* closing epochs for a new session: nothing to send them on */
+	uint64_t discarded;
+};
+
+struct rm_daemon {
+	const char *ifname;
+	int ifindex;
+	const char *config_path;
+	struct rm_config_overrides overrides;
+	struct rm_config_file cfg;
+	struct rm_meter meter;
+	struct rm_reporter rep;
+	struct live_sink sink;
+	struct rm_observe obs;
+	uint64_t table_full_seen;
+	int lock_fd;
+	int link_fd;
+	int keep_pins;
+	int flowlabel;
+};
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int live_sink_fn(void *arg, const struct rm_report *r)
+{
+	struct live_sink *s = arg;
+
+	if (s->discard) {
+		s->discarded++;
+		return -1;
+	}
+	if (s->exporter) /* drops are counted by the exporter */
+		return rm_exporter_submit(s->exporter, s->session, r, 1) ? -1 : 0;
+	if (s->json)
+		rm_report_write_json(stdout, r);
+	else
+		rm_report_write_text(stdout, r);
+	fflush(stdout);
+	return 0;
+}
+
+static void write_stats_file(struct rm_daemon *d)
+{
+	char path[512], tmp[520];
+	FILE *f;
+
+	if (rm_paths_run_file(d->ifname, RM_RUN_STATS, path, sizeof(path)))
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f)
+		return;
+	fprintf(f, "{\"pid\": %d, \"reports\": %" PRIu64 ", \"final_reports\": %" PRIu64
+		   ", \"reports_not_made_id_exhausted\": %" PRIu64 ", \"closed_for_new_session\": %" PRIu64,
+		getpid(), d->rep.reports, d->rep.final_reports, d->rep.id_exhausted, d->sink.discarded);
+	if (d->sink.exporter) {
+		struct rm_export_stats es;
+
+		rm_exporter_stats(d->sink.exporter, &es);
+		fprintf(f,
+			", \"export\": {\"session\": %" PRIu64 ", \"sessions\": %" PRIu64 ", \"records_sent\": %" PRIu64
+			", \"messages_sent\": %" PRIu64 ", \"dropped_queue_full\": %" PRIu64
+			", \"dropped_no_session\": %" PRIu64 ", \"dropped_session_lost\": %" PRIu64
+			", \"reconnects\": %" PRIu64 "}",
+			d->sink.session, es.sessions, es.records_sent, es.messages_sent, es.dropped_queue_full,
+			es.dropped_no_session, es.dropped_session_lost, es.reconnects);
+	}
+	fprintf(f, "}\n");
+	fclose(f);
+	rename(tmp, path);
+}
+
+/* Close every open epoch under its lock; reports go to the current sink. */
+static void close_all(struct rm_daemon *d, uint16_t reason)
+{
+	rm_reporter_drain(&d->rep); /* finals the datapath made come first */
+	rm_reporter_walk(&d->rep, RM_CTL_CLOSE, reason, 0);
+}
+
+/*
+ * Capture discontinuity (seed 000): when complete observation can no longer
+ * be established, close every context that may be affected (all of them:
+ * the cause cannot be attributed) with captureDiscontinuity. Metering
+ * resumes with fresh state: the next request of a context starts a new
+ * epoch. A detached XDP link ends the daemon (returns -1).
+ */
+static int check_observation(struct rm_daemon *d)
+{
+	uint64_t st[RM_STAT__COUNT] = { 0 };
+	char why[256];
+	int bits;
+
+	rm_meter_read_stats(d->meter.stats_fd, st);
+	/* eviction = oldest: a full table refused contexts; make room (1% of the table). */
+	if (d->cfg.meter.evict && st[RM_STAT_TABLE_FULL] > d->table_full_seen) {
+		unsigned int n = d->cfg.meter.max_contexts / 100 ? d->cfg.meter.max_contexts / 100 : 1;
+
+		rm_reporter_drain(&d->rep);
+		int e = rm_reporter_evict(&d->rep, n);
+
+		if (e > 0)
+			rm_log(RM_LOG_NOTICE, "context table full: evicted %d contexts (stateExhaustion)", e);
+	}
+	d->table_full_seen = st[RM_STAT_TABLE_FULL];
+	bits = rm_observe_poll(&d->obs, st[RM_STAT_RINGBUF_DROPS]);
+	if (!bits)
+		return 0;
+	rm_observe_describe(bits, why, sizeof(why));
+	rm_log(RM_LOG_WARNING, "capture discontinuity (%s): closing every open epoch with captureDiscontinuity", why);
+	close_all(d, RM_FLAG_CAPTURE_DISCONTINUITY);
+	if (bits & RM_OBS_RINGBUF) {
+		/* Finals were lost: their epochs stay in the ID table; drop them. */
+		rm_reporter_drain(&d->rep);
+		rm_ids_forget(d->rep.ids);
+	}
+	if (bits & RM_OBS_LINK_GONE) {
+		rm_log(RM_LOG_ERR, "the XDP program was detached from %s by someone else; stopping", d->ifname);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * SIGHUP: a window or policy change closes the affected epochs (finalEpoch,
+ * seed 000 "Identity and Epoch Lifecycle"); a connection disabled by a
+ * profile violation is metered again only because it is provisioned again.
+ */
+static void reload(struct rm_daemon *d)
+{
+	struct rm_config_file *nc = calloc(1, sizeof(*nc));
+	char err[512];
+	struct rm_prov_key next;
+
+	sd_notify(0, "RELOADING=1");
+	if (!nc) {
+		rm_log(RM_LOG_ERR, "reload refused, keeping the running configuration: out of memory");
+		goto done;
+	}
+	rm_config_defaults(nc);
+	if (!d->config_path) {
+		rm_log(RM_LOG_NOTICE, "reload: no configuration file; nothing to do");
+		goto done;
+	}
+	if (rm_config_load(d->config_path, nc, err, sizeof(err))) {
+		rm_log(RM_LOG_ERR, "reload refused, keeping the running configuration: %s", err);
+		goto done;
+	}
+	/* What the command line said still overrides the file. */
+	rm_config_apply_overrides(nc, &d->overrides);
+	if (nc->meter.window > d->meter.window_words * 64) {
+		rm_log(RM_LOG_ERR,
+		       "reload refused: window %u needs a larger ring than at attach (%u); restart the service",
+		       nc->meter.window, d->meter.window_words * 64);
+		goto done;
+	}
+	if (!nc->meter.observation_point_id)
+		nc->meter.observation_point_id = (uint64_t)d->ifindex;
+	if (nc->meter.namespace_vlan != d->cfg.meter.namespace_vlan ||
+	    nc->meter.max_contexts != d->cfg.meter.max_contexts ||
+	    nc->meter.observation_point_id != d->cfg.meter.observation_point_id ||
+	    nc->meter.rx_dropped_is_loss != d->cfg.meter.rx_dropped_is_loss) {
+		rm_log(RM_LOG_WARNING,
+		       "reload: namespace, max_contexts, observation_point_id and rx_dropped_is_loss take effect only "
+		       "on restart; keeping the running ones");
+		nc->meter.namespace_vlan = d->cfg.meter.namespace_vlan;
+		nc->meter.max_contexts = d->cfg.meter.max_contexts;
+		nc->meter.observation_point_id = d->cfg.meter.observation_point_id;
+		nc->meter.rx_dropped_is_loss = d->cfg.meter.rx_dropped_is_loss;
+	}
+	/* The new policy first, so that any request counted after the closure
+	 * below belongs to an epoch started under it. */
+	d->meter.skel->data->rm_cfg.window = nc->meter.window;
+	d->meter.skel->data->rm_cfg.provision_all = nc->meter.provision_all ? 1 : 0;
+	d->meter.skel->data->rm_cfg.idle_timeout_ns = nc->meter.idle_timeout_ms * 1000000ull;
+	d->meter.window = nc->meter.window;
+	/* Empty the provisioning map: always delete the first key. */
+	while (bpf_map_get_next_key(d->meter.provision_fd, NULL, &next) == 0)
+		bpf_map_delete_elem(d->meter.provision_fd, &next);
+	if (rm_meter_provision(&d->meter, nc->provision, nc->n_provision, nc->meter.generation_verified, err,
+			       sizeof(err)))
+		rm_log(RM_LOG_ERR, "reload: %s", err);
+	/* Every context is metered iff it is provisioned now: one disabled by a
+	 * profile violation is re-enabled only if still provisioned, one no
+	 * longer provisioned is disabled. */
+	{
+		struct rm_ctx_key key, nk, *pk = NULL;
+
+		while (bpf_map_get_next_key(d->meter.contexts_fd, pk, &nk) == 0) {
+			struct rm_ctl c = { .op = RM_CTL_REPROVISION };
+
+			key = nk;
+			pk = &key;
+			c.key = key;
+			rm_meter_ctl(&d->meter, &c);
+		}
+	}
+	/* The policy changed: every open epoch closes (finalEpoch). */
+	close_all(d, 0);
+	d->rep.generation_verified = nc->meter.generation_verified;
+	d->cfg.meter = nc->meter;
+	d->cfg.export.report_interval_ms = nc->export.report_interval_ms;
+	rm_reporter_set_schedule(&d->rep, d->cfg.export.report_interval_ms, d->cfg.meter.idle_timeout_ms, 0);
+	rm_log(RM_LOG_NOTICE, "reload: configuration %s applied (window %u, %d provisioning lines)", d->config_path,
+	       nc->meter.window, nc->n_provision);
+done:
+	free(nc);
+	sd_notify(0, "READY=1");
+}
+
+static int pin_maps(struct rm_daemon *d, char *err, size_t errlen)
+{
+	struct meter *sk = d->meter.skel;
+	struct bpf_map *maps[] = { sk->maps.contexts, sk->maps.windows, sk->maps.provision,
+				   sk->maps.stats,    sk->maps.events,  sk->maps.free_slots };
+	static const char *const names[] = { RM_PIN_MAPS };
+	char path[512];
+
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+		if (rm_paths_pin(d->ifname, names[i], path, sizeof(path)) || bpf_map__pin(maps[i], path)) {
+			rm_errf(err, errlen, "cannot pin %s: %s", path, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Undo what rm_daemon_start() did, in reverse, as far as it got. */
+static void teardown(struct rm_daemon *d)
+{
+	char err[512];
+
+	if (d->sink.exporter) {
+		struct rm_export_stats es;
+
+		rm_exporter_stop_stats(d->sink.exporter, 5000, &es);
+		rm_log(RM_LOG_NOTICE,
+		       "export: %" PRIu64 " records sent in %" PRIu64 " sessions; dropped: %" PRIu64
+		       " queue full, %" PRIu64 " without session, %" PRIu64 " with a lost session",
+		       es.records_sent, es.sessions, es.dropped_queue_full, es.dropped_no_session,
+		       es.dropped_session_lost);
+		d->sink.exporter = NULL;
+	}
+	if (d->link_fd >= 0)
+		close(d->link_fd); /* the XDP link goes with its last reference */
+	if (d->flowlabel && rm_flowlabel_detach(d->ifname, err, sizeof(err)) < 0)
+		rm_log(RM_LOG_ERR, "%s", err);
+	rm_reporter_free(&d->rep);
+	rm_meter_unload(&d->meter);
+	if (d->lock_fd >= 0) {
+		if (!d->keep_pins)
+			rm_pin_remove_meter(d->ifname);
+		rm_pin_remove_run_files(d->ifname);
+		rm_unlock_interface(d->ifname, d->lock_fd);
+	}
+	free(d);
+}
+
+struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, size_t errlen)
+{
+	const char *mode = o->generic ? "generic" : "native";
+	struct rm_daemon *d = calloc(1, sizeof(*d));
+	char path[512];
+	int holder, rc;
+	FILE *pidf;
+
+	if (!d) {
+		rm_errf(err, errlen, "out of memory");
+		return NULL;
+	}
+	d->ifname = o->ifname;
+	d->ifindex = (int)if_nametoindex(o->ifname);
+	d->config_path = o->config_path;
+	d->overrides = o->overrides;
+	d->cfg = *o->cfg;
+	d->sink.json = o->json;
+	d->keep_pins = o->keep_pins;
+	d->link_fd = -1;
+	if (!d->cfg.meter.observation_point_id)
+		d->cfg.meter.observation_point_id = (uint64_t)d->ifindex;
+
+	d->lock_fd = rm_lock_interface(d->ifname, &holder);
+	if (d->lock_fd < 0) {
+		if (holder)
+			rm_errf(err, errlen, "%s is already metered by process %d", d->ifname, holder);
+		else
+			rm_errf(err, errlen, "cannot lock %s: %s", d->ifname, strerror(errno));
+		free(d);
+		return NULL;
+	}
+	if (rm_pin_meter_exists(d->ifname) && o->replace_stale) {
+		/* We hold the interface's lock: no live rocemeter owns these pins. */
+		rm_log(RM_LOG_NOTICE, "removing stale pins of %s left by an attachment that did not exit cleanly",
+		       d->ifname);
+		rm_pin_remove_meter(d->ifname);
+	}
+	if (rm_pin_meter_exists(d->ifname)) {
+		rm_paths_pin(d->ifname, "contexts", path, sizeof(path));
+		rm_errf(err, errlen,
+			"stale pin directory for %s (%s exists but no rocemeter process owns it);\n"
+			"  run 'rocemeter detach %s' first, or attach with --replace-stale",
+			d->ifname, path, d->ifname);
+		d->keep_pins = 1; /* not ours: leave them to detach */
+		goto fail;
+	}
+	rc = rm_paths_prepare_pins(d->ifname, NULL, 0);
+	if (rc) {
+		rm_errf(err, errlen, "cannot prepare the pin directory on bpffs: %s", strerror(-rc));
+		goto fail;
+	}
+	if (rm_meter_load(&d->meter, &d->cfg.meter, 0, err, errlen) ||
+	    rm_meter_provision(&d->meter, d->cfg.provision, d->cfg.n_provision, d->cfg.meter.generation_verified, err,
+			       errlen))
+		goto fail;
+	d->meter.skel->data->rm_cfg.mirror = o->mirror;
+	{
+		LIBBPF_OPTS(bpf_link_create_opts, lo, .flags = o->generic ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE);
+
+		d->link_fd = bpf_link_create(d->meter.xdp_fd, d->ifindex, BPF_XDP, &lo);
+		if (d->link_fd < 0) {
+			rm_errf(err, errlen, "cannot attach XDP (%s mode) to %s: %s%s", mode, d->ifname,
+				strerror(errno), !o->generic ? "; the driver may lack native XDP: try --mode generic" : "");
+			goto fail;
+		}
+	}
+	if (pin_maps(d, err, errlen))
+		goto fail;
+	if (o->flowlabel) {
+		if (rm_flowlabel_attach(d->ifname, o->flowlabel, err, errlen))
+			goto fail;
+		d->flowlabel = 1;
+	}
+	if (!rm_paths_run_file(d->ifname, RM_RUN_PID, path, sizeof(path)) && (pidf = fopen(path, "w"))) {
+		fprintf(pidf, "%d\n", getpid());
+		fclose(pidf);
+	}
+	if (rm_reporter_init(&d->rep, &d->meter, d->cfg.meter.observation_point_id, d->cfg.meter.namespace_vlan,
+			     d->cfg.meter.generation_verified,
+			     (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC)), live_sink_fn, &d->sink)) {
+		rm_errf(err, errlen, "out of memory");
+		goto fail;
+	}
+	rm_reporter_set_schedule(&d->rep, d->cfg.export.report_interval_ms, d->cfg.meter.idle_timeout_ms, 0);
+	rc = rm_reporter_open_events(&d->rep);
+	if (rc) {
+		rm_errf(err, errlen, "cannot open the event ring buffer: %s", strerror(-rc));
+		goto fail;
+	}
+	/* The exporter last: no failure above leaves a session to take down. */
+	if (d->cfg.export.enabled) {
+		char why[512];
+
+		d->sink.exporter = rm_exporter_start(&d->cfg.export, d->cfg.meter.namespace_vlan, why, sizeof(why));
+		if (!d->sink.exporter) {
+			rm_errf(err, errlen, "export: %s", why);
+			goto fail;
+		}
+	}
+
+	rm_log(RM_LOG_NOTICE,
+	       "attached to %s (ifindex %d, %s XDP, W %u, max_contexts %u%s%s); maps pinned under %s/rocemeter/%s",
+	       d->ifname, d->ifindex, mode, d->cfg.meter.window, d->cfg.meter.max_contexts,
+	       d->cfg.meter.provision_all ? ", provision_all" : "", o->mirror ? ", mirror" : "", rm_paths_bpffs(),
+	       d->ifname);
+	if (d->sink.exporter)
+		rm_log(RM_LOG_NOTICE, "exporting to %s port %u (%s)", d->cfg.export.collector, d->cfg.export.port,
+		       d->cfg.export.tls.plain_tcp ? "plain TCP" : "TLS 1.3");
+	{
+		uint64_t st[RM_STAT__COUNT] = { 0 };
+
+		rm_meter_read_stats(d->meter.stats_fd, st);
+		rm_observe_init(&d->obs, d->ifname, d->link_fd, st[RM_STAT_RINGBUF_DROPS],
+				d->cfg.meter.rx_dropped_is_loss);
+	}
+	sd_notify(0, "READY=1");
+	return d;
+fail:
+	teardown(d);
+	return NULL;
+}
+
+int rm_daemon_wait(struct rm_daemon *d, int timeout_ms)
+{
+	int r = rm_reporter_poll(&d->rep, timeout_ms);
+
+	if (r < 0 && r != -EINTR)
+		rm_log(RM_LOG_ERR, "ring buffer: %s", strerror(-r));
+	return r;
+}
+
+int rm_daemon_step(struct rm_daemon *d, unsigned int flags)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+	d->rep.time_offset_ns = (int64_t)(clock_ns(CLOCK_REALTIME) - now);
+	if (flags & RM_DAEMON_RELOAD)
+		reload(d);
+	if (d->sink.exporter) {
+		uint64_t s = rm_exporter_session(d->sink.exporter);
+
+		if (s != d->sink.session) {
+			/* A new Transport Session starts fresh metering state for
+			 * every context (seed 000): close what is open; its reports
+			 * belong to no session any more. */
+			d->sink.discard = 1;
+			close_all(d, 0);
+			d->sink.discard = 0;
+			rm_ids_reset(d->rep.ids);
+			d->sink.session = s;
+			if (s)
+				rm_log(RM_LOG_NOTICE, "export: Transport Session %" PRIu64 " established", s);
+		}
+	}
+	if (rm_reporter_tick(&d->rep, now) & RM_TICK_SECOND) {
+		if (check_observation(d) < 0)
+			return -1;
+		write_stats_file(d);
+	}
+	return 0;
+}
+
+void rm_daemon_stop(struct rm_daemon *d, int graceful)
+{
+	if (graceful) {
+		sd_notify(0, "STOPPING=1");
+		rm_log(RM_LOG_NOTICE, "stopping: final reports for every open epoch");
+		/* Detach first: a request that arrived after its epoch's closure below
+		 * would start an epoch that nobody reports (no request counted in an
+		 * epoch without a final report). */
+		close(d->link_fd);
+		d->link_fd = -1;
+		close_all(d, 0);
+	}
+	teardown(d);
+}
+
+int rm_daemon_terminate(const char *ifname, int pid, int timeout_ms)
+{
+	int fd = -1, holder;
+
+	if (kill(pid, SIGTERM))
+		return -1;
+	for (int waited = 0; waited < timeout_ms && fd < 0; waited += 100) {
+		usleep(100000);
+		fd = rm_lock_interface(ifname, &holder);
+	}
+	return fd;
+}

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * cmd_replay.c - `rocemeter replay`: parse the options, run the offline
+ * meter (replay.h) over the capture files, print the reports (text or JSON
+ * Lines) and the statistics.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/command.h"
+#include "common/config.h"
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/opts.h"
+#include "common/report_json.h"
+#include "common/report_text.h"
+#include "meter/meter.h"
+#include "replay.h"
+
+static int print_json(void *arg, const struct rm_report *r)
+{
+	rm_report_write_json(stdout, r);
+	return 0;
+}
+
+static int print_text(void *arg, const struct rm_report *r)
+{
+	rm_report_write_text(stdout, r);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: rocemeter replay [OPTIONS] PCAP...\n\n"
+		"Run the XDP meter over capture files (pcap or pcapng, Ethernet), in the\n"
+		"order given, as one stream, with the capture timestamps as arrival times.\n"
+		"Prints one report per line: a final report at each closure, non-final\n"
+		"reports every --report-interval of capture time, and at the end of input a\n"
+		"final report (finalEpoch) for every open epoch.\n\n"
+		"Options:\n"
+		"  -c, --config FILE          configuration file ([meter] and [provision])\n"
+		"  -w, --window W             history width W in PSN positions, %u..%u\n"
+		"                             (default %u, or the config file's)\n"
+		"  -a, --provision-all        meter every RC connection seen (the operator\n"
+		"                             asserts that seed 000's profile applies)\n"
+		"  -i, --report-interval MS   non-final reports every MS ms of capture time\n"
+		"                             (default: final reports only)\n"
+		"  -j, --json                 JSON Lines, keys = the Information Element names\n"
+		"  -o, --ipfix-out FILE       also write the reports as an IPFIX file (the\n"
+		"                             bytes one exporter session would send)\n"
+		"  -s, --stats-json FILE      write the statistics as JSON to FILE\n"
+		"                             (default: a summary on standard error)\n"
+		"  -m, --max-contexts N       context table size (default %u)\n"
+		"  -h, --help                 this text\n\n"
+		"Exit status: 0 ok, 1 a capture could not be read (no report printed),\n"
+		"2 usage or configuration error.\n",
+		RM_WINDOW_MIN, RM_WINDOW_MAX, RM_WINDOW_DEFAULT, RM_MAX_CONTEXTS_DEFAULT);
+}
+
+static void print_stats(FILE *f, const struct rm_replay_result *res, int json)
+{
+	const uint64_t *st = res->stats;
+
+	if (json) {
+		fprintf(f,
+			"{\"frames_read\": %" PRIu64 ", \"frames_truncated_by_capture\": %" PRIu64
+			", \"capture_faults\": %" PRIu64,
+			res->frames_read, res->truncated, res->capture_faults);
+		for (int i = 0; i < RM_STAT__COUNT; i++)
+			fprintf(f, ", \"%s\": %" PRIu64, rm_stat_name(i), st[i]);
+		fprintf(f, "}\n");
+		return;
+	}
+	fprintf(f, "replay: %" PRIu64 " frames read\n", res->frames_read);
+	if (res->truncated)
+		fprintf(f, "  %-26s %" PRIu64 "\n", "truncated_by_capture", res->truncated);
+	if (res->capture_faults)
+		fprintf(f, "  %-26s %" PRIu64 " (every open epoch closed with captureDiscontinuity)\n", "capture_faults",
+			res->capture_faults);
+	for (int i = 0; i < RM_STAT__COUNT; i++)
+		if (st[i])
+			fprintf(f, "  %-26s %" PRIu64 "\n", rm_stat_name(i), st[i]);
+}
+
+static void print_disabled(FILE *f, const struct rm_replay_result *res)
+{
+	for (size_t i = 0; i < res->n_disabled; i++) {
+		const struct rm_ctx_key *key = &res->disabled[i];
+		char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+		int af = key->family == 6 ? AF_INET6 : AF_INET;
+
+		inet_ntop(af, key->src, src, sizeof(src));
+		inet_ntop(af, key->dst, dst, sizeof(dst));
+		fprintf(f, "  disabled by a profile violation: %s > %s qp 0x%06x pkey 0x%04x\n", src, dst, key->dest_qp,
+			key->pkey);
+	}
+}
+
+/* The statistics and the run's last words; returns the exit status. */
+static int finish(const struct rm_replay_result *res, const char *stats_json)
+{
+	if (res->have_stats) {
+		if (stats_json) {
+			FILE *f = fopen(stats_json, "w");
+
+			if (!f) {
+				rm_log_cmd(RM_LOG_ERR, "%s: %s", stats_json, strerror(errno));
+				return RM_EXIT_FAIL;
+			}
+			print_stats(f, res, 1);
+			fclose(f);
+		} else {
+			print_stats(stderr, res, 0);
+			print_disabled(stderr, res);
+		}
+	}
+	if (res->id_exhausted)
+		rm_log_cmd(RM_LOG_WARNING, "%" PRIu64 " reports not made: an ID would wrap", res->id_exhausted);
+	if (res->output_failed)
+		return RM_EXIT_FAIL;
+	if (res->close_err[0]) {
+		rm_log_cmd(RM_LOG_ERR, "%s", res->close_err);
+		return RM_EXIT_FAIL;
+	}
+	return RM_EXIT_OK;
+}
+
+static int cmd_replay(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, 0, 'c' },	  { "window", required_argument, 0, 'w' },
+		{ "provision-all", no_argument, 0, 'a' },	  { "report-interval", required_argument, 0, 'i' },
+		{ "json", no_argument, 0, 'j' },		  { "ipfix-out", required_argument, 0, 'o' },
+		{ "stats-json", required_argument, 0, 's' },	  { "max-contexts", required_argument, 0, 'm' },
+		{ "help", no_argument, 0, 'h' },		  { 0 },
+	};
+	static struct rm_config_file cfg; /* large: static */
+	struct rm_config_overrides ov;
+	struct rm_replay_opts ro = { .cfg = &cfg };
+	struct rm_replay_result res;
+	const char *config = NULL, *stats_json = NULL;
+	int json = 0, opt, ret;
+	char err[512];
+	uint64_t v;
+
+	rm_config_overrides_init(&ov);
+	while ((opt = getopt_long(argc, argv, "c:w:ai:jo:s:m:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c': config = optarg; break;
+		case 'a': ov.provision_all = 1; break;
+		case 'j': json = 1; break;
+		case 'o': ro.ipfix_out = optarg; break;
+		case 's': stats_json = optarg; break;
+		case 'w':
+			if (rm_opt_uint("--window", optarg, RM_WINDOW_MIN, RM_WINDOW_MAX, &v, err, sizeof(err)))
+				goto bad_value;
+			ov.window = (uint32_t)v;
+			break;
+		case 'm':
+			if (rm_opt_uint("--max-contexts", optarg, RM_MAX_CONTEXTS_MIN, RM_MAX_CONTEXTS_MAX, &v, err,
+					sizeof(err)))
+				goto bad_value;
+			ov.max_contexts = (uint32_t)v;
+			break;
+		case 'i':
+			/* Replay's own: [export] report_interval_ms is the daemon's. */
+			if (rm_opt_uint("--report-interval", optarg, 1, RM_REPORT_INTERVAL_MS_MAX, &v, err,
+					sizeof(err)))
+				goto bad_value;
+			ro.report_interval_ms = v;
+			break;
+		case 'h': usage(stdout); return RM_EXIT_OK;
+		default: usage(stderr); return RM_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		rm_log_cmd(RM_LOG_ERR, "no capture file given");
+		usage(stderr);
+		return RM_EXIT_USAGE;
+	}
+
+	rm_config_defaults(&cfg);
+	if (config && rm_config_load(config, &cfg, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		return RM_EXIT_USAGE;
+	}
+	rm_config_apply_overrides(&cfg, &ov);
+	if (!cfg.meter.provision_all && cfg.n_provision == 0)
+		rm_log_cmd(RM_LOG_WARNING, "warning: nothing is provisioned (use --provision-all or a "
+					   "[provision] section); no connection will be metered");
+
+	ro.print = json ? print_json : ro.ipfix_out ? NULL : print_text;
+	if (rm_replay_run(&ro, argv + optind, argc - optind, &res, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		ret = RM_EXIT_FAIL;
+	} else {
+		ret = finish(&res, stats_json);
+	}
+	fflush(stdout);
+	rm_replay_result_free(&res);
+	return ret;
+
+bad_value:
+	rm_log_cmd(RM_LOG_ERR, "%s", err);
+	return RM_EXIT_USAGE;
+}
+
+RM_COMMAND(replay, 40, "run the meter over capture files (pcap, pcapng) offline", cmd_replay);
