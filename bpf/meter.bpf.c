@@ -332,23 +332,23 @@ int rocemeter_ctl(struct xdp_md *xdp)
 	__builtin_memcpy(&key, &c->key, sizeof(key));
 	ctx = bpf_map_lookup_elem(&contexts, &key);
 	if (!ctx) {
-		c->status = -2;
+		c->status = RM_CTL_NO_CONTEXT;
 		return XDP_PASS;
 	}
 	win = bpf_map_lookup_elem(&windows, &ctx->slot);
 	sc = bpf_map_lookup_elem(&scratch, &zero);
 	if (!win || !sc) {
-		c->status = -1;
+		c->status = RM_CTL_FAILED;
 		return XDP_PASS;
 	}
-	c->status = 0;
+	c->status = RM_CTL_OK;
 	if (c->op == RM_CTL_EVICT) {
 		struct rm_stats *st = bpf_map_lookup_elem(&stats, &zero);
 		__u32 slot = ctx->slot;
 
 		bpf_spin_lock(&ctx->lock);
 		if (rm_seq_close(&ctx->seq, win, rm_window_words, RM_FLAG_STATE_EXHAUSTION, &c->snap, &sc->clear) <= 0)
-			c->status = -3;
+			c->status = RM_CTL_NO_EPOCH;
 		ctx->dead = 1;
 		bpf_spin_unlock(&ctx->lock);
 		if (bpf_map_delete_elem(&contexts, &key) == 0) {
@@ -365,26 +365,26 @@ int rocemeter_ctl(struct xdp_md *xdp)
 	case RM_CTL_CLOSE:
 		if (rm_seq_close(&ctx->seq, win, rm_window_words, c->reason & RM_FLAG_REASON_MASK, &c->snap, &sc->clear) <=
 		    0)
-			c->status = -3;
+			c->status = RM_CTL_NO_EPOCH;
 		break;
 	case RM_CTL_CLOSE_IDLE:
 		if (!ctx->seq.active)
-			c->status = -3;
+			c->status = RM_CTL_NO_EPOCH;
 		else if (ctx->seq.c.last_ns >= c->idle_before_ns)
-			c->status = -4;
+			c->status = RM_CTL_NOT_IDLE;
 		else
 			rm_seq_close(&ctx->seq, win, rm_window_words, 0, &c->snap, &sc->clear);
 		break;
 	case RM_CTL_SNAPSHOT:
 		c->snap = ctx->seq.c;
 		if (!ctx->seq.active)
-			c->status = -3;
+			c->status = RM_CTL_NO_EPOCH;
 		break;
 	case RM_CTL_REPROVISION:
 		ctx->disabled = !prov;
 		break;
 	default:
-		c->status = -1;
+		c->status = RM_CTL_FAILED;
 	}
 	bpf_spin_unlock(&ctx->lock);
 	return XDP_PASS;

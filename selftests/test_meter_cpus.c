@@ -403,7 +403,7 @@ static void test_profile_violation(void **state)
 	send_psns(&f, 0x300, first, 1);
 	stats(&f, s1);
 	assert_int_equal(s1[RM_STAT_NOT_PROVISIONED] - s0[RM_STAT_NOT_PROVISIONED], 1);
-	assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0x300, NULL), -2);
+	assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0x300, NULL), RM_CTL_NO_CONTEXT);
 
 	/* Malformed: WRITE Only without room for its RETH (seed 001: 16 bytes). */
 	drain(&f);
@@ -431,7 +431,7 @@ static void test_profile_violation(void **state)
 		stats(&f, s1);
 		assert_int_equal(s1[RM_STAT_DISABLED] - s0[RM_STAT_DISABLED], 3);
 		assert_int_equal(s1[RM_STAT_ELIGIBLE] - s0[RM_STAT_ELIGIBLE], 0);
-		assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0x100, &c), -3); /* no open epoch */
+		assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0x100, &c), RM_CTL_NO_EPOCH);
 		assert_int_equal(c.requests, 3);
 	}
 	/* Explicit re-provisioning enables metering again with a fresh epoch. */
@@ -455,7 +455,7 @@ static void test_profile_violation(void **state)
 	assert_int_equal(finals_of(&f, 0x101, fin, 4), 1);
 	assert_counters(fin[0], ((struct expect){ .requests = 2 }));
 	assert_int_equal(fin[0].flags & RM_FLAG_DEFINED_MASK, RM_FLAG_FINAL_EPOCH | RM_FLAG_PROFILE_VIOLATION);
-	assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0x101, &c), -3);
+	assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0x101, &c), RM_CTL_NO_EPOCH);
 	assert_int_equal(c.requests, 2);
 
 	/* A SEND with TVer != 0 on a provisioned connection is malformed too. */

@@ -157,6 +157,15 @@ enum rm_ctl_op {
 	RM_CTL_EVICT = 5,      /* close with stateExhaustion, remove the context, free its slot */
 };
 
+/* Result of a control request (struct rm_ctl `status`). */
+enum rm_ctl_status {
+	RM_CTL_OK = 0,
+	RM_CTL_FAILED = -1,     /* unknown op, or the context's window or the scratch not found */
+	RM_CTL_NO_CONTEXT = -2, /* no context has this key */
+	RM_CTL_NO_EPOCH = -3,   /* the context has no open epoch */
+	RM_CTL_NOT_IDLE = -4,   /* RM_CTL_CLOSE_IDLE: a request arrived at or after idle_before_ns */
+};
+
 struct rm_ctl {
 	__u32 op;              /* enum rm_ctl_op */
 	__u16 reason;          /* RM_FLAG_* closure bits for RM_CTL_CLOSE */
@@ -164,7 +173,7 @@ struct rm_ctl {
 	__u64 idle_before_ns;  /* RM_CTL_CLOSE_IDLE: meter clock */
 	struct rm_ctx_key key;
 	/* results */
-	__s32 status;          /* 0 ok, -2 no such context, -3 no open epoch, -4 not idle */
+	__s32 status;          /* enum rm_ctl_status */
 	__u32 _pad2;
 	struct rm_seq_counters snap;
 };
