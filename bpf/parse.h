@@ -66,15 +66,10 @@ struct rm_vlan_hdr {
 	__be16 proto;
 };
 
-static __always_inline __u32 rm_be24(const __u8 *p)
-{
-	return ((__u32)p[0] << 16) | ((__u32)p[1] << 8) | p[2];
-}
-
 /*
  * Parse one frame of frame_len bytes whose first data_end - data bytes are
  * readable. Returns an enum rm_parse_verdict; on RM_PARSE_OK every field of
- * *pkt is valid and pkt->bth + 12 <= data_end.
+ * *pkt is valid and pkt->bth + RM_BTH_LEN <= data_end.
  */
 static __always_inline int rm_parse_len(void *data, void *data_end, __u32 frame_len, struct rm_pkt *pkt)
 {
@@ -203,10 +198,10 @@ static __always_inline int rm_parse_len(void *data, void *data_end, __u32 frame_
 	if ((void *)(pkt->bth + RM_BTH_LEN) > data_end)
 		return RM_PARSE_BAD_BTH;
 	pkt->opcode = pkt->bth[0];
-	pkt->tver = pkt->bth[1] & 0x0f;
-	pkt->pkey = ((__u16)pkt->bth[2] << 8) | pkt->bth[3];
-	pkt->dest_qp = rm_be24(pkt->bth + 5);
-	pkt->psn = rm_be24(pkt->bth + 9);
+	pkt->tver = rm_bth_tver(pkt->bth);
+	pkt->pkey = rm_bth_pkey(pkt->bth);
+	pkt->dest_qp = rm_bth_dest_qp(pkt->bth);
+	pkt->psn = rm_bth_psn(pkt->bth);
 	return RM_PARSE_OK;
 }
 

@@ -12,3 +12,6 @@ CHECK_SCRIPTS  += tests/test_live_meter.py
 # Epoch lifecycle: idle expiry, reload, shutdown, capture discontinuity,
 # eviction and sd_notify readiness.
 CHECK_SCRIPTS  += tests/test_lifecycle.py
+# include/rocemeter/bth.h on the host: the opcode predicates and BTH fields
+# against seed 001's tables.
+CHECK_PROGS    += $(BUILD)/tests/test_bth

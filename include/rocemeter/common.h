@@ -12,12 +12,11 @@
 
 #include "types.h"
 #include "seqobs.h"
+#include "bth.h"
 #ifndef __bpf__
 #include <linux/bpf.h> /* struct bpf_spin_lock */
 #endif
 
-#define RM_ROCEV2_UDP_PORT 4791
-#define RM_BTH_LEN 12
 #define RM_VLAN_DEPTH_MAX 2   /* 802.1Q / 802.1ad tags parsed; deeper: counted verdict */
 #define RM_IPV6_EXT_MAX 4     /* IPv6 extension headers walked; deeper: counted verdict */
 
