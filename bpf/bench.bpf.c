@@ -25,6 +25,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "rocemeter/bench.h"
+#include "rocemeter/bth.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -61,7 +62,7 @@ int bench_drive(struct xdp_md *xdp)
 	__u64 j = i / n;
 	__u32 c = (__u32)(i % n), psn, qp = bench_qp_base + c;
 
-	if ((void *)(bth + 12) > data_end)
+	if ((void *)(bth + RM_BTH_LEN) > data_end)
 		return XDP_ABORTED;
 	switch (bench_mode) {
 	case RM_BENCH_MIX:

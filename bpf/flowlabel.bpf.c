@@ -106,13 +106,13 @@ int rocemeter_fl(struct __sk_buff *skb)
 	if ((fl[1] & 0x0f) | fl[2] | fl[3])
 		return count(RM_FL_STAT_LABEL_PRESENT);
 
-	deth = rm_fl_opcode_has_deth(pkt.opcode);
+	deth = rm_opcode_has_deth(pkt.opcode);
 	if (deth) {
 		__u8 *d = pkt.bth + RM_BTH_LEN;
 
 		if ((void *)(d + RM_DETH_LEN) > data_end || pkt.bth_payload < RM_DETH_LEN)
 			return count(RM_FL_STAT_MALFORMED_DETH);
-		sqp = rm_be24(d + 5);
+		sqp = rm_deth_src_qp(d);
 	}
 	len = rm_fl_input(in, deth, sqp, pkt.dest_qp, &ip6->saddr.in6_u.u6_addr8[14],
 			  &ip6->daddr.in6_u.u6_addr8[14]);

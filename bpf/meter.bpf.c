@@ -139,26 +139,14 @@ static __always_inline int provisioned(const struct rm_ctx_key *k)
 	return bpf_map_lookup_elem(&provision, &pk) != NULL;
 }
 
-/* Extended headers + pad + ICRC that must fit after the BTH (seed 001). */
+/*
+ * Extended headers + pad + ICRC that must fit after the BTH of an RC request
+ * (seed 001). Only the SEND and RDMA WRITE headers are counted: any other
+ * request is a profile violation whatever its length.
+ */
 static __always_inline __u32 rc_request_trailer(__u8 opcode, __u8 padcnt)
 {
-	__u32 ext = 0;
-
-	switch (opcode) {
-	case 0x03: /* SEND Last with Immediate: ImmDt */
-	case 0x05: /* SEND Only with Immediate */
-	case 0x09: /* RDMA WRITE Last with Immediate */
-		ext = 4;
-		break;
-	case 0x06: /* RDMA WRITE First: RETH */
-	case 0x0A: /* RDMA WRITE Only */
-		ext = 16;
-		break;
-	case 0x0B: /* RDMA WRITE Only with Immediate: RETH + ImmDt */
-		ext = 20;
-		break;
-	}
-	return ext + padcnt + 4;
+	return rm_opcode_send_write_ext_len(opcode) + padcnt + RM_ICRC_LEN;
 }
 
 static const __u8 verdict_stat[] = {
@@ -204,16 +192,16 @@ int rocemeter_xdp(struct xdp_md *xdp)
 		return pass;
 
 	/* Classification: only RC requests reach a context. */
-	if (pkt.opcode >= 0x20) {
-		st->v[pkt.opcode == 0x81 ? RM_STAT_CNP : RM_STAT_OTHER_TRANSPORT]++;
+	if (rm_opcode_transport(pkt.opcode) != RM_TRANSPORT_RC) {
+		st->v[pkt.opcode == RM_OPCODE_CNP ? RM_STAT_CNP : RM_STAT_OTHER_TRANSPORT]++;
 		return pass;
 	}
-	if (pkt.opcode >= 0x0D && pkt.opcode <= 0x12) {
+	if (rm_opcode_is_rc_response(pkt.opcode)) {
 		st->v[RM_STAT_RESPONSES]++;
 		return pass;
 	}
-	eligible = pkt.opcode <= 0x0B;
-	if (pkt.tver != 0 || rc_request_trailer(pkt.opcode, (pkt.bth[1] >> 4) & 3) > pkt.bth_payload) {
+	eligible = rm_opcode_is_rc_send_or_write(pkt.opcode);
+	if (pkt.tver != 0 || rc_request_trailer(pkt.opcode, rm_bth_padcnt(pkt.bth)) > pkt.bth_payload) {
 		st->v[RM_STAT_MALFORMED_BTH]++;
 		eligible = 0; /* a malformed request is a profile violation */
 	}
@@ -332,23 +320,23 @@ int rocemeter_ctl(struct xdp_md *xdp)
 	__builtin_memcpy(&key, &c->key, sizeof(key));
 	ctx = bpf_map_lookup_elem(&contexts, &key);
 	if (!ctx) {
-		c->status = -2;
+		c->status = RM_CTL_NO_CONTEXT;
 		return XDP_PASS;
 	}
 	win = bpf_map_lookup_elem(&windows, &ctx->slot);
 	sc = bpf_map_lookup_elem(&scratch, &zero);
 	if (!win || !sc) {
-		c->status = -1;
+		c->status = RM_CTL_FAILED;
 		return XDP_PASS;
 	}
-	c->status = 0;
+	c->status = RM_CTL_OK;
 	if (c->op == RM_CTL_EVICT) {
 		struct rm_stats *st = bpf_map_lookup_elem(&stats, &zero);
 		__u32 slot = ctx->slot;
 
 		bpf_spin_lock(&ctx->lock);
 		if (rm_seq_close(&ctx->seq, win, rm_window_words, RM_FLAG_STATE_EXHAUSTION, &c->snap, &sc->clear) <= 0)
-			c->status = -3;
+			c->status = RM_CTL_NO_EPOCH;
 		ctx->dead = 1;
 		bpf_spin_unlock(&ctx->lock);
 		if (bpf_map_delete_elem(&contexts, &key) == 0) {
@@ -365,26 +353,26 @@ int rocemeter_ctl(struct xdp_md *xdp)
 	case RM_CTL_CLOSE:
 		if (rm_seq_close(&ctx->seq, win, rm_window_words, c->reason & RM_FLAG_REASON_MASK, &c->snap, &sc->clear) <=
 		    0)
-			c->status = -3;
+			c->status = RM_CTL_NO_EPOCH;
 		break;
 	case RM_CTL_CLOSE_IDLE:
 		if (!ctx->seq.active)
-			c->status = -3;
+			c->status = RM_CTL_NO_EPOCH;
 		else if (ctx->seq.c.last_ns >= c->idle_before_ns)
-			c->status = -4;
+			c->status = RM_CTL_NOT_IDLE;
 		else
 			rm_seq_close(&ctx->seq, win, rm_window_words, 0, &c->snap, &sc->clear);
 		break;
 	case RM_CTL_SNAPSHOT:
 		c->snap = ctx->seq.c;
 		if (!ctx->seq.active)
-			c->status = -3;
+			c->status = RM_CTL_NO_EPOCH;
 		break;
 	case RM_CTL_REPROVISION:
 		ctx->disabled = !prov;
 		break;
 	default:
-		c->status = -1;
+		c->status = RM_CTL_FAILED;
 	}
 	bpf_spin_unlock(&ctx->lock);
 	return XDP_PASS;

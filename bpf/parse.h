@@ -17,6 +17,10 @@
  * exceed data_end - data: the headers of a multi-buffer XDP frame or a
  * non-linear skb are in the linear part, the payload need not be; a frame
  * replayed from a capture truncated by its snap length has its wire length.
+ *
+ * One function per header (parse_eth, parse_ipv4, parse_ipv6, parse_udp,
+ * parse_bth) moves a struct rm_cursor and returns a verdict; rm_parse_len()
+ * chains them. All are __always_inline: the programs stay one function.
  */
 #ifndef ROCEMETER_BPF_PARSE_H
 #define ROCEMETER_BPF_PARSE_H
@@ -42,23 +46,41 @@
 #define RM_IPPROTO_EXP1     253
 #define RM_IPPROTO_EXP2     254
 
+#define RM_VLAN_VID_MASK 0x0fff /* 802.1Q TCI: the VLAN ID */
+#define RM_IP_FRAG_MASK  0x3fff /* IPv4 flags and fragment offset: MF | offset */
+#define RM_IP6_FRAG_MASK 0xfff9 /* IPv6 Fragment header: offset | M */
+#define RM_IP6_EXT_UNIT  8      /* IPv6 Hdr Ext Len counts 8-byte units after the first 8 */
+
 /* enum rm_parse_verdict is in rocemeter/common.h (replay reads it). */
 
 /* What the parser found. Pointers point into the packet. */
 struct rm_pkt {
-	__u8 family;          /* 4 or 6 */
-	__u8 nvlan;           /* VLAN tags seen */
+	__u8 family;                   /* 4 or 6 */
+	__u8 nvlan;                    /* VLAN tags seen */
 	__u16 vlan[RM_VLAN_DEPTH_MAX]; /* VLAN IDs, outer first */
-	__u8 *ip;             /* IPv4 or IPv6 header */
-	__u8 *src;            /* source address (4 or 16 bytes) */
-	__u8 *dst;            /* destination address */
-	__u8 *bth;            /* the 12-byte BTH */
-	__u32 bth_payload;    /* UDP payload bytes after the BTH (ext headers, payload, ICRC) */
-	__u8 opcode;          /* BTH OpCode */
-	__u8 tver;            /* BTH TVer (must be 0) */
-	__u16 pkey;           /* BTH P_Key, host order */
-	__u32 dest_qp;        /* BTH DestQP, 24 bits, host order */
-	__u32 psn;            /* BTH PSN, 24 bits, host order */
+	__u8 *ip;                      /* IPv4 or IPv6 header */
+	__u8 *src;                     /* source address (4 or 16 bytes) */
+	__u8 *dst;                     /* destination address */
+	__u8 *bth;                     /* the 12-byte BTH */
+	__u32 bth_payload;             /* UDP payload bytes after the BTH (ext headers, payload, ICRC) */
+	__u8 opcode;                   /* BTH OpCode */
+	__u8 tver;                     /* BTH TVer (must be 0) */
+	__u16 pkey;                    /* BTH P_Key, host order */
+	__u32 dest_qp;                 /* BTH DestQP, 24 bits, host order */
+	__u32 psn;                     /* BTH PSN, 24 bits, host order */
+};
+
+/*
+ * Parse position: the next header starts at pos; [data, data_end) is
+ * readable; the frame is frame_len bytes long. Each parse_* function reads
+ * one header at pos, returns an enum rm_parse_verdict and, on RM_PARSE_OK
+ * only, moves pos past the header.
+ */
+struct rm_cursor {
+	void *data;
+	void *data_end;
+	__u8 *pos;
+	__u32 frame_len;
 };
 
 struct rm_vlan_hdr {
@@ -66,27 +88,25 @@ struct rm_vlan_hdr {
 	__be16 proto;
 };
 
-static __always_inline __u32 rm_be24(const __u8 *p)
+/* Bytes of the frame before pos. */
+static __always_inline __u32 cursor_offset(const struct rm_cursor *c)
 {
-	return ((__u32)p[0] << 16) | ((__u32)p[1] << 8) | p[2];
+	return (__u32)(c->pos - (__u8 *)c->data);
 }
 
 /*
- * Parse one frame of frame_len bytes whose first data_end - data bytes are
- * readable. Returns an enum rm_parse_verdict; on RM_PARSE_OK every field of
- * *pkt is valid and pkt->bth + 12 <= data_end.
+ * Ethernet and up to RM_VLAN_DEPTH_MAX 802.1Q / 802.1ad tags; the VLAN IDs
+ * go to pkt->vlan. *proto: the EtherType after the tags.
  */
-static __always_inline int rm_parse_len(void *data, void *data_end, __u32 frame_len, struct rm_pkt *pkt)
+static __always_inline int parse_eth(struct rm_cursor *c, struct rm_pkt *pkt, __u16 *proto)
 {
-	struct ethhdr *eth = data;
+	struct ethhdr *eth = (struct ethhdr *)c->pos;
 	__u8 *cur;
-	__u16 proto;
-	__u32 ip_payload; /* bytes after the IP header(s), as the IP header says */
-	__u8 l4;
+	__u16 type;
 
-	if ((void *)(eth + 1) > data_end)
+	if ((void *)(eth + 1) > c->data_end)
 		return RM_PARSE_BAD_ETH;
-	proto = bpf_ntohs(eth->h_proto);
+	type = bpf_ntohs(eth->h_proto);
 	cur = (__u8 *)(eth + 1);
 	pkt->nvlan = 0;
 	pkt->vlan[0] = 0;
@@ -96,118 +116,193 @@ static __always_inline int rm_parse_len(void *data, void *data_end, __u32 frame_
 	for (int i = 0; i < RM_VLAN_DEPTH_MAX; i++) {
 		struct rm_vlan_hdr *vh = (struct rm_vlan_hdr *)cur;
 
-		if (proto != RM_ETH_P_8021Q && proto != RM_ETH_P_8021AD)
+		if (type != RM_ETH_P_8021Q && type != RM_ETH_P_8021AD)
 			break;
-		if ((void *)(vh + 1) > data_end)
+		if ((void *)(vh + 1) > c->data_end)
 			return RM_PARSE_BAD_ETH;
-		pkt->vlan[i] = bpf_ntohs(vh->tci) & 0x0fff;
+		pkt->vlan[i] = bpf_ntohs(vh->tci) & RM_VLAN_VID_MASK;
 		pkt->nvlan = i + 1;
-		proto = bpf_ntohs(vh->proto);
+		type = bpf_ntohs(vh->proto);
 		cur = (__u8 *)(vh + 1);
 	}
-	if (proto == RM_ETH_P_8021Q || proto == RM_ETH_P_8021AD)
+	if (type == RM_ETH_P_8021Q || type == RM_ETH_P_8021AD)
 		return RM_PARSE_UNSUP_ENCAP;
-	if (proto == RM_ETH_P_ROCEV1)
+	if (type == RM_ETH_P_ROCEV1)
 		return RM_PARSE_ROCEV1;
+	c->pos = cur;
+	*proto = type;
+	return RM_PARSE_OK;
+}
 
-	pkt->ip = cur;
-	if (proto == RM_ETH_P_IP) {
-		struct iphdr *ip4 = (struct iphdr *)cur;
-		__u32 ihl, tot;
+/*
+ * IPv4 with its options. *l4: the protocol; *ip_payload: the bytes after
+ * the header as Total Length says (checked against frame_len).
+ */
+static __always_inline int parse_ipv4(struct rm_cursor *c, struct rm_pkt *pkt, __u8 *l4, __u32 *ip_payload)
+{
+	struct iphdr *ip4 = (struct iphdr *)c->pos;
+	__u32 ihl, tot;
 
-		if ((void *)(ip4 + 1) > data_end)
-			return RM_PARSE_BAD_IP;
-		ihl = (__u32)(ip4->ihl) * 4;
-		tot = bpf_ntohs(ip4->tot_len);
-		if (ip4->version != 4 || ihl < 20 || tot < ihl)
-			return RM_PARSE_BAD_IP;
-		if ((void *)(cur + ihl) > data_end || (__u32)(cur - (__u8 *)data) + tot > frame_len)
-			return RM_PARSE_BAD_IP;
-		if (ip4->frag_off & bpf_htons(0x3fff)) /* MF or offset */
-			return RM_PARSE_FRAGMENT;
-		pkt->family = 4;
-		pkt->src = (__u8 *)&ip4->saddr;
-		pkt->dst = (__u8 *)&ip4->daddr;
-		l4 = ip4->protocol;
-		ip_payload = tot - ihl;
-		cur += ihl & 0x3c;
-	} else if (proto == RM_ETH_P_IPV6) {
-		struct ipv6hdr *ip6 = (struct ipv6hdr *)cur;
-		__u32 ext = 0;
+	if ((void *)(ip4 + 1) > c->data_end)
+		return RM_PARSE_BAD_IP;
+	ihl = (__u32)(ip4->ihl) * 4;
+	tot = bpf_ntohs(ip4->tot_len);
+	if (ip4->version != 4 || ihl < sizeof(*ip4) || tot < ihl)
+		return RM_PARSE_BAD_IP;
+	if ((void *)(c->pos + ihl) > c->data_end || cursor_offset(c) + tot > c->frame_len)
+		return RM_PARSE_BAD_IP;
+	if (ip4->frag_off & bpf_htons(RM_IP_FRAG_MASK))
+		return RM_PARSE_FRAGMENT;
+	pkt->family = 4;
+	pkt->src = (__u8 *)&ip4->saddr;
+	pkt->dst = (__u8 *)&ip4->daddr;
+	*l4 = ip4->protocol;
+	*ip_payload = tot - ihl;
+	c->pos += ihl & 0x3c; /* ihl <= 60: the mask bounds it for the verifier */
+	return RM_PARSE_OK;
+}
 
-		if ((void *)(ip6 + 1) > data_end)
-			return RM_PARSE_BAD_IP;
-		if (ip6->version != 6)
-			return RM_PARSE_BAD_IP;
-		ip_payload = bpf_ntohs(ip6->payload_len);
-		if ((__u32)((__u8 *)(ip6 + 1) - (__u8 *)data) + ip_payload > frame_len)
-			return RM_PARSE_BAD_IP;
-		pkt->family = 6;
-		pkt->src = (__u8 *)&ip6->saddr;
-		pkt->dst = (__u8 *)&ip6->daddr;
-		l4 = ip6->nexthdr;
-		cur = (__u8 *)(ip6 + 1);
+/* Extension headers the walk steps over (RFC 8200, "IPv6 Extension Headers"). */
+static __always_inline int ipv6_ext_walked(__u8 nexthdr)
+{
+	return nexthdr == RM_IPPROTO_HOPOPTS || nexthdr == RM_IPPROTO_ROUTING || nexthdr == RM_IPPROTO_DSTOPTS ||
+	       nexthdr == RM_IPPROTO_FRAGMENT;
+}
+
+/*
+ * Extension headers that are not walked (IANA "IPv6 Extension Header
+ * Types": AH, Mobility, HIP, Shim6, experimental) hide what follows.
+ */
+static __always_inline int ipv6_ext_opaque(__u8 nexthdr)
+{
+	return nexthdr == RM_IPPROTO_AH || nexthdr == RM_IPPROTO_MH || nexthdr == RM_IPPROTO_HIP ||
+	       nexthdr == RM_IPPROTO_SHIM6 || nexthdr == RM_IPPROTO_EXP1 || nexthdr == RM_IPPROTO_EXP2;
+}
+
+/*
+ * IPv6 and a bounded walk over at most RM_IPV6_EXT_MAX hop-by-hop, routing,
+ * destination-options and (atomic) fragment headers. *l4: the upper-layer
+ * protocol; *ip_payload: the bytes after the extension headers as Payload
+ * Length says (checked against frame_len).
+ */
+static __always_inline int parse_ipv6(struct rm_cursor *c, struct rm_pkt *pkt, __u8 *l4, __u32 *ip_payload)
+{
+	struct ipv6hdr *ip6 = (struct ipv6hdr *)c->pos;
+	__u32 plen, ext = 0;
+	__u8 *cur, nexthdr;
+
+	if ((void *)(ip6 + 1) > c->data_end)
+		return RM_PARSE_BAD_IP;
+	if (ip6->version != 6)
+		return RM_PARSE_BAD_IP;
+	plen = bpf_ntohs(ip6->payload_len);
+	if (cursor_offset(c) + (__u32)sizeof(*ip6) + plen > c->frame_len)
+		return RM_PARSE_BAD_IP;
+	pkt->family = 6;
+	pkt->src = (__u8 *)&ip6->saddr;
+	pkt->dst = (__u8 *)&ip6->daddr;
+	nexthdr = ip6->nexthdr;
+	cur = (__u8 *)(ip6 + 1);
 #pragma unroll
-		for (int i = 0; i < RM_IPV6_EXT_MAX; i++) {
-			__u8 *eh = cur;
-			__u32 len;
+	for (int i = 0; i < RM_IPV6_EXT_MAX; i++) {
+		__u8 *eh = cur;
+		__u32 len;
 
-			if (l4 != RM_IPPROTO_HOPOPTS && l4 != RM_IPPROTO_ROUTING && l4 != RM_IPPROTO_DSTOPTS &&
-			    l4 != RM_IPPROTO_FRAGMENT)
-				break;
-			if ((void *)(eh + 8) > data_end)
-				return RM_PARSE_BAD_IP;
-			if (l4 == RM_IPPROTO_FRAGMENT) {
-				/* offset or M flag set: a real fragment */
-				if ((eh[2] << 8 | eh[3]) & 0xfff9)
-					return RM_PARSE_FRAGMENT;
-				len = 8;
-			} else {
-				len = ((__u32)eh[1] + 1) * 8;
-			}
-			ext += len;
-			if (ext > ip_payload)
-				return RM_PARSE_BAD_IP;
-			l4 = eh[0];
-			cur = eh + (len & 0x7f8);
+		if (!ipv6_ext_walked(nexthdr))
+			break;
+		if ((void *)(eh + RM_IP6_EXT_UNIT) > c->data_end)
+			return RM_PARSE_BAD_IP;
+		if (nexthdr == RM_IPPROTO_FRAGMENT) {
+			/* offset or M flag set: a real fragment */
+			if ((eh[2] << 8 | eh[3]) & RM_IP6_FRAG_MASK)
+				return RM_PARSE_FRAGMENT;
+			len = RM_IP6_EXT_UNIT;
+		} else {
+			len = ((__u32)eh[1] + 1) * RM_IP6_EXT_UNIT;
 		}
-		if (l4 == RM_IPPROTO_HOPOPTS || l4 == RM_IPPROTO_ROUTING || l4 == RM_IPPROTO_DSTOPTS ||
-		    l4 == RM_IPPROTO_FRAGMENT)
-			return RM_PARSE_UNSUP_ENCAP;
-		/* Extension headers that are not walked (IANA "IPv6 Extension Header
-		 * Types": AH, Mobility, HIP, Shim6, experimental) hide what follows. */
-		if (l4 == RM_IPPROTO_AH || l4 == RM_IPPROTO_MH || l4 == RM_IPPROTO_HIP || l4 == RM_IPPROTO_SHIM6 ||
-		    l4 == RM_IPPROTO_EXP1 || l4 == RM_IPPROTO_EXP2)
-			return RM_PARSE_UNSUP_ENCAP;
-		ip_payload -= ext;
-	} else {
-		return RM_PARSE_NOT_ROCEV2;
+		ext += len;
+		if (ext > plen)
+			return RM_PARSE_BAD_IP;
+		nexthdr = eh[0];
+		cur = eh + (len & 0x7f8);
 	}
+	if (ipv6_ext_walked(nexthdr) || ipv6_ext_opaque(nexthdr))
+		return RM_PARSE_UNSUP_ENCAP;
+	c->pos = cur;
+	*l4 = nexthdr;
+	*ip_payload = plen - ext;
+	return RM_PARSE_OK;
+}
 
+/*
+ * UDP to destination port 4791 (the source port never selects RoCEv2),
+ * long enough for a BTH and within the IP payload.
+ */
+static __always_inline int parse_udp(struct rm_cursor *c, __u32 ip_payload, struct rm_pkt *pkt)
+{
+	struct udphdr *udp = (struct udphdr *)c->pos;
+	__u32 ulen;
+
+	if ((void *)(udp + 1) > c->data_end)
+		return RM_PARSE_BAD_UDP;
+	if (udp->dest != bpf_htons(RM_ROCEV2_UDP_PORT))
+		return RM_PARSE_NOT_ROCEV2;
+	ulen = bpf_ntohs(udp->len);
+	if (ulen < sizeof(*udp) + RM_BTH_LEN || ulen > ip_payload)
+		return RM_PARSE_BAD_UDP;
+	pkt->bth_payload = ulen - (__u32)sizeof(*udp) - RM_BTH_LEN;
+	c->pos = (__u8 *)(udp + 1);
+	return RM_PARSE_OK;
+}
+
+/* The 12-byte BTH (seed 001, "Base Transport Header"); its fields to *pkt. */
+static __always_inline int parse_bth(struct rm_cursor *c, struct rm_pkt *pkt)
+{
+	__u8 *bth = c->pos;
+
+	if ((void *)(bth + RM_BTH_LEN) > c->data_end)
+		return RM_PARSE_BAD_BTH;
+	pkt->bth = bth;
+	pkt->opcode = bth[0];
+	pkt->tver = rm_bth_tver(bth);
+	pkt->pkey = rm_bth_pkey(bth);
+	pkt->dest_qp = rm_bth_dest_qp(bth);
+	pkt->psn = rm_bth_psn(bth);
+	c->pos = bth + RM_BTH_LEN;
+	return RM_PARSE_OK;
+}
+
+/*
+ * Parse one frame of frame_len bytes whose first data_end - data bytes are
+ * readable. Returns an enum rm_parse_verdict; on RM_PARSE_OK every field of
+ * *pkt is valid and pkt->bth + RM_BTH_LEN <= data_end.
+ */
+static __always_inline int rm_parse_len(void *data, void *data_end, __u32 frame_len, struct rm_pkt *pkt)
+{
+	struct rm_cursor c = { .data = data, .data_end = data_end, .pos = data, .frame_len = frame_len };
+	__u32 ip_payload;
+	__u16 proto;
+	__u8 l4;
+	int verdict;
+
+	verdict = parse_eth(&c, pkt, &proto);
+	if (verdict != RM_PARSE_OK)
+		return verdict;
+	pkt->ip = c.pos;
+	if (proto == RM_ETH_P_IP)
+		verdict = parse_ipv4(&c, pkt, &l4, &ip_payload);
+	else if (proto == RM_ETH_P_IPV6)
+		verdict = parse_ipv6(&c, pkt, &l4, &ip_payload);
+	else
+		return RM_PARSE_NOT_ROCEV2;
+	if (verdict != RM_PARSE_OK)
+		return verdict;
 	if (l4 != RM_IPPROTO_UDP)
 		return RM_PARSE_NOT_ROCEV2;
-	{
-		struct udphdr *udp = (struct udphdr *)cur;
-		__u32 ulen;
-
-		if ((void *)(udp + 1) > data_end)
-			return RM_PARSE_BAD_UDP;
-		if (udp->dest != bpf_htons(RM_ROCEV2_UDP_PORT))
-			return RM_PARSE_NOT_ROCEV2;
-		ulen = bpf_ntohs(udp->len);
-		if (ulen < 8 + RM_BTH_LEN || ulen > ip_payload)
-			return RM_PARSE_BAD_UDP;
-		pkt->bth = (__u8 *)(udp + 1);
-		pkt->bth_payload = ulen - 8 - RM_BTH_LEN;
-	}
-	if ((void *)(pkt->bth + RM_BTH_LEN) > data_end)
-		return RM_PARSE_BAD_BTH;
-	pkt->opcode = pkt->bth[0];
-	pkt->tver = pkt->bth[1] & 0x0f;
-	pkt->pkey = ((__u16)pkt->bth[2] << 8) | pkt->bth[3];
-	pkt->dest_qp = rm_be24(pkt->bth + 5);
-	pkt->psn = rm_be24(pkt->bth + 9);
-	return RM_PARSE_OK;
+	verdict = parse_udp(&c, ip_payload, pkt);
+	if (verdict != RM_PARSE_OK)
+		return verdict;
+	return parse_bth(&c, pkt);
 }
 
 /* rm_parse_len() for a frame that is entirely within [data, data_end). */

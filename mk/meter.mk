@@ -14,3 +14,6 @@ CHECK_SCRIPTS  += selftests/system/test_live_meter.py
 # Epoch lifecycle: idle expiry, reload, shutdown, capture discontinuity,
 # eviction and sd_notify readiness.
 CHECK_SCRIPTS  += selftests/system/test_lifecycle.py
+# include/rocemeter/bth.h on the host: the opcode predicates and BTH fields
+# against the BTH opcode table ([IBPKT]).
+CHECK_PROGS    += $(BUILD)/tests/unit/test_bth

@@ -12,12 +12,11 @@
 
 #include "types.h"
 #include "seqobs.h"
+#include "bth.h"
 #ifndef __bpf__
 #include <linux/bpf.h> /* struct bpf_spin_lock */
 #endif
 
-#define RM_ROCEV2_UDP_PORT 4791
-#define RM_BTH_LEN 12
 #define RM_VLAN_DEPTH_MAX 2   /* 802.1Q / 802.1ad tags parsed; deeper: counted verdict */
 #define RM_IPV6_EXT_MAX 4     /* IPv6 extension headers walked; deeper: counted verdict */
 
@@ -157,6 +156,15 @@ enum rm_ctl_op {
 	RM_CTL_EVICT = 5,      /* close with stateExhaustion, remove the context, free its slot */
 };
 
+/* Result of a control request (struct rm_ctl `status`). */
+enum rm_ctl_status {
+	RM_CTL_OK = 0,
+	RM_CTL_FAILED = -1,     /* unknown op, or the context's window or the scratch not found */
+	RM_CTL_NO_CONTEXT = -2, /* no context has this key */
+	RM_CTL_NO_EPOCH = -3,   /* the context has no open epoch */
+	RM_CTL_NOT_IDLE = -4,   /* RM_CTL_CLOSE_IDLE: a request arrived at or after idle_before_ns */
+};
+
 struct rm_ctl {
 	__u32 op;              /* enum rm_ctl_op */
 	__u16 reason;          /* RM_FLAG_* closure bits for RM_CTL_CLOSE */
@@ -164,7 +172,7 @@ struct rm_ctl {
 	__u64 idle_before_ns;  /* RM_CTL_CLOSE_IDLE: meter clock */
 	struct rm_ctx_key key;
 	/* results */
-	__s32 status;          /* 0 ok, -2 no such context, -3 no open epoch, -4 not idle */
+	__s32 status;          /* enum rm_ctl_status */
 	__u32 _pad2;
 	struct rm_seq_counters snap;
 };

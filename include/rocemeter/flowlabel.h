@@ -32,6 +32,7 @@
 #define ROCEMETER_FLOWLABEL_H
 
 #include "types.h"
+#include "bth.h"
 
 #ifdef __clang__
 #define RM_FL_UNROLL _Pragma("unroll")
@@ -55,9 +56,6 @@ enum rm_fl_variant {
 
 #define RM_FL_INPUT_MAX   10 /* bytes, with DETH (80 bits) */
 #define RM_FL_INPUT_RC    7  /* bytes, without DETH (56 bits) */
-#define RM_DETH_LEN       8
-#define RM_OPCODE_UD_SEND_ONLY     0x64
-#define RM_OPCODE_UD_SEND_ONLY_IMM 0x65
 
 /* Load-time choice of the hash (BPF: const volatile .rodata). */
 struct rm_fl_params {
@@ -65,12 +63,6 @@ struct rm_fl_params {
 	__u32 mix;     /* 1: apply rm_fl_fmix32() to the CRC result */
 	__u32 seed;    /* XORed into the initial register; 0 = the variant as specified */
 };
-
-/* 1 when the BTH opcode is followed directly by a DETH (UD SEND). */
-static __always_inline int rm_fl_opcode_has_deth(__u8 opcode)
-{
-	return opcode == RM_OPCODE_UD_SEND_ONLY || opcode == RM_OPCODE_UD_SEND_ONLY_IMM;
-}
 
 /*
  * Build the hash input in `in` (at least RM_FL_INPUT_MAX bytes).

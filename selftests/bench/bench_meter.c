@@ -39,13 +39,13 @@
 
 #include "meter/meter.h"
 #include "rocemeter/bench.h"
+#include "rocemeter/bth.h"
 #include "rocemeter/seqobs.h"
 #include "bench.skel.h"
 #include "baseline.skel.h"
 
 #define MAX_BATCHES 101
 #define MAX_CASES 24
-#define OP_SEND_ONLY 0x04
 #define PAYLOAD 64
 
 enum target { T_DIRECT_PASS, T_DIRECT_BASE, T_DRV_PASS, T_DRV_BASE, T_DRV_METER };
@@ -104,7 +104,7 @@ static size_t make_frame(uint8_t *f)
 	udp[3] = 4791 & 0xff;
 	udp[4] = (uint8_t)(udp_len >> 8);
 	udp[5] = (uint8_t)udp_len;
-	bth[0] = OP_SEND_ONLY;
+	bth[0] = RM_OPCODE_RC_SEND_ONLY;
 	bth[2] = 0xff; /* P_Key 0xffff */
 	bth[3] = 0xff;
 	for (int i = 0; i < PAYLOAD; i++)

@@ -151,7 +151,7 @@ static void test_design_vectors(void **state)
 			len = fl_build_frame(buf, sizeof(buf), &s);
 			assert_true(len > 0);
 			run_expect(f, v, buf, len, IP6_OFF(0), design_label[i][v]);
-			expect_one(f, v, rm_fl_opcode_has_deth(fr[i].opcode) ? RM_FL_STAT_REWRITTEN_UD
+			expect_one(f, v, rm_opcode_has_deth(fr[i].opcode) ? RM_FL_STAT_REWRITTEN_UD
 									     : RM_FL_STAT_REWRITTEN_RC);
 		}
 	}

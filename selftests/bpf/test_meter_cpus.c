@@ -45,10 +45,6 @@
 #include "selftest.h"
 
 #define M24 (1u << 24)
-#define OP_SEND_ONLY 0x04
-#define OP_WRITE_ONLY 0x0A
-#define OP_READ_REQ 0x0C
-#define OP_ACK 0x11
 #define FRAME_MAX 128
 
 static const uint8_t SRC_IP[4] = { 192, 0, 2, 1 };
@@ -107,7 +103,7 @@ static size_t build_frame_ex(uint8_t *f, uint8_t opcode, uint32_t qp, uint32_t p
 /* A well-formed request: SEND Only carries no extended header, 8 data bytes. */
 static size_t build_send(uint8_t *f, uint32_t qp, uint32_t psn)
 {
-	return build_frame_ex(f, OP_SEND_ONLY, qp, psn, 8, 4791, 0);
+	return build_frame_ex(f, RM_OPCODE_RC_SEND_ONLY, qp, psn, 8, 4791, 0);
 }
 
 /* ---- fixture ----------------------------------------------------------- */
@@ -334,7 +330,7 @@ static void test_seed_examples_w4(void **state)
 	assert_int_equal(c.epoch_gen, fin[0].epoch_gen + 1);
 
 	/* Not a request: an ACK changes no state. */
-	len = build_frame_ex(fr, OP_ACK, 1, 200, 4, 4791, 0);
+	len = build_frame_ex(fr, RM_OPCODE_RC_ACKNOWLEDGE, 1, 200, 4, 4791, 0);
 	assert_int_equal(rm_meter_replay_frame(&f.m, fr, (uint32_t)len, (uint32_t)len, ts_of(99)), 0);
 	c = snap(&f, 1);
 	assert_counters(c, ((struct expect){ .requests = 5, .skipped = 1, .filled = 1, .repeated = 1 }));
@@ -394,7 +390,7 @@ static void test_profile_violation(void **state)
 	send_psns(&f, 0x300, first, 1);
 	stats(&f, s1);
 	assert_int_equal(s1[RM_STAT_NOT_PROVISIONED] - s0[RM_STAT_NOT_PROVISIONED], 1);
-	assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0x300, NULL), -2);
+	assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0x300, NULL), RM_CTL_NO_CONTEXT);
 
 	/* Malformed: WRITE Only without room for its RETH (seed 001: 16 bytes). */
 	drain(&f);
@@ -402,7 +398,7 @@ static void test_profile_violation(void **state)
 	c = snap(&f, 0x100);
 	assert_counters(c, ((struct expect){ .requests = 3, .skipped = 1, .pending = 1 }));
 	stats(&f, s0);
-	len = build_frame_ex(fr, OP_WRITE_ONLY, 0x100, 14, 8, 4791, 0);
+	len = build_frame_ex(fr, RM_OPCODE_RC_RDMA_WRITE_ONLY, 0x100, 14, 8, 4791, 0);
 	assert_int_equal(rm_meter_replay_frame(&f.m, fr, (uint32_t)len, (uint32_t)len, ts_of(50)), 0);
 	stats(&f, s1);
 	assert_int_equal(s1[RM_STAT_VIOLATIONS] - s0[RM_STAT_VIOLATIONS], 1);
@@ -422,7 +418,7 @@ static void test_profile_violation(void **state)
 		stats(&f, s1);
 		assert_int_equal(s1[RM_STAT_DISABLED] - s0[RM_STAT_DISABLED], 3);
 		assert_int_equal(s1[RM_STAT_ELIGIBLE] - s0[RM_STAT_ELIGIBLE], 0);
-		assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0x100, &c), -3); /* no open epoch */
+		assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0x100, &c), RM_CTL_NO_EPOCH);
 		assert_int_equal(c.requests, 3);
 	}
 	/* Explicit re-provisioning enables metering again with a fresh epoch. */
@@ -439,20 +435,20 @@ static void test_profile_violation(void **state)
 	/* An observed READ disables the profile, including after later SENDs. */
 	drain(&f);
 	send_psns(&f, 0x101, first, 2);
-	len = build_frame_ex(fr, OP_READ_REQ, 0x101, 12, 16, 4791, 0);
+	len = build_frame_ex(fr, RM_OPCODE_RC_RDMA_READ_REQUEST, 0x101, 12, 16, 4791, 0);
 	assert_int_equal(rm_meter_replay_frame(&f.m, fr, (uint32_t)len, (uint32_t)len, ts_of(60)), 0);
 	send_psns(&f, 0x101, (const uint32_t[]){ 13 }, 1);
 	assert_true(ring_buffer__consume(f.rb) >= 0);
 	assert_int_equal(finals_of(&f, 0x101, fin, 4), 1);
 	assert_counters(fin[0], ((struct expect){ .requests = 2 }));
 	assert_int_equal(fin[0].flags & RM_FLAG_DEFINED_MASK, RM_FLAG_FINAL_EPOCH | RM_FLAG_PROFILE_VIOLATION);
-	assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0x101, &c), -3);
+	assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0x101, &c), RM_CTL_NO_EPOCH);
 	assert_int_equal(c.requests, 2);
 
 	/* A SEND with TVer != 0 on a provisioned connection is malformed too. */
 	drain(&f);
 	send_psns(&f, 0x102, first, 1);
-	len = build_frame_ex(fr, OP_SEND_ONLY, 0x102, 11, 8, 4791, 1);
+	len = build_frame_ex(fr, RM_OPCODE_RC_SEND_ONLY, 0x102, 11, 8, 4791, 1);
 	assert_int_equal(rm_meter_replay_frame(&f.m, fr, (uint32_t)len, (uint32_t)len, ts_of(70)), 0);
 	assert_true(ring_buffer__consume(f.rb) >= 0);
 	assert_int_equal(finals_of(&f, 0x102, fin, 4), 1);
@@ -476,9 +472,9 @@ static void test_mirror_drop(void **state)
 	len = build_send(fr, 9, 501);
 	assert_int_equal(run_raw(&f, fr, len), XDP_DROP);
 	/* Also frames that are not RoCEv2 at all (UDP 53) and not requests (ACK). */
-	len = build_frame_ex(fr, OP_SEND_ONLY, 9, 502, 8, 53, 0);
+	len = build_frame_ex(fr, RM_OPCODE_RC_SEND_ONLY, 9, 502, 8, 53, 0);
 	assert_int_equal(run_raw(&f, fr, len), XDP_DROP);
-	len = build_frame_ex(fr, OP_ACK, 9, 77, 4, 4791, 0);
+	len = build_frame_ex(fr, RM_OPCODE_RC_ACKNOWLEDGE, 9, 77, 4, 4791, 0);
 	assert_int_equal(run_raw(&f, fr, len), XDP_DROP);
 	/* Dropped frames were metered first. */
 	c = snap(&f, 9);

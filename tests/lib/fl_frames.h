@@ -48,7 +48,7 @@ static inline void fl_put24(uint8_t *p, uint32_t v)
 /* Build the frame into buf (cap bytes); returns its length, 0 if it does not fit. */
 static inline size_t fl_build_frame(uint8_t *buf, size_t cap, const struct fl_frame_spec *s)
 {
-	int deth = rm_fl_opcode_has_deth(s->opcode) && !s->no_deth;
+	int deth = rm_opcode_has_deth(s->opcode) && !s->no_deth;
 	size_t udp_len = 8 + 12 + (deth ? 8 : 0) + s->payload + 4;
 	size_t l3 = s->ipv4 ? 20 : 40 + 8 * (size_t)s->n_dstopts;
 	size_t len = 14 + 4 * (size_t)s->nvlan + l3 + udp_len, off = 12;

@@ -141,11 +141,11 @@ static void test_input_layout(void **state)
 	memset(in, 0xee, sizeof(in));
 	assert_int_equal(rm_fl_input(in, 0, 0x123456, 0xABCDEF, src, dst), 7);
 	assert_memory_equal(in, ud + 3, 7);
-	assert_true(rm_fl_opcode_has_deth(0x64));
-	assert_true(rm_fl_opcode_has_deth(0x65));
-	assert_false(rm_fl_opcode_has_deth(0x04)); /* RC SEND only */
-	assert_false(rm_fl_opcode_has_deth(0x0a)); /* RC RDMA WRITE only */
-	assert_false(rm_fl_opcode_has_deth(0x81)); /* CNP */
+	assert_true(rm_opcode_has_deth(0x64));
+	assert_true(rm_opcode_has_deth(0x65));
+	assert_false(rm_opcode_has_deth(0x04)); /* RC SEND only */
+	assert_false(rm_opcode_has_deth(0x0a)); /* RC RDMA WRITE only */
+	assert_false(rm_opcode_has_deth(0x81)); /* CNP */
 }
 
 /* rm_flowlabel_compute(): addresses and QPNs in, DESIGN.md labels out. */

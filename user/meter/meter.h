@@ -39,8 +39,8 @@ int rm_meter_provision(struct rm_meter *m, const struct rm_provision *p, int n, 
 
 /*
  * Run one control request (struct rm_ctl, see common.h) through the
- * program rocemeter_ctl under the context's lock. Returns 0 (c->status
- * holds the outcome) or -errno if the run itself failed.
+ * program rocemeter_ctl under the context's lock. Returns 0 (c->status, an
+ * enum rm_ctl_status, holds the outcome) or -errno if the run itself failed.
  */
 int rm_meter_ctl(struct rm_meter *m, struct rm_ctl *c);
 

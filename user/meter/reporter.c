@@ -106,7 +106,7 @@ void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, c
 		memset(&c, 0, sizeof(c));
 		c.op = RM_CTL_CLOSE;
 		c.key = *key;
-		if (rm_meter_ctl(r->meter, &c) == 0 && c.status == 0 && c.snap.epoch_gen == s->epoch_gen)
+		if (rm_meter_ctl(r->meter, &c) == 0 && c.status == RM_CTL_OK && c.snap.epoch_gen == s->epoch_gen)
 			rm_reporter_snapshot(r, key, &c.snap, 1);
 	}
 }
@@ -156,7 +156,7 @@ int rm_reporter_walk(struct rm_reporter *r, enum rm_ctl_op op, uint16_t reason, 
 		e = rm_meter_ctl(m, &c);
 		if (e)
 			goto out;
-		if (c.status != 0)
+		if (c.status != RM_CTL_OK)
 			continue;
 		if (n == cap) {
 			struct open_ctx *t = realloc(open, (cap = cap ? cap * 2 : 64) * sizeof(*open));
@@ -181,7 +181,7 @@ int rm_reporter_walk(struct rm_reporter *r, enum rm_ctl_op op, uint16_t reason, 
 		e = rm_meter_ctl(m, &c);
 		if (e)
 			goto out;
-		if (c.status != 0)
+		if (c.status != RM_CTL_OK)
 			continue; /* not idle, or closed meanwhile by the datapath (its final came as an event) */
 		rm_reporter_snapshot(r, &open[i].key, &c.snap, op != RM_CTL_SNAPSHOT);
 		count++;
@@ -240,9 +240,9 @@ int rm_reporter_evict(struct rm_reporter *r, unsigned int n)
 		c.key = v[i].key;
 		if (rm_meter_ctl(m, &c))
 			break;
-		if (c.status == 0)
+		if (c.status == RM_CTL_OK)
 			rm_reporter_snapshot(r, &v[i].key, &c.snap, 1);
-		if (c.status == 0 || c.status == -3)
+		if (c.status == RM_CTL_OK || c.status == RM_CTL_NO_EPOCH)
 			evicted++;
 	}
 	free(v);
