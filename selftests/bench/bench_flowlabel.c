@@ -22,7 +22,7 @@
 #include "flowlabel/flowlabel.h"
 #include "flowlabel.skel.h"
 #include "baseline.skel.h"
-#include "fl_frames.h"
+#include "frames.h"
 
 static int batches = 21, repeat = 500000;
 
@@ -82,9 +82,9 @@ static int run_cases(struct baseline *b, struct bench_case *c, int n)
 
 int main(int argc, char **argv)
 {
-	struct fl_frame_spec rc = { .opcode = 0x0a, .dqp = 0xABCDEF, .payload = 64 };
-	struct fl_frame_spec ud = { .opcode = 0x64, .dqp = 0xABCDEF, .sqp = 0x123456, .payload = 64 };
-	struct fl_frame_spec set = rc;
+	struct rm_frame_spec rc = { .opcode = 0x0a, .dqp = 0xABCDEF, .payload = 64 };
+	struct rm_frame_spec ud = { .opcode = 0x64, .dqp = 0xABCDEF, .sqp = 0x123456, .payload = 64 };
+	struct rm_frame_spec set = rc;
 	uint8_t f_rc[256], f_ud[256], f_set[256];
 	size_t l_rc, l_ud, l_set;
 	struct baseline *b;
@@ -116,9 +116,9 @@ int main(int argc, char **argv)
 	memcpy(ud.dst, rc.dst, 16);
 	set = rc;
 	set.label = 0x12345;
-	l_rc = fl_build_frame(f_rc, sizeof(f_rc), &rc);
-	l_ud = fl_build_frame(f_ud, sizeof(f_ud), &ud);
-	l_set = fl_build_frame(f_set, sizeof(f_set), &set);
+	l_rc = rm_frame_build(f_rc, sizeof(f_rc), &rc);
+	l_ud = rm_frame_build(f_ud, sizeof(f_ud), &ud);
+	l_set = rm_frame_build(f_set, sizeof(f_set), &set);
 
 	b = baseline__open_and_load();
 	if (!b) {

@@ -43,6 +43,7 @@
 #include "rocemeter/seqobs.h"
 #include "bench.skel.h"
 #include "baseline.skel.h"
+#include "frames.h"
 
 #define MAX_BATCHES 101
 #define MAX_CASES 24
@@ -76,40 +77,13 @@ static struct baseline *base;
 static uint8_t frame[256];
 static size_t frame_len;
 
-/* One untagged IPv4 RoCEv2 SEND Only request (seed 001): the driver rewrites dest QP and PSN. */
+/* One untagged IPv4 RoCEv2 SEND Only request: the driver rewrites dest QP and PSN. */
 static size_t make_frame(uint8_t *f)
 {
-	size_t udp_len = 8 + 12 + PAYLOAD + 4, ip_len = 20 + udp_len;
-	uint8_t *ip = f + 14, *udp = ip + 20, *bth = udp + 8;
-	uint32_t sum = 0;
+	struct rm_frame_spec s = { .ipv4 = 1, .opcode = RM_OPCODE_RC_SEND_ONLY, .payload = PAYLOAD,
+				   .src = { 10, 0, 0, 1 }, .dst = { 10, 0, 0, 2 } };
 
-	memset(f, 0, 14 + ip_len);
-	memcpy(f, "\x02\x00\x00\x00\x00\x0b\x02\x00\x00\x00\x00\x0a\x08\x00", 14);
-	ip[0] = 0x45;
-	ip[2] = (uint8_t)(ip_len >> 8);
-	ip[3] = (uint8_t)ip_len;
-	ip[6] = 0x40; /* DF */
-	ip[8] = 64;
-	ip[9] = 17;
-	memcpy(ip + 12, "\x0a\x00\x00\x01\x0a\x00\x00\x02", 8);
-	for (int i = 0; i < 20; i += 2)
-		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	ip[10] = (uint8_t)(~sum >> 8);
-	ip[11] = (uint8_t)~sum;
-	udp[0] = 0xc3; /* source port 0xc350 */
-	udp[1] = 0x50;
-	udp[2] = 4791 >> 8;
-	udp[3] = 4791 & 0xff;
-	udp[4] = (uint8_t)(udp_len >> 8);
-	udp[5] = (uint8_t)udp_len;
-	bth[0] = RM_OPCODE_RC_SEND_ONLY;
-	bth[2] = 0xff; /* P_Key 0xffff */
-	bth[3] = 0xff;
-	for (int i = 0; i < PAYLOAD; i++)
-		bth[12 + i] = (uint8_t)i;
-	return 14 + ip_len;
+	return rm_frame_build(f, sizeof(frame), &s);
 }
 
 static double now_s(void)

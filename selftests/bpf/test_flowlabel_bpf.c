@@ -21,7 +21,7 @@
 #include "rocemeter/common.h" /* RM_VLAN_DEPTH_MAX, RM_IPV6_EXT_MAX */
 #include "flowlabel/flowlabel.h"
 #include "flowlabel.skel.h"
-#include "fl_frames.h"
+#include "frames.h"
 #include "selftest.h"
 
 #define IP6_OFF(nvlan) (14 + 4 * (nvlan))
@@ -76,7 +76,7 @@ static void stats_delta(struct fx *f, int v, uint64_t *d)
 {
 	uint64_t now[RM_FL_STAT__COUNT];
 
-	assert_int_equal(fl_read_stats(bpf_map__fd(f->skel[v]->maps.fl_stats), now), 0);
+	assert_int_equal(rm_fl_stats_sum(bpf_map__fd(f->skel[v]->maps.fl_stats), now), 0);
 	for (int k = 0; k < RM_FL_STAT__COUNT; k++) {
 		d[k] = now[k] - f->base[v][k];
 		f->base[v][k] = now[k];
@@ -100,7 +100,7 @@ static void run_expect(struct fx *f, int v, const uint8_t *in, size_t len, size_
 	size_t olen;
 	uint32_t ret;
 
-	assert_int_equal(fl_test_run(prog_fd(f, v), in, len, out, sizeof(out), &olen, &ret), 0);
+	assert_int_equal(rm_frame_test_run(prog_fd(f, v), in, len, out, sizeof(out), &olen, &ret), 0);
 	assert_int_equal(ret, 0); /* TC_ACT_OK */
 	assert_int_equal(olen, len);
 	memcpy(exp, in, len);
@@ -141,14 +141,14 @@ static void test_design_vectors(void **state)
 
 	for (int v = 0; v < RM_FL__VARIANTS; v++) {
 		for (int i = 0; i < 4; i++) {
-			struct fl_frame_spec s = { .opcode = fr[i].opcode, .sqp = fr[i].sqp, .dqp = fr[i].dqp,
+			struct rm_frame_spec s = { .opcode = fr[i].opcode, .sqp = fr[i].sqp, .dqp = fr[i].dqp,
 						   .payload = 16 };
 			uint8_t buf[256];
 			size_t len;
 
 			addr_low(s.src, fr[i].src);
 			addr_low(s.dst, fr[i].dst);
-			len = fl_build_frame(buf, sizeof(buf), &s);
+			len = rm_frame_build(buf, sizeof(buf), &s);
 			assert_true(len > 0);
 			run_expect(f, v, buf, len, IP6_OFF(0), design_label[i][v]);
 			expect_one(f, v, rm_opcode_has_deth(fr[i].opcode) ? RM_FL_STAT_REWRITTEN_UD
@@ -161,18 +161,18 @@ static void test_design_vectors(void **state)
 static void test_traffic_class_kept(void **state)
 {
 	struct fx *f = *state;
-	struct fl_frame_spec s = { .opcode = 0x04, .dqp = 0xABCDEF, .tclass = 0xAB, .payload = 8 };
+	struct rm_frame_spec s = { .opcode = 0x04, .dqp = 0xABCDEF, .tclass = 0xAB, .payload = 8 };
 	uint8_t buf[256], out[256];
 	size_t len, olen;
 	uint32_t ret;
 
 	addr_low(s.src, 1);
 	addr_low(s.dst, 2);
-	len = fl_build_frame(buf, sizeof(buf), &s);
-	assert_int_equal(fl_test_run(prog_fd(f, RM_FL_LITERAL), buf, len, out, sizeof(out), &olen, &ret), 0);
+	len = rm_frame_build(buf, sizeof(buf), &s);
+	assert_int_equal(rm_frame_test_run(prog_fd(f, RM_FL_LITERAL), buf, len, out, sizeof(out), &olen, &ret), 0);
 	assert_int_equal(out[14], 0x6A);          /* version 6, TC high nibble A */
 	assert_int_equal(out[15] & 0xf0, 0xB0);   /* TC low nibble B */
-	assert_int_equal(fl_label_of(out + 14), 0x193A9);
+	assert_int_equal(rm_frame_flow_label(out + 14), 0x193A9);
 	expect_one(f, RM_FL_LITERAL, RM_FL_STAT_REWRITTEN_RC);
 }
 
@@ -183,13 +183,13 @@ static void test_nonzero_label_untouched(void **state)
 	uint32_t labels[] = { 1, 0x10000, 0xFFFFF, 0x193A9, 0x00100 };
 
 	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
-		struct fl_frame_spec s = { .opcode = 0x04, .dqp = 0xABCDEF, .label = labels[i] };
+		struct rm_frame_spec s = { .opcode = 0x04, .dqp = 0xABCDEF, .label = labels[i] };
 		uint8_t buf[256];
 		size_t len;
 
 		addr_low(s.src, 1);
 		addr_low(s.dst, 2);
-		len = fl_build_frame(buf, sizeof(buf), &s);
+		len = rm_frame_build(buf, sizeof(buf), &s);
 		run_untouched(f, RM_FL_CRC32, buf, len);
 		expect_one(f, RM_FL_CRC32, RM_FL_STAT_LABEL_PRESENT);
 	}
@@ -198,13 +198,13 @@ static void test_nonzero_label_untouched(void **state)
 static void test_ipv4_untouched(void **state)
 {
 	struct fx *f = *state;
-	struct fl_frame_spec s = { .ipv4 = 1, .opcode = 0x04, .dqp = 0xABCDEF, .payload = 32 };
+	struct rm_frame_spec s = { .ipv4 = 1, .opcode = 0x04, .dqp = 0xABCDEF, .payload = 32 };
 	uint8_t buf[256];
 	size_t len;
 
 	memcpy(s.src, "\xc0\x00\x02\x01", 4);
 	memcpy(s.dst, "\xc0\x00\x02\x02", 4);
-	len = fl_build_frame(buf, sizeof(buf), &s);
+	len = rm_frame_build(buf, sizeof(buf), &s);
 	run_untouched(f, RM_FL_LITERAL, buf, len);
 	expect_one(f, RM_FL_LITERAL, RM_FL_STAT_IPV4);
 }
@@ -212,22 +212,22 @@ static void test_ipv4_untouched(void **state)
 static void test_not_rocev2_untouched(void **state)
 {
 	struct fx *f = *state;
-	struct fl_frame_spec s = { .opcode = 0x04, .dqp = 0xABCDEF, .payload = 32 };
+	struct rm_frame_spec s = { .opcode = 0x04, .dqp = 0xABCDEF, .payload = 32 };
 	uint8_t buf[256];
 	size_t len;
 
 	addr_low(s.src, 1);
 	addr_low(s.dst, 2);
-	len = fl_build_frame(buf, sizeof(buf), &s);
-	fl_put16(buf + 14 + 40 + 2, 4792); /* UDP destination port */
+	len = rm_frame_build(buf, sizeof(buf), &s);
+	rm_put16(buf + 14 + 40 + 2, 4792); /* UDP destination port */
 	run_untouched(f, RM_FL_LITERAL, buf, len);
 	expect_one(f, RM_FL_LITERAL, RM_FL_STAT_NOT_ROCEV2);
-	fl_put16(buf + 14 + 40 + 2, 4791);
+	rm_put16(buf + 14 + 40 + 2, 4791);
 	buf[14 + 6] = 6; /* next header TCP */
 	run_untouched(f, RM_FL_LITERAL, buf, len);
 	expect_one(f, RM_FL_LITERAL, RM_FL_STAT_NOT_ROCEV2);
 	buf[14 + 6] = 17;
-	fl_put16(buf + 12, 0x8915); /* RoCEv1 */
+	rm_put16(buf + 12, 0x8915); /* RoCEv1 */
 	run_untouched(f, RM_FL_LITERAL, buf, len);
 	expect_one(f, RM_FL_LITERAL, RM_FL_STAT_ROCEV1);
 }
@@ -236,13 +236,13 @@ static void test_not_rocev2_untouched(void **state)
 static void test_truncated(void **state)
 {
 	struct fx *f = *state;
-	struct fl_frame_spec s = { .opcode = 0x64, .sqp = 0x123456, .dqp = 0xABCDEF };
+	struct rm_frame_spec s = { .opcode = 0x64, .sqp = 0x123456, .dqp = 0xABCDEF };
 	uint8_t buf[256];
 	size_t len;
 
 	addr_low(s.src, 1);
 	addr_low(s.dst, 2);
-	len = fl_build_frame(buf, sizeof(buf), &s); /* 14 + 40 + 8 + 12 + 8 + 4 */
+	len = rm_frame_build(buf, sizeof(buf), &s); /* 14 + 40 + 8 + 12 + 8 + 4 */
 	/* This kernel's BPF_PROG_TEST_RUN refuses IPv6 frames shorter than Ethernet + IPv6 header. */
 	for (size_t cut = 14 + 40; cut < len; cut++) {
 		run_untouched(f, RM_FL_LITERAL, buf, cut);
@@ -251,22 +251,22 @@ static void test_truncated(void **state)
 	}
 	/* Consistent lengths but no room for the DETH after the BTH (UDP length 8 + 12 + 4). */
 	s.no_deth = 1;
-	len = fl_build_frame(buf, sizeof(buf), &s);
+	len = rm_frame_build(buf, sizeof(buf), &s);
 	run_untouched(f, RM_FL_LITERAL, buf, len);
 	expect_one(f, RM_FL_LITERAL, RM_FL_STAT_MALFORMED_DETH);
 	s.payload = 3; /* 7 bytes after the BTH: still one short of a DETH */
-	len = fl_build_frame(buf, sizeof(buf), &s);
+	len = rm_frame_build(buf, sizeof(buf), &s);
 	run_untouched(f, RM_FL_LITERAL, buf, len);
 	expect_one(f, RM_FL_LITERAL, RM_FL_STAT_MALFORMED_DETH);
 	/* UDP length too small for a BTH */
 	s.no_deth = 0;
 	s.payload = 0;
-	len = fl_build_frame(buf, sizeof(buf), &s);
-	fl_put16(buf + 14 + 40 + 4, 8 + 11);
+	len = rm_frame_build(buf, sizeof(buf), &s);
+	rm_put16(buf + 14 + 40 + 4, 8 + 11);
 	run_untouched(f, RM_FL_LITERAL, buf, len);
 	expect_one(f, RM_FL_LITERAL, RM_FL_STAT_MALFORMED_UDP);
 	/* BTH TVer != 0 */
-	len = fl_build_frame(buf, sizeof(buf), &s);
+	len = rm_frame_build(buf, sizeof(buf), &s);
 	buf[14 + 40 + 8 + 1] = 0x01;
 	run_untouched(f, RM_FL_LITERAL, buf, len);
 	expect_one(f, RM_FL_LITERAL, RM_FL_STAT_MALFORMED_BTH);
@@ -279,32 +279,32 @@ static void test_vlan_and_ext_headers(void **state)
 
 	for (int nvlan = 0; nvlan <= 2; nvlan++) {
 		for (int next = 0; next <= RM_IPV6_EXT_MAX; next++) {
-			struct fl_frame_spec s = { .nvlan = nvlan, .n_dstopts = next, .opcode = 0x64,
+			struct rm_frame_spec s = { .nvlan = nvlan, .n_dstopts = next, .opcode = 0x64,
 						   .sqp = 0x123456, .dqp = 0xABCDEF, .payload = 20 };
 			uint8_t buf[512];
 			size_t len;
 
 			addr_low(s.src, 1);
 			addr_low(s.dst, 2);
-			len = fl_build_frame(buf, sizeof(buf), &s);
+			len = rm_frame_build(buf, sizeof(buf), &s);
 			run_expect(f, RM_FL_MPEG2, buf, len, IP6_OFF(nvlan), design_label[0][RM_FL_MPEG2]);
 			expect_one(f, RM_FL_MPEG2, RM_FL_STAT_REWRITTEN_UD);
 		}
 	}
 	{
 		/* Beyond the parser's limits: untouched and counted. */
-		struct fl_frame_spec s = { .nvlan = RM_VLAN_DEPTH_MAX + 1, .opcode = 0x04, .dqp = 1 };
+		struct rm_frame_spec s = { .nvlan = RM_VLAN_DEPTH_MAX + 1, .opcode = 0x04, .dqp = 1 };
 		uint8_t buf[512];
 		size_t len;
 
 		addr_low(s.src, 1);
 		addr_low(s.dst, 2);
-		len = fl_build_frame(buf, sizeof(buf), &s);
+		len = rm_frame_build(buf, sizeof(buf), &s);
 		run_untouched(f, RM_FL_MPEG2, buf, len);
 		expect_one(f, RM_FL_MPEG2, RM_FL_STAT_UNSUP_ENCAP);
 		s.nvlan = 0;
 		s.n_dstopts = RM_IPV6_EXT_MAX + 1;
-		len = fl_build_frame(buf, sizeof(buf), &s);
+		len = rm_frame_build(buf, sizeof(buf), &s);
 		run_untouched(f, RM_FL_MPEG2, buf, len);
 		expect_one(f, RM_FL_MPEG2, RM_FL_STAT_UNSUP_ENCAP);
 	}
@@ -314,7 +314,7 @@ static void test_vlan_and_ext_headers(void **state)
 static void test_unconfigured(void **state)
 {
 	struct flowlabel *skel = flowlabel__open();
-	struct fl_frame_spec s = { .opcode = 0x04, .dqp = 0xABCDEF };
+	struct rm_frame_spec s = { .opcode = 0x04, .dqp = 0xABCDEF };
 	uint8_t buf[256], out[256];
 	uint64_t sums[RM_FL_STAT__COUNT];
 	size_t len, olen;
@@ -324,11 +324,11 @@ static void test_unconfigured(void **state)
 	assert_int_equal(flowlabel__load(skel), 0);
 	addr_low(s.src, 1);
 	addr_low(s.dst, 2);
-	len = fl_build_frame(buf, sizeof(buf), &s);
-	assert_int_equal(fl_test_run(bpf_program__fd(skel->progs.rocemeter_fl), buf, len, out, sizeof(out),
+	len = rm_frame_build(buf, sizeof(buf), &s);
+	assert_int_equal(rm_frame_test_run(bpf_program__fd(skel->progs.rocemeter_fl), buf, len, out, sizeof(out),
 				     &olen, &ret), 0);
 	assert_memory_equal(out, buf, len);
-	assert_int_equal(fl_read_stats(bpf_map__fd(skel->maps.fl_stats), sums), 0);
+	assert_int_equal(rm_fl_stats_sum(bpf_map__fd(skel->maps.fl_stats), sums), 0);
 	assert_int_equal(sums[RM_FL_STAT_NOT_CONFIGURED], 1);
 	flowlabel__destroy(skel);
 }

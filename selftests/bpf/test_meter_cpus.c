@@ -42,6 +42,7 @@
 #include "meter/reporter.h"
 #include "meter.skel.h"
 #include "rocemeter/common.h"
+#include "frames.h"
 #include "selftest.h"
 
 #define M24 (1u << 24)
@@ -53,51 +54,19 @@ static const uint8_t DST_IP[4] = { 198, 51, 100, 2 };
 /* ---- frames ------------------------------------------------------------ */
 
 /*
- * Ethernet + IPv4 + UDP (dst 4791) + BTH + after_bth bytes (extended
- * headers and data) + 4-byte ICRC placeholder. Returns the frame length.
+ * Ethernet + IPv4 + UDP (dport) + BTH + after_bth bytes (extended headers
+ * and data) + 4-byte ICRC placeholder, by the one frame builder
+ * (tests/lib/frames.h). Returns the frame length.
  */
 static size_t build_frame_ex(uint8_t *f, uint8_t opcode, uint32_t qp, uint32_t psn, size_t after_bth,
 			     uint16_t dport, uint8_t tver)
 {
-	size_t udp_len = 8 + 12 + after_bth + 4, ip_len = 20 + udp_len, len = 14 + ip_len;
-	uint8_t *ip = f + 14, *udp = ip + 20, *bth = udp + 8;
-	uint32_t sum = 0;
+	struct rm_frame_spec s = { .ipv4 = 1, .udp_dport = dport, .opcode = opcode, .tver = tver,
+				   .dqp = qp, .psn = psn, .no_deth = 1, .payload = (uint32_t)after_bth };
 
-	memset(f, 0, len);
-	memcpy(f, "\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00", 14);
-	ip[0] = 0x45;
-	ip[2] = (uint8_t)(ip_len >> 8);
-	ip[3] = (uint8_t)ip_len;
-	ip[8] = 64;
-	ip[9] = 17;
-	memcpy(ip + 12, SRC_IP, 4);
-	memcpy(ip + 16, DST_IP, 4);
-	for (int i = 0; i < 20; i += 2)
-		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	ip[10] = (uint8_t)(~sum >> 8);
-	ip[11] = (uint8_t)~sum;
-	udp[0] = 0xC0; /* source port 49152 */
-	udp[2] = (uint8_t)(dport >> 8);
-	udp[3] = (uint8_t)dport;
-	udp[4] = (uint8_t)(udp_len >> 8);
-	udp[5] = (uint8_t)udp_len;
-	/* BTH (seed 001): OpCode | SE M PadCnt TVer | P_Key | rsvd | DestQP(24) | A rsvd | PSN(24) */
-	bth[0] = opcode;
-	bth[1] = tver & 0x0f;
-	bth[2] = 0xff;
-	bth[3] = 0xff;
-	bth[5] = (uint8_t)(qp >> 16);
-	bth[6] = (uint8_t)(qp >> 8);
-	bth[7] = (uint8_t)qp;
-	bth[8] = 0x80;
-	bth[9] = (uint8_t)(psn >> 16);
-	bth[10] = (uint8_t)(psn >> 8);
-	bth[11] = (uint8_t)psn;
-	for (size_t i = 0; i < after_bth; i++)
-		bth[12 + i] = (uint8_t)(0x5a + i);
-	return len;
+	memcpy(s.src, SRC_IP, 4);
+	memcpy(s.dst, DST_IP, 4);
+	return rm_frame_build(f, FRAME_MAX, &s);
 }
 
 /* A well-formed request: SEND Only carries no extended header, 8 data bytes. */

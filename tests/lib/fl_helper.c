@@ -26,7 +26,7 @@
 
 #include "flowlabel/flowlabel.h"
 #include "flowlabel.skel.h"
-#include "fl_frames.h"
+#include "frames.h"
 
 static int usage(void)
 {
@@ -103,7 +103,7 @@ static int run_frames(const struct rm_flowlabel_opts *o)
 		}
 		if (!n)
 			continue;
-		if (fl_test_run(bpf_program__fd(skel->progs.rocemeter_fl), in, n, out, sizeof(out), &olen, &ret)) {
+		if (rm_frame_test_run(bpf_program__fd(skel->progs.rocemeter_fl), in, n, out, sizeof(out), &olen, &ret)) {
 			printf("ERR %s\n", strerror(errno));
 			continue;
 		}
@@ -112,7 +112,7 @@ static int run_frames(const struct rm_flowlabel_opts *o)
 			printf("%02x", out[i]);
 		printf("\n");
 	}
-	if (fl_read_stats(bpf_map__fd(skel->maps.fl_stats), sums)) {
+	if (rm_fl_stats_sum(bpf_map__fd(skel->maps.fl_stats), sums)) {
 		flowlabel__destroy(skel);
 		return 1;
 	}
