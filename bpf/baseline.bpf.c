@@ -2,7 +2,7 @@
 /*
  * baseline.bpf.c - reference programs for benchmarks only (never attached):
  *   rm_base_xdp   XDP, rm_parse() then XDP_PASS: the "parse-only" figure of
- *                 DESIGN.md "Performance targets";
+ *                 docs/benchmarks.md "Targets";
  *   rm_base_tc    the same parse as a tc program, TC_ACT_OK;
  *   rm_base_reset tc: zero the Flow Label of an untagged IPv6 frame, then tail
  *                 call bench_next[0]. BPF_PROG_TEST_RUN runs one skb `repeat`

@@ -10,7 +10,7 @@
  * bench_next[0] (the meter, the parse-only baseline, or bench_pass to
  * measure the driver alone). Request i of the run goes to context
  * c = i % bench_nctx (dest QP bench_qp_base + c) as that context's request
- * j = i / bench_nctx, with PSN (24 bits, seed 001 "Base Transport Header"):
+ * j = i / bench_nctx, with PSN (24 bits, [IBPKT] "Base Transport Header"):
  *
  *   BENCH_INORDER  psn = j                                 (d = 1 every time)
  *   BENCH_MIX      psn = 13 * (j / 16) + bench_mix[j % 16]  (reorder/duplicate mix)

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * flowlabel.bpf.c - tc (clsact ingress or egress) program `rocemeter_fl`:
- * the ingress-device relabeling of seed 002 ("Where the Flow Label is
+ * the ingress-device relabeling of [FLOWLABEL] ("Where the Flow Label is
  * Modified"). For IPv6 RoCEv2 (UDP 4791 + BTH, optionally + DETH) with a
  * zero Flow Label it writes the low 20 bits of the hash of
  * include/rocemeter/flowlabel.h into the Flow Label. A non-zero arriving
- * label is never changed (seed 002 rule 2); a computed label of 0 leaves the
+ * label is never changed ([FLOWLABEL] rule 2); a computed label of 0 leaves the
  * packet unchanged. Version and Traffic Class are untouched. No checksum or
  * ICRC fix-up: the RoCEv2 ICRC masks the Flow Label and the UDP pseudo-header
- * does not contain it (DESIGN.md, "Flow label"). Always TC_ACT_OK.
+ * does not contain it (docs/flowlabel.md). Always TC_ACT_OK.
  *
  * Load-time configuration (.rodata, set by user/flowlabel/flowlabel.c before load):
  * fl_variant, fl_mix, fl_seed and fl_tabs (rm_fl_sliced_init() of the three).

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * meter.bpf.c - the XDP meter: RoCEv2 parsing, classification (seed 000
+ * meter.bpf.c - the XDP meter: RoCEv2 parsing, classification ([SEQOBS]
  * "Applicability and Provisioning"), provisioning lookup, per-context
  * bounded sequence observation (include/rocemeter/seqobs.h) under the
  * context's spin lock, and epoch events on a ring buffer.
@@ -10,7 +10,7 @@
  *                  BPF_PROG_TEST_RUN); XDP_PASS, or XDP_DROP in mirror mode.
  *   rocemeter_ctl  never attached: userspace runs it with BPF_PROG_TEST_RUN
  *                  on a struct rm_ctl to close or snapshot a context under
- *                  the same lock as the datapath (DESIGN.md decision 4).
+ *                  the same lock as the datapath (docs/architecture.md "Every closure is atomic").
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -141,7 +141,7 @@ static __always_inline int provisioned(const struct rm_ctx_key *k)
 
 /*
  * Extended headers + pad + ICRC that must fit after the BTH of an RC request
- * (seed 001). Only the SEND and RDMA WRITE headers are counted: any other
+ * ([IBPKT]). Only the SEND and RDMA WRITE headers are counted: any other
  * request is a profile violation whatever its length.
  */
 static __always_inline __u32 rc_request_trailer(__u8 opcode, __u8 padcnt)
@@ -266,7 +266,7 @@ int rocemeter_xdp(struct xdp_md *xdp)
 		return pass;
 	}
 	if (eligible) {
-		/* Idle expiration (seed 000 "Identity and Epoch Lifecycle"), decided
+		/* Idle expiration ([SEQOBS] "Identity and Epoch Lifecycle"), decided
 		 * here when traffic resumes so that no request joins an expired epoch. */
 		if (rm_cfg.idle_timeout_ns && ctx->seq.active && now > ctx->seq.c.last_ns &&
 		    now - ctx->seq.c.last_ns > rm_cfg.idle_timeout_ns)

@@ -8,7 +8,7 @@
  * honoured, fragments not parsed further) or IPv6 (bounded walk over at
  * most RM_IPV6_EXT_MAX hop-by-hop, routing, destination-options and
  * fragment headers), UDP with destination port 4791 (the source port never
- * selects RoCEv2), and the 12-byte BTH (seed 001, "Base Transport Header").
+ * selects RoCEv2), and the 12-byte BTH ([IBPKT] "Base Transport Header").
  * Every read is bounds-checked against data_end; a frame that cannot be
  * parsed gets a verdict and nothing is read at a guessed offset.
  *
@@ -255,7 +255,7 @@ static __always_inline int parse_udp(struct rm_cursor *c, __u32 ip_payload, stru
 	return RM_PARSE_OK;
 }
 
-/* The 12-byte BTH (seed 001, "Base Transport Header"); its fields to *pkt. */
+/* The 12-byte BTH ([IBPKT] "Base Transport Header"); its fields to *pkt. */
 static __always_inline int parse_bth(struct rm_cursor *c, struct rm_pkt *pkt)
 {
 	__u8 *bth = c->pos;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * bth.h - the InfiniBand transport headers as RoCEv2 carries them (seed 001,
+ * bth.h - the InfiniBand transport headers as RoCEv2 carries them ([IBPKT],
  * "Base Transport Header", "BTH Opcode master table", "Operation -> Extended
  * Header"): header lengths, field accessors, the opcodes the project uses and
  * predicates over them. One definition for the BPF programs (bpf/parse.h,
@@ -13,7 +13,7 @@
 
 #define RM_ROCEV2_UDP_PORT 4791 /* UDP destination port of RoCEv2 (IANA) */
 
-/* Header lengths in bytes (seed 001). */
+/* Header lengths in bytes ([IBPKT]). */
 #define RM_BTH_LEN   12 /* Base Transport Header */
 #define RM_DETH_LEN  8  /* Datagram ETH: Q_Key, SrcQP */
 #define RM_RETH_LEN  16 /* RDMA ETH: VA, R_Key, DMALen */
@@ -33,7 +33,7 @@
 #define RM_BTH_TVER_MASK    0x0f
 #define RM_DETH_OFF_SRC_QP  5 /* after the 4-byte Q_Key and a reserved byte */
 
-/* OpCode bits 7..5: the transport service (seed 001, transport prefixes). */
+/* OpCode bits 7..5: the transport service ([IBPKT], transport prefixes). */
 #define RM_OPCODE_TRANSPORT_MASK 0xe0
 enum rm_bth_transport {
 	RM_TRANSPORT_RC = 0x00,  /* Reliable Connection, 0x00..0x1F */
@@ -44,7 +44,7 @@ enum rm_bth_transport {
 	RM_TRANSPORT_XRC = 0xa0, /* Extended Reliable Connection */
 };
 
-/* The opcodes the project names (seed 001, "BTH Opcode master table"). */
+/* The opcodes the project names ([IBPKT] "BTH Opcode master table"). */
 enum rm_bth_opcode {
 	RM_OPCODE_RC_SEND_FIRST = 0x00,
 	RM_OPCODE_RC_SEND_MIDDLE = 0x01,
@@ -150,7 +150,7 @@ static __always_inline int rm_opcode_has_deth(__u8 op)
 
 /*
  * Bytes of extended headers between the BTH and the payload of an RC SEND
- * or RDMA WRITE opcode (seed 001, "Operation -> Extended Header"): ImmDt,
+ * or RDMA WRITE opcode ([IBPKT] "Operation -> Extended Header"): ImmDt,
  * RETH, or RETH + ImmDt; 0 for the others and for every other opcode.
  */
 static __always_inline __u32 rm_opcode_send_write_ext_len(__u8 op)

@@ -25,7 +25,7 @@
 #define RM_NS_VLAN 1
 
 /*
- * Record key of a context (seed 000, "Identity and Epoch Lifecycle"),
+ * Record key of a context ([SEQOBS] "Identity and Epoch Lifecycle"),
  * without the parts that are constant per attachment (Transport Session,
  * Observation Domain, observationPointId). The UDP source port is not part
  * of it. IPv4 addresses occupy the first 4 bytes of src/dst, rest zero.
@@ -70,7 +70,7 @@ struct rm_prov_val {
 };
 
 /*
- * Events on the ring buffer `events` (seed 000 closures decided in the
+ * Events on the ring buffer `events` ([SEQOBS] closures decided in the
  * datapath, and epoch starts). Every event carries a snapshot copied under
  * the context's lock.
  */

@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * flowlabel.h - the IPv6 Flow Label of seed 002 ("A RoCEv2 Flow-Level Load
+ * flowlabel.h - the IPv6 Flow Label of [FLOWLABEL] ("A RoCEv2 Flow-Level Load
  * Balancing Method Based on the IPv6 Flow Label"): hash input, the four
  * CRC variants, optional mix and seed, the label, and the statistics of the
  * tc program. Static inline code compiled both into bpf/flowlabel.bpf.c and
  * into the host (the `flowlabel` subcommand, the tests): one definition.
  *
- * Hash input (seed 002, "Construction of the Hash Input"), big-endian:
+ * Hash input ([FLOWLABEL] "Construction of the Hash Input"), big-endian:
  *   DETH present (UD opcodes 0x64/0x65):
  *     Src_QP (24 bits, DETH bytes 5..7) || Dst_QP (24 bits, BTH bytes 5..7)
  *     || low 16 bits of the IPv6 source || low 16 bits of the destination = 80 bits
  *   otherwise:  Dst_QP || low16(src) || low16(dst) = 56 bits
  *
- * Variants (seed 002, "Hash by CRC32 Algorithm"; see DESIGN.md "Flow label"):
+ * Variants ([FLOWLABEL] "Hash by CRC32 Algorithm"; see docs/flowlabel.md):
  *   RM_FL_LITERAL  the text taken literally: register 0xFFFFFFFF; per byte
  *                  XOR into the low 8 bits, then 8 times: test LSB, shift
  *                  right, XOR 0x04C11DB7 if it was 1; no final XOR (default)
@@ -41,7 +41,7 @@
 #endif
 
 enum rm_fl_variant {
-	RM_FL_LITERAL = 0, /* seed 002 text, literally (default) */
+	RM_FL_LITERAL = 0, /* [FLOWLABEL] text, literally (default) */
 	RM_FL_CRC32 = 1,   /* CRC-32/ISO-HDLC, as zlib */
 	RM_FL_CRC32C = 2,  /* CRC-32C */
 	RM_FL_MPEG2 = 3,   /* CRC-32/MPEG-2 */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * ipfix_ie.h - the IPFIX mapping of the profile (seed 000, "Export Profile
+ * ipfix_ie.h - the IPFIX mapping of the profile ([SEQOBS] "Export Profile
  * and Template", "Information Element Definitions", "IANA Considerations").
  *
  * Standard IEs keep their IANA numbers. rdmaDestinationQP, rdmaPartitionKey
@@ -83,7 +83,7 @@ enum rm_ie_type {
 #define RM_IE_TYPE_IS_ADDRESS(t) ((t) == RM_IE_T_ipv4Address || (t) == RM_IE_T_ipv6Address)
 
 /*
- * The profile's Information Elements (seed 000, "Profile Fields in Example
+ * The profile's Information Elements ([SEQOBS] "Profile Fields in Example
  * Order", "Information Element Definitions"), one row each, in Template
  * order; the IPv4 and IPv6 address rows share their slot (a Template has
  * one family) and the VLAN rows appear only with namespace = vlan.
@@ -91,7 +91,7 @@ enum rm_ie_type {
  *   X(stem, name, pen, type, octets, semantics, units, key, in, member)
  *   stem       RM_PF_<stem> is the row's index (enum rm_pf); the element
  *              number is IE_<stem> (IANA) or RM_IE_<stem> (PEN), above
- *   name       the IE name (IANA registry; seed 000 for the new ones)
+ *   name       the IE name (IANA registry; [SEQOBS] for the new ones)
  *   pen        IANA: a standard element; PEN: enterprise-specific, under
  *              the configured PEN (RM_IE_NUMBER(stem, pen) is the number)
  *   type       abstract data type (enum rm_ie_type RM_IE_T_<type>)
@@ -192,7 +192,7 @@ static inline const char *rm_pf_name(enum rm_pf f)
 #define RM_TID_IPV6_VLAN     259
 #define RM_TID_FLOW_KEYS     260 /* Options Template: scope templateId, flowKeyIndicator */
 
-/* Data Record lengths with full-length encodings (seed 000). */
+/* Data Record lengths with full-length encodings ([SEQOBS]). */
 #define RM_RECORD_LEN_IPV4 120
 #define RM_RECORD_LEN_IPV6 144
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * report.h - one report (seed 000 "Export Profile and Template"): an atomic
+ * report.h - one report ([SEQOBS] "Export Profile and Template"): an atomic
  * snapshot of one epoch with its full key and exporter-allocated IDs, in
  * host order, times already in UNIX milliseconds. Userspace only: replay's
  * JSON writer, the IPFIX encoder and the collector's decoder all use it.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * seqobs.h - the bounded sequence observation engine of seed 000
+ * seqobs.h - the bounded sequence observation engine of [SEQOBS]
  * ("Bounded Sequence Observation Algorithm", "Per-Request Transitions").
  *
  * This header is the only implementation of the algorithm. It compiles
@@ -61,7 +61,7 @@
 #endif
 
 /*
- * rdmaSequenceFlags masks (seed 000, "Qualification Flags", "Defined
+ * rdmaSequenceFlags masks ([SEQOBS] "Qualification Flags", "Defined
  * Masks"), host order: X(suffix, mask, name, meaning) makes RM_FLAG_<suffix>.
  * Printed by rm_flags_to_text() (user/common/report_text.h).
  */
@@ -97,7 +97,7 @@ enum rm_flag {
 
 /*
  * The counters of one epoch: exactly what a report carries besides its key
- * and IDs. Field names follow the Information Elements of seed 000.
+ * and IDs. Field names follow the Information Elements of [SEQOBS].
  * Times are nanoseconds in the meter's clock (CLOCK_MONOTONIC live, the
  * capture's UNIX time in replay); userspace converts them.
  */
@@ -391,7 +391,7 @@ static __always_inline __u64 rm_seq_low(const struct rm_seq_state *st)
 }
 
 /*
- * Close the open epoch (seed 000: "On closure, add the number of pending
+ * Close the open epoch ([SEQOBS]: "On closure, add the number of pending
  * positions to abandoned and clear pending"). reason is a set of
  * RM_FLAG_* closure bits; finalEpoch is always added. The final snapshot
  * is copied to *out (may be NULL). The retained positions are cleared from

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * bench_collect.c - ingest rate of `rocemeter collect`: Data Records
- * received, decoded, validated (seed 000 "Collector Processing") and
+ * received, decoded, validated ([SEQOBS] "Collector Processing") and
  * committed to SQLite, per second, by the collector's single thread.
  *
  * The collector runs as its own process (build/rocemeter collect) on

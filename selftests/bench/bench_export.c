@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * bench_export.c - export throughput over TLS 1.3 on loopback (DESIGN.md
- * target: at least 1,000,000 records/s on one core). Prints figures, never
+ * bench_export.c - export throughput over TLS 1.3 on loopback (target in
+ * docs/benchmarks.md: at least 1,000,000 records/s on one core). Prints figures, never
  * asserts them.
  *
  * The exporter process (producer + transport thread) is pinned to CPU 0, a

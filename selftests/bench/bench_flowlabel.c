@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * bench_flowlabel.c - figures (never assertions) for the flow-label program
- * against the parse-only baseline of DESIGN.md "Performance targets"
+ * against the parse-only baseline of docs/benchmarks.md "Targets"
  * (target: at most 1.5x parse-only). BPF_PROG_TEST_RUN with `repeat`; the
  * kernel reports the mean ns per run of a batch; we print the median over
  * batches. Root.

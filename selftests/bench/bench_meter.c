@@ -2,8 +2,8 @@
 /*
  * bench_meter.c - ns/packet of the XDP meter (bpf/meter.bpf.c) with
  * BPF_PROG_TEST_RUN, as a ratio to the parse-only XDP baseline
- * (bpf/baseline.bpf.c) measured in the same run: DESIGN.md "Performance
- * targets". Figures, never assertions. Root.
+ * (bpf/baseline.bpf.c) measured in the same run (targets: docs/benchmarks.md "Targets").
+ * Figures, never assertions. Root.
  *
  * Every figure runs through the driver of bpf/bench.bpf.c, which gives
  * each run a new PSN and dest QP and tail-calls the program under test, so
@@ -409,7 +409,7 @@ int main(int argc, char **argv)
 	}
 	printf("\nDriver alone (rewrite + tail call into an empty program): %.0f ns of every figure above "
 	       "\"driver -> ...\".\n", drv_pass->med);
-	/* worst case against in-order at the same W and contexts (DESIGN.md: at most 4x) */
+	/* worst case against in-order at the same W and contexts (target: at most 4x) */
 	for (int i = 0; i < ncases; i++) {
 		struct bcase *w = &cases[i], *o = NULL;
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * test_flowlabel_bpf.c - bpf/flowlabel.bpf.c through BPF_PROG_TEST_RUN
- * (root): the DESIGN.md "Flow label" vectors for every variant inside
+ * (root): the docs/flowlabel.md test vectors for every variant inside
  * crafted IPv6 RoCEv2 frames (RC: Dst_QP only; UD: DETH Src_QP), the rules
- * of seed 002 (non-zero label never changed, version and Traffic Class
+ * of [FLOWLABEL] (non-zero label never changed, version and Traffic Class
  * untouched), IPv4 / non-RoCEv2 / truncated frames untouched and counted,
  * VLAN tags and extension headers, and the statistics map. Expected labels
- * are DESIGN.md's; expected frames are the input with only the label bytes
+ * are those of docs/flowlabel.md; expected frames are the input with only the label bytes
  * changed.
  */
 #include <stdarg.h>
@@ -31,7 +31,7 @@ struct fx {
 	uint64_t base[RM_FL__VARIANTS][RM_FL_STAT__COUNT];
 };
 
-/* DESIGN.md labels: [vector][variant]; vectors as in tests/unit/test_flowlabel.c. */
+/* docs/flowlabel.md labels: [vector][variant]; vectors as in tests/unit/test_flowlabel.c. */
 static const uint32_t design_label[4][RM_FL__VARIANTS] = {
 	{ 0x6CB3E, 0x783D7, 0xA2BCC, 0x1753D }, /* 123456ABCDEF00010002 */
 	{ 0x193A9, 0xE0E95, 0xC2A9A, 0xDD356 }, /* ABCDEF00010002 */
@@ -124,7 +124,7 @@ static void addr_low(uint8_t *a, uint16_t low)
 	a[15] = (uint8_t)low;
 }
 
-/* The four DESIGN.md vectors as frames, every variant. */
+/* The four docs/flowlabel.md vectors as frames, every variant. */
 static void test_design_vectors(void **state)
 {
 	struct fx *f = *state;

@@ -2,22 +2,22 @@
 /*
  * test_meter_cpus.c - the BPF build of the sequence observation engine
  * (bpf/meter.bpf.c + include/rocemeter/seqobs.h) run with BPF_PROG_TEST_RUN
- * (root), with frames built here byte by byte (seed 001 BTH layout):
+ * (root), with frames built here byte by byte ([IBPKT] BTH layout):
  *
- *  - seed 000's verification examples give the counters the seed states;
- *  - exactness across CPUs (DESIGN.md decision 2): one context's requests
+ *  - [SEQOBS]'s verification examples give the counters [SEQOBS] states;
+ *  - exactness across CPUs (docs/architecture.md "Exact per context, whatever CPU sees the packet"): one context's requests
  *    processed alternately on CPU 0 and CPU 1 (two threads pinned with
  *    sched_setaffinity, strictly alternating) give the same counters and
  *    final events as the same order on one CPU; a concurrent run of both
  *    CPUs over the even / odd halves of a PSN range keeps every invariant
- *    of seed 000 and counts every request exactly once. (Threads, because
+ *    of [SEQOBS] and counts every request exactly once. (Threads, because
  *    BPF_F_TEST_RUN_ON_CPU is refused for XDP programs: EINVAL here.)
  *  - worst case at W = 2^22 (forward jumps of W - 1 then W, then W + 1);
  *  - profile violations (malformed request, READ) close the epoch with
  *    profileViolation, later SENDs are not counted; re-provisioning;
  *  - mirror mode returns XDP_DROP after metering.
  *
- * Expected values come from the seed's text and from counting arguments on
+ * Expected values come from [SEQOBS]'s text and from counting arguments on
  * the sent PSNs (explained at each test), never from running the program.
  */
 #include <stdarg.h>
@@ -217,7 +217,7 @@ struct expect {
 		assert_int_equal((c).unclassified_late, (e).late);        \
 	} while (0)
 
-/* seed 000: the relationships that must hold at every snapshot. */
+/* [SEQOBS]: the relationships that must hold at every snapshot. */
 static void assert_invariants(const struct rm_seq_counters *c, int final)
 {
 	assert_true(c->window >= 1);
@@ -231,7 +231,7 @@ static void assert_invariants(const struct rm_seq_counters *c, int final)
 		assert_int_equal(c->abandoned, 0);
 }
 
-/* ---- seed 000 "Verification Examples", through the BPF program ------------ */
+/* ---- [SEQOBS] "Verification Examples", through the BPF program ------------ */
 
 static void test_seed_examples_w4(void **state)
 {
@@ -361,7 +361,7 @@ static void test_profile_violation(void **state)
 	assert_int_equal(s1[RM_STAT_NOT_PROVISIONED] - s0[RM_STAT_NOT_PROVISIONED], 1);
 	assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0x300, NULL), RM_CTL_NO_CONTEXT);
 
-	/* Malformed: WRITE Only without room for its RETH (seed 001: 16 bytes). */
+	/* Malformed: WRITE Only without room for its RETH ([IBPKT]: 16 bytes). */
 	drain(&f);
 	send_psns(&f, 0x100, first, 3);
 	c = snap(&f, 0x100);

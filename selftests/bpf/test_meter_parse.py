@@ -8,8 +8,8 @@ connection K (PSNs 10 and 11, which must still form one clean epoch) and
 states what the parser must conclude: a statistic (user/meter/meter.c
 stat_names[]) for frames it stops at, or "metered" with the key it must
 find. The expected verdicts are written from the header layouts (Ethernet,
-802.1Q, RFC 791, RFC 8200, RFC 768, seed 001's BTH and extended headers) and
-seed 000 ("Applicability and Provisioning"); every statistic and every
+802.1Q, RFC 791, RFC 8200, RFC 768, [IBPKT]'s BTH and extended headers) and
+[SEQOBS] ("Applicability and Provisioning"); every statistic and every
 report (keys included: never a wrong context) is compared with the model in
 tests/lib/rocetest.py. Frames whose capture length is below their wire length
 imitate a capture snap length.
@@ -376,7 +376,7 @@ def test_udp_ports(family, tmp_path):
 def test_malformed_request_violates(what, family, vlans, tmp_path):
     """A malformed request of a provisioned connection (BTH TVer != 0, or the
     extended headers + pad + ICRC the opcode requires do not fit) is counted
-    as malformed_bth and is a profile violation (seed 000): it closes the
+    as malformed_bth and is a profile violation ([SEQOBS]): it closes the
     open epoch (profileViolation + finalEpoch), is not counted, and later
     requests of the connection count nothing."""
     s, d = V4 if family == 4 else V6

@@ -3,7 +3,7 @@
 real RoCEv2 captures in shared/data/pcaps beside the checkout (see SOURCES.md there).
 
 tshark decodes every capture independently; the expected reports and
-statistics come from tests/lib/rocetest.py's Python model of seed 000 fed with
+statistics come from tests/lib/rocetest.py's Python model of [SEQOBS] fed with
 tshark's fields (addresses, destination QP, opcode, PSN, P_Key, arrival
 time), never from running the tool. Needs root (BPF) and the built
 build/rocemeter.
@@ -27,7 +27,7 @@ NCCL = [p for p in ALL if "_nccl_" in os.path.basename(p)]
 READ_CAPS = [os.path.join(t.PCAPS, n) for n in (
     "linlinw5_rping.pcap", "linlinw5_rdma_read_bw.pcap", "linlinw5_rdma_read_lat.pcap",
     "montybeatnik_roce_capture_read-write-ecn.pcap", "montybeatnik_test.pcap")]
-REQUEST_OPS = range(0x00, 0x0C)       # SEND and RDMA WRITE (seed 000 profile)
+REQUEST_OPS = range(0x00, 0x0C)       # SEND and RDMA WRITE ([SEQOBS] profile)
 RESPONSE_OPS = range(0x0D, 0x13)      # READ responses, ACK, ATOMIC ACK
 
 _tshark_cache = {}

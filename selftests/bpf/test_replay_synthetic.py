@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-"""`rocemeter replay` over synthetic captures built with scapy: seed 000's
+"""`rocemeter replay` over synthetic captures built with scapy: [SEQOBS]'s
 verification examples verbatim, PSN wrap, the half-space boundary, W = 1,
 READ disabling a connection, non-final reports (--report-interval) and epoch
 ID order, --window, --provision-all and --config provisioning (exact and
@@ -7,7 +7,7 @@ wildcard lines), the UDP source port, VLAN namespaces, idle expiration, and
 bad capture files. Every case runs over IPv4 and IPv6, with and without
 VLAN tags.
 
-Expected values are written from the seed's text, checked again against the
+Expected values are written from [SEQOBS]'s text, checked again against the
 Python model in tests/lib/rocetest.py (every report and every statistic), never
 taken from the tool. Needs root (BPF) and the built build/rocemeter.
 """
@@ -579,7 +579,7 @@ def test_frame_larger_than_test_run_accepts(size, tmp_path):
 
 @pytest.mark.parametrize("encap", ENCAPS[:3])
 def test_idle_expiration(encap, tmp_path):
-    """idle_timeout_ms = 1000 (seed 000: idle expiration closes an epoch,
+    """idle_timeout_ms = 1000 ([SEQOBS]: idle expiration closes an epoch,
     finalEpoch alone). Connection A: a request 1001 ms after the previous
     one starts a new epoch; a request exactly 1000 ms later joins. Connection
     B goes silent and is closed while A's traffic goes on (before the end)."""

@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-"""`rocemeter collect` and `rocemeter report` end to end (seed 000,
+"""`rocemeter collect` and `rocemeter report` end to end ([SEQOBS],
 "Collector Processing", "Export Profile and Template", "Security
 Considerations").
 
 IPFIX Messages are hand-written here with struct.pack from RFC 7011 and the
-profile table of seed 000 (never with rocemeter's encoder); libfixbuf's
+profile table of [SEQOBS] (never with rocemeter's encoder); libfixbuf's
 ipfixDump checks that these vectors are well-formed IPFIX. They are sent
 over real TLS 1.3 sessions (Python's ssl module, certificates from
 scripts/gen-certs) to the collector on loopback, and what it stored is read
-back with the sqlite3 module. Expected values come from the seed's rules and
+back with the sqlite3 module. Expected values come from [SEQOBS]'s rules and
 its verification examples.
 """
 import json
@@ -246,7 +246,7 @@ def test_vectors_decode_with_ipfixdump(tmp_path):
             k, v = line.split(" : ", 1)
             vals[k.split()[-1].split(")")[-1]] = v.strip()
     assert vals["flowKeyIndicator"] == str(0x9F)  # fields 1-5 and 8 of the Template (seed order)
-    assert "Data Records (length: 120)" in out   # seed 000: 120 octets per IPv4 Data Record
+    assert "Data Records (length: 120)" in out   # [SEQOBS]: 120 octets per IPv4 Data Record
     for name, val in [("rdmaSequenceEpochId", 5), ("requestPacketTotalCount", 5), ("rdmaDestinationQP", 0x123),
                       ("repeatedPsnTotalCount", 1), ("rdmaSequenceWindow", 4), ("rdmaSequenceFlags", 0x20),
                       ("sourceIPv4Address", "192.0.2.1"), ("observationPointId", 7)]:
@@ -274,7 +274,7 @@ def test_complete_epoch_stored(collector):
     assert e["retired_ms"] is not None
     assert raw(collector) == []
 
-    # report: JSON and text, the seed's wording
+    # report: JSON and text, [SEQOBS]'s wording
     p = subprocess.run([BIN, "report", "--db", collector.db, "--json"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     j = json.loads(p.stdout.splitlines()[0])
@@ -316,7 +316,7 @@ def test_gap_and_missing_initial(collector):
 
 
 def test_unsigned64_above_2_63_reported(collector):
-    """unsigned64 IEs (seed 000: epoch ID, report ID, observationPointId, total counters) keep
+    """unsigned64 IEs ([SEQOBS]: epoch ID, report ID, observationPointId, total counters) keep
     their value in `rocemeter report` above 2^63 (SQLite integers are signed)."""
     big = 2**64 - 2
     r1 = report(epoch=big, rid=2**63 + 1, obs=2**63 + 7, requests=2**63 + 5)
@@ -766,7 +766,7 @@ def test_config_file_and_overrides(tmp_path, pki):
 
 
 def test_template_limit_per_session(collector):
-    """A session may define at most 256 Templates (a finite limit, seed 000);
+    """A session may define at most 256 Templates (a finite limit, [SEQOBS]);
     the 257th is rejected, so Data Records for it are those of an unknown
     Template, while the first Template keeps working."""
     many = b"".join(template_record(256 + i, V4) for i in range(256))

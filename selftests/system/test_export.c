@@ -2,7 +2,7 @@
 /*
  * test_export.c - the export transport (user/common/tls.c, user/export/export.c).
  *
- * Without arguments: cmocka unit tests. Configuration refusals (seed 000,
+ * Without arguments: cmocka unit tests. Configuration refusals ([SEQOBS],
  * "Security Considerations": TLS 1.3, mutual authentication, explicitly
  * authorised peers), and in-process handshakes between rm_tls_client_ctx and
  * rm_tls_server_ctx over a memory BIO pair with the certificates of

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """Export transport end to end (user/export/export.c, user/common/tls.c): IPFIX over
-mutually authenticated TLS 1.3 (seed 000, "Export Profile and Template",
+mutually authenticated TLS 1.3 ([SEQOBS] "Export Profile and Template",
 "Security Considerations").
 
 The peers are independent TLS implementations' command line tools (openssl

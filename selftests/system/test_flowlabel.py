@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-"""Flow label (seed 002) against independent references.
+"""Flow label ([FLOWLABEL]) against independent references.
 
 Labels are computed here from the fields the test chose (never parsed back
 from the program's output): zlib.crc32 for crc32, a few lines of Python for
@@ -80,7 +80,7 @@ def fmix32(h):
 
 def ref_hash(variant, data, mix=False, seed=0):
     init = 0xFFFFFFFF ^ seed
-    if variant == "literal":  # seed 002's text: shift right, XOR 0x04C11DB7, no final XOR
+    if variant == "literal":  # [FLOWLABEL]'s text: shift right, XOR 0x04C11DB7, no final XOR
         h = crc_reflected(data, 0x04C11DB7, init, 0)
     elif variant == "crc32":  # zlib's value argument is the register after its final XOR
         h = zlib.crc32(data, seed) & 0xFFFFFFFF
@@ -104,7 +104,7 @@ def ref_label(variant, src, dst, dqp, sqp=None, mix=False, seed=0):
 
 
 def test_reference_matches_design_vectors():
-    """The references here reproduce DESIGN.md's table (so they can be trusted below)."""
+    """The references here reproduce the table of docs/flowlabel.md (so they can be trusted below)."""
     table = {
         "123456ABCDEF00010002": (0x0136CB3E, 0x8DD783D7, 0xEB0A2BCC, 0xBE61753D),
         "ABCDEF00010002": (0x065193A9, 0x30FE0E95, 0xC1DC2A9A, 0xA7DDD356),
@@ -355,7 +355,7 @@ def test_command_matches_reference():
 def test_command_design_vector_default_literal():
     p = rocemeter("--src", "2001:db8::1", "--dst", "2001:db8::2", "--sqp", "0x123456", "--dqp", "0xABCDEF")
     assert p.returncode == 0
-    assert "flow label: 0x6cb3e (445246)" in p.stdout  # DESIGN.md: literal 0136CB3E / 6CB3E
+    assert "flow label: 0x6cb3e (445246)" in p.stdout  # docs/flowlabel.md: literal 0136CB3E / 6CB3E
 
 
 @pytest.mark.parametrize("args,msg", [

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-"""IPFIX encoding checked by independent decoders (seed 000 "Export Profile
+"""IPFIX encoding checked by independent decoders ([SEQOBS] "Export Profile
 and Template"; RFC 7011).
 
 tests/lib/ipfix_write (the project's encoder) turns reports given as JSON
@@ -24,7 +24,7 @@ BUILD = os.environ.get("BUILD", "build")
 ELEMENTS = os.path.join(ROOT, "docs", "rocemeter-ie.xml")
 PEN = 32473
 
-# The profile in the seed's example order: (IE name, (PEN, number), octets, Flow Key).
+# The profile in [SEQOBS]'s example order: (IE name, (PEN, number), octets, Flow Key).
 # Address rows are per family. Numbers: IANA registry / include/rocemeter/ipfix_ie.h.
 def profile(family, vlan):
     a = 4 if family == 4 else 16
@@ -456,7 +456,7 @@ def test_tshark_decodes(writer, tmp_path, vlan):
 
 def test_element_file_matches_header():
     """docs/rocemeter-ie.xml and include/rocemeter/ipfix_ie.h give every enterprise
-    IE the profile's number, and the XML gives the seed's type and units."""
+    IE the profile's number, and the XML gives [SEQOBS]'s type and units."""
     ns = {"i": "http://www.iana.org/assignments", "cert": "http://www.cert.org/ipfix"}
     tree = ET.parse(ELEMENTS)
     xml = {}

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-"""The epoch lifecycle (seed 000, "Identity and Epoch Lifecycle" and
-"Applicability and Provisioning"; DESIGN.md decision 4) and the service.
+"""The epoch lifecycle ([SEQOBS] "Identity and Epoch Lifecycle" and
+"Applicability and Provisioning"; docs/architecture.md "Every closure is atomic") and the service.
 
 - replay, on capture time: idle expiration (two bursts of one connection
   separated by more than idle_timeout_ms give two epochs, the first final
@@ -21,7 +21,7 @@
   paths, accepted by `systemd-analyze verify`, and its capability bounding
   set is enough to attach (run under setpriv with exactly that set).
 
-Expected counters are worked out by hand below from seed 000's transitions
+Expected counters are worked out by hand below from [SEQOBS]'s transitions
 for the few PSNs each test sends; nothing is taken from the tool's output.
 """
 import json
@@ -605,7 +605,7 @@ def test_live_sigterm_finals_for_every_open_epoch(veth, daemons, tmp_path):
 
 
 def test_live_sigterm_under_traffic_leaves_no_unreported_epoch(veth, daemons, tmp_path):
-    """Seed 000 / DESIGN.md decision 4: no request is lost between epochs.
+    """Seed 000 / docs/architecture.md "Every closure is atomic": no request is lost between epochs.
     SIGTERM while 64 connections keep sending: every epoch that counted a
     request gets a final report. The pins are kept (--keep-pins), so after
     the exit the contexts can be read: none may hold an open epoch (one

@@ -10,7 +10,7 @@ into the namespace, where tcpreplay sends captures written here with scapy
 capture. A finalizer kills the daemons, deletes the namespace and the veth,
 and removes the pins and run files, also when a test fails.
 
-Expected values come from seed 000's verification examples, from tshark's
+Expected values come from [SEQOBS]'s verification examples, from tshark's
 decoding of the capture, and from `rocemeter replay` over the same file (the
 replay path is tested on its own elsewhere: here it shows live == replay).
 bpftool reads the pinned maps with their BTF as a second reader besides
@@ -308,8 +308,8 @@ def check_gone(lk):
 # ---- tests ---------------------------------------------------------------------
 
 def test_seed_examples_live_status_bpftool_and_final(link):
-    """attach --provision-all --window 4: seed 000's examples sent over the veth
-    show the seed's counters in `status --json` and, field by field with BTF
+    """attach --provision-all --window 4: [SEQOBS]'s examples sent over the veth
+    show [SEQOBS]'s counters in `status --json` and, field by field with BTF
     names, in `bpftool map dump pinned`; SIGTERM gives final reports (pending
     moved to abandoned), exit 0, no XDP program, no pins, no PID file."""
     d = link.attach("--provision-all", "--window", "4", "--json")
@@ -353,7 +353,7 @@ def test_seed_examples_live_status_bpftool_and_final(link):
     t1 = time.time()
     check_seed_finals(d.reports())
     assert "stopping" in d.stderr()
-    # Arrival times are exported as UNIX milliseconds (DESIGN.md decision 6), not
+    # Arrival times are exported as UNIX milliseconds (docs/architecture.md "Time"), not
     # boot-relative; the default observationPointId is the interface index.
     ifindex = socket.if_nametoindex(link.iface)
     for r in d.reports():

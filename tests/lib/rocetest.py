@@ -4,13 +4,13 @@ selftests/bpf/test_meter_parse.py). Not a test file itself.
 
 - RoCEv2 frame construction with scapy (Ethernet, 802.1Q/802.1ad tags,
   IPv4/IPv6 + extension headers, UDP 4791) and BTH/extended-header bytes
-  written here from seed 001's layout tables, plus a 4-byte ICRC
+  written here from [IBPKT]'s layout tables, plus a 4-byte ICRC
   placeholder (the meter does not check the ICRC).
 - Capture writing with scapy's PcapWriter (nanosecond timestamps, optional
   wire length > captured length to imitate a snap length).
 - `run_replay`: runs the already built build/rocemeter replay.
 - `tshark_frames`: tshark as the independent decoder of captures.
-- `SeqEpoch` / `ReplayModel`: an independent Python model of seed 000
+- `SeqEpoch` / `ReplayModel`: an independent Python model of [SEQOBS]
   ("Applicability and Provisioning", "Bounded Sequence Observation
   Algorithm", "Per-Request Transitions", "Qualification Flags") and of what
   `rocemeter replay --help` documents (final report per closure, non-final
@@ -43,7 +43,7 @@ PCAPS = os.environ.get("ROCEMETER_PCAPS") or os.path.join(ROOT, "..", "shared", 
 M = 1 << 24
 HALF = 1 << 23
 
-# rdmaSequenceFlags masks (seed 000, "Qualification Flags").
+# rdmaSequenceFlags masks ([SEQOBS] "Qualification Flags").
 FINAL = 0x0001
 PROFILE_VIOLATION = 0x0002
 CAPTURE_DISCONTINUITY = 0x0004
@@ -60,7 +60,7 @@ STAT_NAMES = [
 ]
 
 # ---------------------------------------------------------------------------
-# BTH opcodes (seed 001, "BTH Opcode master table") and the extended headers
+# BTH opcodes ([IBPKT] "BTH Opcode master table") and the extended headers
 # that follow them ("Operation -> Extended Header mapping"), in bytes.
 SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_LAST_IMM, SEND_ONLY, SEND_ONLY_IMM = range(0x00, 0x06)
 WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_LAST_IMM, WRITE_ONLY, WRITE_ONLY_IMM = range(0x06, 0x0C)
@@ -91,7 +91,7 @@ def ext_len(opcode):
 
 
 def bth(opcode, qp, psn, pkey=0xFFFF, tver=0, padcnt=0, se=0, mig=0, ackreq=0, fecn=0, becn=0):
-    """The 12-byte BTH, laid out as in seed 001 ("Base Transport Header")."""
+    """The 12-byte BTH, laid out as in [IBPKT] ("Base Transport Header")."""
     return (bytes([opcode, (se << 7) | (mig << 6) | (padcnt << 4) | tver])
             + struct.pack("!H", pkey) + bytes([(fecn << 7) | (becn << 6)])
             + qp.to_bytes(3, "big") + bytes([ackreq << 7]) + psn.to_bytes(3, "big"))
@@ -247,11 +247,11 @@ class Rec:
         self.key = key
         self.opcode = opcode
         self.psn = psn
-        self.malformed = malformed  # malformed BTH/extended headers (seed 000: profile violation)
+        self.malformed = malformed  # malformed BTH/extended headers ([SEQOBS]: profile violation)
 
 
 class SeqEpoch:
-    """One epoch of seed 000's bounded sequence observation. Every retained
+    """One epoch of [SEQOBS]'s bounded sequence observation. Every retained
     extended position in [L, H] is SEEN or PENDING; the PENDING ones are kept
     explicitly as a sorted list of half-open intervals [a, b) (so W = 2^22
     costs nothing), every other retained position is SEEN."""
@@ -368,7 +368,7 @@ class ReplayModel:
                  idle_timeout_ms=60000, max_contexts=65536):
         self.W = window
         self.max_contexts = max_contexts  # contexts are kept after closure (eviction = none)
-        # Idle expiration (seed 000 lists it among closure causes; [meter]
+        # Idle expiration ([SEQOBS] lists it among closure causes; [meter]
         # idle_timeout_ms, default 60 s): a request arriving more than the
         # timeout after its epoch's last request closes that epoch first
         # (finalEpoch alone); replay also sweeps silent epochs once per second
@@ -432,7 +432,7 @@ class ReplayModel:
         if rec is None:
             self.stats[verdict or "not_rocev2"] += 1
             # A frame the capture cut before it could be classified may have
-            # been any context's request: a capture fault (seed 000), every
+            # been any context's request: a capture fault ([SEQOBS]), every
             # open epoch closes with captureDiscontinuity.
             if cut and verdict in ("malformed_eth", "malformed_ip", "malformed_udp", "malformed_bth"):
                 self.capture_faults += 1

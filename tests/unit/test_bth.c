@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * test_bth.c - include/rocemeter/bth.h on the host: every one of the 256
- * opcodes against seed 001's "BTH Opcode master table" and "Operation ->
- * Extended Header" (the expected sets are written out here from the seed's
- * text), and the BTH / DETH field accessors on the seed's example BTH.
+ * opcodes against [IBPKT]'s "BTH Opcode master table" and "Operation ->
+ * Extended Header" (the expected sets are written out here from [IBPKT]'s
+ * text), and the BTH / DETH field accessors on [IBPKT]'s example BTH.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,7 +34,7 @@ static void test_transport(void **state)
 			assert_int_equal(rm_opcode_transport((uint8_t)op), ranges[i].transport);
 }
 
-/* The opcode values, as the seed's master table lists them (RC) plus UD SEND and the CNP. */
+/* The opcode values, as [IBPKT]'s master table lists them (RC) plus UD SEND and the CNP. */
 static void test_opcode_values(void **state)
 {
 	static const struct {
@@ -120,7 +120,7 @@ static void test_send_write_ext_len(void **state)
 /*
  * Seed 001's example BTH (infiniband.pcap frame 10): OpCode 4, SE 0, M 1,
  * PadCnt 0, TVer 0, P_Key 0xffff, AckReq 1, PSN 13896277 (0xD40A55); the
- * DestQP is masked in the seed, 0x123456 here. Then PadCnt 3 and TVer 0xF
+ * DestQP is masked in [IBPKT], 0x123456 here. Then PadCnt 3 and TVer 0xF
  * with SE and M set, and a DETH with SrcQP 0xABCDEF.
  */
 static void test_fields(void **state)

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * test_collector_rules.c - user/collect/collector_rules.c against seed 000
+ * test_collector_rules.c - user/collect/collector_rules.c against [SEQOBS]
  * "Collector Processing": record checks (ranges, flags, the arithmetic
  * relations of "Bounded Sequence Observation Algorithm"), report ordering,
  * epoch keys, the admission high-water, limits and outcomes. Reports are
- * crafted by hand; expected values come from the seed's rules and its
+ * crafted by hand; expected values come from [SEQOBS]'s rules and its
  * verification examples, not from the code under test.
  */
 #include <stdarg.h>
@@ -501,7 +501,7 @@ static void test_unsupported_flags(void **state)
 }
 
 /*
- * Unknown flag bits do not suspend the report-ID rules (seed 000): different
+ * Unknown flag bits do not suspend the report-ID rules ([SEQOBS]): different
  * decoded content for the latest report ID invalidates the epoch, and after
  * an accepted final record an extending record invalidates it. The raw
  * record is kept either way (INVALID keeps raw); no measurement is taken.
@@ -642,7 +642,7 @@ static void test_max_epochs(void **state)
 
 
 /* A session keeps one high-water ID per Observation Domain for its whole
- * life, so the number of domains is bounded (seed 000: finite limits): a
+ * life, so the number of domains is bounded ([SEQOBS]: finite limits): a
  * record of one domain more is a collector resource drop, counted as such. */
 static void test_max_domains(void **state)
 {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * test_flowlabel.c - include/rocemeter/flowlabel.h on the host: the
- * DESIGN.md "Flow label" test vectors for every variant, in both the bitwise
- * and the sliced (table) form; the hash input layout of seed 002 ("Construction of the
+ * docs/flowlabel.md test vectors for every variant, in both the bitwise
+ * and the sliced (table) form; the hash input layout of [FLOWLABEL] ("Construction of the
  * Hash Input"); rm_flowlabel_compute(); the name helpers. Expected values
- * come from DESIGN.md and the seed's text, not from the code under test.
+ * come from docs/flowlabel.md and the seed's text, not from the code under test.
  * (Random inputs against zlib and Python references: selftests/system/test_flowlabel.py.)
  */
 #include <stdarg.h>
@@ -22,10 +22,10 @@
 struct vector {
 	const char *hex;
 	uint32_t h[RM_FL__VARIANTS];     /* 32-bit results: literal, crc32, crc32c, mpeg2 */
-	uint32_t label[RM_FL__VARIANTS]; /* 20-bit labels, as DESIGN.md lists them */
+	uint32_t label[RM_FL__VARIANTS]; /* 20-bit labels, as docs/flowlabel.md lists them */
 };
 
-/* DESIGN.md, "Flow label", test vector table (verbatim). */
+/* docs/flowlabel.md "Test vectors" (verbatim). */
 static const struct vector vectors[] = {
 	{ "123456ABCDEF00010002",
 	  { 0x0136CB3E, 0x8DD783D7, 0xEB0A2BCC, 0xBE61753D },
@@ -148,7 +148,7 @@ static void test_input_layout(void **state)
 	assert_false(rm_opcode_has_deth(0x81)); /* CNP */
 }
 
-/* rm_flowlabel_compute(): addresses and QPNs in, DESIGN.md labels out. */
+/* rm_flowlabel_compute(): addresses and QPNs in, docs/flowlabel.md labels out. */
 static void test_compute(void **state)
 {
 	struct in6_addr a1, a2, a10, a20;

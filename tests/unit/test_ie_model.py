@@ -101,7 +101,7 @@ def test_element_file_matches_table(table):
 
 def test_table_is_one_model(table):
     """The table itself: names and (PEN, number) unique, octets the full length of the type,
-    the seed's twelve new IEs and the draft's two enterprise-specific, RM_FLAGS one bit each."""
+    [SEQOBS]'s twelve new IEs and the draft's two enterprise-specific, RM_FLAGS one bit each."""
     els = table["elements"]
     assert len({e["name"] for e in els}) == len(els)
     assert len({(e["enterprise"], e["number"]) for e in els}) == len(els)

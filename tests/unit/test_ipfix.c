@@ -3,7 +3,7 @@
  * test_ipfix.c - the IPFIX encoder (user/export/ipfix.c), the exporter's ID
  * allocation (user/export/ids.c), the report JSON Lines (user/common/report_json.c)
  * and the rdmaSequenceFlags text (user/common/report_text.c).
- * Expected octets are written out by hand from RFC 7011 and seed 000
+ * Expected octets are written out by hand from RFC 7011 and [SEQOBS]
  * ("Export Profile and Template": field order and lengths), never produced
  * by the encoder. Decoding by independent tools (ipfixDump, tshark) is in
  * selftests/system/test_ipfix_decoders.py.
@@ -630,7 +630,7 @@ static void test_json_parse_errors(void **state)
 	expect_parse_error("{\"observationPointId\":", "JSON error");
 }
 
-/* Names and masks from seed 000 "Qualification Flags" (Defined Masks), written out here. */
+/* Names and masks from [SEQOBS] "Qualification Flags" (Defined Masks), written out here. */
 static void assert_flags_text(uint16_t flags, const char *expect)
 {
 	char buf[160];

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * test_seqobs.c - the engine (include/rocemeter/seqobs.h) against seed 000:
+ * test_seqobs.c - the engine (include/rocemeter/seqobs.h) against [SEQOBS]:
  * every verification example verbatim, each transition row on its own,
  * boundaries of d and W, PSN wrap. (The counter-exhaustion path is in
  * test_seqobs_limit.c, built with a lowered RM_COUNTER_MAX.)
- * Expected values come from the seed's text, not from the engine.
+ * Expected values come from [SEQOBS]'s text, not from the engine.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -46,7 +46,7 @@ static int feed(struct ctx *c, uint32_t psn)
 	return r;
 }
 
-/* The invariants of seed 000 that hold at every snapshot. */
+/* The invariants of [SEQOBS] that hold at every snapshot. */
 static void check_invariants(const struct rm_seq_counters *k, int final)
 {
 	assert_true(k->skipped == k->filled + k->expired + k->abandoned + k->pending);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * test_seqobs_limit.c - checked arithmetic (seed 000: "MUST close and
+ * test_seqobs_limit.c - checked arithmetic ([SEQOBS]: "MUST close and
  * restart before overflow rather than wrap a cumulative counter"), reached
  * with RM_COUNTER_MAX lowered to 200 at build time (mk/core.mk).
  */

@@ -2,7 +2,7 @@
 /*
  * test_seqobs_random.c - randomized differential test of the sequence
  * observation engine (include/rocemeter/seqobs.h) against a deliberately
- * simple model written here from the text of seed 000 ("Bounded Sequence
+ * simple model written here from the text of [SEQOBS] ("Bounded Sequence
  * Observation Algorithm", "Per-Request Transitions" and the invariants
  * below the table).
  *
@@ -16,7 +16,7 @@
  * counts p once, in the new epoch.
  *
  * After every request all counters, the result kind and (on restart) the
- * final snapshot of model and engine are compared, and the seed's
+ * final snapshot of model and engine are compared, and [SEQOBS]'s
  * invariants are checked on the engine's state. Each stream ends with
  * rm_seq_close() on both sides and a comparison of the final snapshots.
  *
@@ -53,7 +53,7 @@
 static struct rm_window_scratch g_scratch; /* the engine's scratch for a window clear */
 
 /* ------------------------------------------------------------------ */
-/* Constants of seed 000, written out here rather than taken from the engine. */
+/* Constants of [SEQOBS], written out here rather than taken from the engine. */
 
 #define M      ((uint64_t)1 << 24)
 #define HALF   ((uint64_t)1 << 23)
@@ -225,7 +225,7 @@ static void pset_free(struct pset *s)
 }
 
 /* ------------------------------------------------------------------ */
-/* The model, row by row from seed 000. */
+/* The model, row by row from [SEQOBS]. */
 
 struct mcount {
 	uint64_t requests, skipped, filled, expired, abandoned, repeated, late;

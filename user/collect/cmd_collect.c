@@ -29,7 +29,7 @@ static void collect_usage(FILE *f)
 	fprintf(f,
 		"Usage: rocemeter collect --db FILE [--listen ADDR:PORT] [OPTIONS]\n"
 		"\n"
-		"Receive IPFIX reports of RoCEv2 sequence observations (seed 000) from one or\n"
+		"Receive IPFIX reports of RoCEv2 sequence observations from one or\n"
 		"more exporters, validate them and store epoch outcomes in SQLite. Every TCP\n"
 		"connection is its own Transport Session. Stops cleanly on SIGINT/SIGTERM:\n"
 		"open epochs are retired as incomplete.\n"

@@ -2,9 +2,9 @@
 /*
  * cmd_report.c - `rocemeter report`: the epochs stored by `rocemeter
  * collect`, one line (or one JSON object) per epoch, and the collector's
- * limits (seed 000, "Collector Processing").
+ * limits ([SEQOBS] "Collector Processing").
  *
- * Wording follows the seed: what the network did is shown as observed
+ * Wording follows [SEQOBS]: what the network did is shown as observed
  * sequence positions (expired positions are not lost packets, repeated
  * PSNs are not retransmissions, filled positions are not reorderings);
  * metering qualifications (flags), report coverage (gaps) and collector

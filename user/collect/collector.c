@@ -589,7 +589,7 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 
 	if (cs->tls.plain_tcp) {
 		rm_log(RM_LOG_WARNING, "WARNING: plain TCP transport: sessions are neither authenticated nor confidential "
-		       "(seed 000 requires TLS 1.3 with mutual authentication)");
+		       "(the RoCEv2 sequence observation profile requires TLS 1.3 with mutual authentication)");
 	} else {
 		srv.ctx = rm_tls_server_ctx(&cs->tls, err, sizeof(err));
 		if (!srv.ctx) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * collector.h - `rocemeter collect`: the IPFIX collector server (seed 000,
+ * collector.h - `rocemeter collect`: the IPFIX collector server ([SEQOBS],
  * "Collector Processing", "Security Considerations").
  *
  * One thread, one poll() loop: several exporters at once, each TCP

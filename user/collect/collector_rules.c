@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * collector_rules.c - validation and epoch tracking (seed 000, "Collector
+ * collector_rules.c - validation and epoch tracking ([SEQOBS] "Collector
  * Processing"). See collector_rules.h.
  */
 #include <inttypes.h>
@@ -162,7 +162,7 @@ uint64_t rm_rules_high_water(struct rm_rsession *s, uint32_t domain)
 }
 
 /* ------------------------------------------------------------------ */
-/* Record-level checks (seed 000: ranges, flags, arithmetic relations). */
+/* Record-level checks ([SEQOBS]: ranges, flags, arithmetic relations). */
 
 int rm_rules_check_record(const struct rm_report *r, char *why, size_t n)
 {
@@ -274,7 +274,7 @@ static void describe_gaps(const struct rm_epoch *e, char *buf, size_t n)
 			 e->missing_reports - e->missing_initial, e->gaps - (e->missing_initial ? 1 : 0));
 }
 
-/* Outcome of a final epoch (seed 000: complete = reports 1..final without gaps). */
+/* Outcome of a final epoch ([SEQOBS]: complete = reports 1..final without gaps). */
 static void settle_final(struct rm_epoch *e)
 {
 	char g[160];

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * collector_rules.h - validation and epoch tracking of the collector
- * (seed 000, "Collector Processing", with the invariants of "Bounded
+ * ([SEQOBS] "Collector Processing", with the invariants of "Bounded
  * Sequence Observation Algorithm" and the masks of "Qualification Flags").
  * No sockets, no SQLite: decoded reports go in, verdicts and epoch changes
  * come out through a sink, so every rule is unit-testable.

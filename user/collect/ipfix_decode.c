@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * ipfix_decode.c - IPFIX Message, Set, Template and Options Template
- * decoding for the collector (RFC 7011; seed 000 "Export Profile and
+ * decoding for the collector (RFC 7011; [SEQOBS] "Export Profile and
  * Template", "Collector Processing"). See ipfix_decode.h.
  */
 #include <glib.h>
@@ -16,7 +16,7 @@
 #define IE_PADDING_OCTETS 210
 #define VARLEN 65535
 
-/* The profile's fields (seed 000, "Profile Fields in Example Order"), indexed by enum rm_pf. */
+/* The profile's fields ([SEQOBS] "Profile Fields in Example Order"), indexed by enum rm_pf. */
 static const struct {
 	uint8_t enterprise; /* 1: element number under the configured PEN */
 	uint16_t ie;

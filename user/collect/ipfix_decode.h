@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * ipfix_decode.h - the collector's IPFIX (RFC 7011) decoder for one
- * Transport Session (seed 000, "Export Profile and Template", "Collector
+ * Transport Session ([SEQOBS] "Export Profile and Template", "Collector
  * Processing": Template bindings).
  *
  * Templates are decoded generically from what the session sends: a Data
  * Template is bound to the profile by (PEN, element number) of its Field
  * Specifiers, never by Template ID or offset. Templates are scoped by
  * Observation Domain. A Template is usable only if it carries every field
- * of the profile exactly once, with the full-length encodings of seed 000,
+ * of the profile exactly once, with the full-length encodings of [SEQOBS],
  * one address family, and no variable-length field; otherwise its Data
  * Records are rejected with the Template's reason. A Flow Keys Options
  * Data Record (scope templateId 145, flowKeyIndicator 173) must flag
@@ -32,7 +32,7 @@
 #define RM_IPFIX_HDR_LEN 16
 #define RM_IPFIX_MAX_MSG 65535
 /* Templates (and Options Templates) one Transport Session may define, across
- * its Observation Domains; a further one is rejected (seed 000: collectors
+ * its Observation Domains; a further one is rejected ([SEQOBS]: collectors
  * MUST set finite resource limits). The profile needs 3 per domain. */
 #define RM_IPFIX_MAX_TEMPLATES 256
 

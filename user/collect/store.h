@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * store.h - the collector's SQLite database (seed 000, "Collector
+ * store.h - the collector's SQLite database ([SEQOBS] "Collector
  * Processing": stored outcomes, raw records, finite limits shown to the
  * operator). WAL journal with synchronous=NORMAL: a committed transaction
  * survives a crash of the process; after a power loss or an operating

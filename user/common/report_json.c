@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * report_json.c - struct rm_report <-> JSON Lines (names = seed 000 IE
+ * report_json.c - struct rm_report <-> JSON Lines (names = [SEQOBS] IE
  * names). The writer and the parser both follow the profile's information
  * model (RM_IPFIX_IES in rocemeter/ipfix_ie.h); parsing uses jansson.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * report_json.h - a struct rm_report as one JSON Lines object. Keys are the
- * Information Element names of seed 000 "Export Profile and Template", in
+ * Information Element names of [SEQOBS] "Export Profile and Template", in
  * the Template's order: observationPointId, sourceIPv4Address and
  * destinationIPv4Address (or sourceIPv6Address / destinationIPv6Address),
  * vlanId and dot1qCustomerVlanId (only when has_vlan_ns), rdmaDestinationQP,

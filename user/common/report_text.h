@@ -16,7 +16,7 @@ void rm_report_write_text(FILE *f, const struct rm_report *r);
  * The set rdmaSequenceFlags bits, comma-separated, into buf (len bytes,
  * always terminated; "" if none): each defined bit by its name (RM_FLAGS in
  * rocemeter/seqobs.h), lowest first, then all unassigned bits together as
- * one more item, their mask as in the seed's table: "0x" and four lowercase
+ * one more item, their mask as in [SEQOBS]'s table: "0x" and four lowercase
  * hex digits. 0x00e1 gives "finalEpoch,generationUnverified,0x00c0". The
  * longest text (0xffff) is 113 bytes with the NUL.
  */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * tls.c - TLS 1.3 contexts with mutual authentication and explicit peer
- * authorisation (seed 000, "Security Considerations"); see tls.h.
+ * authorisation ([SEQOBS] "Security Considerations"); see tls.h.
  * Name matching is OpenSSL's X509_check_host / X509_check_ip_asc, used in
  * one place (peer_name_ok) both during the handshake and after it.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * tls.h - OpenSSL 3 contexts for the IPFIX export session (seed 000,
+ * tls.h - OpenSSL 3 contexts for the IPFIX export session ([SEQOBS],
  * "Security Considerations": TLS 1.3 over TCP, mutually authenticated,
  * confidential, explicitly authorised peers). RFC 7011 still names TLS 1.1;
  * RFC 8996 and RFC 9325 forbid it, so only TLS 1.3 is offered and accepted.

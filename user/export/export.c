@@ -678,7 +678,7 @@ struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vl
 		x->s.port = s->tls.plain_tcp ? RM_IPFIX_PORT_TCP : RM_IPFIX_PORT_TLS;
 	if (s->tls.plain_tcp) {
 		rm_log(RM_LOG_WARNING, "export: WARNING: transport = tcp: reports to %s go unauthenticated "
-				       "and unencrypted; seed 000 requires mutually authenticated TLS 1.3",
+				       "and unencrypted; the RoCEv2 sequence observation profile requires mutually authenticated TLS 1.3",
 		       s->collector);
 	} else {
 		x->ctx = rm_tls_client_ctx(&s->tls, tlserr, sizeof(tlserr));

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * export.h - the Exporting Process's transport: IPFIX over TCP with mutually
- * authenticated TLS 1.3 (seed 000, "Export Profile and Template": TCP
+ * authenticated TLS 1.3 ([SEQOBS] "Export Profile and Template": TCP
  * binding, "reconnection creates a new session and new epochs"; "Security
- * Considerations"; DESIGN.md decision 5).
+ * Considerations"; docs/architecture.md "IDs belong to the exporter").
  *
  * The transport runs in its own thread, so a slow or absent collector never
  * blocks the caller (the datapath's event loop). The thread:

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * ids.c - epoch and report ID allocation per Transport Session and
- * Observation Domain (seed 000 "Identity and Epoch Lifecycle"). A GLib hash
+ * Observation Domain ([SEQOBS] "Identity and Epoch Lifecycle"). A GLib hash
  * table maps (context key, local epoch generation) to the epoch's IDs.
  */
 #include <stdint.h>

@@ -2,8 +2,8 @@
 /*
  * ids.h - exporter-side allocation of rdmaSequenceEpochId and
  * rdmaSequenceReportId for one Transport Session and Observation Domain
- * (seed 000, "Identity and Epoch Lifecycle" and "Export Profile and
- * Template"; DESIGN.md decision 5).
+ * ([SEQOBS] "Identity and Epoch Lifecycle" and "Export Profile and
+ * Template"; docs/architecture.md "IDs belong to the exporter").
  *
  * The datapath knows an epoch only as (context key, local generation). The
  * first time a report of such an epoch is serialized, it gets the next epoch
@@ -42,7 +42,7 @@ int rm_ids_assign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epo
 /*
  * Undo the rm_ids_assign() of a report that was not serialized after all
  * (the exporter refused it: queue full, no session): its IDs were never on
- * the wire, so they are not used (seed 000 allocates IDs at serialization).
+ * the wire, so they are not used ([SEQOBS] allocates IDs at serialization).
  * A first report forgets its epoch, so the next report allocates a new
  * epoch ID; a later one gives its report ID back. A final report changes
  * nothing (its epoch is over). Only the latest assignment can be undone.

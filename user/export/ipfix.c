@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * ipfix.c - IPFIX message encoding of reports (RFC 7011; seed 000 "Export
+ * ipfix.c - IPFIX message encoding of reports (RFC 7011; [SEQOBS] "Export
  * Profile and Template"). The Data Templates are built once from the
  * profile's information model (RM_IPFIX_IES in rocemeter/ipfix_ie.h); the
  * same rows drive the Template Records, the Flow Keys and the Data Records,

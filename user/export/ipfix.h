@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * ipfix.h - IPFIX (RFC 7011) encoding of rocemeter reports for one
- * Transport Session and Observation Domain (seed 000, "Export Profile and
+ * Transport Session and Observation Domain ([SEQOBS] "Export Profile and
  * Template"; field numbers and Template IDs in include/rocemeter/ipfix_ie.h;
  * the full mapping is docs/ipfix-mapping.md).
  *
@@ -10,7 +10,7 @@
  * rm_ipfix_templates_msg() before any data, then rm_ipfix_data_msg() as
  * often as needed. Every multi-octet value on the wire is in network order.
  *
- * Data Templates (fields in the seed's example order, full-length encodings):
+ * Data Templates (fields in [SEQOBS]'s example order, full-length encodings):
  *   observationPointId(138) src(8|27) dst(12|28) [vlanId(58)
  *   dot1qCustomerVlanId(245)] then the fourteen enterprise-specific IEs
  *   (enterprise bit + PEN) with flowStartMilliseconds(152) and

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * cmd_flowlabel.c - `rocemeter flowlabel`: the IPv6 Flow Label that the
- * flow-label program (seed 002) writes for a connection, computed with
+ * flow-label program ([FLOWLABEL]) writes for a connection, computed with
  * rm_flowlabel_compute() (flowlabel.h) from the options.
  */
 #include <arpa/inet.h>
@@ -19,7 +19,7 @@ static void fl_usage(FILE *f)
 	fprintf(f,
 		"Usage: rocemeter flowlabel --src ADDR --dst ADDR --dqp QPN [--sqp QPN]\n"
 		"                           [--hash literal|crc32|crc32c|mpeg2] [--mix] [--seed N]\n\n"
-		"Print the IPv6 Flow Label that the flow-label program (seed 002) writes into a\n"
+		"Print the IPv6 Flow Label that the flow-label program writes into a\n"
 		"RoCEv2 packet from ADDR to ADDR with destination QP QPN: the low 20 bits of a\n"
 		"CRC over {Src_QP || Dst_QP || low 16 bits of src || low 16 bits of dst} when\n"
 		"--sqp is given (UD, DETH present), else {Dst_QP || low16 src || low16 dst}.\n\n"
@@ -142,5 +142,5 @@ static int cmd_flowlabel(int argc, char **argv)
 	return RM_EXIT_OK;
 }
 
-RM_COMMAND(flowlabel, 70, "compute the IPv6 Flow Label of a RoCEv2 connection (seed 002)",
+RM_COMMAND(flowlabel, 70, "compute the IPv6 Flow Label of a RoCEv2 connection",
 	   cmd_flowlabel);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * flowlabel.c - seed 002 in userspace: the label of a connection, and the
+ * flowlabel.c - [FLOWLABEL] in userspace: the label of a connection, and the
  * attach/detach/status API of the tc program bpf/flowlabel.bpf.c (see
  * flowlabel.h for the contracts).
  */

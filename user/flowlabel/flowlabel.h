@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * flowlabel.h - userspace side of the seed 002 Flow Label rewrite: the label
+ * flowlabel.h - userspace side of the [FLOWLABEL] Flow Label rewrite: the label
  * of a connection (for `rocemeter flowlabel`, cmd_flowlabel.c), and the API
  * that the `attach`, `detach` and `status` subcommands call to manage the tc
  * program bpf/flowlabel.bpf.c on an interface.
@@ -52,7 +52,7 @@ int rm_flowlabel_direction_from_name(const char *name);
 const char *rm_flowlabel_direction_name(int direction);
 
 /*
- * The label (seed 002) for IPv6 addresses src, dst (network order) and
+ * The label ([FLOWLABEL]) for IPv6 addresses src, dst (network order) and
  * QPNs (24 bits, host order; sqp used only if has_sqp), computed with the
  * same header code and table form as the BPF program. *hash32 (if not NULL)
  * gets the 32-bit hash. Returns the 20-bit Flow Label (may be 0).

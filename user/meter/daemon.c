@@ -2,7 +2,7 @@
 /*
  * daemon.c - the meter daemon of `rocemeter attach` (see daemon.h): set-up,
  * one pass of the loop, reload (SIGHUP), capture discontinuity, and the
- * orderly stop (DESIGN.md decision 4).
+ * orderly stop (docs/architecture.md "Every closure is atomic").
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -123,7 +123,7 @@ static void close_all(struct rm_daemon *d, uint16_t reason)
 }
 
 /*
- * Capture discontinuity (seed 000): when complete observation can no longer
+ * Capture discontinuity ([SEQOBS]): when complete observation can no longer
  * be established, close every context that may be affected (all of them:
  * the cause cannot be attributed) with captureDiscontinuity. Metering
  * resumes with fresh state: the next request of a context starts a new
@@ -167,7 +167,7 @@ static int check_observation(struct rm_daemon *d)
 
 /*
  * SIGHUP: a window or policy change closes the affected epochs (finalEpoch,
- * seed 000 "Identity and Epoch Lifecycle"); a connection disabled by a
+ * [SEQOBS] "Identity and Epoch Lifecycle"); a connection disabled by a
  * profile violation is metered again only because it is provisioned again.
  */
 static void reload(struct rm_daemon *d)
@@ -444,7 +444,7 @@ int rm_daemon_step(struct rm_daemon *d, unsigned int flags)
 
 		if (s != d->sink.session) {
 			/* A new Transport Session starts fresh metering state for
-			 * every context (seed 000): close what is open; its reports
+			 * every context ([SEQOBS]): close what is open; its reports
 			 * belong to no session any more. */
 			d->sink.discard = 1;
 			close_all(d, 0);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * observe.h - is observation still complete? (seed 000 "Applicability and
+ * observe.h - is observation still complete? ([SEQOBS] "Applicability and
  * Provisioning": "A capture gap closes affected epochs with
  * captureDiscontinuity"). The daemon polls this once a second: the
  * interface's receive drop/miss counters rising, its carrier going down,

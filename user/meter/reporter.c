@@ -98,7 +98,7 @@ void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, c
 	if (final)
 		r->final_reports++;
 
-	/* Impending report-ID exhaustion (seed 000: the ID MUST NOT wrap): when
+	/* Impending report-ID exhaustion ([SEQOBS]: the ID MUST NOT wrap): when
 	 * only the final's ID is left, close the epoch now, under its lock. */
 	if (!final && rep.report_id >= rm_ids_limit(r->ids) - 1) {
 		struct rm_ctl c;

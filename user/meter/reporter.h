@@ -6,8 +6,8 @@
  * qualify with generationUnverified, convert times to UNIX milliseconds,
  * and hand each report to a sink (JSON Lines, IPFIX file, exporter, text).
  * Also walks the open contexts for periodic and closing reports.
- * Used by `replay` and `attach` (seed 000 "Identity and Epoch Lifecycle",
- * "Export Profile and Template"; DESIGN.md decisions 4 and 5).
+ * Used by `replay` and `attach` ([SEQOBS] "Identity and Epoch Lifecycle",
+ * "Export Profile and Template"; docs/architecture.md "Every closure is atomic", "IDs belong to the exporter").
  */
 #ifndef ROCEMETER_REPORTER_H
 #define ROCEMETER_REPORTER_H
@@ -92,7 +92,7 @@ int rm_reporter_on_event(void *ctx, void *data, size_t size);
 int rm_reporter_walk(struct rm_reporter *r, enum rm_ctl_op op, uint16_t reason, uint64_t idle_before_ns);
 
 /*
- * Resource eviction (seed 000 "stateExhaustion"; config eviction = oldest):
+ * Resource eviction ([SEQOBS] "stateExhaustion"; config eviction = oldest):
  * remove up to n contexts to make room in a full table, closed ones first,
  * then those idle the longest; never a connection disabled by a profile
  * violation (evicting it would re-enable metering). An open epoch closes

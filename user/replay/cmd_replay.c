@@ -47,7 +47,7 @@ static void usage(FILE *f)
 		"  -w, --window W             history width W in PSN positions, %u..%u\n"
 		"                             (default %u, or the config file's)\n"
 		"  -a, --provision-all        meter every RC connection seen (the operator\n"
-		"                             asserts that seed 000's profile applies)\n"
+		"                             asserts that the sequence observation profile applies)\n"
 		"  -i, --report-interval MS   non-final reports every MS ms of capture time\n"
 		"                             (default: final reports only)\n"
 		"  -j, --json                 JSON Lines, keys = the Information Element names\n"

@@ -146,7 +146,7 @@ static int run_frame(struct replay *p, const struct rm_frame *fr, uint64_t frame
 	rm_reporter_drain(&p->rep);
 	/* The capture's snap length cut the frame before it could be
 	 * classified: it may have been a request of any context. That is a
-	 * capture fault, not a network event (seed 000): every open epoch
+	 * capture fault, not a network event ([SEQOBS]): every open epoch
 	 * closes with captureDiscontinuity and metering starts afresh. */
 	if (fr->caplen < fr->wirelen &&
 	    (r == RM_PARSE_BAD_ETH || r == RM_PARSE_BAD_IP || r == RM_PARSE_BAD_UDP || r == RM_PARSE_BAD_BTH)) {
