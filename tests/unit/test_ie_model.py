@@ -213,3 +213,32 @@ def test_table_side_disagreement_is_found(table):
     assert "lostPsnTotalCount: in the table, not in the element file" in disagreements(more, ELEMENTS)
     other_pen = dict(table, default_pen=6871)
     assert any("pen is 32473" in p for p in disagreements(other_pen, ELEMENTS))
+
+
+def mapping_rows(path):
+    """The rows of docs/ipfix-mapping.md's "Data Template fields" table, split per element:
+    [(name, number, 'IANA'|'PEN', octets, semantics, key)]."""
+    rows, inside = [], False
+    for line in open(path):
+        if line.startswith("## "):
+            inside = line.startswith("## Data Template fields")
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not inside or len(cells) != 9 or not re.match(r"^\(?\d+\)?$", cells[0]):
+            continue
+        names = [n.split(" (")[0].strip() for n in cells[1].split(" / ")]
+        numbers = [int(n) for n in cells[2].split(" / ")]
+        octets = [int(n) for n in cells[5].split(" / ")]
+        for i, name in enumerate(names):
+            rows.append((name, numbers[i], cells[3], octets[i if len(octets) > 1 else 0], cells[6],
+                         cells[8].strip("*") == "yes"))
+    return rows
+
+
+def test_mapping_doc_table_matches(table):
+    """docs/ipfix-mapping.md's field table is the same model: names, numbers, IANA or PEN,
+    octets, semantics and Flow Keys, element by element."""
+    doc = {r[0]: r[1:] for r in mapping_rows(os.path.join(ROOT, "docs", "ipfix-mapping.md"))}
+    model = {e["name"]: (e["number"], "PEN" if e["enterprise"] else "IANA", e["octets"], e["semantics"], e["key"])
+             for e in table["elements"]}
+    assert doc == model
