@@ -1,17 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * report_json.h - a struct rm_report as one JSON Lines object. Keys are the
- * Information Element names of [SEQOBS] "Export Profile and Template", in
- * the Template's order: observationPointId, sourceIPv4Address and
- * destinationIPv4Address (or sourceIPv6Address / destinationIPv6Address),
- * vlanId and dot1qCustomerVlanId (only when has_vlan_ns), rdmaDestinationQP,
- * rdmaPartitionKey, flowStartMilliseconds, flowEndMilliseconds,
- * rdmaSequenceEpochId, rdmaSequenceReportId, rdmaSequenceWindow,
- * rdmaSequenceFlags, skippedPsnTotalCount, filledPsnTotalCount,
- * expiredPsnTotalCount, abandonedPsnTotalCount, pendingPsnCount,
- * repeatedPsnTotalCount, requestPacketTotalCount,
- * unclassifiedLatePacketTotalCount. Addresses are strings (inet_ntop form),
- * every other value a JSON number (times in UNIX ms).
+ * Information Element names of RM_IPFIX_IES (include/rocemeter/ipfix_ie.h)
+ * in the Template's order, with the address pair of the report's family and
+ * the VLAN keys only when has_vlan_ns. Addresses are strings (inet_ntop
+ * form), every other value a JSON number (times in UNIX ms).
  */
 #ifndef ROCEMETER_USER_REPORT_JSON_H
 #define ROCEMETER_USER_REPORT_JSON_H
