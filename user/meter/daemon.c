@@ -25,6 +25,7 @@
 #include "common/report_json.h"
 #include "common/report_text.h"
 #include "daemon.h"
+#include "clock.h"
 #include "export/export.h"
 #include "meter.h"
 #include "meter.skel.h"
@@ -380,7 +381,7 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 	}
 	if (rm_reporter_init(&d->rep, &d->meter, d->cfg.meter.observation_point_id, d->cfg.meter.namespace_vlan,
 			     d->cfg.meter.generation_verified,
-			     (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC)), live_sink_fn, &d->sink)) {
+			     rm_clock_unix_offset_ns(), live_sink_fn, &d->sink)) {
 		rm_errf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -436,7 +437,7 @@ int rm_daemon_step(struct rm_daemon *d, unsigned int flags)
 {
 	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
-	d->rep.time_offset_ns = (int64_t)(clock_ns(CLOCK_REALTIME) - now);
+	d->rep.time_offset_ns = rm_clock_unix_offset_ns();
 	if (flags & RM_DAEMON_RELOAD)
 		reload(d);
 	if (d->sink.exporter) {
