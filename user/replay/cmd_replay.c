@@ -38,17 +38,22 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: rocemeter replay [OPTIONS] PCAP...\n\n"
 		"Run the XDP meter over capture files (pcap or pcapng, Ethernet), in the\n"
-		"order given, as one stream, with the capture timestamps as arrival times.\n"
+		"order given, as one stream, with the capture timestamps as arrival times\n"
+		"(made non-decreasing: a frame stamped before an earlier one is metered at\n"
+		"the latest time seen, counted as timestamps_backwards).\n"
 		"Prints one report per line: a final report at each closure, non-final\n"
-		"reports every --report-interval of capture time, and at the end of input a\n"
-		"final report (finalEpoch) for every open epoch.\n\n"
+		"reports at every --report-interval boundary of capture time of the epochs\n"
+		"that counted a request since their last report (epochs idle longer than\n"
+		"idle_timeout_ms close first), and at the end of input a final report\n"
+		"(finalEpoch) for every open epoch.\n\n"
 		"Options:\n"
 		"  -c, --config FILE          configuration file ([meter] and [provision])\n"
 		"  -w, --window W             history width W in PSN positions, %u..%u\n"
 		"                             (default %u, or the config file's)\n"
 		"  -a, --provision-all        meter every RC connection seen (the operator\n"
 		"                             asserts that seed 000's profile applies)\n"
-		"  -i, --report-interval MS   non-final reports every MS ms of capture time\n"
+		"  -i, --report-interval MS   report boundaries every MS ms of capture time:\n"
+		"                             non-final reports of the epochs that changed\n"
 		"                             (default: final reports only)\n"
 		"  -j, --json                 JSON Lines, keys = the Information Element names\n"
 		"  -o, --ipfix-out FILE       also write the reports as an IPFIX file (the\n"
@@ -69,8 +74,8 @@ static void print_stats(FILE *f, const struct rm_replay_result *res, int json)
 	if (json) {
 		fprintf(f,
 			"{\"frames_read\": %" PRIu64 ", \"frames_truncated_by_capture\": %" PRIu64
-			", \"capture_faults\": %" PRIu64,
-			res->frames_read, res->truncated, res->capture_faults);
+			", \"capture_faults\": %" PRIu64 ", \"timestamps_backwards\": %" PRIu64,
+			res->frames_read, res->truncated, res->capture_faults, res->timestamps_backwards);
 		for (int i = 0; i < RM_STAT__COUNT; i++)
 			fprintf(f, ", \"%s\": %" PRIu64, rm_stat_name(i), st[i]);
 		fprintf(f, "}\n");
@@ -82,6 +87,9 @@ static void print_stats(FILE *f, const struct rm_replay_result *res, int json)
 	if (res->capture_faults)
 		fprintf(f, "  %-26s %" PRIu64 " (every open epoch closed with captureDiscontinuity)\n", "capture_faults",
 			res->capture_faults);
+	if (res->timestamps_backwards)
+		fprintf(f, "  %-26s %" PRIu64 " (run at the latest earlier time)\n", "timestamps_backwards",
+			res->timestamps_backwards);
 	for (int i = 0; i < RM_STAT__COUNT; i++)
 		if (st[i])
 			fprintf(f, "  %-26s %" PRIu64 "\n", rm_stat_name(i), st[i]);
@@ -119,6 +127,11 @@ static int finish(const struct rm_replay_result *res, const char *stats_json)
 			print_disabled(stderr, res);
 		}
 	}
+	if (res->timestamps_backwards)
+		rm_log_cmd(RM_LOG_WARNING,
+			   "warning: %" PRIu64 " frames stamped before an earlier frame (up to %" PRIu64
+			   " ms back) were metered at the latest time seen",
+			   res->timestamps_backwards, (res->backwards_max_ns + 999999) / 1000000);
 	if (res->id_exhausted)
 		rm_log_cmd(RM_LOG_WARNING, "%" PRIu64 " reports not made: an ID would wrap", res->id_exhausted);
 	if (res->output_failed)

@@ -26,7 +26,8 @@ struct replay {
 	struct rm_ipfix_encoder enc;
 	struct rm_report *pending; /* reports not yet written to the IPFIX file */
 	size_t n_pending, cap_pending;
-	uint32_t export_time; /* capture time of the last frame, UNIX s */
+	uint32_t export_time; /* the capture clock, UNIX s */
+	uint64_t clock_ns;    /* the capture clock: the latest frame timestamp so far */
 	int templates_written;
 	int failed;
 	uint64_t short_frames;
@@ -104,11 +105,11 @@ static int setup(struct replay *p, char *err, size_t errlen)
 		rm_ipfix_init(&p->enc, cfg->export.pen, cfg->export.observation_domain, cfg->meter.namespace_vlan);
 	}
 	if (rm_reporter_init(&p->rep, &p->meter, cfg->meter.observation_point_id, cfg->meter.namespace_vlan,
-			     cfg->meter.generation_verified, 0, sink, p)) {
+			     cfg->meter.generation_verified, 1, sink, p)) {
 		rm_errf(err, errlen, "out of memory");
 		return -1;
 	}
-	rm_reporter_set_schedule(&p->rep, p->o->report_interval_ms, cfg->meter.idle_timeout_ms, 1);
+	rm_reporter_set_schedule(&p->rep, p->o->report_interval_ms, cfg->meter.idle_timeout_ms);
 	rc = rm_reporter_open_events(&p->rep);
 	if (rc) {
 		rm_errf(err, errlen, "cannot open the event ring buffer: %s", strerror(-rc));
@@ -121,10 +122,21 @@ static int setup(struct replay *p, char *err, size_t errlen)
 static int run_frame(struct replay *p, const struct rm_frame *fr, uint64_t frame_no, struct rm_replay_result *res,
 		     char *err, size_t errlen)
 {
+	uint64_t now = fr->ts_ns;
 	int r;
 
-	p->export_time = (uint32_t)(fr->ts_ns / 1000000000ull);
-	rm_reporter_tick(&p->rep, fr->ts_ns);
+	/* The clock never goes back (docs/architecture.md "Time"): a frame
+	 * stamped before an earlier one arrives at the latest time seen, so
+	 * that no epoch ends before it starts and no silence is invented. */
+	if (frame_no > 1 && now < p->clock_ns) {
+		res->timestamps_backwards++;
+		if (p->clock_ns - now > res->backwards_max_ns)
+			res->backwards_max_ns = p->clock_ns - now;
+		now = p->clock_ns;
+	}
+	p->clock_ns = now;
+	p->export_time = (uint32_t)(now / 1000000000ull);
+	rm_reporter_tick(&p->rep, now);
 	if (fr->caplen < fr->wirelen)
 		res->truncated++;
 	/* The kernel runs XDP only on frames of at least an Ethernet
@@ -138,7 +150,7 @@ static int run_frame(struct replay *p, const struct rm_frame *fr, uint64_t frame
 		}
 		return 0;
 	}
-	r = rm_meter_replay_frame(&p->meter, fr->data, fr->caplen, fr->wirelen, fr->ts_ns);
+	r = rm_meter_replay_frame(&p->meter, fr->data, fr->caplen, fr->wirelen, now);
 	if (r < 0) {
 		rm_errf(err, errlen, "frame %" PRIu64 ": BPF_PROG_TEST_RUN: %s", frame_no, strerror(-r));
 		return -1;

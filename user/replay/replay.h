@@ -3,7 +3,9 @@
  * replay.h - the offline meter that `rocemeter replay` runs: every frame of
  * capture files (libpcap: pcap and pcapng, Ethernet), in file order, through
  * the real XDP meter with BPF_PROG_TEST_RUN, the capture's timestamps as
- * arrival times, and the reports one Transport Session would carry handed
+ * arrival times (made non-decreasing: a frame stamped before an earlier one
+ * arrives at the latest time seen, and is counted), and the reports one
+ * Transport Session would carry handed
  * to a printer and, if asked, written as an IPFIX file.
  */
 #ifndef ROCEMETER_REPLAY_H
@@ -29,6 +31,8 @@ struct rm_replay_result {
 	uint64_t frames_read;
 	uint64_t truncated;               /* frames the capture's snap length cut */
 	uint64_t capture_faults;          /* cuts that closed every open epoch (captureDiscontinuity) */
+	uint64_t timestamps_backwards;    /* frames stamped before an earlier frame: run at the clock's time */
+	uint64_t backwards_max_ns;        /* the largest of those steps back */
 	uint64_t id_exhausted;            /* reports not made: an ID would wrap */
 	struct rm_ctx_key *disabled;      /* connections a profile violation disabled (rm_replay_result_free) */
 	size_t n_disabled;
