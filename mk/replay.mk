@@ -9,3 +9,5 @@ CHECK_SCRIPTS  += selftests/bpf/test_replay_captures.py selftests/bpf/test_repla
 # Capture time: report boundaries across gaps, idle expiry first, timestamps
 # that go backwards, near 0 or past 2038.
 CHECK_SCRIPTS  += selftests/bpf/test_replay_time.py
+# Write errors on the outputs (standard output, --ipfix-out, --stats-json).
+CHECK_SCRIPTS  += selftests/bpf/test_replay_outputs.py

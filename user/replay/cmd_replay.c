@@ -21,15 +21,44 @@
 #include "meter/meter.h"
 #include "replay.h"
 
+static void print_stats(FILE *f, const struct rm_replay_result *res, int json);
+
+/* 0, or -errno once standard output has failed (stdio keeps the error). */
+static int stdout_status(void)
+{
+	return ferror(stdout) ? -(errno ? errno : EIO) : 0;
+}
+
 static int print_json(void *arg, const struct rm_report *r)
 {
 	rm_report_write_json(stdout, r);
-	return 0;
+	return stdout_status();
 }
 
 static int print_text(void *arg, const struct rm_report *r)
 {
 	rm_report_write_text(stdout, r);
+	return stdout_status();
+}
+
+/* Write the statistics to path; 0, or -1 with the reason logged. */
+static int write_stats_json(const char *path, const struct rm_replay_result *res)
+{
+	FILE *f = fopen(path, "w");
+	int e;
+
+	if (!f) {
+		rm_log_cmd(RM_LOG_ERR, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	print_stats(f, res, 1);
+	e = fflush(f) || ferror(f) ? (errno ? errno : EIO) : 0;
+	if (fclose(f) && !e)
+		e = errno ? errno : EIO;
+	if (e) {
+		rm_log_cmd(RM_LOG_ERR, "%s: %s", path, strerror(e));
+		return -1;
+	}
 	return 0;
 }
 
@@ -62,8 +91,10 @@ static void usage(FILE *f)
 		"                             (default: a summary on standard error)\n"
 		"  -m, --max-contexts N       context table size (default %u)\n"
 		"  -h, --help                 this text\n\n"
-		"Exit status: 0 ok, 1 a capture could not be read (no report printed),\n"
-		"2 usage or configuration error.\n",
+		"Exit status: 0 ok, 1 a capture could not be read (no report printed) or\n"
+		"an output (standard output, --ipfix-out, --stats-json) could not be\n"
+		"written (the run stops at the first write error), 2 usage or\n"
+		"configuration error.\n",
 		RM_WINDOW_MIN, RM_WINDOW_MAX, RM_WINDOW_DEFAULT, RM_MAX_CONTEXTS_DEFAULT);
 }
 
@@ -88,7 +119,7 @@ static void print_stats(FILE *f, const struct rm_replay_result *res, int json)
 		fprintf(f, "  %-26s %" PRIu64 " (every open epoch closed with captureDiscontinuity)\n", "capture_faults",
 			res->capture_faults);
 	if (res->timestamps_backwards)
-		fprintf(f, "  %-26s %" PRIu64 " (run at the latest earlier time)\n", "timestamps_backwards",
+		fprintf(f, "  %-26s %" PRIu64 " (metered at the latest time seen)\n", "timestamps_backwards",
 			res->timestamps_backwards);
 	for (int i = 0; i < RM_STAT__COUNT; i++)
 		if (st[i])
@@ -114,14 +145,8 @@ static int finish(const struct rm_replay_result *res, const char *stats_json)
 {
 	if (res->have_stats) {
 		if (stats_json) {
-			FILE *f = fopen(stats_json, "w");
-
-			if (!f) {
-				rm_log_cmd(RM_LOG_ERR, "%s: %s", stats_json, strerror(errno));
+			if (write_stats_json(stats_json, res))
 				return RM_EXIT_FAIL;
-			}
-			print_stats(f, res, 1);
-			fclose(f);
 		} else {
 			print_stats(stderr, res, 0);
 			print_disabled(stderr, res);
@@ -134,8 +159,6 @@ static int finish(const struct rm_replay_result *res, const char *stats_json)
 			   res->timestamps_backwards, (res->backwards_max_ns + 999999) / 1000000);
 	if (res->id_exhausted)
 		rm_log_cmd(RM_LOG_WARNING, "%" PRIu64 " reports not made: an ID would wrap", res->id_exhausted);
-	if (res->output_failed)
-		return RM_EXIT_FAIL;
 	if (res->close_err[0]) {
 		rm_log_cmd(RM_LOG_ERR, "%s", res->close_err);
 		return RM_EXIT_FAIL;
@@ -208,11 +231,19 @@ static int cmd_replay(int argc, char **argv)
 					   "[provision] section); no connection will be metered");
 
 	ro.print = json ? print_json : ro.ipfix_out ? NULL : print_text;
+	ro.print_name = "standard output";
 	if (rm_replay_run(&ro, argv + optind, argc - optind, &res, err, sizeof(err))) {
 		rm_log_cmd(RM_LOG_ERR, "%s", err);
 		ret = RM_EXIT_FAIL;
 	} else {
-		ret = finish(&res, stats_json);
+		/* What is still buffered may fail too: the run is not done until
+		 * it is written. */
+		if (ro.print && (fflush(stdout) || ferror(stdout))) {
+			rm_log_cmd(RM_LOG_ERR, "standard output: %s", strerror(errno ? errno : EIO));
+			ret = RM_EXIT_FAIL;
+		} else {
+			ret = finish(&res, stats_json);
+		}
 	}
 	fflush(stdout);
 	rm_replay_result_free(&res);

@@ -21,8 +21,12 @@ struct rm_replay_opts {
 	const struct rm_config_file *cfg; /* [meter], [provision]; pen and observation_domain of [export] */
 	uint64_t report_interval_ms;      /* non-final reports every this many ms of capture time; 0: none */
 	const char *ipfix_out;            /* also write the reports as an IPFIX file; NULL: no */
-	rm_report_sink print;             /* each report as it is made (text, JSON Lines); NULL: none */
+	/* Each report as it is made (text, JSON Lines); NULL: none. Returns 0,
+	 * or -errno when its output failed: the run stops with a message naming
+	 * print_name ("standard output"). */
+	rm_report_sink print;
 	void *print_arg;
+	const char *print_name;
 };
 
 struct rm_replay_result {
@@ -36,7 +40,6 @@ struct rm_replay_result {
 	uint64_t id_exhausted;            /* reports not made: an ID would wrap */
 	struct rm_ctx_key *disabled;      /* connections a profile violation disabled (rm_replay_result_free) */
 	size_t n_disabled;
-	int output_failed;                /* a report could not be kept for the IPFIX file */
 	char close_err[300];              /* the IPFIX file failed at its close ("" if not) */
 };
 
@@ -44,7 +47,9 @@ struct rm_replay_result {
  * Check every file first (nothing is reported from a file set with a bad
  * file), then run the frames of files[0..nfiles-1] as one stream; at the end
  * of input every open epoch closes with a final report. Returns 0 with *res
- * filled, or -1 with one message in err (then nothing more is reported).
+ * filled, or -1 with one message in err (then nothing more is reported): a
+ * capture that cannot be read, or an output that cannot be written (the
+ * printer's or the IPFIX file's; the run stops at the first write error).
  */
 int rm_replay_run(const struct rm_replay_opts *o, char *const *files, int nfiles, struct rm_replay_result *res,
 		  char *err, size_t errlen);
