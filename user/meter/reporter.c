@@ -151,7 +151,9 @@ int rm_reporter_poll(struct rm_reporter *r, int timeout_ms)
 
 static uint64_t to_unix_ms(uint64_t ns, int64_t offset_ns)
 {
-	return (uint64_t)((int64_t)ns + offset_ns) / 1000000u;
+	/* Modular addition: right for a negative offset, and for capture times
+	 * past 2262 (offset 0), which a signed sum would not be. */
+	return (ns + (uint64_t)offset_ns) / 1000000u;
 }
 
 void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, const struct rm_seq_counters *s,
@@ -414,16 +416,18 @@ int rm_reporter_tick(struct rm_reporter *r, uint64_t now_ns)
 			if (s->idle_timeout_ns && due > s->idle_timeout_ns)
 				rm_reporter_walk(r, RM_CTL_CLOSE_IDLE, 0, due - s->idle_timeout_ns);
 			rm_reporter_walk(r, RM_CTL_SNAPSHOT, 0, 0);
-			/* The boundaries after `due` up to now see no request (a
-			 * tick comes before every frame, or every pass of the live
-			 * loop): nothing changed, nothing is due. Skip to the first
-			 * boundary after now; on capture time keep the grid. */
+			/* On capture time the boundaries after `due` up to now see
+			 * no request (a tick comes before every frame): nothing is
+			 * due on them; skip to the first boundary after now, on the
+			 * grid. Live, a late tick does not make up reports either:
+			 * the next boundary is one interval after now. */
 			if (r->capture_clock) {
 				uint64_t passed = now_ns - due - (now_ns - due) % s->report_interval_ns;
 
 				s->next_report_ns = add_sat(due, add_sat(passed, s->report_interval_ns));
-			} else
+			} else {
 				s->next_report_ns = add_sat(now_ns, s->report_interval_ns);
+			}
 		}
 	}
 	if (now_ns >= s->next_second_ns) {
