@@ -3,7 +3,7 @@
 # ring-buffer reporter and its schedule, the daemon, and the subcommands
 # `attach`, `detach` and `status`.
 BPF_NAMES      += meter
-ROCEMETER_SRCS += user/meter/meter.c user/meter/reporter.c user/meter/pins.c user/meter/observe.c \
+ROCEMETER_SRCS += user/meter/meter.c user/meter/reporter.c user/meter/pins.c user/meter/observe.c user/meter/clock.c \
                   user/meter/daemon.c user/meter/cmd_attach.c user/meter/cmd_detach.c \
                   user/meter/cmd_status.c
 # The BPF build of the engine across CPUs, the specification's examples,

@@ -6,3 +6,8 @@ ROCEMETER_SRCS += user/replay/capture.c user/replay/replay.c user/replay/cmd_rep
 # independent decoder, tests/lib/rocetest.py holds the helpers and a Python model
 # of the sequence observation algorithm.
 CHECK_SCRIPTS  += selftests/bpf/test_replay_captures.py selftests/bpf/test_replay_synthetic.py selftests/bpf/test_meter_parse.py
+# Capture time: report boundaries across gaps, idle expiry first, timestamps
+# that go backwards, near 0 or past 2038.
+CHECK_SCRIPTS  += selftests/bpf/test_replay_time.py
+# Write errors on the outputs (standard output, --ipfix-out, --stats-json).
+CHECK_SCRIPTS  += selftests/bpf/test_replay_outputs.py

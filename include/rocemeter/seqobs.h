@@ -482,7 +482,10 @@ static __always_inline int rm_seq_observe(struct rm_seq_state *st, __u64 *win, _
 	}
 
 	st->c.requests++;
-	st->c.last_ns = now;
+	/* flowEnd is the last accounted arrival, never before flowStart: an
+	 * arrival time read earlier (by another CPU, before the lock) leaves it. */
+	if (now > st->c.last_ns)
+		st->c.last_ns = now;
 	low = rm_seq_low(st);
 
 	if (u != 0 && u < RM_PSN_HALF) {

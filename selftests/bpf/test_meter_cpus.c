@@ -836,23 +836,28 @@ static void test_report_id_exhaustion(void **state)
 	struct fx f;
 	struct rm_reporter rep;
 	struct collected got = { 0 };
-	const uint32_t first[] = { 10, 11 }, later[] = { 12 };
+	const uint32_t first[] = { 10, 11 }, more[] = { 12 }, later[] = { 13 };
 
 	fx_load(&f, 64, 1);
-	assert_int_equal(rm_reporter_init(&rep, &f.m, 0, 0, 0, 0, collect_sink, &got), 0);
+	/* The meter runs on the replay clock: times are UNIX ns already. */
+	assert_int_equal(rm_reporter_init(&rep, &f.m, 0, 0, 0, 1, collect_sink, &got), 0);
 	rm_ids_set_limit(rep.ids, 3);
 	send_psns(&f, 0x42, first, 2);
 	assert_int_equal(rm_reporter_walk(&rep, RM_CTL_SNAPSHOT, 0, 0), 1);
 	assert_int_equal(got.n, 1);
 	assert_int_equal(got.r[0].report_id, 1);
 	assert_int_equal(got.r[0].flags, RM_FLAG_GENERATION_UNVERIFIED);
+	/* No request since: no non-final report is due (docs/architecture.md "Time"). */
+	assert_int_equal(rm_reporter_walk(&rep, RM_CTL_SNAPSHOT, 0, 0), 0);
+	assert_int_equal(got.n, 1);
+	send_psns(&f, 0x42, more, 1);
 	assert_int_equal(rm_reporter_walk(&rep, RM_CTL_SNAPSHOT, 0, 0), 1);
 	assert_int_equal(got.n, 3);
 	assert_int_equal(got.r[1].report_id, 2);
 	assert_int_equal(got.r[2].report_id, 3);
 	assert_int_equal(got.r[2].epoch_id, 1);
 	assert_int_equal(got.r[2].flags, RM_FLAG_FINAL_EPOCH | RM_FLAG_GENERATION_UNVERIFIED);
-	assert_int_equal(got.r[2].requests, 2);
+	assert_int_equal(got.r[2].requests, 3);
 	/* Nothing is open any more; the next request starts epoch 2. */
 	assert_int_equal(rm_reporter_walk(&rep, RM_CTL_SNAPSHOT, 0, 0), 0);
 	send_psns(&f, 0x42, later, 1);

@@ -204,7 +204,8 @@ def test_cnp_changes_nothing(tmp_path):
     assert r.reports == []
     assert r.stdout == ""
     expected = dict.fromkeys(t.STAT_NAMES, 0)
-    expected.update(frames=1, rocev2=1, cnp=1, frames_read=1, frames_truncated_by_capture=0, capture_faults=0)
+    expected.update(frames=1, rocev2=1, cnp=1, frames_read=1, frames_truncated_by_capture=0, capture_faults=0,
+                    timestamps_backwards=0)
     assert r.stats == expected
 
 

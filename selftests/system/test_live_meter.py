@@ -613,3 +613,42 @@ def test_periodic_reports_then_final(link):
                 assert r[name] == exp[k], (qp, name, r)
     assert rs
     check_seed_finals(reports)
+
+
+def test_wall_clock_step_keeps_flow_start(link, tmp_path, monkeypatch):
+    """The wall clock steps one day forward in the middle of an epoch
+    (ROCEMETER_TEST_WALLCLOCK_STEP_FILE adds it to the daemon's wall clock,
+    the host's stays as it is). Every report of that epoch keeps its
+    flowStartMilliseconds ([SEQOBS] "Collector Processing": immutable within
+    the epoch) and its flowEnd stays on the epoch's time base (less than a
+    day after the start); an epoch that starts after the step carries the
+    new wall time (docs/architecture.md "Time")."""
+    day_ms = 86400 * 1000
+    step = tmp_path / "wallclock-step"
+    step.write_text("0\n")
+    monkeypatch.setenv("ROCEMETER_TEST_WALLCLOCK_STEP_FILE", str(step))
+    d = link.attach("--provision-all", "--json", "--report-interval", "100")
+    qa, qb = 0x000201, 0x000202
+    link.send([send_only(qa, 1), send_only(qa, 2)], "before.pcap")
+    link.wait_frames(2)
+    first = wait_for(lambda: [r for r in d.reports() if r["rdmaDestinationQP"] == qa],
+                     "a periodic report of the first epoch")[0]
+    start = first["flowStartMilliseconds"]
+    step.write_text("%d\n" % day_ms)
+    link.send([send_only(qa, 3), send_only(qb, 1)], "after.pcap")
+    link.wait_frames(4)
+    wait_for(lambda: any(r["rdmaDestinationQP"] == qa and r["requestPacketTotalCount"] == 3 for r in d.reports()),
+             "a report of the first epoch after the step")
+    assert d.stop() == 0
+    latest_ms = time.time() * 1000 + day_ms
+    reports = d.reports()
+    ra = [r for r in reports if r["rdmaDestinationQP"] == qa]
+    rb = [r for r in reports if r["rdmaDestinationQP"] == qb]
+    assert len({r["rdmaSequenceEpochId"] for r in ra}) == 1, ra
+    assert ra[-1]["rdmaSequenceFlags"] & FINAL and ra[-1]["requestPacketTotalCount"] == 3
+    for r in ra:
+        assert r["flowStartMilliseconds"] == start, r
+        assert start <= r["flowEndMilliseconds"] < start + day_ms, r
+    assert len(rb) >= 1 and rb[-1]["rdmaSequenceFlags"] & FINAL
+    for r in rb:
+        assert start + day_ms <= r["flowStartMilliseconds"] <= r["flowEndMilliseconds"] <= latest_ms, r

@@ -13,8 +13,10 @@ selftests/bpf/test_meter_parse.py). Not a test file itself.
 - `SeqEpoch` / `ReplayModel`: an independent Python model of [SEQOBS]
   ("Applicability and Provisioning", "Bounded Sequence Observation
   Algorithm", "Per-Request Transitions", "Qualification Flags") and of what
-  `rocemeter replay --help` documents (final report per closure, non-final
-  reports every --report-interval of capture time, finals at end of input).
+  `rocemeter replay --help` and docs/architecture.md "Time" document (final
+  report per closure, non-final reports of changed epochs at the
+  --report-interval boundaries of capture time, finals at end of input, the
+  capture clock made non-decreasing).
   It keeps the PENDING positions as explicit intervals: it shares nothing
   with the bitmap engine in include/rocemeter/seqobs.h.
 - `compare_reports`: expected reports against the tool's JSON Lines.
@@ -264,6 +266,7 @@ class SeqEpoch:
         self.c = Counter(requests=1)
         self.first_ns = self.last_ns = ts_ns
         self.flags = 0
+        self.reported = None  # requests at the last non-final report
 
     @property
     def L(self):
@@ -385,6 +388,10 @@ class ReplayModel:
         self.next_report_ms = None
         self.ended = False
         self.capture_faults = 0
+        # The capture clock is made non-decreasing: a frame stamped before
+        # an earlier one arrives at the latest time seen (counted).
+        self.clock = None
+        self.backwards = 0
 
     def _emit(self, key, ep, final, tag):
         st = self.ctx[key]
@@ -401,6 +408,11 @@ class ReplayModel:
             ep = self.ctx[k]["epoch"]
             if idle_before is not None and ep.last_ns >= idle_before:
                 continue
+            # A non-final report is due only for an epoch that counted a
+            # request since its last report (its first: since it started).
+            if not final and ep.reported == ep.c["requests"]:
+                continue
+            ep.reported = ep.c["requests"]
             if final:
                 ep.close(reason)
             self._emit(k, ep, final, (self.event, first))
@@ -417,13 +429,23 @@ class ReplayModel:
         """cut: the capture's snap length cut the frame (caplen < wire length)."""
         assert not self.ended
         self.stats["frames"] += 1
+        if self.clock is not None and ts_ns < self.clock:
+            self.backwards += 1
+            ts_ns = self.clock
+        self.clock = ts_ns
         if self.interval:
             ms = ts_ns // 10**6
             if self.next_report_ms is None:
                 self.next_report_ms = ms + self.interval
-            while ms >= self.next_report_ms:
+            if ms >= self.next_report_ms:
+                # The first boundary passed: idle expiry as of that boundary
+                # first, then the changed epochs. Later boundaries before
+                # this frame find nothing changed: skipped.
+                due_ns = self.next_report_ms * 10**6
+                if self.idle_ns:
+                    self._walk(final=True, idle_before=due_ns - self.idle_ns)
                 self._walk(final=False)
-                self.next_report_ms += self.interval
+                self.next_report_ms += ((ms - self.next_report_ms) // self.interval + 1) * self.interval
         if self.idle_ns and ts_ns >= self.next_idle_sweep:
             if self.next_idle_sweep:
                 self._walk(final=True, idle_before=ts_ns - self.idle_ns)
@@ -551,4 +573,5 @@ def expected_stats(model, frames_read=None, truncated=0):
     s["frames_read"] = model.stats["frames"] if frames_read is None else frames_read
     s["frames_truncated_by_capture"] = truncated
     s["capture_faults"] = model.capture_faults
+    s["timestamps_backwards"] = model.backwards
     return s

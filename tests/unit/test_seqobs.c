@@ -299,6 +299,30 @@ static void bad_window(void **s)
 	free(c.win);
 }
 
+/*
+ * Arrival times that go backwards (live: two CPUs read the clock, the later
+ * reader takes the lock first) never move the last arrival back: [SEQOBS]
+ * "Export Profile and Template" makes flowStart/flowEnd the first and last
+ * accounted arrival, so last >= first always.
+ */
+static void arrival_time_never_goes_back(void **s)
+{
+	struct ctx c;
+
+	ctx_init(&c, 8);
+	assert_int_equal(rm_seq_observe(&c.st, c.win, c.nwords, c.w, 10, 5000, &c.closed, &g_scratch), RM_SEQ_STARTED);
+	assert_int_equal(rm_seq_observe(&c.st, c.win, c.nwords, c.w, 11, 4000, &c.closed, &g_scratch),
+			 RM_SEQ_ACCOUNTED);
+	assert_int_equal(c.st.c.first_ns, 5000);
+	assert_int_equal(c.st.c.last_ns, 5000);
+	assert_int_equal(rm_seq_observe(&c.st, c.win, c.nwords, c.w, 12, 7000, &c.closed, &g_scratch),
+			 RM_SEQ_ACCOUNTED);
+	assert_int_equal(rm_seq_observe(&c.st, c.win, c.nwords, c.w, 11, 1, &c.closed, &g_scratch), RM_SEQ_ACCOUNTED);
+	assert_int_equal(c.st.c.last_ns, 7000);
+	assert_int_equal(c.st.c.requests, 4);
+	free(c.win);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -315,6 +339,7 @@ int main(void)
 		cmocka_unit_test(big_window_jumps),
 		cmocka_unit_test(odd_window),
 		cmocka_unit_test(bad_window),
+		cmocka_unit_test(arrival_time_never_goes_back),
 	};
 
 	return cmocka_run_group_tests_name("seqobs", tests, NULL, NULL);

@@ -244,7 +244,7 @@ static void reload(struct rm_daemon *d)
 	d->rep.generation_verified = nc->meter.generation_verified;
 	d->cfg.meter = nc->meter;
 	d->cfg.export.report_interval_ms = nc->export.report_interval_ms;
-	rm_reporter_set_schedule(&d->rep, d->cfg.export.report_interval_ms, d->cfg.meter.idle_timeout_ms, 0);
+	rm_reporter_set_schedule(&d->rep, d->cfg.export.report_interval_ms, d->cfg.meter.idle_timeout_ms);
 	rm_log(RM_LOG_NOTICE, "reload: configuration %s applied (window %u, %d provisioning lines)", d->config_path,
 	       nc->meter.window, nc->n_provision);
 done:
@@ -379,12 +379,11 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 		fclose(pidf);
 	}
 	if (rm_reporter_init(&d->rep, &d->meter, d->cfg.meter.observation_point_id, d->cfg.meter.namespace_vlan,
-			     d->cfg.meter.generation_verified,
-			     (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC)), live_sink_fn, &d->sink)) {
+			     d->cfg.meter.generation_verified, 0, live_sink_fn, &d->sink)) {
 		rm_errf(err, errlen, "out of memory");
 		goto fail;
 	}
-	rm_reporter_set_schedule(&d->rep, d->cfg.export.report_interval_ms, d->cfg.meter.idle_timeout_ms, 0);
+	rm_reporter_set_schedule(&d->rep, d->cfg.export.report_interval_ms, d->cfg.meter.idle_timeout_ms);
 	rc = rm_reporter_open_events(&d->rep);
 	if (rc) {
 		rm_errf(err, errlen, "cannot open the event ring buffer: %s", strerror(-rc));
@@ -436,7 +435,6 @@ int rm_daemon_step(struct rm_daemon *d, unsigned int flags)
 {
 	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
-	d->rep.time_offset_ns = (int64_t)(clock_ns(CLOCK_REALTIME) - now);
 	if (flags & RM_DAEMON_RELOAD)
 		reload(d);
 	if (d->sink.exporter) {

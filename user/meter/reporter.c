@@ -6,21 +6,114 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <glib.h>
 
+#include "clock.h"
 #include "reporter.h"
 
+/*
+ * What the reporter keeps of a context's open epoch: the offset its times
+ * are converted with, fixed when the epoch starts (flowStartMilliseconds is
+ * immutable within an epoch, [SEQOBS] "Collector Processing"), and the
+ * requests its last non-final report carried (a periodic report is due
+ * only if that changed). One entry per context key; an entry of an older
+ * generation is stale (its final was lost) and is replaced.
+ */
+struct epoch_time {
+	struct rm_ctx_key key; /* the hash table's key points here */
+	uint32_t gen;
+	int reported;
+	uint64_t reported_requests;
+	int64_t offset_ns; /* meter time + offset_ns = UNIX ns */
+};
+
+struct rm_epoch_times {
+	GHashTable *t;
+};
+
+static guint key_hash(gconstpointer p)
+{
+	const uint8_t *b = p;
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (size_t i = 0; i < sizeof(struct rm_ctx_key); i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+static gboolean key_equal(gconstpointer a, gconstpointer b)
+{
+	return memcmp(a, b, sizeof(struct rm_ctx_key)) == 0;
+}
+
+static void norm_key(struct rm_ctx_key *k, const struct rm_ctx_key *key)
+{
+	*k = *key;
+	k->_pad = 0;
+}
+
+/* The offset for an epoch starting now: 0 on capture time (already UNIX). */
+static int64_t offset_now(const struct rm_reporter *r)
+{
+	return r->capture_clock ? 0 : rm_clock_unix_offset_ns();
+}
+
+/* Start (or restart) the entry of key's epoch gen with the offset of now. */
+static struct epoch_time *epoch_start(struct rm_reporter *r, const struct rm_ctx_key *key, uint32_t gen)
+{
+	struct rm_ctx_key k;
+	struct epoch_time *e;
+
+	norm_key(&k, key);
+	e = g_hash_table_lookup(r->times->t, &k);
+	if (!e) {
+		e = calloc(1, sizeof(*e));
+		if (!e)
+			return NULL;
+		e->key = k;
+		g_hash_table_insert(r->times->t, &e->key, e);
+	}
+	e->gen = gen;
+	e->reported = 0;
+	e->reported_requests = 0;
+	e->offset_ns = offset_now(r);
+	return e;
+}
+
+static struct epoch_time *epoch_find(const struct rm_reporter *r, const struct rm_ctx_key *key, uint32_t gen)
+{
+	struct rm_ctx_key k;
+	struct epoch_time *e;
+
+	norm_key(&k, key);
+	e = g_hash_table_lookup(r->times->t, &k);
+	return e && e->gen == gen ? e : NULL;
+}
+
+static void epoch_forget(struct rm_reporter *r, const struct rm_ctx_key *key)
+{
+	struct rm_ctx_key k;
+
+	norm_key(&k, key);
+	g_hash_table_remove(r->times->t, &k);
+}
+
 int rm_reporter_init(struct rm_reporter *r, struct rm_meter *m, uint64_t observation_point_id, int vlan_ns,
-		     int generation_verified, int64_t time_offset_ns, rm_report_sink sink, void *sink_arg)
+		     int generation_verified, int capture_clock, rm_report_sink sink, void *sink_arg)
 {
 	memset(r, 0, sizeof(*r));
 	r->ids = rm_ids_new();
-	if (!r->ids)
+	r->times = calloc(1, sizeof(*r->times));
+	if (!r->ids || !r->times) {
+		rm_reporter_free(r);
 		return -1;
+	}
+	r->times->t = g_hash_table_new_full(key_hash, key_equal, NULL, free);
 	r->meter = m;
 	r->observation_point_id = observation_point_id;
 	r->vlan_ns = vlan_ns;
 	r->generation_verified = generation_verified;
-	r->time_offset_ns = time_offset_ns;
+	r->capture_clock = capture_clock;
 	r->sink = sink;
 	r->sink_arg = sink_arg;
 	return 0;
@@ -32,6 +125,12 @@ void rm_reporter_free(struct rm_reporter *r)
 	r->rb = NULL;
 	rm_ids_free(r->ids);
 	r->ids = NULL;
+	if (r->times) {
+		if (r->times->t)
+			g_hash_table_destroy(r->times->t);
+		free(r->times);
+		r->times = NULL;
+	}
 }
 
 int rm_reporter_open_events(struct rm_reporter *r)
@@ -50,19 +149,30 @@ int rm_reporter_poll(struct rm_reporter *r, int timeout_ms)
 	return r->rb ? ring_buffer__poll(r->rb, timeout_ms) : -EINVAL;
 }
 
-static uint64_t to_unix_ms(const struct rm_reporter *r, uint64_t ns)
+static uint64_t to_unix_ms(uint64_t ns, int64_t offset_ns)
 {
-	return (uint64_t)((int64_t)ns + r->time_offset_ns) / 1000000u;
+	/* Modular addition: right for a negative offset, and for capture times
+	 * past 2262 (offset 0), which a signed sum would not be. */
+	return (ns + (uint64_t)offset_ns) / 1000000u;
 }
 
 void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, const struct rm_seq_counters *s,
 			  int final)
 {
+	struct epoch_time *e = epoch_find(r, key, s->epoch_gen);
 	struct rm_report rep;
+	int64_t offset_ns;
 
+	/* No entry: the start event was lost or not read yet; the offset of now
+	 * is the best left (it differs from the start's only by a clock step). */
+	if (!e)
+		e = epoch_start(r, key, s->epoch_gen);
+	offset_ns = e ? e->offset_ns : offset_now(r);
 	memset(&rep, 0, sizeof(rep));
 	if (rm_ids_assign(r->ids, key, s->epoch_gen, final, &rep.epoch_id, &rep.report_id)) {
 		r->id_exhausted++;
+		if (final)
+			epoch_forget(r, key);
 		return;
 	}
 	rep.observation_point_id = r->observation_point_id;
@@ -74,8 +184,10 @@ void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, c
 	rep.vlan[1] = key->vlan[1];
 	rep.dest_qp = key->dest_qp;
 	rep.pkey = key->pkey;
-	rep.flow_start_ms = to_unix_ms(r, s->first_ns);
-	rep.flow_end_ms = to_unix_ms(r, s->last_ns);
+	/* One offset per epoch: a wall-clock step moves neither flowStart nor
+	 * the epoch's duration (docs/architecture.md "Time"). */
+	rep.flow_start_ms = to_unix_ms(s->first_ns, offset_ns);
+	rep.flow_end_ms = to_unix_ms(s->last_ns, offset_ns);
 	rep.window = s->window;
 	/* Closure bits only in final reports (the engine sets them only on closure). */
 	rep.flags = (uint16_t)(final ? (s->flags | RM_FLAG_FINAL_EPOCH) : 0);
@@ -92,11 +204,18 @@ void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, c
 	if (r->sink(r->sink_arg, &rep)) {
 		rm_ids_unassign(r->ids, key, s->epoch_gen, final, rep.epoch_id, rep.report_id);
 		r->not_serialized++;
+		if (final)
+			epoch_forget(r, key);
 		return;
 	}
 	r->reports++;
-	if (final)
+	if (final) {
 		r->final_reports++;
+		epoch_forget(r, key);
+	} else if (e) {
+		e->reported = 1;
+		e->reported_requests = s->requests;
+	}
 
 	/* Impending report-ID exhaustion ([SEQOBS]: the ID MUST NOT wrap): when
 	 * only the final's ID is left, close the epoch now, under its lock. */
@@ -120,6 +239,8 @@ int rm_reporter_on_event(void *ctx, void *data, size_t size)
 		return 0;
 	if (ev->type == RM_EV_EPOCH_FINAL)
 		rm_reporter_snapshot(r, &ev->key, &ev->snap, 1);
+	else if (ev->type == RM_EV_EPOCH_START)
+		epoch_start(r, &ev->key, ev->snap.epoch_gen);
 	return 0;
 }
 
@@ -135,6 +256,15 @@ static int by_first_arrival(const void *a, const void *b)
 	if (x->first_ns != y->first_ns)
 		return x->first_ns < y->first_ns ? -1 : 1;
 	return memcmp(&x->key, &y->key, sizeof(x->key));
+}
+
+/* The epoch's last non-final report carried these counters already. */
+static int unchanged(const struct rm_reporter *r, const struct rm_ctx_key *key, const struct rm_seq_counters *snap)
+{
+	const struct epoch_time *e = epoch_find(r, key, snap->epoch_gen);
+
+	/* Every change of the counters is an accounted request. */
+	return e && e->reported && e->reported_requests == snap->requests;
 }
 
 int rm_reporter_walk(struct rm_reporter *r, enum rm_ctl_op op, uint16_t reason, uint64_t idle_before_ns)
@@ -157,6 +287,8 @@ int rm_reporter_walk(struct rm_reporter *r, enum rm_ctl_op op, uint16_t reason, 
 		if (e)
 			goto out;
 		if (c.status != RM_CTL_OK)
+			continue;
+		if (op == RM_CTL_SNAPSHOT && unchanged(r, &key, &c.snap))
 			continue;
 		if (n == cap) {
 			struct open_ctx *t = realloc(open, (cap = cap ? cap * 2 : 64) * sizeof(*open));
@@ -242,8 +374,10 @@ int rm_reporter_evict(struct rm_reporter *r, unsigned int n)
 			break;
 		if (c.status == RM_CTL_OK)
 			rm_reporter_snapshot(r, &v[i].key, &c.snap, 1);
-		if (c.status == RM_CTL_OK || c.status == RM_CTL_NO_EPOCH)
+		if (c.status == RM_CTL_OK || c.status == RM_CTL_NO_EPOCH) {
+			epoch_forget(r, &v[i].key);
 			evicted++;
+		}
 	}
 	free(v);
 	return evicted;
@@ -252,12 +386,16 @@ int rm_reporter_evict(struct rm_reporter *r, unsigned int n)
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
 
-void rm_reporter_set_schedule(struct rm_reporter *r, uint64_t report_interval_ms, uint64_t idle_timeout_ms,
-			      int capture_clock)
+void rm_reporter_set_schedule(struct rm_reporter *r, uint64_t report_interval_ms, uint64_t idle_timeout_ms)
 {
 	r->sched.report_interval_ns = report_interval_ms * NS_PER_MS;
 	r->sched.idle_timeout_ns = idle_timeout_ms * NS_PER_MS;
-	r->sched.capture_clock = capture_clock;
+}
+
+/* a + b, or UINT64_MAX if that does not fit. */
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
 int rm_reporter_tick(struct rm_reporter *r, uint64_t now_ns)
@@ -267,14 +405,29 @@ int rm_reporter_tick(struct rm_reporter *r, uint64_t now_ns)
 
 	if (s->report_interval_ns) {
 		if (!s->next_report_ns)
-			s->next_report_ns = now_ns - now_ns % NS_PER_MS + s->report_interval_ns;
-		while (now_ns >= s->next_report_ns) {
+			s->next_report_ns = add_sat(now_ns - now_ns % NS_PER_MS, s->report_interval_ns);
+		if (now_ns >= s->next_report_ns) {
+			uint64_t due = s->next_report_ns;
+
 			rm_reporter_drain(r);
+			/* Idle expiry as of the boundary first: an epoch silent for
+			 * longer than the timeout gets its final, not one more
+			 * non-final report. */
+			if (s->idle_timeout_ns && due > s->idle_timeout_ns)
+				rm_reporter_walk(r, RM_CTL_CLOSE_IDLE, 0, due - s->idle_timeout_ns);
 			rm_reporter_walk(r, RM_CTL_SNAPSHOT, 0, 0);
-			if (s->capture_clock)
-				s->next_report_ns += s->report_interval_ns;
-			else
-				s->next_report_ns = now_ns + s->report_interval_ns;
+			/* On capture time the boundaries after `due` up to now see
+			 * no request (a tick comes before every frame): nothing is
+			 * due on them; skip to the first boundary after now, on the
+			 * grid. Live, a late tick does not make up reports either:
+			 * the next boundary is one interval after now. */
+			if (r->capture_clock) {
+				uint64_t passed = now_ns - due - (now_ns - due) % s->report_interval_ns;
+
+				s->next_report_ns = add_sat(due, add_sat(passed, s->report_interval_ns));
+			} else {
+				s->next_report_ns = add_sat(now_ns, s->report_interval_ns);
+			}
 		}
 	}
 	if (now_ns >= s->next_second_ns) {
@@ -282,7 +435,7 @@ int rm_reporter_tick(struct rm_reporter *r, uint64_t now_ns)
 			rm_reporter_drain(r);
 			rm_reporter_walk(r, RM_CTL_CLOSE_IDLE, 0, now_ns - s->idle_timeout_ns);
 		}
-		s->next_second_ns = now_ns + NS_PER_S;
+		s->next_second_ns = add_sat(now_ns, NS_PER_S);
 		bits |= RM_TICK_SECOND;
 	}
 	return bits;

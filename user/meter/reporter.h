@@ -25,12 +25,14 @@ struct ring_buffer;
 
 /* When rm_reporter_tick() reports and sweeps (rm_reporter_set_schedule()). */
 struct rm_schedule {
-	uint64_t report_interval_ns; /* non-final reports of open epochs; 0: finals only */
+	uint64_t report_interval_ns; /* non-final reports of changed epochs; 0: finals only */
 	uint64_t idle_timeout_ns;    /* the sweep closes epochs silent longer; 0: never */
-	int capture_clock;           /* 1: the clock is capture time (replay), 0: live */
 	uint64_t next_report_ns;     /* 0: not started */
 	uint64_t next_second_ns;     /* 0: not started */
 };
+
+/* Per open epoch: its time offset and what its last report carried (reporter.c). */
+struct rm_epoch_times;
 
 struct rm_reporter {
 	struct rm_meter *meter;
@@ -38,7 +40,8 @@ struct rm_reporter {
 	uint64_t observation_point_id;
 	int vlan_ns;              /* Templates carry the VLAN namespace keys */
 	int generation_verified;  /* 1: do not set generationUnverified */
-	int64_t time_offset_ns;   /* added to meter times to get UNIX ns (0 in replay) */
+	int capture_clock;        /* 1: meter times are UNIX ns (replay); 0: CLOCK_MONOTONIC (live) */
+	struct rm_epoch_times *times;
 	rm_report_sink sink;
 	void *sink_arg;
 	uint64_t reports;         /* reports handed to the sink */
@@ -49,10 +52,18 @@ struct rm_reporter {
 	struct rm_schedule sched;
 };
 
-/* 0, or -1 if out of memory. */
+/*
+ * capture_clock: 1 if the meter's times are capture timestamps in UNIX ns
+ * (replay), 0 if they are CLOCK_MONOTONIC (live): then each epoch's times
+ * are converted with the monotonic-to-UNIX offset of its start
+ * (rm_clock_unix_offset_ns() when its start event is read), so that a
+ * wall-clock step changes neither flowStartMilliseconds nor the epoch's
+ * duration; epochs that start after the step carry the new wall time.
+ * Returns 0, or -1 if out of memory.
+ */
 int rm_reporter_init(struct rm_reporter *r, struct rm_meter *m, uint64_t observation_point_id, int vlan_ns,
-		     int generation_verified, int64_t time_offset_ns, rm_report_sink sink, void *sink_arg);
-/* Frees the IDs and the event ring buffer. */
+		     int generation_verified, int capture_clock, rm_report_sink sink, void *sink_arg);
+/* Frees the IDs, the epochs' times and the event ring buffer. */
 void rm_reporter_free(struct rm_reporter *r);
 
 /*
@@ -74,7 +85,8 @@ void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, c
 
 /*
  * Handle a ring-buffer record (struct rm_event) from the meter: a final
- * snapshot becomes a final report; an epoch start needs no report.
+ * snapshot becomes a final report; an epoch start fixes the epoch's time
+ * offset (no report).
  * Signature fits libbpf's ring_buffer_sample_fn (ctx = the reporter).
  */
 int rm_reporter_on_event(void *ctx, void *data, size_t size);
@@ -82,7 +94,8 @@ int rm_reporter_on_event(void *ctx, void *data, size_t size);
 /*
  * For every context with an open epoch, in the order of first arrival, run
  * one control operation under the context's lock and report the result:
- *   RM_CTL_SNAPSHOT    a non-final report;
+ *   RM_CTL_SNAPSHOT    a non-final report, only of an epoch that counted a
+ *                      request since its last report (or has none yet);
  *   RM_CTL_CLOSE       close with the closure bits `reason` (finalEpoch is
  *                      always set), final report;
  *   RM_CTL_CLOSE_IDLE  close (finalEpoch alone) only epochs whose last
@@ -103,29 +116,32 @@ int rm_reporter_evict(struct rm_reporter *r, unsigned int n);
 
 /*
  * The schedule of rm_reporter_tick(), in ms as configured: non-final
- * reports every report_interval_ms (0: none), epochs closed by the idle
- * sweep after idle_timeout_ms of silence (0: never). capture_clock says
- * which clock the ticks bring (see rm_reporter_tick()). May be called again
- * (a reload): the next report stays where it was scheduled.
+ * reports on boundaries report_interval_ms apart (0: none), epochs closed
+ * by the idle sweep after idle_timeout_ms of silence (0: never). May be
+ * called again (a reload): the next boundary stays where it was.
  */
-void rm_reporter_set_schedule(struct rm_reporter *r, uint64_t report_interval_ms, uint64_t idle_timeout_ms,
-			      int capture_clock);
+void rm_reporter_set_schedule(struct rm_reporter *r, uint64_t report_interval_ms, uint64_t idle_timeout_ms);
 
 /* rm_reporter_tick() found a new second of its clock: time for once-a-second work. */
 #define RM_TICK_SECOND 0x1
 
 /*
  * Periodic reports and the idle sweep, for `attach` (now_ns: the kernel's
- * monotonic clock, the meter's) and `replay` (now_ns: the capture time of
- * the next frame, before it is run). The ring buffer is drained before
- * every walk, so that the datapath's finals come first.
- *   - Non-final reports (RM_CTL_SNAPSHOT walk) on boundaries one interval
- *     apart, the first one interval after the first tick's millisecond.
- *     On capture time every boundary passed gets its walk: a frame after
- *     a silence of several intervals brings one report per interval, as a
- *     live meter would have made them. A live tick that comes late walks
- *     once and the next boundary is one interval after it: a stalled daemon
- *     does not make up reports in a burst.
+ * monotonic clock, the meter's; called on every pass of the loop) and
+ * `replay` (now_ns: the capture clock of the next frame, before it is run;
+ * never decreasing). The ring buffer is drained before every walk, so that
+ * the datapath's finals come first. docs/architecture.md "Time":
+ *   - Boundaries one interval apart, the first one interval after the
+ *     first tick's millisecond. When now reaches the next boundary b:
+ *     first epochs silent for longer than idle_timeout at b close
+ *     (finalEpoch, RM_CTL_CLOSE_IDLE walk); then every open epoch that
+ *     counted a request since its last report gets a non-final report
+ *     (RM_CTL_SNAPSHOT walk); an unchanged epoch gets none. The boundaries
+ *     after b up to now come before any new request, so nothing is due on
+ *     them: the next boundary is the first one after now (capture time:
+ *     on the grid of the first; live: one interval after now). So a gap
+ *     of any length costs one walk, and every epoch has at most one
+ *     non-final report per request plus its final.
  *   - Once a second of the clock (the first tick included), epochs whose
  *     last request is more than idle_timeout older than now close with
  *     finalEpoch (RM_CTL_CLOSE_IDLE walk), and RM_TICK_SECOND is returned.

@@ -69,6 +69,27 @@ struct rm_capture *rm_capture_open(char *const *files, int n, char *err, size_t 
 	return c;
 }
 
+/*
+ * A header's timestamp in UNIX ns (nanosecond precision was requested:
+ * tv_usec holds nanoseconds). The classic format's seconds are an unsigned
+ * 32-bit field (up to 2106), which libpcap hands over as signed: a negative
+ * value down to -2^31 is that field past 2038. Saturates instead of
+ * wrapping; the replay clock copes with any value (docs/architecture.md
+ * "Time").
+ */
+static uint64_t ts_ns_of(const struct timeval *tv)
+{
+	int64_t sec = tv->tv_sec;
+
+	if (sec < 0 && sec >= INT32_MIN)
+		sec += (int64_t)1 << 32;
+	if (sec < 0)
+		return 0;
+	if ((uint64_t)sec > (UINT64_MAX - 999999999u) / 1000000000u)
+		return UINT64_MAX;
+	return (uint64_t)sec * 1000000000u + (uint64_t)tv->tv_usec;
+}
+
 int rm_capture_next(struct rm_capture *c, struct rm_frame *f, char *err, size_t errlen)
 {
 	struct pcap_pkthdr *h;
@@ -88,8 +109,7 @@ int rm_capture_next(struct rm_capture *c, struct rm_frame *f, char *err, size_t 
 			f->data = d;
 			f->caplen = h->caplen;
 			f->wirelen = h->len;
-			/* nanosecond precision was requested: tv_usec holds nanoseconds */
-			f->ts_ns = (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
+			f->ts_ns = ts_ns_of(&h->ts);
 			return 1;
 		}
 		if (r == PCAP_ERROR) {

@@ -21,15 +21,44 @@
 #include "meter/meter.h"
 #include "replay.h"
 
+static void print_stats(FILE *f, const struct rm_replay_result *res, int json);
+
+/* 0, or -errno once standard output has failed (stdio keeps the error). */
+static int stdout_status(void)
+{
+	return ferror(stdout) ? -(errno ? errno : EIO) : 0;
+}
+
 static int print_json(void *arg, const struct rm_report *r)
 {
 	rm_report_write_json(stdout, r);
-	return 0;
+	return stdout_status();
 }
 
 static int print_text(void *arg, const struct rm_report *r)
 {
 	rm_report_write_text(stdout, r);
+	return stdout_status();
+}
+
+/* Write the statistics to path; 0, or -1 with the reason logged. */
+static int write_stats_json(const char *path, const struct rm_replay_result *res)
+{
+	FILE *f = fopen(path, "w");
+	int e;
+
+	if (!f) {
+		rm_log_cmd(RM_LOG_ERR, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	print_stats(f, res, 1);
+	e = fflush(f) || ferror(f) ? (errno ? errno : EIO) : 0;
+	if (fclose(f) && !e)
+		e = errno ? errno : EIO;
+	if (e) {
+		rm_log_cmd(RM_LOG_ERR, "%s: %s", path, strerror(e));
+		return -1;
+	}
 	return 0;
 }
 
@@ -38,17 +67,22 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: rocemeter replay [OPTIONS] PCAP...\n\n"
 		"Run the XDP meter over capture files (pcap or pcapng, Ethernet), in the\n"
-		"order given, as one stream, with the capture timestamps as arrival times.\n"
+		"order given, as one stream, with the capture timestamps as arrival times\n"
+		"(made non-decreasing: a frame stamped before an earlier one is metered at\n"
+		"the latest time seen, counted as timestamps_backwards).\n"
 		"Prints one report per line: a final report at each closure, non-final\n"
-		"reports every --report-interval of capture time, and at the end of input a\n"
-		"final report (finalEpoch) for every open epoch.\n\n"
+		"reports at every --report-interval boundary of capture time of the epochs\n"
+		"that counted a request since their last report (epochs idle longer than\n"
+		"idle_timeout_ms close first), and at the end of input a final report\n"
+		"(finalEpoch) for every open epoch.\n\n"
 		"Options:\n"
 		"  -c, --config FILE          configuration file ([meter] and [provision])\n"
 		"  -w, --window W             history width W in PSN positions, %u..%u\n"
 		"                             (default %u, or the config file's)\n"
 		"  -a, --provision-all        meter every RC connection seen (the operator\n"
 		"                             asserts that the sequence observation profile applies)\n"
-		"  -i, --report-interval MS   non-final reports every MS ms of capture time\n"
+		"  -i, --report-interval MS   report boundaries every MS ms of capture time:\n"
+		"                             non-final reports of the epochs that changed\n"
 		"                             (default: final reports only)\n"
 		"  -j, --json                 JSON Lines, keys = the Information Element names\n"
 		"  -o, --ipfix-out FILE       also write the reports as an IPFIX file (the\n"
@@ -57,8 +91,10 @@ static void usage(FILE *f)
 		"                             (default: a summary on standard error)\n"
 		"  -m, --max-contexts N       context table size (default %u)\n"
 		"  -h, --help                 this text\n\n"
-		"Exit status: 0 ok, 1 a capture could not be read (no report printed),\n"
-		"2 usage or configuration error.\n",
+		"Exit status: 0 ok, 1 a capture could not be read (no report printed) or\n"
+		"an output (standard output, --ipfix-out, --stats-json) could not be\n"
+		"written (the run stops at the first write error), 2 usage or\n"
+		"configuration error.\n",
 		RM_WINDOW_MIN, RM_WINDOW_MAX, RM_WINDOW_DEFAULT, RM_MAX_CONTEXTS_DEFAULT);
 }
 
@@ -69,8 +105,8 @@ static void print_stats(FILE *f, const struct rm_replay_result *res, int json)
 	if (json) {
 		fprintf(f,
 			"{\"frames_read\": %" PRIu64 ", \"frames_truncated_by_capture\": %" PRIu64
-			", \"capture_faults\": %" PRIu64,
-			res->frames_read, res->truncated, res->capture_faults);
+			", \"capture_faults\": %" PRIu64 ", \"timestamps_backwards\": %" PRIu64,
+			res->frames_read, res->truncated, res->capture_faults, res->timestamps_backwards);
 		for (int i = 0; i < RM_STAT__COUNT; i++)
 			fprintf(f, ", \"%s\": %" PRIu64, rm_stat_name(i), st[i]);
 		fprintf(f, "}\n");
@@ -82,6 +118,9 @@ static void print_stats(FILE *f, const struct rm_replay_result *res, int json)
 	if (res->capture_faults)
 		fprintf(f, "  %-26s %" PRIu64 " (every open epoch closed with captureDiscontinuity)\n", "capture_faults",
 			res->capture_faults);
+	if (res->timestamps_backwards)
+		fprintf(f, "  %-26s %" PRIu64 " (metered at the latest time seen)\n", "timestamps_backwards",
+			res->timestamps_backwards);
 	for (int i = 0; i < RM_STAT__COUNT; i++)
 		if (st[i])
 			fprintf(f, "  %-26s %" PRIu64 "\n", rm_stat_name(i), st[i]);
@@ -106,23 +145,20 @@ static int finish(const struct rm_replay_result *res, const char *stats_json)
 {
 	if (res->have_stats) {
 		if (stats_json) {
-			FILE *f = fopen(stats_json, "w");
-
-			if (!f) {
-				rm_log_cmd(RM_LOG_ERR, "%s: %s", stats_json, strerror(errno));
+			if (write_stats_json(stats_json, res))
 				return RM_EXIT_FAIL;
-			}
-			print_stats(f, res, 1);
-			fclose(f);
 		} else {
 			print_stats(stderr, res, 0);
 			print_disabled(stderr, res);
 		}
 	}
+	if (res->timestamps_backwards)
+		rm_log_cmd(RM_LOG_WARNING,
+			   "warning: %" PRIu64 " frames stamped before an earlier frame (up to %" PRIu64
+			   " ms back) were metered at the latest time seen",
+			   res->timestamps_backwards, (res->backwards_max_ns + 999999) / 1000000);
 	if (res->id_exhausted)
 		rm_log_cmd(RM_LOG_WARNING, "%" PRIu64 " reports not made: an ID would wrap", res->id_exhausted);
-	if (res->output_failed)
-		return RM_EXIT_FAIL;
 	if (res->close_err[0]) {
 		rm_log_cmd(RM_LOG_ERR, "%s", res->close_err);
 		return RM_EXIT_FAIL;
@@ -195,11 +231,19 @@ static int cmd_replay(int argc, char **argv)
 					   "[provision] section); no connection will be metered");
 
 	ro.print = json ? print_json : ro.ipfix_out ? NULL : print_text;
+	ro.print_name = "standard output";
 	if (rm_replay_run(&ro, argv + optind, argc - optind, &res, err, sizeof(err))) {
 		rm_log_cmd(RM_LOG_ERR, "%s", err);
 		ret = RM_EXIT_FAIL;
 	} else {
-		ret = finish(&res, stats_json);
+		/* What is still buffered may fail too: the run is not done until
+		 * it is written. */
+		if (ro.print && (fflush(stdout) || ferror(stdout))) {
+			rm_log_cmd(RM_LOG_ERR, "standard output: %s", strerror(errno ? errno : EIO));
+			ret = RM_EXIT_FAIL;
+		} else {
+			ret = finish(&res, stats_json);
+		}
 	}
 	fflush(stdout);
 	rm_replay_result_free(&res);

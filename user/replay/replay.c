@@ -26,11 +26,24 @@ struct replay {
 	struct rm_ipfix_encoder enc;
 	struct rm_report *pending; /* reports not yet written to the IPFIX file */
 	size_t n_pending, cap_pending;
-	uint32_t export_time; /* capture time of the last frame, UNIX s */
+	uint32_t export_time; /* the capture clock, UNIX s */
+	uint64_t clock_ns;    /* the capture clock: the latest frame timestamp so far */
 	int templates_written;
-	int failed;
+	int failed;            /* an output failed: stop */
+	int fail_errno;        /* why */
+	const char *fail_what; /* the output that failed, for the message */
 	uint64_t short_frames;
 };
+
+/* The first output failure stops the run (rm_replay_run() says which). */
+static void fail(struct replay *p, const char *what, int e)
+{
+	if (p->failed)
+		return;
+	p->failed = 1;
+	p->fail_what = what;
+	p->fail_errno = e ? e : EIO;
+}
 
 /* Write the pending reports (after the Templates, first time) to the IPFIX file. */
 static int ipfix_flush(struct replay *p)
@@ -41,8 +54,12 @@ static int ipfix_flush(struct replay *p)
 	if (!p->templates_written) {
 		size_t len = rm_ipfix_templates_msg(&p->enc, p->export_time, buf, sizeof(buf));
 
-		if (!len || fwrite(buf, 1, len, p->ipfix) != len) {
-			p->failed = 1;
+		if (!len) {
+			fail(p, p->o->ipfix_out, EMSGSIZE);
+			return -1;
+		}
+		if (fwrite(buf, 1, len, p->ipfix) != len) {
+			fail(p, p->o->ipfix_out, errno);
 			return -1;
 		}
 		p->templates_written = 1;
@@ -51,8 +68,12 @@ static int ipfix_flush(struct replay *p)
 		size_t used = 0, len = rm_ipfix_data_msg(&p->enc, p->export_time, p->pending + done,
 							 p->n_pending - done, &used, buf, sizeof(buf));
 
-		if (!len || !used || fwrite(buf, 1, len, p->ipfix) != len) {
-			p->failed = 1;
+		if (!len || !used) {
+			fail(p, p->o->ipfix_out, EMSGSIZE);
+			return -1;
+		}
+		if (fwrite(buf, 1, len, p->ipfix) != len) {
+			fail(p, p->o->ipfix_out, errno);
 			return -1;
 		}
 		done += used;
@@ -65,15 +86,21 @@ static int sink(void *arg, const struct rm_report *r)
 {
 	struct replay *p = arg;
 
-	if (p->o->print)
-		p->o->print(p->o->print_arg, r);
+	int e;
+
+	if (p->failed)
+		return -1; /* stopping: make no more reports */
+	if (p->o->print && (e = p->o->print(p->o->print_arg, r)) < 0) {
+		fail(p, p->o->print_name ? p->o->print_name : "output", -e);
+		return -1;
+	}
 	if (p->ipfix) {
 		if (p->n_pending == p->cap_pending) {
 			size_t cap = p->cap_pending ? p->cap_pending * 2 : 256;
 			struct rm_report *t = realloc(p->pending, cap * sizeof(*t));
 
 			if (!t) {
-				p->failed = 1;
+				fail(p, p->o->ipfix_out, ENOMEM);
 				return -1;
 			}
 			p->pending = t;
@@ -104,11 +131,11 @@ static int setup(struct replay *p, char *err, size_t errlen)
 		rm_ipfix_init(&p->enc, cfg->export.pen, cfg->export.observation_domain, cfg->meter.namespace_vlan);
 	}
 	if (rm_reporter_init(&p->rep, &p->meter, cfg->meter.observation_point_id, cfg->meter.namespace_vlan,
-			     cfg->meter.generation_verified, 0, sink, p)) {
+			     cfg->meter.generation_verified, 1, sink, p)) {
 		rm_errf(err, errlen, "out of memory");
 		return -1;
 	}
-	rm_reporter_set_schedule(&p->rep, p->o->report_interval_ms, cfg->meter.idle_timeout_ms, 1);
+	rm_reporter_set_schedule(&p->rep, p->o->report_interval_ms, cfg->meter.idle_timeout_ms);
 	rc = rm_reporter_open_events(&p->rep);
 	if (rc) {
 		rm_errf(err, errlen, "cannot open the event ring buffer: %s", strerror(-rc));
@@ -121,10 +148,21 @@ static int setup(struct replay *p, char *err, size_t errlen)
 static int run_frame(struct replay *p, const struct rm_frame *fr, uint64_t frame_no, struct rm_replay_result *res,
 		     char *err, size_t errlen)
 {
+	uint64_t now = fr->ts_ns;
 	int r;
 
-	p->export_time = (uint32_t)(fr->ts_ns / 1000000000ull);
-	rm_reporter_tick(&p->rep, fr->ts_ns);
+	/* The clock never goes back (docs/architecture.md "Time"): a frame
+	 * stamped before an earlier one arrives at the latest time seen, so
+	 * that no epoch ends before it starts and no silence is invented. */
+	if (frame_no > 1 && now < p->clock_ns) {
+		res->timestamps_backwards++;
+		if (p->clock_ns - now > res->backwards_max_ns)
+			res->backwards_max_ns = p->clock_ns - now;
+		now = p->clock_ns;
+	}
+	p->clock_ns = now;
+	p->export_time = (uint32_t)(now / 1000000000ull);
+	rm_reporter_tick(&p->rep, now);
 	if (fr->caplen < fr->wirelen)
 		res->truncated++;
 	/* The kernel runs XDP only on frames of at least an Ethernet
@@ -138,7 +176,7 @@ static int run_frame(struct replay *p, const struct rm_frame *fr, uint64_t frame
 		}
 		return 0;
 	}
-	r = rm_meter_replay_frame(&p->meter, fr->data, fr->caplen, fr->wirelen, fr->ts_ns);
+	r = rm_meter_replay_frame(&p->meter, fr->data, fr->caplen, fr->wirelen, now);
 	if (r < 0) {
 		rm_errf(err, errlen, "frame %" PRIu64 ": BPF_PROG_TEST_RUN: %s", frame_no, strerror(-r));
 		return -1;
@@ -202,15 +240,17 @@ int rm_replay_run(const struct rm_replay_opts *o, char *const *files, int nfiles
 		res->frames_read++;
 		if (run_frame(&p, &fr, res->frames_read, res, err, errlen))
 			goto out;
+		if (p.failed)
+			goto write_failed;
 	}
 	if (r < 0)
 		goto out;
 	rm_reporter_drain(&p.rep);
 	rm_reporter_walk(&p.rep, RM_CTL_CLOSE, 0, 0);
-	if (p.ipfix && ipfix_flush(&p)) {
-		rm_errf(err, errlen, "%s: write failed", o->ipfix_out);
-		goto out;
-	}
+	if (p.ipfix && !p.failed)
+		ipfix_flush(&p);
+	if (p.failed)
+		goto write_failed;
 	if (rm_meter_read_stats(p.meter.stats_fd, res->stats) == 0) {
 		res->have_stats = 1;
 		res->stats[RM_STAT_FRAMES] += p.short_frames;
@@ -218,8 +258,10 @@ int rm_replay_run(const struct rm_replay_opts *o, char *const *files, int nfiles
 	}
 	collect_disabled(&p, res);
 	res->id_exhausted = p.rep.id_exhausted;
-	res->output_failed = p.failed;
 	ret = 0;
+	goto out;
+write_failed:
+	rm_errf(err, errlen, "%s: %s", p.fail_what, strerror(p.fail_errno));
 out:
 	if (p.ipfix && fclose(p.ipfix) && ret == 0)
 		rm_errf(res->close_err, sizeof(res->close_err), "%s: %s", o->ipfix_out, strerror(errno));
