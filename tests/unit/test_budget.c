@@ -23,7 +23,7 @@
 #include "rocemeter/seqobs.h"
 
 /* docs/collector.md "Memory budget" */
-#define EPOCH_BYTES 768u
+#define EPOCH_BYTES    768u
 #define TEMPLATE_BYTES 512u
 
 /* What the budget's callback saw. */
@@ -67,7 +67,7 @@ static void test_take_give(void **state)
 	assert_int_equal(refused_bytes, 401);
 	assert_int_equal(rm_budget_used(b), 600);
 	assert_int_equal(rm_budget_take(b, 400, "x"), 0); /* exactly full */
-	assert_int_equal(rm_budget_try(b, 1), -1);         /* try: no callback */
+	assert_int_equal(rm_budget_try(b, 1), -1);        /* try: no callback */
 	assert_int_equal(n_refused, 1);
 	assert_int_equal(rm_budget_refusals(b), 1);
 	rm_budget_give(b, 1000);
