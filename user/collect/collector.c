@@ -1083,7 +1083,15 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 		}
 		if (rc > 0 && (pfd[0].revents & POLLIN))
 			on_accept(&srv);
-		batch_commit(&srv); /* the round's Messages, before poll() blocks */
+		/*
+		 * The round's Messages before poll() blocks; while sessions have
+		 * more, the batch bounds of process_buffer() decide.
+		 */
+		more = 0;
+		for (size_t i = 0; i < srv.nconns; i++)
+			more |= srv.conns[i]->more && !srv.conns[i]->closing;
+		if (!more)
+			batch_commit(&srv);
 		mono = mono_ms();
 		if (mono - last_tick >= TICK_MS) {
 			tick(&srv, now_ms(), mono);
