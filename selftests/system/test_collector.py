@@ -565,9 +565,12 @@ def test_unauthorised_peer_refused(collector, cert):
         s.close()
     except ssl.SSLError:
         pass  # refused during the handshake itself
-    (sess,) = collector.wait_ended(1)
-    assert "TLS handshake failed" in sess["end_reason"] or "not authorised" in sess["end_reason"]
-    assert sess["records"] == 0
+    # never a Transport Session: no sessions row, counted per source and minute (docs/collector.md)
+    collector.wait_for(lambda: collector.query("SELECT * FROM connections"), "the refused connection counted")
+    (conn,) = collector.query("SELECT * FROM connections")
+    assert conn["outcome"] in ("handshake-failed", "not-authorised") and conn["count"] == 1
+    assert "TLS handshake failed" in conn["last_detail"] or "not authorised" in conn["last_detail"]
+    assert collector.query("SELECT * FROM sessions") == []
     assert epochs(collector) == []
 
 
@@ -651,22 +654,23 @@ def test_limits(collector):
     s1.sendall(templates_msg() + data_msg(report(epoch=1), report(epoch=2), later(report(epoch=2), 2)))
     collector.wait_for(lambda: collector.query("SELECT * FROM drops WHERE kind='epoch-admission'"),
                        "epoch admission drop")
-    try:  # second session: over max_sessions, closed at once
+    try:  # second session: over max_sessions, closed after its handshake
         s2 = collector.connect()
         s2.sendall(templates_msg())
         s2.recv(1)
         s2.close()
     except (ssl.SSLError, OSError):
         pass
-    collector.wait_ended(1)
+    collector.wait_for(lambda: collector.query("SELECT * FROM connections"), "the refused connection counted")
     close_tls(s1)
-    collector.wait_ended(2)
+    collector.wait_ended(1)
     drops = {d["kind"]: d for d in collector.query("SELECT * FROM drops")}
     assert drops["epoch-admission"]["count"] == 1  # epoch 2 refused; its report 2 is then an orphan
-    assert drops["session-limit"]["count"] == 1
-    sess = collector.query("SELECT * FROM sessions ORDER BY id")
-    assert sess[0]["resource_drops"] == 1 and sess[0]["orphans"] == 1
-    assert "max_sessions" in sess[1]["end_reason"]
+    assert drops["session-limit"]["count"] == 1 and drops["session-limit"]["session_id"] == 0
+    (sess,) = collector.query("SELECT * FROM sessions ORDER BY id")  # the refused one is no session
+    assert sess["resource_drops"] == 1 and sess["orphans"] == 1
+    (conn,) = collector.query("SELECT * FROM connections")
+    assert conn["outcome"] == "session-limit" and "max_sessions" in conn["last_detail"]
     assert [e["epoch_id"] for e in epochs(collector)] == [1]
     assert "max_sessions 1" in collector.log() and "max_epochs 1" in collector.log()
     p = subprocess.run([BIN, "report", "--db", collector.db, "--limits"], capture_output=True, text=True)

@@ -109,6 +109,16 @@ static void defaults_are_documented(void **state)
 	assert_int_equal(cfg.collect.max_epochs, 100000);
 	assert_int_equal(cfg.collect.max_raw_records, 100000);
 	assert_int_equal(cfg.collect.inactivity_timeout_ms, 600000);
+	/* docs/collector.md "Collector limits" */
+	assert_int_equal(cfg.collect.max_handshakes, 16);
+	assert_int_equal(cfg.collect.max_handshakes_per_source, 4);
+	assert_int_equal(cfg.collect.handshake_timeout_ms, 5000);
+	assert_int_equal(cfg.collect.session_timeout_ms, 900000);
+	assert_int_equal(cfg.collect.message_timeout_ms, 30000);
+	assert_int_equal(cfg.collect.dead_peer_timeout_ms, 60000);
+	assert_int_equal(cfg.collect.max_raw_bytes, 67108864);
+	assert_int_equal(cfg.collect.max_raw_bytes_per_session, 8388608);
+	assert_int_equal(cfg.collect.max_memory_bytes, 1073741824);
 }
 
 /* The export port follows the transport when it is not given. */
@@ -198,6 +208,46 @@ static void example_file(void **state)
 	assert_int_equal(cfg.collect.max_epochs, 100000);
 	assert_int_equal(cfg.collect.max_raw_records, 100000);
 	assert_int_equal(cfg.collect.inactivity_timeout_ms, 600000);
+	assert_int_equal(cfg.collect.max_handshakes, 16);
+	assert_int_equal(cfg.collect.max_handshakes_per_source, 4);
+	assert_int_equal(cfg.collect.handshake_timeout_ms, 5000);
+	assert_int_equal(cfg.collect.session_timeout_ms, 900000);
+	assert_int_equal(cfg.collect.message_timeout_ms, 30000);
+	assert_int_equal(cfg.collect.dead_peer_timeout_ms, 60000);
+	assert_int_equal(cfg.collect.max_raw_bytes, 67108864);
+	assert_int_equal(cfg.collect.max_raw_bytes_per_session, 8388608);
+	assert_int_equal(cfg.collect.max_memory_bytes, 1073741824);
+}
+
+/* The collector's limits on a hostile network, each in its field, at the ends of their ranges. */
+static void every_collect_limit_key_lands(void **state)
+{
+	expect_ok("[collect]\n"
+		  "max_handshakes = 65536\n"
+		  "max_handshakes_per_source = 1\n"
+		  "handshake_timeout_ms = 100\n"
+		  "session_timeout_ms = 0\n"
+		  "message_timeout_ms = 3600000\n"
+		  "dead_peer_timeout_ms = 2000\n"
+		  "max_raw_bytes = 0\n"
+		  "max_raw_bytes_per_session = 1099511627776\n"
+		  "max_memory_bytes = 327680\n");
+	assert_int_equal(cfg.collect.max_handshakes, 65536);
+	assert_int_equal(cfg.collect.max_handshakes_per_source, 1);
+	assert_int_equal(cfg.collect.handshake_timeout_ms, 100);
+	assert_int_equal(cfg.collect.session_timeout_ms, 0);
+	assert_int_equal(cfg.collect.message_timeout_ms, 3600000);
+	assert_int_equal(cfg.collect.dead_peer_timeout_ms, 2000);
+	assert_int_equal(cfg.collect.max_raw_bytes, 0);
+	assert_int_equal(cfg.collect.max_raw_bytes_per_session, 1099511627776ull);
+	assert_int_equal(cfg.collect.max_memory_bytes, 327680);
+	expect_error("[collect]\nmax_handshakes = 0\n", 2, "max_handshakes: '0'");
+	expect_error("[collect]\nmax_handshakes_per_source = 65537\n", 2, "max_handshakes_per_source");
+	expect_error("[collect]\nhandshake_timeout_ms = 99\n", 2, "handshake_timeout_ms");
+	expect_error("[collect]\nmessage_timeout_ms = 0\n", 2, "message_timeout_ms");
+	expect_error("[collect]\ndead_peer_timeout_ms = 1999\n", 2, "dead_peer_timeout_ms");
+	expect_error("[collect]\nmax_raw_bytes = 1099511627777\n", 2, "max_raw_bytes");
+	expect_error("[collect]\nmax_memory_bytes = 327679\n", 2, "max_memory_bytes: '327679' is not an integer in 327680..");
 }
 
 /* Values other than the defaults, to see that each key lands in its field. */
@@ -366,6 +416,7 @@ int main(void)
 		cmocka_unit_test(export_port_follows_transport),
 		cmocka_unit_test(example_file),
 		cmocka_unit_test(every_meter_key_lands),
+		cmocka_unit_test(every_collect_limit_key_lands),
 		cmocka_unit_test(unknown_key),
 		cmocka_unit_test(unknown_section),
 		cmocka_unit_test(window_range),

@@ -54,18 +54,41 @@ static void collect_usage(FILE *f)
 		"                             enterprise-specific IEs (default %u)\n"
 		"  -h, --help                 this help\n"
 		"\n"
-		"Limits are logged at startup and shown by 'rocemeter report --limits'.\n"
-		"Refusals because of a limit are stored as collector resource drops.\n",
+		"Limits on a hostile network (docs/collector.md):\n"
+		"      --max-handshakes N     connections in the TLS handshake (default %u);\n"
+		"                             a new one evicts the oldest idle one\n"
+		"      --max-handshakes-per-source N  of them from one address (default %u)\n"
+		"      --handshake-timeout-ms MS  accept to authorised peer (default %u)\n"
+		"      --session-timeout-ms MS  end a session without an octet for MS\n"
+		"                             (default %u; 0 = never)\n"
+		"      --message-timeout-ms MS  end a session whose IPFIX Message is not\n"
+		"                             complete MS after its first octet (default %u)\n"
+		"      --dead-peer-timeout-ms MS  TCP keepalive and TCP_USER_TIMEOUT: reset\n"
+		"                             a connection silent for MS (default %u)\n"
+		"      --max-raw-bytes N      octets of raw records (record + Template) in the\n"
+		"                             database (default %llu)\n"
+		"      --max-raw-bytes-per-session N  the same per session (default %llu)\n"
+		"      --max-memory-bytes N   memory budget for handshakes, sessions, epochs\n"
+		"                             and Templates (default %llu)\n"
+		"\n"
+		"Unauthenticated connections take no session slot and leave no sessions row:\n"
+		"they are counted per source and minute. Limits are logged at startup and\n"
+		"shown by 'rocemeter report --limits'. Refusals because of a limit are stored\n"
+		"as collector resource drops.\n",
 		RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_MAX_SESSIONS_DEFAULT,
 		RM_MAX_EPOCHS_DEFAULT, RM_MAX_RAW_RECORDS_DEFAULT, RM_INACTIVITY_TIMEOUT_MS_DEFAULT,
-		RM_IPFIX_DEFAULT_PEN);
+		RM_IPFIX_DEFAULT_PEN, RM_MAX_HANDSHAKES_DEFAULT, RM_MAX_HANDSHAKES_PER_SOURCE_DEFAULT,
+		RM_HANDSHAKE_TIMEOUT_MS_DEFAULT, RM_SESSION_TIMEOUT_MS_DEFAULT, RM_MESSAGE_TIMEOUT_MS_DEFAULT,
+		RM_DEAD_PEER_TIMEOUT_MS_DEFAULT, (unsigned long long)RM_MAX_RAW_BYTES_DEFAULT,
+		(unsigned long long)RM_MAX_RAW_BYTES_PER_SESSION_DEFAULT, (unsigned long long)RM_MAX_MEMORY_BYTES_DEFAULT);
 }
 
 static struct rm_config_file cfg_file; /* large: static */
 
 static int cmd_collect(int argc, char **argv)
 {
-	enum { O_CERT = 256, O_KEY, O_CA, O_PEER, O_PLAIN, O_MAXS, O_MAXE, O_MAXR, O_INACT, O_PEN };
+	enum { O_CERT = 256, O_KEY, O_CA, O_PEER, O_PLAIN, O_MAXS, O_MAXE, O_MAXR, O_INACT, O_PEN, O_MAXH, O_MAXHS,
+	       O_HST, O_SESST, O_MSGT, O_DEADT, O_RAWB, O_RAWBS, O_MEM };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' }, { "db", required_argument, NULL, 'd' },
 		{ "config", required_argument, NULL, 'c' }, { "cert", required_argument, NULL, O_CERT },
@@ -74,6 +97,15 @@ static int cmd_collect(int argc, char **argv)
 		{ "max-sessions", required_argument, NULL, O_MAXS }, { "max-epochs", required_argument, NULL, O_MAXE },
 		{ "max-raw-records", required_argument, NULL, O_MAXR },
 		{ "inactivity-timeout-ms", required_argument, NULL, O_INACT }, { "pen", required_argument, NULL, O_PEN },
+		{ "max-handshakes", required_argument, NULL, O_MAXH },
+		{ "max-handshakes-per-source", required_argument, NULL, O_MAXHS },
+		{ "handshake-timeout-ms", required_argument, NULL, O_HST },
+		{ "session-timeout-ms", required_argument, NULL, O_SESST },
+		{ "message-timeout-ms", required_argument, NULL, O_MSGT },
+		{ "dead-peer-timeout-ms", required_argument, NULL, O_DEADT },
+		{ "max-raw-bytes", required_argument, NULL, O_RAWB },
+		{ "max-raw-bytes-per-session", required_argument, NULL, O_RAWBS },
+		{ "max-memory-bytes", required_argument, NULL, O_MEM },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	struct rm_collect_settings *cs = &cfg_file.collect;
@@ -148,6 +180,28 @@ static int cmd_collect(int argc, char **argv)
 			if (rm_opt_uint("--pen", optarg, RM_PEN_MIN, RM_PEN_MAX, &pen, err, sizeof(err)))
 				goto bad_value;
 			break;
+/* A [collect] number: the option's range is the key's (limits.h). */
+#define NUM_OPT(code, name, lo, hi, field)                                    \
+		case code:                                                    \
+			if (rm_opt_uint(name, optarg, lo, hi, &v, err, sizeof(err))) \
+				goto bad_value;                               \
+			field = v;                                            \
+			break;
+		NUM_OPT(O_MAXH, "--max-handshakes", RM_MAX_HANDSHAKES_MIN, RM_MAX_HANDSHAKES_MAX, cs->max_handshakes)
+		NUM_OPT(O_MAXHS, "--max-handshakes-per-source", RM_MAX_HANDSHAKES_MIN, RM_MAX_HANDSHAKES_MAX,
+			cs->max_handshakes_per_source)
+		NUM_OPT(O_HST, "--handshake-timeout-ms", RM_HANDSHAKE_TIMEOUT_MS_MIN, RM_HANDSHAKE_TIMEOUT_MS_MAX,
+			cs->handshake_timeout_ms)
+		NUM_OPT(O_SESST, "--session-timeout-ms", 0, RM_SESSION_TIMEOUT_MS_MAX, cs->session_timeout_ms)
+		NUM_OPT(O_MSGT, "--message-timeout-ms", RM_MESSAGE_TIMEOUT_MS_MIN, RM_MESSAGE_TIMEOUT_MS_MAX,
+			cs->message_timeout_ms)
+		NUM_OPT(O_DEADT, "--dead-peer-timeout-ms", RM_DEAD_PEER_TIMEOUT_MS_MIN, RM_DEAD_PEER_TIMEOUT_MS_MAX,
+			cs->dead_peer_timeout_ms)
+		NUM_OPT(O_RAWB, "--max-raw-bytes", 0, RM_MAX_RAW_BYTES_MAX, cs->max_raw_bytes)
+		NUM_OPT(O_RAWBS, "--max-raw-bytes-per-session", 0, RM_MAX_RAW_BYTES_MAX, cs->max_raw_bytes_per_session)
+		NUM_OPT(O_MEM, "--max-memory-bytes", RM_MAX_MEMORY_BYTES_MIN, RM_MAX_MEMORY_BYTES_MAX,
+			cs->max_memory_bytes)
+#undef NUM_OPT
 		default:
 			collect_usage(stderr);
 			return RM_EXIT_USAGE;
@@ -165,6 +219,10 @@ static int cmd_collect(int argc, char **argv)
 	if (!cs->tls.plain_tcp && (!cs->tls.cert[0] || !cs->tls.key[0] || !cs->tls.ca[0] || !cs->tls.n_peer_names)) {
 		rm_log_cmd(RM_LOG_ERR, "TLS needs --cert, --key, --ca and at least one --peer-name "
 				       "(or [collect] in --config); --plain-tcp disables TLS");
+		return RM_EXIT_USAGE;
+	}
+	if (rm_collect_memory_check(cs, err, sizeof(err)) < 0) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
 		return RM_EXIT_USAGE;
 	}
 

@@ -161,9 +161,64 @@ static void epoch_json(FILE *f, sqlite3_stmt *q)
 		fprintf(f, "%llu}\n", I64(q, C_RETIRED));
 }
 
+/* Limits of the run beyond the runs table's columns (run_limits, absent before those limits existed). */
+static void show_run_limits(sqlite3 *db, sqlite3_int64 run_id, int json)
+{
+	sqlite3_stmt *q;
+
+	if (sqlite3_prepare_v2(db,
+			       "SELECT name, value FROM run_limits WHERE run_id = ?1 AND name NOT IN ('max_sessions',"
+			       " 'max_epochs', 'max_raw_records', 'inactivity_timeout_ms') ORDER BY rowid",
+			       -1, &q, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_int64(q, 1, run_id);
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		if (json) {
+			printf(",");
+			json_str(stdout, TXT(q, 0));
+			printf(":%llu", I64(q, 1));
+		} else {
+			printf("  %-21s %llu\n", TXT(q, 0), I64(q, 1));
+		}
+	}
+	sqlite3_finalize(q);
+}
+
+/* Connections that never became Transport Sessions, by outcome (docs/collector.md "What is stored"). */
+static void show_refused_connections(sqlite3 *db, int json)
+{
+	sqlite3_stmt *q;
+	int n = 0;
+
+	if (json)
+		printf(",\"refused_connections\":{");
+	else
+		printf("connections that never became sessions (per source and minute in table connections):\n");
+	if (sqlite3_prepare_v2(db, "SELECT outcome, sum(count) FROM connections GROUP BY outcome ORDER BY outcome", -1,
+			       &q, NULL) == SQLITE_OK) {
+		while (sqlite3_step(q) == SQLITE_ROW) {
+			if (json) {
+				printf("%s", n ? "," : "");
+				json_str(stdout, TXT(q, 0));
+				printf(":%llu", I64(q, 1));
+			} else {
+				printf("  %-21s %llu\n", TXT(q, 0), I64(q, 1));
+			}
+			n++;
+		}
+		sqlite3_finalize(q);
+	}
+	if (json)
+		printf("}");
+	else if (!n)
+		printf("  none\n");
+}
+
 static int show_limits(sqlite3 *db, int json)
 {
 	sqlite3_stmt *q;
+	sqlite3_int64 run_id;
+	unsigned long long pen, raw_stored;
 	int rc = RM_EXIT_OK;
 
 	if (sqlite3_prepare_v2(db,
@@ -185,17 +240,27 @@ static int show_limits(sqlite3 *db, int json)
 		printf(",\"transport\":");
 		json_str(stdout, TXT(q, 4));
 		printf(",\"limits\":{\"max_sessions\":%llu,\"max_epochs_per_session\":%llu,\"max_raw_records\":%llu,"
-		       "\"inactivity_timeout_ms\":%llu},\"pen\":%llu,\"raw_records_stored\":%llu,\"drops\":{",
-		       I64(q, 5), I64(q, 6), I64(q, 7), I64(q, 8), I64(q, 9), I64(q, 10));
+		       "\"inactivity_timeout_ms\":%llu",
+		       I64(q, 5), I64(q, 6), I64(q, 7), I64(q, 8));
 	} else {
 		printf("collector run %llu (%s on %s, PEN %llu)\n", I64(q, 0), TXT(q, 4), TXT(q, 3), I64(q, 9));
 		printf("  max_sessions          %llu open Transport Sessions\n", I64(q, 5));
 		printf("  max_epochs            %llu retained epochs per session\n", I64(q, 6));
 		printf("  max_raw_records       %llu raw records (%llu stored)\n", I64(q, 7), I64(q, 10));
 		printf("  inactivity_timeout_ms %llu%s\n", I64(q, 8), I64(q, 8) ? "" : " (never)");
-		printf("collector resource drops (refusals by these limits, not network loss):\n");
 	}
+	run_id = sqlite3_column_int64(q, 0);
+	pen = I64(q, 9);
+	raw_stored = I64(q, 10);
 	sqlite3_finalize(q);
+	show_run_limits(db, run_id, json);
+	if (json)
+		printf("},\"pen\":%llu,\"raw_records_stored\":%llu", pen, raw_stored);
+	show_refused_connections(db, json);
+	if (json)
+		printf(",\"drops\":{");
+	else
+		printf("collector resource drops (refusals by these limits, not network loss):\n");
 	if (sqlite3_prepare_v2(db, "SELECT kind, sum(count) FROM drops GROUP BY kind ORDER BY kind", -1, &q, NULL) !=
 	    SQLITE_OK) {
 		rm_log_cmd(RM_LOG_ERR, "%s", sqlite3_errmsg(db));

@@ -20,11 +20,23 @@
  * with one transaction per Message (row IDs included).
  * A framing error, a truncated Message at EOF or a TLS failure ends only
  * that session, with its reason logged and stored.
+ *
+ * On a hostile network (docs/collector.md "Collector limits"): a TLS
+ * connection is a handshake, without session state or sessions row, until
+ * its peer is authorised; handshakes have their own pool (max_handshakes,
+ * per source, a timeout) in which a new connection evicts the oldest idle
+ * one; connections that never become sessions are counted per minute and
+ * source. Sessions end on TCP keepalive / TCP_USER_TIMEOUT, on silence
+ * (session_timeout_ms) and on an incomplete Message (message_timeout_ms).
+ * Each session is read for a bounded number of octets per loop turn.
+ * Memory for sessions, epochs and Templates comes from one budget
+ * (budget.h); raw records are bounded in octets, per session and in all.
  */
 #ifndef ROCEMETER_COLLECTOR_H
 #define ROCEMETER_COLLECTOR_H
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/config.h"
@@ -38,5 +50,12 @@
  * error (message logged).
  */
 int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatile sig_atomic_t *stop);
+
+/*
+ * The memory budget must hold the handshake reservation (max_handshakes x
+ * RM_BUDGET_HANDSHAKE_BYTES) and one session: 0, or -EINVAL with a
+ * one-line reason naming max_memory_bytes in err.
+ */
+int rm_collect_memory_check(const struct rm_collect_settings *cs, char *err, size_t errlen);
 
 #endif /* ROCEMETER_COLLECTOR_H */

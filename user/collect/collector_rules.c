@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/errmsg.h"
+#include "budget.h"
 #include "collector_rules.h"
 #include "rocemeter/seqobs.h"
 
@@ -18,6 +19,7 @@ struct rm_rules {
 	struct rm_rules_sink sink;
 	void *arg;
 	uint32_t sessions;
+	struct rm_budget *budget; /* NULL: epochs are bounded by max_epochs only */
 };
 
 struct domain_state {
@@ -343,6 +345,7 @@ static void retire(struct rm_epoch *e, const char *cause, uint64_t now_ms)
 		g_queue_unlink(&s->closed, &e->closed_link);
 	g_hash_table_remove(s->epochs, &e->hkey);
 	free(e);
+	rm_budget_give(s->rules->budget, RM_BUDGET_EPOCH_BYTES);
 }
 
 static void touch(struct rm_epoch *e, uint64_t now_ms)
@@ -451,6 +454,27 @@ static int make_room(struct rm_rsession *s, uint64_t now_ms)
 	return 0;
 }
 
+void rm_rules_set_budget(struct rm_rules *r, struct rm_budget *b)
+{
+	r->budget = b;
+}
+
+/* Charge a new epoch to the memory budget; the oldest closed epoch makes room if it must. 0 or -1 (refused). */
+static int budget_epoch(struct rm_rsession *s, uint64_t now_ms)
+{
+	struct rm_budget *b = s->rules->budget;
+
+	if (rm_budget_try(b, RM_BUDGET_EPOCH_BYTES) == 0)
+		return 0;
+	if (s->closed.head) {
+		retire(s->closed.head->data, "retired to make room (max_memory_bytes)", now_ms);
+		if (rm_budget_try(b, RM_BUDGET_EPOCH_BYTES) == 0)
+			return 0;
+	}
+	rm_budget_refuse(b, "epoch", RM_BUDGET_EPOCH_BYTES);
+	return -1;
+}
+
 static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const struct rm_report *r, uint64_t now_ms,
 			      char *why, size_t whylen)
 {
@@ -542,6 +566,11 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 		s->rules->sink.drop(s->rules->arg, s->id, domain, r->epoch_id, b);
 		logf_(s, "session %" PRIu64 " domain %u: %s (collector resource drop)", s->id, domain, b);
 		rm_errf(why, whylen, "%s", b);
+		return RM_V_RESOURCE_DROP;
+	}
+	if (budget_epoch(s, now_ms) < 0) {
+		free(e);
+		rm_errf(why, whylen, "epoch %" PRIu64 " refused: memory budget (max_memory_bytes)", r->epoch_id);
 		return RM_V_RESOURCE_DROP;
 	}
 	e->sess = s;

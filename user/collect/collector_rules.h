@@ -119,6 +119,17 @@ struct rm_rsession;
 
 /* Rules engine with the given limits; sink functions are called with arg. NULL on ENOMEM. */
 struct rm_rules *rm_rules_new(const struct rm_rules_limits *lim, const struct rm_rules_sink *sink, void *arg);
+
+struct rm_budget;
+/*
+ * Charge every retained epoch RM_BUDGET_EPOCH_BYTES to b (budget.h), from
+ * creation to retirement. Set before the first session. A new epoch that
+ * does not fit first retires the session's oldest closed epoch (as
+ * max_epochs does); if none is closed it is refused: verdict
+ * RM_V_RESOURCE_DROP, reported through the budget's callback (not
+ * sink->drop).
+ */
+void rm_rules_set_budget(struct rm_rules *r, struct rm_budget *b);
 /* Free; every session must be closed first. */
 void rm_rules_free(struct rm_rules *r);
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "ipfix_decode.h"
 #include "rocemeter/ipfix_ie.h"
 
@@ -50,19 +51,31 @@ struct tmpl {
 	char why[200];       /* reason when unusable */
 	uint8_t *bytes;      /* Template Record as received */
 	size_t nbytes;
+	struct rm_budget *budget; /* charged RM_BUDGET_TEMPLATE_BYTES + nbytes, or NULL */
 };
+
+/* The Template's charge covers the struct, two malloc headers and its hash table entry. */
+_Static_assert(sizeof(struct tmpl) + 2 * 16 + 40 <= RM_BUDGET_TEMPLATE_BYTES,
+	       "RM_BUDGET_TEMPLATE_BYTES (and docs/collector.md) below the size of a Template");
 
 struct rm_ipfix_session {
 	uint32_t pen;
 	GHashTable *tmpls; /* hkey -> struct tmpl */
+	struct rm_budget *budget;
 };
 
 static void tmpl_free(gpointer p)
 {
 	struct tmpl *t = p;
 
+	rm_budget_give(t->budget, RM_BUDGET_TEMPLATE_BYTES + t->nbytes);
 	free(t->bytes);
 	free(t);
+}
+
+void rm_ipfix_session_set_budget(struct rm_ipfix_session *s, struct rm_budget *b)
+{
+	s->budget = b;
 }
 
 struct rm_ipfix_session *rm_ipfix_session_new(uint32_t pen)
@@ -346,13 +359,25 @@ static void template_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t s
 			       options ? "Options " : "", tid, RM_IPFIX_MAX_TEMPLATES);
 			return;
 		}
+		if (rm_budget_take(s->budget, RM_BUDGET_TEMPLATE_BYTES + need, "Template") < 0) {
+			gint64 k = hkey(domain, tid);
+
+			g_hash_table_remove(s->tmpls, &k); /* redefined: the old definition no longer applies */
+			reject(sink, arg, domain, tid, p, need, "%sTemplate %u refused: memory budget (max_memory_bytes)",
+			       options ? "Options " : "", tid);
+			p += need;
+			len -= need;
+			continue;
+		}
 		struct tmpl *t = calloc(1, sizeof(*t));
 
 		if (!t || !(t->bytes = malloc(need))) {
 			free(t);
+			rm_budget_give(s->budget, RM_BUDGET_TEMPLATE_BYTES + need);
 			reject(sink, arg, domain, tid, p, need, "out of memory for Template %u", tid);
 			return;
 		}
+		t->budget = s->budget;
 		memcpy(t->bytes, p, need);
 		t->nbytes = need;
 		t->domain = domain;

@@ -57,6 +57,16 @@ struct rm_ipfix_sink {
 struct rm_ipfix_session *rm_ipfix_session_new(uint32_t pen);
 void rm_ipfix_session_free(struct rm_ipfix_session *s);
 
+struct rm_budget;
+/*
+ * Charge every Template the session holds RM_BUDGET_TEMPLATE_BYTES plus the
+ * octets of its Template Record to b (budget.h), until it is withdrawn,
+ * replaced or the session freed. Set before the first Message. A Template
+ * that does not fit is refused (through the budget's callback) and rejected
+ * through sink->reject; a Template it redefines is withdrawn.
+ */
+void rm_ipfix_session_set_budget(struct rm_ipfix_session *s, struct rm_budget *b);
+
 /*
  * Framing of a TCP stream: given the first have octets of the stream,
  * return the length of the next IPFIX Message (>= 16) if it is complete,

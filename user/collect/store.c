@@ -51,6 +51,14 @@ static const char schema[] =
 	" session_id INTEGER, kind TEXT, count INTEGER, first_ms INTEGER, last_ms INTEGER, last_detail TEXT,"
 	" PRIMARY KEY(session_id, kind));";
 
+/* Refused connections and the limits of each run (docs/collector.md "What is stored"). */
+static const char schema_limits[] =
+	"CREATE TABLE IF NOT EXISTS connections ("
+	" minute_ms INTEGER, source TEXT, outcome TEXT, count INTEGER, first_ms INTEGER, last_ms INTEGER,"
+	" last_detail TEXT, PRIMARY KEY(minute_ms, source, outcome));"
+	"CREATE TABLE IF NOT EXISTS run_limits ("
+	" run_id INTEGER, name TEXT, value INTEGER, PRIMARY KEY(run_id, name));";
+
 enum {
 	Q_KEY_INSERT, Q_STATE_INSERT, Q_STATE_UPDATE, Q_RAW, Q_DROP, Q_BEGIN, Q_COMMIT, Q__N
 };
@@ -131,7 +139,8 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 	if (readonly)
 		return st;
 	if (sqlite3_exec(st->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, &msg) != SQLITE_OK ||
-	    sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
+	    sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK ||
+	    sqlite3_exec(st->db, schema_limits, NULL, NULL, &msg) != SQLITE_OK) {
 		snprintf(err, errlen, "%s: %s", path, msg ? msg : sqlite3_errmsg(st->db));
 		sqlite3_free(msg);
 		rm_store_close(st);
@@ -393,4 +402,42 @@ int rm_store_raw(struct rm_store *st, int64_t session_id, uint32_t domain, uint1
 		return -1;
 	st->raw_rows++;
 	return 1;
+}
+
+/* ---------------- refused connections, run limits, raw octets ---------------- */
+
+int rm_store_connections(struct rm_store *st, uint64_t minute_ms, const char *source, const char *outcome,
+			 uint64_t count, uint64_t first_ms, uint64_t last_ms, const char *detail)
+{
+	return exec_args(st,
+			 "INSERT INTO connections (minute_ms, source, outcome, count, first_ms, last_ms, last_detail)"
+			 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(minute_ms, source, outcome) DO UPDATE SET"
+			 " count = count + ?4, last_ms = ?6, last_detail = ?7",
+			 "issiiis", (int64_t)minute_ms, source, outcome, (int64_t)count, (int64_t)first_ms,
+			 (int64_t)last_ms, detail) < 0
+		       ? -1
+		       : 0;
+}
+
+int rm_store_run_limit(struct rm_store *st, int64_t run_id, const char *name, uint64_t value)
+{
+	return exec_args(st, "INSERT OR REPLACE INTO run_limits (run_id, name, value) VALUES (?, ?, ?)", "isi", run_id,
+			 name, (int64_t)value) < 0
+		       ? -1
+		       : 0;
+}
+
+uint64_t rm_store_raw_bytes(struct rm_store *st)
+{
+	sqlite3_stmt *q;
+	uint64_t n = 0;
+
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT coalesce(sum(length(record) + coalesce(length(template), 0)), 0) FROM raw_records",
+			       -1, &q, NULL) != SQLITE_OK)
+		return 0;
+	if (sqlite3_step(q) == SQLITE_ROW)
+		n = (uint64_t)sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return n;
 }

@@ -12,7 +12,7 @@
  * Tables (created when missing; docs in README.md "Collector database"):
  *   runs        one row per `rocemeter collect` start: listen address,
  *               transport, the limits in force
- *   sessions    one row per Transport Session (or refused connection):
+ *   sessions    one row per admitted Transport Session:
  *               peer, times, end reason, message/record counts, verdicts
  *   epochs      (view of epoch_keys + epoch_state) one row per epoch: full key, outcome and reason, state,
  *               qualification flags, report coverage (first/last report ID,
@@ -22,7 +22,11 @@
  *               orphan, unbound and undecodable records), at most
  *               max_raw_records rows in the database
  *   drops       collector resource drops, one row per session and kind
- *               with a count (never network loss)
+ *               with a count (never network loss); session 0: connections
+ *               refused before they were sessions
+ *   connections connections that never became a Transport Session, counted
+ *               per minute, source address and outcome
+ *   run_limits  every limit of a run by name
  * All times are UNIX milliseconds. IPFIX unsigned64 values (IDs, counters)
  * are stored as SQLite's signed 64-bit integers with the same bits: read
  * them back as unsigned (values above 2^63 - 1 look negative in SQL).
@@ -82,6 +86,19 @@ int rm_store_drop(struct rm_store *st, int64_t session_id, const char *kind, con
 
 /* Raw record bound (set from the run's limits). */
 void rm_store_set_raw_limit(struct rm_store *st, uint32_t max_raw_records);
+
+/*
+ * Refused connections (never Transport Sessions), counted per minute,
+ * source address and outcome (docs/collector.md "What is stored"): adds
+ * count to the row (minute_ms, source, outcome), created when missing,
+ * and sets its last time and detail. 0 or -1.
+ */
+int rm_store_connections(struct rm_store *st, uint64_t minute_ms, const char *source, const char *outcome,
+			 uint64_t count, uint64_t first_ms, uint64_t last_ms, const char *detail);
+/* One limit of a run, by its configuration key (run_limits). 0 or -1. */
+int rm_store_run_limit(struct rm_store *st, int64_t run_id, const char *name, uint64_t value);
+/* Octets of the raw records in the database: record plus its Template, summed. */
+uint64_t rm_store_raw_bytes(struct rm_store *st);
 
 /* The sqlite3 handle, for read-only queries (report). */
 struct sqlite3 *rm_store_db(struct rm_store *st);

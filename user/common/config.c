@@ -32,6 +32,15 @@ void rm_config_defaults(struct rm_config_file *cfg)
 	cfg->collect.max_epochs = RM_MAX_EPOCHS_DEFAULT;
 	cfg->collect.max_raw_records = RM_MAX_RAW_RECORDS_DEFAULT;
 	cfg->collect.inactivity_timeout_ms = RM_INACTIVITY_TIMEOUT_MS_DEFAULT;
+	cfg->collect.max_handshakes = RM_MAX_HANDSHAKES_DEFAULT;
+	cfg->collect.max_handshakes_per_source = RM_MAX_HANDSHAKES_PER_SOURCE_DEFAULT;
+	cfg->collect.handshake_timeout_ms = RM_HANDSHAKE_TIMEOUT_MS_DEFAULT;
+	cfg->collect.session_timeout_ms = RM_SESSION_TIMEOUT_MS_DEFAULT;
+	cfg->collect.message_timeout_ms = RM_MESSAGE_TIMEOUT_MS_DEFAULT;
+	cfg->collect.dead_peer_timeout_ms = RM_DEAD_PEER_TIMEOUT_MS_DEFAULT;
+	cfg->collect.max_raw_bytes = RM_MAX_RAW_BYTES_DEFAULT;
+	cfg->collect.max_raw_bytes_per_session = RM_MAX_RAW_BYTES_PER_SESSION_DEFAULT;
+	cfg->collect.max_memory_bytes = RM_MAX_MEMORY_BYTES_DEFAULT;
 }
 
 void rm_config_overrides_init(struct rm_config_overrides *o)
@@ -285,6 +294,20 @@ static int handler(void *user, const char *section, const char *name, const char
 		U64_KEY("max_epochs", RM_MAX_EPOCHS_MIN, RM_MAX_EPOCHS_MAX, cfg->collect.max_epochs);
 		U64_KEY("max_raw_records", 0, RM_MAX_RAW_RECORDS_MAX, cfg->collect.max_raw_records);
 		U64_KEY("inactivity_timeout_ms", 0, RM_INACTIVITY_TIMEOUT_MS_MAX, cfg->collect.inactivity_timeout_ms);
+		U64_KEY("max_handshakes", RM_MAX_HANDSHAKES_MIN, RM_MAX_HANDSHAKES_MAX, cfg->collect.max_handshakes);
+		U64_KEY("max_handshakes_per_source", RM_MAX_HANDSHAKES_MIN, RM_MAX_HANDSHAKES_MAX,
+			cfg->collect.max_handshakes_per_source);
+		U64_KEY("handshake_timeout_ms", RM_HANDSHAKE_TIMEOUT_MS_MIN, RM_HANDSHAKE_TIMEOUT_MS_MAX,
+			cfg->collect.handshake_timeout_ms);
+		U64_KEY("session_timeout_ms", 0, RM_SESSION_TIMEOUT_MS_MAX, cfg->collect.session_timeout_ms);
+		U64_KEY("message_timeout_ms", RM_MESSAGE_TIMEOUT_MS_MIN, RM_MESSAGE_TIMEOUT_MS_MAX,
+			cfg->collect.message_timeout_ms);
+		U64_KEY("dead_peer_timeout_ms", RM_DEAD_PEER_TIMEOUT_MS_MIN, RM_DEAD_PEER_TIMEOUT_MS_MAX,
+			cfg->collect.dead_peer_timeout_ms);
+		U64_KEY("max_raw_bytes", 0, RM_MAX_RAW_BYTES_MAX, cfg->collect.max_raw_bytes);
+		U64_KEY("max_raw_bytes_per_session", 0, RM_MAX_RAW_BYTES_MAX, cfg->collect.max_raw_bytes_per_session);
+		U64_KEY("max_memory_bytes", RM_MAX_MEMORY_BYTES_MIN, RM_MAX_MEMORY_BYTES_MAX,
+			cfg->collect.max_memory_bytes);
 		r = tls_key(ps, &cfg->collect.tls, name, value);
 		if (r >= 0)
 			return r;

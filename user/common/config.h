@@ -13,7 +13,11 @@
  *              peer_name (repeatable), pen, observation_domain,
  *              report_interval_ms, queue_records
  *   [collect]  listen, db, transport, ca, cert, key, peer_name (repeatable),
- *              max_sessions, max_epochs, max_raw_records, inactivity_timeout_ms
+ *              max_sessions, max_epochs, max_raw_records, inactivity_timeout_ms,
+ *              max_handshakes, max_handshakes_per_source, handshake_timeout_ms,
+ *              session_timeout_ms, message_timeout_ms, dead_peer_timeout_ms,
+ *              max_raw_bytes, max_raw_bytes_per_session, max_memory_bytes
+ *              (docs/collector.md)
  */
 #ifndef ROCEMETER_CONFIG_H
 #define ROCEMETER_CONFIG_H
@@ -75,6 +79,17 @@ struct rm_collect_settings {
 	uint32_t max_epochs;           /* retained epochs per session, default 100000 */
 	uint32_t max_raw_records;      /* raw records kept, default 100000 */
 	uint64_t inactivity_timeout_ms;/* default 600000 */
+	/* Before authentication and dead peers (docs/collector.md "Collector limits"). */
+	uint32_t max_handshakes;       /* connections in the TLS handshake, default 16 */
+	uint32_t max_handshakes_per_source; /* of them from one source address, default 4 */
+	uint64_t handshake_timeout_ms; /* accept to authorised peer, default 5000 */
+	uint64_t session_timeout_ms;   /* no octet from an admitted session; 0 = never; default 900000 */
+	uint64_t message_timeout_ms;   /* first to last octet of one IPFIX Message, default 30000 */
+	uint64_t dead_peer_timeout_ms; /* TCP keepalive and TCP_USER_TIMEOUT, default 60000 */
+	/* Bytes (docs/collector.md "Raw records", "Memory budget"). */
+	uint64_t max_raw_bytes;        /* raw record octets in the database, default 64 MiB */
+	uint64_t max_raw_bytes_per_session; /* the same per Transport Session, default 8 MiB */
+	uint64_t max_memory_bytes;     /* the memory budget, default 1 GiB */
 };
 
 struct rm_config_file {

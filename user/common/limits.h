@@ -52,5 +52,28 @@
 #define RM_MAX_RAW_RECORDS_DEFAULT 100000u
 #define RM_INACTIVITY_TIMEOUT_MS_MAX (86400000ull * 365) /* 0 = never */
 #define RM_INACTIVITY_TIMEOUT_MS_DEFAULT 600000u
+/* [collect]: connections before authentication, dead peers (docs/collector.md) */
+#define RM_MAX_HANDSHAKES_MIN 1u
+#define RM_MAX_HANDSHAKES_MAX 65536u
+#define RM_MAX_HANDSHAKES_DEFAULT 16u
+#define RM_MAX_HANDSHAKES_PER_SOURCE_DEFAULT 4u /* same range as max_handshakes */
+#define RM_HANDSHAKE_TIMEOUT_MS_MIN 100u
+#define RM_HANDSHAKE_TIMEOUT_MS_MAX 600000u
+#define RM_HANDSHAKE_TIMEOUT_MS_DEFAULT 5000u
+#define RM_SESSION_TIMEOUT_MS_MAX (86400000ull * 365) /* 0 = never */
+#define RM_SESSION_TIMEOUT_MS_DEFAULT 900000u
+#define RM_MESSAGE_TIMEOUT_MS_MIN 100u
+#define RM_MESSAGE_TIMEOUT_MS_MAX 3600000u
+#define RM_MESSAGE_TIMEOUT_MS_DEFAULT 30000u
+#define RM_DEAD_PEER_TIMEOUT_MS_MIN 2000u
+#define RM_DEAD_PEER_TIMEOUT_MS_MAX 3600000u
+#define RM_DEAD_PEER_TIMEOUT_MS_DEFAULT 60000u
+/* [collect]: bytes (docs/collector.md "Raw records", "Memory budget") */
+#define RM_MAX_RAW_BYTES_MAX (1ull << 40) /* 0 = keep none */
+#define RM_MAX_RAW_BYTES_DEFAULT (64ull << 20)
+#define RM_MAX_RAW_BYTES_PER_SESSION_DEFAULT (8ull << 20)
+#define RM_MAX_MEMORY_BYTES_MIN 327680ull /* one handshake slot and one session (user/collect/budget.h) */
+#define RM_MAX_MEMORY_BYTES_MAX (1ull << 40)
+#define RM_MAX_MEMORY_BYTES_DEFAULT (1ull << 30)
 
 #endif /* ROCEMETER_LIMITS_H */
