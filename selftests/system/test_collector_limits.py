@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """`rocemeter collect` on a hostile network: availability and bounded
-resources (docs/collector.md "Collector limits"; seed 000 "Collector
+resources (docs/collector.md "Collector limits"; [SEQOBS] "Collector
 Processing": collectors MUST set finite resource limits, "Security
 Considerations").
 
@@ -8,7 +8,7 @@ Real peers: Python's ssl module and `openssl s_client` with the test PKI of
 scripts/gen-certs, raw TCP sockets for the unauthenticated ones, a veth
 pair into a network namespace for a peer that vanishes. IPFIX Messages are
 hand-written with the helpers of test_collector.py (struct.pack from RFC 7011
-and seed 000). Expected numbers come from the documented rules: the bytes
+and [SEQOBS]). Expected numbers come from the documented rules: the bytes
 charged per object are read from docs/collector.md, never from the
 collector. Waits are bounded (WAIT) and never timing assertions; the one
 bound on SIGTERM under load is a generous liveness check.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * budget.h - the collector's memory budget (docs/collector.md "Memory
- * budget"; seed 000 "Collector Processing": finite resource limits). One
+ * budget"; [SEQOBS] "Collector Processing": finite resource limits). One
  * counter of bytes, charged at fixed, documented costs per object by the
  * collector (handshake slots, Transport Sessions), the collector rules
  * (retained epochs) and the IPFIX decoder (Templates). No I/O: a refusal
