@@ -5,8 +5,9 @@
  * Modified"). For IPv6 RoCEv2 (UDP 4791 + BTH, optionally + DETH) with a
  * zero Flow Label it writes the low 20 bits of the hash of
  * include/rocemeter/flowlabel.h into the Flow Label. A non-zero arriving
- * label is never changed (seed 002 rule 2); a computed label of 0 leaves the
- * packet unchanged. Version and Traffic Class are untouched. No checksum or
+ * label is never changed (seed 002 rule 2); a computed label of 0 is written
+ * as RM_FL_ZERO_SUBSTITUTE (rm_fl_label_written()), since 0 would leave the
+ * connection unlabelled. Version and Traffic Class are untouched. No checksum or
  * ICRC fix-up: the RoCEv2 ICRC masks the Flow Label and the UDP pseudo-header
  * does not contain it (DESIGN.md, "Flow label"). Always TC_ACT_OK.
  *
@@ -77,7 +78,7 @@ int rocemeter_fl(struct __sk_buff *skb)
 	struct rm_pkt pkt;
 	struct ipv6hdr *ip6;
 	__u8 *fl, in[RM_FL_INPUT_MAX];
-	__u32 sqp = 0, len, label;
+	__u32 sqp = 0, len, label, stat;
 	int verdict, deth;
 
 	if (fl_tabs.tab[0][1] == 0) /* non-zero for every variant once loaded */
@@ -127,14 +128,14 @@ int rocemeter_fl(struct __sk_buff *skb)
 		label = rm_fl_label(rm_fl_crc_sliced(&params, tabs, in, RM_FL_INPUT_MAX));
 	else
 		label = rm_fl_label(rm_fl_crc_sliced(&params, tabs, in, RM_FL_INPUT_RC));
-	if (label == 0)
-		return count(RM_FL_STAT_ZERO_HASH);
+	stat = label == 0 ? RM_FL_STAT_ZERO_HASH : deth ? RM_FL_STAT_REWRITTEN_UD : RM_FL_STAT_REWRITTEN_RC;
+	label = rm_fl_label_written(label);
 
 	fl[1] = (fl[1] & 0xf0) | (__u8)(label >> 16);
 	fl[2] = (__u8)(label >> 8);
 	fl[3] = (__u8)label;
 	bpf_set_hash_invalid(skb);
-	return count(deth ? RM_FL_STAT_REWRITTEN_UD : RM_FL_STAT_REWRITTEN_RC);
+	return count(stat);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
