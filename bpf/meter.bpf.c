@@ -140,13 +140,13 @@ static __always_inline int provisioned(const struct rm_ctx_key *k)
 }
 
 /*
- * Extended headers + pad + ICRC that must fit after the BTH of an RC request
- * (seed 001). Only the SEND and RDMA WRITE headers are counted: any other
- * request is a profile violation whatever its length.
+ * Extended headers + pad + ICRC that must fit after the BTH of an RC
+ * request (seed 001, "Operation -> Extended Header"), for every RC request
+ * opcode: a request too short for its own headers is malformed.
  */
 static __always_inline __u32 rc_request_trailer(__u8 opcode, __u8 padcnt)
 {
-	return rm_opcode_send_write_ext_len(opcode) + padcnt + RM_ICRC_LEN;
+	return rm_opcode_rc_request_ext_len(opcode) + padcnt + RM_ICRC_LEN;
 }
 
 static const __u8 verdict_stat[] = {

@@ -50,6 +50,7 @@
 #define RM_IP_FRAG_MASK  0x3fff /* IPv4 flags and fragment offset: MF | offset */
 #define RM_IP6_FRAG_MASK 0xfff9 /* IPv6 Fragment header: offset | M */
 #define RM_IP6_EXT_UNIT  8      /* IPv6 Hdr Ext Len counts 8-byte units after the first 8 */
+#define RM_IP6_EXT_LEN_MASK 0xff8 /* (Hdr Ext Len + 1) * 8 <= 2048: the mask keeps it for the verifier */
 
 /* enum rm_parse_verdict is in rocemeter/common.h (replay reads it). */
 
@@ -218,13 +219,13 @@ static __always_inline int parse_ipv6(struct rm_cursor *c, struct rm_pkt *pkt, _
 				return RM_PARSE_FRAGMENT;
 			len = RM_IP6_EXT_UNIT;
 		} else {
-			len = ((__u32)eh[1] + 1) * RM_IP6_EXT_UNIT;
+			len = ((__u32)eh[1] + 1) * RM_IP6_EXT_UNIT; /* up to 2048 */
 		}
 		ext += len;
 		if (ext > plen)
 			return RM_PARSE_BAD_IP;
 		nexthdr = eh[0];
-		cur = eh + (len & 0x7f8);
+		cur = eh + (len & RM_IP6_EXT_LEN_MASK);
 	}
 	if (ipv6_ext_walked(nexthdr) || ipv6_ext_opaque(nexthdr))
 		return RM_PARSE_UNSUP_ENCAP;

@@ -278,6 +278,31 @@ def test_ipv6_five_extension_headers(vlans, tmp_path):
     run(tmp_path, 6, vlans, [(data, None, "unsupported_encapsulation")])
 
 
+def test_ipv6_hop_by_hop_2048_bytes(tmp_path):
+    """Hdr Ext Len 255: a hop-by-hop header of (255 + 1) * 8 = 2048 bytes
+    (RFC 8200 4.3). Its options hide bytes that, read at the header's start,
+    would look like UDP to 4791 and a BTH naming QP 0xDEAD00; the real UDP
+    header and BTH (X) follow the 2048 bytes. Only X is metered."""
+    hidden = (bytes([0x12, 0xB7]) + (8 + 12 + 4).to_bytes(2, "big") + b"\0\0"
+              + t.bth(t.SEND_ONLY, 0xDEAD00, 7))             # option 0x12, length 0xB7 = 183
+    opt1 = hidden + b"\0" * (2 + 183 - len(hidden))            # type, length and 183 bytes of data
+    assert len(opt1) == 185
+    rest = 2048 - 2 - len(opt1)                                # after Next Header and Hdr Ext Len
+    pads = b""
+    while rest > 257:                                          # unknown options to skip (type 0x1E)
+        pads += bytes([0x1E, 255]) + b"\0" * 255
+        rest -= 257
+    assert rest >= 2
+    pads += bytes([0x1E, rest - 2]) + b"\0" * (rest - 2)
+    hbh = bytes([17, 255]) + opt1 + pads
+    assert len(hbh) == 2048
+    inner = bytes(UDP(sport=50000, dport=4791, len=8 + len(payload_x()), chksum=0) / Raw(payload_x()))
+    data = bytes(eth() / IPv6(src=V6[0], dst=V6[1], nh=0, plen=len(hbh) + len(inner)) / Raw(hbh + inner))
+    pkt = Ether(data)
+    assert IPv6ExtHdrHopByHop in pkt and pkt[UDP].dport == 4791   # scapy agrees on where UDP is
+    run(tmp_path, 6, (), [(data, None, metered(6))])
+
+
 def test_ipv6_fragments(tmp_path):
     cases = [
         (v6([IPv6ExtHdrFragment(offset=0, m=1, id=7)]), None, "ip_fragments"),
@@ -372,13 +397,18 @@ def test_udp_ports(family, tmp_path):
 
 @pytest.mark.parametrize("family,vlans", [(4, ()), (6, (8,))])
 @pytest.mark.parametrize("what", ["tver1", "tver15", "write-first-short", "write-only-short",
-                                  "write-only-imm-no-icrc", "send-imm-short", "pad-short"])
+                                  "write-only-imm-no-icrc", "send-imm-short", "pad-short",
+                                  "read-short", "cmp-swap-short", "fetch-add-short", "send-last-inv-short",
+                                  "send-only-inv-short", "read-no-icrc"])
 def test_malformed_request_violates(what, family, vlans, tmp_path):
     """A malformed request of a provisioned connection (BTH TVer != 0, or the
     extended headers + pad + ICRC the opcode requires do not fit) is counted
     as malformed_bth and is a profile violation (seed 000): it closes the
     open epoch (profileViolation + finalEpoch), is not counted, and later
-    requests of the connection count nothing."""
+    requests of the connection count nothing. The extended headers are seed
+    001's "Operation -> Extended Header" for every RC request, not only SEND
+    and WRITE: READ Request a RETH (16), Compare & Swap and Fetch & Add an
+    AtomicETH (28), SEND with Invalidate an IETH (4)."""
     s, d = V4 if family == 4 else V6
     op, kw = {
         "tver1": (t.SEND_ONLY, dict(tver=1)),
@@ -388,9 +418,15 @@ def test_malformed_request_violates(what, family, vlans, tmp_path):
         "write-only-imm-no-icrc": (t.WRITE_ONLY_IMM, dict(data=b"")),          # cut 4 below
         "send-imm-short": (t.SEND_ONLY_IMM, dict(ext=3, data=b"")),
         "pad-short": (t.SEND_ONLY, dict(padcnt=0, data=b"")),                  # PadCnt set below
+        "read-short": (t.READ_REQUEST, dict(ext=12, data=b"")),                # RETH needs 16
+        "read-no-icrc": (t.READ_REQUEST, dict(data=b"")),                      # cut 4 below
+        "cmp-swap-short": (t.CMP_SWAP, dict(ext=20, data=b"")),                # AtomicETH needs 28
+        "fetch-add-short": (t.FETCH_ADD, dict(ext=27, data=b"")),
+        "send-last-inv-short": (t.SEND_LAST_INV, dict(ext=2, data=b"")),       # IETH needs 4
+        "send-only-inv-short": (t.SEND_ONLY_INV, dict(ext=0, data=b"")),
     }[what]
     p = bytearray(t.roce_payload(op, QP_X, PSN_X, **kw))
-    if what == "write-only-imm-no-icrc":
+    if what in ("write-only-imm-no-icrc", "read-no-icrc"):
         p = p[:-4]
     if what == "pad-short":
         p[1] |= 3 << 4  # PadCnt 3 but only the ICRC follows the BTH
