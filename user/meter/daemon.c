@@ -290,6 +290,7 @@ static void teardown(struct rm_daemon *d)
 	if (d->flowlabel && rm_flowlabel_detach(d->ifname, err, sizeof(err)) < 0)
 		rm_log(RM_LOG_ERR, "%s", err);
 	rm_reporter_free(&d->rep);
+	rm_observe_free(&d->obs);
 	rm_meter_unload(&d->meter);
 	if (d->lock_fd >= 0) {
 		if (!d->keep_pins)
@@ -320,6 +321,7 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 	d->sink.json = o->json;
 	d->keep_pins = o->keep_pins;
 	d->link_fd = -1;
+	d->obs.nl_fd = -1;
 	if (!d->cfg.meter.observation_point_id)
 		d->cfg.meter.observation_point_id = (uint64_t)d->ifindex;
 
@@ -435,6 +437,7 @@ int rm_daemon_wait(struct rm_daemon *d, int timeout_ms)
 int rm_daemon_step(struct rm_daemon *d, unsigned int flags)
 {
 	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	int tick;
 
 	d->rep.time_offset_ns = (int64_t)(clock_ns(CLOCK_REALTIME) - now);
 	if (flags & RM_DAEMON_RELOAD)
@@ -455,11 +458,16 @@ int rm_daemon_step(struct rm_daemon *d, unsigned int flags)
 				rm_log(RM_LOG_NOTICE, "export: Transport Session %" PRIu64 " established", s);
 		}
 	}
-	if (rm_reporter_tick(&d->rep, now) & RM_TICK_SECOND) {
+	/* Once a second, and at once when a link event names the interface:
+	 * a carrier flap must close the open epochs before more requests join
+	 * them. */
+	tick = rm_reporter_tick(&d->rep, now);
+	if ((tick & RM_TICK_SECOND) || rm_observe_events(&d->obs)) {
 		if (check_observation(d) < 0)
 			return -1;
-		write_stats_file(d);
 	}
+	if (tick & RM_TICK_SECOND)
+		write_stats_file(d);
 	return 0;
 }
 
