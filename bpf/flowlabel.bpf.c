@@ -54,6 +54,7 @@ static __always_inline __u32 verdict_stat(int verdict)
 	case RM_PARSE_FRAGMENT:
 		return RM_FL_STAT_FRAGMENT;
 	case RM_PARSE_UNSUP_ENCAP:
+	case RM_PARSE_UNSUP_TPID:
 		return RM_FL_STAT_UNSUP_ENCAP;
 	case RM_PARSE_BAD_ETH:
 		return RM_FL_STAT_MALFORMED_ETH;
@@ -100,7 +101,7 @@ int rocemeter_fl(struct __sk_buff *skb)
 	if (pkt.tver != 0)
 		return count(RM_FL_STAT_MALFORMED_BTH);
 
-	ip6 = (struct ipv6hdr *)pkt.ip;
+	ip6 = (struct ipv6hdr *)((__u8 *)data + (pkt.ip_off & RM_PKT_OFF_MASK));
 	if ((void *)(ip6 + 1) > data_end) /* checked by rm_parse; for the verifier */
 		return count(RM_FL_STAT_MALFORMED_IP);
 	fl = (__u8 *)ip6; /* bytes 1..3: low 4 bits of Traffic Class | Flow Label */
@@ -109,7 +110,7 @@ int rocemeter_fl(struct __sk_buff *skb)
 
 	deth = rm_opcode_has_deth(pkt.opcode);
 	if (deth) {
-		__u8 *d = pkt.bth + RM_BTH_LEN;
+		__u8 *d = (__u8 *)data + ((pkt.bth_off + RM_BTH_LEN) & RM_PKT_OFF_MASK);
 
 		if ((void *)(d + RM_DETH_LEN) > data_end || pkt.bth_payload < RM_DETH_LEN)
 			return count(RM_FL_STAT_MALFORMED_DETH);
