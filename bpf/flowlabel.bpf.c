@@ -5,8 +5,9 @@
  * Modified"). For IPv6 RoCEv2 (UDP 4791 + BTH, optionally + DETH) with a
  * zero Flow Label it writes the low 20 bits of the hash of
  * include/rocemeter/flowlabel.h into the Flow Label. A non-zero arriving
- * label is never changed ([FLOWLABEL] rule 2); a computed label of 0 leaves the
- * packet unchanged. Version and Traffic Class are untouched. No checksum or
+ * label is never changed ([FLOWLABEL] rule 2); a computed label of 0 is written
+ * as RM_FL_ZERO_SUBSTITUTE (rm_fl_label_written()), since 0 would leave the
+ * connection unlabelled. Version and Traffic Class are untouched. No checksum or
  * ICRC fix-up: the RoCEv2 ICRC masks the Flow Label and the UDP pseudo-header
  * does not contain it (docs/flowlabel.md). Always TC_ACT_OK.
  *
@@ -53,6 +54,7 @@ static __always_inline __u32 verdict_stat(int verdict)
 	case RM_PARSE_FRAGMENT:
 		return RM_FL_STAT_FRAGMENT;
 	case RM_PARSE_UNSUP_ENCAP:
+	case RM_PARSE_UNSUP_TPID:
 		return RM_FL_STAT_UNSUP_ENCAP;
 	case RM_PARSE_BAD_ETH:
 		return RM_FL_STAT_MALFORMED_ETH;
@@ -77,7 +79,7 @@ int rocemeter_fl(struct __sk_buff *skb)
 	struct rm_pkt pkt;
 	struct ipv6hdr *ip6;
 	__u8 *fl, in[RM_FL_INPUT_MAX];
-	__u32 sqp = 0, len, label;
+	__u32 sqp = 0, len, label, stat;
 	int verdict, deth;
 
 	if (fl_tabs.tab[0][1] == 0) /* non-zero for every variant once loaded */
@@ -99,7 +101,7 @@ int rocemeter_fl(struct __sk_buff *skb)
 	if (pkt.tver != 0)
 		return count(RM_FL_STAT_MALFORMED_BTH);
 
-	ip6 = (struct ipv6hdr *)pkt.ip;
+	ip6 = (struct ipv6hdr *)((__u8 *)data + (pkt.ip_off & RM_PKT_OFF_MASK));
 	if ((void *)(ip6 + 1) > data_end) /* checked by rm_parse; for the verifier */
 		return count(RM_FL_STAT_MALFORMED_IP);
 	fl = (__u8 *)ip6; /* bytes 1..3: low 4 bits of Traffic Class | Flow Label */
@@ -108,7 +110,7 @@ int rocemeter_fl(struct __sk_buff *skb)
 
 	deth = rm_opcode_has_deth(pkt.opcode);
 	if (deth) {
-		__u8 *d = pkt.bth + RM_BTH_LEN;
+		__u8 *d = (__u8 *)data + ((pkt.bth_off + RM_BTH_LEN) & RM_PKT_OFF_MASK);
 
 		if ((void *)(d + RM_DETH_LEN) > data_end || pkt.bth_payload < RM_DETH_LEN)
 			return count(RM_FL_STAT_MALFORMED_DETH);
@@ -127,14 +129,14 @@ int rocemeter_fl(struct __sk_buff *skb)
 		label = rm_fl_label(rm_fl_crc_sliced(&params, tabs, in, RM_FL_INPUT_MAX));
 	else
 		label = rm_fl_label(rm_fl_crc_sliced(&params, tabs, in, RM_FL_INPUT_RC));
-	if (label == 0)
-		return count(RM_FL_STAT_ZERO_HASH);
+	stat = label == 0 ? RM_FL_STAT_ZERO_HASH : deth ? RM_FL_STAT_REWRITTEN_UD : RM_FL_STAT_REWRITTEN_RC;
+	label = rm_fl_label_written(label);
 
 	fl[1] = (fl[1] & 0xf0) | (__u8)(label >> 16);
 	fl[2] = (__u8)(label >> 8);
 	fl[3] = (__u8)label;
 	bpf_set_hash_invalid(skb);
-	return count(deth ? RM_FL_STAT_REWRITTEN_UD : RM_FL_STAT_REWRITTEN_RC);
+	return count(stat);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -6,11 +6,21 @@
  * context's spin lock, and epoch events on a ring buffer.
  *
  * Programs:
- *   rocemeter_xdp  attached to the interface (or run by replay with
- *                  BPF_PROG_TEST_RUN); XDP_PASS, or XDP_DROP in mirror mode.
- *   rocemeter_ctl  never attached: userspace runs it with BPF_PROG_TEST_RUN
- *                  on a struct rm_ctl to close or snapshot a context under
- *                  the same lock as the datapath (docs/architecture.md "Every closure is atomic").
+ *   rocemeter_xdp       attached to the interface (or run by replay with
+ *                       BPF_PROG_TEST_RUN); XDP_PASS, or XDP_DROP in mirror
+ *                       mode.
+ *   rocemeter_xdp_vlan  the same, device-bound (namespace = vlan in native
+ *                       mode): it also reads the VLAN tag a NIC or veth
+ *                       took into the packet metadata, with the kfunc
+ *                       bpf_xdp_metadata_rx_vlan_tag. The loader loads one
+ *                       of the two; a device-bound program cannot be
+ *                       test-run, so replay uses rocemeter_xdp.
+ *   rocemeter_ctl       never attached: userspace runs it with
+ *                       BPF_PROG_TEST_RUN on a struct rm_ctl to close or
+ *                       snapshot a context under the same lock as the
+ *                       datapath (docs/architecture.md "Every closure is atomic").
+ *
+ * What happens to each frame: docs/meter.md.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -29,6 +39,16 @@ struct rm_config rm_cfg = { .window = 1024 };
 
 /* Replay only: the parse verdict (enum rm_parse_verdict) of the last frame. */
 __u32 rm_replay_verdict;
+
+/* Raised by every unattributed frame while rm_cfg.unattributed_is_loss: an
+ * epoch started under an older value (rm_ctx.capture_gen) is stale. */
+__u32 rm_capture_gen;
+
+/* The VLAN tag of the packet metadata (kernel 6.8 or later); -EOPNOTSUPP or
+ * -ENODATA when the driver has none. Device-bound programs only. */
+extern int bpf_xdp_metadata_rx_vlan_tag(const struct xdp_md *ctx, __be16 *vlan_proto, __u16 *vlan_tci) __ksym __weak;
+
+#define RM_EEXIST 17 /* errno EEXIST: bpf_map_update_elem(BPF_NOEXIST) found the key */
 
 /* contexts: rm_ctx_key -> rm_ctx (lock, slot, engine state). max_entries = max_contexts. */
 struct {
@@ -64,13 +84,34 @@ struct {
 	__type(value, struct rm_prov_val);
 } provision SEC(".maps");
 
+/* violations: rm_ctx_key -> rm_violation, the connections a profile
+ * violation disabled, with or without a context; written by the XDP program,
+ * removed by `rocemeter reenable` and reloads (rocemeter_ctl). max_entries =
+ * [meter] max_violations, set at load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct rm_ctx_key);
+	__type(value, struct rm_violation);
+} violations SEC(".maps");
+
+/* viol_state: 0 -> rm_viol_state, the fail-safe of a full `violations`
+ * map; set by the XDP program, cleared by `rocemeter reenable --all`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rm_viol_state);
+} viol_state SEC(".maps");
+
 /* events: struct rm_event records (epoch starts and datapath closures). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 22);
 } events SEC(".maps");
 
-/* stats: per-CPU counters indexed by enum rm_stat. */
+/* stats: 0 -> per-CPU counters indexed by enum rm_stat (RM_STATS in common.h). */
 struct rm_stats {
 	__u64 v[RM_STAT__COUNT];
 };
@@ -111,58 +152,206 @@ static __always_inline void emit(struct rm_stats *st, __u32 type, const struct r
 	bpf_ringbuf_submit(ev, 0);
 }
 
-/* Provisioned? Exact key, then the wildcards, then provision_all. */
+/* Provisioned? provision_all, or a line in one of the RM_PROV_FORMS forms. */
 static __always_inline int provisioned(const struct rm_ctx_key *k)
 {
-	struct rm_prov_key pk = {};
+	struct rm_prov_key pk;
 
 	if (rm_cfg.provision_all)
 		return 1;
-	__builtin_memcpy(pk.src, k->src, 16);
-	__builtin_memcpy(pk.dst, k->dst, 16);
-	pk.family = k->family;
-	pk.dest_qp = k->dest_qp;
-	pk.pkey = k->pkey;
+#pragma unroll
+	for (__u8 form = 0; form < RM_PROV_FORMS; form++) {
+		rm_prov_probe(&pk, k, form);
+		if (bpf_map_lookup_elem(&provision, &pk))
+			return 1;
+	}
+	return 0;
+}
+
+/* A provisioning line names k's destination QP (any P_Key or its own). */
+static __always_inline int provisioned_qp(const struct rm_ctx_key *k)
+{
+	struct rm_prov_key pk;
+
+	rm_prov_probe(&pk, k, 0);
 	if (bpf_map_lookup_elem(&provision, &pk))
 		return 1;
-	pk.wildcard = RM_PROV_ANY_QP;
-	pk.dest_qp = 0;
-	if (bpf_map_lookup_elem(&provision, &pk))
-		return 1;
-	pk.wildcard = RM_PROV_ANY_PKEY;
-	pk.dest_qp = k->dest_qp;
-	pk.pkey = 0;
-	if (bpf_map_lookup_elem(&provision, &pk))
-		return 1;
-	pk.wildcard = RM_PROV_ANY_QP | RM_PROV_ANY_PKEY;
-	pk.dest_qp = 0;
+	rm_prov_probe(&pk, k, RM_PROV_ANY_PKEY);
 	return bpf_map_lookup_elem(&provision, &pk) != NULL;
 }
 
 /*
- * Extended headers + pad + ICRC that must fit after the BTH of an RC request
- * ([IBPKT]). Only the SEND and RDMA WRITE headers are counted: any other
- * request is a profile violation whatever its length.
+ * Extended headers + pad + ICRC that must fit after the BTH of an RC
+ * request ([IBPKT] "Operation -> Extended Header"), for every RC request
+ * opcode: a request too short for its own headers is malformed.
  */
 static __always_inline __u32 rc_request_trailer(__u8 opcode, __u8 padcnt)
 {
-	return rm_opcode_send_write_ext_len(opcode) + padcnt + RM_ICRC_LEN;
+	return rm_opcode_rc_request_ext_len(opcode) + padcnt + RM_ICRC_LEN;
 }
 
-static const __u8 verdict_stat[] = {
-	[RM_PARSE_OK] = RM_STAT_ROCEV2,
-	[RM_PARSE_NOT_ROCEV2] = RM_STAT_NOT_ROCEV2,
-	[RM_PARSE_ROCEV1] = RM_STAT_ROCEV1,
-	[RM_PARSE_FRAGMENT] = RM_STAT_IP_FRAGMENT,
-	[RM_PARSE_UNSUP_ENCAP] = RM_STAT_UNSUP_ENCAP,
-	[RM_PARSE_BAD_ETH] = RM_STAT_MALFORMED_ETH,
-	[RM_PARSE_BAD_IP] = RM_STAT_MALFORMED_IP,
-	[RM_PARSE_BAD_UDP] = RM_STAT_MALFORMED_UDP,
-	[RM_PARSE_BAD_BTH] = RM_STAT_MALFORMED_BTH,
+/* The statistic of a parse verdict; -1 for none (cannot happen). */
+static __always_inline int verdict_stat(int verdict)
+{
+	switch (verdict) {
+	case RM_PARSE_OK:
+		return RM_STAT_ROCEV2;
+	case RM_PARSE_NOT_ROCEV2:
+		return RM_STAT_NOT_ROCEV2;
+	case RM_PARSE_ROCEV1:
+		return RM_STAT_ROCEV1;
+	case RM_PARSE_FRAGMENT:
+		return RM_STAT_IP_FRAGMENT;
+	case RM_PARSE_UNSUP_ENCAP:
+		return RM_STAT_UNSUP_ENCAP;
+	case RM_PARSE_BAD_ETH:
+		return RM_STAT_MALFORMED_ETH;
+	case RM_PARSE_BAD_IP:
+		return RM_STAT_MALFORMED_IP;
+	case RM_PARSE_BAD_UDP:
+		return RM_STAT_MALFORMED_UDP;
+	case RM_PARSE_BAD_BTH:
+		return RM_STAT_MALFORMED_BTH;
+	case RM_PARSE_UNSUP_TPID:
+		return RM_STAT_UNSUP_TPID;
+	default:
+		return -1;
+	}
+}
+
+/* The epoch of ctx was open when an unattributed frame arrived. */
+static __always_inline int stale(const struct rm_ctx *ctx, __u32 gen)
+{
+	return ctx->seq.active && ctx->capture_gen != gen;
+}
+
+/* Close ctx's open epoch under its lock: reason, and captureDiscontinuity if
+ * it is stale. 1 if an epoch was closed into *out. */
+static __always_inline int close_epoch(struct rm_ctx *ctx, __u64 *win, __u16 reason, __u32 gen,
+				       struct rm_seq_counters *out, struct rm_window_scratch *sc)
+{
+	if (stale(ctx, gen))
+		reason |= RM_FLAG_CAPTURE_DISCONTINUITY;
+	return rm_seq_close(&ctx->seq, win, rm_window_words, reason, out, sc) > 0;
+}
+
+/*
+ * A frame that may have carried a request but names no connection: an
+ * unclassifiable capture fault ([SEQOBS] "Applicability and Provisioning":
+ * it "closes all contexts that may be affected"). With unattributed_is_loss,
+ * every open epoch becomes stale.
+ */
+static __always_inline void unattributed(struct rm_stats *st)
+{
+	st->v[RM_STAT_UNATTRIBUTED]++;
+	if (rm_cfg.unattributed_is_loss)
+		__sync_fetch_and_add(&rm_capture_gen, 1);
+}
+
+/* The parser stopped before a BTH, at something that may hide one: an
+ * unsupported header, or UDP to 4791 in a form not metered (a first
+ * fragment whose BTH is in the next one). */
+static __always_inline int may_hide_request(const struct rm_pkt *pkt)
+{
+	return pkt->stop == RM_PARSE_UNSUP_ENCAP || (pkt->irregular && pkt->rocev2_port);
+}
+
+/* Record key's violation (the first one is kept). 0, or -1: the map is full. */
+static __always_inline int record_violation(const struct rm_ctx_key *key, const struct rm_pkt *pkt, __u8 cause,
+					    __u64 now)
+{
+	struct rm_violation v = { .first_ns = now, .opcode = pkt->opcode, .cause = cause, .psn = pkt->psn };
+	long e = bpf_map_update_elem(&violations, key, &v, BPF_NOEXIST);
+
+	return e == 0 || e == -RM_EEXIST ? 0 : -1;
+}
+
+/* A violation that neither `violations` nor a context can hold: the
+ * connection it disabled cannot be known later, so no new one is metered. */
+static __always_inline void engage_fail_safe(struct rm_stats *st, __u64 now)
+{
+	__u32 zero = 0;
+	struct rm_viol_state *vs = bpf_map_lookup_elem(&viol_state, &zero);
+
+	st->v[RM_STAT_VIOLATIONS_UNRECORDED]++;
+	if (vs && !vs->fail_safe) {
+		vs->since_ns = now;
+		vs->fail_safe = 1;
+	}
+}
+
+static __always_inline int fail_safe_engaged(void)
+{
+	__u32 zero = 0;
+	struct rm_viol_state *vs = bpf_map_lookup_elem(&viol_state, &zero);
+
+	return vs && vs->fail_safe;
+}
+
+/* A new context for key in a free slot; NULL if the table is full. */
+static __always_inline struct rm_ctx *new_context(const struct rm_ctx_key *key, struct rm_scratch *sc)
+{
+	__u32 slot;
+
+	if (bpf_map_pop_elem(&free_slots, &slot))
+		return NULL;
+	__builtin_memset(sc->init, 0, sizeof(sc->init));
+	((struct rm_ctx *)sc->init)->slot = slot;
+	if (bpf_map_update_elem(&contexts, key, sc->init, BPF_NOEXIST))
+		bpf_map_push_elem(&free_slots, &slot, 0); /* lost a race, or the table is full */
+	return bpf_map_lookup_elem(&contexts, key);
+}
+
+/*
+ * The VLAN IDs of the key (namespace = vlan): the tag of the packet metadata
+ * first (the outermost, taken off by the NIC or veth; device-bound program
+ * only), then the inline ones. A priority tag (VLAN ID 0) names no VLAN, so
+ * a priority-tagged frame keys like an untagged one. Returns -1 when the
+ * key cannot hold the frame's namespace: more than RM_VLAN_DEPTH_MAX VLAN
+ * IDs, or a tag of a TPID that is not metered.
+ */
+static __always_inline int vlan_key(struct xdp_md *xdp, const int dev_bound, const struct rm_pkt *pkt,
+				    struct rm_ctx_key *key, struct rm_stats *st)
+{
+	__u16 meta = 0;
+
+	if (dev_bound) {
+		__be16 proto;
+		__u16 tci;
+
+		if (bpf_xdp_metadata_rx_vlan_tag(xdp, &proto, &tci) == 0) {
+			st->v[RM_STAT_VLAN_METADATA]++;
+			meta = tci & RM_VLAN_VID_MASK;
+		}
+	}
+	if (pkt->odd_tpid)
+		return -1;
+	if (meta) {
+		if (pkt->nvid >= RM_VLAN_DEPTH_MAX)
+			return -1;
+		key->vlan[0] = meta;
+		key->vlan[1] = pkt->vlan[0];
+	} else {
+		if (pkt->nvid > RM_VLAN_DEPTH_MAX)
+			return -1;
+		key->vlan[0] = pkt->vlan[0];
+		key->vlan[1] = pkt->vlan[1];
+	}
+	return 0;
+}
+
+/* The parser, verified once (see RM_PARSE_GLOBAL). */
+RM_PARSE_GLOBAL(rm_parse_meter, struct xdp_md)
+
+/* What a request does to its connection. */
+enum action {
+	ACT_METER = 0,  /* an eligible request: account it */
+	ACT_UNOBSERVED, /* one the meter could not observe: close with captureDiscontinuity */
+	ACT_VIOLATION,  /* unsupported, malformed or foreign: close with profileViolation, disable */
 };
 
-SEC("xdp.frags")
-int rocemeter_xdp(struct xdp_md *xdp)
+/* The body of both XDP programs; dev_bound is a constant per program. */
+static __always_inline int meter(struct xdp_md *xdp, const int dev_bound)
 {
 	void *data = (void *)(long)xdp->data;
 	void *data_end = (void *)(long)xdp->data_end;
@@ -173,8 +362,10 @@ int rocemeter_xdp(struct xdp_md *xdp)
 	struct rm_ctx_key key;
 	struct rm_ctx *ctx;
 	__u64 *win, now;
-	__u32 frame_len;
-	int verdict, eligible, started = 0, closed = 0, r;
+	__u8 *src, *dst;
+	__u32 frame_len, gen;
+	int verdict, stat, act, foreign, started = 0, closed = 0, late_violation = 0, r = 0;
+	__u8 cause = 0;
 
 	if (!st || !sc)
 		return XDP_PASS;
@@ -182,115 +373,174 @@ int rocemeter_xdp(struct xdp_md *xdp)
 	frame_len = bpf_xdp_get_buff_len(xdp);
 	if (rm_cfg.use_replay_clock && rm_cfg.replay_wire_len)
 		frame_len = rm_cfg.replay_wire_len;
-	verdict = rm_parse_len(data, data_end, frame_len, &pkt);
+	verdict = rm_parse_meter(xdp, frame_len, &pkt);
 	if (rm_cfg.use_replay_clock)
 		rm_replay_verdict = verdict;
-	if (verdict < 0 || verdict >= (int)(sizeof(verdict_stat) / sizeof(verdict_stat[0])))
+	stat = verdict_stat(verdict);
+	if (stat < 0 || stat >= RM_STAT__COUNT)
 		return pass;
-	st->v[verdict_stat[verdict]]++;
-	if (verdict != RM_PARSE_OK)
+	st->v[stat]++;
+	if (!pkt.bth_ok) {
+		if (may_hide_request(&pkt))
+			unattributed(st);
 		return pass;
+	}
 
-	/* Classification: only RC requests reach a context. */
-	if (rm_opcode_transport(pkt.opcode) != RM_TRANSPORT_RC) {
-		st->v[pkt.opcode == RM_OPCODE_CNP ? RM_STAT_CNP : RM_STAT_OTHER_TRANSPORT]++;
+	/* Classification ([SEQOBS] "Applicability and Provisioning"). A frame
+	 * in a form not metered (verdict != RM_PARSE_OK) is still classified. */
+	if (pkt.opcode == RM_OPCODE_CNP) {
+		st->v[RM_STAT_CNP]++;
 		return pass;
 	}
 	if (rm_opcode_is_rc_response(pkt.opcode)) {
 		st->v[RM_STAT_RESPONSES]++;
 		return pass;
 	}
-	eligible = rm_opcode_is_rc_send_or_write(pkt.opcode);
-	if (pkt.tver != 0 || rc_request_trailer(pkt.opcode, rm_bth_padcnt(pkt.bth)) > pkt.bth_payload) {
+	foreign = rm_opcode_transport(pkt.opcode) != RM_TRANSPORT_RC;
+	if (foreign) {
+		st->v[RM_STAT_OTHER_TRANSPORT]++;
+		act = ACT_VIOLATION;
+		cause = RM_VIOLATION_FOREIGN;
+	} else if (verdict == RM_PARSE_BAD_UDP) {
+		act = ACT_VIOLATION;
+		cause = RM_VIOLATION_MALFORMED;
+	} else if (verdict != RM_PARSE_OK) {
+		act = ACT_UNOBSERVED;
+	} else if (pkt.tver != 0 || rc_request_trailer(pkt.opcode, pkt.padcnt) > pkt.bth_payload) {
 		st->v[RM_STAT_MALFORMED_BTH]++;
-		eligible = 0; /* a malformed request is a profile violation */
+		act = ACT_VIOLATION;
+		cause = RM_VIOLATION_MALFORMED;
+	} else if (!rm_opcode_is_rc_send_or_write(pkt.opcode)) {
+		act = ACT_VIOLATION;
+		cause = RM_VIOLATION_UNSUPPORTED;
+	} else {
+		act = ACT_METER;
 	}
 
 	__builtin_memset(&key, 0, sizeof(key));
 	key.family = pkt.family;
+	src = (__u8 *)data + (pkt.src_off & RM_PKT_OFF_MASK);
+	dst = (__u8 *)data + (pkt.dst_off & RM_PKT_OFF_MASK);
 	if (pkt.family == 4) {
-		if ((void *)(pkt.src + 4) > data_end || (void *)(pkt.dst + 4) > data_end)
+		if ((void *)(src + 4) > data_end || (void *)(dst + 4) > data_end)
 			return pass;
-		__builtin_memcpy(key.src, pkt.src, 4);
-		__builtin_memcpy(key.dst, pkt.dst, 4);
+		__builtin_memcpy(key.src, src, 4);
+		__builtin_memcpy(key.dst, dst, 4);
 	} else {
-		if ((void *)(pkt.src + 16) > data_end || (void *)(pkt.dst + 16) > data_end)
+		if ((void *)(src + 16) > data_end || (void *)(dst + 16) > data_end)
 			return pass;
-		__builtin_memcpy(key.src, pkt.src, 16);
-		__builtin_memcpy(key.dst, pkt.dst, 16);
+		__builtin_memcpy(key.src, src, 16);
+		__builtin_memcpy(key.dst, dst, 16);
 	}
 	key.dest_qp = pkt.dest_qp;
 	key.pkey = pkt.pkey;
-	if (rm_cfg.ns_mode == RM_NS_VLAN) {
-		key.vlan[0] = pkt.vlan[0];
-		key.vlan[1] = pkt.vlan[1];
+	if (rm_cfg.ns_mode == RM_NS_VLAN && vlan_key(xdp, dev_bound, &pkt, &key, st)) {
+		if (!foreign)
+			unattributed(st);
+		return pass;
 	}
+	now = rm_cfg.use_replay_clock ? rm_cfg.replay_now_ns : bpf_ktime_get_ns();
 
 	ctx = bpf_map_lookup_elem(&contexts, &key);
+	/* A UC, RD, UD or XRC request names an RC connection only when that one is
+	 * known: it has a context, or a line provisions its QP (QP 1 of
+	 * connection management is UD, under any-QP lines too). */
+	if (foreign && !ctx && !(provisioned(&key) && provisioned_qp(&key)))
+		return pass;
 	if (!ctx) {
-		__u32 slot;
-
 		if (!provisioned(&key)) {
 			st->v[RM_STAT_NOT_PROVISIONED]++;
 			return pass;
 		}
-		if (bpf_map_pop_elem(&free_slots, &slot)) {
-			st->v[RM_STAT_TABLE_FULL]++;
+		if (bpf_map_lookup_elem(&violations, &key)) {
+			st->v[RM_STAT_DISABLED]++;
 			return pass;
 		}
-		__builtin_memset(sc->init, 0, sizeof(sc->init));
-		((struct rm_ctx *)sc->init)->slot = slot;
-		if (bpf_map_update_elem(&contexts, &key, sc->init, BPF_NOEXIST))
-			bpf_map_push_elem(&free_slots, &slot, 0); /* lost a race, or the table is full */
-		ctx = bpf_map_lookup_elem(&contexts, &key);
+		if (act == ACT_UNOBSERVED) {
+			st->v[RM_STAT_UNOBSERVED]++; /* no epoch to close */
+			return pass;
+		}
+		if (act == ACT_METER && fail_safe_engaged()) {
+			st->v[RM_STAT_FAIL_SAFE_REFUSED]++;
+			return pass;
+		}
+		/* A violation gets a context too when there is room (status and
+		 * replay list disabled contexts); `violations` holds it anyway. */
+		ctx = new_context(&key, sc);
 		if (!ctx) {
-			st->v[RM_STAT_TABLE_FULL]++;
+			if (act == ACT_METER) {
+				st->v[RM_STAT_TABLE_FULL]++;
+			} else {
+				st->v[RM_STAT_VIOLATIONS]++;
+				if (record_violation(&key, &pkt, cause, now))
+					engage_fail_safe(st, now);
+			}
 			return pass;
 		}
+		/* A violation recorded by another CPU since the lookup above. */
+		late_violation = act == ACT_METER && bpf_map_lookup_elem(&violations, &key) != NULL;
 	}
 	win = bpf_map_lookup_elem(&windows, &ctx->slot);
 	if (!win)
 		return pass;
-	now = rm_cfg.use_replay_clock ? rm_cfg.replay_now_ns : bpf_ktime_get_ns();
+	gen = rm_capture_gen;
 
 	bpf_spin_lock(&ctx->lock);
 	if (ctx->dead) {
 		/* Evicted while we looked it up: no context for this request. */
 		bpf_spin_unlock(&ctx->lock);
-		st->v[RM_STAT_TABLE_FULL]++;
+		if (act == ACT_METER) {
+			st->v[RM_STAT_TABLE_FULL]++;
+		} else if (act == ACT_UNOBSERVED) {
+			st->v[RM_STAT_UNOBSERVED]++;
+		} else {
+			st->v[RM_STAT_VIOLATIONS]++;
+			if (record_violation(&key, &pkt, cause, now))
+				engage_fail_safe(st, now);
+		}
 		return pass;
 	}
+	if (late_violation)
+		ctx->violated = ctx->disabled = 1;
 	if (ctx->disabled) {
 		bpf_spin_unlock(&ctx->lock);
 		st->v[RM_STAT_DISABLED]++;
 		return pass;
 	}
-	if (eligible) {
-		/* Idle expiration ([SEQOBS] "Identity and Epoch Lifecycle"), decided
-		 * here when traffic resumes so that no request joins an expired epoch. */
-		if (rm_cfg.idle_timeout_ns && ctx->seq.active && now > ctx->seq.c.last_ns &&
-		    now - ctx->seq.c.last_ns > rm_cfg.idle_timeout_ns)
-			closed = rm_seq_close(&ctx->seq, win, rm_window_words, 0, &sc->final, &sc->clear) > 0;
+	if (act == ACT_METER) {
+		/* A stale epoch, or idle expiration ([SEQOBS] "Identity and Epoch
+		 * Lifecycle"), decided here when traffic resumes so that no request
+		 * joins an epoch that should have closed. */
+		if (stale(ctx, gen) || (rm_cfg.idle_timeout_ns && ctx->seq.active && now > ctx->seq.c.last_ns &&
+					now - ctx->seq.c.last_ns > rm_cfg.idle_timeout_ns))
+			closed = close_epoch(ctx, win, 0, gen, &sc->final, &sc->clear);
 		r = rm_seq_observe(&ctx->seq, win, rm_window_words, rm_cfg.window, pkt.psn, now, &sc->final, &sc->clear);
 		if (r == RM_SEQ_STARTED || r == RM_SEQ_RESTARTED) {
+			ctx->capture_gen = gen;
 			sc->start = ctx->seq.c;
 			started = 1;
 			closed |= r == RM_SEQ_RESTARTED;
 		}
+	} else if (act == ACT_UNOBSERVED) {
+		closed = close_epoch(ctx, win, RM_FLAG_CAPTURE_DISCONTINUITY, gen, &sc->final, &sc->clear);
 	} else {
-		closed = rm_seq_close(&ctx->seq, win, rm_window_words, RM_FLAG_PROFILE_VIOLATION, &sc->final,
-				      &sc->clear) > 0;
-		ctx->disabled = 1;
-		r = 0;
+		closed = close_epoch(ctx, win, RM_FLAG_PROFILE_VIOLATION, gen, &sc->final, &sc->clear);
+		ctx->violated = ctx->disabled = 1;
 	}
 	bpf_spin_unlock(&ctx->lock);
 
-	if (eligible && r < 0)
+	if (act == ACT_METER && r < 0)
 		return pass; /* inconsistent configuration; nothing changed */
-	if (eligible)
+	if (act == ACT_METER) {
 		st->v[RM_STAT_ELIGIBLE]++;
-	else
+	} else if (act == ACT_UNOBSERVED) {
+		st->v[RM_STAT_UNOBSERVED]++;
+	} else {
+		/* The context holds the violation if the map is full (a violated
+		 * context is never evicted while the map lacks it). */
 		st->v[RM_STAT_VIOLATIONS]++;
+		record_violation(&key, &pkt, cause, now);
+	}
 	if (closed) {
 		st->v[RM_STAT_EPOCHS_CLOSED]++;
 		emit(st, RM_EV_EPOCH_FINAL, &key, &sc->final);
@@ -300,6 +550,18 @@ int rocemeter_xdp(struct xdp_md *xdp)
 		emit(st, RM_EV_EPOCH_START, &key, &sc->start);
 	}
 	return pass;
+}
+
+SEC("xdp.frags")
+int rocemeter_xdp(struct xdp_md *xdp)
+{
+	return meter(xdp, 0);
+}
+
+SEC("xdp.frags")
+int rocemeter_xdp_vlan(struct xdp_md *xdp)
+{
+	return meter(xdp, 1);
 }
 
 SEC("xdp")
@@ -312,15 +574,27 @@ int rocemeter_ctl(struct xdp_md *xdp)
 	struct rm_ctx *ctx;
 	struct rm_scratch *sc;
 	__u64 *win;
-	__u32 zero = 0;
-	int prov = 0;
+	__u32 zero = 0, gen = rm_capture_gen;
+	int prov = 0, forgot = 0;
 
 	if ((void *)(c + 1) > data_end)
 		return XDP_ABORTED;
+	c->status = RM_CTL_OK;
+	if (c->op == RM_CTL_CLEAR_FAIL_SAFE) {
+		struct rm_viol_state *vs = bpf_map_lookup_elem(&viol_state, &zero);
+
+		if (vs) {
+			vs->fail_safe = 0;
+			vs->since_ns = 0;
+		}
+		return XDP_PASS;
+	}
 	__builtin_memcpy(&key, &c->key, sizeof(key));
+	if (c->op == RM_CTL_REENABLE)
+		forgot = bpf_map_delete_elem(&violations, &key) == 0;
 	ctx = bpf_map_lookup_elem(&contexts, &key);
 	if (!ctx) {
-		c->status = RM_CTL_NO_CONTEXT;
+		c->status = c->op == RM_CTL_REENABLE ? (forgot ? RM_CTL_OK : RM_CTL_NOT_VIOLATED) : RM_CTL_NO_CONTEXT;
 		return XDP_PASS;
 	}
 	win = bpf_map_lookup_elem(&windows, &ctx->slot);
@@ -329,13 +603,20 @@ int rocemeter_ctl(struct xdp_md *xdp)
 		c->status = RM_CTL_FAILED;
 		return XDP_PASS;
 	}
-	c->status = RM_CTL_OK;
 	if (c->op == RM_CTL_EVICT) {
 		struct rm_stats *st = bpf_map_lookup_elem(&stats, &zero);
+		int in_map = bpf_map_lookup_elem(&violations, &key) != NULL;
 		__u32 slot = ctx->slot;
 
 		bpf_spin_lock(&ctx->lock);
-		if (rm_seq_close(&ctx->seq, win, rm_window_words, RM_FLAG_STATE_EXHAUSTION, &c->snap, &sc->clear) <= 0)
+		if (ctx->violated && !in_map) {
+			/* The context alone holds the violation (the map was full):
+			 * evicting it would re-enable the connection. */
+			bpf_spin_unlock(&ctx->lock);
+			c->status = RM_CTL_FAILED;
+			return XDP_PASS;
+		}
+		if (!close_epoch(ctx, win, RM_FLAG_STATE_EXHAUSTION, gen, &c->snap, &sc->clear))
 			c->status = RM_CTL_NO_EPOCH;
 		ctx->dead = 1;
 		bpf_spin_unlock(&ctx->lock);
@@ -346,13 +627,12 @@ int rocemeter_ctl(struct xdp_md *xdp)
 		}
 		return XDP_PASS;
 	}
-	if (c->op == RM_CTL_REPROVISION)
+	if (c->op == RM_CTL_REPROVISION || c->op == RM_CTL_REENABLE)
 		prov = provisioned(&key); /* map lookups: not under the lock */
 	bpf_spin_lock(&ctx->lock);
 	switch (c->op) {
 	case RM_CTL_CLOSE:
-		if (rm_seq_close(&ctx->seq, win, rm_window_words, c->reason & RM_FLAG_REASON_MASK, &c->snap, &sc->clear) <=
-		    0)
+		if (!close_epoch(ctx, win, c->reason & RM_FLAG_REASON_MASK, gen, &c->snap, &sc->clear))
 			c->status = RM_CTL_NO_EPOCH;
 		break;
 	case RM_CTL_CLOSE_IDLE:
@@ -361,7 +641,15 @@ int rocemeter_ctl(struct xdp_md *xdp)
 		else if (ctx->seq.c.last_ns >= c->idle_before_ns)
 			c->status = RM_CTL_NOT_IDLE;
 		else
-			rm_seq_close(&ctx->seq, win, rm_window_words, 0, &c->snap, &sc->clear);
+			close_epoch(ctx, win, 0, gen, &c->snap, &sc->clear);
+		break;
+	case RM_CTL_CLOSE_STALE:
+		if (!ctx->seq.active)
+			c->status = RM_CTL_NO_EPOCH;
+		else if (!stale(ctx, gen))
+			c->status = RM_CTL_NOT_IDLE;
+		else
+			close_epoch(ctx, win, RM_FLAG_CAPTURE_DISCONTINUITY, gen, &c->snap, &sc->clear);
 		break;
 	case RM_CTL_SNAPSHOT:
 		c->snap = ctx->seq.c;
@@ -369,6 +657,12 @@ int rocemeter_ctl(struct xdp_md *xdp)
 			c->status = RM_CTL_NO_EPOCH;
 		break;
 	case RM_CTL_REPROVISION:
+		ctx->disabled = !prov || ctx->violated;
+		break;
+	case RM_CTL_REENABLE:
+		if (!forgot && !ctx->violated)
+			c->status = RM_CTL_NOT_VIOLATED;
+		ctx->violated = 0;
 		ctx->disabled = !prov;
 		break;
 	default:

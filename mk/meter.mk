@@ -1,19 +1,32 @@
 # user/meter/ and bpf/meter.bpf.c: the XDP meter and its daemon: loading and
 # configuring the BPF object, pins and locks, capture-loss observation, the
-# ring-buffer reporter and its schedule, the daemon, and the subcommands
-# `attach`, `detach` and `status`.
+# ring-buffer reporter and its schedule, provisioning and violated
+# connections, the daemon, and the subcommands `attach`, `detach`, `status`
+# and `reenable`.
 BPF_NAMES      += meter
 ROCEMETER_SRCS += user/meter/meter.c user/meter/reporter.c user/meter/pins.c user/meter/observe.c user/meter/clock.c \
+                  user/meter/provision.c user/meter/violations.c \
                   user/meter/daemon.c user/meter/cmd_attach.c user/meter/cmd_detach.c \
-                  user/meter/cmd_status.c
+                  user/meter/cmd_status.c user/meter/cmd_reenable.c
 # The BPF build of the engine across CPUs, the specification's examples,
 # violations and mirror mode through BPF_PROG_TEST_RUN; attach/detach/status
 # on a veth pair in a network namespace.
 CHECK_PROGS    += $(BUILD)/selftests/bpf/test_meter_cpus
 CHECK_SCRIPTS  += selftests/system/test_live_meter.py
+# The tc program that test_live_meter.py puts on the sending veth end to give
+# the meter VLAN tags as packet metadata (not a test itself).
+check: $(BUILD)/tests/lib/vlan_push.bpf.o
+$(BUILD)/tests/lib/vlan_push.bpf.o: tests/lib/vlan_push.bpf.c vmlinux/vmlinux.h
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
 # Epoch lifecycle: idle expiry, reload, shutdown, capture discontinuity,
 # eviction and sd_notify readiness.
 CHECK_SCRIPTS  += selftests/system/test_lifecycle.py
 # include/rocemeter/bth.h on the host: the opcode predicates and BTH fields
 # against the BTH opcode table ([IBPKT]).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_bth
+# Which provisioning lines cover a connection; the reload rule for violated
+# connections (user/meter/provision.c).
+CHECK_PROGS    += $(BUILD)/tests/unit/test_provision
+# docs/meter.md's table of statistics against RM_STATS (include/rocemeter/common.h).
+CHECK_SCRIPTS  += tests/unit/test_stats_doc.py

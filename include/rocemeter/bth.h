@@ -18,6 +18,8 @@
 #define RM_DETH_LEN  8  /* Datagram ETH: Q_Key, SrcQP */
 #define RM_RETH_LEN  16 /* RDMA ETH: VA, R_Key, DMALen */
 #define RM_IMMDT_LEN 4  /* Immediate Data */
+#define RM_ATOMICETH_LEN 28 /* Atomic ETH: VA, R_Key, Swap/Add data, Compare data */
+#define RM_IETH_LEN      4  /* Invalidate ETH: the R_Key to invalidate */
 #define RM_ICRC_LEN  4  /* invariant CRC after the payload */
 
 /*
@@ -167,6 +169,30 @@ static __always_inline __u32 rm_opcode_send_write_ext_len(__u8 op)
 		return RM_RETH_LEN + RM_IMMDT_LEN;
 	default:
 		return 0;
+	}
+}
+
+/*
+ * Bytes of extended headers between the BTH and the payload of an RC request
+ * ([IBPKT] "Operation -> Extended Header"): the SEND and RDMA WRITE ones
+ * above, RETH for RDMA READ Request, AtomicETH for Compare & Swap and Fetch
+ * & Add, IETH for SEND Last / Only with Invalidate; 0 for the unassigned RC
+ * request opcodes (0x15, 0x18..0x1F: nothing known must follow), for
+ * responses and for every other transport.
+ */
+static __always_inline __u32 rm_opcode_rc_request_ext_len(__u8 op)
+{
+	switch (op) {
+	case RM_OPCODE_RC_RDMA_READ_REQUEST:
+		return RM_RETH_LEN;
+	case RM_OPCODE_RC_COMPARE_SWAP:
+	case RM_OPCODE_RC_FETCH_ADD:
+		return RM_ATOMICETH_LEN;
+	case RM_OPCODE_RC_SEND_LAST_INV:
+	case RM_OPCODE_RC_SEND_ONLY_INV:
+		return RM_IETH_LEN;
+	default:
+		return rm_opcode_is_rc_send_or_write(op) ? rm_opcode_send_write_ext_len(op) : 0;
 	}
 }
 

@@ -17,8 +17,13 @@
 #include <linux/bpf.h> /* struct bpf_spin_lock */
 #endif
 
-#define RM_VLAN_DEPTH_MAX 2   /* 802.1Q / 802.1ad tags parsed; deeper: counted verdict */
-#define RM_IPV6_EXT_MAX 4     /* IPv6 extension headers walked; deeper: counted verdict */
+#define RM_VLAN_DEPTH_MAX 2 /* 802.1Q / 802.1ad tags metered; deeper: not metered (RM_PARSE_UNSUP_ENCAP) */
+#define RM_IPV6_EXT_MAX   4 /* IPv6 extension headers metered; more: not metered (RM_PARSE_UNSUP_ENCAP) */
+/* How far the parser reads on past what it meters, to find the connection
+ * of a request it will not meter (docs/meter.md "Requests the meter cannot
+ * meter"); beyond: it stops, and the frame names no connection. */
+#define RM_VLAN_READ_MAX     4 /* tags, any of the TPIDs the parser knows */
+#define RM_IPV6_EXT_READ_MAX 8 /* IPv6 extension headers */
 
 /* Key namespace (config `namespace`): none, or the VLAN IDs of the frame. */
 #define RM_NS_NONE 0
@@ -47,9 +52,45 @@ struct rm_ctx {
 	struct bpf_spin_lock lock;
 	__u32 slot;          /* index into map `windows` */
 	struct rm_seq_state seq;
-	__u8 disabled;       /* profileViolation seen: no metering until reprovisioned */
+	__u32 capture_gen;   /* rm_capture_gen when the open epoch started (a later one: stale) */
+	__u8 disabled;       /* not metered: violated, or no longer provisioned (after a reload) */
+	__u8 violated;       /* a profile violation disabled it, until re-enabled (also in `violations`) */
 	__u8 dead;           /* evicted: being removed from the table, take no request */
-	__u8 _pad[6];
+	__u8 _pad;
+};
+
+/*
+ * Profile violations (map `violations`, hash of rm_ctx_key -> rm_violation,
+ * max_entries = [meter] max_violations): a connection in it is not metered,
+ * whether or not it has a context, until `rocemeter reenable` or a reload
+ * that changes its provisioning removes it ([SEQOBS] "Applicability and
+ * Provisioning": disabled "until explicitly reprovisioned").
+ */
+enum rm_violation_cause {
+	RM_VIOLATION_UNSUPPORTED = 1, /* an RC request other than SEND / RDMA WRITE (READ, atomics, ...) */
+	RM_VIOLATION_MALFORMED = 2,   /* TVer != 0, extended headers + pad + ICRC do not fit, UDP length > IP payload */
+	RM_VIOLATION_FOREIGN = 3,     /* a UC, RD, UD or XRC request carrying the connection's key */
+};
+
+struct rm_violation {
+	__u64 first_ns; /* meter clock (monotonic ns; replay: capture UNIX ns) of the violating request */
+	__u8 opcode;    /* its BTH OpCode */
+	__u8 cause;     /* enum rm_violation_cause */
+	__u16 _pad;
+	__u32 psn; /* its PSN */
+};
+
+/*
+ * The fail-safe of the violations map (map `viol_state`, one-element array,
+ * key 0): when a violation finds the map full and no context to hold it,
+ * the connection it disables cannot be known later, so no new connection
+ * is metered (RM_STAT_FAIL_SAFE_REFUSED) until `rocemeter reenable --all`
+ * clears fail_safe. Contexts already in the table are metered on.
+ */
+struct rm_viol_state {
+	__u32 fail_safe; /* 1: engaged */
+	__u32 _pad;
+	__u64 since_ns; /* meter clock when it engaged */
 };
 
 /* Provisioning (map `provision`, hash of rm_prov_key -> rm_prov_val). */
@@ -70,6 +111,26 @@ struct rm_prov_val {
 };
 
 /*
+ * The provisioning keys that may cover a connection key, one per form: 0
+ * the exact key, RM_PROV_ANY_QP, RM_PROV_ANY_PKEY, both (the form is the
+ * wildcard bits; a line stores its wildcard fields as 0). The XDP program
+ * looks them up in this order; user/meter/provision.c matches lines with
+ * the same keys.
+ */
+#define RM_PROV_FORMS 4
+
+static __always_inline void rm_prov_probe(struct rm_prov_key *pk, const struct rm_ctx_key *k, __u8 form)
+{
+	__builtin_memset(pk, 0, sizeof(*pk));
+	__builtin_memcpy(pk->src, k->src, 16);
+	__builtin_memcpy(pk->dst, k->dst, 16);
+	pk->family = k->family;
+	pk->wildcard = form;
+	pk->dest_qp = (form & RM_PROV_ANY_QP) ? 0 : k->dest_qp;
+	pk->pkey = (form & RM_PROV_ANY_PKEY) ? 0 : k->pkey;
+}
+
+/*
  * Events on the ring buffer `events` ([SEQOBS] closures decided in the
  * datapath, and epoch starts). Every event carries a snapshot copied under
  * the context's lock.
@@ -86,7 +147,12 @@ struct rm_event {
 	struct rm_seq_counters snap;
 };
 
-/* Verdict of the frame parser (bpf/parse.h rm_parse_len()). */
+/*
+ * Verdict of the frame parser (bpf/parse.h rm_parse_len()). A verdict other
+ * than RM_PARSE_OK with pkt->bth_ok set: the BTH was read, in a form the
+ * meter does not meter (a first fragment, an unsupported encapsulation, a
+ * UDP length beyond the IP payload); the verdict is the first such cause.
+ */
 enum rm_parse_verdict {
 	RM_PARSE_OK = 0,      /* BTH parsed: pkt fully filled in */
 	RM_PARSE_NOT_ROCEV2,  /* not IP/UDP with destination port 4791 */
@@ -97,34 +163,59 @@ enum rm_parse_verdict {
 	RM_PARSE_BAD_IP,      /* truncated or inconsistent IP header or extension header */
 	RM_PARSE_BAD_UDP,     /* truncated UDP header, UDP length < 8 + 12 or > IP payload */
 	RM_PARSE_BAD_BTH,     /* BTH not within the frame */
+	RM_PARSE_UNSUP_TPID,  /* a tag with TPID 0x9100, 0x9200 or 0x9300 */
 };
 
-/* Per-CPU statistics (map `stats`, per-CPU array indexed by enum rm_stat). */
+/*
+ * Per-CPU statistics (map `stats`, per-CPU array of __u64 indexed by enum
+ * rm_stat). The one list: X(enum suffix, name in `status` and
+ * --stats-json, description). Each frame is counted once in frames and once
+ * in one of rocev2 .. malformed_bth, unsupported_tpid (its parse verdict);
+ * the others count requests, closures and events.
+ */
+#define RM_STATS(X)                                                                                               \
+	X(FRAMES, "frames", "frames seen by the program")                                                         \
+	X(ROCEV2, "rocev2", "frames with UDP destination port 4791 and a full BTH, in a form that is metered")    \
+	X(NOT_ROCEV2, "not_rocev2", "not IP/UDP to port 4791: passed untouched")                                  \
+	X(ROCEV1, "rocev1", "EtherType 0x8915: passed untouched")                                                 \
+	X(ELIGIBLE, "eligible_requests", "eligible requests (SEND, RDMA WRITE) accounted to an epoch")            \
+	X(RESPONSES, "responses", "RC responses and acknowledgements: no state change")                           \
+	X(CNP, "cnp", "CNPs: no state change")                                                                    \
+	X(OTHER_TRANSPORT, "other_transport", "UC, RD, UD, XRC or unknown transport: not metered")                \
+	X(NOT_PROVISIONED, "not_provisioned", "requests of connections not provisioned")                          \
+	X(VIOLATIONS, "profile_violations", "profile violations: epoch closed, connection disabled, not counted") \
+	X(DISABLED, "disabled_requests", "requests of connections disabled by a violation or a reload")           \
+	X(UNOBSERVED, "unobserved_requests",                                                                      \
+	  "requests of provisioned connections in a form not metered: epoch closed with captureDiscontinuity")    \
+	X(IP_FRAGMENT, "ip_fragments", "IP fragments: not metered")                                               \
+	X(UNSUP_ENCAP, "unsupported_encapsulation",                                                               \
+	  "more than 2 VLAN tags or 4 IPv6 extension headers, or an extension header that is not walked")         \
+	X(UNSUP_TPID, "unsupported_tpid", "a tag with TPID 0x9100, 0x9200 or 0x9300: not metered")                \
+	X(UNATTRIBUTED, "unattributed_frames",                                                                    \
+	  "frames that may carry a request but name no connection (capture loss with unattributed_is_loss)")      \
+	X(MALFORMED_ETH, "malformed_eth", "truncated Ethernet or VLAN header")                                    \
+	X(MALFORMED_IP, "malformed_ip", "truncated IP header, IHL < 5, bad version, truncated extension header")  \
+	X(MALFORMED_UDP, "malformed_udp", "truncated UDP header, UDP length < 8 + 12 or > IP payload")            \
+	X(MALFORMED_BTH, "malformed_bth", "truncated BTH, TVer != 0, extended headers + pad + ICRC do not fit")   \
+	X(VLAN_METADATA, "vlan_tag_metadata", "frames whose outer VLAN tag came from the packet metadata")        \
+	X(TABLE_FULL, "table_full", "new contexts refused: max_contexts reached")                                 \
+	X(EVICTIONS, "evictions", "contexts evicted (stateExhaustion)")                                           \
+	X(VIOLATIONS_UNRECORDED, "violations_unrecorded",                                                         \
+	  "violations that found the violations map full and no context: fail-safe engaged")                      \
+	X(FAIL_SAFE_REFUSED, "fail_safe_refused",                                                                 \
+	  "requests of new connections refused while the fail-safe is engaged")                                   \
+	X(RINGBUF_DROPS, "ringbuf_drops", "events lost: ring buffer full")                                        \
+	X(EPOCHS_STARTED, "epochs_started", "epochs started")                                                     \
+	X(EPOCHS_CLOSED, "epochs_closed_in_datapath", "epochs closed by the XDP program")
+
+#define RM_STAT_ENUM_(suffix, name, desc) RM_STAT_##suffix,
+/* clang-format off */
 enum rm_stat {
-	RM_STAT_FRAMES = 0,        /* frames seen by the program */
-	RM_STAT_ROCEV2,            /* frames with UDP dst 4791 and a full BTH */
-	RM_STAT_NOT_ROCEV2,        /* passed untouched: not IP/UDP 4791 */
-	RM_STAT_ROCEV1,            /* EtherType 0x8915, passed untouched */
-	RM_STAT_ELIGIBLE,          /* eligible requests accounted to an epoch */
-	RM_STAT_RESPONSES,         /* RC responses and ACKs (no state change) */
-	RM_STAT_CNP,               /* CNPs (no state change) */
-	RM_STAT_OTHER_TRANSPORT,   /* UC, RD, UD, XRC, unknown: not metered */
-	RM_STAT_NOT_PROVISIONED,   /* requests of connections not provisioned */
-	RM_STAT_VIOLATIONS,        /* profile violations (packet not counted) */
-	RM_STAT_DISABLED,          /* requests of a connection disabled by a violation */
-	RM_STAT_IP_FRAGMENT,       /* IP fragments, not metered */
-	RM_STAT_UNSUP_ENCAP,       /* too many VLAN tags / IPv6 extension headers, unknown ext header */
-	RM_STAT_MALFORMED_ETH,     /* truncated Ethernet or VLAN header */
-	RM_STAT_MALFORMED_IP,      /* truncated IP header, IHL < 5, bad version, truncated ext header */
-	RM_STAT_MALFORMED_UDP,     /* truncated UDP header, UDP length < 8 + 12 or > IP payload */
-	RM_STAT_MALFORMED_BTH,     /* truncated BTH, TVer != 0, ext headers + ICRC do not fit */
-	RM_STAT_TABLE_FULL,        /* new context refused: max_contexts reached */
-	RM_STAT_EVICTIONS,         /* contexts evicted (stateExhaustion) */
-	RM_STAT_RINGBUF_DROPS,     /* events lost: ring buffer full */
-	RM_STAT_EPOCHS_STARTED,
-	RM_STAT_EPOCHS_CLOSED,     /* closures decided in the datapath */
+	RM_STATS(RM_STAT_ENUM_)
 	RM_STAT__COUNT,
 };
+/* clang-format on */
+#undef RM_STAT_ENUM_
 
 /*
  * Runtime configuration (global `rm_cfg` in the program's .data; userspace
@@ -140,29 +231,41 @@ struct rm_config {
 	__u64 replay_now_ns;   /* replay: capture timestamp of the frame (UNIX ns) */
 	__u64 idle_timeout_ns; /* 0: none; else a request arriving later than this after the
 				* epoch's last one closes it first (finalEpoch alone) */
+	__u32 unattributed_is_loss; /* 1: a frame that may carry a request of any connection makes
+				     * every open epoch stale (closed with captureDiscontinuity) */
+	__u32 _pad;
 };
 
 /*
  * Control requests for the program `rocemeter_ctl` (an XDP program run only
  * with BPF_PROG_TEST_RUN, never attached): the frame data is one struct
  * rm_ctl; the program takes the context's lock, acts, and writes the result
- * back into the same bytes (data_out).
+ * back into the same bytes (data_out). Every closure of a stale epoch (open
+ * when an unattributed frame arrived, with unattributed_is_loss) carries
+ * captureDiscontinuity besides its own reason.
  */
 enum rm_ctl_op {
-	RM_CTL_CLOSE = 1,      /* close the open epoch with `reason`; snapshot -> out */
-	RM_CTL_SNAPSHOT = 2,   /* copy the state without changing it */
-	RM_CTL_REPROVISION = 3, /* provisioning changed: metered iff provisioned now (sets or clears `disabled`) */
-	RM_CTL_CLOSE_IDLE = 4, /* close (finalEpoch alone) only if the last request is older than idle_before_ns */
-	RM_CTL_EVICT = 5,      /* close with stateExhaustion, remove the context, free its slot */
+	RM_CTL_CLOSE = 1,           /* close the open epoch with `reason`; snapshot -> out */
+	RM_CTL_SNAPSHOT = 2,        /* copy the state without changing it */
+	RM_CTL_REPROVISION = 3,     /* after a reload: metered iff provisioned now and not violated */
+	RM_CTL_CLOSE_IDLE = 4,      /* close (finalEpoch alone) only if the last request is older than idle_before_ns */
+	RM_CTL_EVICT = 5,           /* close with stateExhaustion, remove the context, free its slot */
+	RM_CTL_REENABLE = 6,        /* forget the key's violation (map and context): metered iff
+				     * provisioned; RM_CTL_OK also without a context */
+	RM_CTL_CLOSE_STALE = 7,     /* close with captureDiscontinuity only an epoch open before the
+				     * last unattributed frame (rm_capture_gen) */
+	RM_CTL_CLEAR_FAIL_SAFE = 8, /* leave the violations fail-safe (key unused) */
 };
 
 /* Result of a control request (struct rm_ctl `status`). */
 enum rm_ctl_status {
 	RM_CTL_OK = 0,
-	RM_CTL_FAILED = -1,     /* unknown op, or the context's window or the scratch not found */
-	RM_CTL_NO_CONTEXT = -2, /* no context has this key */
-	RM_CTL_NO_EPOCH = -3,   /* the context has no open epoch */
-	RM_CTL_NOT_IDLE = -4,   /* RM_CTL_CLOSE_IDLE: a request arrived at or after idle_before_ns */
+	RM_CTL_FAILED = -1,       /* unknown op, or the context's window or the scratch not found */
+	RM_CTL_NO_CONTEXT = -2,   /* no context has this key */
+	RM_CTL_NO_EPOCH = -3,     /* the context has no open epoch */
+	RM_CTL_NOT_IDLE = -4,     /* RM_CTL_CLOSE_IDLE: a request arrived at or after idle_before_ns;
+				   * RM_CTL_CLOSE_STALE: the epoch is not stale */
+	RM_CTL_NOT_VIOLATED = -5, /* RM_CTL_REENABLE: the key had no violation to forget */
 };
 
 struct rm_ctl {

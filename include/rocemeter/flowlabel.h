@@ -227,6 +227,21 @@ static __always_inline __u32 rm_fl_label(__u32 hash)
 }
 
 /*
+ * A Flow Label of 0 means "no label" ([RFC6437]): written as such, it would
+ * leave the connection without ECMP entropy (and a later hop could write its
+ * own). A computed label of 0 is written as this substitute instead, counted
+ * as zero_hash (docs/flowlabel.md "A computed label of 0"); one label in 2^20
+ * collides with it, as any two labels may.
+ */
+#define RM_FL_ZERO_SUBSTITUTE 0x00001u
+
+/* The label the program writes for a computed label (rm_fl_label()). */
+static __always_inline __u32 rm_fl_label_written(__u32 label)
+{
+	return label ? label : RM_FL_ZERO_SUBSTITUTE;
+}
+
+/*
  * Statistics of the tc program: map `fl_stats`, per-CPU array of __u64
  * indexed by enum rm_fl_stat, pinned at /sys/fs/bpf/rocemeter/IFNAME/fl_stats.
  * Every frame the program sees is counted in exactly one entry, so the sum
@@ -236,7 +251,7 @@ static __always_inline __u32 rm_fl_label(__u32 hash)
 	X(REWRITTEN_RC, "rewritten", "zero Flow Label set from Dst_QP (no DETH)")             \
 	X(REWRITTEN_UD, "rewritten_ud", "zero Flow Label set from Src_QP and Dst_QP (DETH)")  \
 	X(LABEL_PRESENT, "label_present", "non-zero Flow Label arrived: left unchanged")      \
-	X(ZERO_HASH, "zero_hash", "computed label was 0: packet left unchanged")              \
+	X(ZERO_HASH, "zero_hash", "computed label was 0: substitute 0x00001 written")         \
 	X(IPV4, "ipv4", "RoCEv2 over IPv4: passed untouched")                                 \
 	X(NOT_ROCEV2, "not_rocev2", "not IP/UDP 4791: passed untouched")                      \
 	X(ROCEV1, "rocev1", "EtherType 0x8915: passed untouched")                             \

@@ -14,7 +14,13 @@
  *    BPF_F_TEST_RUN_ON_CPU is refused for XDP programs: EINVAL here.)
  *  - worst case at W = 2^22 (forward jumps of W - 1 then W, then W + 1);
  *  - profile violations (malformed request, READ) close the epoch with
- *    profileViolation, later SENDs are not counted; re-provisioning;
+ *    profileViolation, later SENDs are not counted; a reload's
+ *    re-provisioning of an unchanged connection keeps it disabled, an
+ *    explicit re-enable meters it again;
+ *  - a violation is kept in its own map whatever the context table's state:
+ *    a READ that finds the table full, then an eviction, still leaves the
+ *    connection disabled; when the violations map is full too, the
+ *    fail-safe refuses every new connection until re-enabled;
  *  - mirror mode returns XDP_DROP after metering.
  *
  * Expected values come from [SEQOBS]'s text and from counting arguments on
@@ -40,6 +46,7 @@
 
 #include "meter/meter.h"
 #include "meter/reporter.h"
+#include "meter/violations.h"
 #include "meter.skel.h"
 #include "rocemeter/common.h"
 #include "frames.h"
@@ -111,18 +118,28 @@ struct fx {
 	struct events ev;
 };
 
-static void fx_load(struct fx *f, uint32_t window, int provision_all)
+static void fx_load_settings(struct fx *f, const struct rm_meter_settings *s)
 {
-	struct rm_meter_settings s = {
-		.window = window, .max_contexts = 8, .provision_all = provision_all, .idle_timeout_ms = 0,
-	};
 	char err[512];
 
 	memset(f, 0, sizeof(*f));
-	if (rm_meter_load(&f->m, &s, 1, err, sizeof(err)))
-		fail_msg("rm_meter_load(W=%u): %s", window, err);
+	if (rm_meter_load(&f->m, s, 1, err, sizeof(err)))
+		fail_msg("rm_meter_load(W=%u): %s", s->window, err);
 	f->rb = ring_buffer__new(f->m.events_fd, on_event, &f->ev, NULL);
 	assert_non_null(f->rb);
+}
+
+static void fx_load(struct fx *f, uint32_t window, int provision_all)
+{
+	struct rm_meter_settings s = {
+		.window = window,
+		.max_contexts = 8,
+		.provision_all = provision_all,
+		.idle_timeout_ms = 0,
+		.max_violations = 64,
+	};
+
+	fx_load_settings(f, &s);
 }
 
 static void fx_free(struct fx *f)
@@ -390,8 +407,17 @@ static void test_profile_violation(void **state)
 		assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0x100, &c), RM_CTL_NO_EPOCH);
 		assert_int_equal(c.requests, 3);
 	}
-	/* Explicit re-provisioning enables metering again with a fresh epoch. */
+	/* A reload that leaves the connection's provisioning as it was keeps it
+	 * disabled: re-provisioning asks "provisioned now?" and the violation
+	 * stands. */
 	assert_int_equal(ctl(&f, RM_CTL_REPROVISION, 0, 0x100, NULL), 0);
+	stats(&f, s0);
+	send_psns(&f, 0x100, (const uint32_t[]){ 16 }, 1);
+	stats(&f, s1);
+	assert_int_equal(s1[RM_STAT_DISABLED] - s0[RM_STAT_DISABLED], 1);
+	assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0x100, NULL), RM_CTL_NO_EPOCH);
+	/* An explicit re-enable (`rocemeter reenable`) meters it again, with a fresh epoch. */
+	assert_int_equal(ctl(&f, RM_CTL_REENABLE, 0, 0x100, NULL), 0);
 	{
 		static const uint32_t again[] = { 16 };
 
@@ -810,6 +836,150 @@ static void test_concurrent_halves_w22(void **state)
 	concurrent_halves(RM_WINDOW_MAX);
 }
 
+/* ---- violations outlive the context table ------------------------------------ */
+
+/* Requests of qp gained in statistic `stat` while sending psn[0..n). */
+static uint64_t sent_into(struct fx *f, uint32_t qp, const uint32_t *psn, int n, int stat)
+{
+	uint64_t a[RM_STAT__COUNT], b[RM_STAT__COUNT];
+
+	stats(f, a);
+	send_psns(f, qp, psn, n);
+	stats(f, b);
+	return b[stat] - a[stat];
+}
+
+/* A READ (RETH + ICRC, well formed) of qp at PSN psn. */
+static void send_read(struct fx *f, uint32_t qp, uint32_t psn)
+{
+	uint8_t fr[FRAME_MAX];
+	size_t len = build_frame_ex(fr, RM_OPCODE_RC_RDMA_READ_REQUEST, qp, psn, RM_RETH_LEN, 4791, 0);
+
+	assert_int_equal(rm_meter_replay_frame(&f->m, fr, (uint32_t)len, (uint32_t)len, ts_of(psn)), 0);
+}
+
+/*
+ * max_contexts = 1. A meters; B's READ finds the table full: no context for
+ * B, but the violation is recorded (map `violations`). A is evicted (as
+ * `eviction = oldest` would): B's SEND may now get a context, and must not
+ * be metered ([SEQOBS]: a violation disables the connection "until
+ * explicitly reprovisioned"). A, now without context, is metered again in a
+ * fresh context (an eviction is no violation).
+ */
+static void test_violation_outlives_full_table_and_eviction(void **state)
+{
+	struct rm_meter_settings s = { .window = 64, .max_contexts = 1, .provision_all = 1, .max_violations = 16 };
+	uint64_t st[RM_STAT__COUNT];
+	struct fx f;
+
+	(void)state;
+	fx_load_settings(&f, &s);
+	assert_int_equal(sent_into(&f, 0xA, (const uint32_t[]){ 1, 2 }, 2, RM_STAT_ELIGIBLE), 2);
+	stats(&f, st);
+	send_read(&f, 0xB, 7);
+	{
+		uint64_t after[RM_STAT__COUNT];
+
+		stats(&f, after);
+		assert_int_equal(after[RM_STAT_VIOLATIONS] - st[RM_STAT_VIOLATIONS], 1);
+	}
+	assert_int_equal(ctl(&f, RM_CTL_EVICT, 0, 0xA, NULL), RM_CTL_OK);
+	assert_int_equal(sent_into(&f, 0xB, (const uint32_t[]){ 8, 9 }, 2, RM_STAT_DISABLED), 2);
+	assert_int_equal(sent_into(&f, 0xB, (const uint32_t[]){ 10 }, 1, RM_STAT_ELIGIBLE), 0);
+	assert_int_equal(ctl(&f, RM_CTL_SNAPSHOT, 0, 0xB, NULL) == RM_CTL_OK, 0);
+	/* Nothing took B's free slot: A comes back. */
+	assert_int_equal(sent_into(&f, 0xA, (const uint32_t[]){ 3 }, 1, RM_STAT_ELIGIBLE), 1);
+	/* The violation is visible in the map, with the READ's opcode. */
+	{
+		struct rm_ctx_key k = ctx_key(0xB);
+		struct rm_violation v;
+
+		assert_int_equal(bpf_map_lookup_elem(f.m.violations_fd, &k, &v), 0);
+		assert_int_equal(v.opcode, RM_OPCODE_RC_RDMA_READ_REQUEST);
+		assert_int_equal(v.cause, RM_VIOLATION_UNSUPPORTED);
+	}
+	fx_free(&f);
+}
+
+/*
+ * max_contexts = 1, max_violations = 1. B's READ fills the violations map;
+ * C's READ finds both full: it cannot be recorded, so the fail-safe engages
+ * (counted): no new connection is metered, since C could be any of them.
+ * A keeps its context and is metered. After A's eviction neither D (never
+ * seen) nor C nor A gets a context. Leaving the fail-safe (`rocemeter
+ * reenable --all`) meters new connections again; B stays disabled (its
+ * violation is in the map) until it is re-enabled itself.
+ */
+static void test_violations_full_fail_safe(void **state)
+{
+	struct rm_meter_settings s = { .window = 64, .max_contexts = 1, .provision_all = 1, .max_violations = 1 };
+	struct rm_violations_fds vf;
+	uint64_t st[RM_STAT__COUNT];
+	struct fx f;
+
+	(void)state;
+	fx_load_settings(&f, &s);
+	rm_violations_fds_of(&f.m, &vf);
+	send_psns(&f, 0xA, (const uint32_t[]){ 1 }, 1);
+	send_read(&f, 0xB, 5);
+	assert_int_equal(rm_violations_fail_safe(&vf), 0);
+	send_read(&f, 0xC, 5);
+	stats(&f, st);
+	assert_int_equal(st[RM_STAT_VIOLATIONS], 2);
+	assert_int_equal(st[RM_STAT_VIOLATIONS_UNRECORDED], 1);
+	assert_int_equal(rm_violations_fail_safe(&vf), 1);
+	assert_int_equal(sent_into(&f, 0xA, (const uint32_t[]){ 2 }, 1, RM_STAT_ELIGIBLE), 1);
+	assert_int_equal(ctl(&f, RM_CTL_EVICT, 0, 0xA, NULL), RM_CTL_OK);
+	assert_int_equal(sent_into(&f, 0xD, (const uint32_t[]){ 1 }, 1, RM_STAT_FAIL_SAFE_REFUSED), 1);
+	assert_int_equal(sent_into(&f, 0xC, (const uint32_t[]){ 6 }, 1, RM_STAT_FAIL_SAFE_REFUSED), 1);
+	assert_int_equal(sent_into(&f, 0xA, (const uint32_t[]){ 3 }, 1, RM_STAT_FAIL_SAFE_REFUSED), 1);
+	assert_int_equal(sent_into(&f, 0xB, (const uint32_t[]){ 6 }, 1, RM_STAT_DISABLED), 1);
+
+	assert_int_equal(rm_violations_clear_fail_safe(&vf), 0);
+	assert_int_equal(rm_violations_fail_safe(&vf), 0);
+	assert_int_equal(sent_into(&f, 0xD, (const uint32_t[]){ 2 }, 1, RM_STAT_ELIGIBLE), 1);
+	assert_int_equal(sent_into(&f, 0xB, (const uint32_t[]){ 7 }, 1, RM_STAT_DISABLED), 1);
+	fx_free(&f);
+}
+
+/*
+ * rm_violations_list() names every violated connection once, from the map
+ * and from contexts; rm_violations_reenable() takes one out: its next
+ * request is metered in a fresh epoch, the other stays disabled.
+ */
+static void test_violations_list_and_reenable(void **state)
+{
+	struct rm_meter_settings s = { .window = 64, .max_contexts = 4, .provision_all = 1, .max_violations = 4 };
+	struct rm_violations_fds vf;
+	struct rm_violation_entry *v = NULL;
+	struct rm_ctx_key kb = ctx_key(0xB);
+	size_t n = 0;
+	struct fx f;
+
+	(void)state;
+	fx_load_settings(&f, &s);
+	rm_violations_fds_of(&f.m, &vf);
+	send_psns(&f, 0xB, (const uint32_t[]){ 1, 2 }, 2);
+	send_read(&f, 0xB, 3);
+	send_read(&f, 0xC, 1);
+	assert_int_equal(rm_violations_list(&vf, &v, &n), 0);
+	assert_int_equal(n, 2);
+	for (size_t i = 0; i < n; i++) {
+		assert_true(v[i].key.dest_qp == 0xB || v[i].key.dest_qp == 0xC);
+		assert_int_equal(v[i].v.opcode, RM_OPCODE_RC_RDMA_READ_REQUEST);
+	}
+	free(v);
+	assert_int_equal(rm_violations_reenable(&vf, &kb), 1);
+	assert_int_equal(sent_into(&f, 0xB, (const uint32_t[]){ 9 }, 1, RM_STAT_ELIGIBLE), 1);
+	assert_int_equal(snap(&f, 0xB).requests, 1);
+	assert_int_equal(sent_into(&f, 0xC, (const uint32_t[]){ 2 }, 1, RM_STAT_DISABLED), 1);
+	assert_int_equal(rm_violations_list(&vf, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].key.dest_qp, 0xC);
+	free(v);
+	assert_int_equal(rm_violations_reenable(&vf, &kb), 0); /* nothing left to re-enable */
+	fx_free(&f);
+}
 
 /* Reports of a (replay) reporter, collected. */
 struct collected {
@@ -883,6 +1053,9 @@ int main(void)
 		cmocka_unit_test(test_concurrent_halves_w1024),
 		cmocka_unit_test(test_concurrent_halves_w22),
 		cmocka_unit_test(test_report_id_exhaustion),
+		cmocka_unit_test(test_violation_outlives_full_table_and_eviction),
+		cmocka_unit_test(test_violations_full_fail_safe),
+		cmocka_unit_test(test_violations_list_and_reenable),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,16 +4,20 @@ exercised through `rocemeter replay --stats-json` (BPF_PROG_TEST_RUN runs the
 real program on each frame).
 
 Each case puts one crafted frame between two requests of a provisioned
-connection K (PSNs 10 and 11, which must still form one clean epoch) and
-states what the parser must conclude: a statistic (user/meter/meter.c
-stat_names[]) for frames it stops at, or "metered" with the key it must
-find. The expected verdicts are written from the header layouts (Ethernet,
+connection K (PSNs 10 and 11, which must still form one clean epoch unless
+the frame under test is a capture fault) and states what the parser must
+conclude: a statistic (RM_STATS in include/rocemeter/common.h) for frames it
+stops at, "metered" with the key it must find, or a request whose BTH was
+read in a form the meter does not meter (Rec with `irregular`): that closes
+its connection's epoch (docs/meter.md "Requests the meter cannot meter").
+The expected verdicts are written from the header layouts (Ethernet,
 802.1Q, RFC 791, RFC 8200, RFC 768, [IBPKT]'s BTH and extended headers) and
 [SEQOBS] ("Applicability and Provisioning"); every statistic and every
 report (keys included: never a wrong context) is compared with the model in
 tests/lib/rocetest.py. Frames whose capture length is below their wire length
 imitate a capture snap length.
 """
+import ipaddress
 import os
 
 import pytest
@@ -24,7 +28,8 @@ from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
 from scapy.packet import Raw
 
 import rocetest as t
-from rocetest import FINAL, GENERATION_UNVERIFIED as GEN, PROFILE_VIOLATION, Frame, Rec
+from rocetest import (CAPTURE_DISCONTINUITY as CD, FINAL, GENERATION_UNVERIFIED as GEN, PROFILE_VIOLATION, Frame,
+                      Rec)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="BPF_PROG_TEST_RUN needs root")
 
@@ -57,29 +62,40 @@ def metered(family, opcode=t.SEND_ONLY, psn=PSN_X):
     return Rec(key_x(family), opcode, psn)
 
 
-def run(tmp_path, family, vlans, cases, args=("-a",), provisioned=lambda k: True):
+class Unattributed(str):
+    """The statistic of a frame the parser stopped at that may have carried a
+    request but names no connection (an unsupported header before the BTH):
+    also counted as unattributed_frames, and a capture fault for every open
+    epoch while [meter] unattributed_is_loss is on (the default)."""
+
+
+def run(tmp_path, family, vlans, cases, args=("-a",), provisioned=lambda k: True, anchor=True, **model_kw):
     """cases: list of (bytes, wirelen or None, expectation); expectation is a
-    statistic name or a Rec. Frames go between K's PSN 10 and 11."""
+    statistic name, an Unattributed statistic or a Rec. With anchor, the
+    frames go between K's PSN 10 and 11. model_kw: tests/lib/rocetest.py
+    ReplayModel's options."""
     s, d = V4 if family == 4 else V6
     k = t.make_key(s, d, QP_K)
-    items = [(t.roce_frame(s, d, QP_K, 10, vlans=vlans), None, Rec(k, t.SEND_ONLY, 10))]
+    items = [(t.roce_frame(s, d, QP_K, 10, vlans=vlans), None, Rec(k, t.SEND_ONLY, 10))] if anchor else []
     items += cases
-    items.append((t.roce_frame(s, d, QP_K, 11, vlans=vlans), None, Rec(k, t.SEND_ONLY, 11)))
+    if anchor:
+        items.append((t.roce_frame(s, d, QP_K, 11, vlans=vlans), None, Rec(k, t.SEND_ONLY, 11)))
     frames = [Frame(data, t.T0 + (i + 1) * MS, wirelen) for i, (data, wirelen, _) in enumerate(items)]
     path = str(tmp_path / "p.pcap")
     t.write_pcap(path, frames)
     r = t.run_replay(path, tmp_path, *args)
     assert r.rc == 0, r.stderr
-    m = t.ReplayModel(provisioned=provisioned)
+    m = t.ReplayModel(provisioned=provisioned, **model_kw)
     for f, (_, _, exp) in zip(frames, items):
         if isinstance(exp, Rec):
             m.frame(f.ts_ns, rec=exp)
         else:
-            m.frame(f.ts_ns, verdict=exp, cut=f.wirelen is not None and f.wirelen > len(f.data))
+            m.frame(f.ts_ns, verdict=str(exp), cut=f.wirelen is not None and f.wirelen > len(f.data),
+                    unattributed=isinstance(exp, Unattributed))
     m.end()
     truncated = sum(1 for f in frames if f.wirelen > len(f.data))
-    assert r.stats == t.expected_stats(m, truncated=truncated)
     t.compare_reports(m.reports, r.reports)
+    assert r.stats == t.expected_stats(m, truncated=truncated)
     return r
 
 
@@ -137,11 +153,26 @@ def test_truncated_vlan_tags(tmp_path):
 
 @pytest.mark.parametrize("family", [4, 6])
 def test_three_vlan_tags(family, tmp_path):
+    """More than two tags are not metered, but the parser reads on (up to
+    four tags) to the BTH: with namespace = none the request names X, which
+    has no open epoch here (unobserved_requests)."""
     data = bytes(eth() / Dot1AD(vlan=1) / Dot1Q(vlan=2) / Dot1Q(vlan=3) / ip_for(family)
                  / UDP(sport=50000, dport=4791) / Raw(payload_x()))
     data8100 = bytes(eth((1, 2, 3)) / ip_for(family) / UDP(sport=50000, dport=4791) / Raw(payload_x()))
-    run(tmp_path, family, (), [(data, None, "unsupported_encapsulation"),
-                               (data8100, None, "unsupported_encapsulation")])
+    x = Rec(key_x(family), t.SEND_ONLY, PSN_X, irregular="unsupported_encapsulation")
+    run(tmp_path, family, (), [(data, None, x), (data8100, None, x)])
+
+
+@pytest.mark.parametrize("family", [4, 6])
+def test_five_vlan_tags_unattributed(family, tmp_path):
+    """Beyond four tags the parser stops: the frame may hide a request of
+    any connection (unattributed_frames); K's open epoch is stale and its
+    next request starts a fresh epoch, the old one final with
+    captureDiscontinuity."""
+    data = bytes(eth((1, 2, 3, 4, 5)) / ip_for(family) / UDP(sport=50000, dport=4791) / Raw(payload_x()))
+    r = run(tmp_path, family, (), [(data, None, Unattributed("unsupported_encapsulation"))])
+    assert [x["requestPacketTotalCount"] for x in r.reports] == [1, 1]
+    assert r.reports[0]["rdmaSequenceFlags"] == FINAL | CD | GEN
 
 
 @pytest.mark.parametrize("tags", [(0x8100,), (0x88A8,), (0x88A8, 0x8100), (0x8100, 0x8100), (0x88A8, 0x88A8)])
@@ -206,9 +237,13 @@ def test_ipv4_options_metered(opts, tmp_path):
 
 
 def test_ipv4_fragments(tmp_path):
+    """A first fragment (MF, offset 0) holds the UDP header and the BTH: a
+    request the meter does not meter (it does not reassemble); later
+    fragments hold no BTH and are only counted."""
     u = UDP(sport=50000, dport=4791) / Raw(payload_x())
     cases = [
-        (bytes(eth() / IP(src=V4[0], dst=V4[1], flags="MF") / u), None, "ip_fragments"),
+        (bytes(eth() / IP(src=V4[0], dst=V4[1], flags="MF") / u), None,
+         Rec(key_x(4), t.SEND_ONLY, PSN_X, irregular="ip_fragments")),
         (bytes(eth() / IP(src=V4[0], dst=V4[1], frag=1) / u), None, "ip_fragments"),
         (bytes(eth() / IP(src=V4[0], dst=V4[1], frag=8191) / u), None, "ip_fragments"),
         (bytes(eth() / IP(src=V4[0], dst=V4[1], flags="DF") / u), None, metered(4)),
@@ -273,14 +308,51 @@ def test_ipv6_long_extension_header_metered(tmp_path):
 
 @pytest.mark.parametrize("vlans", [(), (3,)])
 def test_ipv6_five_extension_headers(vlans, tmp_path):
+    """Five to eight extension headers are walked but not metered: the
+    request is read and names X (no open epoch here)."""
     data = v6([HBH(), DST(), RT(), FRAG(), DST()], vlans)
     assert UDP in Ether(data)
-    run(tmp_path, 6, vlans, [(data, None, "unsupported_encapsulation")])
+    run(tmp_path, 6, vlans, [(data, None, Rec(key_x(6), t.SEND_ONLY, PSN_X, irregular="unsupported_encapsulation"))])
+
+
+def test_ipv6_nine_extension_headers_unattributed(tmp_path):
+    """Beyond eight extension headers the parser stops: unattributed, and K's
+    epoch closes with captureDiscontinuity at its next request."""
+    data = v6([DST() for _ in range(9)])
+    assert UDP in Ether(data)
+    r = run(tmp_path, 6, (), [(data, None, Unattributed("unsupported_encapsulation"))])
+    assert r.reports[0]["rdmaSequenceFlags"] == FINAL | CD | GEN
+
+
+def test_ipv6_hop_by_hop_2048_bytes(tmp_path):
+    """Hdr Ext Len 255: a hop-by-hop header of (255 + 1) * 8 = 2048 bytes
+    (RFC 8200 4.3). Its options hide bytes that, read at the header's start,
+    would look like UDP to 4791 and a BTH naming QP 0xDEAD00; the real UDP
+    header and BTH (X) follow the 2048 bytes. Only X is metered."""
+    hidden = (bytes([0x12, 0xB7]) + (8 + 12 + 4).to_bytes(2, "big") + b"\0\0"
+              + t.bth(t.SEND_ONLY, 0xDEAD00, 7))             # option 0x12, length 0xB7 = 183
+    opt1 = hidden + b"\0" * (2 + 183 - len(hidden))            # type, length and 183 bytes of data
+    assert len(opt1) == 185
+    rest = 2048 - 2 - len(opt1)                                # after Next Header and Hdr Ext Len
+    pads = b""
+    while rest > 257:                                          # unknown options to skip (type 0x1E)
+        pads += bytes([0x1E, 255]) + b"\0" * 255
+        rest -= 257
+    assert rest >= 2
+    pads += bytes([0x1E, rest - 2]) + b"\0" * (rest - 2)
+    hbh = bytes([17, 255]) + opt1 + pads
+    assert len(hbh) == 2048
+    inner = bytes(UDP(sport=50000, dport=4791, len=8 + len(payload_x()), chksum=0) / Raw(payload_x()))
+    data = bytes(eth() / IPv6(src=V6[0], dst=V6[1], nh=0, plen=len(hbh) + len(inner)) / Raw(hbh + inner))
+    pkt = Ether(data)
+    assert IPv6ExtHdrHopByHop in pkt and pkt[UDP].dport == 4791   # scapy agrees on where UDP is
+    run(tmp_path, 6, (), [(data, None, metered(6))])
 
 
 def test_ipv6_fragments(tmp_path):
     cases = [
-        (v6([IPv6ExtHdrFragment(offset=0, m=1, id=7)]), None, "ip_fragments"),
+        (v6([IPv6ExtHdrFragment(offset=0, m=1, id=7)]), None,
+         Rec(key_x(6), t.SEND_ONLY, PSN_X, irregular="ip_fragments")),
         (v6([IPv6ExtHdrFragment(offset=1, m=0, id=7)]), None, "ip_fragments"),
         (v6([HBH(), IPv6ExtHdrFragment(offset=100, m=1, id=7)]), None, "ip_fragments"),
     ]
@@ -329,7 +401,7 @@ def test_ipv6_unwalked_extension_header(nh, tmp_path):
     else:
         ext = bytes([17, 0]) + b"\0" * 6
     data = bytes(eth() / IPv6(src=V6[0], dst=V6[1], nh=nh, plen=len(ext) + len(inner)) / Raw(ext + inner))
-    run(tmp_path, 6, (), [(data, None, "unsupported_encapsulation")])
+    run(tmp_path, 6, (), [(data, None, Unattributed("unsupported_encapsulation"))])
 
 
 # --------------------------------------------------------------------------
@@ -343,8 +415,9 @@ def test_udp_checks(family, vlans, tmp_path):
         (bytes(eth(vlans) / ip() / UDP(sport=50000, dport=4791, len=19) / Raw(p)), None, "malformed_udp"),
         (bytes(eth(vlans) / ip() / UDP(sport=50000, dport=4791, len=8) / Raw(p)), None, "malformed_udp"),
         (bytes(eth(vlans) / ip() / UDP(sport=50000, dport=4791, len=0) / Raw(p)), None, "malformed_udp"),
+        # Longer than the IP payload, the BTH inside it: a malformed request of X.
         (bytes(eth(vlans) / ip() / UDP(sport=50000, dport=4791, len=8 + len(p) + 1) / Raw(p)), None,
-         "malformed_udp"),
+         Rec(key_x(family), t.SEND_ONLY, PSN_X, irregular="malformed_udp")),
         # Exactly 8 + 12 with a complete BTH in the frame: the BTH parses, but a
         # SEND Only needs its ICRC: a malformed request of a provisioned connection.
         (bytes(eth(vlans) / ip() / UDP(sport=50000, dport=4791) / Raw(p[:12])), None,
@@ -372,13 +445,18 @@ def test_udp_ports(family, tmp_path):
 
 @pytest.mark.parametrize("family,vlans", [(4, ()), (6, (8,))])
 @pytest.mark.parametrize("what", ["tver1", "tver15", "write-first-short", "write-only-short",
-                                  "write-only-imm-no-icrc", "send-imm-short", "pad-short"])
+                                  "write-only-imm-no-icrc", "send-imm-short", "pad-short",
+                                  "read-short", "cmp-swap-short", "fetch-add-short", "send-last-inv-short",
+                                  "send-only-inv-short", "read-no-icrc"])
 def test_malformed_request_violates(what, family, vlans, tmp_path):
     """A malformed request of a provisioned connection (BTH TVer != 0, or the
     extended headers + pad + ICRC the opcode requires do not fit) is counted
     as malformed_bth and is a profile violation ([SEQOBS]): it closes the
     open epoch (profileViolation + finalEpoch), is not counted, and later
-    requests of the connection count nothing."""
+    requests of the connection count nothing. The extended headers are seed
+    001's "Operation -> Extended Header" for every RC request, not only SEND
+    and WRITE: READ Request a RETH (16), Compare & Swap and Fetch & Add an
+    AtomicETH (28), SEND with Invalidate an IETH (4)."""
     s, d = V4 if family == 4 else V6
     op, kw = {
         "tver1": (t.SEND_ONLY, dict(tver=1)),
@@ -388,9 +466,15 @@ def test_malformed_request_violates(what, family, vlans, tmp_path):
         "write-only-imm-no-icrc": (t.WRITE_ONLY_IMM, dict(data=b"")),          # cut 4 below
         "send-imm-short": (t.SEND_ONLY_IMM, dict(ext=3, data=b"")),
         "pad-short": (t.SEND_ONLY, dict(padcnt=0, data=b"")),                  # PadCnt set below
+        "read-short": (t.READ_REQUEST, dict(ext=12, data=b"")),                # RETH needs 16
+        "read-no-icrc": (t.READ_REQUEST, dict(data=b"")),                      # cut 4 below
+        "cmp-swap-short": (t.CMP_SWAP, dict(ext=20, data=b"")),                # AtomicETH needs 28
+        "fetch-add-short": (t.FETCH_ADD, dict(ext=27, data=b"")),
+        "send-last-inv-short": (t.SEND_LAST_INV, dict(ext=2, data=b"")),       # IETH needs 4
+        "send-only-inv-short": (t.SEND_ONLY_INV, dict(ext=0, data=b"")),
     }[what]
     p = bytearray(t.roce_payload(op, QP_X, PSN_X, **kw))
-    if what == "write-only-imm-no-icrc":
+    if what in ("write-only-imm-no-icrc", "read-no-icrc"):
         p = p[:-4]
     if what == "pad-short":
         p[1] |= 3 << 4  # PadCnt 3 but only the ICRC follows the BTH
@@ -467,3 +551,204 @@ def test_large_frames(family, vlans, tmp_path):
         cases.append((data, None, Rec(kx, t.WRITE_ONLY, PSN_X + i)))
     r = run(tmp_path, family, vlans, cases)
     assert [x["requestPacketTotalCount"] for x in r.reports if t.report_key(x) == kx] == [3]
+
+
+# --------------------------------------------------------------------------
+# Requests the meter cannot meter (docs/meter.md): none may vanish.
+
+def k_frame(family, psn, **kw):
+    s, d = V4 if family == 4 else V6
+    return t.roce_frame(s, d, QP_K, psn, **kw)
+
+
+def k_key(family):
+    s, d = V4 if family == 4 else V6
+    return t.make_key(s, d, QP_K)
+
+
+def ipv4_first_fragment(family):
+    u = UDP(sport=50000, dport=4791) / Raw(t.roce_payload(t.SEND_ONLY, QP_K, 11))
+    return bytes(eth() / IP(src=V4[0], dst=V4[1], flags="MF", frag=0) / u)
+
+
+def ipv6_first_fragment(family):
+    return bytes(eth() / IPv6(src=V6[0], dst=V6[1]) / IPv6ExtHdrFragment(offset=0, m=1, id=9)
+                 / UDP(sport=50000, dport=4791) / Raw(t.roce_payload(t.SEND_ONLY, QP_K, 11)))
+
+
+def udp_longer_than_ip(family):
+    p = t.roce_payload(t.SEND_ONLY, QP_K, 11)
+    return bytes(eth() / ip_for(family) / UDP(sport=50000, dport=4791, len=8 + len(p) + 16) / Raw(p))
+
+
+def three_tags(family):
+    return bytes(eth((1, 2, 3)) / ip_for(family) / UDP(sport=50000, dport=4791)
+                 / Raw(t.roce_payload(t.SEND_ONLY, QP_K, 11)))
+
+
+def five_ext(family):
+    return bytes(eth() / IPv6(src=V6[0], dst=V6[1]) / HBH() / DST() / RT() / FRAG() / DST()
+                 / UDP(sport=50000, dport=4791) / Raw(t.roce_payload(t.SEND_ONLY, QP_K, 11)))
+
+
+def tpid(value):
+    def frame(family):
+        tag = value.to_bytes(2, "big") + (5).to_bytes(2, "big")   # TPID, TCI (VLAN 5)
+        inner = bytes(ip_for(family) / UDP(sport=50000, dport=4791) / Raw(t.roce_payload(t.SEND_ONLY, QP_K, 11)))
+        return bytes(eth())[:12] + tag + (0x0800 if family == 4 else 0x86DD).to_bytes(2, "big") + inner
+    return frame
+
+
+def opcode_of(op):
+    def frame(family):
+        return k_frame(family, 11, opcode=op)
+    return frame
+
+
+UNMETERED = [
+    # (id, family, frame builder, its BTH opcode, cause statistic, closure)
+    ("ipv4-first-fragment", 4, ipv4_first_fragment, t.SEND_ONLY, "ip_fragments", CD),
+    ("ipv6-first-fragment", 6, ipv6_first_fragment, t.SEND_ONLY, "ip_fragments", CD),
+    ("udp-longer-than-ip-ipv4", 4, udp_longer_than_ip, t.SEND_ONLY, "malformed_udp", PROFILE_VIOLATION),
+    ("udp-longer-than-ip-ipv6", 6, udp_longer_than_ip, t.SEND_ONLY, "malformed_udp", PROFILE_VIOLATION),
+    ("uc-send-only", 4, opcode_of(t.UC_SEND_ONLY), t.UC_SEND_ONLY, None, PROFILE_VIOLATION),
+    ("ud-send-only", 6, opcode_of(t.UD_SEND_ONLY), t.UD_SEND_ONLY, None, PROFILE_VIOLATION),
+    ("rd-send-only", 4, opcode_of(0x44), 0x44, None, PROFILE_VIOLATION),
+    ("xrc-send-only", 4, opcode_of(0xA4), 0xA4, None, PROFILE_VIOLATION),
+    ("three-vlan-tags-ipv4", 4, three_tags, t.SEND_ONLY, "unsupported_encapsulation", CD),
+    ("three-vlan-tags-ipv6", 6, three_tags, t.SEND_ONLY, "unsupported_encapsulation", CD),
+    ("five-ipv6-extension-headers", 6, five_ext, t.SEND_ONLY, "unsupported_encapsulation", CD),
+    ("tpid-9100", 4, tpid(0x9100), t.SEND_ONLY, "unsupported_tpid", CD),
+    ("tpid-9200", 6, tpid(0x9200), t.SEND_ONLY, "unsupported_tpid", CD),
+    ("tpid-9300", 4, tpid(0x9300), t.SEND_ONLY, "unsupported_tpid", CD),
+]
+
+
+@pytest.mark.parametrize("family,build,op,cause,closure", [pytest.param(*c[1:], id=c[0]) for c in UNMETERED])
+def test_unmetered_request_closes_its_epoch(family, build, op, cause, closure, tmp_path):
+    """K's requests 10, then PSN 11 of K in a form the meter does not meter,
+    then 12. Never one epoch that skips 11 (final flags 0x21, read as a
+    network gap): what the meter could not observe (a fragment, an
+    unsupported encapsulation) closes the epoch with captureDiscontinuity
+    and 12 starts a fresh one; a malformed or foreign-transport request
+    closes it with profileViolation and disables K ([SEQOBS] "Applicability
+    and Provisioning"), so 12 is not counted."""
+    data = build(family)
+    k = k_key(family)
+    x = Rec(k, op, 11, irregular=cause)
+    cases = [(k_frame(family, 10), None, Rec(k, t.SEND_ONLY, 10)), (data, None, x),
+             (k_frame(family, 12), None, Rec(k, t.SEND_ONLY, 12))]
+    r = run(tmp_path, family, (), cases, anchor=False)
+    first = r.reports[0]
+    assert first["requestPacketTotalCount"] == 1 and first["skippedPsnTotalCount"] == 0
+    assert first["rdmaSequenceFlags"] == FINAL | closure | GEN
+    if closure == CD:
+        assert [x["requestPacketTotalCount"] for x in r.reports] == [1, 1]
+        assert r.stats["unobserved_requests"] == 1 and r.stats["profile_violations"] == 0
+    else:
+        assert len(r.reports) == 1
+        assert r.stats["profile_violations"] == 1 and r.stats["disabled_requests"] == 1
+    if cause:
+        assert r.stats[cause] == 1
+
+
+def test_foreign_transport_needs_a_known_connection(tmp_path):
+    """A UD request is a violation of the RC connection whose key it carries
+    only when that connection is known: a context exists, or a provisioning
+    line names its QP (here K, before any request of K: K is disabled). With
+    a line that provisions any QP, a UD request to a QP without a context is
+    only counted (other_transport): QP 1 of connection management is UD."""
+    conf = tmp_path / "k.conf"
+    s, d = V4
+    conf.write_text("[provision]\nconnection = %s %s %d any\nconnection = %s %s any any\n"
+                    % (s, d, QP_K, d, s))
+    k = k_key(4)
+    rev = t.make_key(d, s, 1)
+    cases = [(k_frame(4, 9, opcode=t.UD_SEND_ONLY), None, Rec(k, t.UD_SEND_ONLY, 9)),
+             (k_frame(4, 10), None, Rec(k, t.SEND_ONLY, 10)),
+             (t.roce_frame(d, s, 1, 5, opcode=t.UD_SEND_ONLY), None, Rec(rev, t.UD_SEND_ONLY, 5)),
+             (t.roce_frame(d, s, 1, 6), None, Rec(rev, t.SEND_ONLY, 6))]
+    r = run(tmp_path, 4, (), cases, args=("--config", str(conf)), anchor=False,
+            provisioned=lambda key: key[3] == QP_K or key[1] == ipaddress.ip_address(d),
+            names_qp=lambda key: key[3] == QP_K)
+    assert r.stats["profile_violations"] == 1 and r.stats["disabled_requests"] == 1
+    assert r.stats["other_transport"] == 2
+    assert [(x["rdmaDestinationQP"], x["requestPacketTotalCount"]) for x in r.reports] == [(1, 1)]
+
+
+def opaque_ah(family):
+    inner = bytes(UDP(sport=50000, dport=4791, chksum=0) / Raw(payload_x()))
+    ext = bytes([17, 4, 0, 0]) + b"\0\0\0\1" + b"\0\0\0\1" + b"\0" * 12   # AH, (4 + 2) * 4 = 24 bytes
+    return bytes(eth() / IPv6(src=V6[0], dst=V6[1], nh=51, plen=len(ext) + len(inner)) / Raw(ext + inner))
+
+
+def fragment_without_bth(family):
+    """An IPv4 first fragment carrying only the UDP header (8 bytes): the BTH
+    is in the next fragment."""
+    return bytes(eth() / IP(src=V4[0], dst=V4[1], flags="MF", proto=17)
+                 / Raw(bytes(UDP(sport=50000, dport=4791, len=8 + 12 + 12, chksum=0))))
+
+
+UNATTRIBUTED = [
+    ("ipv6-ah", 6, opaque_ah, "unsupported_encapsulation"),
+    ("ipv4-first-fragment-without-bth", 4, fragment_without_bth, "ip_fragments"),
+]
+
+
+@pytest.mark.parametrize("loss", [True, False], ids=["default", "unattributed_is_loss-no"])
+@pytest.mark.parametrize("family,build,cause", [pytest.param(*c[1:], id=c[0]) for c in UNATTRIBUTED])
+def test_unattributed_frame_is_capture_loss(family, build, cause, loss, tmp_path):
+    """A frame that may carry a request but names no connection: counted per
+    cause and as unattributed_frames. By default ([meter]
+    unattributed_is_loss = yes) it is a capture fault for every open epoch:
+    K's next request closes the epoch with captureDiscontinuity and starts a
+    fresh one ([SEQOBS] "An unclassifiable capture fault affecting several
+    contexts closes all contexts that may be affected"); with no, the epoch
+    goes on."""
+    args = ("-a",)
+    if not loss:
+        conf = tmp_path / "off.conf"
+        conf.write_text("[meter]\nunattributed_is_loss = no\n")
+        args = ("-a", "--config", str(conf))
+    r = run(tmp_path, family, (), [(build(family), None, Unattributed(cause))], args=args,
+            unattributed_is_loss=loss)
+    assert r.stats["unattributed_frames"] == 1
+    if loss:
+        assert [(x["requestPacketTotalCount"], x["rdmaSequenceFlags"]) for x in r.reports] == \
+            [(1, FINAL | CD | GEN), (1, FINAL | GEN)]
+    else:
+        assert [(x["requestPacketTotalCount"], x["rdmaSequenceFlags"]) for x in r.reports] == [(2, FINAL | GEN)]
+
+
+def test_unattributed_closes_silent_epochs_at_the_end(tmp_path):
+    """An epoch that gets no request after the unattributed frame still
+    closes with captureDiscontinuity (here at the end of input)."""
+    s, d = V4
+    k = k_key(4)
+    cases = [(k_frame(4, 10), None, Rec(k, t.SEND_ONLY, 10)),
+             (fragment_without_bth(4), None, Unattributed("ip_fragments"))]
+    r = run(tmp_path, 4, (), cases, anchor=False)
+    assert [x["rdmaSequenceFlags"] for x in r.reports] == [FINAL | CD | GEN]
+
+
+def vlan_of(rep):
+    return (rep.get("vlanId"), rep.get("dot1qCustomerVlanId"))
+
+
+def test_priority_tag_keeps_the_key(tmp_path):
+    """namespace = vlan: a priority tag (802.1Q, VLAN ID 0: only a priority,
+    IEEE 802.1Q "priority-tagged frame") names no VLAN. An untagged request,
+    a priority-tagged one and one with a priority tag inside VLAN 7 give the
+    keys (0, 0), (0, 0) and (7, 0): one epoch of two requests for the
+    untagged connection, not two."""
+    conf = tmp_path / "vlan.conf"
+    conf.write_text("[meter]\nnamespace = vlan\nprovision_all = yes\n")
+    s, d = V4
+    frames = [t.roce_frame(s, d, QP_K, 10), t.roce_frame(s, d, QP_K, 11, vlans=(0,)),
+              t.roce_frame(s, d, QP_K, 12, vlans=(7, 0)), t.roce_frame(s, d, QP_K, 13, vlans=(0, 7))]
+    path = str(tmp_path / "prio.pcap")
+    t.write_pcap(path, [Frame(f, t.T0 + (i + 1) * MS) for i, f in enumerate(frames)])
+    r = t.run_replay(path, tmp_path, "--config", str(conf))
+    assert r.rc == 0, r.stderr
+    got = sorted((vlan_of(x), x["requestPacketTotalCount"]) for x in r.reports)
+    assert got == [((0, 0), 2), ((7, 0), 2)], r.reports

@@ -290,17 +290,34 @@ def test_every_request_opcode_counts(encap, tmp_path):
 
 
 @pytest.mark.parametrize("encap", ENCAPS[:3])
-def test_responses_cnp_uc_ud_change_nothing(encap, tmp_path):
-    """Responses, ACKs, CNPs, UC and UD frames, even under the same key and
-    interleaved with the requests at wild PSNs, do not touch the epoch."""
+def test_responses_and_cnp_change_nothing(encap, tmp_path):
+    """Responses, ACKs and CNPs, even under the same key and interleaved with
+    the requests at wild PSNs, do not touch the epoch ([SEQOBS]: "Response
+    packets and CNPs do not change this request state"). A UC, RD, UD or XRC
+    request under the key of a known RC connection is a foreign-transport
+    violation instead (selftests/bpf/test_meter_parse.py)."""
     c = Cap(encap).req(50)
-    for i, op in enumerate([0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12, t.CNP, t.UC_SEND_ONLY, t.UD_SEND_ONLY, 0x20, 0xA4]):
+    for i, op in enumerate([0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12, t.CNP]):
         c.req((50 + 1000 * (i + 1)) % t.M, opcode=op)
     c.req(51)
     r = c.run(tmp_path, "-a", "--window", "4", window=4)
     assert len(r.reports) == 1
     assert_report(r.reports[0], requests=2, window=4, flags=FINAL | GEN)
-    assert r.stats["responses"] == 6 and r.stats["cnp"] == 1 and r.stats["other_transport"] == 4
+    assert r.stats["responses"] == 6 and r.stats["cnp"] == 1 and r.stats["other_transport"] == 0
+
+
+@pytest.mark.parametrize("encap", ENCAPS[:3])
+def test_uc_ud_of_other_connections_change_nothing(encap, tmp_path):
+    """UC and UD requests to QPs no RC connection uses (no context, and
+    --provision-all names no QP) are counted and change nothing."""
+    c = Cap(encap).req(50)
+    for i, op in enumerate([t.UC_SEND_ONLY, t.UD_SEND_ONLY, 0x20, 0xA4]):
+        c.req(7, opcode=op, qp=0x900 + i)
+    c.req(51)
+    r = c.run(tmp_path, "-a", "--window", "4", window=4)
+    assert len(r.reports) == 1
+    assert_report(r.reports[0], requests=2, window=4, flags=FINAL | GEN)
+    assert r.stats["other_transport"] == 4 and r.stats["profile_violations"] == 0
 
 
 # --------------------------------------------------------------------------

@@ -99,8 +99,25 @@ def ref_input(src, dst, dqp, sqp=None):
     return head + dqp.to_bytes(3, "big") + s[14:] + d[14:]
 
 
+# docs/flowlabel.md "A computed label of 0": the program writes this instead
+# (a zero Flow Label means "no label", RFC 6437), and counts it as zero_hash.
+ZERO_SUBSTITUTE = 0x00001
+
+
 def ref_label(variant, src, dst, dqp, sqp=None, mix=False, seed=0):
+    """The 20-bit label of [FLOWLABEL], before the zero substitute."""
     return ref_hash(variant, ref_input(src, dst, dqp, sqp), mix, seed) & 0xFFFFF
+
+
+def written_label(label):
+    """What the program writes for a computed label."""
+    return label or ZERO_SUBSTITUTE
+
+
+def zero_label_dqp(src, dst):
+    """A Dst_QP whose CRC-32 (zlib) input gives 20 zero low bits."""
+    tail = ref_input(src, dst, 0)[3:]
+    return next(q for q in range(1 << 24) if zlib.crc32(q.to_bytes(3, "big") + tail) & 0xFFFFF == 0)
 
 
 def test_reference_matches_design_vectors():
@@ -182,14 +199,14 @@ def expected_out(c, variant, mix=False, seed=0):
         return f, "label_present"
     ud = c["opcode"] in UD_OPCODES
     lab = ref_label(variant, c["src"], c["dst"], c["dqp"], c["sqp"] if ud else None, mix, seed)
-    if lab == 0:
-        return f, "zero_hash"
+    stat = "zero_hash" if lab == 0 else "rewritten_ud" if ud else "rewritten"
+    lab = written_label(lab)
     o = c["ip_off"]
     b = bytearray(f)
     b[o + 1] = (b[o + 1] & 0xF0) | (lab >> 16)
     b[o + 2] = (lab >> 8) & 0xFF
     b[o + 3] = lab & 0xFF
-    return bytes(b), "rewritten_ud" if ud else "rewritten"
+    return bytes(b), stat
 
 
 def run_helper(frames, *opts):
@@ -248,14 +265,18 @@ def test_ud_uses_src_qp():
 
 
 @needs_root
-def test_zero_label_left_unchanged():
-    """A Dst_QP whose CRC-32 (zlib) has 20 zero low bits: packet unchanged, counted."""
+def test_zero_label_gets_the_substitute():
+    """A Dst_QP whose CRC-32 (zlib) has 20 zero low bits: a zero label would
+    leave the packet unlabelled (no ECMP entropy for that connection), so
+    the program writes the documented substitute 0x00001 instead, counted as
+    zero_hash; only the label bytes change."""
     src, dst = "2001:db8::1", "2001:db8::2"
-    tail = ref_input(src, dst, 0)[3:]
-    dqp = next(q for q in range(1 << 24) if zlib.crc32(q.to_bytes(3, "big") + tail) & 0xFFFFF == 0)
+    dqp = zero_label_dqp(src, dst)
+    assert ref_label("crc32", src, dst, dqp) == 0
     frame = bytes(Ether(**MACS) / IPv6(src=src, dst=dst) / rocev2(0x04, dqp, 0, b"zz"))
+    want = bytes(Ether(**MACS) / IPv6(src=src, dst=dst, fl=ZERO_SUBSTITUTE) / rocev2(0x04, dqp, 0, b"zz"))
     outs, stats = run_helper([frame], "--hash", "crc32")
-    assert outs == [frame]
+    assert outs == [want]
     assert stats["zero_hash"] == 1 and stats["rewritten"] == 0
 
 
@@ -347,9 +368,20 @@ def test_command_matches_reference():
         p = rocemeter(*args)
         assert p.returncode == 0, p.stderr
         h = ref_hash(variant, ref_input(src, dst, dqp, sqp), mix, seed)
-        lab = h & 0xFFFFF
+        lab = written_label(h & 0xFFFFF)
         assert "hash:       0x%08x" % h in p.stdout
         assert "flow label: 0x%05x (%d)" % (lab, lab) in p.stdout
+
+
+def test_command_zero_label_substitute():
+    """`rocemeter flowlabel` prints the label the program writes: the
+    substitute for a computed 0, and says so."""
+    src, dst = "2001:db8::1", "2001:db8::2"
+    dqp = zero_label_dqp(src, dst)
+    p = rocemeter("--src", src, "--dst", dst, "--dqp", hex(dqp), "--hash", "crc32")
+    assert p.returncode == 0, p.stderr
+    assert "flow label: 0x00001 (1)" in p.stdout
+    assert "computed label 0" in p.stdout
 
 
 def test_command_design_vector_default_literal():

@@ -19,7 +19,6 @@ bpftool reads the pinned maps with their BTF as a second reader besides
 import itertools
 import json
 import os
-import re
 import select
 import signal
 import socket
@@ -68,14 +67,10 @@ def wait_for(pred, what, timeout=30.0):
 
 
 def stat_names():
-    """enum rm_stat in include/rocemeter/common.h, in order (the index of each
-    statistic in the per-CPU array that bpftool shows)."""
-    with open(os.path.join(ROOT, "include", "rocemeter", "common.h")) as f:
-        text = f.read()
-    body = re.search(r"enum rm_stat \{(.*?)\};", text, re.S).group(1)
-    names = re.findall(r"^\s*(RM_STAT_\w+)", body, re.M)
-    assert names[0] == "RM_STAT_FRAMES" and names[-1] == "RM_STAT__COUNT"
-    return names[:-1]
+    """enum rm_stat (RM_STATS in include/rocemeter/common.h), in order: the
+    index of each statistic in the per-CPU array that bpftool shows."""
+    import rocetest
+    return ["RM_STAT_" + suffix for suffix, _ in rocetest.stat_table()]
 
 
 # ---- namespaces, veth, daemons ------------------------------------------------
@@ -652,3 +647,62 @@ def test_wall_clock_step_keeps_flow_start(link, tmp_path, monkeypatch):
     assert len(rb) >= 1 and rb[-1]["rdmaSequenceFlags"] & FINAL
     for r in rb:
         assert start + day_ms <= r["flowStartMilliseconds"] <= r["flowEndMilliseconds"] <= latest_ms, r
+
+
+# ---- VLAN namespace: inline tags and tags in the packet metadata ------------
+
+VLAN_PUSH = os.path.join(BUILD, "tests", "lib", "vlan_push.bpf.o")
+
+
+def tagged_send(qp, psn, tci, inline=()):
+    """RC SEND Only whose source MAC ends in the TCI that the peer's tc
+    program (tests/lib/vlan_push.bpf.c) pushes as metadata; inline: 802.1Q
+    tags written in the frame itself, outer first."""
+    from scapy.contrib.roce import BTH
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Dot1Q, Ether
+    from scapy.packet import Raw
+    pkt = Ether(src="02:00:00:00:%02x:%02x" % (tci >> 8, tci & 0xFF), dst="02:00:00:00:00:02")
+    for v in inline:
+        pkt = pkt / Dot1Q(vlan=v)
+    return (pkt / IP(src=SRC, dst=DST) / UDP(sport=49152, dport=4791)
+            / BTH(opcode=0x04, pkey=0xFFFF, dqpn=qp, psn=psn) / Raw(b"\x5a" * 8))
+
+
+def test_vlan_namespace_metadata_and_inline_tags(link, tmp_path):
+    """namespace = vlan: the same tag gives the same key whether it arrives
+    in the packet metadata (NIC or veth receive VLAN offload; read with the
+    bpf_xdp_metadata_rx_vlan_tag kfunc by a device-bound program) or inline
+    in the frame. The peer's tc program pushes each frame's tag as metadata;
+    with the peer's tx-vlan-offload on, veth hands it over as metadata
+    (vlan_tag_metadata counts it), with it off the kernel writes it inline.
+    A: VLAN 100; B: VLAN 100 outside an inline VLAN 7 (100, 7); C: a
+    priority tag (PCP 3, VLAN ID 0), which names no VLAN, and D untagged:
+    one key (0, 0). Each connection is one epoch across both forms."""
+    if not os.path.exists(VLAN_PUSH):
+        pytest.fail("%s missing: run 'make %s'" % (VLAN_PUSH, os.path.relpath(VLAN_PUSH, ROOT)))
+    conf = tmp_path / "vlan.conf"
+    conf.write_text("[meter]\nnamespace = vlan\nprovision_all = yes\n")
+    ns = ("ip", "netns", "exec", link.ns)
+    sh(*ns, "tc", "qdisc", "add", "dev", link.peer, "clsact")
+    sh(*ns, "tc", "filter", "add", "dev", link.peer, "egress", "bpf", "da", "obj", VLAN_PUSH, "sec", "tc")
+    d = link.attach("--config", str(conf), "--json")
+
+    def phase(k, name):
+        return link.send([tagged_send(0xA, 1 + 2 * k, 100), tagged_send(0xA, 2 + 2 * k, 100),
+                          tagged_send(0xB, 1 + k, 100, inline=(7,)), tagged_send(0xC, 1 + k, 0x6000)], name)
+
+    sh(*ns, "ethtool", "-K", link.peer, "txvlan", "on")
+    n = phase(0, "metadata.pcap")
+    link.wait_frames(n)
+    assert link.status()["meter"]["vlan_tag_metadata"] == n
+    sh(*ns, "ethtool", "-K", link.peer, "txvlan", "off")
+    n += phase(1, "inline.pcap")
+    n += link.send([tagged_send(0xC, 3, 0)], "untagged.pcap")
+    link.wait_frames(n)
+    meter = link.status()["meter"]
+    assert meter["vlan_tag_metadata"] == 4 and meter["eligible_requests"] == n
+    assert d.stop() == 0, d.stderr()
+    finals = sorted((r["rdmaDestinationQP"], r["vlanId"], r["dot1qCustomerVlanId"], r["requestPacketTotalCount"],
+                     r["skippedPsnTotalCount"]) for r in d.reports() if r["rdmaSequenceFlags"] & FINAL)
+    assert finals == [(0xA, 100, 0, 4, 0), (0xB, 100, 7, 2, 0), (0xC, 0, 0, 3, 0)], finals

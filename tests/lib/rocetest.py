@@ -24,6 +24,7 @@ selftests/bpf/test_meter_parse.py). Not a test file itself.
 import ipaddress
 import json
 import os
+import re
 import struct
 import subprocess
 from collections import Counter
@@ -53,13 +54,22 @@ STATE_EXHAUSTION = 0x0008
 SERIAL_DISCONTINUITY = 0x0010
 GENERATION_UNVERIFIED = 0x0020
 
-# Statistic names (user/meter/meter.c stat_names[]).
-STAT_NAMES = [
-    "frames", "rocev2", "not_rocev2", "rocev1", "eligible_requests", "responses", "cnp",
-    "other_transport", "not_provisioned", "profile_violations", "disabled_requests", "ip_fragments",
-    "unsupported_encapsulation", "malformed_eth", "malformed_ip", "malformed_udp", "malformed_bth",
-    "table_full", "evictions", "ringbuf_drops", "epochs_started", "epochs_closed_in_datapath",
-]
+
+def stat_table(descriptions=False):
+    """The meter's statistics as (enum suffix, name) pairs -- or (suffix,
+    name, description) -- in index order: the one list RM_STATS(X) in
+    include/rocemeter/common.h (enum rm_stat, the names of `status` and
+    --stats-json, and their descriptions)."""
+    with open(os.path.join(ROOT, "include", "rocemeter", "common.h")) as f:
+        text = f.read()
+    body = re.search(r"#define RM_STATS\(X\)(.*?)\n\n", text, re.S).group(1)
+    body = re.sub(r"\\\n", " ", body)
+    rows = re.findall(r'X\((\w+),\s*"(\w+)",\s*"((?:[^"\\]|\\.)*)"\)', body)
+    return rows if descriptions else [(suffix, name) for suffix, name, _ in rows]
+
+
+# Statistic names (RM_STATS in include/rocemeter/common.h).
+STAT_NAMES = [name for _, name in stat_table()]
 
 # ---------------------------------------------------------------------------
 # BTH opcodes ([IBPKT] "BTH Opcode master table") and the extended headers
@@ -245,11 +255,18 @@ def tshark_frames(path):
 class Rec:
     """A parsed RoCEv2 frame as the model sees it."""
 
-    def __init__(self, key, opcode, psn, malformed=False):
+    def __init__(self, key, opcode, psn, malformed=False, irregular=None):
         self.key = key
         self.opcode = opcode
         self.psn = psn
         self.malformed = malformed  # malformed BTH/extended headers ([SEQOBS]: profile violation)
+        # The BTH was read, but the frame has a form the meter does not meter
+        # (the statistic of its cause: ip_fragments for a first fragment,
+        # unsupported_encapsulation, unsupported_tpid, malformed_udp for a UDP
+        # length beyond the IP payload). A request in such a frame closes its
+        # connection's epoch: captureDiscontinuity (the meter could not
+        # observe it), or profileViolation for malformed_udp.
+        self.irregular = irregular
 
 
 class SeqEpoch:
@@ -267,6 +284,10 @@ class SeqEpoch:
         self.first_ns = self.last_ns = ts_ns
         self.flags = 0
         self.reported = None  # requests at the last non-final report
+        # A frame that may have carried a request of any connection was seen
+        # after this epoch started (unattributed_is_loss): whatever closes
+        # the epoch adds captureDiscontinuity; its next request starts anew.
+        self.stale = False
 
     @property
     def L(self):
@@ -326,7 +347,7 @@ class SeqEpoch:
         """Closure: pending positions are abandoned."""
         self.c["abandoned"] += self.pending()
         self.pend = []
-        self.flags = FINAL | reason
+        self.flags = FINAL | reason | (CAPTURE_DISCONTINUITY if self.stale else 0)
         self.check(final=True)
 
     def check(self, final):
@@ -368,8 +389,14 @@ class ReplayModel:
     arrival time may come in any order), and the counter fields."""
 
     def __init__(self, window=1024, provisioned=lambda key: True, interval_ms=None, generation_verified=False,
-                 idle_timeout_ms=60000, max_contexts=65536):
+                 idle_timeout_ms=60000, max_contexts=65536, names_qp=lambda key: False, unattributed_is_loss=True):
         self.W = window
+        # A UC/UD/RD/XRC request is a profile violation of the RC connection
+        # whose key it carries when that connection is known: it has a
+        # context, or a provisioning line names its destination QP.
+        self.names_qp = names_qp
+        self.unattributed_is_loss = unattributed_is_loss
+        self.violated = set()  # keys with a recorded profile violation
         self.max_contexts = max_contexts  # contexts are kept after closure (eviction = none)
         # Idle expiration ([SEQOBS] lists it among closure causes; [meter]
         # idle_timeout_ms, default 60 s): a request arriving more than the
@@ -425,8 +452,12 @@ class ReplayModel:
         st["rid"] = 0
         self.stats["epochs_started"] += 1
 
-    def frame(self, ts_ns, rec=None, verdict=None, cut=False):
-        """cut: the capture's snap length cut the frame (caplen < wire length)."""
+    def frame(self, ts_ns, rec=None, verdict=None, cut=False, unattributed=False):
+        """cut: the capture's snap length cut the frame (caplen < wire length).
+        unattributed: a frame the parser stopped at that may have carried a
+        request (an unsupported header before the BTH, a first fragment
+        without its BTH): counted, and with unattributed_is_loss a capture
+        fault for every open epoch."""
         assert not self.ended
         self.stats["frames"] += 1
         if self.clock is not None and ts_ns < self.clock:
@@ -453,6 +484,12 @@ class ReplayModel:
         self.event += 1
         if rec is None:
             self.stats[verdict or "not_rocev2"] += 1
+            if unattributed:
+                self.stats["unattributed_frames"] += 1
+                if self.unattributed_is_loss:
+                    for st in self.ctx.values():
+                        if st["epoch"]:
+                            st["epoch"].stale = True
             # A frame the capture cut before it could be classified may have
             # been any context's request: a capture fault ([SEQOBS]), every
             # open epoch closes with captureDiscontinuity.
@@ -461,21 +498,40 @@ class ReplayModel:
                 self._walk(final=True, reason=CAPTURE_DISCONTINUITY)
             return
         assert verdict is None
-        self.stats["rocev2"] += 1
+        self.stats[rec.irregular or "rocev2"] += 1
         op = rec.opcode
-        if op >= 0x20:
+        known = rec.key in self.ctx or (self.provisioned(rec.key) and self.names_qp(rec.key))
+        if op == CNP or (op >= 0x20 and not known):
             self.stats["cnp" if op == CNP else "other_transport"] += 1
             return
         if READ_RESP_FIRST <= op <= ATOMIC_ACK:
             self.stats["responses"] += 1
             return
-        eligible = op <= WRITE_ONLY_IMM and not rec.malformed
-        if rec.malformed:
+        if op >= 0x20:
+            self.stats["other_transport"] += 1
+        # An irregular form decides the closure; else a malformed request.
+        eligible = op <= WRITE_ONLY_IMM and not rec.malformed and not rec.irregular
+        if rec.malformed and not rec.irregular:
             self.stats["malformed_bth"] += 1
+        unobserved = rec.irregular not in (None, "malformed_udp") and op < 0x20
         st = self.ctx.get(rec.key)
         if st is None:
             if not self.provisioned(rec.key):
                 self.stats["not_provisioned"] += 1
+                return
+            if rec.key in self.violated:
+                self.stats["disabled_requests"] += 1
+                return
+            if unobserved:
+                self.stats["unobserved_requests"] += 1  # no epoch to close
+                return
+            if not eligible:
+                # A violation is recorded whatever the table's state; a
+                # context holds it too when there is room.
+                self.stats["profile_violations"] += 1
+                self.violated.add(rec.key)
+                if len(self.ctx) < self.max_contexts:
+                    self.ctx[rec.key] = {"epoch": None, "disabled": True, "n": 0, "rid": 0}
                 return
             if len(self.ctx) >= self.max_contexts:
                 self.stats["table_full"] += 1
@@ -487,7 +543,8 @@ class ReplayModel:
         ep = st["epoch"]
         if eligible:
             self.stats["eligible_requests"] += 1
-            if ep is not None and self.idle_ns and ts_ns > ep.last_ns and ts_ns - ep.last_ns > self.idle_ns:
+            idle = ep is not None and self.idle_ns and ts_ns > ep.last_ns and ts_ns - ep.last_ns > self.idle_ns
+            if ep is not None and (ep.stale or idle):
                 ep.close(0)
                 self._emit(rec.key, ep, True, (self.event, 0))
                 self.stats["epochs_closed_in_datapath"] += 1
@@ -499,10 +556,20 @@ class ReplayModel:
                 self._emit(rec.key, ep, True, (self.event, 0))
                 self.stats["epochs_closed_in_datapath"] += 1
                 self._start(st, rec.psn, ts_ns)
+        elif unobserved:
+            # A request the meter could not observe: the epoch closes with
+            # captureDiscontinuity; the connection stays enabled.
+            self.stats["unobserved_requests"] += 1
+            if ep is not None:
+                ep.close(CAPTURE_DISCONTINUITY)
+                self._emit(rec.key, ep, True, (self.event, 0))
+                self.stats["epochs_closed_in_datapath"] += 1
+                st["epoch"] = None
         else:
             # Unsupported or malformed request: close with profileViolation,
             # disable; the offending packet is not counted.
             self.stats["profile_violations"] += 1
+            self.violated.add(rec.key)
             if ep is not None:
                 ep.close(PROFILE_VIOLATION)
                 self._emit(rec.key, ep, True, (self.event, 0))

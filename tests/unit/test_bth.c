@@ -99,6 +99,29 @@ static void test_has_deth(void **state)
 }
 
 /*
+ * "Operation -> Extended Header" for every RC request: the SEND and WRITE
+ * ones as above, RDMA READ Request a RETH (16), Compare & Swap and Fetch &
+ * Add an AtomicETH (28), SEND Last / Only with Invalidate an IETH (4); the
+ * unassigned RC request opcodes (0x15, 0x18..0x1F) none the table names.
+ * Responses and other transports: 0 (not requests of the profile).
+ */
+static void test_rc_request_ext_len(void **state)
+{
+	static const unsigned int want[0x20] = {
+		[0x03] = 4,  [0x05] = 4,  [0x06] = 16, [0x09] = 4, [0x0A] = 16, [0x0B] = 20,
+		[0x0C] = 16, [0x13] = 28, [0x14] = 28, [0x16] = 4, [0x17] = 4,
+	};
+
+	for (unsigned int op = 0; op < 256; op++) {
+		unsigned int w = op < 0x20 && !(op >= 0x0D && op <= 0x12) ? want[op] : 0;
+
+		assert_int_equal(rm_opcode_rc_request_ext_len((uint8_t)op), w);
+	}
+	assert_int_equal(RM_ATOMICETH_LEN, 28);
+	assert_int_equal(RM_IETH_LEN, 4);
+}
+
+/*
  * "Operation -> Extended Header": SEND with Immediate and WRITE Last with
  * Immediate carry ImmDt (4), WRITE First and Only a RETH (16), WRITE Only
  * with Immediate RETH + ImmDt (20); the other SEND / WRITE opcodes none.
@@ -150,6 +173,7 @@ int main(void)
 		cmocka_unit_test(test_rc_classes),
 		cmocka_unit_test(test_has_deth),
 		cmocka_unit_test(test_send_write_ext_len),
+		cmocka_unit_test(test_rc_request_ext_len),
 		cmocka_unit_test(test_fields),
 	};
 

@@ -96,6 +96,8 @@ static void defaults_are_documented(void **state)
 	assert_int_equal(cfg.meter.idle_timeout_ms, 60000);
 	assert_int_equal(cfg.meter.generation_verified, 0);
 	assert_int_equal(cfg.meter.evict, 0);
+	assert_int_equal(cfg.meter.max_violations, 65536);
+	assert_int_equal(cfg.meter.unattributed_is_loss, 1);
 	assert_int_equal(cfg.n_provision, 0);
 	assert_int_equal(cfg.export.enabled, 0);
 	assert_int_equal(cfg.export.pen, 32473);
@@ -153,6 +155,8 @@ static void example_file(void **state)
 	assert_int_equal(cfg.meter.idle_timeout_ms, 60000);
 	assert_int_equal(cfg.meter.generation_verified, 0);
 	assert_int_equal(cfg.meter.evict, 0);
+	assert_int_equal(cfg.meter.max_violations, 65536);
+	assert_int_equal(cfg.meter.unattributed_is_loss, 1);
 
 	/* connection = 192.0.2.10 192.0.2.20 0x000123 0xffff */
 	assert_int_equal(cfg.n_provision, 3);
@@ -261,7 +265,9 @@ static void every_meter_key_lands(void **state)
 		  "provision_all = yes\n"
 		  "idle_timeout_ms = 0\n"
 		  "generation_verified = on\n"
-		  "eviction = oldest\n");
+		  "eviction = oldest\n"
+		  "max_violations = 16777216\n"
+		  "unattributed_is_loss = no\n");
 	assert_int_equal(cfg.meter.window, 4194304);
 	assert_int_equal(cfg.meter.max_contexts, 16777216);
 	assert_int_equal(cfg.meter.namespace_vlan, 1);
@@ -270,7 +276,10 @@ static void every_meter_key_lands(void **state)
 	assert_int_equal(cfg.meter.idle_timeout_ms, 0);
 	assert_int_equal(cfg.meter.generation_verified, 1);
 	assert_int_equal(cfg.meter.evict, 1);
-	expect_ok("[meter]\nwindow = 1\nidle_timeout_ms = 31536000000\n");
+	assert_int_equal(cfg.meter.max_violations, 16777216);
+	assert_int_equal(cfg.meter.unattributed_is_loss, 0);
+	expect_ok("[meter]\nwindow = 1\nidle_timeout_ms = 31536000000\nmax_violations = 1\n");
+	assert_int_equal(cfg.meter.max_violations, 1);
 	assert_int_equal(cfg.meter.window, 1);
 	assert_true(cfg.meter.idle_timeout_ms == 31536000000ull);
 	/* Limits of the provisioning fields. */
@@ -317,6 +326,9 @@ static void other_ranges(void **state)
 	expect_error("[meter]\nnamespace = tenant\n", 2, "namespace: 'tenant'");
 	expect_error("[meter]\nprovision_all = maybe\n", 2, "provision_all: 'maybe'");
 	expect_error("[meter]\neviction = random\n", 2, "eviction: 'random'");
+	expect_error("[meter]\nmax_violations = 0\n", 2, "max_violations");
+	expect_error("[meter]\nmax_violations = 16777217\n", 2, "max_violations");
+	expect_error("[meter]\nunattributed_is_loss = sometimes\n", 2, "unattributed_is_loss: 'sometimes'");
 	expect_error("[meter]\nidle_timeout_ms = 31536000001\n", 2, "idle_timeout_ms");
 	expect_error("[export]\ncollector = c\nport = 0\n", 3, "port");
 	expect_error("[export]\ncollector = c\nport = 65536\n", 3, "port");

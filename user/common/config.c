@@ -23,6 +23,8 @@ void rm_config_defaults(struct rm_config_file *cfg)
 	cfg->meter.window = RM_WINDOW_DEFAULT;
 	cfg->meter.max_contexts = RM_MAX_CONTEXTS_DEFAULT;
 	cfg->meter.idle_timeout_ms = RM_IDLE_TIMEOUT_MS_DEFAULT;
+	cfg->meter.max_violations = RM_MAX_VIOLATIONS_DEFAULT;
+	cfg->meter.unattributed_is_loss = 1;
 	cfg->export.port = 0; /* resolved from transport after loading */
 	cfg->export.pen = RM_IPFIX_DEFAULT_PEN;
 	cfg->export.report_interval_ms = RM_REPORT_INTERVAL_MS_DEFAULT;
@@ -141,14 +143,52 @@ static int copy_str(struct parse_state *ps, char *dst, size_t cap, const char *n
 	return 1;
 }
 
+int rm_parse_connection(const char *v, struct rm_provision *p, char *err, size_t errlen)
+{
+	char src[64], dst[64], qp[32], pk[32], extra[2];
+	int f1, f2;
+	uint64_t x;
+
+	memset(p, 0, sizeof(*p));
+	if (sscanf(v, "%63s %63s %31s %31s %1s", src, dst, qp, pk, extra) != 4) {
+		snprintf(err, errlen, "connection: expected 'SRC DST QPN|any PKEY|any', got '%s'", v);
+		return -1;
+	}
+	f1 = rm_parse_addr(src, p->src);
+	f2 = rm_parse_addr(dst, p->dst);
+	if (f1 < 0 || f2 < 0) {
+		snprintf(err, errlen, "connection: '%s' is not an IPv4 or IPv6 address", f1 < 0 ? src : dst);
+		return -1;
+	}
+	if (f1 != f2) {
+		snprintf(err, errlen, "connection: '%s' and '%s' are of different address families", src, dst);
+		return -1;
+	}
+	p->family = (uint8_t)f1;
+	if (!strcasecmp(qp, "any")) {
+		p->any_qp = 1;
+	} else if (rm_parse_uint(qp, 0, RM_QPN_MAX, &x)) {
+		snprintf(err, errlen, "connection: destination QP '%s' is not 'any' or 0..0xffffff", qp);
+		return -1;
+	} else {
+		p->dest_qp = (uint32_t)x;
+	}
+	if (!strcasecmp(pk, "any")) {
+		p->any_pkey = 1;
+	} else if (rm_parse_uint(pk, 0, RM_PKEY_MAX, &x)) {
+		snprintf(err, errlen, "connection: P_Key '%s' is not 'any' or 0..0xffff", pk);
+		return -1;
+	} else {
+		p->pkey = (uint16_t)x;
+	}
+	return 0;
+}
+
 /* connection = SRC DST QPN|any PKEY|any */
 static int parse_connection(struct parse_state *ps, const char *v)
 {
 	struct rm_config_file *cfg = ps->cfg;
-	struct rm_provision *p;
-	char src[64], dst[64], qp[32], pk[32], extra[2];
-	int f1, f2;
-	uint64_t x;
+	char why[256];
 
 	if (cfg->n_provision >= RM_MAX_PROVISION) {
 		char n[16];
@@ -156,31 +196,8 @@ static int parse_connection(struct parse_state *ps, const char *v)
 		snprintf(n, sizeof(n), "%d", RM_MAX_PROVISION);
 		return fail(ps, "too many connection lines (at most %s)%s", n, "");
 	}
-	if (sscanf(v, "%63s %63s %31s %31s %1s", src, dst, qp, pk, extra) != 4)
-		return fail(ps, "connection: expected 'SRC DST QPN|any PKEY|any', got '%s'%s", v, "");
-	p = &cfg->provision[cfg->n_provision];
-	memset(p, 0, sizeof(*p));
-	f1 = rm_parse_addr(src, p->src);
-	f2 = rm_parse_addr(dst, p->dst);
-	if (f1 < 0)
-		return fail(ps, "connection: '%s' is not an IPv4 or IPv6 address%s", src, "");
-	if (f2 < 0)
-		return fail(ps, "connection: '%s' is not an IPv4 or IPv6 address%s", dst, "");
-	if (f1 != f2)
-		return fail(ps, "connection: '%s' and '%s' are of different address families", src, dst);
-	p->family = (uint8_t)f1;
-	if (!strcasecmp(qp, "any"))
-		p->any_qp = 1;
-	else if (rm_parse_uint(qp, 0, RM_QPN_MAX, &x))
-		return fail(ps, "connection: destination QP '%s' is not 'any' or 0..0xffffff%s", qp, "");
-	else
-		p->dest_qp = (uint32_t)x;
-	if (!strcasecmp(pk, "any"))
-		p->any_pkey = 1;
-	else if (rm_parse_uint(pk, 0, RM_PKEY_MAX, &x))
-		return fail(ps, "connection: P_Key '%s' is not 'any' or 0..0xffff%s", pk, "");
-	else
-		p->pkey = (uint16_t)x;
+	if (rm_parse_connection(v, &cfg->provision[cfg->n_provision], why, sizeof(why)))
+		return fail(ps, "%s%s", why, "");
 	cfg->n_provision++;
 	return 1;
 }
@@ -238,6 +255,7 @@ static int handler(void *user, const char *section, const char *name, const char
 		U64_KEY("max_contexts", RM_MAX_CONTEXTS_MIN, RM_MAX_CONTEXTS_MAX, cfg->meter.max_contexts);
 		U64_KEY("observation_point_id", 0, UINT64_MAX, cfg->meter.observation_point_id);
 		U64_KEY("idle_timeout_ms", 0, RM_IDLE_TIMEOUT_MS_MAX, cfg->meter.idle_timeout_ms);
+		U64_KEY("max_violations", RM_MAX_VIOLATIONS_MIN, RM_MAX_VIOLATIONS_MAX, cfg->meter.max_violations);
 		if (!strcmp(name, "namespace")) {
 			if (!strcmp(value, "none"))
 				cfg->meter.namespace_vlan = 0;
@@ -264,6 +282,11 @@ static int handler(void *user, const char *section, const char *name, const char
 		if (!strcmp(name, "rx_dropped_is_loss")) {
 			if (parse_bool(value, &cfg->meter.rx_dropped_is_loss))
 				return fail(ps, "rx_dropped_is_loss: '%s' is not yes or no%s", value, "");
+			return 1;
+		}
+		if (!strcmp(name, "unattributed_is_loss")) {
+			if (parse_bool(value, &cfg->meter.unattributed_is_loss))
+				return fail(ps, "unattributed_is_loss: '%s' is not yes or no%s", value, "");
 			return 1;
 		}
 		if (!strcmp(name, "generation_verified")) {

@@ -6,7 +6,7 @@
  *
  *   [meter]    window, max_contexts, namespace, observation_point_id,
  *              provision_all, idle_timeout_ms, generation_verified, eviction,
- *              rx_dropped_is_loss
+ *              rx_dropped_is_loss, max_violations, unattributed_is_loss
  *   [provision] one line per provisioned connection:
  *              connection = SRC DST QPN|any PKEY|any
  *   [export]   collector, port, transport (tls|tcp), ca, cert, key,
@@ -58,6 +58,8 @@ struct rm_meter_settings {
 	int generation_verified;       /* default 0: every report sets generationUnverified */
 	int evict;                     /* eviction = none | oldest; default none (refuse, count) */
 	int rx_dropped_is_loss;        /* default 0: rx_dropped rising is no capture discontinuity */
+	uint32_t max_violations;       /* size of the violations map; default 65536 */
+	int unattributed_is_loss;      /* default 1: a frame that may hide a request closes every epoch */
 };
 
 struct rm_export_settings {
@@ -127,6 +129,13 @@ void rm_config_apply_overrides(struct rm_config_file *cfg, const struct rm_confi
  * Returns 0, or -1 with a message "PATH:LINE: reason" in err.
  */
 int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size_t errlen);
+
+/*
+ * "SRC DST QPN|any PKEY|any" (a [provision] connection line, or a pattern of
+ * `rocemeter reenable`) into *p. Returns 0, or -1 with "connection: reason"
+ * in err.
+ */
+int rm_parse_connection(const char *text, struct rm_provision *p, char *err, size_t errlen);
 
 /* IPv4 or IPv6 address text into 16 bytes, network order (IPv4 in the
  * first 4, rest zero). Returns 4, 6, or -1 if s is neither. */

@@ -21,6 +21,9 @@
 #define RM_MAX_CONTEXTS_DEFAULT 65536u
 #define RM_IDLE_TIMEOUT_MS_MAX (86400000ull * 365) /* a year; 0 = never */
 #define RM_IDLE_TIMEOUT_MS_DEFAULT 60000u
+#define RM_MAX_VIOLATIONS_MIN 1u
+#define RM_MAX_VIOLATIONS_MAX 16777216u
+#define RM_MAX_VIOLATIONS_DEFAULT 65536u
 
 /* [provision] */
 #define RM_MAX_PROVISION 4096 /* connection lines */

@@ -33,8 +33,8 @@ static void fl_usage(FILE *f)
 		"  -m, --mix        apply the murmur3 finalizer to the 32-bit result\n"
 		"  -S, --seed N     32-bit secret XORed into the initial CRC register\n"
 		"  -h, --help       this text\n\n"
-		"A label of 0 means the program leaves the packet unchanged.\n",
-		RM_QPN_MAX);
+		"A computed label of 0 is written as 0x%05x (a zero Flow Label means no label).\n",
+		RM_QPN_MAX, RM_FL_ZERO_SUBSTITUTE);
 }
 
 static int parse_addr6(const char *opt, const char *s, struct in6_addr *a)
@@ -136,9 +136,10 @@ static int cmd_flowlabel(int argc, char **argv)
 	label = rm_flowlabel_compute(&p, &src, &dst, have_sqp, sqp, dqp, &hash);
 	printf("hash:       0x%08x (%s%s%s)\n", hash, rm_flowlabel_variant_name(p.variant),
 	       p.mix ? ", mix" : "", p.seed ? ", seeded" : "");
-	printf("flow label: 0x%05x (%u)\n", label, label);
+	printf("flow label: 0x%05x (%u)\n", rm_fl_label_written(label), rm_fl_label_written(label));
 	if (!label)
-		printf("note: label 0 - the program leaves such packets unchanged\n");
+		printf("note: computed label 0: the program writes the substitute 0x%05x instead\n",
+		       RM_FL_ZERO_SUBSTITUTE);
 	return RM_EXIT_OK;
 }
 

@@ -55,7 +55,8 @@ const char *rm_flowlabel_direction_name(int direction);
  * The label ([FLOWLABEL]) for IPv6 addresses src, dst (network order) and
  * QPNs (24 bits, host order; sqp used only if has_sqp), computed with the
  * same header code and table form as the BPF program. *hash32 (if not NULL)
- * gets the 32-bit hash. Returns the 20-bit Flow Label (may be 0).
+ * gets the 32-bit hash. Returns the 20-bit Flow Label as [FLOWLABEL] computes it
+ * (may be 0: the program writes rm_fl_label_written() of it).
  */
 uint32_t rm_flowlabel_compute(const struct rm_fl_params *p, const struct in6_addr *src,
 			      const struct in6_addr *dst, int has_sqp, uint32_t sqp, uint32_t dqp,

@@ -25,6 +25,7 @@
 #include "pins.h"
 #include "common/report_text.h"
 #include "rocemeter/ipfix_ie.h"
+#include "violations.h"
 
 static void print_ctx_text(const struct rm_ctx_key *k, const struct rm_ctx *v)
 {
@@ -39,10 +40,13 @@ static void print_ctx_text(const struct rm_ctx_key *k, const struct rm_ctx *v)
 		printf(" vlan %u/%u", k->vlan[0], k->vlan[1]);
 	printf(" %s epoch-gen %u W %u requests=%llu skipped=%llu filled=%llu expired=%llu pending=%u repeated=%llu "
 	       "unclassified_late=%llu\n",
-	       v->disabled ? "DISABLED(profileViolation)" : v->seq.active ? "open" : "closed", c->epoch_gen, c->window,
-	       (unsigned long long)c->requests, (unsigned long long)c->skipped, (unsigned long long)c->filled,
-	       (unsigned long long)c->expired, c->pending, (unsigned long long)c->repeated,
-	       (unsigned long long)c->unclassified_late);
+	       v->violated     ? "DISABLED(profileViolation)"
+	       : v->disabled   ? "DISABLED(not provisioned)"
+	       : v->seq.active ? "open"
+			       : "closed",
+	       c->epoch_gen, c->window, (unsigned long long)c->requests, (unsigned long long)c->skipped,
+	       (unsigned long long)c->filled, (unsigned long long)c->expired, c->pending,
+	       (unsigned long long)c->repeated, (unsigned long long)c->unclassified_late);
 }
 
 /* ", \"<IE name of row f>\": v" */
@@ -63,7 +67,11 @@ static void print_ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v, i
 	print_ie_json(RM_PF_RDMA_DESTINATION_QP, k->dest_qp);
 	print_ie_json(RM_PF_RDMA_PARTITION_KEY, k->pkey);
 	printf(", \"vlan\": [%u, %u], \"state\": \"%s\", \"epochGeneration\": %u", k->vlan[0], k->vlan[1],
-	       v->disabled ? "disabled" : v->seq.active ? "open" : "closed", c->epoch_gen);
+	       v->violated     ? "violated"
+	       : v->disabled   ? "disabled"
+	       : v->seq.active ? "open"
+			       : "closed",
+	       c->epoch_gen);
 	print_ie_json(RM_PF_RDMA_SEQUENCE_WINDOW, c->window);
 	print_ie_json(RM_PF_REQUEST_PACKET_TOTAL_COUNT, c->requests);
 	print_ie_json(RM_PF_SKIPPED_PSN_TOTAL_COUNT, c->skipped);
@@ -73,6 +81,64 @@ static void print_ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v, i
 	print_ie_json(RM_PF_REPEATED_PSN_TOTAL_COUNT, c->repeated);
 	print_ie_json(RM_PF_UNCLASSIFIED_LATE_PACKET_TOTAL_COUNT, c->unclassified_late);
 	printf("}");
+}
+
+/*
+ * The connections a profile violation disabled (maps `violations` and
+ * `contexts`) and the fail-safe of a full violations map.
+ */
+static void print_violations(const char *ifname, int json)
+{
+	struct rm_violations_fds f;
+	struct rm_violation_entry *v = NULL;
+	size_t n = 0;
+	char err[512], key[160], src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	int fail_safe;
+
+	if (rm_violations_open_pinned(ifname, &f, err, sizeof(err)))
+		return; /* an attachment of an older version, or being removed */
+	fail_safe = rm_violations_fail_safe(&f) > 0;
+	if (rm_violations_list(&f, &v, &n)) {
+		rm_violations_close(&f);
+		return;
+	}
+	if (json)
+		printf(", \"violations_fail_safe\": %s, \"violations\": [", fail_safe ? "true" : "false");
+	else if (fail_safe)
+		printf("  FAIL-SAFE: the violations map was full; no new connection is metered until "
+		       "'rocemeter reenable %s --all'\n",
+		       ifname);
+	if (!json)
+		printf("  violations (disabled until 'rocemeter reenable %s ...'):%s\n", ifname, n ? "" : " (none)");
+	for (size_t i = 0; i < n; i++) {
+		const struct rm_ctx_key *k = &v[i].key;
+		int af = k->family == 6 ? AF_INET6 : AF_INET;
+
+		if (!json) {
+			rm_violations_format_key(k, key, sizeof(key));
+			if (v[i].in_map)
+				printf("    %s opcode 0x%02x psn %u %s\n", key, v[i].v.opcode, v[i].v.psn,
+				       rm_violation_cause_name(v[i].v.cause));
+			else
+				printf("    %s (held by its context: the map was full)\n", key);
+			continue;
+		}
+		inet_ntop(af, k->src, src, sizeof(src));
+		inet_ntop(af, k->dst, dst, sizeof(dst));
+		printf("%s{\"source\": \"%s\", \"destination\": \"%s\"", i ? ", " : "", src, dst);
+		print_ie_json(RM_PF_RDMA_DESTINATION_QP, k->dest_qp);
+		print_ie_json(RM_PF_RDMA_PARTITION_KEY, k->pkey);
+		printf(", \"vlan\": [%u, %u], \"recorded\": \"%s\"", k->vlan[0], k->vlan[1],
+		       v[i].in_map ? "map" : "context");
+		if (v[i].in_map)
+			printf(", \"opcode\": %u, \"psn\": %u, \"cause\": \"%s\"", v[i].v.opcode, v[i].v.psn,
+			       rm_violation_cause_name(v[i].v.cause));
+		printf("}");
+	}
+	if (json)
+		printf("]");
+	free(v);
+	rm_violations_close(&f);
 }
 
 /* One interface. Returns 0, or 1 if nothing of the meter is pinned there. */
@@ -124,6 +190,7 @@ static int status_one(const char *ifname, int json, int first_if)
 			printf(json ? "]" : n ? "" : "    (none)\n");
 			close(ctx_fd);
 		}
+		print_violations(ifname, json);
 		/* Pins without a daemon holding the interface's lock are stale. */
 		{
 			int holder, lock = rm_lock_interface(ifname, &holder);
@@ -172,10 +239,12 @@ static int cmd_status(int argc, char **argv)
 		case 'h':
 			printf("Usage: rocemeter status [IFACE] [--json]\n\n"
 			       "Show the meter's statistics and live contexts (atomic snapshots of the\n"
-			       "pinned maps), the daemon's report and export counters (records sent,\n"
-			       "dropped because the queue was full, without a session, or with a lost\n"
-			       "session), and the flow-label program's statistics. Without IFACE: every\n"
-			       "interface with pins under /sys/fs/bpf/rocemeter/.\n");
+			       "pinned maps), the connections a profile violation disabled (and the\n"
+			       "fail-safe of a full violations map: 'rocemeter reenable'), the daemon's\n"
+			       "report and export counters (records sent, dropped because the queue was\n"
+			       "full, without a session, or with a lost session), and the flow-label\n"
+			       "program's statistics. Without IFACE: every interface with pins under\n"
+			       "/sys/fs/bpf/rocemeter/. The statistics are described in docs/meter.md.\n");
 			return RM_EXIT_OK;
 		default: return RM_EXIT_USAGE;
 		}

@@ -30,7 +30,9 @@
 #include "meter.skel.h"
 #include "observe.h"
 #include "pins.h"
+#include "provision.h"
 #include "reporter.h"
+#include "violations.h"
 
 /* Where reports go while attached. */
 struct live_sink {
@@ -52,6 +54,8 @@ struct rm_daemon {
 	struct live_sink sink;
 	struct rm_observe obs;
 	uint64_t table_full_seen;
+	uint64_t unattributed_seen; /* RM_STAT_UNATTRIBUTED at the last check */
+	uint64_t unrecorded_seen;   /* RM_STAT_VIOLATIONS_UNRECORDED at the last check */
 	int lock_fd;
 	int link_fd;
 	int keep_pins;
@@ -147,6 +151,24 @@ static int check_observation(struct rm_daemon *d)
 			rm_log(RM_LOG_NOTICE, "context table full: evicted %d contexts (stateExhaustion)", e);
 	}
 	d->table_full_seen = st[RM_STAT_TABLE_FULL];
+	if (st[RM_STAT_VIOLATIONS_UNRECORDED] > d->unrecorded_seen)
+		rm_log(RM_LOG_ERR,
+		       "violations map full (max_violations %u): a violated connection could not be recorded; no new "
+		       "connection is metered until 'rocemeter reenable %s --all'",
+		       d->cfg.meter.max_violations, d->ifname);
+	d->unrecorded_seen = st[RM_STAT_VIOLATIONS_UNRECORDED];
+	/* Frames that may have carried a request of any connection: the
+	 * datapath made the epochs open before them stale (each closes at its
+	 * next request); close the silent ones now, so that their finals come. */
+	if (st[RM_STAT_UNATTRIBUTED] > d->unattributed_seen && d->cfg.meter.unattributed_is_loss) {
+		rm_log(RM_LOG_WARNING,
+		       "capture discontinuity (%" PRIu64 " frames that may carry a request named no connection): "
+		       "closing the epochs open before them with captureDiscontinuity",
+		       st[RM_STAT_UNATTRIBUTED] - d->unattributed_seen);
+		rm_reporter_drain(&d->rep);
+		rm_reporter_walk(&d->rep, RM_CTL_CLOSE_STALE, 0, 0);
+	}
+	d->unattributed_seen = st[RM_STAT_UNATTRIBUTED];
 	bits = rm_observe_poll(&d->obs, st[RM_STAT_RINGBUF_DROPS]);
 	if (!bits)
 		return 0;
@@ -166,9 +188,43 @@ static int check_observation(struct rm_daemon *d)
 }
 
 /*
+ * A connection a profile violation disabled is re-enabled by a reload only
+ * if its provisioning changed (provision.h rm_prov_changed()): an
+ * unchanged file is no explicit reprovisioning ([SEQOBS] "Applicability
+ * and Provisioning"). Call with the new lines in the provisioning map.
+ */
+static void reenable_reprovisioned(struct rm_daemon *d, const struct rm_config_file *nc)
+{
+	struct rm_violations_fds f;
+	struct rm_violation_entry *v = NULL;
+	size_t n = 0, again = 0;
+	int e;
+
+	rm_violations_fds_of(&d->meter, &f);
+	e = rm_violations_list(&f, &v, &n);
+	if (e) {
+		rm_log(RM_LOG_ERR, "reload: cannot list the violated connections: %s", strerror(-e));
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!rm_prov_changed(d->cfg.provision, d->cfg.n_provision, d->cfg.meter.provision_all, nc->provision,
+				     nc->n_provision, nc->meter.provision_all, &v[i].key))
+			continue;
+		if (rm_violations_reenable(&f, &v[i].key) > 0)
+			again++;
+	}
+	if (n)
+		rm_log(RM_LOG_NOTICE,
+		       "reload: %zu connections disabled by a profile violation: %zu re-enabled "
+		       "(provisioning changed), %zu stay disabled ('rocemeter reenable %s' re-enables them)",
+		       n, again, n - again, d->ifname);
+	free(v);
+}
+
+/*
  * SIGHUP: a window or policy change closes the affected epochs (finalEpoch,
  * [SEQOBS] "Identity and Epoch Lifecycle"); a connection disabled by a
- * profile violation is metered again only because it is provisioned again.
+ * profile violation is metered again only if its provisioning changed.
  */
 static void reload(struct rm_daemon *d)
 {
@@ -203,20 +259,22 @@ static void reload(struct rm_daemon *d)
 	if (nc->meter.namespace_vlan != d->cfg.meter.namespace_vlan ||
 	    nc->meter.max_contexts != d->cfg.meter.max_contexts ||
 	    nc->meter.observation_point_id != d->cfg.meter.observation_point_id ||
-	    nc->meter.rx_dropped_is_loss != d->cfg.meter.rx_dropped_is_loss) {
-		rm_log(RM_LOG_WARNING,
-		       "reload: namespace, max_contexts, observation_point_id and rx_dropped_is_loss take effect only "
-		       "on restart; keeping the running ones");
+	    nc->meter.rx_dropped_is_loss != d->cfg.meter.rx_dropped_is_loss ||
+	    nc->meter.max_violations != d->cfg.meter.max_violations) {
+		rm_log(RM_LOG_WARNING, "reload: namespace, max_contexts, observation_point_id, rx_dropped_is_loss and "
+				       "max_violations take effect only on restart; keeping the running ones");
 		nc->meter.namespace_vlan = d->cfg.meter.namespace_vlan;
 		nc->meter.max_contexts = d->cfg.meter.max_contexts;
 		nc->meter.observation_point_id = d->cfg.meter.observation_point_id;
 		nc->meter.rx_dropped_is_loss = d->cfg.meter.rx_dropped_is_loss;
+		nc->meter.max_violations = d->cfg.meter.max_violations;
 	}
 	/* The new policy first, so that any request counted after the closure
 	 * below belongs to an epoch started under it. */
 	d->meter.skel->data->rm_cfg.window = nc->meter.window;
 	d->meter.skel->data->rm_cfg.provision_all = nc->meter.provision_all ? 1 : 0;
 	d->meter.skel->data->rm_cfg.idle_timeout_ns = nc->meter.idle_timeout_ms * 1000000ull;
+	d->meter.skel->data->rm_cfg.unattributed_is_loss = nc->meter.unattributed_is_loss ? 1 : 0;
 	d->meter.window = nc->meter.window;
 	/* Empty the provisioning map: always delete the first key. */
 	while (bpf_map_get_next_key(d->meter.provision_fd, NULL, &next) == 0)
@@ -224,9 +282,9 @@ static void reload(struct rm_daemon *d)
 	if (rm_meter_provision(&d->meter, nc->provision, nc->n_provision, nc->meter.generation_verified, err,
 			       sizeof(err)))
 		rm_log(RM_LOG_ERR, "reload: %s", err);
-	/* Every context is metered iff it is provisioned now: one disabled by a
-	 * profile violation is re-enabled only if still provisioned, one no
-	 * longer provisioned is disabled. */
+	reenable_reprovisioned(d, nc);
+	/* Every context is metered iff it is provisioned now and not violated:
+	 * one no longer provisioned is disabled. */
 	{
 		struct rm_ctx_key key, nk, *pk = NULL;
 
@@ -243,6 +301,8 @@ static void reload(struct rm_daemon *d)
 	close_all(d, 0);
 	d->rep.generation_verified = nc->meter.generation_verified;
 	d->cfg.meter = nc->meter;
+	memcpy(d->cfg.provision, nc->provision, sizeof(nc->provision[0]) * (size_t)nc->n_provision);
+	d->cfg.n_provision = nc->n_provision;
 	d->cfg.export.report_interval_ms = nc->export.report_interval_ms;
 	rm_reporter_set_schedule(&d->rep, d->cfg.export.report_interval_ms, d->cfg.meter.idle_timeout_ms);
 	rm_log(RM_LOG_NOTICE, "reload: configuration %s applied (window %u, %d provisioning lines)", d->config_path,
@@ -255,16 +315,23 @@ done:
 static int pin_maps(struct rm_daemon *d, char *err, size_t errlen)
 {
 	struct meter *sk = d->meter.skel;
-	struct bpf_map *maps[] = { sk->maps.contexts, sk->maps.windows, sk->maps.provision,
-				   sk->maps.stats,    sk->maps.events,  sk->maps.free_slots };
+	struct bpf_map *maps[] = { sk->maps.contexts, sk->maps.windows,    sk->maps.provision,  sk->maps.stats,
+				   sk->maps.events,   sk->maps.free_slots, sk->maps.violations, sk->maps.viol_state };
 	static const char *const names[] = { RM_PIN_MAPS };
 	char path[512];
 
+	_Static_assert(sizeof(maps) / sizeof(maps[0]) == sizeof(names) / sizeof(names[0]), "RM_PIN_MAPS");
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
 		if (rm_paths_pin(d->ifname, names[i], path, sizeof(path)) || bpf_map__pin(maps[i], path)) {
 			rm_errf(err, errlen, "cannot pin %s: %s", path, strerror(errno));
 			return -1;
 		}
+	}
+	/* The control program too: `rocemeter reenable` runs it from its own process. */
+	if (rm_paths_pin(d->ifname, RM_PIN_CTL, path, sizeof(path)) ||
+	    bpf_program__pin(sk->progs.rocemeter_ctl, path)) {
+		rm_errf(err, errlen, "cannot pin %s: %s", path, strerror(errno));
+		return -1;
 	}
 	return 0;
 }
@@ -290,6 +357,7 @@ static void teardown(struct rm_daemon *d)
 	if (d->flowlabel && rm_flowlabel_detach(d->ifname, err, sizeof(err)) < 0)
 		rm_log(RM_LOG_ERR, "%s", err);
 	rm_reporter_free(&d->rep);
+	rm_observe_free(&d->obs);
 	rm_meter_unload(&d->meter);
 	if (d->lock_fd >= 0) {
 		if (!d->keep_pins)
@@ -304,6 +372,7 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 {
 	const char *mode = o->generic ? "generic" : "native";
 	struct rm_daemon *d = calloc(1, sizeof(*d));
+	struct rm_meter_load_opts lo = { .replay = 0 };
 	char path[512];
 	int holder, rc;
 	FILE *pidf;
@@ -320,6 +389,7 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 	d->sink.json = o->json;
 	d->keep_pins = o->keep_pins;
 	d->link_fd = -1;
+	d->obs.nl_fd = -1;
 	if (!d->cfg.meter.observation_point_id)
 		d->cfg.meter.observation_point_id = (uint64_t)d->ifindex;
 
@@ -352,7 +422,15 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 		rm_errf(err, errlen, "cannot prepare the pin directory on bpffs: %s", strerror(-rc));
 		goto fail;
 	}
-	if (rm_meter_load(&d->meter, &d->cfg.meter, 0, err, errlen) ||
+	/* namespace = vlan in native mode: the device-bound program, which also
+	 * reads VLAN tags the NIC took into the packet metadata. */
+	lo.dev_bound_ifindex = d->cfg.meter.namespace_vlan && !o->generic ? d->ifindex : 0;
+	if (d->cfg.meter.namespace_vlan && o->generic)
+		rm_log(RM_LOG_WARNING,
+		       "namespace = vlan in generic mode: VLAN tags the NIC takes off (receive VLAN offload) are not "
+		       "seen; turn it off (ethtool -K %s rxvlan off) or use native mode",
+		       d->ifname);
+	if (rm_meter_load_ex(&d->meter, &d->cfg.meter, &lo, err, errlen) ||
 	    rm_meter_provision(&d->meter, d->cfg.provision, d->cfg.n_provision, d->cfg.meter.generation_verified, err,
 			       errlen))
 		goto fail;
@@ -401,10 +479,10 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 	}
 
 	rm_log(RM_LOG_NOTICE,
-	       "attached to %s (ifindex %d, %s XDP, W %u, max_contexts %u%s%s); maps pinned under %s/rocemeter/%s",
+	       "attached to %s (ifindex %d, %s XDP, W %u, max_contexts %u%s%s%s); maps pinned under %s/rocemeter/%s",
 	       d->ifname, d->ifindex, mode, d->cfg.meter.window, d->cfg.meter.max_contexts,
-	       d->cfg.meter.provision_all ? ", provision_all" : "", o->mirror ? ", mirror" : "", rm_paths_bpffs(),
-	       d->ifname);
+	       d->cfg.meter.provision_all ? ", provision_all" : "", o->mirror ? ", mirror" : "",
+	       d->meter.dev_bound ? ", VLAN tags from the packet metadata too" : "", rm_paths_bpffs(), d->ifname);
 	if (d->sink.exporter)
 		rm_log(RM_LOG_NOTICE, "exporting to %s port %u (%s)", d->cfg.export.collector, d->cfg.export.port,
 		       d->cfg.export.tls.plain_tcp ? "plain TCP" : "TLS 1.3");
@@ -414,6 +492,7 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 		rm_meter_read_stats(d->meter.stats_fd, st);
 		rm_observe_init(&d->obs, d->ifname, d->link_fd, st[RM_STAT_RINGBUF_DROPS],
 				d->cfg.meter.rx_dropped_is_loss);
+		d->unattributed_seen = st[RM_STAT_UNATTRIBUTED];
 	}
 	sd_notify(0, "READY=1");
 	return d;
@@ -434,6 +513,7 @@ int rm_daemon_wait(struct rm_daemon *d, int timeout_ms)
 int rm_daemon_step(struct rm_daemon *d, unsigned int flags)
 {
 	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	int tick;
 
 	if (flags & RM_DAEMON_RELOAD)
 		reload(d);
@@ -453,11 +533,16 @@ int rm_daemon_step(struct rm_daemon *d, unsigned int flags)
 				rm_log(RM_LOG_NOTICE, "export: Transport Session %" PRIu64 " established", s);
 		}
 	}
-	if (rm_reporter_tick(&d->rep, now) & RM_TICK_SECOND) {
+	/* Once a second, and at once when a link event names the interface:
+	 * a carrier flap must close the open epochs before more requests join
+	 * them. */
+	tick = rm_reporter_tick(&d->rep, now);
+	if ((tick & RM_TICK_SECOND) || rm_observe_events(&d->obs)) {
 		if (check_observation(d) < 0)
 			return -1;
-		write_stats_file(d);
 	}
+	if (tick & RM_TICK_SECOND)
+		write_stats_file(d);
 	return 0;
 }
 

@@ -11,41 +11,35 @@
 #include "common/log.h"
 #include "meter.h"
 #include "meter.skel.h"
+#include "provision.h"
 
-static const char *const stat_names[RM_STAT__COUNT] = {
-	[RM_STAT_FRAMES] = "frames",
-	[RM_STAT_ROCEV2] = "rocev2",
-	[RM_STAT_NOT_ROCEV2] = "not_rocev2",
-	[RM_STAT_ROCEV1] = "rocev1",
-	[RM_STAT_ELIGIBLE] = "eligible_requests",
-	[RM_STAT_RESPONSES] = "responses",
-	[RM_STAT_CNP] = "cnp",
-	[RM_STAT_OTHER_TRANSPORT] = "other_transport",
-	[RM_STAT_NOT_PROVISIONED] = "not_provisioned",
-	[RM_STAT_VIOLATIONS] = "profile_violations",
-	[RM_STAT_DISABLED] = "disabled_requests",
-	[RM_STAT_IP_FRAGMENT] = "ip_fragments",
-	[RM_STAT_UNSUP_ENCAP] = "unsupported_encapsulation",
-	[RM_STAT_MALFORMED_ETH] = "malformed_eth",
-	[RM_STAT_MALFORMED_IP] = "malformed_ip",
-	[RM_STAT_MALFORMED_UDP] = "malformed_udp",
-	[RM_STAT_MALFORMED_BTH] = "malformed_bth",
-	[RM_STAT_TABLE_FULL] = "table_full",
-	[RM_STAT_EVICTIONS] = "evictions",
-	[RM_STAT_RINGBUF_DROPS] = "ringbuf_drops",
-	[RM_STAT_EPOCHS_STARTED] = "epochs_started",
-	[RM_STAT_EPOCHS_CLOSED] = "epochs_closed_in_datapath",
-};
+#define RM_STAT_NAME_(suffix, name, desc) [RM_STAT_##suffix] = name,
+static const char *const stat_names[RM_STAT__COUNT] = { RM_STATS(RM_STAT_NAME_) };
+#undef RM_STAT_NAME_
 
 const char *rm_stat_name(int stat)
 {
 	return stat >= 0 && stat < RM_STAT__COUNT && stat_names[stat] ? stat_names[stat] : "?";
 }
 
+/* Not in Debian 12's UAPI headers (kernel 6.3). */
+#ifndef BPF_F_XDP_DEV_BOUND_ONLY
+#define BPF_F_XDP_DEV_BOUND_ONLY (1U << 6)
+#endif
+
 int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int replay, char *err, size_t errlen)
 {
+	struct rm_meter_load_opts o = { .replay = replay };
+
+	return rm_meter_load_ex(m, s, &o, err, errlen);
+}
+
+int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, const struct rm_meter_load_opts *o,
+		     char *err, size_t errlen)
+{
+	struct bpf_program *xdp;
 	struct meter *sk;
-	int e;
+	int e, replay = o->replay;
 
 	memset(m, 0, sizeof(*m));
 	rm_log_route_libbpf(); /* also for programs without our main.c: tests, benchmarks */
@@ -68,12 +62,29 @@ int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int rep
 	sk->data->rm_cfg.provision_all = s->provision_all ? 1 : 0;
 	sk->data->rm_cfg.use_replay_clock = replay ? 1 : 0;
 	sk->data->rm_cfg.idle_timeout_ns = s->idle_timeout_ms * 1000000ull;
+	sk->data->rm_cfg.unattributed_is_loss = s->unattributed_is_loss ? 1 : 0;
 	if (bpf_map__set_value_size(sk->maps.windows, RM_WINDOW_VALUE_WORDS(m->window_words) * sizeof(__u64)) ||
 	    bpf_map__set_max_entries(sk->maps.windows, s->max_contexts) ||
 	    bpf_map__set_max_entries(sk->maps.contexts, s->max_contexts) ||
-	    bpf_map__set_max_entries(sk->maps.free_slots, s->max_contexts)) {
-		snprintf(err, errlen, "cannot size the maps for %u contexts", s->max_contexts);
+	    bpf_map__set_max_entries(sk->maps.free_slots, s->max_contexts) ||
+	    bpf_map__set_max_entries(sk->maps.violations, s->max_violations ? s->max_violations : 1)) {
+		snprintf(err, errlen, "cannot size the maps for %u contexts and %u violations", s->max_contexts,
+			 s->max_violations);
 		goto fail;
+	}
+	/* One XDP program is loaded: the device-bound one reads VLAN tags from
+	 * the packet metadata, and can only run attached to that device. */
+	if (o->dev_bound_ifindex > 0) {
+		xdp = sk->progs.rocemeter_xdp_vlan;
+		bpf_program__set_ifindex(xdp, (__u32)o->dev_bound_ifindex);
+		if (bpf_program__set_flags(xdp, bpf_program__flags(xdp) | BPF_F_XDP_DEV_BOUND_ONLY) ||
+		    bpf_program__set_autoload(sk->progs.rocemeter_xdp, false)) {
+			snprintf(err, errlen, "cannot make the XDP program device-bound");
+			goto fail;
+		}
+	} else {
+		xdp = sk->progs.rocemeter_xdp;
+		bpf_program__set_autoload(sk->progs.rocemeter_xdp_vlan, false);
 	}
 	e = meter__load(sk);
 	if (e == -ENOMEM || e == -E2BIG) {
@@ -84,13 +95,22 @@ int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int rep
 			 s->max_contexts, s->window);
 		goto fail;
 	}
+	if (e && o->dev_bound_ifindex > 0) {
+		snprintf(err, errlen,
+			 "the kernel refused the device-bound XDP program that reads VLAN tags from the packet "
+			 "metadata (%s; kernel 6.8 or later); use namespace = none, or --mode generic with the "
+			 "NIC's receive VLAN offload off (ethtool -K IFACE rxvlan off)",
+			 strerror(-e));
+		goto fail;
+	}
 	if (e) {
 		snprintf(err, errlen,
 			 "the kernel refused the BPF program (%s); run with ROCEMETER_LIBBPF_DEBUG=1 for the verifier log",
 			 strerror(-e));
 		goto fail;
 	}
-	m->xdp_fd = bpf_program__fd(sk->progs.rocemeter_xdp);
+	m->dev_bound = o->dev_bound_ifindex > 0;
+	m->xdp_fd = bpf_program__fd(xdp);
 	m->ctl_fd = bpf_program__fd(sk->progs.rocemeter_ctl);
 	m->contexts_fd = bpf_map__fd(sk->maps.contexts);
 	m->windows_fd = bpf_map__fd(sk->maps.windows);
@@ -98,6 +118,8 @@ int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int rep
 	m->stats_fd = bpf_map__fd(sk->maps.stats);
 	m->events_fd = bpf_map__fd(sk->maps.events);
 	m->free_slots_fd = bpf_map__fd(sk->maps.free_slots);
+	m->violations_fd = bpf_map__fd(sk->maps.violations);
+	m->viol_state_fd = bpf_map__fd(sk->maps.viol_state);
 	for (__u32 slot = 0; slot < s->max_contexts; slot++) {
 		if (bpf_map_update_elem(m->free_slots_fd, NULL, &slot, BPF_ANY)) {
 			snprintf(err, errlen, "cannot fill the free-slot queue: %s", strerror(errno));
@@ -118,13 +140,7 @@ int rm_meter_provision(struct rm_meter *m, const struct rm_provision *p, int n, 
 		struct rm_prov_key k;
 		struct rm_prov_val v = { .generation_verified = generation_verified ? 1 : 0 };
 
-		memset(&k, 0, sizeof(k));
-		memcpy(k.src, p[i].src, 16);
-		memcpy(k.dst, p[i].dst, 16);
-		k.family = p[i].family;
-		k.dest_qp = p[i].any_qp ? 0 : p[i].dest_qp;
-		k.pkey = p[i].any_pkey ? 0 : p[i].pkey;
-		k.wildcard = (p[i].any_qp ? RM_PROV_ANY_QP : 0) | (p[i].any_pkey ? RM_PROV_ANY_PKEY : 0);
+		rm_prov_key_of(&p[i], &k);
 		if (bpf_map_update_elem(m->provision_fd, &k, &v, BPF_ANY)) {
 			snprintf(err, errlen, "cannot add provisioning line %d: %s", i + 1, strerror(errno));
 			return -1;
@@ -133,14 +149,19 @@ int rm_meter_provision(struct rm_meter *m, const struct rm_provision *p, int n, 
 	return 0;
 }
 
-int rm_meter_ctl(struct rm_meter *m, struct rm_ctl *c)
+int rm_meter_ctl_fd(int ctl_fd, struct rm_ctl *c)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = c, .data_size_in = sizeof(*c), .data_out = c,
 		    .data_size_out = sizeof(*c), .repeat = 1);
 
-	if (bpf_prog_test_run_opts(m->ctl_fd, &o))
+	if (bpf_prog_test_run_opts(ctl_fd, &o))
 		return -errno;
 	return 0;
+}
+
+int rm_meter_ctl(struct rm_meter *m, struct rm_ctl *c)
+{
+	return rm_meter_ctl_fd(m->ctl_fd, c);
 }
 
 /*

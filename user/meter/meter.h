@@ -21,16 +21,28 @@ struct rm_meter {
 	uint32_t window;       /* W for new epochs */
 	uint32_t window_words; /* ring words per context (>= W / 64) */
 	uint32_t max_contexts;
+	int dev_bound; /* xdp_fd is rocemeter_xdp_vlan, bound to one device */
 	int xdp_fd, ctl_fd;
 	int contexts_fd, windows_fd, provision_fd, stats_fd, events_fd, free_slots_fd;
+	int violations_fd, viol_state_fd;
+};
+
+struct rm_meter_load_opts {
+	int replay;            /* arrival times from rm_meter_replay_frame(), not the kernel clock */
+	int dev_bound_ifindex; /* > 0: load the device-bound XDP program for this interface, which
+				* also reads VLAN tags from the packet metadata (namespace = vlan,
+				* native XDP; it cannot be test-run, so never with replay) */
 };
 
 /*
- * Open, size and load the meter. s gives W, max_contexts, namespace,
- * provision_all; replay = 1 makes the program take arrival times from
- * rm_meter_replay_frame() instead of the kernel clock. Fills the free-slot
- * queue. Returns 0, or -1 with a reason in err.
+ * Open, size and load the meter. s gives W, max_contexts, max_violations,
+ * namespace, provision_all, idle_timeout_ms, unattributed_is_loss. Fills
+ * the free-slot queue. Returns 0, or -1 with a reason in err.
  */
+int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, const struct rm_meter_load_opts *o,
+		     char *err, size_t errlen);
+
+/* rm_meter_load_ex() with .replay = replay and no device binding. */
 int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int replay, char *err, size_t errlen);
 
 /* Add the provisioning lines; returns 0 or -1 with a reason in err. */
@@ -44,6 +56,9 @@ int rm_meter_provision(struct rm_meter *m, const struct rm_provision *p, int n, 
  */
 int rm_meter_ctl(struct rm_meter *m, struct rm_ctl *c);
 
+/* rm_meter_ctl() on a control program's fd (an attachment's pin, see `reenable`). */
+int rm_meter_ctl_fd(int ctl_fd, struct rm_ctl *c);
+
 /*
  * Replay: run one captured frame (caplen bytes captured of wirelen on the
  * wire, captured at ts_ns UNIX nanoseconds) through rocemeter_xdp with
@@ -55,7 +70,7 @@ int rm_meter_replay_frame(struct rm_meter *m, const void *frame, uint32_t caplen
 /* Sum the per-CPU statistics into out[RM_STAT__COUNT]. Returns 0 or -errno. */
 int rm_meter_read_stats(int stats_fd, uint64_t out[RM_STAT__COUNT]);
 
-/* Name of a statistic, e.g. "malformed_udp". */
+/* Name of a statistic (RM_STATS in rocemeter/common.h), e.g. "malformed_udp". */
 const char *rm_stat_name(int stat);
 
 void rm_meter_unload(struct rm_meter *m);

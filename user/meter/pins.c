@@ -27,6 +27,8 @@ void rm_pin_remove_meter(const char *ifname)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!rm_paths_pin(ifname, names[i], path, sizeof(path)))
 			unlink(path);
+	if (!rm_paths_pin(ifname, RM_PIN_CTL, path, sizeof(path)))
+		unlink(path);
 	if (!rm_paths_pin_dir(ifname, path, sizeof(path)))
 		rmdir(path); /* fails while other pins (the flow-label program's) remain */
 }

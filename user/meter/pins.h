@@ -12,12 +12,14 @@
 #include <stddef.h>
 
 /* The meter's pinned map names (kernel map names, <= 15 characters). */
-#define RM_PIN_MAPS "contexts", "windows", "provision", "stats", "events", "free_slots"
+#define RM_PIN_MAPS "contexts", "windows", "provision", "stats", "events", "free_slots", "violations", "viol_state"
+/* The pinned control program (rocemeter_ctl), run by `reenable` from another process. */
+#define RM_PIN_CTL "ctl"
 
 /* 1 if the meter's maps are pinned for ifname (a live daemon's or stale ones), else 0. */
 int rm_pin_meter_exists(const char *ifname);
 
-/* Remove the meter's pins (and the directory when it is empty). */
+/* Remove the meter's pins, maps and control program (and the directory when it is empty). */
 void rm_pin_remove_meter(const char *ifname);
 
 /* Remove the daemon's PID and stats files (call only while holding the lock). */

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * cmd_reenable.c - `rocemeter reenable IFACE CONNECTION...|--all`: meter
+ * again connections that a profile violation disabled on IFACE (the
+ * explicit reprovisioning of [SEQOBS] "Applicability and Provisioning"),
+ * through the pins of the running attachment (violations.h).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/command.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "violations.h"
+
+#define CONNECTION_WORDS 4 /* SRC DST QPN|any PKEY|any */
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: rocemeter reenable IFACE SRC DST QPN|any PKEY|any [SRC DST QPN|any PKEY|any ...]\n"
+		   "       rocemeter reenable IFACE --all\n\n"
+		   "Meter again connections of IFACE that a profile violation (an RDMA READ, an\n"
+		   "atomic, a malformed or foreign-transport request) disabled: their next request\n"
+		   "starts a fresh epoch, if they are provisioned. A connection is given as a\n"
+		   "[provision] line is (any: every QP or P_Key; VLAN IDs: any); each must match a\n"
+		   "disabled connection, else nothing changes. --all re-enables every one and\n"
+		   "leaves the fail-safe of a full violations map. `rocemeter status IFACE` lists\n"
+		   "them. A SIGHUP reload re-enables only connections whose provisioning changed.\n\n"
+		   "Options:\n"
+		   "  -a, --all   every disabled connection, and leave the fail-safe\n"
+		   "  -h, --help  this text\n\n"
+		   "Exit status: 0 done; 1 not attached, or a connection matches no disabled one;\n"
+		   "2 usage.\n");
+}
+
+/*
+ * The words after IFACE, CONNECTION_WORDS per connection (a quoted line
+ * counts as its words) into *out, *n. 0, or -1 after printing why.
+ */
+static int parse_patterns(int argc, char **argv, struct rm_provision **out, int *n)
+{
+	char *words[256], *copy[64], *save, line[512], err[256];
+	int nw = 0, rc = -1;
+
+	*out = NULL;
+	*n = 0;
+	for (int i = 0; i < argc && i < 64; i++) {
+		char *t;
+
+		copy[i] = strdup(argv[i]);
+		for (t = copy[i] ? strtok_r(copy[i], " \t", &save) : NULL; t && nw < 256;
+		     t = strtok_r(NULL, " \t", &save))
+			words[nw++] = t;
+	}
+	if (argc > 64 || nw == 0 || nw % CONNECTION_WORDS) {
+		rm_log_cmd(RM_LOG_ERR, "give each connection as SRC DST QPN|any PKEY|any (%d words), or --all",
+			   CONNECTION_WORDS);
+		goto out;
+	}
+	*out = calloc((size_t)(nw / CONNECTION_WORDS), sizeof(**out));
+	if (!*out)
+		goto out;
+	for (int i = 0; i < nw; i += CONNECTION_WORDS) {
+		snprintf(line, sizeof(line), "%s %s %s %s", words[i], words[i + 1], words[i + 2], words[i + 3]);
+		if (rm_parse_connection(line, &(*out)[(*n)++], err, sizeof(err))) {
+			rm_log_cmd(RM_LOG_ERR, "%s", err);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	for (int i = 0; i < argc && i < 64; i++)
+		free(copy[i]);
+	return rc;
+}
+
+static void print_done(const char *ifname, const struct rm_ctx_key *keys, size_t n)
+{
+	char buf[160];
+
+	printf("re-enabled %zu connection%s on %s\n", n, n == 1 ? "" : "s", ifname);
+	for (size_t i = 0; i < n; i++) {
+		rm_violations_format_key(&keys[i], buf, sizeof(buf));
+		printf("  %s\n", buf);
+	}
+}
+
+static int cmd_reenable(int argc, char **argv)
+{
+	static const struct option opts[] = { { "all", no_argument, 0, 'a' }, { "help", no_argument, 0, 'h' }, { 0 } };
+	struct rm_violations_fds f;
+	struct rm_provision *pat = NULL;
+	struct rm_ctx_key *done = NULL;
+	size_t ndone = 0;
+	int opt, all = 0, npat = 0, unmatched, was_fail_safe = 0, e, rc = RM_EXIT_OK;
+	const char *ifname;
+	char err[512];
+
+	/* "+": options only before IFACE, so that nothing in a pattern is taken for one. */
+	while ((opt = getopt_long(argc, argv, "+ah", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'a':
+			all = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return RM_EXIT_OK;
+		default:
+			usage(stderr);
+			return RM_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		rm_log_cmd(RM_LOG_ERR, "give an interface");
+		usage(stderr);
+		return RM_EXIT_USAGE;
+	}
+	ifname = argv[optind++];
+	if (optind < argc && (!strcmp(argv[optind], "--all") || !strcmp(argv[optind], "-a"))) {
+		all = 1;
+		optind++;
+	}
+	if (all && optind < argc) {
+		rm_log_cmd(RM_LOG_ERR, "--all re-enables every connection: give no connection with it");
+		return RM_EXIT_USAGE;
+	}
+	if (!all && optind >= argc) {
+		rm_log_cmd(RM_LOG_ERR, "give the connections to re-enable, or --all");
+		usage(stderr);
+		return RM_EXIT_USAGE;
+	}
+	if (!all && parse_patterns(argc - optind, argv + optind, &pat, &npat)) {
+		free(pat);
+		return RM_EXIT_USAGE;
+	}
+	if (rm_violations_open_pinned(ifname, &f, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		free(pat);
+		return RM_EXIT_FAIL;
+	}
+	if (all)
+		e = rm_violations_reenable_all(&f, &was_fail_safe, &done, &ndone);
+	else
+		e = rm_violations_reenable_matching(&f, pat, npat, &unmatched, &done, &ndone);
+	if (e) {
+		rm_log_cmd(RM_LOG_ERR, "%s: cannot re-enable: %s", ifname, strerror(-e));
+		rc = RM_EXIT_FAIL;
+	} else if (!all && unmatched >= 0) {
+		rm_log_cmd(RM_LOG_ERR, "no disabled connection on %s matches connection %d; nothing re-enabled", ifname,
+			   unmatched + 1);
+		rc = RM_EXIT_FAIL;
+	} else {
+		print_done(ifname, done, ndone);
+		if (was_fail_safe)
+			printf("left the fail-safe: new connections are metered again\n");
+	}
+	free(done);
+	free(pat);
+	rm_violations_close(&f);
+	return rc;
+}
+
+RM_COMMAND(reenable, 25, "meter again connections a profile violation disabled", cmd_reenable);
