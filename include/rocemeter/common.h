@@ -99,32 +99,76 @@ enum rm_parse_verdict {
 	RM_PARSE_BAD_BTH,     /* BTH not within the frame */
 };
 
-/* Per-CPU statistics (map `stats`, per-CPU array indexed by enum rm_stat). */
+/*
+ * Per-CPU statistics (map `stats`, per-CPU array indexed by enum rm_stat;
+ * the program increments, userspace sums over CPUs).
+ *
+ * RM_STATS(X) is the one list: X(suffix, name, group, description)
+ *   suffix       RM_STAT_<suffix> is the array index
+ *   name         the snake_case key in `status --json` and `replay
+ *                --stats-json`, and the `cause` label of the metric
+ *   group        RM_STAT_GROUP_<group> (RM_STAT_GROUPS below): the metric
+ *                the statistic is part of
+ *   description  one line for the metric's HELP and docs/json.md
+ * Adding a statistic: one row here (at the end keeps the pinned map's
+ * indices of older rows), counted in bpf/meter.bpf.c.
+ */
+#define RM_STATS(X)                                                                                      \
+	X(FRAMES, "frames", FRAMES, "frames seen by the program")                                       \
+	X(ROCEV2, "rocev2", PARSE, "frames with UDP destination port 4791 and a full BTH")             \
+	X(NOT_ROCEV2, "not_rocev2", PARSE, "passed untouched: not IP/UDP 4791")                        \
+	X(ROCEV1, "rocev1", PARSE, "EtherType 0x8915, passed untouched")                               \
+	X(ELIGIBLE, "eligible_requests", ROCEV2, "eligible requests accounted to an epoch")            \
+	X(RESPONSES, "responses", ROCEV2, "RC responses and ACKs (no state change)")                   \
+	X(CNP, "cnp", ROCEV2, "CNPs (no state change)")                                                \
+	X(OTHER_TRANSPORT, "other_transport", ROCEV2, "UC, RD, UD, XRC, unknown: not metered")         \
+	X(NOT_PROVISIONED, "not_provisioned", ROCEV2, "requests of connections not provisioned")       \
+	X(VIOLATIONS, "profile_violations", ROCEV2, "profile violations (packet not counted)")         \
+	X(DISABLED, "disabled_requests", ROCEV2, "requests of a connection disabled by a violation")   \
+	X(IP_FRAGMENT, "ip_fragments", PARSE, "IP fragments, not metered")                             \
+	X(UNSUP_ENCAP, "unsupported_encapsulation", PARSE,                                              \
+	  "too many VLAN tags or IPv6 extension headers, or an unknown extension header")               \
+	X(MALFORMED_ETH, "malformed_eth", PARSE, "truncated Ethernet or VLAN header")                  \
+	X(MALFORMED_IP, "malformed_ip", PARSE,                                                          \
+	  "truncated IP header, IHL < 5, bad version, truncated extension header")                      \
+	X(MALFORMED_UDP, "malformed_udp", PARSE, "truncated UDP header, UDP length < 8 + 12 or > IP payload") \
+	X(MALFORMED_BTH, "malformed_bth", PARSE, "truncated BTH, TVer != 0, extension headers and ICRC do not fit") \
+	X(TABLE_FULL, "table_full", TABLE_FULL, "new contexts refused: max_contexts reached")           \
+	X(EVICTIONS, "evictions", EVICTIONS, "contexts evicted (stateExhaustion)")                      \
+	X(RINGBUF_DROPS, "ringbuf_drops", RINGBUF_DROPS, "events lost: ring buffer full")              \
+	X(EPOCHS_STARTED, "epochs_started", EPOCHS_STARTED, "epochs started")                          \
+	X(EPOCHS_CLOSED, "epochs_closed_in_datapath", EPOCHS_CLOSED, "closures decided in the datapath")
+
+#define RM_STAT_ENUM_(suffix, name, group, desc) RM_STAT_##suffix,
 enum rm_stat {
-	RM_STAT_FRAMES = 0,        /* frames seen by the program */
-	RM_STAT_ROCEV2,            /* frames with UDP dst 4791 and a full BTH */
-	RM_STAT_NOT_ROCEV2,        /* passed untouched: not IP/UDP 4791 */
-	RM_STAT_ROCEV1,            /* EtherType 0x8915, passed untouched */
-	RM_STAT_ELIGIBLE,          /* eligible requests accounted to an epoch */
-	RM_STAT_RESPONSES,         /* RC responses and ACKs (no state change) */
-	RM_STAT_CNP,               /* CNPs (no state change) */
-	RM_STAT_OTHER_TRANSPORT,   /* UC, RD, UD, XRC, unknown: not metered */
-	RM_STAT_NOT_PROVISIONED,   /* requests of connections not provisioned */
-	RM_STAT_VIOLATIONS,        /* profile violations (packet not counted) */
-	RM_STAT_DISABLED,          /* requests of a connection disabled by a violation */
-	RM_STAT_IP_FRAGMENT,       /* IP fragments, not metered */
-	RM_STAT_UNSUP_ENCAP,       /* too many VLAN tags / IPv6 extension headers, unknown ext header */
-	RM_STAT_MALFORMED_ETH,     /* truncated Ethernet or VLAN header */
-	RM_STAT_MALFORMED_IP,      /* truncated IP header, IHL < 5, bad version, truncated ext header */
-	RM_STAT_MALFORMED_UDP,     /* truncated UDP header, UDP length < 8 + 12 or > IP payload */
-	RM_STAT_MALFORMED_BTH,     /* truncated BTH, TVer != 0, ext headers + ICRC do not fit */
-	RM_STAT_TABLE_FULL,        /* new context refused: max_contexts reached */
-	RM_STAT_EVICTIONS,         /* contexts evicted (stateExhaustion) */
-	RM_STAT_RINGBUF_DROPS,     /* events lost: ring buffer full */
-	RM_STAT_EPOCHS_STARTED,
-	RM_STAT_EPOCHS_CLOSED,     /* closures decided in the datapath */
+	RM_STATS(RM_STAT_ENUM_)
 	RM_STAT__COUNT,
 };
+#undef RM_STAT_ENUM_
+
+/*
+ * The metrics the statistics make (user/meter/, Prometheus): X(group,
+ * metric, help). A group of one statistic is the counter
+ * rocemeter_meter_<metric>_total{interface}; a group of several carries
+ * the statistic's name as the label cause. Each frame is counted once in
+ * FRAMES and once in PARSE (rocev2 or the reason it was not parsed).
+ */
+#define RM_STAT_GROUPS(X)                                                                         \
+	X(FRAMES, "frames", "frames seen by the XDP program")                                      \
+	X(PARSE, "parsed_frames", "frames by parse verdict: rocev2, or why not metered")           \
+	X(ROCEV2, "rocev2_packets", "RoCEv2 packets by what the meter did with them")              \
+	X(TABLE_FULL, "table_full", "new contexts refused: max_contexts reached")                  \
+	X(EVICTIONS, "evictions", "contexts evicted (stateExhaustion)")                            \
+	X(RINGBUF_DROPS, "ringbuf_drops", "epoch events lost: the ring buffer was full")           \
+	X(EPOCHS_STARTED, "epochs_started", "epochs started in the datapath")                      \
+	X(EPOCHS_CLOSED, "epochs_closed_in_datapath", "closures decided in the datapath")
+
+#define RM_STAT_GROUP_ENUM_(group, metric, help) RM_STAT_GROUP_##group,
+enum rm_stat_group {
+	RM_STAT_GROUPS(RM_STAT_GROUP_ENUM_)
+	RM_STAT_GROUP__COUNT,
+};
+#undef RM_STAT_GROUP_ENUM_
 
 /*
  * Runtime configuration (global `rm_cfg` in the program's .data; userspace

@@ -69,13 +69,13 @@ def wait_for(pred, what, timeout=30.0):
 
 def stat_names():
     """enum rm_stat in include/rocemeter/common.h, in order (the index of each
-    statistic in the per-CPU array that bpftool shows)."""
+    statistic in the per-CPU array that bpftool shows): the rows of RM_STATS."""
     with open(os.path.join(ROOT, "include", "rocemeter", "common.h")) as f:
         text = f.read()
-    body = re.search(r"enum rm_stat \{(.*?)\};", text, re.S).group(1)
-    names = re.findall(r"^\s*(RM_STAT_\w+)", body, re.M)
-    assert names[0] == "RM_STAT_FRAMES" and names[-1] == "RM_STAT__COUNT"
-    return names[:-1]
+    body = re.search(r"#define RM_STATS\(X\)(.*?)\n\n", text, re.S).group(1)
+    names = ["RM_STAT_" + n for n in re.findall(r"X\((\w+),", body)]
+    assert names[0] == "RM_STAT_FRAMES"
+    return names
 
 
 # ---- namespaces, veth, daemons ------------------------------------------------

@@ -12,30 +12,9 @@
 #include "meter.h"
 #include "meter.skel.h"
 
-static const char *const stat_names[RM_STAT__COUNT] = {
-	[RM_STAT_FRAMES] = "frames",
-	[RM_STAT_ROCEV2] = "rocev2",
-	[RM_STAT_NOT_ROCEV2] = "not_rocev2",
-	[RM_STAT_ROCEV1] = "rocev1",
-	[RM_STAT_ELIGIBLE] = "eligible_requests",
-	[RM_STAT_RESPONSES] = "responses",
-	[RM_STAT_CNP] = "cnp",
-	[RM_STAT_OTHER_TRANSPORT] = "other_transport",
-	[RM_STAT_NOT_PROVISIONED] = "not_provisioned",
-	[RM_STAT_VIOLATIONS] = "profile_violations",
-	[RM_STAT_DISABLED] = "disabled_requests",
-	[RM_STAT_IP_FRAGMENT] = "ip_fragments",
-	[RM_STAT_UNSUP_ENCAP] = "unsupported_encapsulation",
-	[RM_STAT_MALFORMED_ETH] = "malformed_eth",
-	[RM_STAT_MALFORMED_IP] = "malformed_ip",
-	[RM_STAT_MALFORMED_UDP] = "malformed_udp",
-	[RM_STAT_MALFORMED_BTH] = "malformed_bth",
-	[RM_STAT_TABLE_FULL] = "table_full",
-	[RM_STAT_EVICTIONS] = "evictions",
-	[RM_STAT_RINGBUF_DROPS] = "ringbuf_drops",
-	[RM_STAT_EPOCHS_STARTED] = "epochs_started",
-	[RM_STAT_EPOCHS_CLOSED] = "epochs_closed_in_datapath",
-};
+#define STAT_NAME_(suffix, name, group, desc) [RM_STAT_##suffix] = name,
+static const char *const stat_names[RM_STAT__COUNT] = { RM_STATS(STAT_NAME_) };
+#undef STAT_NAME_
 
 const char *rm_stat_name(int stat)
 {
