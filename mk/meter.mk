@@ -4,7 +4,7 @@
 # `attach`, `detach` and `status`.
 BPF_NAMES      += meter
 ROCEMETER_SRCS += user/meter/meter.c user/meter/reporter.c user/meter/pins.c user/meter/observe.c user/meter/clock.c \
-                  user/meter/daemon.c user/meter/cmd_attach.c user/meter/cmd_detach.c \
+                  user/meter/daemon.c user/meter/meter_metrics.c user/meter/cmd_attach.c user/meter/cmd_detach.c \
                   user/meter/cmd_status.c
 # The BPF build of the engine across CPUs, the specification's examples,
 # violations and mirror mode through BPF_PROG_TEST_RUN; attach/detach/status

@@ -6,14 +6,15 @@
  *
  *   [meter]    window, max_contexts, namespace, observation_point_id,
  *              provision_all, idle_timeout_ms, generation_verified, eviction,
- *              rx_dropped_is_loss
+ *              rx_dropped_is_loss, metrics, metrics_connections
  *   [provision] one line per provisioned connection:
  *              connection = SRC DST QPN|any PKEY|any
  *   [export]   collector, port, transport (tls|tcp), ca, cert, key,
  *              peer_name (repeatable), pen, observation_domain,
  *              report_interval_ms, queue_records
  *   [collect]  listen, db, transport, ca, cert, key, peer_name (repeatable),
- *              max_sessions, max_epochs, max_raw_records, inactivity_timeout_ms
+ *              max_sessions, max_epochs, max_raw_records, inactivity_timeout_ms,
+ *              metrics
  */
 #ifndef ROCEMETER_CONFIG_H
 #define ROCEMETER_CONFIG_H
@@ -54,6 +55,8 @@ struct rm_meter_settings {
 	int generation_verified;       /* default 0: every report sets generationUnverified */
 	int evict;                     /* eviction = none | oldest; default none (refuse, count) */
 	int rx_dropped_is_loss;        /* default 0: rx_dropped rising is no capture discontinuity */
+	char metrics[256];             /* Prometheus metrics on ADDR:PORT; "": off (default) */
+	uint32_t metrics_connections;  /* per-connection series for at most this many contexts; 0: none */
 };
 
 struct rm_export_settings {
@@ -75,6 +78,7 @@ struct rm_collect_settings {
 	uint32_t max_epochs;           /* retained epochs per session, default 100000 */
 	uint32_t max_raw_records;      /* raw records kept, default 100000 */
 	uint64_t inactivity_timeout_ms;/* default 600000 */
+	char metrics[256];             /* Prometheus metrics on ADDR:PORT; "": off (default) */
 };
 
 struct rm_config_file {

@@ -22,6 +22,8 @@
 #define RM_IDLE_TIMEOUT_MS_MAX (86400000ull * 365) /* a year; 0 = never */
 #define RM_IDLE_TIMEOUT_MS_DEFAULT 60000u
 
+#define RM_METRICS_CONNECTIONS_MAX 10000u /* per-connection metric series: contexts shown at most */
+
 /* [provision] */
 #define RM_MAX_PROVISION 4096 /* connection lines */
 #define RM_QPN_MAX 0xffffffu  /* 24-bit QP numbers */

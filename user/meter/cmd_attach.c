@@ -54,6 +54,8 @@ static void usage(FILE *f)
 		"  -k, --keep-pins          leave the map pins in place on exit\n"
 		"  -R, --replace-stale      remove pins left by a crashed attachment (no live\n"
 		"                           rocemeter owns the interface) instead of refusing\n"
+		"      --metrics ADDR:PORT  serve Prometheus metrics on http://ADDR:PORT/metrics\n"
+		"                           ([meter] metrics; default off; PORT 0: any free port)\n"
 		"  -h, --help               this text\n\n"
 		"Inspect while running: rocemeter status IFACE, or\n"
 		"  bpftool map dump pinned /sys/fs/bpf/rocemeter/IFACE/contexts\n",
@@ -101,6 +103,7 @@ static int run_daemon(const struct rm_daemon_opts *o)
 
 static int cmd_attach(int argc, char **argv)
 {
+	enum { O_METRICS = 256 };
 	static const struct option opts[] = {
 		{ "config", required_argument, 0, 'c' },  { "mode", required_argument, 0, 'M' },
 		{ "mirror", no_argument, 0, 'm' },	  { "window", required_argument, 0, 'w' },
@@ -109,6 +112,7 @@ static int cmd_attach(int argc, char **argv)
 		{ "json", no_argument, 0, 'j' },	  { "keep-pins", no_argument, 0, 'k' },
 		{ "report-interval", required_argument, 0, 'i' }, { "replace-stale", no_argument, 0, 'R' },
 		{ "help", no_argument, 0, 'h' },
+		{ "metrics", required_argument, 0, O_METRICS },
 		{ 0 },
 	};
 	static struct rm_config_file cfg; /* large: static */
@@ -149,6 +153,7 @@ static int cmd_attach(int argc, char **argv)
 			o.overrides.has_report_interval = 1;
 			o.overrides.report_interval_ms = v;
 			break;
+		case O_METRICS: o.metrics = optarg; break;
 		case 'h': usage(stdout); return RM_EXIT_OK;
 		default: usage(stderr); return RM_EXIT_USAGE;
 		}

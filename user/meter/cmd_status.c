@@ -19,6 +19,8 @@
 #include <bpf/bpf.h>
 
 #include "common/command.h"
+#include "common/jsonw.h"
+#include "common/log.h"
 #include "common/paths.h"
 #include "flowlabel/flowlabel.h"
 #include "meter.h"
@@ -45,123 +47,197 @@ static void print_ctx_text(const struct rm_ctx_key *k, const struct rm_ctx *v)
 	       (unsigned long long)c->unclassified_late);
 }
 
-/* ", \"<IE name of row f>\": v" */
-static void print_ie_json(enum rm_pf f, unsigned long long v)
+/* Pins without a daemon holding the interface's lock are stale. */
+static int is_stale(const char *ifname)
 {
-	printf(", \"%s\": %llu", rm_pf_name(f), v);
+	int holder, lock = rm_lock_interface(ifname, &holder);
+
+	if (lock < 0)
+		return 0;
+	rm_unlock_interface(ifname, lock);
+	return 1;
 }
 
-static void print_ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v, int first)
+static json_t *ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v)
 {
-	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
-	int af = k->family == 6 ? AF_INET6 : AF_INET;
 	const struct rm_seq_counters *c = &v->seq.c;
+	json_t *o = json_object();
+	int six = k->family == 6;
 
-	inet_ntop(af, k->src, src, sizeof(src));
-	inet_ntop(af, k->dst, dst, sizeof(dst));
-	printf("%s{\"source\": \"%s\", \"destination\": \"%s\"", first ? "" : ", ", src, dst);
-	print_ie_json(RM_PF_RDMA_DESTINATION_QP, k->dest_qp);
-	print_ie_json(RM_PF_RDMA_PARTITION_KEY, k->pkey);
-	printf(", \"vlan\": [%u, %u], \"state\": \"%s\", \"epochGeneration\": %u", k->vlan[0], k->vlan[1],
-	       v->disabled ? "disabled" : v->seq.active ? "open" : "closed", c->epoch_gen);
-	print_ie_json(RM_PF_RDMA_SEQUENCE_WINDOW, c->window);
-	print_ie_json(RM_PF_REQUEST_PACKET_TOTAL_COUNT, c->requests);
-	print_ie_json(RM_PF_SKIPPED_PSN_TOTAL_COUNT, c->skipped);
-	print_ie_json(RM_PF_FILLED_PSN_TOTAL_COUNT, c->filled);
-	print_ie_json(RM_PF_EXPIRED_PSN_TOTAL_COUNT, c->expired);
-	print_ie_json(RM_PF_PENDING_PSN_COUNT, c->pending);
-	print_ie_json(RM_PF_REPEATED_PSN_TOTAL_COUNT, c->repeated);
-	print_ie_json(RM_PF_UNCLASSIFIED_LATE_PACKET_TOTAL_COUNT, c->unclassified_late);
-	printf("}");
+	json_object_set_new(o, rm_pf_name(six ? RM_PF_SOURCE_IPV6_ADDRESS : RM_PF_SOURCE_IPV4_ADDRESS),
+			    rm_json_addr(k->family, k->src));
+	json_object_set_new(o, rm_pf_name(six ? RM_PF_DESTINATION_IPV6_ADDRESS : RM_PF_DESTINATION_IPV4_ADDRESS),
+			    rm_json_addr(k->family, k->dst));
+	if (k->vlan[0] || k->vlan[1]) {
+		json_object_set_new(o, rm_pf_name(RM_PF_VLAN_ID), json_integer(k->vlan[0]));
+		json_object_set_new(o, rm_pf_name(RM_PF_DOT1Q_CUSTOMER_VLAN_ID), json_integer(k->vlan[1]));
+	}
+	json_object_set_new(o, rm_pf_name(RM_PF_RDMA_DESTINATION_QP), json_integer(k->dest_qp));
+	json_object_set_new(o, rm_pf_name(RM_PF_RDMA_PARTITION_KEY), json_integer(k->pkey));
+	json_object_set_new(o, "state", json_string(v->disabled ? "disabled" : v->seq.active ? "open" : "closed"));
+	json_object_set_new(o, "epoch_generation", json_integer(c->epoch_gen));
+	json_object_set_new(o, rm_pf_name(RM_PF_RDMA_SEQUENCE_WINDOW), json_integer(c->window));
+	json_object_set_new(o, rm_pf_name(RM_PF_REQUEST_PACKET_TOTAL_COUNT), rm_json_u64(c->requests));
+	json_object_set_new(o, rm_pf_name(RM_PF_SKIPPED_PSN_TOTAL_COUNT), rm_json_u64(c->skipped));
+	json_object_set_new(o, rm_pf_name(RM_PF_FILLED_PSN_TOTAL_COUNT), rm_json_u64(c->filled));
+	json_object_set_new(o, rm_pf_name(RM_PF_EXPIRED_PSN_TOTAL_COUNT), rm_json_u64(c->expired));
+	json_object_set_new(o, rm_pf_name(RM_PF_PENDING_PSN_COUNT), json_integer(c->pending));
+	json_object_set_new(o, rm_pf_name(RM_PF_REPEATED_PSN_TOTAL_COUNT), rm_json_u64(c->repeated));
+	json_object_set_new(o, rm_pf_name(RM_PF_UNCLASSIFIED_LATE_PACKET_TOTAL_COUNT), rm_json_u64(c->unclassified_late));
+	return o;
 }
 
-/* One interface. Returns 0, or 1 if nothing of the meter is pinned there. */
-static int status_one(const char *ifname, int json, int first_if)
+/* The flow-label program's status as a JSON value (null when not attached). */
+static json_t *flowlabel_json(const char *ifname)
 {
-	char path[512], line[4096];
+	char *buf = NULL;
+	size_t len = 0;
+	json_t *v = NULL;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (f) {
+		int rc = rm_flowlabel_status(ifname, f, 1);
+
+		fclose(f);
+		if (rc == 0)
+			v = json_loads(buf, 0, NULL);
+		free(buf);
+	}
+	return v ? v : json_null();
+}
+
+/* The daemon's counters from its stats file (docs/json.md "daemon"), or NULL. */
+static json_t *daemon_json(const char *ifname)
+{
+	char path[512];
+
+	if (rm_paths_run_file(ifname, RM_RUN_STATS, path, sizeof(path)))
+		return NULL;
+	return json_load_file(path, 0, NULL);
+}
+
+/* One interface as text: statistics, contexts, the daemon's counters. */
+static void status_text(const char *ifname)
+{
+	char path[512];
 	uint64_t st[RM_STAT__COUNT];
 	int stats_fd, ctx_fd, n = 0;
 	struct rm_ctx_key key, next, *prev = NULL;
 	struct rm_ctx val;
-	FILE *f;
+	json_t *dj;
 
-	if (json)
-		printf("%s{\"interface\": \"%s\"", first_if ? "" : ",\n", ifname);
-	else
-		printf("%s:\n", ifname);
+	printf("%s:\n", ifname);
 	if (rm_paths_pin(ifname, "stats", path, sizeof(path)) || (stats_fd = bpf_obj_get(path)) < 0) {
-		if (json)
-			printf(", \"meter\": null");
-		else
-			printf("  meter: not attached%s\n", if_nametoindex(ifname) ? "" : " (no such interface)");
-	} else {
-		if (rm_meter_read_stats(stats_fd, st) == 0) {
-			if (json) {
-				printf(", \"meter\": {");
-				for (int i = 0; i < RM_STAT__COUNT; i++)
-					printf("%s\"%s\": %" PRIu64, i ? ", " : "", rm_stat_name(i), st[i]);
-				printf("}");
-			} else {
-				printf("  meter statistics:\n");
-				for (int i = 0; i < RM_STAT__COUNT; i++)
-					printf("    %-26s %" PRIu64 "\n", rm_stat_name(i), st[i]);
-			}
+		printf("  meter: not attached%s\n", if_nametoindex(ifname) ? "" : " (no such interface)");
+		goto flowlabel;
+	}
+	if (rm_meter_read_stats(stats_fd, st) == 0) {
+		printf("  meter statistics:\n");
+		for (int i = 0; i < RM_STAT__COUNT; i++)
+			printf("    %-26s %" PRIu64 "\n", rm_stat_name(i), st[i]);
+	}
+	close(stats_fd);
+	if (!rm_paths_pin(ifname, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0) {
+		printf("  contexts:\n");
+		while (bpf_map_get_next_key(ctx_fd, prev, &next) == 0) {
+			key = next;
+			prev = &key;
+			if (bpf_map_lookup_elem_flags(ctx_fd, &key, &val, BPF_F_LOCK))
+				continue; /* removed meanwhile */
+			print_ctx_text(&key, &val);
+			n++;
 		}
-		close(stats_fd);
-		if (!rm_paths_pin(ifname, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0) {
-			printf(json ? ", \"contexts\": [" : "  contexts:\n");
-			while (bpf_map_get_next_key(ctx_fd, prev, &next) == 0) {
-				key = next;
-				prev = &key;
-				if (bpf_map_lookup_elem_flags(ctx_fd, &key, &val, BPF_F_LOCK))
-					continue; /* removed meanwhile */
-				if (json)
-					print_ctx_json(&key, &val, n == 0);
-				else
-					print_ctx_text(&key, &val);
-				n++;
-			}
-			printf(json ? "]" : n ? "" : "    (none)\n");
-			close(ctx_fd);
-		}
-		/* Pins without a daemon holding the interface's lock are stale. */
-		{
-			int holder, lock = rm_lock_interface(ifname, &holder);
+		printf(n ? "" : "    (none)\n");
+		close(ctx_fd);
+	}
+	if (is_stale(ifname)) {
+		printf("  STALE: no rocemeter process owns these pins (run 'rocemeter detach %s')\n", ifname);
+		goto flowlabel;
+	}
+	dj = daemon_json(ifname);
+	if (dj) {
+		const char *k;
+		json_t *v;
 
-			if (lock >= 0) {
-				rm_unlock_interface(ifname, lock);
-				printf(json ? ", \"stale\": true" :
-					      "  STALE: no rocemeter process owns these pins (run 'rocemeter detach %s')\n",
-				       ifname);
-				goto flowlabel;
+		printf("  daemon:\n");
+		json_object_foreach(dj, k, v) {
+			if (json_is_object(v)) {
+				const char *k2;
+				json_t *v2;
+
+				printf("    %s:\n", k);
+				json_object_foreach(v, k2, v2) {
+					char *t = json_dumps(v2, JSON_ENCODE_ANY);
+
+					printf("      %-26s %s\n", k2, t ? t : "?");
+					free(t);
+				}
+				continue;
 			}
+			char *t = json_dumps(v, JSON_ENCODE_ANY);
+
+			printf("    %-28s %s\n", k, t ? t : "?");
+			free(t);
 		}
-		/* The daemon's own counters: reports, export sessions and drops. */
-		if (!rm_paths_run_file(ifname, RM_RUN_STATS, path, sizeof(path)) && (f = fopen(path, "r"))) {
-			if (fgets(line, sizeof(line), f)) {
-				line[strcspn(line, "\n")] = 0;
-				printf(json ? ", \"daemon\": %s" : "  daemon: %s\n", line);
-			}
-			fclose(f);
-		}
+		json_decref(dj);
 	}
 flowlabel:
-	if (json) {
-		printf(", \"flowlabel\": ");
-		fflush(stdout);
-		if (rm_flowlabel_status(ifname, stdout, 1) != 0)
-			printf("null");
-		printf("}");
-	} else {
-		rm_flowlabel_status(ifname, stdout, 0);
+	rm_flowlabel_status(ifname, stdout, 0);
+}
+
+/* One interface as a JSON object (docs/json.md "status"). */
+static json_t *status_json(const char *ifname)
+{
+	char path[512];
+	uint64_t st[RM_STAT__COUNT];
+	int stats_fd, ctx_fd;
+	struct rm_ctx_key key, next, *prev = NULL;
+	struct rm_ctx val;
+	json_t *o = json_object(), *dj;
+
+	json_object_set_new(o, "interface", rm_json_text(ifname));
+	if (rm_paths_pin(ifname, "stats", path, sizeof(path)) || (stats_fd = bpf_obj_get(path)) < 0) {
+		json_object_set_new(o, "meter", json_null());
+		goto flowlabel;
 	}
-	return 0;
+	if (rm_meter_read_stats(stats_fd, st) == 0) {
+		json_t *m = json_object();
+
+		for (int i = 0; i < RM_STAT__COUNT; i++)
+			json_object_set_new(m, rm_stat_name(i), rm_json_u64(st[i]));
+		json_object_set_new(o, "meter", m);
+	}
+	close(stats_fd);
+	if (!rm_paths_pin(ifname, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0) {
+		json_t *a = json_array();
+
+		while (bpf_map_get_next_key(ctx_fd, prev, &next) == 0) {
+			key = next;
+			prev = &key;
+			if (bpf_map_lookup_elem_flags(ctx_fd, &key, &val, BPF_F_LOCK))
+				continue; /* removed meanwhile */
+			json_array_append_new(a, ctx_json(&key, &val));
+		}
+		json_object_set_new(o, "contexts", a);
+		close(ctx_fd);
+	}
+	if (is_stale(ifname)) {
+		json_object_set_new(o, "stale", json_true());
+		goto flowlabel;
+	}
+	dj = daemon_json(ifname);
+	if (dj)
+		json_object_set_new(o, "daemon", dj);
+flowlabel:
+	json_object_set_new(o, "flowlabel", flowlabel_json(ifname));
+	return o;
 }
 
 static int cmd_status(int argc, char **argv)
 {
 	static const struct option opts[] = { { "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0 } };
 	int json = 0, opt, count = 0;
+	json_t *all = json_array();
 	char dir[512];
 	DIR *d;
 	struct dirent *e;
@@ -180,23 +256,36 @@ static int cmd_status(int argc, char **argv)
 		default: return RM_EXIT_USAGE;
 		}
 	}
-	if (json)
-		printf("[");
 	if (optind < argc) {
-		for (int i = optind; i < argc; i++)
-			status_one(argv[i], json, count++ == 0);
+		for (int i = optind; i < argc; i++) {
+			if (json)
+				json_array_append_new(all, status_json(argv[i]));
+			else
+				status_text(argv[i]);
+			count++;
+		}
 	} else {
 		if (rm_paths_pin_dir("", dir, sizeof(dir)) == 0 && (d = opendir(dir))) {
-			while ((e = readdir(d)))
-				if (e->d_name[0] != '.')
-					status_one(e->d_name, json, count++ == 0);
+			while ((e = readdir(d))) {
+				if (e->d_name[0] == '.')
+					continue;
+				if (json)
+					json_array_append_new(all, status_json(e->d_name));
+				else
+					status_text(e->d_name);
+				count++;
+			}
 			closedir(d);
 		}
 		if (!count && !json)
 			printf("nothing attached (no pins under %s)\n", dir);
 	}
-	if (json)
-		printf("]\n");
+	if (json && rm_json_write(stdout, all)) {
+		rm_log_cmd(RM_LOG_ERR, "standard output: write error");
+		return RM_EXIT_FAIL;
+	}
+	if (!json)
+		json_decref(all);
 	return RM_EXIT_OK;
 }
 

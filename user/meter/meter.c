@@ -21,6 +21,43 @@ const char *rm_stat_name(int stat)
 	return stat >= 0 && stat < RM_STAT__COUNT && stat_names[stat] ? stat_names[stat] : "?";
 }
 
+#define STAT_GROUP_(suffix, name, group, desc) [RM_STAT_##suffix] = RM_STAT_GROUP_##group,
+static const int stat_group[RM_STAT__COUNT] = { RM_STATS(STAT_GROUP_) };
+#undef STAT_GROUP_
+#define GROUP_METRIC_(group, metric, help) [RM_STAT_GROUP_##group] = "rocemeter_meter_" metric "_total",
+static const char *const group_metric[RM_STAT_GROUP__COUNT] = { RM_STAT_GROUPS(GROUP_METRIC_) };
+#undef GROUP_METRIC_
+#define GROUP_HELP_(group, metric, help) [RM_STAT_GROUP_##group] = help,
+static const char *const group_help[RM_STAT_GROUP__COUNT] = { RM_STAT_GROUPS(GROUP_HELP_) };
+#undef GROUP_HELP_
+
+const struct rm_metric_row *rm_meter_stat_rows(size_t *n)
+{
+	static struct rm_metric_row rows[RM_STAT__COUNT];
+	static size_t nrows;
+
+	if (!nrows) { /* the same every time: a race writes the same values */
+		size_t k = 0;
+
+		for (int g = 0; g < RM_STAT_GROUP__COUNT; g++) {
+			int members = 0;
+
+			for (int i = 0; i < RM_STAT__COUNT; i++)
+				members += stat_group[i] == g;
+			for (int i = 0; i < RM_STAT__COUNT; i++) {
+				if (stat_group[i] != g)
+					continue;
+				rows[k++] = (struct rm_metric_row){ stat_names[i], RM_METRIC_COUNTER, group_metric[g],
+								    members > 1 ? "cause" : NULL, stat_names[i],
+								    group_help[g], (size_t)i * sizeof(uint64_t) };
+			}
+		}
+		nrows = k;
+	}
+	*n = nrows;
+	return rows;
+}
+
 int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int replay, char *err, size_t errlen)
 {
 	struct meter *sk;
