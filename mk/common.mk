@@ -6,7 +6,7 @@
 ROCEMETER_SRCS += user/common/config.c user/common/errmsg.c user/common/tls.c \
                   user/common/report_json.c user/common/report_text.c user/common/log.c \
                   user/common/opts.c user/common/paths.c user/common/metrics.c \
-                  user/common/jsonw.c
+                  user/common/jsonw.c user/common/timefmt.c
 LDLIBS         += -ljansson -lmicrohttpd
 CHECK_PROGS    += $(BUILD)/tests/unit/test_config
 # Option values, command-line overrides, paths and the log's levels.
@@ -16,3 +16,5 @@ CHECK_PROGS    += scripts/check-layers
 CHECK_SCRIPTS  += tests/unit/test_layers.py
 # The exposition writer against the text format's rules (escapes, HELP and TYPE lines).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_metrics
+# ISO-8601 UTC times printed and parsed (report --since/--until).
+CHECK_PROGS    += $(BUILD)/tests/unit/test_timefmt

@@ -13,6 +13,7 @@
 
 #include "common/command.h"
 #include "common/config.h"
+#include "common/jsonw.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/opts.h"
@@ -31,8 +32,7 @@ static int stdout_status(void)
 
 static int print_json(void *arg, const struct rm_report *r)
 {
-	rm_report_write_json(stdout, r);
-	return stdout_status();
+	return rm_report_write_json(stdout, r) ? -EIO : stdout_status();
 }
 
 static int print_text(void *arg, const struct rm_report *r)
@@ -103,13 +103,15 @@ static void print_stats(FILE *f, const struct rm_replay_result *res, int json)
 	const uint64_t *st = res->stats;
 
 	if (json) {
-		fprintf(f,
-			"{\"frames_read\": %" PRIu64 ", \"frames_truncated_by_capture\": %" PRIu64
-			", \"capture_faults\": %" PRIu64 ", \"timestamps_backwards\": %" PRIu64,
-			res->frames_read, res->truncated, res->capture_faults, res->timestamps_backwards);
+		json_t *o = json_object();
+
+		json_object_set_new(o, "frames_read", rm_json_u64(res->frames_read));
+		json_object_set_new(o, "frames_truncated_by_capture", rm_json_u64(res->truncated));
+		json_object_set_new(o, "capture_faults", rm_json_u64(res->capture_faults));
+		json_object_set_new(o, "timestamps_backwards", rm_json_u64(res->timestamps_backwards));
 		for (int i = 0; i < RM_STAT__COUNT; i++)
-			fprintf(f, ", \"%s\": %" PRIu64, rm_stat_name(i), st[i]);
-		fprintf(f, "}\n");
+			json_object_set_new(o, rm_stat_name(i), rm_json_u64(st[i]));
+		rm_json_write(f, o);
 		return;
 	}
 	fprintf(f, "replay: %" PRIu64 " frames read\n", res->frames_read);
