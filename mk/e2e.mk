@@ -2,3 +2,5 @@
 # peer and to the collector.
 CHECK_SCRIPTS  += selftests/system/test_export_e2e.py
 CHECK_SCRIPTS  += selftests/system/test_demo.py
+# Prometheus metrics of attach and collect, scraped by a real Prometheus server.
+CHECK_SCRIPTS  += selftests/system/test_metrics.py

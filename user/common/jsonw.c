@@ -127,7 +127,7 @@ void rm_json_set_rows(json_t *obj, const struct rm_metric_row *rows, size_t n, c
 
 int rm_json_write(FILE *f, json_t *v)
 {
-	char *text = v ? json_dumps(v, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+	char *text = v ? json_dumps(v, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_ENCODE_ANY) : NULL;
 	const char *p;
 	int rc = 0;
 
