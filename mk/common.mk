@@ -18,3 +18,5 @@ CHECK_SCRIPTS  += tests/unit/test_layers.py
 CHECK_PROGS    += $(BUILD)/tests/unit/test_metrics
 # ISO-8601 UTC times printed and parsed (report --since/--until).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_timefmt
+# docs/json.md against the tables the commands print from.
+CHECK_SCRIPTS  += tests/unit/test_json_schema.py

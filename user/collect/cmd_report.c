@@ -31,22 +31,6 @@
 #include "rocemeter/seqobs.h"
 #include "store.h"
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
 /* The qualifications in words: rm_flags_to_text(), "none" when no bit is set. */
 static void flag_text(unsigned flags, char *buf, size_t len)
 {
@@ -279,8 +263,9 @@ static void epoch_csv(FILE *f, json_t *o)
 
 static int show_limits(sqlite3 *db, int json)
 {
+	json_t *o = NULL, *drops = NULL;
 	sqlite3_stmt *q;
-	int rc = RM_EXIT_OK;
+	int n = 0;
 
 	if (sqlite3_prepare_v2(db,
 			       "SELECT id, started_ms, stopped_ms, listen, transport, max_sessions, max_epochs,"
@@ -296,15 +281,27 @@ static int show_limits(sqlite3 *db, int json)
 		return RM_EXIT_FAIL;
 	}
 	if (json) {
-		printf("{\"run\":%llu,\"started_ms\":%llu,\"listen\":", I64(q, 0), I64(q, 1));
-		json_str(stdout, TXT(q, 3));
-		printf(",\"transport\":");
-		json_str(stdout, TXT(q, 4));
-		printf(",\"limits\":{\"max_sessions\":%llu,\"max_epochs_per_session\":%llu,\"max_raw_records\":%llu,"
-		       "\"inactivity_timeout_ms\":%llu},\"pen\":%llu,\"raw_records_stored\":%llu,\"drops\":{",
-		       I64(q, 5), I64(q, 6), I64(q, 7), I64(q, 8), I64(q, 9), I64(q, 10));
+		json_t *l = json_object();
+
+		o = json_object();
+		json_object_set_new(o, "run", rm_json_u64(I64(q, 0)));
+		json_object_set_new(o, "started_ms", rm_json_u64(I64(q, 1)));
+		json_object_set_new(o, "listen", rm_json_text(TXT(q, 3)));
+		json_object_set_new(o, "transport", rm_json_text(TXT(q, 4)));
+		json_object_set_new(l, "max_sessions", rm_json_u64(I64(q, 5)));
+		json_object_set_new(l, "max_epochs_per_session", rm_json_u64(I64(q, 6)));
+		json_object_set_new(l, "max_raw_records", rm_json_u64(I64(q, 7)));
+		json_object_set_new(l, "inactivity_timeout_ms", rm_json_u64(I64(q, 8)));
+		json_object_set_new(o, "limits", l);
+		json_object_set_new(o, "pen", rm_json_u64(I64(q, 9)));
+		json_object_set_new(o, "raw_records_stored", rm_json_u64(I64(q, 10)));
+		drops = json_object();
+		json_object_set_new(o, "drops", drops);
 	} else {
-		printf("collector run %llu (%s on %s, PEN %llu)\n", I64(q, 0), TXT(q, 4), TXT(q, 3), I64(q, 9));
+		char t[RM_TIME_TEXT_LEN];
+
+		printf("collector run %llu (%s on %s, PEN %llu, started %s)\n", I64(q, 0), TXT(q, 4), TXT(q, 3), I64(q, 9),
+		       rm_time_format(I64(q, 1), t, sizeof(t)));
 		printf("  max_sessions          %llu open Transport Sessions\n", I64(q, 5));
 		printf("  max_epochs            %llu retained epochs per session\n", I64(q, 6));
 		printf("  max_raw_records       %llu raw records (%llu stored)\n", I64(q, 7), I64(q, 10));
@@ -315,26 +312,22 @@ static int show_limits(sqlite3 *db, int json)
 	if (sqlite3_prepare_v2(db, "SELECT kind, sum(count) FROM drops GROUP BY kind ORDER BY kind", -1, &q, NULL) !=
 	    SQLITE_OK) {
 		rm_log_cmd(RM_LOG_ERR, "%s", sqlite3_errmsg(db));
+		json_decref(o);
 		return RM_EXIT_FAIL;
 	}
-	int n = 0;
-
 	while (sqlite3_step(q) == SQLITE_ROW) {
-		if (json) {
-			printf("%s", n ? "," : "");
-			json_str(stdout, TXT(q, 0));
-			printf(":%llu", I64(q, 1));
-		} else {
+		if (json)
+			json_object_set_new(drops, TXT(q, 0), rm_json_u64(I64(q, 1)));
+		else
 			printf("  %-21s %llu\n", TXT(q, 0), I64(q, 1));
-		}
 		n++;
 	}
-	if (json)
-		printf("}}\n");
-	else if (!n)
-		printf("  none\n");
 	sqlite3_finalize(q);
-	return rc;
+	if (json)
+		return rm_json_write(stdout, o) ? RM_EXIT_FAIL : RM_EXIT_OK;
+	if (!n)
+		printf("  none\n");
+	return RM_EXIT_OK;
 }
 
 static void report_usage(FILE *f)
