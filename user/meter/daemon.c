@@ -38,6 +38,7 @@
 /* Where reports go while attached. */
 struct live_sink {
 	int json;
+	int wide;                     /* text: every field */
 	struct rm_exporter *exporter; /* NULL: print */
 	uint64_t session;             /* Transport Session the reporter's IDs belong to */
 	int discard;                  /* closing epochs for a new session: nothing to send them on */
@@ -97,7 +98,7 @@ static int live_sink_fn(void *arg, const struct rm_report *r)
 	if (s->json)
 		rm_report_write_json(stdout, r);
 	else
-		rm_report_write_text(stdout, r);
+		rm_report_write_text(stdout, r, s->wide);
 	fflush(stdout);
 	return 0;
 }
@@ -388,6 +389,7 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 	d->overrides = o->overrides;
 	d->cfg = *o->cfg;
 	d->sink.json = o->json;
+	d->sink.wide = o->wide;
 	d->keep_pins = o->keep_pins;
 	d->link_fd = -1;
 	if (!d->cfg.meter.observation_point_id)

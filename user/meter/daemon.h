@@ -62,6 +62,7 @@ struct rm_daemon_opts {
 	int generic;                               /* XDP in generic (SKB) mode; else native */
 	int mirror;                                /* drop frames after metering */
 	int json;                                  /* reports as JSON Lines when not exporting */
+	int wide;                                  /* text reports: every field (else a compact line) */
 	int keep_pins;                             /* leave the map pins on exit */
 	int replace_stale;                         /* remove pins a crashed attachment left */
 	const struct rm_flowlabel_opts *flowlabel; /* also attach the flow-label program; NULL: no */
