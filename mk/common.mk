@@ -20,3 +20,5 @@ CHECK_PROGS    += $(BUILD)/tests/unit/test_metrics
 CHECK_PROGS    += $(BUILD)/tests/unit/test_timefmt
 # docs/json.md against the tables the commands print from.
 CHECK_SCRIPTS  += tests/unit/test_json_schema.py
+# One manual page per command with every option, `rocemeter help CMD`, bash completion, make install.
+CHECK_SCRIPTS  += tests/unit/test_manpages.py

@@ -251,7 +251,10 @@ static int cmd_status(int argc, char **argv)
 			       "pinned maps), the daemon's report and export counters (records sent,\n"
 			       "dropped because the queue was full, without a session, or with a lost\n"
 			       "session), and the flow-label program's statistics. Without IFACE: every\n"
-			       "interface with pins under /sys/fs/bpf/rocemeter/.\n");
+			       "interface with pins under /sys/fs/bpf/rocemeter/.\n\n"
+			       "Options:\n"
+			       "  -j, --json   one JSON array, one object per interface (docs/json.md)\n"
+			       "  -h, --help   this text\n");
 			return RM_EXIT_OK;
 		default: return RM_EXIT_USAGE;
 		}
