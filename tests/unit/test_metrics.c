@@ -64,9 +64,10 @@ static void samples(void **state)
 {
 	char *s = written(sample_lines);
 
-	assert_string_equal(s, "rocemeter_meter_frames_total 0\n"
-			       "rocemeter_meter_parsed_frames_total{interface=\"eth1\",cause=\"not_rocev2\"} 42\n"
-			       "rocemeter_collector_sessions{peer=\"C:\\\\dir \\\"x\\\"\\nend\"} 18446744073709551615\n");
+	assert_string_equal(s,
+			    "rocemeter_meter_frames_total 0\n"
+			    "rocemeter_meter_parsed_frames_total{interface=\"eth1\",cause=\"not_rocev2\"} 42\n"
+			    "rocemeter_collector_sessions{peer=\"C:\\\\dir \\\"x\\\"\\nend\"} 18446744073709551615\n");
 	free(s);
 }
 

@@ -12,7 +12,7 @@
 #include "rocemeter/ipfix_ie.h"
 
 /* A string no text of ours starts with: rm_json_text() replaces control bytes. */
-#define U64_MARK "\x01u64:"
+#define U64_MARK         "\x01u64:"
 #define U64_MARK_ESCAPED "\"\\u0001u64:"
 
 json_t *rm_json_u64(uint64_t v)
@@ -74,7 +74,7 @@ struct jrow {
 	uint16_t off; /* in struct rm_report */
 };
 
-#define JROW_(stem, name, pen, type, octets, sem, units, key, in, member)                    \
+#define JROW_(stem, name, pen, type, octets, sem, units, key, in, member) \
 	{ name, RM_IE_T_##type, octets, RM_IE_IN_##in, offsetof(struct rm_report, member) },
 static const struct jrow rows[] = { RM_IPFIX_IES(JROW_) };
 #undef JROW_

@@ -218,8 +218,8 @@ static int open_listener(const char *listen_text, const char *host, unsigned int
 	return fd;
 }
 
-struct rm_metrics_server *rm_metrics_start(const char *listen_text, rm_metrics_render_fn render, void *arg,
-					   char *err, size_t errlen)
+struct rm_metrics_server *rm_metrics_start(const char *listen_text, rm_metrics_render_fn render, void *arg, char *err,
+					   size_t errlen)
 {
 	struct rm_metrics_server *s;
 	struct sockaddr_storage ss;
@@ -243,12 +243,12 @@ struct rm_metrics_server *rm_metrics_start(const char *listen_text, rm_metrics_r
 		return NULL;
 	}
 	if (getsockname(s->fd, (struct sockaddr *)&ss, &sl) == 0)
-		s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
-							   ((struct sockaddr_in *)&ss)->sin_port);
+		s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+							 : ((struct sockaddr_in *)&ss)->sin_port);
 	/* One thread answers every scrape in turn: a scrape is small, and the
 	 * render function runs under the owner's lock anyway. */
-	s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC, 0, NULL, NULL, answer, s,
-				  MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_CONNECTION_LIMIT, 16u,
+	s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC, 0, NULL, NULL, answer,
+				  s, MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_CONNECTION_LIMIT, 16u,
 				  MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
 	if (!s->mhd) {
 		rm_errf(err, errlen, "metrics: cannot start the HTTP server on %s", listen_text);

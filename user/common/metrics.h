@@ -19,8 +19,8 @@ enum rm_metric_type {
 };
 
 /* For X-macro tables: the name suffix of a type, and the label of a row that has a value for it. */
-#define RM_METRIC_SUFFIX_COUNTER "_total"
-#define RM_METRIC_SUFFIX_GAUGE ""
+#define RM_METRIC_SUFFIX_COUNTER         "_total"
+#define RM_METRIC_SUFFIX_GAUGE           ""
 #define RM_METRIC_LABEL_IF(value, label) ((value) ? (label) : NULL)
 
 struct rm_metric_label {
@@ -52,13 +52,13 @@ void rm_metrics_sample(FILE *f, const char *name, const struct rm_metric_label *
  * JSON and in the metrics alike.
  */
 struct rm_metric_row {
-	const char *key;          /* snake_case JSON key */
+	const char *key; /* snake_case JSON key */
 	enum rm_metric_type type;
-	const char *metric;       /* full name ("rocemeter_export_records_sent_total"); rows of one metric adjacent */
-	const char *label;        /* the label that tells rows of one metric apart ("cause"), or NULL */
-	const char *label_value;  /* its value in this row */
-	const char *help;         /* the metric's HELP (read from its first row) */
-	size_t offset;            /* of the row's uint64_t in the values */
+	const char *metric;      /* full name ("rocemeter_export_records_sent_total"); rows of one metric adjacent */
+	const char *label;       /* the label that tells rows of one metric apart ("cause"), or NULL */
+	const char *label_value; /* its value in this row */
+	const char *help;        /* the metric's HELP (read from its first row) */
+	size_t offset;           /* of the row's uint64_t in the values */
 };
 
 /*

@@ -109,8 +109,10 @@ int rm_time_parse(const char *name, const char *text, uint64_t now_ms, uint64_t 
 		return 0;
 	}
 	if (n > 1 && strchr("smhd", text[n - 1]) && all_digits(text, n - 1)) {
-		uint64_t unit = text[n - 1] == 's' ? 1000 : text[n - 1] == 'm' ? 60000 :
-				text[n - 1] == 'h' ? 3600000 : 86400000;
+		uint64_t unit = text[n - 1] == 's'   ? 1000
+				: text[n - 1] == 'm' ? 60000
+				: text[n - 1] == 'h' ? 3600000
+						     : 86400000;
 
 		sscanf(text, "%" SCNu64, &v);
 		*ms = v <= now_ms / unit ? now_ms - v * unit : 0;

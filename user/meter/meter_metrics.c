@@ -9,8 +9,13 @@
 
 #include "meter_metrics.h"
 
-#define DAEMON_ROW_(member, type, metric, label, value, help)                                         \
-	{ #member, RM_METRIC_##type, "rocemeter_meter_" metric RM_METRIC_SUFFIX_##type, label, value, help, \
+#define DAEMON_ROW_(member, type, metric, label, value, help) \
+	{ #member,                                            \
+	  RM_METRIC_##type,                                   \
+	  "rocemeter_meter_" metric RM_METRIC_SUFFIX_##type,  \
+	  label,                                              \
+	  value,                                              \
+	  help,                                               \
 	  offsetof(struct rm_daemon_stats, member) },
 static const struct rm_metric_row daemon_rows[] = { RM_DAEMON_STATS(DAEMON_ROW_) };
 #undef DAEMON_ROW_
@@ -27,14 +32,14 @@ struct ctx_entry {
 };
 
 /* Per-connection counters: the open epoch's, labelled with its record key. */
-#define CONN_SERIES(X)                                                                                    \
-	X(requests, COUNTER, "requests", "requestPacketTotalCount of the connection's current epoch")     \
-	X(skipped, COUNTER, "skipped_positions", "skippedPsnTotalCount of the current epoch")             \
-	X(filled, COUNTER, "filled_positions", "filledPsnTotalCount of the current epoch")                \
-	X(expired, COUNTER, "expired_positions", "expiredPsnTotalCount of the current epoch")             \
-	X(repeated, COUNTER, "repeated_psns", "repeatedPsnTotalCount of the current epoch")               \
-	X(unclassified_late, COUNTER, "unclassified_late_requests",                                       \
-	  "unclassifiedLatePacketTotalCount of the current epoch")                                         \
+#define CONN_SERIES(X)                                                                                \
+	X(requests, COUNTER, "requests", "requestPacketTotalCount of the connection's current epoch") \
+	X(skipped, COUNTER, "skipped_positions", "skippedPsnTotalCount of the current epoch")         \
+	X(filled, COUNTER, "filled_positions", "filledPsnTotalCount of the current epoch")            \
+	X(expired, COUNTER, "expired_positions", "expiredPsnTotalCount of the current epoch")         \
+	X(repeated, COUNTER, "repeated_psns", "repeatedPsnTotalCount of the current epoch")           \
+	X(unclassified_late, COUNTER, "unclassified_late_requests",                                   \
+	  "unclassifiedLatePacketTotalCount of the current epoch")                                    \
 	X(pending, GAUGE, "pending_positions", "pendingPsnCount of the current epoch")
 
 static void connections(FILE *f, const struct rm_meter_metrics_view *v, const struct ctx_entry *c, size_t n,
@@ -42,20 +47,20 @@ static void connections(FILE *f, const struct rm_meter_metrics_view *v, const st
 {
 	const struct rm_metric_label base = { "interface", v->ifname };
 
-#define CONN_FAMILY_(field, type, metric, help)                                                          \
-	rm_metrics_family(f, "rocemeter_meter_connection_" metric RM_METRIC_SUFFIX_##type, RM_METRIC_##type, \
-			  help);                                                                          \
-	for (size_t i = 0; i < n; i++) {                                                                 \
-		char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN], qp[12], pkey[8];                       \
-		int af = c[i].key.family == 6 ? AF_INET6 : AF_INET;                                       \
-		struct rm_metric_label l[] = { base, { "source", src }, { "destination", dst },          \
-					       { "qp", qp }, { "pkey", pkey } };                          \
-		inet_ntop(af, c[i].key.src, src, sizeof(src));                                            \
-		inet_ntop(af, c[i].key.dst, dst, sizeof(dst));                                            \
-		snprintf(qp, sizeof(qp), "0x%06x", c[i].key.dest_qp);                                     \
-		snprintf(pkey, sizeof(pkey), "0x%04x", c[i].key.pkey);                                    \
-		rm_metrics_sample(f, "rocemeter_meter_connection_" metric RM_METRIC_SUFFIX_##type, l, 5,  \
-				  c[i].val.seq.c.field);                                                  \
+#define CONN_FAMILY_(field, type, metric, help)                                                                     \
+	rm_metrics_family(f, "rocemeter_meter_connection_" metric RM_METRIC_SUFFIX_##type, RM_METRIC_##type, help); \
+	for (size_t i = 0; i < n; i++) {                                                                            \
+		char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN], qp[12], pkey[8];                                 \
+		int af = c[i].key.family == 6 ? AF_INET6 : AF_INET;                                                 \
+		struct rm_metric_label l[] = {                                                                      \
+			base, { "source", src }, { "destination", dst }, { "qp", qp }, { "pkey", pkey }             \
+		};                                                                                                  \
+		inet_ntop(af, c[i].key.src, src, sizeof(src));                                                      \
+		inet_ntop(af, c[i].key.dst, dst, sizeof(dst));                                                      \
+		snprintf(qp, sizeof(qp), "0x%06x", c[i].key.dest_qp);                                               \
+		snprintf(pkey, sizeof(pkey), "0x%04x", c[i].key.pkey);                                              \
+		rm_metrics_sample(f, "rocemeter_meter_connection_" metric RM_METRIC_SUFFIX_##type, l, 5,            \
+				  c[i].val.seq.c.field);                                                            \
 	}
 	CONN_SERIES(CONN_FAMILY_)
 #undef CONN_FAMILY_

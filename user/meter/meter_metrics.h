@@ -18,11 +18,11 @@
 /* What one scrape shows; the daemon publishes the counters under the server's lock. */
 struct rm_meter_metrics_view {
 	const char *ifname;
-	const struct rm_meter *meter;          /* its maps are read at the scrape */
+	const struct rm_meter *meter; /* its maps are read at the scrape */
 	const struct rm_daemon_stats *daemon;
-	const struct rm_export_stats *export;  /* NULL: the daemon does not export */
-	uint64_t session;                      /* current Transport Session, 0: none */
-	uint32_t max_connections;              /* per-connection series for at most this many contexts */
+	const struct rm_export_stats *export; /* NULL: the daemon does not export */
+	uint64_t session;                     /* current Transport Session, 0: none */
+	uint32_t max_connections;             /* per-connection series for at most this many contexts */
 };
 
 /* The exposition of v to f (text format 0.0.4, HELP and TYPE lines). */
