@@ -66,8 +66,8 @@ def test_attach_status_and_report_keys(tmp_path, link):
     d = link.attach("--provision-all", "--json")
     link.send_pcap(RPING)
     link.wait_frames(65)
-    assert_documented("status", [json.loads(subprocess.run([ROCEMETER, "status", "--json"], capture_output=True,
-                                                            text=True, check=True).stdout)])
+    assert_documented("status", [json.loads(subprocess.run([ROCEMETER, "status", link.iface, "--json"],
+                                                            capture_output=True, text=True, check=True).stdout)])
     assert d.stop() == 0
     assert_documented("reports", d.reports())
 
@@ -105,3 +105,31 @@ def test_attach_status_and_report_keys(tmp_path, link):
     p = subprocess.run([ROCEMETER, "report", "--db", str(db), "--limits", "--json"], capture_output=True,
                        text=True, check=True)
     assert_documented("report limits", [json.loads(p.stdout)])
+
+
+def test_status_reads_a_stats_map_of_another_build(tmp_path):
+    """A stats map pinned by another build (more statistics: a larger value)
+    is read by its own size: status shows the statistics it knows instead
+    of overflowing its buffer (it aborted before)."""
+    base = "/sys/fs/bpf/rmtest-%d" % os.getpid()
+    pin_dir = os.path.join(base, "rocemeter", "rmfake0")
+    os.makedirs(pin_dir)
+    try:
+        n_known = len(schema.re.findall(r'X\(\w+, "(\w+)",', schema.macro(schema.read("include", "rocemeter",
+                                                                                    "common.h"), "RM_STATS")))
+        value = (n_known + 40) * 8
+        subprocess.run(["bpftool", "map", "create", os.path.join(pin_dir, "stats"), "type", "percpu_array", "key",
+                        "4", "value", str(value), "entries", "1", "name", "stats"], check=True, capture_output=True)
+        # every CPU: statistic i = i + 1, the unknown ones too
+        data = b"".join((i + 1).to_bytes(8, "little") for i in range(n_known + 40))
+        subprocess.run(["bpftool", "map", "update", "pinned", os.path.join(pin_dir, "stats"), "key", "0", "0", "0",
+                        "0", "value", *["0x%02x" % b for b in data]], check=True, capture_output=True)
+        env = dict(os.environ, ROCEMETER_BPFFS=base, ROCEMETER_RUNDIR=str(tmp_path))
+        p = subprocess.run([ROCEMETER, "status", "rmfake0", "--json"], capture_output=True, text=True, env=env)
+        assert p.returncode == 0, p.stderr
+        meter = json.loads(p.stdout)[0]["meter"]
+        ncpu = len(json.loads(subprocess.run(["bpftool", "-j", "map", "dump", "pinned", os.path.join(pin_dir, "stats")],
+                                             capture_output=True, text=True, check=True).stdout)[0]["values"])
+        assert list(meter.values()) == [(i + 1) * ncpu for i in range(n_known)]
+    finally:
+        subprocess.run(["rm", "-rf", base])

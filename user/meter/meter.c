@@ -184,12 +184,19 @@ int rm_meter_replay_frame(struct rm_meter *m, const void *frame, uint32_t caplen
 int rm_meter_read_stats(int stats_fd, uint64_t out[RM_STAT__COUNT])
 {
 	int ncpu = libbpf_num_possible_cpus();
-	__u32 zero = 0;
+	struct bpf_map_info info = { 0 };
+	__u32 zero = 0, len = sizeof(info), n, stride;
 	uint64_t *vals;
 
 	if (ncpu <= 0)
 		return -EINVAL;
-	vals = calloc((size_t)ncpu, sizeof(uint64_t) * RM_STAT__COUNT);
+	/* The pinned map may come from another build with more or fewer
+	 * statistics: read its own value size, use the ones both know. */
+	if (bpf_obj_get_info_by_fd(stats_fd, &info, &len))
+		return -errno;
+	stride = (info.value_size + 7) / 8; /* per-CPU values are 8-byte aligned */
+	n = info.value_size / 8 < RM_STAT__COUNT ? info.value_size / 8 : RM_STAT__COUNT;
+	vals = calloc((size_t)ncpu, (size_t)stride * 8);
 	if (!vals)
 		return -ENOMEM;
 	if (bpf_map_lookup_elem(stats_fd, &zero, vals)) {
@@ -200,8 +207,8 @@ int rm_meter_read_stats(int stats_fd, uint64_t out[RM_STAT__COUNT])
 	}
 	memset(out, 0, sizeof(uint64_t) * RM_STAT__COUNT);
 	for (int c = 0; c < ncpu; c++)
-		for (int i = 0; i < RM_STAT__COUNT; i++)
-			out[i] += vals[c * RM_STAT__COUNT + i];
+		for (__u32 i = 0; i < n; i++)
+			out[i] += vals[(size_t)c * stride + i];
 	free(vals);
 	return 0;
 }

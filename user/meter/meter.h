@@ -53,7 +53,12 @@ int rm_meter_ctl(struct rm_meter *m, struct rm_ctl *c);
  */
 int rm_meter_replay_frame(struct rm_meter *m, const void *frame, uint32_t caplen, uint32_t wirelen, uint64_t ts_ns);
 
-/* Sum the per-CPU statistics into out[RM_STAT__COUNT]. Returns 0 or -errno. */
+/*
+ * Sum the per-CPU statistics into out[RM_STAT__COUNT]. A map pinned by
+ * another build (a different number of statistics) is read by its own
+ * value size: the statistics both know are filled, the others are 0.
+ * Returns 0 or -errno.
+ */
 int rm_meter_read_stats(int stats_fd, uint64_t out[RM_STAT__COUNT]);
 
 /* Name of a statistic, e.g. "malformed_udp" (RM_STATS). */
