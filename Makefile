@@ -91,8 +91,10 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/rocemeter
 	install -m 0644 $(BUILD)/meter.bpf.o $(BUILD)/flowlabel.bpf.o $(DESTDIR)$(PREFIX)/lib/rocemeter/
 	install -D -m 0644 docs/rocemeter.8 $(DESTDIR)$(PREFIX)/share/man/man8/rocemeter.8
+	install -m 0644 $(wildcard docs/man/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -D -m 0644 completion/rocemeter $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rocemeter
 	install -d $(DESTDIR)$(PREFIX)/share/doc/rocemeter
-	install -m 0644 README.md $(filter-out docs/rocemeter.8,$(wildcard docs/*)) $(DESTDIR)$(PREFIX)/share/doc/rocemeter/
+	install -m 0644 README.md $(filter-out docs/rocemeter.8 docs/man,$(wildcard docs/*)) $(DESTDIR)$(PREFIX)/share/doc/rocemeter/
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

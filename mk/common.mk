@@ -1,14 +1,24 @@
 # user/common/: what every program of the binary uses: the subcommand
 # registry, configuration (INI) and its limits, option values, the log,
 # paths on bpffs and under the run directory, error-message formatting,
-# TLS 1.3 contexts, and the JSON Lines and text report writers.
+# TLS 1.3 contexts, the JSON Lines and text report writers, and the
+# Prometheus metrics (exposition writer, HTTP server on libmicrohttpd).
 ROCEMETER_SRCS += user/common/config.c user/common/errmsg.c user/common/tls.c \
                   user/common/report_json.c user/common/report_text.c user/common/log.c \
-                  user/common/opts.c user/common/paths.c
-LDLIBS         += -ljansson
+                  user/common/opts.c user/common/paths.c user/common/metrics.c \
+                  user/common/jsonw.c user/common/timefmt.c
+LDLIBS         += -ljansson -lmicrohttpd
 CHECK_PROGS    += $(BUILD)/tests/unit/test_config
 # Option values, command-line overrides, paths and the log's levels.
 CHECK_PROGS    += $(BUILD)/tests/unit/test_opts
 # The include rule of docs/architecture.md ("Who may include what").
 CHECK_PROGS    += scripts/check-layers
 CHECK_SCRIPTS  += tests/unit/test_layers.py
+# The exposition writer against the text format's rules (escapes, HELP and TYPE lines).
+CHECK_PROGS    += $(BUILD)/tests/unit/test_metrics
+# ISO-8601 UTC times printed and parsed (report --since/--until).
+CHECK_PROGS    += $(BUILD)/tests/unit/test_timefmt
+# docs/json.md against the tables the commands print from.
+CHECK_SCRIPTS  += tests/unit/test_json_schema.py
+# One manual page per command with every option, `rocemeter help CMD`, bash completion, make install.
+CHECK_SCRIPTS  += tests/unit/test_manpages.py

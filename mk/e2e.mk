@@ -2,3 +2,7 @@
 # peer and to the collector.
 CHECK_SCRIPTS  += selftests/system/test_export_e2e.py
 CHECK_SCRIPTS  += selftests/system/test_demo.py
+# Prometheus metrics of attach and collect, scraped by a real Prometheus server.
+CHECK_SCRIPTS  += selftests/system/test_metrics.py
+# Every JSON key of every command against docs/json.md.
+CHECK_SCRIPTS  += selftests/system/test_json_keys.py

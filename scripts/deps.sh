@@ -5,6 +5,7 @@ set -euo pipefail
 PKGS=(
   make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
   libssl-dev openssl libpcap-dev libsqlite3-dev sqlite3 libinih-dev libsystemd-dev libglib2.0-dev libjansson-dev
+  libmicrohttpd-dev prometheus
   libcmocka-dev python3 python3-pytest python3-scapy tshark tcpdump tcpreplay
   libfixbuf-tools socat iproute2 ethtool systemd
 )

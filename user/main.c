@@ -32,8 +32,8 @@ static void usage(FILE *f)
 		fprintf(f, "  %-10s %s\n", best->name, best->summary);
 		last = best->order;
 	}
-	fprintf(f, "\nRun 'rocemeter COMMAND --help' for the options of a command.\n"
-		   "Documentation: README.md, 'man rocemeter' where installed.\n");
+	fprintf(f, "\nRun 'rocemeter help COMMAND' (or 'rocemeter COMMAND --help') for the options of a\n"
+		   "command. Documentation: README.md, 'man rocemeter-COMMAND' where installed.\n");
 }
 
 int main(int argc, char **argv)
@@ -44,9 +44,22 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return RM_EXIT_USAGE;
 	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || (!strcmp(argv[1], "help") && argc == 2)) {
 		usage(stdout);
 		return RM_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "help")) {
+		/* `rocemeter help CMD`: the command's own --help. */
+		char *args[] = { argv[2], "--help", NULL };
+
+		for (c = __start_rm_commands; c < __stop_rm_commands; c++)
+			if (!strcmp(argv[2], c->name)) {
+				rm_log_set_command(c->name);
+				return c->run(2, args);
+			}
+		rm_log(RM_LOG_ERR, "help: unknown command '%s'", argv[2]);
+		usage(stderr);
+		return RM_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
 		printf("rocemeter %s\n", RM_VERSION);

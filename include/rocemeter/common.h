@@ -168,47 +168,55 @@ enum rm_parse_verdict {
 
 /*
  * Per-CPU statistics (map `stats`, per-CPU array of __u64 indexed by enum
- * rm_stat). The one list: X(enum suffix, name in `status` and
- * --stats-json, description). Each frame is counted once in frames and once
- * in one of rocev2 .. malformed_bth, unsupported_tpid (its parse verdict);
- * the others count requests, closures and events.
+ * rm_stat; the program increments, userspace sums over CPUs).
+ *
+ * RM_STATS(X) is the one list: X(suffix, name, group, description)
+ *   suffix       RM_STAT_<suffix> is the array index
+ *   name         the snake_case key in `status --json` and `replay
+ *                --stats-json`, and the `cause` label of the metric
+ *   group        RM_STAT_GROUP_<group> (RM_STAT_GROUPS below): the metric
+ *                the statistic is part of
+ *   description  one line for the metric's HELP and docs/json.md
+ * Each frame is counted once in frames and once in one of rocev2 ..
+ * malformed_bth, unsupported_tpid (its parse verdict); the others count
+ * requests, closures and events.
  */
 #define RM_STATS(X)                                                                                               \
-	X(FRAMES, "frames", "frames seen by the program")                                                         \
-	X(ROCEV2, "rocev2", "frames with UDP destination port 4791 and a full BTH, in a form that is metered")    \
-	X(NOT_ROCEV2, "not_rocev2", "not IP/UDP to port 4791: passed untouched")                                  \
-	X(ROCEV1, "rocev1", "EtherType 0x8915: passed untouched")                                                 \
-	X(ELIGIBLE, "eligible_requests", "eligible requests (SEND, RDMA WRITE) accounted to an epoch")            \
-	X(RESPONSES, "responses", "RC responses and acknowledgements: no state change")                           \
-	X(CNP, "cnp", "CNPs: no state change")                                                                    \
-	X(OTHER_TRANSPORT, "other_transport", "UC, RD, UD, XRC or unknown transport: not metered")                \
-	X(NOT_PROVISIONED, "not_provisioned", "requests of connections not provisioned")                          \
-	X(VIOLATIONS, "profile_violations", "profile violations: epoch closed, connection disabled, not counted") \
-	X(DISABLED, "disabled_requests", "requests of connections disabled by a violation or a reload")           \
-	X(UNOBSERVED, "unobserved_requests",                                                                      \
+	X(FRAMES, "frames", FRAMES, "frames seen by the program")                                                         \
+	X(ROCEV2, "rocev2", PARSE, "frames with UDP destination port 4791 and a full BTH, in a form that is metered")    \
+	X(NOT_ROCEV2, "not_rocev2", PARSE, "not IP/UDP to port 4791: passed untouched")                                  \
+	X(ROCEV1, "rocev1", PARSE, "EtherType 0x8915: passed untouched")                                                 \
+	X(ELIGIBLE, "eligible_requests", ROCEV2, "eligible requests (SEND, RDMA WRITE) accounted to an epoch")            \
+	X(RESPONSES, "responses", ROCEV2, "RC responses and acknowledgements: no state change")                           \
+	X(CNP, "cnp", ROCEV2, "CNPs: no state change")                                                                    \
+	X(OTHER_TRANSPORT, "other_transport", ROCEV2, "UC, RD, UD, XRC or unknown transport: not metered")                \
+	X(NOT_PROVISIONED, "not_provisioned", ROCEV2, "requests of connections not provisioned")                          \
+	X(VIOLATIONS, "profile_violations", ROCEV2, "profile violations: epoch closed, connection disabled, not counted") \
+	X(DISABLED, "disabled_requests", ROCEV2, "requests of connections disabled by a violation or a reload")           \
+	X(UNOBSERVED, "unobserved_requests", UNOBSERVED,                                                                      \
 	  "requests of provisioned connections in a form not metered: epoch closed with captureDiscontinuity")    \
-	X(IP_FRAGMENT, "ip_fragments", "IP fragments: not metered")                                               \
-	X(UNSUP_ENCAP, "unsupported_encapsulation",                                                               \
+	X(IP_FRAGMENT, "ip_fragments", PARSE, "IP fragments: not metered")                                               \
+	X(UNSUP_ENCAP, "unsupported_encapsulation", PARSE,                                                               \
 	  "more than 2 VLAN tags or 4 IPv6 extension headers, or an extension header that is not walked")         \
-	X(UNSUP_TPID, "unsupported_tpid", "a tag with TPID 0x9100, 0x9200 or 0x9300: not metered")                \
-	X(UNATTRIBUTED, "unattributed_frames",                                                                    \
+	X(UNSUP_TPID, "unsupported_tpid", PARSE, "a tag with TPID 0x9100, 0x9200 or 0x9300: not metered")                \
+	X(UNATTRIBUTED, "unattributed_frames", UNATTRIBUTED,                                                                    \
 	  "frames that may carry a request but name no connection (capture loss with unattributed_is_loss)")      \
-	X(MALFORMED_ETH, "malformed_eth", "truncated Ethernet or VLAN header")                                    \
-	X(MALFORMED_IP, "malformed_ip", "truncated IP header, IHL < 5, bad version, truncated extension header")  \
-	X(MALFORMED_UDP, "malformed_udp", "truncated UDP header, UDP length < 8 + 12 or > IP payload")            \
-	X(MALFORMED_BTH, "malformed_bth", "truncated BTH, TVer != 0, extended headers + pad + ICRC do not fit")   \
-	X(VLAN_METADATA, "vlan_tag_metadata", "frames whose outer VLAN tag came from the packet metadata")        \
-	X(TABLE_FULL, "table_full", "new contexts refused: max_contexts reached")                                 \
-	X(EVICTIONS, "evictions", "contexts evicted (stateExhaustion)")                                           \
-	X(VIOLATIONS_UNRECORDED, "violations_unrecorded",                                                         \
+	X(MALFORMED_ETH, "malformed_eth", PARSE, "truncated Ethernet or VLAN header")                                    \
+	X(MALFORMED_IP, "malformed_ip", PARSE, "truncated IP header, IHL < 5, bad version, truncated extension header")  \
+	X(MALFORMED_UDP, "malformed_udp", PARSE, "truncated UDP header, UDP length < 8 + 12 or > IP payload")            \
+	X(MALFORMED_BTH, "malformed_bth", PARSE, "truncated BTH, TVer != 0, extended headers + pad + ICRC do not fit")   \
+	X(VLAN_METADATA, "vlan_tag_metadata", VLAN_METADATA, "frames whose outer VLAN tag came from the packet metadata")        \
+	X(TABLE_FULL, "table_full", TABLE_FULL, "new contexts refused: max_contexts reached")                                 \
+	X(EVICTIONS, "evictions", EVICTIONS, "contexts evicted (stateExhaustion)")                                           \
+	X(VIOLATIONS_UNRECORDED, "violations_unrecorded", VIOLATIONS_UNRECORDED,                                                         \
 	  "violations that found the violations map full and no context: fail-safe engaged")                      \
-	X(FAIL_SAFE_REFUSED, "fail_safe_refused",                                                                 \
+	X(FAIL_SAFE_REFUSED, "fail_safe_refused", ROCEV2,                                                                 \
 	  "requests of new connections refused while the fail-safe is engaged")                                   \
-	X(RINGBUF_DROPS, "ringbuf_drops", "events lost: ring buffer full")                                        \
-	X(EPOCHS_STARTED, "epochs_started", "epochs started")                                                     \
-	X(EPOCHS_CLOSED, "epochs_closed_in_datapath", "epochs closed by the XDP program")
+	X(RINGBUF_DROPS, "ringbuf_drops", RINGBUF_DROPS, "events lost: ring buffer full")                                        \
+	X(EPOCHS_STARTED, "epochs_started", EPOCHS_STARTED, "epochs started")                                                     \
+	X(EPOCHS_CLOSED, "epochs_closed_in_datapath", EPOCHS_CLOSED, "epochs closed by the XDP program")
 
-#define RM_STAT_ENUM_(suffix, name, desc) RM_STAT_##suffix,
+#define RM_STAT_ENUM_(suffix, name, group, desc) RM_STAT_##suffix,
 /* clang-format off */
 enum rm_stat {
 	RM_STATS(RM_STAT_ENUM_)
@@ -216,6 +224,34 @@ enum rm_stat {
 };
 /* clang-format on */
 #undef RM_STAT_ENUM_
+
+/*
+ * The metrics the statistics make (user/meter/, Prometheus): X(group,
+ * metric, help). A group of one statistic is the counter
+ * rocemeter_meter_<metric>_total{interface}; a group of several carries
+ * the statistic's name as the label cause. Each frame is counted once in
+ * FRAMES and once in PARSE (rocev2 or the reason it was not parsed).
+ */
+#define RM_STAT_GROUPS(X)                                                                         \
+	X(FRAMES, "frames", "frames seen by the XDP program")                                      \
+	X(PARSE, "parsed_frames", "frames by parse verdict: rocev2, or why not metered")           \
+	X(ROCEV2, "rocev2_packets", "RoCEv2 packets by what the meter did with them")              \
+	X(UNOBSERVED, "unobserved_requests", "requests of provisioned connections in a form not metered") \
+	X(UNATTRIBUTED, "unattributed_frames", "frames that may carry a request but name no connection") \
+	X(VLAN_METADATA, "vlan_tag_metadata", "frames whose outer VLAN tag came from the packet metadata") \
+	X(TABLE_FULL, "table_full", "new contexts refused: max_contexts reached")                  \
+	X(EVICTIONS, "evictions", "contexts evicted (stateExhaustion)")                            \
+	X(VIOLATIONS_UNRECORDED, "violations_unrecorded", "violations that found the violations map full: fail-safe engaged") \
+	X(RINGBUF_DROPS, "ringbuf_drops", "epoch events lost: the ring buffer was full")           \
+	X(EPOCHS_STARTED, "epochs_started", "epochs started in the datapath")                      \
+	X(EPOCHS_CLOSED, "epochs_closed_in_datapath", "closures decided in the datapath")
+
+#define RM_STAT_GROUP_ENUM_(group, metric, help) RM_STAT_GROUP_##group,
+enum rm_stat_group {
+	RM_STAT_GROUPS(RM_STAT_GROUP_ENUM_)
+	RM_STAT_GROUP__COUNT,
+};
+#undef RM_STAT_GROUP_ENUM_
 
 /*
  * Runtime configuration (global `rm_cfg` in the program's .data; userspace

@@ -68,3 +68,71 @@ def test_outputs_not_full_exit_0(tmp_path):
                tmp_path / "s.json")
     assert p.returncode == 0, p.stderr
     assert len(out.read_text().splitlines()) == 3000
+
+
+# ---------------------------------------------------------------- text for operators
+
+def iso(ms, digits=3):
+    """UNIX ms as ISO-8601 UTC, computed with Python's datetime (independent of the C code)."""
+    import datetime
+    d = datetime.datetime.fromtimestamp(ms // 1000, datetime.timezone.utc).replace(microsecond=(ms % 1000) * 1000)
+    text = d.strftime("%Y-%m-%dT%H:%M:%S")
+    return text + (".%03dZ" % (ms % 1000) if digits else "")
+
+
+def test_text_lines_compact_and_wide(tmp_path):
+    """Text reports: times in ISO-8601 UTC, the state and the closure reason in
+    words; the compact default fits a terminal, --wide carries every field."""
+    # Two connections: qp 0x11 in order (closed at the end of input), qp 0x12 an RDMA READ
+    # after a SEND: a profile violation closes its epoch ([SEQOBS] "Applicability").
+    frames = [Frame(t.roce_frame(SRC, DST, 0x11, 1), t.T0), Frame(t.roce_frame(SRC, DST, 0x11, 2), t.T0 + MS),
+              Frame(t.roce_frame(SRC, DST, 0x12, 7), t.T0 + 2 * MS),
+              Frame(t.roce_frame(SRC, DST, 0x12, 8, opcode=t.READ_REQUEST), t.T0 + 3 * MS)]
+    pcap = str(tmp_path / "t.pcap")
+    t.write_pcap(pcap, frames)
+    js = [__import__("json").loads(x) for x in subprocess.run(
+        [t.ROCEMETER, "replay", "-a", "--json", pcap], capture_output=True, text=True, check=True).stdout.splitlines()]
+    compact = subprocess.run([t.ROCEMETER, "replay", "-a", pcap], capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+    wide = subprocess.run([t.ROCEMETER, "replay", "-a", "--wide", pcap], capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+    assert len(js) == len(compact) == len(wide) == 2
+    by_qp = {r["rdmaDestinationQP"]: (r, c, w) for r, c, w in zip(js, compact, wide)}
+    r, c, w = by_qp[0x12]
+    assert c == "%s %s > %s qp 0x000012 e%d r1 closed: profile violation req=1 skip=0 exp=0 rep=0 late=0" % (
+        iso(r["flowEndMilliseconds"], 0), SRC, DST, r["rdmaSequenceEpochId"])
+    assert len(c) <= 120  # IPv4 addresses: one line of a wide terminal
+    assert "%s .. %s" % (iso(r["flowStartMilliseconds"]), iso(r["flowEndMilliseconds"])) in w
+    assert "closed: profile violation [finalEpoch,profileViolation,generationUnverified]" in w
+    assert "pkey 0xffff" in w and "abandoned=0" in w and "pending=0" in w
+    r, c, w = by_qp[0x11]
+    assert c.endswith("qp 0x000011 e%d r1 closed req=2 skip=0 exp=0 rep=0 late=0" % r["rdmaSequenceEpochId"])
+
+
+def test_progress_line_only_on_a_terminal(tmp_path):
+    """Long replays show their progress on standard error when it is a
+    terminal, rewritten in place and cleared at the end; never in a pipe."""
+    import pty
+    pcap = str(tmp_path / "p.pcap")
+    n = 70000  # more than one progress step (65536 frames)
+    t.write_pcap(pcap, [Frame(t.roce_frame(SRC, DST, 0x20, 1 + i), t.T0 + i * 1000) for i in range(n)])
+    master, slave = pty.openpty()
+    p = subprocess.run([t.ROCEMETER, "replay", "-a", "--json", pcap], stdout=subprocess.DEVNULL, stderr=slave,
+                       timeout=300)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert p.returncode == 0
+    assert b"\rreplay: 65536 of %d frames (93%%)" % n in out, out[:300]
+    assert b"\rreplay: %d of %d frames (100%%)\r\x1b[K" % (n, n) in out
+    piped = subprocess.run([t.ROCEMETER, "replay", "-a", "--json", pcap], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, timeout=300)
+    assert piped.returncode == 0 and b"\r" not in piped.stderr and b"of %d frames" % n not in piped.stderr

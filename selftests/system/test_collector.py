@@ -278,10 +278,11 @@ def test_complete_epoch_stored(collector):
     p = subprocess.run([BIN, "report", "--db", collector.db, "--json"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     j = json.loads(p.stdout.splitlines()[0])
-    assert j["outcome"] == "complete" and j["epoch_id"] == 3
-    assert j["observed"]["expired_positions"] == 0 and j["observed"]["repeated_psns"] == 1
-    assert j["observed"]["filled_positions"] == 3
-    assert j["qualifications"]["names"] == ["finalEpoch", "generationUnverified"]
+    assert j["outcome"] == "complete" and j["rdmaSequenceEpochId"] == 3
+    assert j["observed"]["expiredPsnTotalCount"] == 0 and j["observed"]["repeatedPsnTotalCount"] == 1
+    assert j["observed"]["filledPsnTotalCount"] == 3
+    assert j["qualifications"]["rdmaSequenceFlags"] == FINAL | GEN_UNVERIFIED
+    assert j["qualifications"]["flag_names"] == ["finalEpoch", "generationUnverified"]
     assert j["coverage"]["missing_reports"] == 0
     t = subprocess.run([BIN, "report", "--db", collector.db], capture_output=True, text=True).stdout
     assert "complete" in t and "repeated PSNs" in t and "expired" in t
@@ -325,9 +326,9 @@ def test_unsigned64_above_2_63_reported(collector):
     p = subprocess.run([BIN, "report", "--db", collector.db, "--json"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     j = json.loads(p.stdout.splitlines()[0])
-    assert j["epoch_id"] == big
-    assert j["key"]["observation_point_id"] == 2**63 + 7
-    assert j["observed"]["requests"] == 2**63 + 5 + 2
+    assert j["rdmaSequenceEpochId"] == big
+    assert j["key"]["observationPointId"] == 2**63 + 7
+    assert j["observed"]["requestPacketTotalCount"] == 2**63 + 5 + 2
     assert (j["coverage"]["first_report_id"], j["coverage"]["last_report_id"]) == (2**63 + 1, 2**63 + 2)
     assert j["coverage"]["missing_initial"] == 2**63
     t = subprocess.run([BIN, "report", "--db", collector.db], capture_output=True, text=True).stdout

@@ -262,8 +262,8 @@ def check_seed_status(lk):
     assert sorted(ctx) == sorted(SEED_EXAMPLES)
     for qp, (_, exp) in SEED_EXAMPLES.items():
         c = ctx[qp]
-        assert (c["source"], c["destination"], c["rdmaPartitionKey"]) == (SRC, DST, 0xFFFF)
-        assert c["state"] == "open" and c["rdmaSequenceWindow"] == 4 and c["epochGeneration"] == 1
+        assert (c["sourceIPv4Address"], c["destinationIPv4Address"], c["rdmaPartitionKey"]) == (SRC, DST, 0xFFFF)
+        assert c["state"] == "open" and c["rdmaSequenceWindow"] == 4 and c["epoch_generation"] == 1
         for k, name in STATUS_NAMES.items():
             assert c[name] == exp[k], (qp, name, c)
     return st

@@ -64,7 +64,7 @@ def stat_table(descriptions=False):
         text = f.read()
     body = re.search(r"#define RM_STATS\(X\)(.*?)\n\n", text, re.S).group(1)
     body = re.sub(r"\\\n", " ", body)
-    rows = re.findall(r'X\((\w+),\s*"(\w+)",\s*"((?:[^"\\]|\\.)*)"\)', body)
+    rows = re.findall(r'X\((\w+),\s*"(\w+)",\s*\w+,\s*"((?:[^"\\]|\\.)*)"\)', body)
     return rows if descriptions else [(suffix, name) for suffix, name, _ in rows]
 
 

@@ -546,6 +546,7 @@ static void test_json_write(void **state)
 			    "\"rdmaPartitionKey\":65535,\"flowStartMilliseconds\":1700000000123,"
 			    "\"flowEndMilliseconds\":1700000000456,\"rdmaSequenceEpochId\":18446744073709551615,"
 			    "\"rdmaSequenceReportId\":2,\"rdmaSequenceWindow\":4,\"rdmaSequenceFlags\":33,"
+			    "\"flag_names\":[\"finalEpoch\",\"generationUnverified\"],"
 			    "\"skippedPsnTotalCount\":4,\"filledPsnTotalCount\":0,\"expiredPsnTotalCount\":1,"
 			    "\"abandonedPsnTotalCount\":3,\"pendingPsnCount\":0,\"repeatedPsnTotalCount\":0,"
 			    "\"requestPacketTotalCount\":3,\"unclassifiedLatePacketTotalCount\":0}\n");
@@ -609,6 +610,16 @@ static void test_json_parse_errors(void **state)
 	assert_int_equal(r.dst[3], 8);
 	assert_int_equal(r.unclassified_late, 16);
 	assert_int_equal(r.has_vlan_ns, 0);
+	/* flag_names, when given, names the bits of rdmaSequenceFlags (8 = stateExhaustion). */
+	assert_int_equal(rm_report_parse_json("{\"observationPointId\":0,\"sourceIPv4Address\":\"1.2.3.4\","
+					      "\"destinationIPv4Address\":\"5.6.7.8\"," J_TAIL ",\"rdmaPartitionKey\":2,"
+					      "\"flag_names\":[\"stateExhaustion\"]}",
+					      &r, err, sizeof(err)),
+			 0);
+	expect_parse_error("{\"observationPointId\":0,\"sourceIPv4Address\":\"1.2.3.4\","
+			   "\"destinationIPv4Address\":\"5.6.7.8\"," J_TAIL ",\"rdmaPartitionKey\":2,"
+			   "\"flag_names\":[\"finalEpoch\"]}",
+			   "flag_names");
 	expect_parse_error("{\"observationPointId\":0,\"sourceIPv4Address\":\"1.2.3.4\"," J_TAIL ",\"rdmaPartitionKey\":2}",
 			   "destinationIPv4Address");
 	expect_parse_error("{\"observationPointId\":0,\"sourceIPv4Address\":\"1.2.3.4\","

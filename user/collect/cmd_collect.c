@@ -52,6 +52,8 @@ static void collect_usage(FILE *f)
 		"                             (default %u; 0 = never)\n"
 		"      --pen N                Private Enterprise Number of the profile's\n"
 		"                             enterprise-specific IEs (default %u)\n"
+		"      --metrics ADDR:PORT    serve Prometheus metrics on http://ADDR:PORT/metrics\n"
+		"                             (default off; PORT 0: any free port)\n"
 		"  -h, --help                 this help\n"
 		"\n"
 		"Limits on a hostile network (docs/collector.md):\n"
@@ -88,7 +90,8 @@ static struct rm_config_file cfg_file; /* large: static */
 static int cmd_collect(int argc, char **argv)
 {
 	enum { O_CERT = 256, O_KEY, O_CA, O_PEER, O_PLAIN, O_MAXS, O_MAXE, O_MAXR, O_INACT, O_PEN, O_MAXH, O_MAXHS,
-	       O_HST, O_SESST, O_MSGT, O_DEADT, O_RAWB, O_RAWBS, O_MEM };
+	       O_HST, O_SESST, O_MSGT, O_DEADT, O_RAWB, O_RAWBS, O_MEM,
+	       O_METRICS };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' }, { "db", required_argument, NULL, 'd' },
 		{ "config", required_argument, NULL, 'c' }, { "cert", required_argument, NULL, O_CERT },
@@ -106,6 +109,7 @@ static int cmd_collect(int argc, char **argv)
 		{ "max-raw-bytes", required_argument, NULL, O_RAWB },
 		{ "max-raw-bytes-per-session", required_argument, NULL, O_RAWBS },
 		{ "max-memory-bytes", required_argument, NULL, O_MEM },
+		{ "metrics", required_argument, NULL, O_METRICS },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	struct rm_collect_settings *cs = &cfg_file.collect;
@@ -153,6 +157,7 @@ static int cmd_collect(int argc, char **argv)
 			n_peer_cli++;
 			break;
 		case O_PLAIN: cs->tls.plain_tcp = 1; break;
+		case O_METRICS: snprintf(cs->metrics, sizeof(cs->metrics), "%s", optarg); break;
 		case O_MAXS:
 			if (rm_opt_uint("--max-sessions", optarg, RM_MAX_SESSIONS_MIN, RM_MAX_SESSIONS_MAX, &v, err,
 					sizeof(err)))

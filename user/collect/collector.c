@@ -22,6 +22,7 @@
 #include "collector.h"
 #include "collector_rules.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "ipfix_decode.h"
 #include "rocemeter/ipfix_ie.h"
 #include "budget.h"
@@ -144,7 +145,19 @@ struct server {
 	uint32_t batch_messages;
 	uint64_t batch_start_ms;
 	GHashTable *pending;
+	struct rm_collector_stats stats;   /* RM_COLLECTOR_STATS; the gauges are computed when rendered */
+	struct rm_metrics_server *metrics; /* NULL: no --metrics */
 };
+
+/* The records_* counter of each verdict (RM_COLLECTOR_STATS follows enum rm_verdict). */
+static uint64_t *verdict_counter(struct server *s, enum rm_verdict v)
+{
+	_Static_assert(offsetof(struct rm_collector_stats, records_unbound) -
+			       offsetof(struct rm_collector_stats, records_accepted) ==
+		       (RM_V_UNBOUND - RM_V_ACCEPTED) * sizeof(uint64_t),
+		       "the records_* rows of RM_COLLECTOR_STATS follow enum rm_verdict");
+	return &s->stats.records_accepted + (v < RM_V__COUNT ? v : RM_V__COUNT);
+}
 
 static uint64_t now_ms(void)
 {
@@ -302,6 +315,7 @@ static void budget_refused(void *arg, const char *what, uint64_t bytes)
 	snprintf(d, sizeof(d), "%s of %" PRIu64 " bytes refused: max_memory_bytes %" PRIu64 ", %" PRIu64 " in use", what,
 		 bytes, rm_budget_limit(s->budget), rm_budget_used(s->budget));
 	batch_begin(s);
+	s->stats.drops_memory_budget++;
 	store_check(s, rm_store_drop(s->st, sid, "memory-budget", d, now_ms()), "drop");
 	if (!s->budget_logged_mono || mono - s->budget_logged_mono >= MINUTE_MS) {
 		rm_log(RM_LOG_WARNING, "session %" PRId64 ": %s (collector resource drop; more this minute are only counted)",
@@ -330,10 +344,13 @@ static void keep_raw(struct conn *c, uint32_t domain, uint16_t tid, const struct
 		snprintf(d, sizeof(d), "raw record not kept (%s, %" PRIu64 " octets): %s %" PRIu64 " reached", verdict,
 			 bytes, share ? "max_raw_bytes_per_session" : "max_raw_bytes",
 			 share ? cs->max_raw_bytes_per_session : cs->max_raw_bytes);
+		s->stats.drops_raw_byte_limit++;
 		store_check(s, rm_store_drop(s->st, c->session_id, "raw-byte-limit", d, c->now_ms), "drop");
 		return;
 	}
 	rc = rm_store_raw(s->st, c->session_id, domain, tid, r, verdict, reason, raw, len, t, tl, c->now_ms);
+	if (rc == 0)
+		s->stats.drops_raw_record_limit++;
 	store_check(s, rc, "raw record");
 	if (rc == 1) {
 		c->raw_bytes += bytes;
@@ -356,8 +373,15 @@ static void rules_epoch(void *arg, struct rm_epoch *e)
 		g_hash_table_add(s->pending, e);
 		return;
 	}
-	if (e->retired_ms)
+	if (e->retired_ms) {
 		g_hash_table_remove(s->pending, e);
+		if (e->outcome == RM_OUTCOME_COMPLETE)
+			s->stats.epochs_complete++;
+		else if (e->outcome == RM_OUTCOME_INVALID)
+			s->stats.epochs_invalid++;
+		else
+			s->stats.epochs_incomplete++;
+	}
 	store_check(s, rm_store_epoch(s->st, e), "epoch");
 }
 
@@ -365,6 +389,7 @@ static void rules_drop(void *arg, uint64_t session_id, uint32_t domain, uint64_t
 {
 	struct server *s = arg;
 
+	s->stats.drops_epoch_admission++;
 	store_check(s, rm_store_drop(s->st, (int64_t)session_id, "epoch-admission", detail, now_ms()), "drop");
 }
 
@@ -382,6 +407,7 @@ static void dec_record(void *arg, uint32_t domain, uint16_t tid, const struct rm
 
 	c->records++;
 	v = rm_rules_record(c->rs, domain, r, c->now_ms, why, sizeof(why));
+	(*verdict_counter(c->srv, v))++;
 	if (rm_verdict_keeps_raw(v)) {
 		size_t tl = 0;
 		const uint8_t *t = rm_ipfix_template_bytes(c->dec, domain, tid, &tl);
@@ -397,6 +423,7 @@ static void dec_reject(void *arg, uint32_t domain, uint16_t tid, const uint8_t *
 	const uint8_t *t = tid ? rm_ipfix_template_bytes(c->dec, domain, tid, &tl) : NULL;
 
 	c->rejected++;
+	c->srv->stats.records_undecodable++;
 	keep_raw(c, domain, tid, NULL, "undecodable", reason, raw, len, t, tl);
 	if (c->rejected <= 10)
 		rm_log(RM_LOG_WARNING, "session %" PRId64 ": rejected: %s", c->session_id, reason);
@@ -481,6 +508,8 @@ static int process_buffer(struct conn *c)
 		c->now_ms = now_ms();
 		c->messages++;
 		c->octets += (uint64_t)m;
+		s->stats.messages++;
+		s->stats.received_bytes += (uint64_t)m;
 		batch_begin(s);
 		s->cur = c;
 		int rc = rm_ipfix_message(c->dec, c->buf + off, (size_t)m, &dec_sink, c, err, sizeof(err));
@@ -535,6 +564,8 @@ static int admit(struct conn *c)
 	if (s->sessions >= s->cs->max_sessions || rm_rules_sessions(s->rules) >= s->cs->max_sessions) {
 		snprintf(d, sizeof(d), "refused: max_sessions %u sessions open", s->cs->max_sessions);
 		batch_begin(s);
+		s->stats.sessions_refused++;
+		s->stats.drops_session_limit++;
 		store_check(s, rm_store_drop(s->st, 0, "session-limit", d, now_ms()), "drop");
 		refuse_conn(c, CO_SESSION_LIMIT, d);
 		return -1;
@@ -547,6 +578,7 @@ static int admit(struct conn *c)
 	}
 	c->admitted = 1;
 	s->sessions++;
+	s->stats.sessions_accepted++;
 	batch_begin(s);
 	id = rm_store_session_start(s->st, s->run_id, c->peer, transport, c->started_ms);
 	store_check(s, id < 0 ? -1 : 0, "session start");
@@ -983,6 +1015,50 @@ static void store_limits(struct server *s)
 	batch_commit(s);
 }
 
+#define COLLECTOR_ROW_(member, type, metric, label, value, help)                                                \
+	{ #member, RM_METRIC_##type, "rocemeter_collector_" metric RM_METRIC_SUFFIX_##type, label, value, help,  \
+	  offsetof(struct rm_collector_stats, member) },
+static const struct rm_metric_row collector_rows[] = { RM_COLLECTOR_STATS(COLLECTOR_ROW_) };
+#undef COLLECTOR_ROW_
+
+/* Per-session series: X(conn member, metric, help). */
+#define SESSION_SERIES(X)                                                                  \
+	X(messages, "messages", "IPFIX Messages received in the Transport Session")       \
+	X(records, "records", "Data Records received in the Transport Session")           \
+	X(octets, "received_bytes", "IPFIX octets received in the Transport Session")     \
+	X(rejected, "records_undecodable", "records of the session the decoder could not bind")
+
+/* GET /metrics, on the server's thread; the loop holds the lock except in poll(). */
+static void render_metrics(void *arg, FILE *f)
+{
+	struct server *s = arg;
+	struct rm_collector_stats st = s->stats;
+
+	st.sessions_open = 0;
+	st.epochs_retained = 0;
+	for (size_t i = 0; i < s->nconns; i++) {
+		if (s->conns[i]->closing)
+			continue;
+		st.sessions_open++;
+		if (s->conns[i]->rs)
+			st.epochs_retained += rm_rules_retained(s->conns[i]->rs);
+	}
+	rm_metrics_rows(f, collector_rows, sizeof(collector_rows) / sizeof(collector_rows[0]), &st, NULL, 0);
+#define SESSION_FAMILY_(member, metric, help)                                                             \
+	rm_metrics_family(f, "rocemeter_collector_session_" metric "_total", RM_METRIC_COUNTER, help);    \
+	for (size_t i = 0; i < s->nconns; i++) {                                                          \
+		const struct conn *c = s->conns[i];                                                       \
+		char id[24];                                                                              \
+		const struct rm_metric_label l[] = { { "session", id }, { "peer", c->peer } };            \
+		if (c->closing)                                                                           \
+			continue;                                                                         \
+		snprintf(id, sizeof(id), "%" PRId64, c->session_id);                                      \
+		rm_metrics_sample(f, "rocemeter_collector_session_" metric "_total", l, 2, c->member);    \
+	}
+	SESSION_SERIES(SESSION_FAMILY_)
+#undef SESSION_FAMILY_
+}
+
 int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatile sig_atomic_t *stop)
 {
 	struct server srv = { .cs = cs, .pen = pen, .lfd = -1 };
@@ -1047,6 +1123,16 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 	       srv.raw_bytes, cs->max_memory_bytes, RM_BUDGET_HANDSHAKE_BYTES, RM_BUDGET_SESSION_BYTES,
 	       RM_BUDGET_EPOCH_BYTES, RM_BUDGET_TEMPLATE_BYTES);
 
+	if (cs->metrics[0]) {
+		srv.metrics = rm_metrics_start(cs->metrics, render_metrics, &srv, err, sizeof(err));
+		if (!srv.metrics) {
+			rm_log(RM_LOG_ERR, "%s", err);
+			goto out;
+		}
+		rm_log(RM_LOG_NOTICE, "metrics: serving /metrics on %s (port %u)", cs->metrics,
+		       rm_metrics_port(srv.metrics));
+	}
+	rm_metrics_lock(srv.metrics);
 	while (!*stop) {
 		size_t n = srv.nconns + 1, nc = srv.nconns; /* accept() below may grow the array */
 		struct pollfd *np = realloc(pfd, n * sizeof(*np));
@@ -1069,7 +1155,9 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 		}
 		mono = mono_ms();
 		timeout = more ? 0 : last_tick + TICK_MS > mono ? (int)(last_tick + TICK_MS - mono) : 0;
+		rm_metrics_unlock(srv.metrics); /* a scrape reads the server while it waits */
 		rc = poll(pfd, n, timeout);
+		rm_metrics_lock(srv.metrics);
 		if (rc < 0 && errno != EINTR) {
 			rm_log(RM_LOG_ERR, "poll: %s", strerror(errno));
 			break;
@@ -1117,6 +1205,10 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 	rm_store_run_stop(srv.st, srv.run_id, now_ms());
 	rm_log(RM_LOG_NOTICE, "stopped");
 out:
+	if (srv.metrics) {
+		rm_metrics_unlock(srv.metrics);
+		rm_metrics_stop(srv.metrics);
+	}
 	free(pfd);
 	free(srv.conns);
 	if (srv.lfd >= 0)

@@ -42,12 +42,59 @@
 #include "common/config.h"
 
 /*
+ * The collector's counters since it started: one list for the metrics
+ * (`collect --metrics`, docs/metrics.md) and docs/json.md.
+ * X(member, type, metric, label, value, help): the metric is
+ * rocemeter_collector_<metric> (_total for counters) with label=value when
+ * label is not NULL; rows of one metric are adjacent, the first gives HELP.
+ * The records_* rows follow enum rm_verdict (collector_rules.h), then
+ * undecodable. Adding a counter: one row here, counted in collector.c.
+ */
+#define RM_COLLECTOR_STATS(X)                                                                                \
+	X(sessions_accepted, COUNTER, "sessions", "outcome", "accepted",                                    \
+	  "Transport Sessions by admission: accepted, or refused by max_sessions")                           \
+	X(sessions_refused, COUNTER, "sessions", "outcome", "refused", NULL)                                \
+	X(sessions_open, GAUGE, "sessions_open", NULL, NULL, "Transport Sessions open now")                  \
+	X(messages, COUNTER, "messages", NULL, NULL, "IPFIX Messages received")                             \
+	X(received_bytes, COUNTER, "received_bytes", NULL, NULL, "IPFIX octets received")                   \
+	X(records_accepted, COUNTER, "records", "outcome", "accepted",                                      \
+	  "Data Records by the outcome of the collector rules (docs/json.md), undecodable: not bound")        \
+	X(records_repeat, COUNTER, "records", "outcome", "repeat", NULL)                                    \
+	X(records_stale, COUNTER, "records", "outcome", "stale", NULL)                                      \
+	X(records_orphan, COUNTER, "records", "outcome", "orphan", NULL)                                    \
+	X(records_unsupported, COUNTER, "records", "outcome", "unsupported", NULL)                          \
+	X(records_invalid, COUNTER, "records", "outcome", "invalid", NULL)                                  \
+	X(records_after_invalid, COUNTER, "records", "outcome", "after-invalid", NULL)                      \
+	X(records_key_conflict, COUNTER, "records", "outcome", "key-conflict", NULL)                        \
+	X(records_resource_drop, COUNTER, "records", "outcome", "resource-drop", NULL)                      \
+	X(records_unbound, COUNTER, "records", "outcome", "unbound", NULL)                                  \
+	X(records_undecodable, COUNTER, "records", "outcome", "undecodable", NULL)                          \
+	X(epochs_complete, COUNTER, "epochs", "outcome", "complete", "epochs retired, by outcome")          \
+	X(epochs_incomplete, COUNTER, "epochs", "outcome", "incomplete", NULL)                              \
+	X(epochs_invalid, COUNTER, "epochs", "outcome", "invalid", NULL)                                    \
+	X(epochs_retained, GAUGE, "epochs_retained", NULL, NULL, "epochs retained now (reports expected)")   \
+	X(drops_session_limit, COUNTER, "resource_drops", "limit", "session-limit",                         \
+	  "collector resource drops by limit (refusals of the collector, never network loss)")               \
+	X(drops_epoch_admission, COUNTER, "resource_drops", "limit", "epoch-admission", NULL)               \
+	X(drops_raw_record_limit, COUNTER, "resource_drops", "limit", "raw-record-limit", NULL)            \
+	X(drops_raw_byte_limit, COUNTER, "resource_drops", "limit", "raw-byte-limit", NULL)                \
+	X(drops_memory_budget, COUNTER, "resource_drops", "limit", "memory-budget", NULL)
+
+struct rm_collector_stats {
+#define RM_COLLECTOR_STAT_MEMBER_(member, type, metric, label, value, help) uint64_t member;
+	RM_COLLECTOR_STATS(RM_COLLECTOR_STAT_MEMBER_)
+#undef RM_COLLECTOR_STAT_MEMBER_
+};
+
+/*
  * Run the collector with settings cs (listen "ADDR:PORT", "[V6]:PORT" or
  * ":PORT"; db; tls; limits) and enterprise IEs under pen, until *stop
  * becomes nonzero (SIGINT/SIGTERM handlers set it); then every open
  * session is ended and its epochs retired as incomplete ("collector
- * shutdown"). Logs through user/common/log.h. Returns 0, or 1 on a setup
- * error (message logged).
+ * shutdown"). With cs->metrics set, serves Prometheus metrics there
+ * (RM_COLLECTOR_STATS and per-session series; the loop holds the metrics
+ * server's lock except while it waits in poll()). Logs through
+ * user/common/log.h. Returns 0, or 1 on a setup error (message logged).
  */
 int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatile sig_atomic_t *stop);
 

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "limits.h"
+#include "metrics.h"
 #include "opts.h"
 #include "rocemeter/ipfix_ie.h"
 
@@ -231,6 +232,17 @@ static int tls_key(struct parse_state *ps, struct rm_tls_settings *t, const char
 	return -1; /* not a TLS key */
 }
 
+/* metrics = ADDR:PORT ([meter] and [collect]): checked now, served at start. */
+static int metrics_key(struct parse_state *ps, char *dst, size_t len, const char *value)
+{
+	char host[256], why[200];
+	unsigned int port;
+
+	if (rm_metrics_parse_listen("metrics", value, host, sizeof(host), &port, why, sizeof(why)))
+		return fail(ps, "%s%s", why, "");
+	return copy_str(ps, dst, len, "metrics", value);
+}
+
 /* An integer key in lo..hi (limits.h); the message is the options' one. */
 #define U64_KEY(key, lo, hi, dst)                                                  \
 	if (!strcmp(name, key)) {                                                  \
@@ -256,6 +268,9 @@ static int handler(void *user, const char *section, const char *name, const char
 		U64_KEY("observation_point_id", 0, UINT64_MAX, cfg->meter.observation_point_id);
 		U64_KEY("idle_timeout_ms", 0, RM_IDLE_TIMEOUT_MS_MAX, cfg->meter.idle_timeout_ms);
 		U64_KEY("max_violations", RM_MAX_VIOLATIONS_MIN, RM_MAX_VIOLATIONS_MAX, cfg->meter.max_violations);
+		U64_KEY("metrics_connections", 0, RM_METRICS_CONNECTIONS_MAX, cfg->meter.metrics_connections);
+		if (!strcmp(name, "metrics"))
+			return metrics_key(ps, cfg->meter.metrics, sizeof(cfg->meter.metrics), value);
 		if (!strcmp(name, "namespace")) {
 			if (!strcmp(value, "none"))
 				cfg->meter.namespace_vlan = 0;
@@ -313,6 +328,8 @@ static int handler(void *user, const char *section, const char *name, const char
 			return copy_str(ps, cfg->collect.listen, sizeof(cfg->collect.listen), name, value);
 		if (!strcmp(name, "db"))
 			return copy_str(ps, cfg->collect.db, sizeof(cfg->collect.db), name, value);
+		if (!strcmp(name, "metrics"))
+			return metrics_key(ps, cfg->collect.metrics, sizeof(cfg->collect.metrics), value);
 		U64_KEY("max_sessions", RM_MAX_SESSIONS_MIN, RM_MAX_SESSIONS_MAX, cfg->collect.max_sessions);
 		U64_KEY("max_epochs", RM_MAX_EPOCHS_MIN, RM_MAX_EPOCHS_MAX, cfg->collect.max_epochs);
 		U64_KEY("max_raw_records", 0, RM_MAX_RAW_RECORDS_MAX, cfg->collect.max_raw_records);

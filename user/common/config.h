@@ -6,7 +6,8 @@
  *
  *   [meter]    window, max_contexts, namespace, observation_point_id,
  *              provision_all, idle_timeout_ms, generation_verified, eviction,
- *              rx_dropped_is_loss, max_violations, unattributed_is_loss
+ *              rx_dropped_is_loss, max_violations, unattributed_is_loss, metrics,
+ *              metrics_connections
  *   [provision] one line per provisioned connection:
  *              connection = SRC DST QPN|any PKEY|any
  *   [export]   collector, port, transport (tls|tcp), ca, cert, key,
@@ -17,7 +18,7 @@
  *              max_handshakes, max_handshakes_per_source, handshake_timeout_ms,
  *              session_timeout_ms, message_timeout_ms, dead_peer_timeout_ms,
  *              max_raw_bytes, max_raw_bytes_per_session, max_memory_bytes
- *              (docs/collector.md)
+ *              metrics (docs/collector.md)
  */
 #ifndef ROCEMETER_CONFIG_H
 #define ROCEMETER_CONFIG_H
@@ -60,6 +61,8 @@ struct rm_meter_settings {
 	int rx_dropped_is_loss;        /* default 0: rx_dropped rising is no capture discontinuity */
 	uint32_t max_violations;       /* size of the violations map; default 65536 */
 	int unattributed_is_loss;      /* default 1: a frame that may hide a request closes every epoch */
+	char metrics[256];             /* Prometheus metrics on ADDR:PORT; "": off (default) */
+	uint32_t metrics_connections;  /* per-connection series for at most this many contexts; 0: none */
 };
 
 struct rm_export_settings {
@@ -92,6 +95,7 @@ struct rm_collect_settings {
 	uint64_t max_raw_bytes;        /* raw record octets in the database, default 64 MiB */
 	uint64_t max_raw_bytes_per_session; /* the same per Transport Session, default 8 MiB */
 	uint64_t max_memory_bytes;     /* the memory budget, default 1 GiB */
+	char metrics[256];             /* Prometheus metrics on ADDR:PORT; "": off (default) */
 };
 
 struct rm_config_file {

@@ -25,6 +25,8 @@
 #define RM_MAX_VIOLATIONS_MAX 16777216u
 #define RM_MAX_VIOLATIONS_DEFAULT 65536u
 
+#define RM_METRICS_CONNECTIONS_MAX 10000u /* per-connection metric series: contexts shown at most */
+
 /* [provision] */
 #define RM_MAX_PROVISION 4096 /* connection lines */
 #define RM_QPN_MAX 0xffffffu  /* 24-bit QP numbers */

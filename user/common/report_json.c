@@ -2,7 +2,7 @@
 /*
  * report_json.c - struct rm_report <-> JSON Lines (names = [SEQOBS] IE
  * names). The writer and the parser both follow the profile's information
- * model (RM_IPFIX_IES in rocemeter/ipfix_ie.h); parsing uses jansson.
+ * model (RM_IPFIX_IES in rocemeter/ipfix_ie.h), both through jansson.
  */
 #include <arpa/inet.h>
 #include <inttypes.h>
@@ -12,6 +12,7 @@
 #include <string.h>
 #include <jansson.h>
 
+#include "jsonw.h"
 #include "report_json.h"
 #include "rocemeter/ipfix_ie.h"
 
@@ -43,51 +44,13 @@ static const struct jfield *ipv6_twin(const struct jfield *f)
 	return NULL;
 }
 
-void rm_report_write_json(FILE *f, const struct rm_report *r)
+int rm_report_write_json(FILE *f, const struct rm_report *r)
 {
-	const uint8_t *base = (const uint8_t *)r;
-	char addr[INET6_ADDRSTRLEN];
-	int af = r->family == 6 ? AF_INET6 : AF_INET;
-	enum rm_ie_in other = r->family == 6 ? RM_IE_IN_IPV4 : RM_IE_IN_IPV6;
-	const char *sep = "";
-	size_t i;
+	json_t *o = json_object();
 
-	if (r->family != 4 && r->family != 6) {
-		fputs("{}\n", f);
-		return;
-	}
-	fputc('{', f);
-	for (i = 0; i < NFIELDS; i++) {
-		const struct jfield *j = &fields[i];
-		uint16_t v16;
-		uint32_t v32;
-		uint64_t v64;
-
-		if ((is_vlan(j) && !r->has_vlan_ns) || j->in == other)
-			continue;
-		fprintf(f, "%s\"%s\":", sep, j->name);
-		sep = ",";
-		if (RM_IE_TYPE_IS_ADDRESS(j->type)) {
-			inet_ntop(af, base + j->off, addr, sizeof(addr));
-			fprintf(f, "\"%s\"", addr);
-			continue;
-		}
-		switch (j->len) {
-		case 2:
-			memcpy(&v16, base + j->off, 2);
-			fprintf(f, "%u", (unsigned)v16);
-			break;
-		case 4:
-			memcpy(&v32, base + j->off, 4);
-			fprintf(f, "%" PRIu32, v32);
-			break;
-		default: /* 8 */
-			memcpy(&v64, base + j->off, 8);
-			fprintf(f, "%" PRIu64, v64);
-			break;
-		}
-	}
-	fputs("}\n", f);
+	if (r->family == 4 || r->family == 6)
+		rm_json_set_report(o, r);
+	return rm_json_write(f, o);
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -119,7 +82,7 @@ int rm_report_parse_json(const char *text, struct rm_report *r, char *err, size_
 	int family = 0, rc = -1, vlan_keys;
 	json_error_t jerr;
 	const char *name;
-	json_t *root, *val;
+	json_t *root, *val, *flag_names = NULL;
 	size_t i;
 
 	memset(r, 0, sizeof(*r));
@@ -135,6 +98,10 @@ int rm_report_parse_json(const char *text, struct rm_report *r, char *err, size_
 		json_int_t x;
 		uint64_t max;
 
+		if (!strcmp(name, "flag_names")) {
+			flag_names = val; /* checked against rdmaSequenceFlags below */
+			continue;
+		}
 		if (!j) {
 			fail(err, errlen, "unknown key \"%s\"", name);
 			goto out;
@@ -202,6 +169,16 @@ int rm_report_parse_json(const char *text, struct rm_report *r, char *err, size_
 	if (vlan_keys == 1) {
 		fail(err, errlen, "vlanId and dot1qCustomerVlanId go together");
 		goto out;
+	}
+	if (flag_names) {
+		json_t *want = rm_json_flag_names(r->flags);
+
+		if (!json_equal(flag_names, want)) {
+			json_decref(want);
+			fail(err, errlen, "\"flag_names\" does not name the bits of rdmaSequenceFlags");
+			goto out;
+		}
+		json_decref(want);
 	}
 	r->family = family;
 	rc = 0;

@@ -9,8 +9,23 @@
 
 #include "rocemeter/report.h"
 
-/* "SRC > DST qp 0x.. pkey 0x.. epoch E report R [final,...] requests=.. skipped=.. ..." */
-void rm_report_write_text(FILE *f, const struct rm_report *r);
+/*
+ * One report as a line, times in ISO-8601 UTC, the epoch's state in words
+ * (rm_report_state_text()). Compact (wide = 0), for a terminal:
+ *   "2026-06-17T08:20:12 SRC > DST qp 0x00002b e1 r1 closed req=10 skip=0 exp=0 rep=0 late=0"
+ * (the end time to the second). Wide: every field of the report:
+ *   "SRC > DST qp 0x.. pkey 0x.. observation point N [vlan A/B] epoch E report R
+ *    START .. END W n STATE [flag names] requests=.. skipped=.. ... unclassified_late=.."
+ */
+void rm_report_write_text(FILE *f, const struct rm_report *r, int wide);
+
+/*
+ * The state of a report's epoch in words: "open" (no finalEpoch), else
+ * "closed" and the closure reason when a reason bit is set: "closed:
+ * profile violation", "closed: capture discontinuity", "closed: state
+ * exhaustion (evicted)", "closed: serial discontinuity".
+ */
+const char *rm_report_state_text(uint16_t flags);
 
 /*
  * The set rdmaSequenceFlags bits, comma-separated, into buf (len bytes,

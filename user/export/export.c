@@ -832,6 +832,18 @@ void rm_exporter_stats(struct rm_exporter *x, struct rm_export_stats *out)
 	pthread_mutex_unlock(&x->mu);
 }
 
+#define EXPORT_ROW_(member, type, metric, cause, help)                                                     \
+	{ #member,    RM_METRIC_##type, "rocemeter_export_" metric RM_METRIC_SUFFIX_##type,                   \
+	  RM_METRIC_LABEL_IF(cause, "cause"), cause, help, offsetof(struct rm_export_stats, member) },
+static const struct rm_metric_row export_rows[] = { RM_EXPORT_STATS(EXPORT_ROW_) };
+#undef EXPORT_ROW_
+
+const struct rm_metric_row *rm_export_stat_rows(size_t *n)
+{
+	*n = sizeof(export_rows) / sizeof(export_rows[0]);
+	return export_rows;
+}
+
 void rm_exporter_last_error(struct rm_exporter *x, char *buf, size_t len)
 {
 	if (!len)

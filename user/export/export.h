@@ -37,26 +37,50 @@
 #include <stdint.h>
 
 #include "common/config.h"
+#include "common/metrics.h"
 #include "rocemeter/report.h"
 
 struct rm_exporter;
 
+/*
+ * The exporter's counters, one list: X(member, type, metric, cause, help)
+ *   member  the uint64_t field of struct rm_export_stats, and its key in
+ *           the daemon's JSON (`status --json` "export", docs/json.md)
+ *   type    COUNTER (only grows) or GAUGE
+ *   metric  rocemeter_export_<metric> (counters: _total appended); rows of
+ *           one metric are adjacent and told apart by cause
+ *   cause   the value of the label cause, or NULL
+ *   help    the metric's HELP (the first row of a metric gives it)
+ * Adding a counter: one row here, counted in export.c.
+ */
+#define RM_EXPORT_STATS(X)                                                                                 \
+	X(sessions, COUNTER, "sessions", NULL, "Transport Sessions established (Templates sent)")          \
+	X(reconnects, COUNTER, "reconnects", NULL, "Transport Sessions established after the first")       \
+	X(connect_failures, COUNTER, "connect_failures", NULL,                                             \
+	  "session attempts that failed: resolve, connect, handshake, authorisation")                       \
+	X(sessions_lost, COUNTER, "sessions_lost", NULL,                                                   \
+	  "established sessions that ended on an error or a peer close")                                    \
+	X(records_sent, COUNTER, "records_sent", NULL, "Data Records written to the session")              \
+	X(messages_sent, COUNTER, "messages_sent", NULL, "IPFIX Messages written, Templates included")     \
+	X(bytes_sent, COUNTER, "sent_bytes", NULL, "IPFIX octets written, before TLS")                     \
+	X(dropped_queue_full, COUNTER, "records_dropped", "queue_full",                                    \
+	  "reports not exported, by cause (queue_full, no_session, session_lost, invalid, at_stop)")       \
+	X(dropped_no_session, COUNTER, "records_dropped", "no_session", NULL)                              \
+	X(dropped_session_lost, COUNTER, "records_dropped", "session_lost", NULL)                          \
+	X(dropped_invalid, COUNTER, "records_dropped", "invalid", NULL)                                    \
+	X(dropped_at_stop, COUNTER, "records_dropped", "at_stop", NULL)                                    \
+	X(queued, GAUGE, "queued_records", NULL, "records in the send queue now")                          \
+	X(queue_capacity, GAUGE, "queue_capacity_records", NULL, "bound of the send queue (queue_records)")
+
+/* What each member counts: RM_EXPORT_STATS. */
 struct rm_export_stats {
-	uint64_t sessions;             /* Transport Sessions established (templates sent) */
-	uint64_t reconnects;           /* sessions established after the first */
-	uint64_t connect_failures;     /* attempts that failed: resolve, connect, handshake, authorisation */
-	uint64_t sessions_lost;        /* established sessions that ended on an error or peer close */
-	uint64_t records_sent;         /* Data Records written to the session (handed to TCP) */
-	uint64_t messages_sent;        /* IPFIX Messages written, Templates messages included */
-	uint64_t bytes_sent;           /* IPFIX octets written, before TLS */
-	uint64_t dropped_queue_full;   /* submitted while the queue had no room */
-	uint64_t dropped_no_session;   /* submitted while no session was established */
-	uint64_t dropped_session_lost; /* queued or submitted for a session that had ended */
-	uint64_t dropped_invalid;      /* family not 4 or 6 */
-	uint64_t dropped_at_stop;      /* still queued when the stop's flush timeout passed */
-	uint64_t queued;               /* records in the queue now */
-	uint64_t queue_capacity;       /* s->queue_records */
+#define RM_EXPORT_STAT_MEMBER_(member, type, metric, cause, help) uint64_t member;
+	RM_EXPORT_STATS(RM_EXPORT_STAT_MEMBER_)
+#undef RM_EXPORT_STAT_MEMBER_
 };
+
+/* The rows of RM_EXPORT_STATS over struct rm_export_stats (metrics.h); n gets their number. */
+const struct rm_metric_row *rm_export_stat_rows(size_t *n);
 
 /*
  * Validate *s (copied) and start the transport thread. vlan_ns: 1 when the

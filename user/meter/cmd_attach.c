@@ -51,9 +51,12 @@ static void usage(FILE *f)
 		"                           counted a request since their last report\n"
 		"                           (default %u, or [export] report_interval_ms; 0: finals only)\n"
 		"  -j, --json               print reports as JSON Lines when not exporting\n"
+		"  -W, --wide               text reports: every field (default: a compact line)\n"
 		"  -k, --keep-pins          leave the map pins in place on exit\n"
 		"  -R, --replace-stale      remove pins left by a crashed attachment (no live\n"
 		"                           rocemeter owns the interface) instead of refusing\n"
+		"      --metrics ADDR:PORT  serve Prometheus metrics on http://ADDR:PORT/metrics\n"
+		"                           ([meter] metrics; default off; PORT 0: any free port)\n"
 		"  -h, --help               this text\n\n"
 		"Inspect while running: rocemeter status IFACE, or\n"
 		"  bpftool map dump pinned /sys/fs/bpf/rocemeter/IFACE/contexts\n",
@@ -101,6 +104,7 @@ static int run_daemon(const struct rm_daemon_opts *o)
 
 static int cmd_attach(int argc, char **argv)
 {
+	enum { O_METRICS = 256 };
 	static const struct option opts[] = {
 		{ "config", required_argument, 0, 'c' },  { "mode", required_argument, 0, 'M' },
 		{ "mirror", no_argument, 0, 'm' },	  { "window", required_argument, 0, 'w' },
@@ -109,6 +113,7 @@ static int cmd_attach(int argc, char **argv)
 		{ "json", no_argument, 0, 'j' },	  { "keep-pins", no_argument, 0, 'k' },
 		{ "report-interval", required_argument, 0, 'i' }, { "replace-stale", no_argument, 0, 'R' },
 		{ "help", no_argument, 0, 'h' },
+		{ "metrics", required_argument, 0, O_METRICS }, { "wide", no_argument, 0, 'W' },
 		{ 0 },
 	};
 	static struct rm_config_file cfg; /* large: static */
@@ -121,7 +126,7 @@ static int cmd_attach(int argc, char **argv)
 
 	memset(&o, 0, sizeof(o));
 	rm_config_overrides_init(&o.overrides);
-	while ((opt = getopt_long(argc, argv, "c:M:mw:af:H:Fjki:Rh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:M:mw:af:H:Fjki:RhW", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': o.config_path = optarg; break;
 		case 'M': mode = optarg; break;
@@ -149,6 +154,8 @@ static int cmd_attach(int argc, char **argv)
 			o.overrides.has_report_interval = 1;
 			o.overrides.report_interval_ms = v;
 			break;
+		case O_METRICS: o.metrics = optarg; break;
+		case 'W': o.wide = 1; break;
 		case 'h': usage(stdout); return RM_EXIT_OK;
 		default: usage(stderr); return RM_EXIT_USAGE;
 		}

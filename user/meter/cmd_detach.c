@@ -21,12 +21,16 @@ static int cmd_detach(int argc, char **argv)
 	char path[512], err[512];
 	int holder = 0, fd, did = 0;
 
+	int help = argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+
 	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(argc == 2 && !strcmp(argv[1], "--help") ? stdout : stderr,
+		fprintf(help ? stdout : stderr,
 			"Usage: rocemeter detach IFACE\n\n"
 			"Stop the meter daemon on IFACE (its open epochs get final reports), remove\n"
-			"the flow-label program and every pin under /sys/fs/bpf/rocemeter/IFACE/.\n");
-		return argc == 2 && !strcmp(argv[1], "--help") ? RM_EXIT_OK : RM_EXIT_USAGE;
+			"the flow-label program and every pin under /sys/fs/bpf/rocemeter/IFACE/.\n\n"
+			"Options:\n"
+			"  -h, --help   this text\n");
+		return help ? RM_EXIT_OK : RM_EXIT_USAGE;
 	}
 	fd = rm_lock_interface(argv[1], &holder);
 	if (fd < 0 && holder > 0) {

@@ -20,7 +20,9 @@
 #include <systemd/sd-daemon.h>
 
 #include "common/errmsg.h"
+#include "common/jsonw.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/paths.h"
 #include "common/report_json.h"
 #include "common/report_text.h"
@@ -28,6 +30,7 @@
 #include "export/export.h"
 #include "meter.h"
 #include "meter.skel.h"
+#include "meter_metrics.h"
 #include "observe.h"
 #include "pins.h"
 #include "provision.h"
@@ -37,11 +40,17 @@
 /* Where reports go while attached. */
 struct live_sink {
 	int json;
+	int wide;                     /* text: every field */
 	struct rm_exporter *exporter; /* NULL: print */
 	uint64_t session;             /* Transport Session the reporter's IDs belong to */
 	int discard;                  /* closing epochs for a new session: nothing to send them on */
 	uint64_t discarded;
+	uint64_t closures[5];         /* final reports by reason: the closure_bits order, then none */
 };
+
+/* The closure reasons counted apart (RM_DAEMON_STATS closures_*), in that order. */
+static const uint16_t closure_bits[4] = { RM_FLAG_PROFILE_VIOLATION, RM_FLAG_CAPTURE_DISCONTINUITY,
+					  RM_FLAG_STATE_EXHAUSTION, RM_FLAG_SERIAL_DISCONTINUITY };
 
 struct rm_daemon {
 	const char *ifname;
@@ -60,6 +69,9 @@ struct rm_daemon {
 	int link_fd;
 	int keep_pins;
 	int flowlabel;
+	struct rm_metrics_server *metrics;
+	struct rm_daemon_stats pub; /* the counters a scrape shows: written under the server's lock */
+	uint64_t pub_session;
 };
 
 static uint64_t clock_ns(clockid_t id)
@@ -74,6 +86,13 @@ static int live_sink_fn(void *arg, const struct rm_report *r)
 {
 	struct live_sink *s = arg;
 
+	if (r->flags & RM_FLAG_FINAL_EPOCH) {
+		size_t i = 0;
+
+		while (i < 4 && !(r->flags & closure_bits[i]))
+			i++;
+		s->closures[i]++; /* the first reason bit, or none */
+	}
 	if (s->discard) {
 		s->discarded++;
 		return -1;
@@ -83,40 +102,90 @@ static int live_sink_fn(void *arg, const struct rm_report *r)
 	if (s->json)
 		rm_report_write_json(stdout, r);
 	else
-		rm_report_write_text(stdout, r);
+		rm_report_write_text(stdout, r, s->wide);
 	fflush(stdout);
 	return 0;
 }
 
+/* The daemon's counters now (RM_DAEMON_STATS). */
+static void daemon_stats(const struct rm_daemon *d, struct rm_daemon_stats *ds)
+{
+	ds->reports = d->rep.reports;
+	ds->final_reports = d->rep.final_reports;
+	ds->reports_not_made_id_exhausted = d->rep.id_exhausted;
+	ds->closed_for_new_session = d->sink.discarded;
+	ds->closures_profile_violation = d->sink.closures[0];
+	ds->closures_capture_discontinuity = d->sink.closures[1];
+	ds->closures_state_exhaustion = d->sink.closures[2];
+	ds->closures_serial_discontinuity = d->sink.closures[3];
+	ds->closures_none = d->sink.closures[4];
+}
+
+/* Hand the counters to the metrics server (a scrape sees them whole). */
+static void publish(struct rm_daemon *d)
+{
+	if (!d->metrics)
+		return;
+	rm_metrics_lock(d->metrics);
+	daemon_stats(d, &d->pub);
+	d->pub_session = d->sink.session;
+	rm_metrics_unlock(d->metrics);
+}
+
+/* GET /metrics, on the server's thread with its lock held. */
+static void render_metrics(void *arg, FILE *f)
+{
+	struct rm_daemon *d = arg;
+	struct rm_export_stats es;
+	struct rm_meter_metrics_view v = { .ifname = d->ifname, .meter = &d->meter, .daemon = &d->pub,
+					   .session = d->pub_session,
+					   .max_connections = d->cfg.meter.metrics_connections };
+
+	if (d->sink.exporter) { /* thread-safe; stopped only after the server */
+		rm_exporter_stats(d->sink.exporter, &es);
+		v.export = &es;
+	}
+	rm_meter_metrics_write(f, &v);
+}
+
+/* RUNDIR/IFNAME.stats: one JSON object (docs/json.md "daemon"), replaced whole. */
 static void write_stats_file(struct rm_daemon *d)
 {
 	char path[512], tmp[520];
+	struct rm_daemon_stats ds;
+	const struct rm_metric_row *rows;
+	json_t *o = json_object();
+	size_t n;
 	FILE *f;
 
 	if (rm_paths_run_file(d->ifname, RM_RUN_STATS, path, sizeof(path)))
-		return;
+		goto out;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	f = fopen(tmp, "w");
 	if (!f)
-		return;
-	fprintf(f, "{\"pid\": %d, \"reports\": %" PRIu64 ", \"final_reports\": %" PRIu64
-		   ", \"reports_not_made_id_exhausted\": %" PRIu64 ", \"closed_for_new_session\": %" PRIu64,
-		getpid(), d->rep.reports, d->rep.final_reports, d->rep.id_exhausted, d->sink.discarded);
+		goto out;
+	json_object_set_new(o, "pid", json_integer(getpid()));
+	daemon_stats(d, &ds);
+	rows = rm_daemon_stat_rows(&n);
+	rm_json_set_rows(o, rows, n, &ds);
 	if (d->sink.exporter) {
 		struct rm_export_stats es;
+		json_t *e = json_object();
 
 		rm_exporter_stats(d->sink.exporter, &es);
-		fprintf(f,
-			", \"export\": {\"session\": %" PRIu64 ", \"sessions\": %" PRIu64 ", \"records_sent\": %" PRIu64
-			", \"messages_sent\": %" PRIu64 ", \"dropped_queue_full\": %" PRIu64
-			", \"dropped_no_session\": %" PRIu64 ", \"dropped_session_lost\": %" PRIu64
-			", \"reconnects\": %" PRIu64 "}",
-			d->sink.session, es.sessions, es.records_sent, es.messages_sent, es.dropped_queue_full,
-			es.dropped_no_session, es.dropped_session_lost, es.reconnects);
+		json_object_set_new(e, "session", rm_json_u64(d->sink.session));
+		rows = rm_export_stat_rows(&n);
+		rm_json_set_rows(e, rows, n, &es);
+		json_object_set_new(o, "export", e);
 	}
-	fprintf(f, "}\n");
-	fclose(f);
-	rename(tmp, path);
+	rm_json_write(f, o);
+	o = NULL;
+	if (fclose(f) == 0)
+		rename(tmp, path);
+	else
+		unlink(tmp);
+out:
+	json_decref(o);
 }
 
 /* Close every open epoch under its lock; reports go to the current sink. */
@@ -341,6 +410,8 @@ static void teardown(struct rm_daemon *d)
 {
 	char err[512];
 
+	rm_metrics_stop(d->metrics); /* first: a scrape reads the maps and the exporter */
+	d->metrics = NULL;
 	if (d->sink.exporter) {
 		struct rm_export_stats es;
 
@@ -387,6 +458,7 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 	d->overrides = o->overrides;
 	d->cfg = *o->cfg;
 	d->sink.json = o->json;
+	d->sink.wide = o->wide;
 	d->keep_pins = o->keep_pins;
 	d->link_fd = -1;
 	d->obs.nl_fd = -1;
@@ -494,6 +566,18 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 				d->cfg.meter.rx_dropped_is_loss);
 		d->unattributed_seen = st[RM_STAT_UNATTRIBUTED];
 	}
+	{
+		const char *listen = o->metrics ? o->metrics : d->cfg.meter.metrics;
+
+		if (listen[0]) {
+			d->metrics = rm_metrics_start(listen, render_metrics, d, err, errlen);
+			if (!d->metrics)
+				goto fail;
+			publish(d);
+			rm_log(RM_LOG_NOTICE, "metrics: serving /metrics on %s (port %u)", listen,
+			       rm_metrics_port(d->metrics));
+		}
+	}
 	sd_notify(0, "READY=1");
 	return d;
 fail:
@@ -543,6 +627,7 @@ int rm_daemon_step(struct rm_daemon *d, unsigned int flags)
 	}
 	if (tick & RM_TICK_SECOND)
 		write_stats_file(d);
+	publish(d);
 	return 0;
 }
 

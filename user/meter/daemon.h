@@ -26,6 +26,34 @@
 #include "common/config.h"
 #include "flowlabel/flowlabel.h"
 
+/*
+ * The daemon's own counters: one list for the stats file (RUNDIR/IFNAME.stats,
+ * `status --json` "daemon"), and the metrics. X(member, type, metric,
+ * label, value, help): member is the JSON key (docs/json.md); the metric
+ * is rocemeter_meter_<metric> (_total for counters) with label=value when
+ * label is not NULL; rows of one metric are adjacent, the first gives HELP.
+ */
+#define RM_DAEMON_STATS(X)                                                                                   \
+	X(reports, COUNTER, "reports", NULL, NULL, "reports made, non-final and final")                     \
+	X(final_reports, COUNTER, "final_reports", NULL, NULL, "final reports made")                        \
+	X(reports_not_made_id_exhausted, COUNTER, "reports_not_made_id_exhausted", NULL, NULL,              \
+	  "reports not made: an epoch or report ID would wrap")                                              \
+	X(closed_for_new_session, COUNTER, "epochs_closed_for_new_session", NULL, NULL,                     \
+	  "epochs closed because a new Transport Session started (their finals belong to no session)")       \
+	X(closures_profile_violation, COUNTER, "closures", "reason", "profileViolation",                    \
+	  "epochs closed, by closure reason (the rdmaSequenceFlags bit; none: finalEpoch alone, e.g. idle, " \
+	  "reload, shutdown)")                                                                               \
+	X(closures_capture_discontinuity, COUNTER, "closures", "reason", "captureDiscontinuity", NULL)      \
+	X(closures_state_exhaustion, COUNTER, "closures", "reason", "stateExhaustion", NULL)                \
+	X(closures_serial_discontinuity, COUNTER, "closures", "reason", "serialDiscontinuity", NULL)        \
+	X(closures_none, COUNTER, "closures", "reason", "none", NULL)
+
+struct rm_daemon_stats {
+#define RM_DAEMON_STAT_MEMBER_(member, type, metric, label, value, help) uint64_t member;
+	RM_DAEMON_STATS(RM_DAEMON_STAT_MEMBER_)
+#undef RM_DAEMON_STAT_MEMBER_
+};
+
 struct rm_daemon_opts {
 	const char *ifname;
 	const char *config_path;                   /* read again on reload; NULL: none */
@@ -34,9 +62,12 @@ struct rm_daemon_opts {
 	int generic;                               /* XDP in generic (SKB) mode; else native */
 	int mirror;                                /* drop frames after metering */
 	int json;                                  /* reports as JSON Lines when not exporting */
+	int wide;                                  /* text reports: every field (else a compact line) */
 	int keep_pins;                             /* leave the map pins on exit */
 	int replace_stale;                         /* remove pins a crashed attachment left */
 	const struct rm_flowlabel_opts *flowlabel; /* also attach the flow-label program; NULL: no */
+	const char *metrics;                       /* serve Prometheus metrics on ADDR:PORT; NULL: the
+						    * config's [meter] metrics ("" there: off) */
 };
 
 struct rm_daemon;

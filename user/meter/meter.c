@@ -13,9 +13,9 @@
 #include "meter.skel.h"
 #include "provision.h"
 
-#define RM_STAT_NAME_(suffix, name, desc) [RM_STAT_##suffix] = name,
-static const char *const stat_names[RM_STAT__COUNT] = { RM_STATS(RM_STAT_NAME_) };
-#undef RM_STAT_NAME_
+#define STAT_NAME_(suffix, name, group, desc) [RM_STAT_##suffix] = name,
+static const char *const stat_names[RM_STAT__COUNT] = { RM_STATS(STAT_NAME_) };
+#undef STAT_NAME_
 
 const char *rm_stat_name(int stat)
 {
@@ -26,6 +26,43 @@ const char *rm_stat_name(int stat)
 #ifndef BPF_F_XDP_DEV_BOUND_ONLY
 #define BPF_F_XDP_DEV_BOUND_ONLY (1U << 6)
 #endif
+
+#define STAT_GROUP_(suffix, name, group, desc) [RM_STAT_##suffix] = RM_STAT_GROUP_##group,
+static const int stat_group[RM_STAT__COUNT] = { RM_STATS(STAT_GROUP_) };
+#undef STAT_GROUP_
+#define GROUP_METRIC_(group, metric, help) [RM_STAT_GROUP_##group] = "rocemeter_meter_" metric "_total",
+static const char *const group_metric[RM_STAT_GROUP__COUNT] = { RM_STAT_GROUPS(GROUP_METRIC_) };
+#undef GROUP_METRIC_
+#define GROUP_HELP_(group, metric, help) [RM_STAT_GROUP_##group] = help,
+static const char *const group_help[RM_STAT_GROUP__COUNT] = { RM_STAT_GROUPS(GROUP_HELP_) };
+#undef GROUP_HELP_
+
+const struct rm_metric_row *rm_meter_stat_rows(size_t *n)
+{
+	static struct rm_metric_row rows[RM_STAT__COUNT];
+	static size_t nrows;
+
+	if (!nrows) { /* the same every time: a race writes the same values */
+		size_t k = 0;
+
+		for (int g = 0; g < RM_STAT_GROUP__COUNT; g++) {
+			int members = 0;
+
+			for (int i = 0; i < RM_STAT__COUNT; i++)
+				members += stat_group[i] == g;
+			for (int i = 0; i < RM_STAT__COUNT; i++) {
+				if (stat_group[i] != g)
+					continue;
+				rows[k++] = (struct rm_metric_row){ stat_names[i], RM_METRIC_COUNTER, group_metric[g],
+								    members > 1 ? "cause" : NULL, stat_names[i],
+								    group_help[g], (size_t)i * sizeof(uint64_t) };
+			}
+		}
+		nrows = k;
+	}
+	*n = nrows;
+	return rows;
+}
 
 int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int replay, char *err, size_t errlen)
 {
@@ -189,12 +226,19 @@ int rm_meter_replay_frame(struct rm_meter *m, const void *frame, uint32_t caplen
 int rm_meter_read_stats(int stats_fd, uint64_t out[RM_STAT__COUNT])
 {
 	int ncpu = libbpf_num_possible_cpus();
-	__u32 zero = 0;
+	struct bpf_map_info info = { 0 };
+	__u32 zero = 0, len = sizeof(info), n, stride;
 	uint64_t *vals;
 
 	if (ncpu <= 0)
 		return -EINVAL;
-	vals = calloc((size_t)ncpu, sizeof(uint64_t) * RM_STAT__COUNT);
+	/* The pinned map may come from another build with more or fewer
+	 * statistics: read its own value size, use the ones both know. */
+	if (bpf_obj_get_info_by_fd(stats_fd, &info, &len))
+		return -errno;
+	stride = (info.value_size + 7) / 8; /* per-CPU values are 8-byte aligned */
+	n = info.value_size / 8 < RM_STAT__COUNT ? info.value_size / 8 : RM_STAT__COUNT;
+	vals = calloc((size_t)ncpu, (size_t)stride * 8);
 	if (!vals)
 		return -ENOMEM;
 	if (bpf_map_lookup_elem(stats_fd, &zero, vals)) {
@@ -205,8 +249,8 @@ int rm_meter_read_stats(int stats_fd, uint64_t out[RM_STAT__COUNT])
 	}
 	memset(out, 0, sizeof(uint64_t) * RM_STAT__COUNT);
 	for (int c = 0; c < ncpu; c++)
-		for (int i = 0; i < RM_STAT__COUNT; i++)
-			out[i] += vals[c * RM_STAT__COUNT + i];
+		for (__u32 i = 0; i < n; i++)
+			out[i] += vals[(size_t)c * stride + i];
 	free(vals);
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "common/config.h"
+#include "common/metrics.h"
 #include "rocemeter/common.h"
 
 struct meter; /* the libbpf skeleton */
@@ -67,11 +68,23 @@ int rm_meter_ctl_fd(int ctl_fd, struct rm_ctl *c);
  */
 int rm_meter_replay_frame(struct rm_meter *m, const void *frame, uint32_t caplen, uint32_t wirelen, uint64_t ts_ns);
 
-/* Sum the per-CPU statistics into out[RM_STAT__COUNT]. Returns 0 or -errno. */
+/*
+ * Sum the per-CPU statistics into out[RM_STAT__COUNT]. A map pinned by
+ * another build (a different number of statistics) is read by its own
+ * value size: the statistics both know are filled, the others are 0.
+ * Returns 0 or -errno.
+ */
 int rm_meter_read_stats(int stats_fd, uint64_t out[RM_STAT__COUNT]);
 
 /* Name of a statistic (RM_STATS in rocemeter/common.h), e.g. "malformed_udp". */
 const char *rm_stat_name(int stat);
+
+/*
+ * The statistics as metric rows (common/metrics.h) over the array that
+ * rm_meter_read_stats() fills, grouped by metric (RM_STAT_GROUPS): a
+ * group of several statistics tells them apart by the label cause.
+ */
+const struct rm_metric_row *rm_meter_stat_rows(size_t *n);
 
 void rm_meter_unload(struct rm_meter *m);
 

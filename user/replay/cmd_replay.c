@@ -10,9 +10,11 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/command.h"
 #include "common/config.h"
+#include "common/jsonw.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/opts.h"
@@ -31,13 +33,13 @@ static int stdout_status(void)
 
 static int print_json(void *arg, const struct rm_report *r)
 {
-	rm_report_write_json(stdout, r);
+	rm_report_write_json(stdout, r); /* stdio keeps the error and its errno */
 	return stdout_status();
 }
 
 static int print_text(void *arg, const struct rm_report *r)
 {
-	rm_report_write_text(stdout, r);
+	rm_report_write_text(stdout, r, *(const int *)arg);
 	return stdout_status();
 }
 
@@ -90,7 +92,10 @@ static void usage(FILE *f)
 		"  -s, --stats-json FILE      write the statistics as JSON to FILE\n"
 		"                             (default: a summary on standard error)\n"
 		"  -m, --max-contexts N       context table size (default %u)\n"
+		"  -W, --wide                 text: every field of each report (default: a\n"
+		"                             compact line)\n"
 		"  -h, --help                 this text\n\n"
+		"On a terminal, standard error shows the progress (frames replayed).\n\n"
 		"Exit status: 0 ok, 1 a capture could not be read (no report printed) or\n"
 		"an output (standard output, --ipfix-out, --stats-json) could not be\n"
 		"written (the run stops at the first write error), 2 usage or\n"
@@ -103,13 +108,15 @@ static void print_stats(FILE *f, const struct rm_replay_result *res, int json)
 	const uint64_t *st = res->stats;
 
 	if (json) {
-		fprintf(f,
-			"{\"frames_read\": %" PRIu64 ", \"frames_truncated_by_capture\": %" PRIu64
-			", \"capture_faults\": %" PRIu64 ", \"timestamps_backwards\": %" PRIu64,
-			res->frames_read, res->truncated, res->capture_faults, res->timestamps_backwards);
+		json_t *o = json_object();
+
+		json_object_set_new(o, "frames_read", rm_json_u64(res->frames_read));
+		json_object_set_new(o, "frames_truncated_by_capture", rm_json_u64(res->truncated));
+		json_object_set_new(o, "capture_faults", rm_json_u64(res->capture_faults));
+		json_object_set_new(o, "timestamps_backwards", rm_json_u64(res->timestamps_backwards));
 		for (int i = 0; i < RM_STAT__COUNT; i++)
-			fprintf(f, ", \"%s\": %" PRIu64, rm_stat_name(i), st[i]);
-		fprintf(f, "}\n");
+			json_object_set_new(o, rm_stat_name(i), rm_json_u64(st[i]));
+		rm_json_write(f, o);
 		return;
 	}
 	fprintf(f, "replay: %" PRIu64 " frames read\n", res->frames_read);
@@ -173,23 +180,25 @@ static int cmd_replay(int argc, char **argv)
 		{ "provision-all", no_argument, 0, 'a' },	  { "report-interval", required_argument, 0, 'i' },
 		{ "json", no_argument, 0, 'j' },		  { "ipfix-out", required_argument, 0, 'o' },
 		{ "stats-json", required_argument, 0, 's' },	  { "max-contexts", required_argument, 0, 'm' },
-		{ "help", no_argument, 0, 'h' },		  { 0 },
+		{ "help", no_argument, 0, 'h' },		  { "wide", no_argument, 0, 'W' },
+		{ 0 },
 	};
 	static struct rm_config_file cfg; /* large: static */
 	struct rm_config_overrides ov;
 	struct rm_replay_opts ro = { .cfg = &cfg };
 	struct rm_replay_result res;
 	const char *config = NULL, *stats_json = NULL;
-	int json = 0, opt, ret;
+	int json = 0, opt, ret, wide = 0;
 	char err[512];
 	uint64_t v;
 
 	rm_config_overrides_init(&ov);
-	while ((opt = getopt_long(argc, argv, "c:w:ai:jo:s:m:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:w:ai:jo:s:m:hW", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': config = optarg; break;
 		case 'a': ov.provision_all = 1; break;
 		case 'j': json = 1; break;
+		case 'W': wide = 1; break;
 		case 'o': ro.ipfix_out = optarg; break;
 		case 's': stats_json = optarg; break;
 		case 'w':
@@ -232,6 +241,8 @@ static int cmd_replay(int argc, char **argv)
 
 	ro.print = json ? print_json : ro.ipfix_out ? NULL : print_text;
 	ro.print_name = "standard output";
+	ro.print_arg = &wide;
+	ro.progress = isatty(STDERR_FILENO);
 	if (rm_replay_run(&ro, argv + optind, argc - optind, &res, err, sizeof(err))) {
 		rm_log_cmd(RM_LOG_ERR, "%s", err);
 		ret = RM_EXIT_FAIL;

@@ -238,11 +238,16 @@ int rm_replay_run(const struct rm_replay_opts *o, char *const *files, int nfiles
 		goto out;
 	while ((r = rm_capture_next(cap, &fr, err, errlen)) == 1) {
 		res->frames_read++;
+		if (o->progress && (res->frames_read % 65536 == 0 || res->frames_read == frames))
+			fprintf(stderr, "\rreplay: %" PRIu64 " of %" PRIu64 " frames (%" PRIu64 "%%)", res->frames_read,
+				frames, frames ? res->frames_read * 100 / frames : 100);
 		if (run_frame(&p, &fr, res->frames_read, res, err, errlen))
 			goto out;
 		if (p.failed)
 			goto write_failed;
 	}
+	if (o->progress && res->frames_read)
+		fputs("\r\033[K", stderr); /* clear the progress line */
 	if (r < 0)
 		goto out;
 	rm_reporter_drain(&p.rep);

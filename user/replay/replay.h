@@ -27,6 +27,9 @@ struct rm_replay_opts {
 	rm_report_sink print;
 	void *print_arg;
 	const char *print_name;
+	/* Write "replay: N of M frames (P%)" on stderr, rewritten in place ('\r')
+	 * every 65536 frames and at the end, then cleared: for a terminal. */
+	int progress;
 };
 
 struct rm_replay_result {

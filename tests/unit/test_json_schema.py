@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""docs/json.md, the schema of every JSON output, against the tables the
+commands print from: every Information Element of RM_IPFIX_IES is a key of
+a report, every statistic of RM_STATS a key of `status` and of replay's
+statistics, every counter of RM_DAEMON_STATS, RM_EXPORT_STATS and
+RM_FL_STATS a key of `status`. A counter added to a table without its line
+in docs/json.md fails here (selftests/system/test_json_keys.py checks what
+the commands really print)."""
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def read(*path):
+    with open(os.path.join(ROOT, *path)) as f:
+        return f.read()
+
+
+def documented():
+    """{section title: set of keys}: the backticked names of each table's first column."""
+    sections, title = {}, None
+    for line in read("docs", "json.md").splitlines():
+        if line.startswith("## "):
+            title = line[3:].strip()
+            sections[title] = set()
+        elif title and line.startswith("| `"):
+            first = line.split("|")[1]
+            sections[title] |= set(re.findall(r"`([^`]+)`", first))
+    return sections
+
+
+def macro(text, name):
+    m = re.search(r"#define %s\(X\)(.*?)\n\n" % name, text, re.S)
+    assert m, name
+    return m.group(1)
+
+
+def test_sections_exist():
+    assert {"reports", "replay statistics", "status", "report", "report limits"} <= set(documented())
+
+
+def test_report_keys_are_the_information_elements():
+    ies = re.findall(r'X\(\w+,\s*"(\w+)"', macro(read("include", "rocemeter", "ipfix_ie.h"), "RM_IPFIX_IES"))
+    assert len(ies) == 23
+    assert set(ies) | {"flag_names"} == documented()["reports"]
+
+
+def test_statistics_are_documented():
+    stats = re.findall(r'X\(\w+, "(\w+)",', macro(read("include", "rocemeter", "common.h"), "RM_STATS"))
+    assert stats[0] == "frames" and len(stats) >= 22
+    doc = documented()
+    assert set(stats) - doc["replay statistics"] == set()
+    assert set(stats) - doc["status"] == set()
+
+
+def test_daemon_export_and_flowlabel_counters_are_documented():
+    status = documented()["status"]
+    daemon = re.findall(r"X\((\w+), (?:COUNTER|GAUGE),", macro(read("user", "meter", "daemon.h"), "RM_DAEMON_STATS"))
+    export = re.findall(r"X\((\w+), (?:COUNTER|GAUGE),", macro(read("user", "export", "export.h"), "RM_EXPORT_STATS"))
+    fl = re.findall(r'X\(\w+, "(\w+)",', macro(read("include", "rocemeter", "flowlabel.h"), "RM_FL_STATS"))
+    assert daemon and export and fl
+    assert set(daemon) - status == set()
+    assert set(export) - status == set()
+    assert set(fl) - status == set()

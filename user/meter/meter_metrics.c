@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* meter_metrics.c - the metrics of `attach` (see meter_metrics.h). */
+#include <arpa/inet.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+
+#include "meter_metrics.h"
+
+#define DAEMON_ROW_(member, type, metric, label, value, help) \
+	{ #member,                                            \
+	  RM_METRIC_##type,                                   \
+	  "rocemeter_meter_" metric RM_METRIC_SUFFIX_##type,  \
+	  label,                                              \
+	  value,                                              \
+	  help,                                               \
+	  offsetof(struct rm_daemon_stats, member) },
+static const struct rm_metric_row daemon_rows[] = { RM_DAEMON_STATS(DAEMON_ROW_) };
+#undef DAEMON_ROW_
+
+const struct rm_metric_row *rm_daemon_stat_rows(size_t *n)
+{
+	*n = sizeof(daemon_rows) / sizeof(daemon_rows[0]);
+	return daemon_rows;
+}
+
+struct ctx_entry {
+	struct rm_ctx_key key;
+	struct rm_ctx val;
+};
+
+/* Per-connection counters: the open epoch's, labelled with its record key. */
+#define CONN_SERIES(X)                                                                                \
+	X(requests, COUNTER, "requests", "requestPacketTotalCount of the connection's current epoch") \
+	X(skipped, COUNTER, "skipped_positions", "skippedPsnTotalCount of the current epoch")         \
+	X(filled, COUNTER, "filled_positions", "filledPsnTotalCount of the current epoch")            \
+	X(expired, COUNTER, "expired_positions", "expiredPsnTotalCount of the current epoch")         \
+	X(repeated, COUNTER, "repeated_psns", "repeatedPsnTotalCount of the current epoch")           \
+	X(unclassified_late, COUNTER, "unclassified_late_requests",                                   \
+	  "unclassifiedLatePacketTotalCount of the current epoch")                                    \
+	X(pending, GAUGE, "pending_positions", "pendingPsnCount of the current epoch")
+
+static void connections(FILE *f, const struct rm_meter_metrics_view *v, const struct ctx_entry *c, size_t n,
+			uint64_t total)
+{
+	const struct rm_metric_label base = { "interface", v->ifname };
+
+#define CONN_FAMILY_(field, type, metric, help)                                                                     \
+	rm_metrics_family(f, "rocemeter_meter_connection_" metric RM_METRIC_SUFFIX_##type, RM_METRIC_##type, help); \
+	for (size_t i = 0; i < n; i++) {                                                                            \
+		char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN], qp[12], pkey[8];                                 \
+		int af = c[i].key.family == 6 ? AF_INET6 : AF_INET;                                                 \
+		struct rm_metric_label l[] = {                                                                      \
+			base, { "source", src }, { "destination", dst }, { "qp", qp }, { "pkey", pkey }             \
+		};                                                                                                  \
+		inet_ntop(af, c[i].key.src, src, sizeof(src));                                                      \
+		inet_ntop(af, c[i].key.dst, dst, sizeof(dst));                                                      \
+		snprintf(qp, sizeof(qp), "0x%06x", c[i].key.dest_qp);                                               \
+		snprintf(pkey, sizeof(pkey), "0x%04x", c[i].key.pkey);                                              \
+		rm_metrics_sample(f, "rocemeter_meter_connection_" metric RM_METRIC_SUFFIX_##type, l, 5,            \
+				  c[i].val.seq.c.field);                                                            \
+	}
+	CONN_SERIES(CONN_FAMILY_)
+#undef CONN_FAMILY_
+	rm_metrics_family(f, "rocemeter_meter_connections_not_shown", RM_METRIC_GAUGE,
+			  "contexts without per-connection series (beyond metrics_connections)");
+	rm_metrics_sample(f, "rocemeter_meter_connections_not_shown", &base, 1, total - n);
+}
+
+void rm_meter_metrics_write(FILE *f, const struct rm_meter_metrics_view *v)
+{
+	const struct rm_metric_label ifl = { "interface", v->ifname };
+	uint64_t st[RM_STAT__COUNT] = { 0 };
+	uint64_t open = 0, closed = 0, disabled = 0, total = 0;
+	struct rm_ctx_key key, next, *prev = NULL;
+	struct ctx_entry *conn = NULL;
+	size_t n, nconn = 0;
+	struct rm_ctx val;
+	const struct rm_metric_row *rows;
+
+	if (v->max_connections)
+		conn = calloc(v->max_connections, sizeof(*conn));
+	rm_meter_read_stats(v->meter->stats_fd, st);
+	rows = rm_meter_stat_rows(&n);
+	rm_metrics_rows(f, rows, n, st, &ifl, 1);
+
+	/* Contexts by state: atomic snapshots, as `status` reads them. */
+	while (bpf_map_get_next_key(v->meter->contexts_fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem_flags(v->meter->contexts_fd, &key, &val, BPF_F_LOCK))
+			continue; /* removed meanwhile */
+		total++;
+		if (val.disabled)
+			disabled++;
+		else if (val.seq.active)
+			open++;
+		else
+			closed++;
+		if (conn && nconn < v->max_connections && val.seq.active && !val.disabled) {
+			conn[nconn].key = key;
+			conn[nconn++].val = val;
+		}
+	}
+	rm_metrics_family(f, "rocemeter_meter_contexts", RM_METRIC_GAUGE,
+			  "contexts by state: open (an epoch is open), closed, disabled (profile violation)");
+	{
+		const struct rm_metric_label lo[] = { ifl, { "state", "open" } }, lc[] = { ifl, { "state", "closed" } },
+					     ld[] = { ifl, { "state", "disabled" } };
+
+		rm_metrics_sample(f, "rocemeter_meter_contexts", lo, 2, open);
+		rm_metrics_sample(f, "rocemeter_meter_contexts", lc, 2, closed);
+		rm_metrics_sample(f, "rocemeter_meter_contexts", ld, 2, disabled);
+	}
+	rm_metrics_family(f, "rocemeter_meter_context_capacity", RM_METRIC_GAUGE, "max_contexts: the table's size");
+	rm_metrics_sample(f, "rocemeter_meter_context_capacity", &ifl, 1, v->meter->max_contexts);
+
+	rows = rm_daemon_stat_rows(&n);
+	rm_metrics_rows(f, rows, n, v->daemon, &ifl, 1);
+
+	rm_metrics_family(f, "rocemeter_export_session_up", RM_METRIC_GAUGE,
+			  "1 while a Transport Session to the collector is established");
+	rm_metrics_sample(f, "rocemeter_export_session_up", &ifl, 1, v->session ? 1 : 0);
+	if (v->export) {
+		rm_metrics_family(f, "rocemeter_export_session", RM_METRIC_GAUGE,
+				  "number of the current Transport Session (1 the first), 0 while none");
+		rm_metrics_sample(f, "rocemeter_export_session", &ifl, 1, v->session);
+		rows = rm_export_stat_rows(&n);
+		rm_metrics_rows(f, rows, n, v->export, &ifl, 1);
+	}
+	if (conn) {
+		connections(f, v, conn, nconn, total);
+		free(conn);
+	}
+}
