@@ -76,7 +76,7 @@ def complete(words):
 
 def test_bash_completion():
     assert set(commands()) | {"help"} <= complete([ROCEMETER, ""])
-    assert complete([ROCEMETER, "re"]) == {"replay", "report"}
+    assert complete([ROCEMETER, "re"]) == {"reenable", "replay", "report"}
     assert complete([ROCEMETER, "attach", "--me"]) == {"--metrics"}
     assert options("report")[0] == complete([ROCEMETER, "report", "--"])
     assert complete([ROCEMETER, "report", "--format", ""]) == {"text", "json", "csv"}
