@@ -236,7 +236,7 @@ def test_prometheus_scrapes_meter_and_collector(tmp_path, pki, link):
             "rocemeter_collector_epochs_retained": {frozenset(): 0},
             "rocemeter_collector_resource_drops_total": {
                 frozenset({"limit": k}.items()): limits["drops"].get(k, 0)
-                for k in ("session-limit", "epoch-admission", "raw-record-limit")},
+                for k in ("session-limit", "epoch-admission", "raw-record-limit", "raw-byte-limit", "memory-budget")},
         }
         settle(prom, lambda: want_col, "Prometheus to show what report --json shows")
         records = prom.query("rocemeter_collector_records_total")
