@@ -601,7 +601,7 @@ def test_live_sigterm_finals_for_every_open_epoch(veth, daemons, tmp_path):
     assert len(rest) == 2 and set(by_qp) == {QP, QP2}, rest
     assert counters(by_qp[QP]) == expect(FINAL | GU, 1024, 2, skipped=2, abandoned=2)
     assert counters(by_qp[QP2]) == expect(FINAL | GU, 1024, 3, skipped=9, filled=1, abandoned=8)
-    assert not os.path.exists("/sys/fs/bpf/rocemeter/%s/contexts" % veth.dev)
+    assert not os.path.exists(os.path.join(rt.pin_dir(veth.dev), "contexts"))
 
 
 def test_live_sigterm_under_traffic_leaves_no_unreported_epoch(veth, daemons, tmp_path):
@@ -682,7 +682,7 @@ def test_notify_ready_reloading_stopping(veth, daemons, tmp_path):
     daemons.append(d)
     # READY=1 only once the program is attached and the maps are pinned.
     assert notify.next() == ["READY=1"]
-    assert os.path.exists("/sys/fs/bpf/rocemeter/%s/contexts" % veth.dev)
+    assert os.path.exists(os.path.join(rt.pin_dir(veth.dev), "contexts"))
     link = sh("ip", "-j", "link", "show", veth.dev).stdout
     assert '"xdp"' in link, link
     d.proc.send_signal(signal.SIGHUP)

@@ -19,6 +19,8 @@
 #include <bpf/bpf.h>
 
 #include "common/command.h"
+#include "common/log.h"
+#include "common/opts.h"
 #include "common/paths.h"
 #include "flowlabel/flowlabel.h"
 #include "meter.h"
@@ -75,25 +77,43 @@ static void print_ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v, i
 	printf("}");
 }
 
-/* One interface. Returns 0, or 1 if nothing of the meter is pinned there. */
-static int status_one(const char *ifname, int json, int first_if)
+/* What the kernel says of k's pins: attached, stale, or in the hands of a starting or stopping daemon. */
+static const char *meter_state(const struct rm_ifkey *k, uint32_t *prog_id)
 {
-	char path[512], line[4096];
+	int live = rm_pin_meter_live(k, prog_id), lock;
+
+	if (live > 0)
+		return "live";
+	lock = rm_pin_lock(k, 0, NULL, 0);
+	if (lock == -EBUSY)
+		return "busy";
+	rm_pin_unlock(lock);
+	return "stale";
+}
+
+/* One interface (label: its name, or "ifindex N" when it is gone). */
+static int status_one(const struct rm_ifkey *k, const char *label, int json, int first_if)
+{
+	char path[512], dir[512], line[4096];
 	uint64_t st[RM_STAT__COUNT];
 	int stats_fd, ctx_fd, n = 0;
 	struct rm_ctx_key key, next, *prev = NULL;
 	struct rm_ctx val;
+	const char *state;
+	uint32_t prog_id = 0;
 	FILE *f;
 
+	rm_paths_pin_dir(k, dir, sizeof(dir));
 	if (json)
-		printf("%s{\"interface\": \"%s\"", first_if ? "" : ",\n", ifname);
+		printf("%s{\"interface\": \"%s\", \"ifindex\": %u, \"pins\": \"%s\"", first_if ? "" : ",\n", label,
+		       k->ifindex, dir);
 	else
-		printf("%s:\n", ifname);
-	if (rm_paths_pin(ifname, "stats", path, sizeof(path)) || (stats_fd = bpf_obj_get(path)) < 0) {
+		printf("%s (ifindex %u, pins %s):\n", label, k->ifindex, dir);
+	if (rm_paths_pin(k, "stats", path, sizeof(path)) || (stats_fd = bpf_obj_get(path)) < 0) {
 		if (json)
 			printf(", \"meter\": null");
 		else
-			printf("  meter: not attached%s\n", if_nametoindex(ifname) ? "" : " (no such interface)");
+			printf("  meter: not attached%s\n", k->ifname[0] ? "" : " (no such interface)");
 	} else {
 		if (rm_meter_read_stats(stats_fd, st) == 0) {
 			if (json) {
@@ -108,7 +128,7 @@ static int status_one(const char *ifname, int json, int first_if)
 			}
 		}
 		close(stats_fd);
-		if (!rm_paths_pin(ifname, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0) {
+		if (!rm_paths_pin(k, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0) {
 			printf(json ? ", \"contexts\": [" : "  contexts:\n");
 			while (bpf_map_get_next_key(ctx_fd, prev, &next) == 0) {
 				key = next;
@@ -124,20 +144,22 @@ static int status_one(const char *ifname, int json, int first_if)
 			printf(json ? "]" : n ? "" : "    (none)\n");
 			close(ctx_fd);
 		}
-		/* Pins without a daemon holding the interface's lock are stale. */
-		{
-			int holder, lock = rm_lock_interface(ifname, &holder);
-
-			if (lock >= 0) {
-				rm_unlock_interface(ifname, lock);
-				printf(json ? ", \"stale\": true" :
-					      "  STALE: no rocemeter process owns these pins (run 'rocemeter detach %s')\n",
-				       ifname);
-				goto flowlabel;
-			}
-		}
-		/* The daemon's own counters: reports, export sessions and drops. */
-		if (!rm_paths_run_file(ifname, RM_RUN_STATS, path, sizeof(path)) && (f = fopen(path, "r"))) {
+		/* Liveness from the kernel: is the pinned program the interface's XDP program? */
+		state = meter_state(k, &prog_id);
+		if (json)
+			printf(", \"state\": \"%s\", \"xdp_prog_id\": %u, \"stale\": %s", state, prog_id,
+			       strcmp(state, "stale") ? "false" : "true");
+		else if (!strcmp(state, "live"))
+			printf("  attached: XDP program id %u\n", prog_id);
+		else if (!strcmp(state, "busy"))
+			printf("  not attached: a rocemeter daemon holds these pins while starting or stopping\n");
+		else
+			printf("  STALE: no attached XDP program uses these pins and no daemon holds them "
+			       "(run 'rocemeter detach %s%s')\n",
+			       k->ifname[0] ? "" : "--ifindex ", k->ifname[0] ? k->ifname : label + strlen("ifindex "));
+		/* The daemon's own counters: reports, export sessions and drops (same mount namespace only). */
+		if (strcmp(state, "stale") && !rm_paths_run_file(k, RM_RUN_STATS, path, sizeof(path)) &&
+		    (f = fopen(path, "r"))) {
 			if (fgets(line, sizeof(line), f)) {
 				line[strcspn(line, "\n")] = 0;
 				printf(json ? ", \"daemon\": %s" : "  daemon: %s\n", line);
@@ -145,15 +167,19 @@ static int status_one(const char *ifname, int json, int first_if)
 			fclose(f);
 		}
 	}
-flowlabel:
+	if (!k->ifname[0]) {
+		if (json)
+			printf(", \"flowlabel\": null}");
+		return 0;
+	}
 	if (json) {
 		printf(", \"flowlabel\": ");
 		fflush(stdout);
-		if (rm_flowlabel_status(ifname, stdout, 1) != 0)
+		if (rm_flowlabel_status(k->ifname, stdout, 1) != 0)
 			printf("null");
 		printf("}");
 	} else {
-		rm_flowlabel_status(ifname, stdout, 0);
+		rm_flowlabel_status(k->ifname, stdout, 0);
 	}
 	return 0;
 }
@@ -161,8 +187,9 @@ flowlabel:
 static int cmd_status(int argc, char **argv)
 {
 	static const struct option opts[] = { { "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0 } };
-	int json = 0, opt, count = 0;
-	char dir[512];
+	int json = 0, opt, count = 0, rc;
+	char dir[512], err[256], label[64];
+	struct rm_ifkey k;
 	DIR *d;
 	struct dirent *e;
 
@@ -172,24 +199,56 @@ static int cmd_status(int argc, char **argv)
 		case 'h':
 			printf("Usage: rocemeter status [IFACE] [--json]\n\n"
 			       "Show the meter's statistics and live contexts (atomic snapshots of the\n"
-			       "pinned maps), the daemon's report and export counters (records sent,\n"
+			       "pinned maps), whether the kernel still runs it on the interface (live, or\n"
+			       "STALE pins), the daemon's report and export counters (records sent,\n"
 			       "dropped because the queue was full, without a session, or with a lost\n"
 			       "session), and the flow-label program's statistics. Without IFACE: every\n"
-			       "interface with pins under /sys/fs/bpf/rocemeter/.\n");
+			       "interface of this network namespace with pins under\n"
+			       "/sys/fs/bpf/rocemeter/NETNS/IFINDEX/ (an interface is found by its index,\n"
+			       "so a renamed one shows under its new name).\n");
 			return RM_EXIT_OK;
 		default: return RM_EXIT_USAGE;
+		}
+	}
+	for (int i = optind; i < argc; i++) {
+		if (!rm_ifname_valid(argv[i])) {
+			rm_log_cmd(RM_LOG_ERR, "'%s' is not a valid interface name", argv[i]);
+			return RM_EXIT_USAGE;
 		}
 	}
 	if (json)
 		printf("[");
 	if (optind < argc) {
-		for (int i = optind; i < argc; i++)
-			status_one(argv[i], json, count++ == 0);
+		for (int i = optind; i < argc; i++) {
+			rc = rm_ifkey_by_name(argv[i], &k, err, sizeof(err));
+			if (rc == -ENODEV) {
+				/* No such interface here: nothing can be pinned for it. */
+				if (json)
+					printf("%s{\"interface\": \"%s\", \"meter\": null, \"flowlabel\": null}",
+					       count++ ? ",\n" : "", argv[i]);
+				else
+					printf("%s:\n  meter: not attached (no such interface)\n", argv[i]);
+				continue;
+			}
+			if (rc) {
+				rm_log_cmd(RM_LOG_ERR, "%s", err);
+				return RM_EXIT_FAIL;
+			}
+			status_one(&k, argv[i], json, count++ == 0);
+		}
 	} else {
-		if (rm_paths_pin_dir("", dir, sizeof(dir)) == 0 && (d = opendir(dir))) {
-			while ((e = readdir(d)))
-				if (e->d_name[0] != '.')
-					status_one(e->d_name, json, count++ == 0);
+		if (rm_paths_netns_dir(rm_paths_netns(), dir, sizeof(dir)) == 0 && (d = opendir(dir))) {
+			while ((e = readdir(d))) {
+				uint64_t idx;
+
+				if (rm_parse_uint(e->d_name, 1, UINT32_MAX, &idx) || rm_ifkey_by_index((uint32_t)idx, &k))
+					continue;
+				if (k.ifname[0])
+					snprintf(label, sizeof(label), "%s", k.ifname);
+				else
+					snprintf(label, sizeof(label), "ifindex %u", k.ifindex);
+				status_one(&k, label, json, count++ == 0);
+			}
 			closedir(d);
 		}
 		if (!count && !json)
