@@ -4,7 +4,8 @@
 # TLS 1.3 contexts, and the JSON Lines and text report writers.
 ROCEMETER_SRCS += user/common/config.c user/common/errmsg.c user/common/tls.c \
                   user/common/report_json.c user/common/report_text.c user/common/log.c \
-                  user/common/opts.c user/common/paths.c user/common/caps.c
+                  user/common/opts.c user/common/paths.c user/common/caps.c \
+                  user/common/cmd_check_config.c
 LDLIBS         += -ljansson
 CHECK_PROGS    += $(BUILD)/tests/unit/test_config
 # Option values, command-line overrides, paths and the log's levels.

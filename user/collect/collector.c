@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <systemd/sd-daemon.h>
+
 #include "collector.h"
 #include "collector_rules.h"
 #include "common/log.h"
@@ -163,7 +165,16 @@ static void rules_drop(void *arg, uint64_t session_id, uint32_t domain, uint64_t
 
 static void rules_log(void *arg, const char *line)
 {
-	rm_log(RM_LOG_NOTICE, "%s", line);
+	unsigned long long session, epoch;
+	unsigned int domain;
+	char sid[24], eid[24];
+	struct rm_log_field f[] = { { "SESSION", sid }, { "EPOCH_ID", eid } };
+	int n = sscanf(line, "session %llu domain %u epoch %llu", &session, &domain, &epoch);
+
+	/* The rules name the session and epoch in words; journald gets them as fields too. */
+	snprintf(sid, sizeof(sid), "%llu", n >= 1 ? session : 0);
+	snprintf(eid, sizeof(eid), "%llu", n == 3 ? epoch : 0);
+	rm_log_fields(RM_LOG_NOTICE, f, n == 3 ? 2 : n >= 1 ? 1 : 0, "%s", line);
 }
 
 static void dec_record(void *arg, uint32_t domain, uint16_t tid, const struct rm_report *r, const uint8_t *raw,
@@ -234,9 +245,16 @@ static void end_session(struct conn *c, const char *reason)
 		store_check(s, rm_store_session_end(s->st, c->session_id, reason, t, &cnt), "session end");
 	}
 	batch_commit(s);
-	rm_log(RM_LOG_NOTICE, "session %" PRId64 " from %s ended: %s (%" PRIu64 " messages, %" PRIu64 " records, %" PRIu64
-	       " rejected)",
-	       c->session_id, c->peer, reason, c->messages, c->records, c->rejected);
+	{
+		char sid[24];
+		struct rm_log_field f[] = { { "SESSION", sid }, { "PEER", c->peer } };
+
+		snprintf(sid, sizeof(sid), "%" PRId64, c->session_id);
+		rm_log_fields(RM_LOG_NOTICE, f, 2,
+			      "session %" PRId64 " from %s ended: %s (%" PRIu64 " messages, %" PRIu64
+			      " records, %" PRIu64 " rejected)",
+			      c->session_id, c->peer, reason, c->messages, c->records, c->rejected);
+	}
 	if (c->ssl && !c->handshaking)
 		SSL_shutdown(c->ssl); /* best effort, non-blocking */
 }
@@ -320,7 +338,14 @@ static int authorise(struct conn *c)
 	}
 	rm_tls_peer_subject(c->ssl, subj, sizeof(subj));
 	store_check(s, rm_store_session_peer(s->st, c->session_id, subj), "session peer");
-	rm_log(RM_LOG_NOTICE, "session %" PRId64 " from %s: TLS 1.3 peer %s authorised", c->session_id, c->peer, subj);
+	{
+		char sid[24];
+		struct rm_log_field f[] = { { "SESSION", sid }, { "PEER", c->peer } };
+
+		snprintf(sid, sizeof(sid), "%" PRId64, c->session_id);
+		rm_log_fields(RM_LOG_NOTICE, f, 2, "session %" PRId64 " from %s: TLS 1.3 peer %s authorised",
+			      c->session_id, c->peer, subj);
+	}
 	return 0;
 }
 
@@ -345,8 +370,13 @@ static void on_readable(struct conn *c)
 				c->want_write = 1;
 				return;
 			}
-			snprintf(r, sizeof(r), "TLS handshake failed: %s",
-				 rm_tls_errors(err == SSL_ERROR_SYSCALL ? "connection closed" : "", e, sizeof(e)));
+			if (rm_tls_name_mismatch(c->ssl, e, sizeof(e))) {
+				ERR_clear_error(); /* the queue says "certificate verify failed"; the names say why */
+				snprintf(r, sizeof(r), "TLS handshake failed: exporter not authorised: %s", e);
+			} else
+				snprintf(r, sizeof(r), "TLS handshake failed: %s",
+					 rm_tls_errors(err == SSL_ERROR_SYSCALL ? "connection closed" : "", e,
+						       sizeof(e)));
 			end_session(c, r);
 			return;
 		}
@@ -539,8 +569,14 @@ static void on_accept(struct server *s)
 			c->handshaking = 1;
 		}
 		s->conns[s->nconns++] = c;
-		rm_log(RM_LOG_NOTICE, "session %" PRId64 " from %s started (%s)", id, peer,
-		       s->ctx ? "TLS 1.3 handshake" : "plain TCP, unauthenticated");
+		{
+			char sid[24];
+			struct rm_log_field f[] = { { "SESSION", sid }, { "PEER", peer } };
+
+			snprintf(sid, sizeof(sid), "%" PRId64, id);
+			rm_log_fields(RM_LOG_NOTICE, f, 2, "session %" PRId64 " from %s started (%s)", id, peer,
+				      s->ctx ? "TLS 1.3 handshake" : "plain TCP, unauthenticated");
+		}
 	}
 }
 
@@ -621,6 +657,7 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 	       cs->listen, srv.ctx ? "TLS 1.3, mutual authentication" : "plain TCP", cs->db, cs->max_sessions,
 	       cs->max_epochs, cs->max_raw_records, cs->inactivity_timeout_ms, RM_IPFIX_MAX_TEMPLATES,
 	       RM_RULES_MAX_DOMAINS, pen);
+	sd_notify(0, "READY=1"); /* rocemeter-collect.service is Type=notify: listening now */
 
 	while (!*stop) {
 		size_t n = srv.nconns + 1;
@@ -663,6 +700,7 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 		reap(&srv);
 	}
 	ret = 0;
+	sd_notify(0, "STOPPING=1");
 	for (size_t i = 0; i < srv.nconns; i++)
 		end_session(srv.conns[i], "collector shutdown");
 	reap(&srv);

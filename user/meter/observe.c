@@ -45,6 +45,7 @@ void rm_observe_init(struct rm_observe *o, const char *ifname, int link_fd, uint
 {
 	memset(o, 0, sizeof(*o));
 	snprintf(o->ifname, sizeof(o->ifname), "%s", ifname);
+	o->ifindex = if_nametoindex(ifname);
 	o->link_fd = link_fd;
 	o->count_rx_dropped = count_rx_dropped;
 	o->carrier = -1;
@@ -59,6 +60,9 @@ int rm_observe_poll(struct rm_observe *o, uint64_t ringbuf_drops)
 	uint64_t lost = o->rx_lost;
 	int c = 0, bits = 0;
 
+	/* Follow the interface by its index: a rename keeps it (ip link set dev X name Y). */
+	if (o->ifindex)
+		if_indextoname(o->ifindex, o->ifname);
 	if (read_link(o->ifname, o->count_rx_dropped, &lost, &c))
 		c = 0; /* the interface is gone: nothing is observed */
 

@@ -14,7 +14,8 @@
 #include <stdint.h>
 
 struct rm_observe {
-	char ifname[64];
+	char ifname[64];           /* refreshed from ifindex at every poll: renames are followed */
+	unsigned int ifindex;
 	int link_fd;               /* the daemon's XDP link */
 	int count_rx_dropped;      /* also count rx_dropped (see rm_observe_init) */
 	uint64_t rx_lost;          /* rx_missed_errors + rx_fifo_errors + rx_over_errors (+ rx_dropped) */
