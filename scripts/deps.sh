@@ -7,6 +7,7 @@ PKGS=(
   libssl-dev openssl libpcap-dev libsqlite3-dev sqlite3 libinih-dev libsystemd-dev libglib2.0-dev libjansson-dev
   libcmocka-dev python3 python3-pytest python3-scapy tshark tcpdump tcpreplay
   libfixbuf-tools socat iproute2 ethtool systemd
+  debootstrap systemd-container
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -232,9 +232,9 @@ class Veth:
         sh("ip", "netns", "exec", self.ns, "tcpreplay", "-q", "-t", "-i", self.peer, pcap)
 
     def close(self):
+        pins = rt.pin_dir(self.dev)  # left by a test that kept them, or a killed daemon
         sh("ip", "link", "del", self.dev, check=False)
         sh("ip", "netns", "del", self.ns, check=False)
-        pins = "/sys/fs/bpf/rocemeter/%s" % self.dev  # left by a test that kept them, or a killed daemon
         if os.path.isdir(pins):
             for name in os.listdir(pins):
                 os.unlink(os.path.join(pins, name))
