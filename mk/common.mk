@@ -8,6 +8,8 @@ ROCEMETER_SRCS += user/common/config.c user/common/errmsg.c user/common/tls.c \
                   user/common/cmd_check_config.c
 LDLIBS         += -ljansson
 CHECK_PROGS    += $(BUILD)/tests/unit/test_config
+# rocemeter check-config: exit 0 or 2, TLS files included (no root).
+CHECK_SCRIPTS  += tests/unit/test_check_config.py
 # Option values, command-line overrides, paths and the log's levels.
 CHECK_PROGS    += $(BUILD)/tests/unit/test_opts
 # The include rule of docs/architecture.md ("Who may include what").

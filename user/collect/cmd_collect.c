@@ -16,6 +16,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/opts.h"
+#include "common/tls.h"
 #include "rocemeter/ipfix_ie.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -202,6 +203,17 @@ static int cmd_collect(int argc, char **argv)
 		rm_log_cmd(RM_LOG_ERR, "TLS needs --cert, --key, --ca and at least one --peer-name "
 				       "(or [collect] in --config); --plain-tcp disables TLS");
 		return RM_EXIT_USAGE;
+	}
+
+	/* A TLS setting that cannot work is a configuration error (exit 2, no restart), not a runtime one. */
+	if (!cs->tls.plain_tcp) {
+		SSL_CTX *ctx = rm_tls_server_ctx(&cs->tls, err, sizeof(err));
+
+		if (!ctx) {
+			rm_log_cmd(RM_LOG_ERR, "%s", err);
+			return RM_EXIT_USAGE;
+		}
+		SSL_CTX_free(ctx);
 	}
 
 	struct sigaction sa = { 0 };

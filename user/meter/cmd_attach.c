@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/opts.h"
 #include "common/paths.h"
+#include "common/tls.h"
 #include "daemon.h"
 #include "flowlabel/flowlabel.h"
 
@@ -242,6 +243,16 @@ static int cmd_attach(int argc, char **argv)
 		return RM_EXIT_USAGE;
 	}
 	rm_config_apply_overrides(&cfg, &o.overrides);
+	/* A TLS setting that cannot work is a configuration error (exit 2, no restart), not a runtime one. */
+	if (cfg.export.enabled && !cfg.export.tls.plain_tcp) {
+		SSL_CTX *ctx = rm_tls_client_ctx(&cfg.export.tls, err, sizeof(err));
+
+		if (!ctx) {
+			rm_log_cmd(RM_LOG_ERR, "%s: [export] %s", o.config_path, err);
+			return RM_EXIT_USAGE;
+		}
+		SSL_CTX_free(ctx);
+	}
 	o.cfg = &cfg;
 	return run_daemon(&o, &sigs);
 }
