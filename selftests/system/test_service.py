@@ -330,6 +330,7 @@ def test_reload_good_and_refused(ct):
 
 def test_sigkill_restarts_and_replaces_stale_pins(ct):
     old = main_pid(ct)
+    assert old > 0, ct.show(METER, "ActiveState", "SubState")  # kill -9 0 would hit this test's process group
     ct.run("kill", "-9", str(old))
     wait_for(lambda: main_pid(ct) not in (0, old) and ct.show(METER, "ActiveState")["ActiveState"] == "active",
              "systemd to restart the meter (RestartSec=5s)", timeout=90)
