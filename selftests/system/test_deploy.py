@@ -265,6 +265,26 @@ def test_same_name_in_two_namespaces(things, tmp_path, env):
     assert xdp_on(name, ns[1])
 
 
+def test_pins_of_a_vanished_interface(things, tmp_path, env):
+    """Pins kept by a killed daemon whose interface is then deleted: status lists
+    them by index as stale, and detach --ifindex removes them."""
+    lk = link(things)
+    d = attach(things, tmp_path, env, lk.dev, "--config", conf(tmp_path), "--keep-pins")
+    wait_for(lambda: xdp_on(lk.dev), "the meter to attach")
+    ifindex = int(os.path.basename(lk.pins))
+    d.proc.kill()
+    d.wait()
+    sh("ip", "link", "del", lk.dev)
+    assert os.path.exists(os.path.join(lk.pins, "contexts"))
+    listed = [s for s in json.loads(sh(ROCEMETER, "status", "--json", env=env).stdout) if s["ifindex"] == ifindex]
+    assert [(s["interface"], s["stale"]) for s in listed] == [("ifindex %d" % ifindex, True)], listed
+    p = sh(ROCEMETER, "detach", lk.dev, env=env, check=False)
+    assert p.returncode == 2 and "detach --ifindex N" in p.stderr, p.stderr
+    p = sh(ROCEMETER, "detach", "--ifindex", ifindex, env=env)
+    assert "removed stale meter pins of ifindex %d" % ifindex in p.stdout
+    assert not os.path.exists(lk.pins)
+
+
 def test_detach_refuses_an_invalid_name(tmp_path):
     """A name that is no interface name never reaches a path: `detach ../../x`
     removes nothing outside rocemeter's directories."""
