@@ -430,6 +430,10 @@ def veth_pair():
         sh("ip", "netns", "del", ns_b, check=False)
         if pins:
             shutil.rmtree(pins, ignore_errors=True)
+            try:
+                os.rmdir(os.path.dirname(pins))  # the namespace's directory, empty now
+            except OSError:
+                pass
 
 
 def start_capture(ns, dev, path, count):

@@ -224,6 +224,8 @@ out:
 	if (rc && !pinned_before) {
 		unlink(path);
 		rmdir(dir); /* only if empty */
+		if (!rm_paths_netns_dir(key.netns, dir, sizeof(dir)))
+			rmdir(dir);
 	}
 	flowlabel__destroy(skel); /* the filter keeps the program alive */
 	return rc;
@@ -269,6 +271,8 @@ int rm_flowlabel_detach(const char *ifname, char *err, size_t errlen)
 		return -errno;
 	}
 	rmdir(dir); /* fails, as it should, while other pins remain */
+	if (!rm_paths_netns_dir(key.netns, dir, sizeof(dir)))
+		rmdir(dir); /* the namespace's directory, once empty */
 	if (!removed) {
 		rm_errf(err, errlen, "the flow-label program is not attached to %s", ifname);
 		return 1;

@@ -141,6 +141,8 @@ static int cmd_detach(int argc, char **argv)
 		/* We hold the lock: no daemon runs; its PID and stats files are stale. */
 		rm_pin_remove_run_files(&k);
 		rmdir(path);
+		if (!rm_paths_netns_dir(k.netns, path, sizeof(path)))
+			rmdir(path); /* empty once the namespace's last interface is gone */
 		rm_pin_unlock(fd);
 	}
 	if (!did) {

@@ -35,6 +35,9 @@ void rm_pin_remove_meter(const struct rm_ifkey *k)
 			unlink(path);
 	if (!rm_paths_pin_dir(k, path, sizeof(path)))
 		rmdir(path); /* fails while other pins (the flow-label program's) remain */
+	/* The namespace's directory too, once its last interface is gone (rm_pin_lock() makes it again). */
+	if (!rm_paths_netns_dir(k->netns, path, sizeof(path)))
+		rmdir(path);
 }
 
 void rm_pin_remove_run_files(const struct rm_ifkey *k)
@@ -60,6 +63,8 @@ int rm_pin_lock(const struct rm_ifkey *k, int create, char *err, size_t errlen)
 	for (int tries = 0; tries < 100; tries++) {
 		if (create) {
 			rc = rm_paths_prepare_pins(k, err, errlen);
+			if (rc == -ENOENT)
+				continue; /* the namespace's directory was removed between two mkdir() */
 			if (rc)
 				return rc;
 		}

@@ -28,7 +28,10 @@
 /* 1 if the meter's maps are pinned for k (a live daemon's or stale ones), else 0. */
 int rm_pin_meter_exists(const struct rm_ifkey *k);
 
-/* Remove the meter's pins (maps and program) and the directory when it is then empty. */
+/*
+ * Remove the meter's pins (maps and program), and the interface's and the
+ * namespace's directories when they are then empty.
+ */
 void rm_pin_remove_meter(const struct rm_ifkey *k);
 
 /* Remove the daemon's PID and stats files (call only while holding the lock). */
