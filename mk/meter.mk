@@ -22,6 +22,9 @@ $(BUILD)/tests/lib/vlan_push.bpf.o: tests/lib/vlan_push.bpf.c vmlinux/vmlinux.h
 # Epoch lifecycle: idle expiry, reload, shutdown, capture discontinuity,
 # eviction and sd_notify readiness.
 CHECK_SCRIPTS  += selftests/system/test_lifecycle.py
+# What a deployment meets besides the unit: signals while starting, pins keyed by
+# namespace and ifindex, a detach that proves its target, renames, actionable errors.
+CHECK_SCRIPTS  += selftests/system/test_deploy.py
 # include/rocemeter/bth.h on the host: the opcode predicates and BTH fields
 # against the BTH opcode table ([IBPKT]).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_bth

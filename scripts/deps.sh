@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install rocemeter's build and test dependencies on Debian 12 (apt-get).
-# Idempotent and quiet when everything is installed already.
+# Idempotent and quiet when everything is installed already. debootstrap and
+# systemd-container: the live systemd test (selftests/system/test_service.py).
 set -euo pipefail
 PKGS=(
   make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
@@ -8,6 +9,7 @@ PKGS=(
   libmicrohttpd-dev prometheus
   libcmocka-dev python3 python3-pytest python3-scapy tshark tcpdump tcpreplay
   libfixbuf-tools socat iproute2 ethtool systemd
+  debootstrap systemd-container
 )
 missing=()
 for p in "${PKGS[@]}"; do

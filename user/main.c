@@ -29,7 +29,7 @@ static void usage(FILE *f)
 				best = c;
 		if (!best)
 			break;
-		fprintf(f, "  %-10s %s\n", best->name, best->summary);
+		fprintf(f, "  %-13s %s\n", best->name, best->summary);
 		last = best->order;
 	}
 	fprintf(f, "\nRun 'rocemeter help COMMAND' (or 'rocemeter COMMAND --help') for the options of a\n"

@@ -18,11 +18,14 @@ import shutil
 import signal
 import struct
 import subprocess
+from pathlib import Path
 import tempfile
 import time
 import zlib
 
 import pytest
+
+import rocetest as rt  # tests/lib: pin_dir()
 
 from scapy.all import Ether, Dot1Q, IP, IPv6, UDP, Raw, wrpcap
 from scapy.layers.inet6 import (IPv6ExtHdrDestOpt, IPv6ExtHdrFragment,
@@ -33,7 +36,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
 HELPER = os.path.join(BUILD, "tests", "lib", "fl_helper")
 ROCEMETER = os.path.join(BUILD, "rocemeter")
-PIN_BASE = "/sys/fs/bpf/rocemeter"
 
 VARIANTS = ("literal", "crc32", "crc32c", "mpeg2")
 RC_OPCODES = (0x00, 0x04, 0x05, 0x06, 0x0a, 0x0b, 0x0c, 0x10, 0x11, 0x12, 0x81)
@@ -444,19 +446,26 @@ def veth_pair():
     tag = "%x" % (os.getpid() & 0xFFFFF)
     ns_a, ns_b = "rmfl-a-" + tag, "rmfl-b-" + tag
     if_a, if_b = "rmfla" + tag, "rmflb" + tag
+    pins = None
     try:
         sh("ip", "netns", "add", ns_a)
         sh("ip", "netns", "add", ns_b)
         sh("ip", "link", "add", if_a, "netns", ns_a, "type", "veth", "peer", "name", if_b, "netns", ns_b)
         for ns, dev in ((ns_a, if_a), (ns_b, if_b)):
             sh("ip", "-n", ns, "link", "set", dev, "up")
+        pins = rt.pin_dir(if_a, ns_a)
         yield ns_a, if_a, ns_b, if_b
     finally:
         if os.path.exists(HELPER):
             sh(HELPER, "detach", ns_a, if_a, check=False)
         sh("ip", "netns", "del", ns_a, check=False)
         sh("ip", "netns", "del", ns_b, check=False)
-        shutil.rmtree(os.path.join(PIN_BASE, if_a), ignore_errors=True)
+        if pins:
+            shutil.rmtree(pins, ignore_errors=True)
+            try:
+                os.rmdir(os.path.dirname(pins))  # the namespace's directory, empty now
+            except OSError:
+                pass
 
 
 def start_capture(ns, dev, path, count):
@@ -477,7 +486,7 @@ def start_capture(ns, dev, path, count):
 @needs_root
 def test_end_to_end_veth(veth_pair, tmp_path):
     ns_a, if_a, ns_b, if_b = veth_pair
-    pin = os.path.join(PIN_BASE, if_a, "fl_stats")
+    pin = os.path.join(rt.pin_dir(if_a, ns_a), "fl_stats")
     if not os.path.exists(HELPER):
         pytest.fail("%s missing" % HELPER)
     sh(HELPER, "attach", ns_a, if_a, "egress", "--hash", "crc32")
@@ -536,7 +545,7 @@ def test_end_to_end_veth(veth_pair, tmp_path):
     assert "hash mpeg2" in text and "rewritten" in text
 
     # Another module's pin in the same directory survives the detach, and so does the directory.
-    other = os.path.join(PIN_BASE, if_a, "other")
+    other = os.path.join(os.path.dirname(pin), "other")
     sh("bpftool", "map", "create", other, "type", "array", "key", "4", "value", "4", "entries", "1",
        "name", "rmfl_other")
     sh(HELPER, "detach", ns_a, if_a)
@@ -611,9 +620,9 @@ def test_pins_follow_bpffs_override(tmp_path):
         p = rm("attach", dev, "--flowlabel", "egress", "--hash", "crc32", "--flowlabel-only")
         assert p.returncode == 0, p.stderr
         assert sh("stat", "-f", "-c", "%T", str(root)).stdout.strip() == "bpf_fs"
-        pin = root / "rocemeter" / dev / "fl_stats"
+        pin = Path(rt.pin_dir(dev, bpffs=str(root))) / "fl_stats"
         assert pin.exists()
-        assert not os.path.exists(os.path.join(PIN_BASE, dev))
+        assert not os.path.exists(rt.pin_dir(dev, bpffs="/sys/fs/bpf"))
 
         st = rm("status", dev, "--json")
         assert st.returncode == 0, st.stderr
@@ -627,7 +636,9 @@ def test_pins_follow_bpffs_override(tmp_path):
         tc = sh("tc", "filter", "show", "dev", dev, "egress").stdout
         assert "rocemeter_fl" not in tc
     finally:
+        default_pins = rt.pin_dir(dev, bpffs="/sys/fs/bpf") if os.path.exists("/sys/class/net/" + dev) else None
         sh("ip", "link", "del", dev, check=False)
         if os.path.ismount(root):
             sh("umount", str(root), check=False)
-        shutil.rmtree(os.path.join(PIN_BASE, dev), ignore_errors=True)
+        if default_pins:
+            shutil.rmtree(default_pins, ignore_errors=True)

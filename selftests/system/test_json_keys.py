@@ -12,6 +12,7 @@ import subprocess
 
 import pytest
 
+import rocetest as rt  # tests/lib: pin_dir()
 import test_export_e2e as e2e
 import test_live_meter as live
 import importlib.util
@@ -110,9 +111,12 @@ def test_attach_status_and_report_keys(tmp_path, link):
 def test_status_reads_a_stats_map_of_another_build(tmp_path):
     """A stats map pinned by another build (more statistics: a larger value)
     is read by its own size: status shows the statistics it knows instead
-    of overflowing its buffer (it aborted before)."""
+    of overflowing its buffer (it aborted before). The pins are keyed by
+    namespace and ifindex: a dummy interface gives them a key."""
     base = "/sys/fs/bpf/rmtest-%d" % os.getpid()
-    pin_dir = os.path.join(base, "rocemeter", "rmfake0")
+    subprocess.run(["ip", "link", "del", "rmfake0"], capture_output=True)
+    subprocess.run(["ip", "link", "add", "rmfake0", "type", "dummy"], check=True)
+    pin_dir = rt.pin_dir("rmfake0", bpffs=base)
     os.makedirs(pin_dir)
     try:
         n_known = len(schema.re.findall(r'X\(\w+, "(\w+)",', schema.macro(schema.read("include", "rocemeter",
@@ -133,3 +137,4 @@ def test_status_reads_a_stats_map_of_another_build(tmp_path):
         assert list(meter.values()) == [(i + 1) * ncpu for i in range(n_known)]
     finally:
         subprocess.run(["rm", "-rf", base])
+        subprocess.run(["ip", "link", "del", "rmfake0"], capture_output=True)

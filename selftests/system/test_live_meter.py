@@ -28,10 +28,11 @@ from collections import Counter, defaultdict
 
 import pytest
 
+import rocetest as rt  # tests/lib, on pytest.ini's pythonpath
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
 ROCEMETER = os.path.join(BUILD, "rocemeter")
-PIN_BASE = "/sys/fs/bpf/rocemeter"
 RUN_DIR = "/run/rocemeter"
 NCCL_PCAP = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "data", "pcaps",
                          "linlinw5_nccl_nccl_node0.pcap")  # bundled copy
@@ -139,6 +140,7 @@ class Link:
         # The NCCL capture has frames of 3903 bytes.
         sh("ip", "link", "set", self.iface, "mtu", "9000", "up")
         sh("ip", "-n", self.ns, "link", "set", self.peer, "mtu", "9000", "up")
+        self.pin_dir()
 
     def attach(self, *args, ready=True):
         d = Daemon(self.iface, self.tmp, *args)
@@ -161,7 +163,15 @@ class Link:
         return len(frames)
 
     def pin_dir(self):
-        return os.path.join(PIN_BASE, self.iface)
+        """BPFFS/rocemeter/NETNS/IFINDEX (keyed by namespace and ifindex, found while the link exists)."""
+        if not hasattr(self, "_pin_dir"):
+            self._pin_dir = rt.pin_dir(self.iface)
+        return self._pin_dir
+
+    def run_file(self, suffix):
+        """RUN_DIR/NETNS-IFINDEX.SUFFIX, beside the pins' key."""
+        ino, ifindex = self.pin_dir().split("/")[-2:]
+        return os.path.join(RUN_DIR, "%s-%s.%s" % (ino, ifindex, suffix))
 
     def status(self):
         p = sh(ROCEMETER, "status", self.iface, "--json")
@@ -184,16 +194,16 @@ class Link:
     def cleanup(self):
         for d in self.daemons:
             d.kill()
+        pd = self.pin_dir() if hasattr(self, "_pin_dir") else None
         sh("ip", "link", "del", self.iface, check=False)
         sh("ip", "netns", "del", self.ns, check=False)
-        pd = self.pin_dir()
-        if os.path.isdir(pd):
+        if pd and os.path.isdir(pd):
             for name in os.listdir(pd):
                 os.unlink(os.path.join(pd, name))
             os.rmdir(pd)
-        for suffix in ("lock", "pid", "stats"):
-            p = os.path.join(RUN_DIR, "%s.%s" % (self.iface, suffix))
-            if os.path.exists(p):
+        for suffix in ("pid", "stats"):
+            p = self.run_file(suffix) if pd else None
+            if p and os.path.exists(p):
                 os.unlink(p)
 
 
@@ -297,7 +307,7 @@ def check_gone(lk):
     net = json.loads(sh("bpftool", "-j", "net", "show", "dev", lk.iface).stdout)
     assert all(not e.get("xdp") for e in net), net
     assert not os.path.exists(lk.pin_dir()), os.listdir(lk.pin_dir())
-    assert not os.path.exists(os.path.join(RUN_DIR, lk.iface + ".pid"))
+    assert not os.path.exists(lk.run_file("pid"))
 
 
 # ---- tests ---------------------------------------------------------------------
@@ -311,8 +321,8 @@ def test_seed_examples_live_status_bpftool_and_final(link):
     assert link.xdp_attached()
     net = json.loads(sh("bpftool", "-j", "net", "show", "dev", link.iface).stdout)
     assert [x["mode"] for e in net for x in e.get("xdp", [])] == ["driver"], net
-    with open(os.path.join(RUN_DIR, link.iface + ".pid")) as f:
-        assert int(f.read()) == d.proc.pid
+    with open(link.run_file("pid")) as f:
+        assert int(f.read().split()[0]) == d.proc.pid
 
     t0 = time.time()
     n = link.send(seed_frames() + [not_roce(1)])
@@ -392,7 +402,7 @@ def test_second_attach_refused_and_stale_pins(link):
     stale = link.attach("--provision-all", ready=False)
     assert stale.proc.wait(timeout=60) != 0
     err = stale.stderr()
-    assert "stale pin directory" in err and os.path.join(link.pin_dir(), "contexts") in err, err
+    assert "stale pins for %s in %s" % (link.iface, link.pin_dir()) in err, err
     assert "rocemeter detach %s" % link.iface in err
     assert not link.xdp_attached()
 
@@ -401,7 +411,7 @@ def test_second_attach_refused_and_stale_pins(link):
     assert not os.path.exists(link.pin_dir())
     # The killed daemon's PID and stats files went with the stale pins.
     for suffix in ("pid", "stats"):
-        assert not os.path.exists(os.path.join(RUN_DIR, "%s.%s" % (link.iface, suffix))), suffix
+        assert not os.path.exists(link.run_file(suffix)), suffix
 
     # Usable again.
     again = link.attach("--provision-all", "--window", "4", "--json")

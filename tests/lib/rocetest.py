@@ -202,6 +202,19 @@ def run_replay(pcaps, tmp_path, *args):
     return Replay(proc, stats)
 
 
+def pin_dir(ifname, netns=None, bpffs=None):
+    """BPFFS/rocemeter/NETNS/IFINDEX, the pin directory of interface ifname
+    (user/common/paths.h, docs/service.md): netns is the name of a network
+    namespace under /run/netns, or None for this process's own."""
+    bpffs = bpffs or os.environ.get("ROCEMETER_BPFFS") or "/sys/fs/bpf"
+    ns = ["-n", netns] if netns else []
+    link = subprocess.run(["ip", *ns, "-j", "link", "show", "dev", ifname], capture_output=True, text=True,
+                          check=True).stdout
+    ifindex = json.loads(link)[0]["ifindex"]
+    ino = os.stat("/run/netns/" + netns if netns else "/proc/self/ns/net").st_ino
+    return os.path.join(bpffs, "rocemeter", str(ino), str(ifindex))
+
+
 def report_key(r):
     """(family, src, dst, dest QP, P_Key) of a JSON report."""
     if "sourceIPv4Address" in r:

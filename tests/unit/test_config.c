@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "common/config.h"
@@ -421,6 +422,72 @@ static void missing_file(void **state)
 	assert_string_equal(err, "/nonexistent/rocemeter.conf: cannot open: No such file or directory");
 }
 
+/*
+ * A directory, a device or a FIFO as the configuration: refused before a
+ * byte is read (an empty configuration, an endless read of /dev/zero or a
+ * wait for a FIFO's writer were the alternatives). alarm() turns a hang into
+ * a failure.
+ */
+static void not_a_regular_file(void **state)
+{
+	char fifo[64] = "/tmp/rm-test-config-fifo-XXXXXX";
+
+	alarm(20);
+	rm_config_defaults(&cfg);
+	assert_int_equal(rm_config_load("/tmp", &cfg, err, sizeof(err)), -1);
+	assert_string_equal(err, "/tmp: not a regular file (a directory); give the configuration file");
+	assert_int_equal(rm_config_load("/dev/zero", &cfg, err, sizeof(err)), -1);
+	assert_string_equal(err, "/dev/zero: not a regular file (a character device); give the configuration file");
+	assert_non_null(mkdtemp(fifo));
+	strcat(fifo, "/f");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(rm_config_load(fifo, &cfg, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, ": not a regular file (a FIFO)"));
+	unlink(fifo);
+	*strrchr(fifo, '/') = 0;
+	rmdir(fifo);
+	alarm(0);
+}
+
+/* Numbers as documented: decimal (a leading 0 is still decimal) or 0x hexadecimal, never octal. */
+static void leading_zeros_are_decimal(void **state)
+{
+	expect_ok("[meter]\nwindow = 010\nmax_contexts = 0x10\nobservation_point_id = 0077\n"
+		  "[provision]\nconnection = 192.0.2.10 192.0.2.20 010 0x010\n"
+		  "[export]\ncollector = c.test\nport = 08\nqueue_records = 09\n");
+	assert_int_equal(cfg.meter.window, 10);
+	assert_int_equal(cfg.meter.max_contexts, 16);
+	assert_int_equal(cfg.meter.observation_point_id, 77);
+	assert_int_equal(cfg.provision[0].dest_qp, 10);
+	assert_int_equal(cfg.provision[0].pkey, 16);
+	assert_int_equal(cfg.export.port, 8);        /* "08" is no octal error: eight */
+	assert_int_equal(cfg.export.queue_records, 9);
+	expect_error("[meter]\nwindow = 0o10\n", 2, "window: '0o10' is not an integer");
+	expect_error("[meter]\nwindow = -010\n", 2, "window: '-010' is not an integer");
+}
+
+/* listen: ADDR:PORT, [IPV6]:PORT or :PORT, PORT 1..65535 (70000 is not 4464). */
+static void listen_addresses(void **state)
+{
+	expect_ok("[collect]\nlisten = 127.0.0.1:4740\n");
+	expect_ok("[collect]\nlisten = [::1]:0x1284\n");
+	expect_ok("[collect]\nlisten = :65535\n");
+	expect_error("[collect]\nlisten = 127.0.0.1:70000\n", 2,
+		     "listen: '127.0.0.1:70000' is not ADDR:PORT, [IPV6]:PORT or :PORT with PORT in 1..65535");
+	expect_error("[collect]\nlisten = 127.0.0.1:0\n", 2, "PORT in 1..65535");
+	expect_error("[collect]\nlisten = ::1:4740\n", 2, "PORT in 1..65535"); /* IPv6 needs brackets */
+	expect_error("[collect]\nlisten = 127.0.0.1\n", 2, "PORT in 1..65535");
+}
+
+/* The sections a file had keys in (check-config checks [collect] only when present). */
+static void sections_named(void **state)
+{
+	expect_ok("[meter]\nwindow = 4\n[collect]\ndb = x.db\n");
+	assert_int_equal(cfg.sections, RM_CONFIG_METER | RM_CONFIG_COLLECT);
+	expect_ok("[provision]\nconnection = 192.0.2.10 192.0.2.20 any any\n[export]\ncollector = c.test\n");
+	assert_int_equal(cfg.sections, RM_CONFIG_PROVISION | RM_CONFIG_EXPORT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -443,6 +510,10 @@ int main(void)
 		cmocka_unit_test(syntax_error),
 		cmocka_unit_test(long_line),
 		cmocka_unit_test(missing_file),
+		cmocka_unit_test(not_a_regular_file),
+		cmocka_unit_test(leading_zeros_are_decimal),
+		cmocka_unit_test(listen_addresses),
+		cmocka_unit_test(sections_named),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "common/config.h"
@@ -140,24 +141,61 @@ static void assert_path(int rc, const char *got, const char *expected)
 	assert_string_equal(got, expected);
 }
 
+/* Pins and run files are keyed by network namespace and ifindex, never by the name (docs/service.md). */
 static void paths(void **state)
 {
+	struct rm_ifkey k = { .netns = 4026531840ull, .ifindex = 7, .ifname = "eth1" };
 	char buf[256];
 
 	unsetenv("ROCEMETER_BPFFS");
 	unsetenv("ROCEMETER_RUNDIR");
-	assert_path(rm_paths_pin_dir("eth1", buf, sizeof(buf)), buf, "/sys/fs/bpf/rocemeter/eth1");
-	assert_path(rm_paths_pin("eth1", "fl_stats", buf, sizeof(buf)), buf, "/sys/fs/bpf/rocemeter/eth1/fl_stats");
-	assert_path(rm_paths_run_file("eth1", RM_RUN_LOCK, buf, sizeof(buf)), buf, "/run/rocemeter/eth1.lock");
+	assert_path(rm_paths_netns_dir(k.netns, buf, sizeof(buf)), buf, "/sys/fs/bpf/rocemeter/4026531840");
+	assert_path(rm_paths_pin_dir(&k, buf, sizeof(buf)), buf, "/sys/fs/bpf/rocemeter/4026531840/7");
+	assert_path(rm_paths_pin(&k, "fl_stats", buf, sizeof(buf)), buf, "/sys/fs/bpf/rocemeter/4026531840/7/fl_stats");
+	assert_path(rm_paths_run_file(&k, RM_RUN_PID, buf, sizeof(buf)), buf, "/run/rocemeter/4026531840-7.pid");
 	setenv("ROCEMETER_BPFFS", "/tmp/bpf", 1);
 	setenv("ROCEMETER_RUNDIR", "/tmp/run", 1);
-	assert_path(rm_paths_pin("eth1", "contexts", buf, sizeof(buf)), buf, "/tmp/bpf/rocemeter/eth1/contexts");
-	assert_path(rm_paths_run_file("eth1", RM_RUN_PID, buf, sizeof(buf)), buf, "/tmp/run/eth1.pid");
+	assert_path(rm_paths_pin(&k, "contexts", buf, sizeof(buf)), buf, "/tmp/bpf/rocemeter/4026531840/7/contexts");
+	assert_path(rm_paths_run_file(&k, RM_RUN_STATS, buf, sizeof(buf)), buf, "/tmp/run/4026531840-7.stats");
 	setenv("ROCEMETER_BPFFS", "", 1); /* empty: the default */
-	assert_path(rm_paths_pin_dir("eth1", buf, sizeof(buf)), buf, "/sys/fs/bpf/rocemeter/eth1");
-	assert_int_equal(rm_paths_pin_dir("eth1", buf, 10), -ENAMETOOLONG);
+	assert_path(rm_paths_pin_dir(&k, buf, sizeof(buf)), buf, "/sys/fs/bpf/rocemeter/4026531840/7");
+	assert_int_equal(rm_paths_pin_dir(&k, buf, 10), -ENAMETOOLONG);
 	unsetenv("ROCEMETER_BPFFS");
 	unsetenv("ROCEMETER_RUNDIR");
+}
+
+/* The kernel's rule for interface names (dev_valid_name): nothing that climbs out of a directory. */
+static void interface_names(void **state)
+{
+	static const char *const good[] = { "eth1", "br-rdma", "a", "x23456789012345", "en.p1" };
+	static const char *const bad[] = { "", ".", "..", "../../x", "a/b", "eth0:1", "with space", "tab\t",
+					   "x234567890123456" };
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		assert_true(rm_ifname_valid(good[i]));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_false(rm_ifname_valid(bad[i]));
+	assert_false(rm_ifname_valid(NULL));
+}
+
+/* A key names the namespace by its inode (as stat(1) shows it) and the interface by its index. */
+static void interface_keys(void **state)
+{
+	struct rm_ifkey k;
+	struct stat st;
+	char err[128];
+
+	assert_int_equal(stat("/proc/self/ns/net", &st), 0);
+	assert_int_equal(rm_ifkey_by_name("lo", &k, err, sizeof(err)), 0);
+	assert_int_equal(k.netns, (uint64_t)st.st_ino);
+	assert_int_equal(k.ifindex, 1); /* loopback is the first interface of every namespace */
+	assert_string_equal(k.ifname, "lo");
+	assert_int_equal(rm_ifkey_by_name("../../x", &k, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "'../../x' is not a valid interface name");
+	assert_int_equal(rm_ifkey_by_name("rmnosuchif0", &k, err, sizeof(err)), -ENODEV);
+	assert_string_equal(err, "no interface 'rmnosuchif0'");
+	assert_int_equal(rm_ifkey_by_index(1, &k), 0);
+	assert_string_equal(k.ifname, "lo");
 }
 
 /* Run fn with stderr going to a file; the file's text into out. */
@@ -190,26 +228,106 @@ static void log_some(void)
 	rm_log_cmd(RM_LOG_ERR, "usage");
 }
 
+/* 1700000000 s after the epoch is 2023-11-14T22:13:20Z (date -u -d @1700000000). */
+static uint64_t t_real = 1700000000123ull, t_mono = 5000;
+#define STAMP "2023-11-14T22:13:20.123Z"
+
 static void log_levels(void **state)
 {
 	char out[1024];
 
-	/* The default shows what the daemons always said (up to notice). */
+	rm_log_set_test_clock(&t_real, &t_mono);
+	/* The default shows what the daemons always said (up to notice); a
+	 * daemon's line has a UTC timestamp and its level, a subcommand's not. */
 	assert_int_equal(rm_log_level(), RM_LOG_NOTICE);
 	capture_stderr(log_some, out, sizeof(out));
-	assert_string_equal(out, "rocemeter: e 1\nrocemeter: w\nrocemeter: n\nrocemeter: usage\n");
+	assert_string_equal(out, STAMP " err rocemeter: e 1\n" STAMP " warning rocemeter: w\n" STAMP
+				 " notice rocemeter: n\nrocemeter: usage\n");
 	rm_log_set_command("attach");
 	rm_log_set_level(RM_LOG_DEBUG);
 	capture_stderr(log_some, out, sizeof(out));
-	assert_string_equal(out, "rocemeter: e 1\nrocemeter: w\nrocemeter: n\nrocemeter: i\nrocemeter: d\n"
-				 "rocemeter attach: usage\n");
+	assert_string_equal(out, STAMP " err rocemeter: e 1\n" STAMP " warning rocemeter: w\n" STAMP
+				 " notice rocemeter: n\n" STAMP " info rocemeter: i\n" STAMP
+				 " debug rocemeter: d\nrocemeter attach: usage\n");
 	rm_log_set_ident("rocemeter collect");
 	rm_log_set_level(RM_LOG_ERR);
 	capture_stderr(log_some, out, sizeof(out));
-	assert_string_equal(out, "rocemeter collect: e 1\nrocemeter attach: usage\n");
+	assert_string_equal(out, STAMP " err rocemeter collect: e 1\nrocemeter attach: usage\n");
 	rm_log_set_ident("rocemeter");
 	rm_log_set_command(NULL);
 	rm_log_set_level(RM_LOG_NOTICE);
+	rm_log_set_test_clock(NULL, NULL);
+}
+
+/* --log-level takes journald's names (and their numbers). */
+static void log_level_names(void **state)
+{
+	static const char *const names[] = { "err", "warning", "notice", "info", "debug" };
+	enum rm_log_level l;
+
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(rm_log_level_from_name(names[i], &l), 0);
+		assert_int_equal(l, RM_LOG_ERR + i);
+		assert_string_equal(rm_log_level_name(l), names[i]);
+	}
+	assert_int_equal(rm_log_level_from_name("7", &l), 0);
+	assert_int_equal(l, RM_LOG_DEBUG);
+	assert_int_equal(rm_log_level_from_name("error", &l), 0);
+	assert_int_equal(l, RM_LOG_ERR);
+	assert_int_equal(rm_log_level_from_name("loud", &l), -EINVAL);
+	assert_int_equal(rm_log_level_from_name("8", &l), -EINVAL);
+}
+
+#define EMFILE_LINE STAMP " err rocemeter: accept: Too many open files"
+
+static void accept_emfile_1000(void)
+{
+	for (int i = 0; i < 1000; i++)
+		rm_log(RM_LOG_ERR, "accept: Too many open files");
+}
+
+static void accept_emfile_once(void)
+{
+	rm_log(RM_LOG_ERR, "accept: Too many open files");
+}
+
+static void other_lines(void)
+{
+	rm_log(RM_LOG_WARNING, "export: connect to 192.0.2.1 port 4740: Connection refused");
+	for (int i = 0; i < 8; i++)
+		rm_log(RM_LOG_NOTICE, "session ended");
+}
+
+/*
+ * At most RM_LOG_BURST (5) identical error lines per RM_LOG_WINDOW_MS (10 s,
+ * from the first of them); the first line after the window counts what was
+ * held back. Other texts and notices are not held back.
+ */
+static void log_rate_limit(void **state)
+{
+	char out[8192], expect[8192] = "";
+
+	assert_int_equal(RM_LOG_BURST, 5);
+	assert_int_equal(RM_LOG_WINDOW_MS, 10000);
+	rm_log_set_test_clock(&t_real, &t_mono);
+	capture_stderr(accept_emfile_1000, out, sizeof(out));
+	for (int i = 0; i < 5; i++)
+		strcat(expect, EMFILE_LINE "\n");
+	assert_string_equal(out, expect);
+
+	t_mono += 9999; /* still the same window */
+	capture_stderr(accept_emfile_once, out, sizeof(out));
+	assert_string_equal(out, "");
+	capture_stderr(other_lines, out, sizeof(out));
+	strcpy(expect, STAMP " warning rocemeter: export: connect to 192.0.2.1 port 4740: Connection refused\n");
+	for (int i = 0; i < 8; i++)
+		strcat(expect, STAMP " notice rocemeter: session ended\n");
+	assert_string_equal(out, expect);
+
+	t_mono += 1; /* the window has passed: 995 + 1 were held back */
+	capture_stderr(accept_emfile_once, out, sizeof(out));
+	assert_string_equal(out, EMFILE_LINE " (996 identical messages suppressed before this one)\n");
+	rm_log_set_test_clock(NULL, NULL);
 }
 
 int main(void)
@@ -222,7 +340,11 @@ int main(void)
 		cmocka_unit_test(config_reads_numbers_alike),
 		cmocka_unit_test(overrides),
 		cmocka_unit_test(paths),
+		cmocka_unit_test(interface_names),
+		cmocka_unit_test(interface_keys),
 		cmocka_unit_test(log_levels),
+		cmocka_unit_test(log_level_names),
+		cmocka_unit_test(log_rate_limit),
 	};
 
 	return cmocka_run_group_tests_name("opts", tests, NULL, NULL);

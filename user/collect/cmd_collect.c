@@ -2,7 +2,8 @@
 /*
  * cmd_collect.c - `rocemeter collect`: the [collect] section of --config,
  * overridden by the options, then the collector (collector.h) until
- * SIGINT/SIGTERM.
+ * SIGINT/SIGTERM. SIGHUP, SIGUSR1 and SIGUSR2 are ignored (blocked from
+ * the first instruction, so that none can kill it while it starts).
  */
 #include <getopt.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/opts.h"
+#include "common/tls.h"
 #include "rocemeter/ipfix_ie.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -22,6 +24,18 @@ static volatile sig_atomic_t stop_flag;
 static void on_signal(int sig)
 {
 	stop_flag = 1;
+}
+
+/* The signals a service manager or an operator may send; blocked until their handlers exist. */
+static void block_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGUSR1);
+	sigaddset(set, SIGUSR2);
+	sigprocmask(SIG_BLOCK, set, NULL);
 }
 
 static void collect_usage(FILE *f)
@@ -32,7 +46,8 @@ static void collect_usage(FILE *f)
 		"Receive IPFIX reports of RoCEv2 sequence observations from one or\n"
 		"more exporters, validate them and store epoch outcomes in SQLite. Every TCP\n"
 		"connection is its own Transport Session. Stops cleanly on SIGINT/SIGTERM:\n"
-		"open epochs are retired as incomplete.\n"
+		"open epochs are retired as incomplete. SIGHUP, SIGUSR1 and SIGUSR2 are\n"
+		"ignored (a changed configuration needs a restart).\n"
 		"\n"
 		"Options (they override the [collect] section of --config):\n"
 		"  -l, --listen ADDR:PORT     address to listen on, e.g. 127.0.0.1:%d,\n"
@@ -54,6 +69,7 @@ static void collect_usage(FILE *f)
 		"                             enterprise-specific IEs (default %u)\n"
 		"      --metrics ADDR:PORT    serve Prometheus metrics on http://ADDR:PORT/metrics\n"
 		"                             (default off; PORT 0: any free port)\n"
+		"      --log-level LEVEL      err, warning, notice (default), info or debug\n"
 		"  -h, --help                 this help\n"
 		"\n"
 		"Limits on a hostile network (docs/collector.md):\n"
@@ -91,7 +107,7 @@ static int cmd_collect(int argc, char **argv)
 {
 	enum { O_CERT = 256, O_KEY, O_CA, O_PEER, O_PLAIN, O_MAXS, O_MAXE, O_MAXR, O_INACT, O_PEN, O_MAXH, O_MAXHS,
 	       O_HST, O_SESST, O_MSGT, O_DEADT, O_RAWB, O_RAWBS, O_MEM,
-	       O_METRICS };
+	       O_METRICS, O_LOG };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' }, { "db", required_argument, NULL, 'd' },
 		{ "config", required_argument, NULL, 'c' }, { "cert", required_argument, NULL, O_CERT },
@@ -110,6 +126,7 @@ static int cmd_collect(int argc, char **argv)
 		{ "max-raw-bytes-per-session", required_argument, NULL, O_RAWBS },
 		{ "max-memory-bytes", required_argument, NULL, O_MEM },
 		{ "metrics", required_argument, NULL, O_METRICS },
+		{ "log-level", required_argument, NULL, O_LOG },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	struct rm_collect_settings *cs = &cfg_file.collect;
@@ -117,6 +134,12 @@ static int cmd_collect(int argc, char **argv)
 	char err[512];
 	uint64_t v, pen = RM_IPFIX_DEFAULT_PEN;
 	int o, n_peer_cli = 0;
+	enum rm_log_level level;
+	sigset_t sigs;
+	char host[256];
+	uint16_t port;
+
+	block_signals(&sigs);
 
 	rm_log_set_ident("rocemeter collect"); /* the collector's log lines name the command */
 	/* First pass: --config and --help, so that command-line options override the file. */
@@ -139,7 +162,13 @@ static int cmd_collect(int argc, char **argv)
 	opterr = 1;
 	while ((o = getopt_long(argc, argv, "l:d:c:h", opts, NULL)) != -1) {
 		switch (o) {
-		case 'l': snprintf(cs->listen, sizeof(cs->listen), "%s", optarg); break;
+		case 'l':
+			if (rm_parse_listen(optarg, host, sizeof(host), &port, err, sizeof(err))) {
+				rm_log_cmd(RM_LOG_ERR, "--listen: %s", err);
+				return RM_EXIT_USAGE;
+			}
+			snprintf(cs->listen, sizeof(cs->listen), "%s", optarg);
+			break;
 		case 'd': snprintf(cs->db, sizeof(cs->db), "%s", optarg); break;
 		case 'c': break;
 		case O_CERT: snprintf(cs->tls.cert, sizeof(cs->tls.cert), "%s", optarg); break;
@@ -207,6 +236,14 @@ static int cmd_collect(int argc, char **argv)
 		NUM_OPT(O_MEM, "--max-memory-bytes", RM_MAX_MEMORY_BYTES_MIN, RM_MAX_MEMORY_BYTES_MAX,
 			cs->max_memory_bytes)
 #undef NUM_OPT
+		case O_LOG:
+			if (rm_log_level_from_name(optarg, &level)) {
+				rm_log_cmd(RM_LOG_ERR, "--log-level: '%s' is not err, warning, notice, info or debug",
+					   optarg);
+				return RM_EXIT_USAGE;
+			}
+			rm_log_set_level(level);
+			break;
 		default:
 			collect_usage(stderr);
 			return RM_EXIT_USAGE;
@@ -231,13 +268,29 @@ static int cmd_collect(int argc, char **argv)
 		return RM_EXIT_USAGE;
 	}
 
+	/* A TLS setting that cannot work is a configuration error (exit 2, no restart), not a runtime one. */
+	if (!cs->tls.plain_tcp) {
+		SSL_CTX *ctx = rm_tls_server_ctx(&cs->tls, err, sizeof(err));
+
+		if (!ctx) {
+			rm_log_cmd(RM_LOG_ERR, "%s", err);
+			return RM_EXIT_USAGE;
+		}
+		SSL_CTX_free(ctx);
+	}
+
 	struct sigaction sa = { 0 };
 
 	sa.sa_handler = on_signal; /* no SA_RESTART: poll() returns EINTR */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGUSR1, SIG_IGN);
+	signal(SIGUSR2, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 	stop_flag = 0;
+	/* What arrived while starting is acted on now: a stop stops, the others are dropped. */
+	sigprocmask(SIG_UNBLOCK, &sigs, NULL);
 	return rm_collector_run(cs, (uint32_t)pen, &stop_flag) ? RM_EXIT_FAIL : RM_EXIT_OK;
 
 bad_value:

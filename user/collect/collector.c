@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <systemd/sd-daemon.h>
+
 #include "collector.h"
 #include "collector_rules.h"
 #include "common/log.h"
@@ -395,7 +397,16 @@ static void rules_drop(void *arg, uint64_t session_id, uint32_t domain, uint64_t
 
 static void rules_log(void *arg, const char *line)
 {
-	rm_log(RM_LOG_NOTICE, "%s", line);
+	unsigned long long session, epoch;
+	unsigned int domain;
+	char sid[24], eid[24];
+	struct rm_log_field f[] = { { "SESSION", sid }, { "EPOCH_ID", eid } };
+	int n = sscanf(line, "session %llu domain %u epoch %llu", &session, &domain, &epoch);
+
+	/* The rules name the session and epoch in words; journald gets them as fields too. */
+	snprintf(sid, sizeof(sid), "%llu", n >= 1 ? session : 0);
+	snprintf(eid, sizeof(eid), "%llu", n == 3 ? epoch : 0);
+	rm_log_fields(RM_LOG_NOTICE, f, n == 3 ? 2 : n >= 1 ? 1 : 0, "%s", line);
 }
 
 static void dec_record(void *arg, uint32_t domain, uint16_t tid, const struct rm_report *r, const uint8_t *raw,
@@ -466,9 +477,16 @@ static void end_session(struct conn *c, const char *reason)
 		store_check(s, rm_store_session_end(s->st, c->session_id, reason, t, &cnt), "session end");
 	}
 	batch_commit(s);
-	rm_log(RM_LOG_NOTICE, "session %" PRId64 " from %s ended: %s (%" PRIu64 " messages, %" PRIu64 " records, %" PRIu64
-	       " rejected)",
-	       c->session_id, c->peer, reason, c->messages, c->records, c->rejected);
+	{
+		char sid[24];
+		struct rm_log_field f[] = { { "SESSION", sid }, { "PEER", c->peer } };
+
+		snprintf(sid, sizeof(sid), "%" PRId64, c->session_id);
+		rm_log_fields(RM_LOG_NOTICE, f, 2,
+			      "session %" PRId64 " from %s ended: %s (%" PRIu64 " messages, %" PRIu64
+			      " records, %" PRIu64 " rejected)",
+			      c->session_id, c->peer, reason, c->messages, c->records, c->rejected);
+	}
 	if (c->ssl && c->tls_up)
 		SSL_shutdown(c->ssl); /* best effort, non-blocking */
 }
@@ -595,10 +613,18 @@ static int admit(struct conn *c)
 		return -1;
 	}
 	rm_ipfix_session_set_budget(c->dec, s->budget);
-	if (c->ssl)
-		rm_log(RM_LOG_NOTICE, "session %" PRId64 " from %s: TLS 1.3 peer %s authorised", id, c->peer, subj);
-	else
-		rm_log(RM_LOG_NOTICE, "session %" PRId64 " from %s started (plain TCP, unauthenticated)", id, c->peer);
+	{
+		char sid[24];
+		struct rm_log_field f[] = { { "SESSION", sid }, { "PEER", c->peer } };
+
+		snprintf(sid, sizeof(sid), "%" PRId64, id);
+		if (c->ssl)
+			rm_log_fields(RM_LOG_NOTICE, f, 2, "session %" PRId64 " from %s: TLS 1.3 peer %s authorised",
+				      id, c->peer, subj);
+		else
+			rm_log_fields(RM_LOG_NOTICE, f, 2,
+				      "session %" PRId64 " from %s started (plain TCP, unauthenticated)", id, c->peer);
+	}
 	return 0;
 }
 
@@ -634,6 +660,14 @@ static void on_handshake(struct conn *c)
 		return;
 	if (err == SSL_ERROR_WANT_WRITE) {
 		c->want_write = 1;
+		return;
+	}
+	if (rm_tls_name_mismatch(c->ssl, e, sizeof(e))) {
+		/* A valid chain whose names are not authorised: the error queue says only
+		 * "certificate verify failed"; the names say why. */
+		ERR_clear_error();
+		snprintf(r, sizeof(r), "TLS handshake failed: exporter not authorised: %s", e);
+		refuse_conn(c, CO_NOT_AUTHORISED, r);
 		return;
 	}
 	snprintf(r, sizeof(r), "TLS handshake failed: %s",
@@ -927,7 +961,11 @@ static void on_accept(struct server *s)
 		c->handshaking = 1;
 		s->handshakes++;
 		s->conns[s->nconns++] = c;
-		rm_log(RM_LOG_INFO, "connection from %s: TLS 1.3 handshake", c->peer);
+		{
+			struct rm_log_field f[] = { { "PEER", c->peer } };
+
+			rm_log_fields(RM_LOG_INFO, f, 1, "connection from %s: TLS 1.3 handshake", c->peer);
+		}
 	}
 }
 
@@ -1132,6 +1170,7 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 		rm_log(RM_LOG_NOTICE, "metrics: serving /metrics on %s (port %u)", cs->metrics,
 		       rm_metrics_port(srv.metrics));
 	}
+	sd_notify(0, "READY=1"); /* rocemeter-collect.service is Type=notify: listening (and serving metrics) now */
 	rm_metrics_lock(srv.metrics);
 	while (!*stop) {
 		size_t n = srv.nconns + 1, nc = srv.nconns; /* accept() below may grow the array */
@@ -1188,6 +1227,7 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 		reap(&srv);
 	}
 	ret = 0;
+	sd_notify(0, "STOPPING=1");
 	for (size_t i = 0; i < srv.nconns; i++) {
 		struct conn *c = srv.conns[i];
 

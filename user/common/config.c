@@ -5,12 +5,15 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ini.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "limits.h"
@@ -113,6 +116,38 @@ static int parse_bool(const char *v, int *out)
 	else
 		return -1;
 	return 0;
+}
+
+int rm_parse_listen(const char *text, char *host, size_t hlen, uint16_t *port, char *err, size_t errlen)
+{
+	const char *colon;
+	uint64_t p;
+
+	if (!text)
+		goto bad;
+	if (text[0] == '[') {
+		const char *end = strchr(text, ']');
+
+		if (!end || end[1] != ':')
+			goto bad;
+		colon = end + 1;
+		if ((size_t)(end - text - 1) >= hlen)
+			goto bad;
+		snprintf(host, hlen, "%.*s", (int)(end - text - 1), text + 1);
+	} else {
+		colon = strrchr(text, ':');
+		if (!colon || (size_t)(colon - text) >= hlen || memchr(text, ':', (size_t)(colon - text)))
+			goto bad; /* an IPv6 address needs brackets */
+		snprintf(host, hlen, "%.*s", (int)(colon - text), text);
+	}
+	if (rm_parse_uint(colon + 1, RM_PORT_MIN, RM_PORT_MAX, &p))
+		goto bad;
+	*port = (uint16_t)p;
+	return 0;
+bad:
+	snprintf(err, errlen, "'%s' is not ADDR:PORT, [IPV6]:PORT or :PORT with PORT in %u..%u", text ? text : "",
+		 RM_PORT_MIN, RM_PORT_MAX);
+	return -EINVAL;
 }
 
 /* IPv4 or IPv6 address into 16 bytes (IPv4 in the first 4). Returns the family or -1. */
@@ -262,6 +297,14 @@ static int handler(void *user, const char *section, const char *name, const char
 
 	if (ps->failed)
 		return 0;
+	if (!strcmp(section, "meter"))
+		cfg->sections |= RM_CONFIG_METER;
+	else if (!strcmp(section, "provision"))
+		cfg->sections |= RM_CONFIG_PROVISION;
+	else if (!strcmp(section, "export"))
+		cfg->sections |= RM_CONFIG_EXPORT;
+	else if (!strcmp(section, "collect"))
+		cfg->sections |= RM_CONFIG_COLLECT;
 	if (!strcmp(section, "meter")) {
 		U64_KEY("window", RM_WINDOW_MIN, RM_WINDOW_MAX, cfg->meter.window);
 		U64_KEY("max_contexts", RM_MAX_CONTEXTS_MIN, RM_MAX_CONTEXTS_MAX, cfg->meter.max_contexts);
@@ -324,8 +367,14 @@ static int handler(void *user, const char *section, const char *name, const char
 		if (r >= 0)
 			return r;
 	} else if (!strcmp(section, "collect")) {
-		if (!strcmp(name, "listen"))
+		if (!strcmp(name, "listen")) {
+			char host[256], why[200];
+			uint16_t port;
+
+			if (rm_parse_listen(value, host, sizeof(host), &port, why, sizeof(why)))
+				return fail(ps, "listen: %s%s", why, "");
 			return copy_str(ps, cfg->collect.listen, sizeof(cfg->collect.listen), name, value);
+		}
 		if (!strcmp(name, "db"))
 			return copy_str(ps, cfg->collect.db, sizeof(cfg->collect.db), name, value);
 		if (!strcmp(name, "metrics"))
@@ -360,11 +409,30 @@ static int handler(void *user, const char *section, const char *name, const char
 int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size_t errlen)
 {
 	struct parse_state ps = { .cfg = cfg, .at_eol = 1 };
-	int line;
+	struct stat st;
+	int line, fd;
 
-	ps.f = fopen(path, "r");
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer; a regular file ignores it. */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file (%s); give the configuration file", path,
+			 S_ISDIR(st.st_mode)  ? "a directory" :
+			 S_ISCHR(st.st_mode)  ? "a character device" :
+			 S_ISBLK(st.st_mode)  ? "a block device" :
+			 S_ISFIFO(st.st_mode) ? "a FIFO" :
+			 S_ISSOCK(st.st_mode) ? "a socket" :
+						"of another type");
+		close(fd);
+		return -1;
+	}
+	ps.f = fdopen(fd, "r");
 	if (!ps.f) {
 		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		close(fd);
 		return -1;
 	}
 	line = ini_parse_stream(line_reader, &ps, handler, &ps);

@@ -98,7 +98,14 @@ struct rm_collect_settings {
 	char metrics[256];             /* Prometheus metrics on ADDR:PORT; "": off (default) */
 };
 
+/* Sections a file named (at least one key in it): rm_config_file.sections. */
+#define RM_CONFIG_METER 0x1
+#define RM_CONFIG_PROVISION 0x2
+#define RM_CONFIG_EXPORT 0x4
+#define RM_CONFIG_COLLECT 0x8
+
 struct rm_config_file {
+	unsigned int sections;         /* RM_CONFIG_* of the sections the file had keys in */
 	struct rm_meter_settings meter;
 	struct rm_provision provision[RM_MAX_PROVISION];
 	int n_provision;
@@ -129,8 +136,11 @@ void rm_config_overrides_init(struct rm_config_overrides *o);
 void rm_config_apply_overrides(struct rm_config_file *cfg, const struct rm_config_overrides *o);
 
 /*
- * Parse the INI file at path into *cfg (which should hold defaults).
- * Returns 0, or -1 with a message "PATH:LINE: reason" in err.
+ * Parse the INI file at path into *cfg (which should hold defaults). path
+ * must name a regular file (or a link to one): a directory, a device or a
+ * FIFO is refused before it is read ("PATH: not a regular file (a
+ * directory)"), so that /dev/zero cannot hang a daemon. Returns 0, or -1
+ * with a message "PATH:LINE: reason" (or "PATH: reason") in err.
  */
 int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size_t errlen);
 
@@ -140,6 +150,15 @@ int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size
  * in err.
  */
 int rm_parse_connection(const char *text, struct rm_provision *p, char *err, size_t errlen);
+
+/*
+ * A listen address: "ADDR:PORT", "[IPV6]:PORT" or ":PORT" (every address),
+ * PORT 1..65535 (decimal or 0x, opts.h). host (hlen bytes) gets ADDR
+ * without brackets ("" for every address), *port the number. 0, or -EINVAL
+ * with "'TEXT' is not ADDR:PORT, [IPV6]:PORT or :PORT with PORT in 1..65535"
+ * in err.
+ */
+int rm_parse_listen(const char *text, char *host, size_t hlen, uint16_t *port, char *err, size_t errlen);
 
 /* IPv4 or IPv6 address text into 16 bytes, network order (IPv4 in the
  * first 4, rest zero). Returns 4, 6, or -1 if s is neither. */

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* paths.c - bpffs pins and run files of an interface (see paths.h). */
+/* paths.c - bpffs pins and run files of an interface, keyed by network namespace and ifindex (see paths.h). */
 #include <errno.h>
+#include <inttypes.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,24 +31,90 @@ const char *rm_paths_rundir(void)
 	return env_or("ROCEMETER_RUNDIR", "/run/rocemeter");
 }
 
+/* The kernel's rule (dev_valid_name()), so that no name can climb out of a directory. */
+int rm_ifname_valid(const char *name)
+{
+	size_t n;
+
+	if (!name || !*name)
+		return 0;
+	n = strlen(name);
+	if (n >= IF_NAMESIZE || !strcmp(name, ".") || !strcmp(name, ".."))
+		return 0;
+	for (const char *p = name; *p; p++)
+		if (*p == '/' || *p == ':' || *p == ' ' || (*p >= '\t' && *p <= '\r'))
+			return 0;
+	return 1;
+}
+
+uint64_t rm_paths_netns(void)
+{
+	struct stat st;
+
+	if (stat("/proc/thread-self/ns/net", &st) && stat("/proc/self/ns/net", &st))
+		return 0;
+	return (uint64_t)st.st_ino;
+}
+
+int rm_ifkey_by_name(const char *ifname, struct rm_ifkey *k, char *err, size_t errlen)
+{
+	memset(k, 0, sizeof(*k));
+	if (!rm_ifname_valid(ifname)) {
+		rm_errf(err, errlen, "'%s' is not a valid interface name", ifname ? ifname : "");
+		return -EINVAL;
+	}
+	k->ifindex = if_nametoindex(ifname);
+	if (!k->ifindex) {
+		rm_errf(err, errlen, "no interface '%s'", ifname);
+		return -ENODEV;
+	}
+	k->netns = rm_paths_netns();
+	if (!k->netns) {
+		int e = errno ? errno : EINVAL;
+
+		rm_errf(err, errlen, "cannot read the network namespace: %s", strerror(e));
+		return -e;
+	}
+	snprintf(k->ifname, sizeof(k->ifname), "%s", ifname);
+	return 0;
+}
+
+int rm_ifkey_by_index(uint32_t ifindex, struct rm_ifkey *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->ifindex = ifindex;
+	k->netns = rm_paths_netns();
+	if (!k->netns)
+		return errno ? -errno : -EINVAL;
+	if (!if_indextoname(ifindex, k->ifname))
+		k->ifname[0] = '\0';
+	return 0;
+}
+
 static int fits(int n, size_t len)
 {
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-int rm_paths_pin_dir(const char *ifname, char *buf, size_t len)
+int rm_paths_netns_dir(uint64_t netns, char *buf, size_t len)
 {
-	return fits(snprintf(buf, len, "%s/rocemeter/%s", rm_paths_bpffs(), ifname), len);
+	return fits(snprintf(buf, len, "%s/rocemeter/%" PRIu64, rm_paths_bpffs(), netns), len);
 }
 
-int rm_paths_pin(const char *ifname, const char *name, char *buf, size_t len)
+int rm_paths_pin_dir(const struct rm_ifkey *k, char *buf, size_t len)
 {
-	return fits(snprintf(buf, len, "%s/rocemeter/%s/%s", rm_paths_bpffs(), ifname, name), len);
+	return fits(snprintf(buf, len, "%s/rocemeter/%" PRIu64 "/%u", rm_paths_bpffs(), k->netns, k->ifindex), len);
 }
 
-int rm_paths_run_file(const char *ifname, const char *suffix, char *buf, size_t len)
+int rm_paths_pin(const struct rm_ifkey *k, const char *name, char *buf, size_t len)
 {
-	return fits(snprintf(buf, len, "%s/%s.%s", rm_paths_rundir(), ifname, suffix), len);
+	return fits(snprintf(buf, len, "%s/rocemeter/%" PRIu64 "/%u/%s", rm_paths_bpffs(), k->netns, k->ifindex, name),
+		    len);
+}
+
+int rm_paths_run_file(const struct rm_ifkey *k, const char *suffix, char *buf, size_t len)
+{
+	return fits(snprintf(buf, len, "%s/%" PRIu64 "-%u.%s", rm_paths_rundir(), k->netns, k->ifindex, suffix), len);
 }
 
 static int make_dir(const char *dir, char *err, size_t errlen)
@@ -60,7 +128,7 @@ static int make_dir(const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
-int rm_paths_prepare_pins(const char *ifname, char *err, size_t errlen)
+int rm_paths_prepare_pins(const struct rm_ifkey *k, char *err, size_t errlen)
 {
 	const char *root = rm_paths_bpffs();
 	char dir[512];
@@ -78,7 +146,12 @@ int rm_paths_prepare_pins(const char *ifname, char *err, size_t errlen)
 	rc = make_dir(dir, err, errlen);
 	if (rc)
 		return rc;
-	if (rm_paths_pin_dir(ifname, dir, sizeof(dir)))
+	if (rm_paths_netns_dir(k->netns, dir, sizeof(dir)))
+		goto too_long;
+	rc = make_dir(dir, err, errlen);
+	if (rc)
+		return rc;
+	if (rm_paths_pin_dir(k, dir, sizeof(dir)))
 		goto too_long;
 	return make_dir(dir, err, errlen);
 too_long:

@@ -28,6 +28,7 @@ struct peer_names {
 };
 
 static int names_idx = -1;
+static int mismatch_idx = -1; /* per SSL: why the peer's name was refused (malloc'ed text) */
 static pthread_once_t names_once = PTHREAD_ONCE_INIT;
 
 static void names_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp)
@@ -38,6 +39,7 @@ static void names_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, lon
 static void names_idx_init(void)
 {
 	names_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, names_free);
+	mismatch_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, names_free);
 }
 
 char *rm_tls_errors(const char *what, char *buf, size_t len)
@@ -110,21 +112,95 @@ static int peer_name_ok(X509 *cert, const char (*name)[256], int n)
 	return 0;
 }
 
+/* "CN=x (DNS:a, DNS:b, IP:192.0.2.1)": the names a certificate carries. */
+static void cert_names(X509 *cert, char *buf, size_t len)
+{
+	GENERAL_NAMES *sans = X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
+	char cn[256] = "";
+	size_t off;
+	int n = 0;
+
+	X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof(cn));
+	snprintf(buf, len, "CN=%s", cn[0] ? cn : "(none)");
+	off = strlen(buf);
+	for (int i = 0; sans && i < sk_GENERAL_NAME_num(sans) && off + 1 < len; i++) {
+		const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
+		char ip[INET6_ADDRSTRLEN] = "";
+
+		if (g->type == GEN_DNS) {
+			off += (size_t)snprintf(buf + off, len - off, "%sDNS:%.*s", n++ ? ", " : " (",
+						ASN1_STRING_length(g->d.dNSName),
+						(const char *)ASN1_STRING_get0_data(g->d.dNSName));
+		} else if (g->type == GEN_IPADD) {
+			int l = ASN1_STRING_length(g->d.iPAddress);
+
+			inet_ntop(l == 16 ? AF_INET6 : AF_INET, ASN1_STRING_get0_data(g->d.iPAddress), ip, sizeof(ip));
+			off += (size_t)snprintf(buf + off, len - off, "%sIP:%s", n++ ? ", " : " (", ip);
+		}
+	}
+	if (n && off + 1 < len)
+		snprintf(buf + off, len - off, ")");
+	GENERAL_NAMES_free(sans);
+}
+
+/* "certificate CN=x (DNS:a) carries none of the authorised peer names (p, q)". */
+static void mismatch_text(X509 *cert, const char (*name)[256], int n, char *buf, size_t len)
+{
+	char have[600], want[600];
+	size_t off = 0;
+
+	cert_names(cert, have, sizeof(have));
+	want[0] = '\0';
+	for (int i = 0; i < n && off + 1 < sizeof(want); i++)
+		off += (size_t)snprintf(want + off, sizeof(want) - off, "%s%s", i ? ", " : "", name[i]);
+	snprintf(buf, len, "certificate %s carries none of the authorised peer names (%s)", have, want);
+}
+
 /* Verify callback: the chain as OpenSSL verified it, plus the name at depth 0. */
 static int verify_cb(int ok, X509_STORE_CTX *xs)
 {
 	SSL *ssl;
 	const struct peer_names *pn;
+	X509 *cert;
 
 	if (!ok || X509_STORE_CTX_get_error_depth(xs) != 0)
 		return ok;
 	ssl = X509_STORE_CTX_get_ex_data(xs, SSL_get_ex_data_X509_STORE_CTX_idx());
 	pn = ssl ? SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), names_idx) : NULL;
-	if (!pn || !peer_name_ok(X509_STORE_CTX_get_current_cert(xs), pn->name, pn->n)) {
+	cert = X509_STORE_CTX_get_current_cert(xs);
+	if (!pn || !peer_name_ok(cert, pn->name, pn->n)) {
+		char *why = malloc(1400);
+
+		/* The alert says only "hostname mismatch": keep the names for the log. */
+		if (why && ssl && pn) {
+			mismatch_text(cert, pn->name, pn->n, why, 1400);
+			free(SSL_get_ex_data(ssl, mismatch_idx));
+			if (!SSL_set_ex_data(ssl, mismatch_idx, why))
+				free(why);
+		} else {
+			free(why);
+		}
 		X509_STORE_CTX_set_error(xs, X509_V_ERR_HOSTNAME_MISMATCH);
 		return 0;
 	}
 	return 1;
+}
+
+int rm_tls_name_mismatch(SSL *ssl, char *buf, size_t len)
+{
+	const char *why;
+
+	if (!ssl || mismatch_idx < 0 || !(why = SSL_get_ex_data(ssl, mismatch_idx)))
+		return 0;
+	snprintf(buf, len, "%s", why);
+	return 1;
+}
+
+/* A pass phrase is never asked for: a service has no terminal, and a prompt would hang it. */
+static int no_passphrase(char *buf, int size, int rwflag, void *userdata)
+{
+	*(int *)userdata = 1;
+	return -1;
 }
 
 static SSL_CTX *make_ctx(const struct rm_tls_settings *s, int server, char *err, size_t errlen)
@@ -132,6 +208,7 @@ static SSL_CTX *make_ctx(const struct rm_tls_settings *s, int server, char *err,
 	SSL_CTX *ctx;
 	struct peer_names *pn;
 	char what[600], buf[1024];
+	int encrypted = 0;
 
 	if (s->plain_tcp) {
 		rm_errf(err, errlen, "tls: transport = tcp, no TLS context");
@@ -183,7 +260,18 @@ static SSL_CTX *make_ctx(const struct rm_tls_settings *s, int server, char *err,
 		rm_errf(err, errlen, "%s", rm_tls_errors(what, buf, sizeof(buf)));
 		goto fail;
 	}
+	SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
+	SSL_CTX_set_default_passwd_cb_userdata(ctx, &encrypted);
 	if (SSL_CTX_use_PrivateKey_file(ctx, s->key, SSL_FILETYPE_PEM) != 1) {
+		if (encrypted) {
+			ERR_clear_error();
+			rm_errf(err, errlen,
+				"tls: key file %s is encrypted: rocemeter never asks for a pass phrase (a service has no "
+				"terminal); store the key unencrypted, readable by root only "
+				"(openssl pkey -in %s -out NEWFILE)",
+				s->key, s->key);
+			goto fail;
+		}
 		if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH)
 			snprintf(what, sizeof(what), "tls: key file %s does not match cert file %s", s->key, s->cert);
 		else
@@ -225,6 +313,8 @@ static SSL_CTX *make_ctx(const struct rm_tls_settings *s, int server, char *err,
 	}
 	/* The purpose of the peer's role: a client checks serverAuth, a server clientAuth. */
 	SSL_CTX_set_purpose(ctx, server ? X509_PURPOSE_SSL_CLIENT : X509_PURPOSE_SSL_SERVER);
+	SSL_CTX_set_default_passwd_cb(ctx, NULL); /* the userdata pointed into this frame */
+	SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL);
 	ERR_clear_error();
 	return ctx;
 fail:
@@ -277,10 +367,17 @@ void rm_tls_peer_subject(SSL *ssl, char *buf, size_t len)
 	for (int i = 0; sans && i < sk_GENERAL_NAME_num(sans) && off + 1 < len; i++) {
 		const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
 
-		if (g->type == GEN_DNS)
+		if (g->type == GEN_DNS) {
 			off += snprintf(buf + off, len - off, "%sDNS:%.*s", i ? "," : " SAN ",
 					ASN1_STRING_length(g->d.dNSName),
 					(const char *)ASN1_STRING_get0_data(g->d.dNSName));
+		} else if (g->type == GEN_IPADD) {
+			char ip[INET6_ADDRSTRLEN] = "";
+			int l = ASN1_STRING_length(g->d.iPAddress);
+
+			inet_ntop(l == 16 ? AF_INET6 : AF_INET, ASN1_STRING_get0_data(g->d.iPAddress), ip, sizeof(ip));
+			off += snprintf(buf + off, len - off, "%sIP:%s", i ? "," : " SAN ", ip);
+		}
 	}
 	GENERAL_NAMES_free(sans);
 }

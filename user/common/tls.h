@@ -20,8 +20,9 @@
  * it was not refused (export.c waits briefly for it).
  *
  * Configuration errors (s->plain_tcp set, an empty peer_names list, a
- * missing or unreadable file, a key that does not match the certificate)
- * return NULL with a message in err that names the file or setting.
+ * missing or unreadable file, a key that does not match the certificate, an
+ * encrypted key: no pass phrase is ever asked for, a prompt would hang a
+ * service) return NULL with a message in err that names the file or setting.
  */
 #ifndef ROCEMETER_TLS_H
 #define ROCEMETER_TLS_H
@@ -63,7 +64,14 @@ int rm_tls_authorize_peer(SSL *ssl, const struct rm_tls_settings *s, char *err, 
  */
 char *rm_tls_errors(const char *what, char *buf, size_t len);
 
-/* Short description of a peer certificate's subject, e.g. "CN=a.test". */
+/*
+ * After a handshake that failed on the peer's name (X509_V_ERR_HOSTNAME_MISMATCH):
+ * 1 with "certificate CN=x (DNS:a, IP:192.0.2.1) carries none of the
+ * authorised peer names (p, q)" in buf, or 0 when no name was refused.
+ */
+int rm_tls_name_mismatch(SSL *ssl, char *buf, size_t len);
+
+/* Short description of a peer certificate's subject and names, e.g. "/CN=a.test SAN DNS:a.test,IP:::1". */
 void rm_tls_peer_subject(SSL *ssl, char *buf, size_t len);
 
 #endif /* ROCEMETER_TLS_H */

@@ -213,11 +213,17 @@ static void ssl_reason(SSL *ssl, int r, const char *what, char *why, size_t whyl
 	rm_errf(why, whylen, "%s", q);
 	off = strlen(why);
 	if (vr != X509_V_OK && off + 1 < whylen) {
-		char subj[300];
+		char subj[1400];
 
-		rm_tls_peer_subject(ssl, subj, sizeof(subj));
-		off += snprintf(why + off, whylen - off, "; collector certificate %s: %s", subj,
-				X509_verify_cert_error_string(vr));
+		/* A refused name: say which names the certificate carries and which are authorised. */
+		if (vr == X509_V_ERR_HOSTNAME_MISMATCH && rm_tls_name_mismatch(ssl, subj, sizeof(subj)))
+			off += snprintf(why + off, whylen - off, "; %s: collector %s",
+					X509_verify_cert_error_string(vr), subj);
+		else {
+			rm_tls_peer_subject(ssl, subj, sizeof(subj));
+			off += snprintf(why + off, whylen - off, "; collector certificate %s: %s", subj,
+					X509_verify_cert_error_string(vr));
+		}
 	}
 	if (off + 1 < whylen) {
 		if (e == SSL_ERROR_SYSCALL)
@@ -517,9 +523,16 @@ static int start_session(struct rm_exporter *x, struct conn *c, char *why, size_
 	x->st.messages_sent++;
 	x->st.bytes_sent += len;
 	pthread_mutex_unlock(&x->mu);
-	rm_log(RM_LOG_NOTICE, "export: Transport Session %llu with %s established (%s%s)",
-	       (unsigned long long)x->session_count, c->peer, c->ssl ? SSL_get_version(c->ssl) : "plain TCP",
-	       c->ssl ? ", mutually authenticated" : ", NOT authenticated or encrypted");
+	{
+		char sid[24];
+		struct rm_log_field f[] = { { "SESSION", sid }, { "PEER", c->peer } };
+
+		snprintf(sid, sizeof(sid), "%llu", (unsigned long long)x->session_count);
+		rm_log_fields(RM_LOG_NOTICE, f, 2, "export: Transport Session %llu with %s established (%s%s)",
+			      (unsigned long long)x->session_count, c->peer,
+			      c->ssl ? SSL_get_version(c->ssl) : "plain TCP",
+			      c->ssl ? ", mutually authenticated" : ", NOT authenticated or encrypted");
+	}
 	return IO_OK;
 }
 

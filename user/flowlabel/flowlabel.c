@@ -155,6 +155,7 @@ int rm_flowlabel_attach(const char *ifname, const struct rm_flowlabel_opts *opts
 			size_t errlen)
 {
 	char dir[PATH_MAX], path[PATH_MAX];
+	struct rm_ifkey key;
 	struct flowlabel *skel;
 	struct bpf_tc_hook hook;
 	LIBBPF_OPTS(bpf_tc_opts, to, .handle = RM_FL_TC_HANDLE, .priority = RM_FL_TC_PRIO);
@@ -180,12 +181,15 @@ int rm_flowlabel_attach(const char *ifname, const struct rm_flowlabel_opts *opts
 		       ifname, rm_flowlabel_direction_name(opts->direction), id);
 		return -EEXIST;
 	}
-	if (rm_paths_pin_dir(ifname, dir, sizeof(dir)) || rm_paths_pin(ifname, RM_FL_PIN_NAME, path, sizeof(path))) {
+	rc = rm_ifkey_by_name(ifname, &key, err, errlen);
+	if (rc)
+		return rc;
+	if (rm_paths_pin_dir(&key, dir, sizeof(dir)) || rm_paths_pin(&key, RM_FL_PIN_NAME, path, sizeof(path))) {
 		rm_errf(err, errlen, "pin path too long");
 		return -ENAMETOOLONG;
 	}
 	/* The meter's rule: a bpffs is mounted where none is. */
-	rc = rm_paths_prepare_pins(ifname, err, errlen);
+	rc = rm_paths_prepare_pins(&key, err, errlen);
 	if (rc)
 		return rc;
 	pinned_before = access(path, F_OK) == 0;
@@ -220,6 +224,8 @@ out:
 	if (rc && !pinned_before) {
 		unlink(path);
 		rmdir(dir); /* only if empty */
+		if (!rm_paths_netns_dir(key.netns, dir, sizeof(dir)))
+			rmdir(dir);
 	}
 	flowlabel__destroy(skel); /* the filter keeps the program alive */
 	return rc;
@@ -228,16 +234,21 @@ out:
 int rm_flowlabel_detach(const char *ifname, char *err, size_t errlen)
 {
 	char dir[PATH_MAX], path[PATH_MAX];
+	struct rm_ifkey key;
 	int ifindex, rc, removed = 0;
 
 	rc = check_ifname(ifname, err, errlen);
 	if (rc)
 		return rc;
-	if (rm_paths_pin_dir(ifname, dir, sizeof(dir)) || rm_paths_pin(ifname, RM_FL_PIN_NAME, path, sizeof(path))) {
+	/* Pins are keyed by ifindex: those of a vanished interface are `detach --ifindex`'s. */
+	rc = rm_ifkey_by_name(ifname, &key, err, errlen);
+	if (rc)
+		return rc;
+	if (rm_paths_pin_dir(&key, dir, sizeof(dir)) || rm_paths_pin(&key, RM_FL_PIN_NAME, path, sizeof(path))) {
 		rm_errf(err, errlen, "pin path too long");
 		return -ENAMETOOLONG;
 	}
-	ifindex = (int)if_nametoindex(ifname); /* 0: interface gone, pins may remain */
+	ifindex = (int)key.ifindex;
 	for (int d = RM_FL_INGRESS; ifindex && d <= RM_FL_EGRESS; d++) {
 		struct bpf_tc_hook hook;
 		LIBBPF_OPTS(bpf_tc_opts, to, .handle = RM_FL_TC_HANDLE, .priority = RM_FL_TC_PRIO);
@@ -260,6 +271,8 @@ int rm_flowlabel_detach(const char *ifname, char *err, size_t errlen)
 		return -errno;
 	}
 	rmdir(dir); /* fails, as it should, while other pins remain */
+	if (!rm_paths_netns_dir(key.netns, dir, sizeof(dir)))
+		rmdir(dir); /* the namespace's directory, once empty */
 	if (!removed) {
 		rm_errf(err, errlen, "the flow-label program is not attached to %s", ifname);
 		return 1;
@@ -306,6 +319,7 @@ static int prog_config(__u32 prog_id, struct flowlabel__rodata *ro)
 int rm_flowlabel_status(const char *ifname, FILE *out, int json)
 {
 	char path[PATH_MAX], err[128];
+	struct rm_ifkey key;
 	__u64 sums[RM_FL_STAT__COUNT] = {}, total = 0, *vals;
 	int fd, ncpu, ifindex;
 
@@ -313,7 +327,12 @@ int rm_flowlabel_status(const char *ifname, FILE *out, int json)
 		rm_log(RM_LOG_ERR, "%s", err);
 		return -EINVAL;
 	}
-	if (rm_paths_pin(ifname, RM_FL_PIN_NAME, path, sizeof(path)))
+	if (rm_ifkey_by_name(ifname, &key, err, sizeof(err))) {
+		if (!json)
+			fprintf(out, "flowlabel: not attached to %s\n", ifname);
+		return 1;
+	}
+	if (rm_paths_pin(&key, RM_FL_PIN_NAME, path, sizeof(path)))
 		return -ENAMETOOLONG;
 	fd = bpf_obj_get(path);
 	if (fd < 0) {

@@ -2,7 +2,10 @@
 /*
  * cmd_attach.c - `rocemeter attach`: parse the options, then either attach
  * the flow-label program alone, or run the meter daemon (daemon.h) in the
- * foreground until SIGINT/SIGTERM; SIGHUP reloads the configuration.
+ * foreground until SIGINT/SIGTERM; SIGHUP reloads the configuration;
+ * SIGUSR1 and SIGUSR2 are ignored. The five are blocked from the first
+ * instruction until their handlers exist and the daemon has started, then
+ * acted on: none can kill the daemon while it starts or leave pins behind.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,6 +19,8 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/opts.h"
+#include "common/paths.h"
+#include "common/tls.h"
 #include "daemon.h"
 #include "flowlabel/flowlabel.h"
 
@@ -29,15 +34,28 @@ static void on_signal(int sig)
 		stop_requested = 1;
 }
 
+static void block_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGUSR1);
+	sigaddset(set, SIGUSR2);
+	sigprocmask(SIG_BLOCK, set, NULL);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: rocemeter attach IFACE [OPTIONS]\n\n"
-		"Load the XDP meter, attach it to IFACE, pin its maps under\n"
-		"/sys/fs/bpf/rocemeter/IFACE/ and stay in the foreground: drain epoch events,\n"
+		"Load the XDP meter, attach it to IFACE, pin its maps and program under\n"
+		"/sys/fs/bpf/rocemeter/NETNS/IFINDEX/ and stay in the foreground: drain epoch events,\n"
 		"make periodic and final reports, and export them ([export] in the config\n"
 		"file) or print them. SIGHUP reloads the configuration; SIGINT/SIGTERM close\n"
-		"every open epoch with a final report, flush the export and detach.\n\n"
+		"every open epoch with a final report, flush the export and detach; SIGUSR1\n"
+		"and SIGUSR2 are ignored. Signals that arrive while it starts are acted on\n"
+		"once it runs.\n\n"
 		"Options:\n"
 		"  -c, --config FILE        configuration file (see README, \"Configuration\")\n"
 		"  -M, --mode MODE          XDP mode: native (default) or generic\n"
@@ -53,29 +71,34 @@ static void usage(FILE *f)
 		"  -j, --json               print reports as JSON Lines when not exporting\n"
 		"  -W, --wide               text reports: every field (default: a compact line)\n"
 		"  -k, --keep-pins          leave the map pins in place on exit\n"
-		"  -R, --replace-stale      remove pins left by a crashed attachment (no live\n"
-		"                           rocemeter owns the interface) instead of refusing\n"
+		"  -R, --replace-stale      remove pins left by a crashed attachment (no XDP\n"
+		"                           program of them is attached, no daemon holds them)\n"
+		"                           instead of refusing; a live meter is never replaced\n"
 		"      --metrics ADDR:PORT  serve Prometheus metrics on http://ADDR:PORT/metrics\n"
 		"                           ([meter] metrics; default off; PORT 0: any free port)\n"
+		"  -L, --log-level LEVEL    err, warning, notice (default), info or debug (debug\n"
+		"                           also shows the verifier's log of a refused program)\n"
 		"  -h, --help               this text\n\n"
-		"Inspect while running: rocemeter status IFACE, or\n"
-		"  bpftool map dump pinned /sys/fs/bpf/rocemeter/IFACE/contexts\n",
+		"Inspect while running: rocemeter status IFACE (it names the pin directory\n"
+		"/sys/fs/bpf/rocemeter/NETNS/IFINDEX/), or\n"
+		"  bpftool map dump pinned /sys/fs/bpf/rocemeter/NETNS/IFINDEX/contexts\n",
 		RM_WINDOW_MIN, RM_WINDOW_MAX, RM_REPORT_INTERVAL_MS_DEFAULT);
 }
 
-/* The daemon in the foreground until a signal stops it. */
-static int run_daemon(const struct rm_daemon_opts *o)
+/* The daemon in the foreground until a signal stops it; sigs are blocked (cmd_attach). */
+static int run_daemon(const struct rm_daemon_opts *o, const sigset_t *sigs)
 {
 	struct rm_daemon *d;
 	struct sigaction sa;
 	char err[1024];
 
-	/* Before the start: a signal during it ends the daemon in order. */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal; /* no SA_RESTART: the wait returns at once */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGUSR1, SIG_IGN);
+	signal(SIGUSR2, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 
 	d = rm_daemon_start(o, err, sizeof(err));
@@ -83,6 +106,8 @@ static int run_daemon(const struct rm_daemon_opts *o)
 		rm_log_cmd(RM_LOG_ERR, "%s", err);
 		return RM_EXIT_FAIL;
 	}
+	/* Started (pins made, READY=1 sent): what arrived meanwhile is acted on now. */
+	sigprocmask(SIG_UNBLOCK, sigs, NULL);
 	while (!stop_requested) {
 		unsigned int flags = 0;
 		int r = rm_daemon_wait(d, 100);
@@ -112,7 +137,7 @@ static int cmd_attach(int argc, char **argv)
 		{ "hash", required_argument, 0, 'H' },	  { "flowlabel-only", no_argument, 0, 'F' },
 		{ "json", no_argument, 0, 'j' },	  { "keep-pins", no_argument, 0, 'k' },
 		{ "report-interval", required_argument, 0, 'i' }, { "replace-stale", no_argument, 0, 'R' },
-		{ "help", no_argument, 0, 'h' },
+		{ "log-level", required_argument, 0, 'L' },	  { "help", no_argument, 0, 'h' },
 		{ "metrics", required_argument, 0, O_METRICS }, { "wide", no_argument, 0, 'W' },
 		{ 0 },
 	};
@@ -123,10 +148,13 @@ static int cmd_attach(int argc, char **argv)
 	int opt, fl_only = 0;
 	char err[1024];
 	uint64_t v;
+	enum rm_log_level level;
+	sigset_t sigs;
 
+	block_signals(&sigs); /* first: see the file comment */
 	memset(&o, 0, sizeof(o));
 	rm_config_overrides_init(&o.overrides);
-	while ((opt = getopt_long(argc, argv, "c:M:mw:af:H:Fjki:RhW", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:M:mw:af:H:Fjki:RL:hW", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': o.config_path = optarg; break;
 		case 'M': mode = optarg; break;
@@ -156,6 +184,14 @@ static int cmd_attach(int argc, char **argv)
 			break;
 		case O_METRICS: o.metrics = optarg; break;
 		case 'W': o.wide = 1; break;
+		case 'L':
+			if (rm_log_level_from_name(optarg, &level)) {
+				rm_log_cmd(RM_LOG_ERR, "--log-level: '%s' is not err, warning, notice, info or debug",
+					   optarg);
+				return RM_EXIT_USAGE;
+			}
+			rm_log_set_level(level);
+			break;
 		case 'h': usage(stdout); return RM_EXIT_OK;
 		default: usage(stderr); return RM_EXIT_USAGE;
 		}
@@ -166,10 +202,15 @@ static int cmd_attach(int argc, char **argv)
 		return RM_EXIT_USAGE;
 	}
 	o.ifname = argv[optind];
+	if (!rm_ifname_valid(o.ifname)) {
+		rm_log_cmd(RM_LOG_ERR, "'%s' is not a valid interface name", o.ifname);
+		return RM_EXIT_USAGE;
+	}
 	if (!if_nametoindex(o.ifname)) {
 		rm_log_cmd(RM_LOG_ERR, "no interface '%s'", o.ifname);
 		return RM_EXIT_USAGE;
 	}
+	rm_log_set_field("IFACE", o.ifname); /* every journal entry of this daemon */
 	if (strcmp(mode, "native") && strcmp(mode, "generic")) {
 		rm_log_cmd(RM_LOG_ERR, "--mode: '%s' is not native or generic", mode);
 		return RM_EXIT_USAGE;
@@ -210,8 +251,18 @@ static int cmd_attach(int argc, char **argv)
 		return RM_EXIT_USAGE;
 	}
 	rm_config_apply_overrides(&cfg, &o.overrides);
+	/* A TLS setting that cannot work is a configuration error (exit 2, no restart), not a runtime one. */
+	if (cfg.export.enabled && !cfg.export.tls.plain_tcp) {
+		SSL_CTX *ctx = rm_tls_client_ctx(&cfg.export.tls, err, sizeof(err));
+
+		if (!ctx) {
+			rm_log_cmd(RM_LOG_ERR, "%s: [export] %s", o.config_path, err);
+			return RM_EXIT_USAGE;
+		}
+		SSL_CTX_free(ctx);
+	}
 	o.cfg = &cfg;
-	return run_daemon(&o);
+	return run_daemon(&o, &sigs);
 }
 
 RM_COMMAND(attach, 10, "attach the meter (XDP) and/or the flow-label program (tc) to an interface", cmd_attach);

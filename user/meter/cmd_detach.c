@@ -1,69 +1,155 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * cmd_detach.c - `rocemeter detach IFACE`: stop the daemon on IFACE (its
- * open epochs get final reports), remove the flow-label program and every
- * pin of the interface, also those a crashed attachment left.
+ * cmd_detach.c - `rocemeter detach IFACE` (or --ifindex N): stop the daemon
+ * on the interface (its open epochs get final reports), remove the
+ * flow-label program and every pin of the interface, also those a crashed
+ * attachment left. A live meter is stopped only through its proved process,
+ * never by removing its pins.
  */
-#include <net/if.h>
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/command.h"
 #include "common/log.h"
+#include "common/opts.h"
 #include "common/paths.h"
 #include "daemon.h"
 #include "flowlabel/flowlabel.h"
 #include "pins.h"
 
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: rocemeter detach IFACE\n"
+		   "       rocemeter detach --ifindex N\n\n"
+		   "Stop the meter daemon on IFACE (its open epochs get final reports), remove\n"
+		   "the flow-label program and every pin of the interface (under\n"
+		   "/sys/fs/bpf/rocemeter/NETNS/IFINDEX/). A daemon is signalled only when its\n"
+		   "process is proved to be that meter (same executable, recorded start time);\n"
+		   "pins that an attached XDP program still uses are never removed.\n"
+		   "--ifindex N removes what is left of an interface that no longer exists\n"
+		   "(`rocemeter status` lists it by its index).\n\n"
+		   "Options:\n"
+		   "  --ifindex N  the interface by its index in this network namespace\n"
+		   "  -h, --help   this text\n");
+}
+
+/* The daemon holds the lock: stop it through its proved process. Returns the lock fd, -ENOENT, or -1. */
+static int stop_daemon(const struct rm_ifkey *k, const char *label)
+{
+	char why[512];
+	int pid = rm_pin_meter_pid(k, why, sizeof(why)), fd;
+
+	if (pid <= 0) {
+		rm_log_cmd(RM_LOG_ERR,
+			   "a meter daemon holds %s, but its process cannot be proved (%s); not signalling anyone "
+			   "and not removing its pins: stop it where it runs (systemctl stop, or SIGTERM)",
+			   label, pid == 0 ? "no PID file here: it runs in another mount namespace or container" : why);
+		return -1;
+	}
+	fd = rm_daemon_terminate(k, pid, 20000); /* up to 20 s for final reports and export */
+	if (fd == -1) {
+		rm_log_cmd(RM_LOG_ERR, "the daemon on %s (process %d) did not stop", label, pid);
+		return -1;
+	}
+	printf("stopped the meter on %s (process %d)\n", label, pid);
+	return fd;
+}
+
 static int cmd_detach(int argc, char **argv)
 {
-	char path[512], err[512];
-	int holder = 0, fd, did = 0;
+	static const struct option opts[] = { { "ifindex", required_argument, 0, 'x' },
+					      { "help", no_argument, 0, 'h' },
+					      { 0 } };
+	struct rm_ifkey k;
+	char path[512], err[512], label[64];
+	int fd, did = 0, opt, rc;
+	uint64_t ifindex = 0;
+	uint32_t prog_id;
 
-	int help = argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
-
-	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(help ? stdout : stderr,
-			"Usage: rocemeter detach IFACE\n\n"
-			"Stop the meter daemon on IFACE (its open epochs get final reports), remove\n"
-			"the flow-label program and every pin under /sys/fs/bpf/rocemeter/IFACE/.\n\n"
-			"Options:\n"
-			"  -h, --help   this text\n");
-		return help ? RM_EXIT_OK : RM_EXIT_USAGE;
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'x':
+			if (rm_opt_uint("--ifindex", optarg, 1, UINT32_MAX, &ifindex, err, sizeof(err))) {
+				rm_log_cmd(RM_LOG_ERR, "%s", err);
+				return RM_EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return RM_EXIT_OK;
+		default:
+			usage(stderr);
+			return RM_EXIT_USAGE;
+		}
 	}
-	fd = rm_lock_interface(argv[1], &holder);
-	if (fd < 0 && holder > 0) {
-		/* up to 20 s for final reports and export */
-		fd = rm_daemon_terminate(argv[1], holder, 20000);
-		if (fd < 0) {
-			rm_log_cmd(RM_LOG_ERR, "the daemon on %s (process %d) did not stop", argv[1], holder);
+	if (ifindex ? optind != argc : optind != argc - 1) {
+		usage(stderr);
+		return RM_EXIT_USAGE;
+	}
+	if (ifindex) {
+		if (rm_ifkey_by_index((uint32_t)ifindex, &k)) {
+			rm_log_cmd(RM_LOG_ERR, "cannot read the network namespace");
 			return RM_EXIT_FAIL;
 		}
-		did = 1;
-		printf("stopped the meter on %s (process %d)\n", argv[1], holder);
+		snprintf(label, sizeof(label), "ifindex %u%s%s", k.ifindex, k.ifname[0] ? " " : "", k.ifname);
+	} else {
+		rc = rm_ifkey_by_name(argv[optind], &k, err, sizeof(err));
+		if (rc) {
+			rm_log_cmd(RM_LOG_ERR, "%s%s", err,
+				   rc == -ENODEV ? " (for the pins of a vanished interface: detach --ifindex N)" : "");
+			return RM_EXIT_USAGE;
+		}
+		snprintf(label, sizeof(label), "%s", k.ifname);
 	}
-	if (rm_pin_meter_exists(argv[1])) {
-		rm_pin_remove_meter(argv[1]);
-		printf("removed stale meter pins of %s\n", argv[1]);
+	rm_paths_pin_dir(&k, path, sizeof(path));
+
+	fd = rm_pin_lock(&k, 0, err, sizeof(err));
+	if (fd == -EBUSY) {
+		fd = stop_daemon(&k, label);
+		if (fd == -1)
+			return RM_EXIT_FAIL;
+		did = 1;
+	} else if (fd < 0 && fd != -ENOENT) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		return RM_EXIT_FAIL;
+	}
+	if (rm_pin_meter_exists(&k)) {
+		/* No process holds them; the kernel must not be running them either. */
+		rc = rm_pin_meter_live(&k, &prog_id);
+		if (rc > 0) {
+			rm_log_cmd(RM_LOG_ERR,
+				   "the meter pinned in %s is attached to %s (XDP program id %u) although no daemon "
+				   "holds it; not removing its pins",
+				   path, label, prog_id);
+			rm_pin_unlock(fd);
+			return RM_EXIT_FAIL;
+		}
+		rm_pin_remove_meter(&k);
+		printf("removed stale meter pins of %s\n", label);
 		did = 1;
 	}
-	if (rm_flowlabel_detach(argv[1], err, sizeof(err)) == 0) {
-		printf("removed the flow-label program from %s\n", argv[1]);
+	if (k.ifname[0] && rm_flowlabel_detach(k.ifname, err, sizeof(err)) == 0) {
+		printf("removed the flow-label program from %s\n", label);
+		did = 1;
+	} else if (!k.ifname[0] && !rm_paths_pin(&k, RM_FL_PIN_NAME, path, sizeof(path)) && unlink(path) == 0) {
+		/* The interface is gone, and its tc filters with it: only the pin is left. */
+		printf("removed the flow-label program's stale pin of %s\n", label);
 		did = 1;
 	}
-	if (!rm_paths_pin_dir(argv[1], path, sizeof(path)))
-		rmdir(path);
+	rm_paths_pin_dir(&k, path, sizeof(path));
 	if (fd >= 0) {
 		/* We hold the lock: no daemon runs; its PID and stats files are stale. */
-		rm_pin_remove_run_files(argv[1]);
-		rm_unlock_interface(argv[1], fd);
+		rm_pin_remove_run_files(&k);
+		rmdir(path);
+		if (!rm_paths_netns_dir(k.netns, path, sizeof(path)))
+			rmdir(path); /* empty once the namespace's last interface is gone */
+		rm_pin_unlock(fd);
 	}
 	if (!did) {
-		if (!if_nametoindex(argv[1]))
-			rm_log_cmd(RM_LOG_ERR, "no interface '%s', and no rocemeter pins for it", argv[1]);
-		else
-			rm_log_cmd(RM_LOG_ERR, "rocemeter is not attached to %s", argv[1]);
+		rm_log_cmd(RM_LOG_ERR, "rocemeter is not attached to %s", label);
 		return RM_EXIT_FAIL;
 	}
 	return RM_EXIT_OK;

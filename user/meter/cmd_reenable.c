@@ -5,6 +5,7 @@
  * explicit reprovisioning of [SEQOBS] "Applicability and Provisioning"),
  * through the pins of the running attachment (violations.h).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "common/command.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/paths.h"
 #include "violations.h"
 
 #define CONNECTION_WORDS 4 /* SRC DST QPN|any PKEY|any */
@@ -96,6 +98,7 @@ static int cmd_reenable(int argc, char **argv)
 	size_t ndone = 0;
 	int opt, all = 0, npat = 0, unmatched, was_fail_safe = 0, e, rc = RM_EXIT_OK;
 	const char *ifname;
+	struct rm_ifkey k;
 	char err[512];
 
 	/* "+": options only before IFACE, so that nothing in a pattern is taken for one. */
@@ -135,7 +138,18 @@ static int cmd_reenable(int argc, char **argv)
 		free(pat);
 		return RM_EXIT_USAGE;
 	}
-	if (rm_violations_open_pinned(ifname, &f, err, sizeof(err))) {
+	e = rm_ifkey_by_name(ifname, &k, err, sizeof(err));
+	if (e == -ENODEV) {
+		rm_log_cmd(RM_LOG_ERR, "the meter is not attached to %s (no such interface)", ifname);
+		free(pat);
+		return RM_EXIT_FAIL;
+	}
+	if (e) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		free(pat);
+		return RM_EXIT_USAGE;
+	}
+	if (rm_violations_open_pinned(&k, &f, err, sizeof(err))) {
 		rm_log_cmd(RM_LOG_ERR, "%s", err);
 		free(pat);
 		return RM_EXIT_FAIL;

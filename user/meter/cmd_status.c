@@ -2,7 +2,9 @@
 /*
  * cmd_status.c - `rocemeter status [IFACE] [--json]`: statistics and live
  * contexts read from the pinned maps (atomic snapshots with BPF_F_LOCK),
- * the daemon's export counters, and the flow-label program's statistics.
+ * whether the kernel still runs the meter (live, stale, or busy: a daemon
+ * starting or stopping), the connections a profile violation disabled, the
+ * daemon's export counters, and the flow-label program's statistics.
  * Stops nothing and changes nothing.
  */
 #include <arpa/inet.h>
@@ -21,6 +23,7 @@
 #include "common/command.h"
 #include "common/jsonw.h"
 #include "common/log.h"
+#include "common/opts.h"
 #include "common/paths.h"
 #include "flowlabel/flowlabel.h"
 #include "meter.h"
@@ -54,7 +57,7 @@ static void print_ctx_text(const struct rm_ctx_key *k, const struct rm_ctx *v)
  * `contexts`) and the fail-safe of a full violations map, as text; with o,
  * as the keys "violations_fail_safe" and "violations" of o instead.
  */
-static void violations(const char *ifname, json_t *o)
+static void violations(const struct rm_ifkey *ifk, const char *label, json_t *o)
 {
 	struct rm_violations_fds f;
 	struct rm_violation_entry *v = NULL;
@@ -63,7 +66,7 @@ static void violations(const char *ifname, json_t *o)
 	int fail_safe;
 	json_t *a;
 
-	if (rm_violations_open_pinned(ifname, &f, err, sizeof(err)))
+	if (rm_violations_open_pinned(ifk, &f, err, sizeof(err)))
 		return; /* an attachment of an older version, or being removed */
 	fail_safe = rm_violations_fail_safe(&f) > 0;
 	if (rm_violations_list(&f, &v, &n)) {
@@ -74,8 +77,8 @@ static void violations(const char *ifname, json_t *o)
 		if (fail_safe)
 			printf("  FAIL-SAFE: the violations map was full; no new connection is metered until "
 			       "'rocemeter reenable %s --all'\n",
-			       ifname);
-		printf("  violations (disabled until 'rocemeter reenable %s ...'):%s\n", ifname, n ? "" : " (none)");
+			       label);
+		printf("  violations (disabled until 'rocemeter reenable %s ...'):%s\n", label, n ? "" : " (none)");
 		for (size_t i = 0; i < n; i++) {
 			rm_violations_format_key(&v[i].key, key, sizeof(key));
 			if (v[i].in_map)
@@ -117,15 +120,18 @@ out:
 	rm_violations_close(&f);
 }
 
-/* Pins without a daemon holding the interface's lock are stale. */
-static int is_stale(const char *ifname)
+/* What the kernel says of k's pins: attached, stale, or in the hands of a starting or stopping daemon. */
+static const char *meter_state(const struct rm_ifkey *k, uint32_t *prog_id)
 {
-	int holder, lock = rm_lock_interface(ifname, &holder);
+	int live = rm_pin_meter_live(k, prog_id), lock;
 
-	if (lock < 0)
-		return 0;
-	rm_unlock_interface(ifname, lock);
-	return 1;
+	if (live > 0)
+		return "live";
+	lock = rm_pin_lock(k, 0, NULL, 0);
+	if (lock == -EBUSY)
+		return "busy";
+	rm_pin_unlock(lock);
+	return "stale";
 }
 
 static json_t *ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v)
@@ -177,29 +183,41 @@ static json_t *flowlabel_json(const char *ifname)
 	return v ? v : json_null();
 }
 
-/* The daemon's counters from its stats file (docs/json.md "daemon"), or NULL. */
-static json_t *daemon_json(const char *ifname)
+/* The daemon's counters from its stats file (docs/json.md "daemon"; same mount namespace only), or NULL. */
+static json_t *daemon_json(const struct rm_ifkey *k)
 {
 	char path[512];
 
-	if (rm_paths_run_file(ifname, RM_RUN_STATS, path, sizeof(path)))
+	if (rm_paths_run_file(k, RM_RUN_STATS, path, sizeof(path)))
 		return NULL;
 	return json_load_file(path, 0, NULL);
 }
 
-/* One interface as text: statistics, contexts, the daemon's counters. */
-static void status_text(const char *ifname)
+/* The command that removes k's stale pins. */
+static void print_stale_hint(const struct rm_ifkey *k)
 {
-	char path[512];
+	if (k->ifname[0])
+		printf("(run 'rocemeter detach %s')\n", k->ifname);
+	else
+		printf("(run 'rocemeter detach --ifindex %u')\n", k->ifindex);
+}
+
+/* One interface as text (label: its name, or "ifindex N" when it is gone). */
+static void status_text(const struct rm_ifkey *k, const char *label)
+{
+	char path[512], dir[512];
 	uint64_t st[RM_STAT__COUNT];
 	int stats_fd, ctx_fd, n = 0;
 	struct rm_ctx_key key, next, *prev = NULL;
 	struct rm_ctx val;
+	const char *state;
+	uint32_t prog_id = 0;
 	json_t *dj;
 
-	printf("%s:\n", ifname);
-	if (rm_paths_pin(ifname, "stats", path, sizeof(path)) || (stats_fd = bpf_obj_get(path)) < 0) {
-		printf("  meter: not attached%s\n", if_nametoindex(ifname) ? "" : " (no such interface)");
+	rm_paths_pin_dir(k, dir, sizeof(dir));
+	printf("%s (ifindex %u, pins %s):\n", label, k->ifindex, dir);
+	if (rm_paths_pin(k, "stats", path, sizeof(path)) || (stats_fd = bpf_obj_get(path)) < 0) {
+		printf("  meter: not attached%s\n", k->ifname[0] ? "" : " (no such interface)");
 		goto flowlabel;
 	}
 	if (rm_meter_read_stats(stats_fd, st) == 0) {
@@ -208,7 +226,7 @@ static void status_text(const char *ifname)
 			printf("    %-26s %" PRIu64 "\n", rm_stat_name(i), st[i]);
 	}
 	close(stats_fd);
-	if (!rm_paths_pin(ifname, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0) {
+	if (!rm_paths_pin(k, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0) {
 		printf("  contexts:\n");
 		while (bpf_map_get_next_key(ctx_fd, prev, &next) == 0) {
 			key = next;
@@ -221,23 +239,30 @@ static void status_text(const char *ifname)
 		printf(n ? "" : "    (none)\n");
 		close(ctx_fd);
 	}
-	violations(ifname, NULL);
-	if (is_stale(ifname)) {
-		printf("  STALE: no rocemeter process owns these pins (run 'rocemeter detach %s')\n", ifname);
+	violations(k, label, NULL);
+	/* Liveness from the kernel: is the pinned program the interface's XDP program? */
+	state = meter_state(k, &prog_id);
+	if (!strcmp(state, "live")) {
+		printf("  attached: XDP program id %u\n", prog_id);
+	} else if (!strcmp(state, "busy")) {
+		printf("  not attached: a rocemeter daemon holds these pins while starting or stopping\n");
+	} else {
+		printf("  STALE: no attached XDP program uses these pins and no daemon holds them ");
+		print_stale_hint(k);
 		goto flowlabel;
 	}
-	dj = daemon_json(ifname);
+	dj = daemon_json(k);
 	if (dj) {
-		const char *k;
+		const char *name;
 		json_t *v;
 
 		printf("  daemon:\n");
-		json_object_foreach(dj, k, v) {
+		json_object_foreach(dj, name, v) {
 			if (json_is_object(v)) {
 				const char *k2;
 				json_t *v2;
 
-				printf("    %s:\n", k);
+				printf("    %s:\n", name);
 				json_object_foreach(v, k2, v2) {
 					char *t = json_dumps(v2, JSON_ENCODE_ANY);
 
@@ -248,27 +273,33 @@ static void status_text(const char *ifname)
 			}
 			char *t = json_dumps(v, JSON_ENCODE_ANY);
 
-			printf("    %-28s %s\n", k, t ? t : "?");
+			printf("    %-28s %s\n", name, t ? t : "?");
 			free(t);
 		}
 		json_decref(dj);
 	}
 flowlabel:
-	rm_flowlabel_status(ifname, stdout, 0);
+	if (k->ifname[0])
+		rm_flowlabel_status(k->ifname, stdout, 0);
 }
 
 /* One interface as a JSON object (docs/json.md "status"). */
-static json_t *status_json(const char *ifname)
+static json_t *status_json(const struct rm_ifkey *k, const char *label)
 {
-	char path[512];
+	char path[512], dir[512];
 	uint64_t st[RM_STAT__COUNT];
 	int stats_fd, ctx_fd;
 	struct rm_ctx_key key, next, *prev = NULL;
 	struct rm_ctx val;
+	const char *state;
+	uint32_t prog_id = 0;
 	json_t *o = json_object(), *dj;
 
-	json_object_set_new(o, "interface", rm_json_text(ifname));
-	if (rm_paths_pin(ifname, "stats", path, sizeof(path)) || (stats_fd = bpf_obj_get(path)) < 0) {
+	rm_paths_pin_dir(k, dir, sizeof(dir));
+	json_object_set_new(o, "interface", rm_json_text(label));
+	json_object_set_new(o, "ifindex", json_integer(k->ifindex));
+	json_object_set_new(o, "pins", rm_json_text(dir));
+	if (rm_paths_pin(k, "stats", path, sizeof(path)) || (stats_fd = bpf_obj_get(path)) < 0) {
 		json_object_set_new(o, "meter", json_null());
 		goto flowlabel;
 	}
@@ -280,7 +311,7 @@ static json_t *status_json(const char *ifname)
 		json_object_set_new(o, "meter", m);
 	}
 	close(stats_fd);
-	if (!rm_paths_pin(ifname, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0) {
+	if (!rm_paths_pin(k, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0) {
 		json_t *a = json_array();
 
 		while (bpf_map_get_next_key(ctx_fd, prev, &next) == 0) {
@@ -293,25 +324,37 @@ static json_t *status_json(const char *ifname)
 		json_object_set_new(o, "contexts", a);
 		close(ctx_fd);
 	}
-	violations(ifname, o);
-	if (is_stale(ifname)) {
-		json_object_set_new(o, "stale", json_true());
+	violations(k, label, o);
+	state = meter_state(k, &prog_id);
+	json_object_set_new(o, "state", json_string(state));
+	json_object_set_new(o, "xdp_prog_id", json_integer(prog_id));
+	json_object_set_new(o, "stale", json_boolean(!strcmp(state, "stale")));
+	if (!strcmp(state, "stale"))
 		goto flowlabel;
-	}
-	dj = daemon_json(ifname);
+	dj = daemon_json(k);
 	if (dj)
 		json_object_set_new(o, "daemon", dj);
 flowlabel:
-	json_object_set_new(o, "flowlabel", flowlabel_json(ifname));
+	json_object_set_new(o, "flowlabel", k->ifname[0] ? flowlabel_json(k->ifname) : json_null());
 	return o;
+}
+
+/* One interface, as text or appended to all. */
+static void status_one(const struct rm_ifkey *k, const char *label, json_t *all)
+{
+	if (all)
+		json_array_append_new(all, status_json(k, label));
+	else
+		status_text(k, label);
 }
 
 static int cmd_status(int argc, char **argv)
 {
 	static const struct option opts[] = { { "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0 } };
-	int json = 0, opt, count = 0;
-	json_t *all = json_array();
-	char dir[512];
+	int json = 0, opt, count = 0, rc;
+	json_t *all;
+	char dir[512], err[256], label[64];
+	struct rm_ifkey k;
 	DIR *d;
 	struct dirent *e;
 
@@ -321,12 +364,15 @@ static int cmd_status(int argc, char **argv)
 		case 'h':
 			printf("Usage: rocemeter status [IFACE] [--json]\n\n"
 			       "Show the meter's statistics and live contexts (atomic snapshots of the\n"
-			       "pinned maps), the connections a profile violation disabled (and the\n"
+			       "pinned maps), whether the kernel still runs it on the interface (live, or\n"
+			       "STALE pins), the connections a profile violation disabled (and the\n"
 			       "fail-safe of a full violations map: 'rocemeter reenable'), the daemon's\n"
 			       "report and export counters (records sent, dropped because the queue was\n"
 			       "full, without a session, or with a lost session), and the flow-label\n"
-			       "program's statistics. Without IFACE: every interface with pins under\n"
-			       "/sys/fs/bpf/rocemeter/. The statistics are described in docs/meter.md.\n\n"
+			       "program's statistics. Without IFACE: every interface of this network\n"
+			       "namespace with pins under /sys/fs/bpf/rocemeter/NETNS/IFINDEX/ (an\n"
+			       "interface is found by its index, so a renamed one shows under its new\n"
+			       "name). The statistics are described in docs/meter.md.\n\n"
 			       "Options:\n"
 			       "  -j, --json   one JSON array, one object per interface (docs/json.md)\n"
 			       "  -h, --help   this text\n");
@@ -334,23 +380,51 @@ static int cmd_status(int argc, char **argv)
 		default: return RM_EXIT_USAGE;
 		}
 	}
+	for (int i = optind; i < argc; i++) {
+		if (!rm_ifname_valid(argv[i])) {
+			rm_log_cmd(RM_LOG_ERR, "'%s' is not a valid interface name", argv[i]);
+			return RM_EXIT_USAGE;
+		}
+	}
+	all = json ? json_array() : NULL;
 	if (optind < argc) {
 		for (int i = optind; i < argc; i++) {
-			if (json)
-				json_array_append_new(all, status_json(argv[i]));
-			else
-				status_text(argv[i]);
+			rc = rm_ifkey_by_name(argv[i], &k, err, sizeof(err));
+			if (rc == -ENODEV) {
+				/* No such interface here: nothing can be pinned for it. */
+				if (json) {
+					json_t *o = json_object();
+
+					json_object_set_new(o, "interface", rm_json_text(argv[i]));
+					json_object_set_new(o, "meter", json_null());
+					json_object_set_new(o, "flowlabel", json_null());
+					json_array_append_new(all, o);
+				} else {
+					printf("%s:\n  meter: not attached (no such interface)\n", argv[i]);
+				}
+				continue;
+			}
+			if (rc) {
+				rm_log_cmd(RM_LOG_ERR, "%s", err);
+				json_decref(all);
+				return RM_EXIT_FAIL;
+			}
+			status_one(&k, argv[i], all);
 			count++;
 		}
 	} else {
-		if (rm_paths_pin_dir("", dir, sizeof(dir)) == 0 && (d = opendir(dir))) {
+		if (rm_paths_netns_dir(rm_paths_netns(), dir, sizeof(dir)) == 0 && (d = opendir(dir))) {
 			while ((e = readdir(d))) {
-				if (e->d_name[0] == '.')
+				uint64_t idx;
+
+				if (rm_parse_uint(e->d_name, 1, UINT32_MAX, &idx) ||
+				    rm_ifkey_by_index((uint32_t)idx, &k))
 					continue;
-				if (json)
-					json_array_append_new(all, status_json(e->d_name));
+				if (k.ifname[0])
+					snprintf(label, sizeof(label), "%s", k.ifname);
 				else
-					status_text(e->d_name);
+					snprintf(label, sizeof(label), "ifindex %u", k.ifindex);
+				status_one(&k, label, all);
 				count++;
 			}
 			closedir(d);
@@ -362,8 +436,6 @@ static int cmd_status(int argc, char **argv)
 		rm_log_cmd(RM_LOG_ERR, "standard output: write error");
 		return RM_EXIT_FAIL;
 	}
-	if (!json)
-		json_decref(all);
 	return RM_EXIT_OK;
 }
 

@@ -19,6 +19,7 @@
 #include <linux/if_link.h>
 #include <systemd/sd-daemon.h>
 
+#include "common/caps.h"
 #include "common/errmsg.h"
 #include "common/jsonw.h"
 #include "common/log.h"
@@ -55,6 +56,7 @@ static const uint16_t closure_bits[4] = { RM_FLAG_PROFILE_VIOLATION, RM_FLAG_CAP
 struct rm_daemon {
 	const char *ifname;
 	int ifindex;
+	struct rm_ifkey key;          /* pins, lock and run files: network namespace and ifindex */
 	const char *config_path;
 	struct rm_config_overrides overrides;
 	struct rm_config_file cfg;
@@ -148,7 +150,7 @@ static void render_metrics(void *arg, FILE *f)
 	rm_meter_metrics_write(f, &v);
 }
 
-/* RUNDIR/IFNAME.stats: one JSON object (docs/json.md "daemon"), replaced whole. */
+/* RUNDIR/NETNS-IFINDEX.stats: one JSON object (docs/json.md "daemon"), replaced whole. */
 static void write_stats_file(struct rm_daemon *d)
 {
 	char path[512], tmp[520];
@@ -158,7 +160,7 @@ static void write_stats_file(struct rm_daemon *d)
 	size_t n;
 	FILE *f;
 
-	if (rm_paths_run_file(d->ifname, RM_RUN_STATS, path, sizeof(path)))
+	if (rm_paths_run_file(&d->key, RM_RUN_STATS, path, sizeof(path)))
 		goto out;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	f = fopen(tmp, "w");
@@ -391,14 +393,20 @@ static int pin_maps(struct rm_daemon *d, char *err, size_t errlen)
 
 	_Static_assert(sizeof(maps) / sizeof(maps[0]) == sizeof(names) / sizeof(names[0]), "RM_PIN_MAPS");
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-		if (rm_paths_pin(d->ifname, names[i], path, sizeof(path)) || bpf_map__pin(maps[i], path)) {
+		if (rm_paths_pin(&d->key, names[i], path, sizeof(path)) || bpf_map__pin(maps[i], path)) {
 			rm_errf(err, errlen, "cannot pin %s: %s", path, strerror(errno));
 			return -1;
 		}
 	}
 	/* The control program too: `rocemeter reenable` runs it from its own process. */
-	if (rm_paths_pin(d->ifname, RM_PIN_CTL, path, sizeof(path)) ||
-	    bpf_program__pin(sk->progs.rocemeter_ctl, path)) {
+	if (rm_paths_pin(&d->key, RM_PIN_CTL, path, sizeof(path)) || bpf_program__pin(sk->progs.rocemeter_ctl, path)) {
+		rm_errf(err, errlen, "cannot pin %s: %s", path, strerror(errno));
+		return -1;
+	}
+	/* The XDP program (the device-bound one with namespace = vlan in native
+	 * mode): `status` and `detach` ask the kernel whether the interface's
+	 * XDP program is this one (rm_pin_meter_live()). */
+	if (rm_paths_pin(&d->key, RM_PIN_PROG, path, sizeof(path)) || bpf_obj_pin(d->meter.xdp_fd, path)) {
 		rm_errf(err, errlen, "cannot pin %s: %s", path, strerror(errno));
 		return -1;
 	}
@@ -431,12 +439,58 @@ static void teardown(struct rm_daemon *d)
 	rm_observe_free(&d->obs);
 	rm_meter_unload(&d->meter);
 	if (d->lock_fd >= 0) {
+		/* Still holding the lock: no other attachment can own these pins. */
 		if (!d->keep_pins)
-			rm_pin_remove_meter(d->ifname);
-		rm_pin_remove_run_files(d->ifname);
-		rm_unlock_interface(d->ifname, d->lock_fd);
+			rm_pin_remove_meter(&d->key);
+		rm_pin_remove_run_files(&d->key);
+		rm_pin_unlock(d->lock_fd);
 	}
 	free(d);
+}
+
+/* The lock is held: say by whom, as far as it can be proved. */
+static void describe_holder(struct rm_daemon *d, char *err, size_t errlen)
+{
+	uint32_t id = 0;
+	char why[256];
+	int pid = rm_pin_meter_pid(&d->key, why, sizeof(why));
+
+	if (rm_pin_meter_live(&d->key, &id) <= 0)
+		id = 0;
+	if (pid > 0)
+		rm_errf(err, errlen, "%s is already metered by process %d%s", d->ifname, pid,
+			id ? " (XDP program attached)" : " (starting or stopping)");
+	else
+		rm_errf(err, errlen, "%s is already metered by another rocemeter process%s", d->ifname,
+			id ? " (XDP program attached)" : " (starting or stopping)");
+}
+
+/*
+ * Why bpf_link_create() failed, in words an operator can act on: another
+ * XDP program on the interface is named (trying generic mode would not
+ * help: one program per interface); only a driver without native XDP gets
+ * the --mode generic hint.
+ */
+static void attach_error(struct rm_daemon *d, const char *mode, int e, char *err, size_t errlen)
+{
+	uint32_t id = 0;
+	const char *other_mode = "";
+	char name[64];
+
+	if ((e == EBUSY || e == EEXIST) &&
+	    rm_xdp_attached((uint32_t)d->ifindex, &id, name, sizeof(name), &other_mode) > 0) {
+		rm_errf(err, errlen,
+			"cannot attach XDP to %s: another XDP program is attached there: %s%s%sid %u, %s mode;\n"
+			"  remove it first (ip link set dev %s xdp off; 'bpftool prog show id %u' tells what it is)",
+			d->ifname, name[0] ? "'" : "", name, name[0] ? "' " : "", id, other_mode, d->ifname, id);
+		return;
+	}
+	if (e == EPERM || e == EACCES) {
+		rm_errf(err, errlen, "cannot attach XDP to %s: %s: CAP_NET_ADMIN is needed", d->ifname, strerror(e));
+		return;
+	}
+	rm_errf(err, errlen, "cannot attach XDP (%s mode) to %s: %s%s", mode, d->ifname, strerror(e),
+		e == EOPNOTSUPP && strcmp(mode, "generic") ? "; the driver lacks native XDP: try --mode generic" : "");
 }
 
 struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, size_t errlen)
@@ -444,9 +498,8 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 	const char *mode = o->generic ? "generic" : "native";
 	struct rm_daemon *d = calloc(1, sizeof(*d));
 	struct rm_meter_load_opts lo = { .replay = 0 };
-	char path[512];
-	int holder, rc;
-	FILE *pidf;
+	char path[512], why[512];
+	int rc;
 
 	if (!d) {
 		rm_errf(err, errlen, "out of memory");
@@ -465,34 +518,58 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 	if (!d->cfg.meter.observation_point_id)
 		d->cfg.meter.observation_point_id = (uint64_t)d->ifindex;
 
-	d->lock_fd = rm_lock_interface(d->ifname, &holder);
+	d->lock_fd = -1;
+	/* Before anything is made: a missing capability is named, not left to a verifier dump. */
+	if (rm_caps_check("attach", RM_CAPS_METER, err, errlen))
+		goto fail;
+	rc = rm_ifkey_by_name(d->ifname, &d->key, err, errlen);
+	if (rc)
+		goto fail;
+	d->lock_fd = rm_pin_lock(&d->key, 1, why, sizeof(why));
 	if (d->lock_fd < 0) {
-		if (holder)
-			rm_errf(err, errlen, "%s is already metered by process %d", d->ifname, holder);
+		if (d->lock_fd == -EBUSY)
+			describe_holder(d, err, errlen);
 		else
-			rm_errf(err, errlen, "cannot lock %s: %s", d->ifname, strerror(errno));
-		free(d);
-		return NULL;
-	}
-	if (rm_pin_meter_exists(d->ifname) && o->replace_stale) {
-		/* We hold the interface's lock: no live rocemeter owns these pins. */
-		rm_log(RM_LOG_NOTICE, "removing stale pins of %s left by an attachment that did not exit cleanly",
-		       d->ifname);
-		rm_pin_remove_meter(d->ifname);
-	}
-	if (rm_pin_meter_exists(d->ifname)) {
-		rm_paths_pin(d->ifname, "contexts", path, sizeof(path));
-		rm_errf(err, errlen,
-			"stale pin directory for %s (%s exists but no rocemeter process owns it);\n"
-			"  run 'rocemeter detach %s' first, or attach with --replace-stale",
-			d->ifname, path, d->ifname);
-		d->keep_pins = 1; /* not ours: leave them to detach */
+			rm_errf(err, errlen, "cannot prepare the pin directory on bpffs: %s", why);
 		goto fail;
 	}
-	rc = rm_paths_prepare_pins(d->ifname, NULL, 0);
-	if (rc) {
-		rm_errf(err, errlen, "cannot prepare the pin directory on bpffs: %s", strerror(-rc));
-		goto fail;
+	if (rm_pin_meter_exists(&d->key)) {
+		uint32_t live_id = 0;
+		int live = rm_pin_meter_live(&d->key, &live_id);
+
+		rm_paths_pin_dir(&d->key, path, sizeof(path));
+		d->keep_pins = 1; /* not ours: never removed by this attempt */
+		if (live != 0) {
+			/* Never replace a meter that the kernel still runs. */
+			if (live > 0)
+				rm_errf(err, errlen, "a meter is attached to %s (XDP program id %u, pins %s); not replacing it",
+					d->ifname, live_id, path);
+			else
+				rm_errf(err, errlen, "cannot tell whether the meter pinned at %s is attached: %s", path,
+					strerror(-live));
+			goto fail;
+		}
+		if (!o->replace_stale) {
+			rm_errf(err, errlen,
+				"stale pins for %s in %s (no attached XDP program uses them, no process holds them);\n"
+				"  run 'rocemeter detach %s' first, or attach with --replace-stale",
+				d->ifname, path, d->ifname);
+			goto fail;
+		}
+		/* We hold the lock and the kernel runs no program of these pins. */
+		rm_log(RM_LOG_NOTICE, "removing stale pins of %s in %s left by an attachment that did not exit cleanly",
+		       d->ifname, path);
+		rm_pin_remove_meter(&d->key);
+		d->keep_pins = o->keep_pins;
+		rm_pin_unlock(d->lock_fd); /* the directory went with the pins: lock it anew */
+		d->lock_fd = rm_pin_lock(&d->key, 1, why, sizeof(why));
+		if (d->lock_fd < 0) {
+			if (d->lock_fd == -EBUSY)
+				describe_holder(d, err, errlen);
+			else
+				rm_errf(err, errlen, "cannot prepare the pin directory on bpffs: %s", why);
+			goto fail;
+		}
 	}
 	/* namespace = vlan in native mode: the device-bound program, which also
 	 * reads VLAN tags the NIC took into the packet metadata. */
@@ -512,8 +589,7 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 
 		d->link_fd = bpf_link_create(d->meter.xdp_fd, d->ifindex, BPF_XDP, &lo);
 		if (d->link_fd < 0) {
-			rm_errf(err, errlen, "cannot attach XDP (%s mode) to %s: %s%s", mode, d->ifname,
-				strerror(errno), !o->generic ? "; the driver may lack native XDP: try --mode generic" : "");
+			attach_error(d, mode, errno, err, errlen);
 			goto fail;
 		}
 	}
@@ -524,10 +600,10 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 			goto fail;
 		d->flowlabel = 1;
 	}
-	if (!rm_paths_run_file(d->ifname, RM_RUN_PID, path, sizeof(path)) && (pidf = fopen(path, "w"))) {
-		fprintf(pidf, "%d\n", getpid());
-		fclose(pidf);
-	}
+	rc = rm_pin_write_pid(&d->key);
+	if (rc)
+		rm_log(RM_LOG_WARNING, "cannot write the PID file under %s: %s (detach cannot stop this daemon)",
+		       rm_paths_rundir(), strerror(-rc));
 	if (rm_reporter_init(&d->rep, &d->meter, d->cfg.meter.observation_point_id, d->cfg.meter.namespace_vlan,
 			     d->cfg.meter.generation_verified, 0, live_sink_fn, &d->sink)) {
 		rm_errf(err, errlen, "out of memory");
@@ -550,11 +626,11 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 		}
 	}
 
-	rm_log(RM_LOG_NOTICE,
-	       "attached to %s (ifindex %d, %s XDP, W %u, max_contexts %u%s%s%s); maps pinned under %s/rocemeter/%s",
+	rm_paths_pin_dir(&d->key, path, sizeof(path));
+	rm_log(RM_LOG_NOTICE, "attached to %s (ifindex %d, %s XDP, W %u, max_contexts %u%s%s%s); maps pinned under %s",
 	       d->ifname, d->ifindex, mode, d->cfg.meter.window, d->cfg.meter.max_contexts,
 	       d->cfg.meter.provision_all ? ", provision_all" : "", o->mirror ? ", mirror" : "",
-	       d->meter.dev_bound ? ", VLAN tags from the packet metadata too" : "", rm_paths_bpffs(), d->ifname);
+	       d->meter.dev_bound ? ", VLAN tags from the packet metadata too" : "", path);
 	if (d->sink.exporter)
 		rm_log(RM_LOG_NOTICE, "exporting to %s port %u (%s)", d->cfg.export.collector, d->cfg.export.port,
 		       d->cfg.export.tls.plain_tcp ? "plain TCP" : "TLS 1.3");
@@ -646,15 +722,23 @@ void rm_daemon_stop(struct rm_daemon *d, int graceful)
 	teardown(d);
 }
 
-int rm_daemon_terminate(const char *ifname, int pid, int timeout_ms)
+int rm_daemon_terminate(const struct rm_ifkey *k, int pid, int timeout_ms)
 {
-	int fd = -1, holder;
+	uint64_t start = rm_proc_start_time(pid);
+	int fd = -EBUSY;
 
-	if (kill(pid, SIGTERM))
+	if (!start || kill(pid, SIGTERM))
 		return -1;
-	for (int waited = 0; waited < timeout_ms && fd < 0; waited += 100) {
+	/* Done when the process is gone (or its PID is another's) and the lock is free. */
+	for (int waited = 0; waited < timeout_ms; waited += 100) {
 		usleep(100000);
-		fd = rm_lock_interface(ifname, &holder);
+		if (rm_proc_start_time(pid) == start)
+			continue;
+		fd = rm_pin_lock(k, 0, NULL, 0);
+		if (fd != -EBUSY)
+			break;
 	}
-	return fd;
+	if (fd == -EBUSY)
+		return -1;
+	return fd >= 0 ? fd : -ENOENT;
 }

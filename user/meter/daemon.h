@@ -24,6 +24,7 @@
 #include <stddef.h>
 
 #include "common/config.h"
+#include "common/paths.h"
 #include "flowlabel/flowlabel.h"
 
 /*
@@ -108,12 +109,13 @@ int rm_daemon_step(struct rm_daemon *d, unsigned int flags);
 void rm_daemon_stop(struct rm_daemon *d, int graceful);
 
 /*
- * `detach`: ask the daemon of another process (pid, holding ifname's lock)
- * to stop with SIGTERM, and wait up to timeout_ms for its final reports,
- * export and clean-up: until the lock is free. Returns the lock's fd (now
- * ours, see rm_lock_interface()), or -1 if the signal could not be sent or
- * the daemon did not stop in time.
+ * `detach`: ask the daemon of another process to stop with SIGTERM (pid,
+ * proved to be k's meter by rm_pin_meter_pid()), and wait up to timeout_ms
+ * for its final reports, export and clean-up: until the process is gone and
+ * k's lock is free. Returns the lock's fd (now ours, see rm_pin_lock()),
+ * -ENOENT when the daemon removed the pin directory (nothing left to lock),
+ * or -1 if the signal could not be sent or the daemon did not stop in time.
  */
-int rm_daemon_terminate(const char *ifname, int pid, int timeout_ms);
+int rm_daemon_terminate(const struct rm_ifkey *k, int pid, int timeout_ms);
 
 #endif

@@ -222,6 +222,10 @@ int rm_observe_poll(struct rm_observe *o, uint64_t ringbuf_drops)
 	rm_observe_events(o);
 	bits = o->pending;
 	o->pending = 0;
+	/* Follow the interface by its index: a rename keeps it (ip link set dev X name Y);
+	 * the name is only for messages, the readings are asked by index. */
+	if (o->ifindex > 0)
+		if_indextoname((unsigned int)o->ifindex, o->ifname);
 	if (read_link(o, &r)) {
 		r.carrier = 0; /* the interface is gone: nothing is observed */
 		r.have_changes = r.have_downs = 0;

@@ -18,8 +18,8 @@
 #include <stdint.h>
 
 struct rm_observe {
-	char ifname[64];
-	int ifindex;
+	char ifname[64];           /* refreshed from ifindex at every poll: renames are followed */
+	int ifindex;               /* what the readings and link events are asked by */
 	int link_fd;               /* the daemon's XDP link */
 	int count_rx_dropped;      /* also count rx_dropped (see rm_observe_init) */
 	int nl_fd;                 /* NETLINK_ROUTE socket in RTNLGRP_LINK (link events), -1 if none */

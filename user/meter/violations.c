@@ -25,12 +25,12 @@ void rm_violations_fds_of(const struct rm_meter *m, struct rm_violations_fds *f)
 	f->own = 0;
 }
 
-static int open_pin(const char *ifname, const char *name, int *fd, char *err, size_t errlen)
+static int open_pin(const struct rm_ifkey *k, const char *name, int *fd, char *err, size_t errlen)
 {
 	char path[512];
 
-	if (rm_paths_pin(ifname, name, path, sizeof(path))) {
-		rm_errf(err, errlen, "pin path for %s too long", ifname);
+	if (rm_paths_pin(k, name, path, sizeof(path))) {
+		rm_errf(err, errlen, "pin path for %s too long", k->ifname);
 		return -ENAMETOOLONG;
 	}
 	*fd = bpf_obj_get(path);
@@ -38,7 +38,7 @@ static int open_pin(const char *ifname, const char *name, int *fd, char *err, si
 		int e = -errno;
 
 		if (e == -ENOENT)
-			rm_errf(err, errlen, "the meter is not attached to %s (no %s)", ifname, path);
+			rm_errf(err, errlen, "the meter is not attached to %s (no %s)", k->ifname, path);
 		else
 			rm_errf(err, errlen, "%s: %s", path, strerror(-e));
 		return e;
@@ -46,17 +46,17 @@ static int open_pin(const char *ifname, const char *name, int *fd, char *err, si
 	return 0;
 }
 
-int rm_violations_open_pinned(const char *ifname, struct rm_violations_fds *f, char *err, size_t errlen)
+int rm_violations_open_pinned(const struct rm_ifkey *k, struct rm_violations_fds *f, char *err, size_t errlen)
 {
 	int e;
 
 	memset(f, 0, sizeof(*f));
 	f->violations_fd = f->viol_state_fd = f->contexts_fd = f->ctl_fd = -1;
 	f->own = 1;
-	if ((e = open_pin(ifname, "violations", &f->violations_fd, err, errlen)) ||
-	    (e = open_pin(ifname, "viol_state", &f->viol_state_fd, err, errlen)) ||
-	    (e = open_pin(ifname, "contexts", &f->contexts_fd, err, errlen)) ||
-	    (e = open_pin(ifname, RM_PIN_CTL, &f->ctl_fd, err, errlen))) {
+	if ((e = open_pin(k, "violations", &f->violations_fd, err, errlen)) ||
+	    (e = open_pin(k, "viol_state", &f->viol_state_fd, err, errlen)) ||
+	    (e = open_pin(k, "contexts", &f->contexts_fd, err, errlen)) ||
+	    (e = open_pin(k, RM_PIN_CTL, &f->ctl_fd, err, errlen))) {
 		rm_violations_close(f);
 		return e;
 	}

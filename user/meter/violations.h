@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 
+#include "common/paths.h"
 #include "meter.h"
 
 /* The maps and the control program of one attachment. */
@@ -33,10 +34,11 @@ struct rm_violation_entry {
 void rm_violations_fds_of(const struct rm_meter *m, struct rm_violations_fds *f);
 
 /*
- * The pins of ifname's attachment (user/common/paths.h). Returns 0, or
- * -errno with "no rocemeter attachment on IFACE" or the failing pin in err.
+ * The pins of k's attachment (user/common/paths.h). Returns 0, or -errno
+ * with "the meter is not attached to IFACE (no PIN)" or the failing pin in
+ * err.
  */
-int rm_violations_open_pinned(const char *ifname, struct rm_violations_fds *f, char *err, size_t errlen);
+int rm_violations_open_pinned(const struct rm_ifkey *k, struct rm_violations_fds *f, char *err, size_t errlen);
 void rm_violations_close(struct rm_violations_fds *f);
 
 /*

@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""`rocemeter check-config FILE` (user/common/cmd_check_config.c): exit 0 for a
+file attach and collect would accept, 2 with one line naming the file, key and
+value for one they would refuse, TLS files included. No root, no network: the
+certificates come from scripts/gen-certs (openssl), the encrypted key from
+`openssl pkey -aes256`."""
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROCEMETER = os.environ.get("ROCEMETER", os.path.join(ROOT, os.environ.get("BUILD", "build"), "rocemeter"))
+
+
+def check(path, *opts):
+    return subprocess.run([ROCEMETER, "check-config", *opts, str(path)], capture_output=True, text=True,
+                          timeout=30, stdin=subprocess.PIPE)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pki")
+    subprocess.run([os.path.join(ROOT, "scripts", "gen-certs"), str(d)], check=True, capture_output=True)
+    subprocess.run(["openssl", "pkey", "-in", str(d / "exporter.key"), "-aes256", "-passout", "pass:secret",
+                    "-out", str(d / "encrypted.key")], check=True, capture_output=True)
+    return d
+
+
+def full(pki, **over):
+    v = {"window": "010", "export_key": "exporter.key", "export_cert": "exporter.pem", "listen": "[::1]:4740",
+         "db": "/var/lib/rocemeter/collector.db", "collect_ca": "ca.pem"}
+    v.update(over)
+    return ("[meter]\nwindow = {window}\nprovision_all = yes\n"
+            "[provision]\nconnection = 192.0.2.1 192.0.2.2 0x12 any\n"
+            "[export]\ncollector = 192.0.2.9\nca = {p}/ca.pem\ncert = {p}/{export_cert}\nkey = {p}/{export_key}\n"
+            "peer_name = collector.rocemeter.test\n"
+            "[collect]\nlisten = {listen}\ndb = {db}\nca = {p}/{collect_ca}\ncert = {p}/collector.pem\n"
+            "key = {p}/collector.key\npeer_name = exporter.rocemeter.test\n").format(p=pki, **v)
+
+
+def test_accepted(tmp_path, pki):
+    f = tmp_path / "ok.conf"
+    f.write_text(full(pki))
+    p = check(f)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == ("%s: accepted: [meter] window 10, max_contexts 65536, provision_all; 1 connection line; "
+                        "[export] to 192.0.2.9 port 4740 over TLS 1.3; [collect] on [::1]:4740 into "
+                        "/var/lib/rocemeter/collector.db over TLS 1.3\n" % f)
+    assert check(f, "--quiet").stdout == ""
+
+
+@pytest.mark.parametrize("over,line,message", [
+    ({"window": "0"}, 2, "window: '0' is not an integer in 1..4194304"),
+    ({"listen": "127.0.0.1:70000"}, 13,
+     "listen: '127.0.0.1:70000' is not ADDR:PORT, [IPV6]:PORT or :PORT with PORT in 1..65535"),
+    ({"export_key": "encrypted.key"}, None, "[export] tls: key file {p}/encrypted.key is encrypted: rocemeter never "
+                                            "asks for a pass phrase"),
+    ({"export_key": "collector.key"}, None, "[export] tls: key file {p}/collector.key does not match cert file "
+                                            "{p}/exporter.pem"),
+    ({"export_cert": "missing.pem"}, None, "[export] tls: cert file {p}/missing.pem: No such file or directory"),
+    ({"collect_ca": "nothing.pem"}, None, "[collect] tls: ca file {p}/nothing.pem: No such file or directory"),
+])
+def test_refused(tmp_path, pki, over, line, message):
+    f = tmp_path / "bad.conf"
+    f.write_text(full(pki, **over))
+    p = check(f)
+    assert p.returncode == 2, p.stdout
+    where = "%s:%d: " % (f, line) if line else "%s: " % f
+    assert p.stderr.startswith("rocemeter check-config: " + where + message.format(p=pki)), p.stderr
+    assert p.stdout == ""
+
+
+def test_collect_section_must_be_complete(tmp_path, pki):
+    """[collect] as rocemeter-collect.service reads it: alone, so db and TLS must be there."""
+    f = tmp_path / "c.conf"
+    f.write_text("[collect]\nlisten = :4740\ncert = %s/collector.pem\n" % pki)
+    p = check(f)
+    assert p.returncode == 2 and "[collect] db: missing" in p.stderr, p.stderr
+    f.write_text("[collect]\nlisten = :4740\ndb = x.db\ncert = %s/collector.pem\n" % pki)
+    p = check(f)
+    assert p.returncode == 2 and "no peer_name configured" in p.stderr, p.stderr
+    f.write_text("[collect]\nlisten = :4740\ndb = x.db\ntransport = tcp\n")
+    p = check(f)
+    assert p.returncode == 0 and "neither authenticated nor confidential" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("path", ["/tmp", "/dev/zero"])
+def test_not_a_file(path):
+    p = check(path)
+    assert p.returncode == 2 and "%s: not a regular file" % path in p.stderr, p.stderr
+
+
+def test_usage():
+    p = subprocess.run([ROCEMETER, "check-config"], capture_output=True, text=True)
+    assert p.returncode == 2 and "Usage: rocemeter check-config" in p.stderr
+    p = subprocess.run([ROCEMETER, "check-config", "--help"], capture_output=True, text=True)
+    assert p.returncode == 0 and "Exit status: 0" in p.stdout
