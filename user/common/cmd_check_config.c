@@ -121,5 +121,5 @@ static int cmd_check_config(int argc, char **argv)
 	return RM_EXIT_OK;
 }
 
-RM_COMMAND_NAMED(check_config, "check-config", 70,
+RM_COMMAND_NAMED(check_config, "check-config", 80,
 		 "check a configuration file as attach and collect would read it (exit 0 or 2)", cmd_check_config);
