@@ -532,7 +532,8 @@ def test_memory_budget_must_hold_the_handshakes_and_a_session(tmp_path):
     """max_memory_bytes below max_handshakes x the handshake slot + one session: a usage error (2)
     that names the key, before anything listens."""
     need = 100 * documented_bytes("handshake slot") + documented_bytes("Transport Session")
-    p = subprocess.run([BIN, "collect", "--plain-tcp", "--db", str(tmp_path / "m.db"), "--listen", "127.0.0.1:0",
+    # Port 1: a valid address that is never bound, the budget is refused first.
+    p = subprocess.run([BIN, "collect", "--plain-tcp", "--db", str(tmp_path / "m.db"), "--listen", "127.0.0.1:1",
                         "--max-handshakes", "100", "--max-memory-bytes", str(need - 1)],
                        capture_output=True, text=True, timeout=WAIT)
     assert p.returncode == 2 and f"max_memory_bytes {need - 1}" in p.stderr and str(need) in p.stderr

@@ -112,10 +112,10 @@ def test_status_reads_a_stats_map_of_another_build(tmp_path):
     """A stats map pinned by another build (more statistics: a larger value)
     is read by its own size: status shows the statistics it knows instead
     of overflowing its buffer (it aborted before). The pins are keyed by
-    namespace and ifindex: a dummy interface gives them a key."""
+    namespace and ifindex: a veth interface (nothing attached) gives them a key."""
     base = "/sys/fs/bpf/rmtest-%d" % os.getpid()
     subprocess.run(["ip", "link", "del", "rmfake0"], capture_output=True)
-    subprocess.run(["ip", "link", "add", "rmfake0", "type", "dummy"], check=True)
+    subprocess.run(["ip", "link", "add", "rmfake0", "type", "veth", "peer", "name", "rmfake1"], check=True)
     pin_dir = rt.pin_dir("rmfake0", bpffs=base)
     os.makedirs(pin_dir)
     try:
