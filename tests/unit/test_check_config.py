@@ -85,6 +85,24 @@ def test_collect_section_must_be_complete(tmp_path, pki):
     assert p.returncode == 0 and "neither authenticated nor confidential" in p.stderr, p.stderr
 
 
+def test_collect_memory_budget_as_collect_refuses_it(tmp_path):
+    """A [collect] memory budget below the handshake reservation and one session: refused as
+    `collect` refuses it (exit 2), not accepted by check-config and then refused at start."""
+    f = tmp_path / "m.conf"
+    f.write_text("[collect]\nlisten = :4740\ndb = x.db\ntransport = tcp\nmax_handshakes = 100\n"
+                 "max_memory_bytes = 6815743\n")
+    p = check(f)
+    assert p.returncode == 2, p.stdout
+    assert p.stderr.startswith("rocemeter check-config: %s: [collect] max_memory_bytes 6815743 is below "
+                               "max_handshakes 100 x 65536 bytes plus one session (262144 bytes): 6815744" % f), \
+        p.stderr
+    c = subprocess.run([ROCEMETER, "collect", "--config", str(f)], capture_output=True, text=True, timeout=30)
+    assert c.returncode == 2 and "max_memory_bytes 6815743" in c.stderr, c.stderr
+    f.write_text("[collect]\nlisten = :4740\ndb = x.db\ntransport = tcp\nmax_handshakes = 100\n"
+                 "max_memory_bytes = 6815744\n")
+    assert check(f).returncode == 0
+
+
 @pytest.mark.parametrize("path", ["/tmp", "/dev/zero"])
 def test_not_a_file(path):
     p = check(path)

@@ -13,13 +13,14 @@
 
 #include <stdint.h>
 
+#include "common/limits.h" /* RM_BUDGET_HANDSHAKE_BYTES, RM_BUDGET_SESSION_BYTES */
+
 /*
  * Bytes charged per object: upper bounds of what each holds, allocator and
  * table overhead included (docs/collector.md lists the same numbers; the
  * struct sizes are checked against them at compile time).
  */
-#define RM_BUDGET_HANDSHAKE_BYTES 65536u  /* per handshake slot, reserved at start: SSL object mid-handshake */
-#define RM_BUDGET_SESSION_BYTES   262144u /* per admitted session: receive buffer, TLS state, tables */
+/* RM_BUDGET_HANDSHAKE_BYTES and RM_BUDGET_SESSION_BYTES: user/common/limits.h (the configuration checks them). */
 #define RM_BUDGET_EPOCH_BYTES     768u    /* per retained epoch: struct rm_epoch, hash and list entries */
 #define RM_BUDGET_TEMPLATE_BYTES  512u    /* per Template, plus the octets of its Template Record */
 

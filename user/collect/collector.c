@@ -1267,17 +1267,3 @@ out:
 		SSL_CTX_free(srv.ctx);
 	return ret;
 }
-
-int rm_collect_memory_check(const struct rm_collect_settings *cs, char *err, size_t errlen)
-{
-	uint64_t need = (uint64_t)cs->max_handshakes * RM_BUDGET_HANDSHAKE_BYTES + RM_BUDGET_SESSION_BYTES;
-
-	if (cs->max_memory_bytes < need) {
-		snprintf(err, errlen,
-			 "max_memory_bytes %" PRIu64 " is below max_handshakes %u x %u bytes plus one session (%u bytes): "
-			 "%" PRIu64,
-			 cs->max_memory_bytes, cs->max_handshakes, RM_BUDGET_HANDSHAKE_BYTES, RM_BUDGET_SESSION_BYTES, need);
-		return -EINVAL;
-	}
-	return 0;
-}

@@ -98,11 +98,5 @@ struct rm_collector_stats {
  */
 int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatile sig_atomic_t *stop);
 
-/*
- * The memory budget must hold the handshake reservation (max_handshakes x
- * RM_BUDGET_HANDSHAKE_BYTES) and one session: 0, or -EINVAL with a
- * one-line reason naming max_memory_bytes in err.
- */
-int rm_collect_memory_check(const struct rm_collect_settings *cs, char *err, size_t errlen);
 
 #endif /* ROCEMETER_COLLECTOR_H */

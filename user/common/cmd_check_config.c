@@ -95,6 +95,10 @@ static int cmd_check_config(int argc, char **argv)
 				   path);
 			return RM_EXIT_USAGE;
 		}
+		if (rm_collect_memory_check(&cfg.collect, err, sizeof(err))) {
+			rm_log_cmd(RM_LOG_ERR, "%s: [collect] %s", path, err);
+			return RM_EXIT_USAGE;
+		}
 		if (check_tls(path, "collect", &cfg.collect.tls, 1))
 			return RM_EXIT_USAGE;
 	}

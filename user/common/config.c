@@ -457,3 +457,17 @@ int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size
 		cfg->export.port = cfg->export.tls.plain_tcp ? RM_IPFIX_PORT_TCP : RM_IPFIX_PORT_TLS;
 	return 0;
 }
+
+int rm_collect_memory_check(const struct rm_collect_settings *cs, char *err, size_t errlen)
+{
+	uint64_t need = (uint64_t)cs->max_handshakes * RM_BUDGET_HANDSHAKE_BYTES + RM_BUDGET_SESSION_BYTES;
+
+	if (cs->max_memory_bytes < need) {
+		snprintf(err, errlen,
+			 "max_memory_bytes %" PRIu64 " is below max_handshakes %u x %u bytes plus one session (%u bytes): "
+			 "%" PRIu64,
+			 cs->max_memory_bytes, cs->max_handshakes, RM_BUDGET_HANDSHAKE_BYTES, RM_BUDGET_SESSION_BYTES, need);
+		return -EINVAL;
+	}
+	return 0;
+}

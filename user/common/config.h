@@ -160,6 +160,14 @@ int rm_parse_connection(const char *text, struct rm_provision *p, char *err, siz
  */
 int rm_parse_listen(const char *text, char *host, size_t hlen, uint16_t *port, char *err, size_t errlen);
 
+/*
+ * [collect]: the memory budget must hold the handshake reservation
+ * (max_handshakes x RM_BUDGET_HANDSHAKE_BYTES, limits.h) and one session
+ * (RM_BUDGET_SESSION_BYTES): 0, or -EINVAL with a one-line reason naming
+ * max_memory_bytes in err. `collect` and `check-config` refuse such a file.
+ */
+int rm_collect_memory_check(const struct rm_collect_settings *cs, char *err, size_t errlen);
+
 /* IPv4 or IPv6 address text into 16 bytes, network order (IPv4 in the
  * first 4, rest zero). Returns 4, 6, or -1 if s is neither. */
 int rm_parse_addr(const char *s, uint8_t out[16]);

@@ -77,7 +77,12 @@
 #define RM_MAX_RAW_BYTES_MAX (1ull << 40) /* 0 = keep none */
 #define RM_MAX_RAW_BYTES_DEFAULT (64ull << 20)
 #define RM_MAX_RAW_BYTES_PER_SESSION_DEFAULT (8ull << 20)
-#define RM_MAX_MEMORY_BYTES_MIN 327680ull /* one handshake slot and one session (user/collect/budget.h) */
+#define RM_MAX_MEMORY_BYTES_MIN 327680ull /* one handshake slot and one session (below) */
+/* Bytes the memory budget charges per handshake slot (all reserved at start) and per admitted
+ * session: user/collect/budget.h has every cost, docs/collector.md "Memory budget" the same numbers.
+ * Here because a [collect] section is refused by them (rm_collect_memory_check()). */
+#define RM_BUDGET_HANDSHAKE_BYTES 65536u  /* per handshake slot, reserved at start: SSL object mid-handshake */
+#define RM_BUDGET_SESSION_BYTES   262144u /* per admitted session: receive buffer, TLS state, tables */
 #define RM_MAX_MEMORY_BYTES_MAX (1ull << 40)
 #define RM_MAX_MEMORY_BYTES_DEFAULT (1ull << 30)
 
