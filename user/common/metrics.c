@@ -8,6 +8,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -225,6 +226,7 @@ struct rm_metrics_server *rm_metrics_start(const char *listen_text, rm_metrics_r
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	char host[256];
+	sigset_t all, old;
 	unsigned int port;
 
 	if (rm_metrics_parse_listen("metrics", listen_text, host, sizeof(host), &port, err, errlen))
@@ -246,10 +248,15 @@ struct rm_metrics_server *rm_metrics_start(const char *listen_text, rm_metrics_r
 		s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 							 : ((struct sockaddr_in *)&ss)->sin_port);
 	/* One thread answers every scrape in turn: a scrape is small, and the
-	 * render function runs under the owner's lock anyway. */
+	 * render function runs under the owner's lock anyway. It starts with
+	 * every signal blocked: a SIGTERM taken by it would not interrupt the
+	 * owner's wait, which must act on it. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC, 0, NULL, NULL, answer,
 				  s, MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_CONNECTION_LIMIT, 16u,
 				  MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!s->mhd) {
 		rm_errf(err, errlen, "metrics: cannot start the HTTP server on %s", listen_text);
 		close(s->fd);

@@ -84,7 +84,8 @@ struct rm_metrics_server;
  * address; PORT 0 picks a free port, see rm_metrics_port()) and serve
  * GET /metrics with render(arg, out), Content-Type
  * "text/plain; version=0.0.4; charset=utf-8"; every other path is 404,
- * every other method 405. Returns the server, or NULL with the reason in
+ * every other method 405. The server's thread takes no process signal
+ * (they stay the caller's). Returns the server, or NULL with the reason in
  * err ("metrics: cannot listen on ADDR:PORT: ...").
  */
 struct rm_metrics_server *rm_metrics_start(const char *listen, rm_metrics_render_fn render, void *arg, char *err,
