@@ -185,6 +185,12 @@ int rm_rules_check_record(const struct rm_report *r, char *why, size_t n)
 		rm_errf(why, n, "rdmaDestinationQP 0x%08x has nonzero upper 8 bits", r->dest_qp);
 		return -1;
 	}
+	if (r->flow_end_ms < r->flow_start_ms) {
+		/* [SEQOBS] "Export Profile and Template": first and last accounted arrival times. */
+		rm_errf(why, n, "flowEndMilliseconds %" PRIu64 " is before flowStartMilliseconds %" PRIu64,
+			r->flow_end_ms, r->flow_start_ms);
+		return -1;
+	}
 	if (r->window < 1 || r->window > RM_WINDOW_MAX) {
 		rm_errf(why, n, "rdmaSequenceWindow %u outside 1..4194304", r->window);
 		return -1;
@@ -423,6 +429,13 @@ static enum rm_verdict order(struct rm_epoch *e, const struct rm_report *r, char
 	if (r->flow_start_ms != k->flow_start_ms) {
 		snprintf(why, sizeof(why), "report %" PRIu64 ": flowStartMilliseconds changed from %" PRIu64
 			 " to %" PRIu64, r->report_id, k->flow_start_ms, r->flow_start_ms);
+		goto bad;
+	}
+	if (r->flow_end_ms < k->flow_end_ms) {
+		/* The last accounted arrival of a cumulative snapshot never moves back. */
+		snprintf(why, sizeof(why),
+			 "report %" PRIu64 ": flowEndMilliseconds went back from %" PRIu64 " to %" PRIu64, r->report_id,
+			 k->flow_end_ms, r->flow_end_ms);
 		goto bad;
 	}
 	CMP_TOTAL(skipped, "skippedPsnTotalCount")

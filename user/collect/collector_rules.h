@@ -143,8 +143,11 @@ void rm_rules_tick(struct rm_rsession *s, uint64_t now_ms);
 
 /*
  * The record-level checks: 0 valid, 1 unsupported qualification (unknown
- * flag bits 0xFFC0), -1 invalid (field range, flags, arithmetic relation);
- * why gets the reason.
+ * flag bits 0xFFC0), -1 invalid (field range, flags, arithmetic relation,
+ * flowEndMilliseconds before flowStartMilliseconds); why gets the reason.
+ * Between reports of one epoch (rm_rules_record), a larger report ID is
+ * also invalid when a total decreases, an immutable field changes or
+ * flowEndMilliseconds goes back.
  */
 int rm_rules_check_record(const struct rm_report *r, char *why, size_t whylen);
 
