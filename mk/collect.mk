@@ -2,6 +2,6 @@
 # collector rules -> SQLite store) and `rocemeter report`.
 ROCEMETER_SRCS += user/collect/ipfix_decode.c user/collect/collector_rules.c user/collect/store.c \
                   user/collect/collector.c user/collect/report_cmd.c
-CHECK_PROGS    += $(BUILD)/tests/unit/test_collector_rules
+CHECK_PROGS    += $(BUILD)/tests/unit/test_collector_rules $(BUILD)/tests/unit/test_ipfix_decode
 CHECK_SCRIPTS  += selftests/system/test_collector.py
 BENCH_PROGS    += $(BUILD)/selftests/bench/bench_collect
