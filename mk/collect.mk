@@ -4,4 +4,7 @@ ROCEMETER_SRCS += user/collect/ipfix_decode.c user/collect/collector_rules.c use
                   user/collect/collector.c user/collect/report_cmd.c
 CHECK_PROGS    += $(BUILD)/tests/unit/test_collector_rules $(BUILD)/tests/unit/test_ipfix_decode
 CHECK_SCRIPTS  += selftests/system/test_collector.py
+# The database on a full tmpfs (root), write-locked by another process, and
+# a restart after kill -9.
+CHECK_SCRIPTS  += selftests/system/test_collector_store.py
 BENCH_PROGS    += $(BUILD)/selftests/bench/bench_collect

@@ -71,15 +71,13 @@ struct server {
 	size_t nconns;
 	int store_failed;
 	/*
-	 * The open batch (in_batch: a transaction is open): Messages processed
-	 * since the last commit, when the batch began (CLOCK_MONOTONIC ms), and the epochs with a row
-	 * already whose latest state is written once, just before the commit
-	 * (struct rm_epoch * set; a retired epoch is written at once and leaves).
+	 * The open batch: Messages processed since the last commit and when
+	 * the batch began (CLOCK_MONOTONIC ms). The store defers and groups
+	 * the writes itself (store.h); a commit is where it may write them.
 	 */
 	int in_batch;
 	uint32_t batch_messages;
 	uint64_t batch_start_ms;
-	GHashTable *pending;
 };
 
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -129,19 +127,11 @@ static void batch_begin(struct server *s)
 }
 
 /*
- * Write the latest state of every pending epoch, then commit: the only way
- * the collector commits, so a committed transaction never holds half of a
- * Message (an epoch row behind the raw records or drops of its Messages).
+ * End the batch: the only place the store may write, so a committed
+ * transaction never holds half of a Message.
  */
 static void batch_commit(struct server *s)
 {
-	GHashTableIter it;
-	gpointer e;
-
-	g_hash_table_iter_init(&it, s->pending);
-	while (g_hash_table_iter_next(&it, &e, NULL))
-		store_check(s, rm_store_epoch(s->st, e), "epoch");
-	g_hash_table_remove_all(s->pending);
 	store_check(s, rm_store_commit(s->st), "commit");
 	s->batch_messages = 0;
 	s->in_batch = 0;
@@ -149,21 +139,11 @@ static void batch_commit(struct server *s)
 
 /* ---------------- sinks ---------------- */
 
-/*
- * An epoch changed or is retired. A new epoch gets its rows at once (row IDs
- * keep the order of the flushes); a changed one only joins the pending set,
- * written at the commit; a retired one is written now (it is freed next).
- */
+/* An epoch changed or is retired: the store writes its latest state with the next transaction. */
 static void rules_epoch(void *arg, struct rm_epoch *e)
 {
 	struct server *s = arg;
 
-	if (e->store_id && !e->retired_ms) {
-		g_hash_table_add(s->pending, e);
-		return;
-	}
-	if (e->retired_ms)
-		g_hash_table_remove(s->pending, e);
 	store_check(s, rm_store_epoch(s->st, e), "epoch");
 }
 
@@ -175,6 +155,12 @@ static void rules_drop(void *arg, uint64_t session_id, uint32_t domain, uint64_t
 }
 
 static void rules_log(void *arg, const char *line)
+{
+	logmsg("%s", line);
+}
+
+/* The store's own lines: database unavailable / writable again, recovery at start (rate-limited there). */
+static void store_log(void *arg, const char *line)
 {
 	logmsg("%s", line);
 }
@@ -230,13 +216,22 @@ static void end_session(struct conn *c, const char *reason)
 	struct server *s = c->srv;
 	uint64_t t = now_ms();
 	char er[400];
-	struct rm_session_counts cnt = { c->messages, c->records, c->octets, c->rejected, NULL };
+	struct rm_session_counts cnt = {
+		.messages = c->messages, .records = c->records, .octets = c->octets, .rejected = c->rejected
+	};
 
 	if (c->closing)
 		return;
 	c->closing = 1;
 	snprintf(er, sizeof(er), "session ended: %s", reason);
 	batch_begin(s);
+	if (c->dec) {
+		const struct rm_ipfix_counts *h = rm_ipfix_counts(c->dec);
+
+		cnt.seq_gaps = h->seq_gaps;
+		cnt.seq_missing = h->seq_missing;
+		cnt.time_backwards = h->time_backwards;
+	}
 	if (c->rs) {
 		cnt.verdicts = rm_rules_verdict_counts(c->rs);
 		/* The counts are read before close frees them. */
@@ -615,8 +610,8 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 		logmsg("database: %s", err);
 		goto out;
 	}
+	rm_store_set_log(srv.st, store_log, NULL);
 	srv.rules = rm_rules_new(&lim, &rsink, &srv);
-	srv.pending = g_hash_table_new(g_direct_hash, g_direct_equal);
 	if (!srv.rules)
 		goto out;
 	srv.lfd = open_listener(cs->listen);
@@ -688,8 +683,6 @@ out:
 		close(srv.lfd);
 	if (srv.rules)
 		rm_rules_free(srv.rules);
-	if (srv.pending)
-		g_hash_table_destroy(srv.pending);
 	rm_store_close(srv.st);
 	if (srv.ctx)
 		SSL_CTX_free(srv.ctx);

@@ -348,6 +348,12 @@ static void retire(struct rm_epoch *e, const char *cause, uint64_t now_ms)
 	if (e->in_closed)
 		g_queue_unlink(&s->closed, &e->closed_link);
 	g_hash_table_remove(s->epochs, &e->hkey);
+	if (!e->sink_keeps)
+		free(e);
+}
+
+void rm_rules_epoch_free(struct rm_epoch *e)
+{
 	free(e);
 }
 

@@ -94,6 +94,9 @@ struct rm_epoch {
 	char reason[240];           /* why incomplete or invalid; "" when complete/open */
 	uint64_t first_seen_ms, last_seen_ms, retired_ms; /* collector clock; retired_ms 0 while retained */
 	int64_t store_id;           /* free for the sink (the SQLite row) */
+	uint32_t store_slot;        /* free for the sink (its place in a write queue) */
+	uint8_t store_row;          /* free for the sink (1: the row exists) */
+	uint8_t sink_keeps;         /* set by sink->epoch on a retired epoch: the sink frees it (rm_rules_epoch_free) */
 
 	/* internal */
 	struct rm_epoch_hkey { uint32_t domain; uint64_t epoch_id; } hkey;
@@ -105,7 +108,10 @@ struct rm_epoch {
 struct rm_rules_sink {
 	/*
 	 * An epoch changed (called by rm_rules_flush for each changed epoch) or
-	 * is retired (retired_ms != 0, outcome settled; e is freed afterwards).
+	 * is retired (retired_ms != 0, outcome settled; e is freed afterwards,
+	 * unless the sink sets e->sink_keeps: then it is the sink's, detached
+	 * from the session (e->sess is not to be used), to be freed with
+	 * rm_rules_epoch_free).
 	 */
 	void (*epoch)(void *arg, struct rm_epoch *e);
 	/* A collector resource drop (admission refused by a limit). */
@@ -121,6 +127,8 @@ struct rm_rsession;
 struct rm_rules *rm_rules_new(const struct rm_rules_limits *lim, const struct rm_rules_sink *sink, void *arg);
 /* Free; every session must be closed first. */
 void rm_rules_free(struct rm_rules *r);
+/* Free a retired epoch the sink kept (sink_keeps). NULL is a no-op. */
+void rm_rules_epoch_free(struct rm_epoch *e);
 
 /* A new Transport Session (fresh high-water IDs). NULL if max_sessions are open. */
 struct rm_rsession *rm_rules_session_open(struct rm_rules *r, uint64_t session_id);

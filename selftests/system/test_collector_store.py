@@ -1,0 +1,233 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""`rocemeter collect` when its database misbehaves (seed 000, "Collector
+Processing": outcomes preserved on retirement, collector resource drops
+kept apart from network loss, finite limits shown to the operator).
+
+- A database on a small tmpfs that fills up while a session streams, then
+  gets space back: nothing is lost silently; every epoch ends up stored
+  with its outcome, and every record that could not be stored is a counted
+  collector resource drop that `rocemeter report --limits` shows.
+- A database write-locked by another process (Python's sqlite3 holding
+  BEGIN EXCLUSIVE) while a session streams: once the lock goes, the
+  session and its epochs are stored under the session's own ID.
+- kill -9, then a restart on the same database: the dead run's open
+  sessions end and their open epochs are retired as incomplete ("collector
+  restarted").
+
+IPFIX Messages are written by hand (the helpers of test_collector.py,
+from RFC 7011 and seed 000); expected values come from what was sent.
+Needs root for the tmpfs mount (the other tests do not).
+"""
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+from test_collector import (BIN, EXPORTER, WAIT, Collector, close_tls, data_msg, epochs, free_port, later, pki,
+                            report, templates_msg)
+
+pytestmark = pytest.mark.skipif(not os.path.exists(BIN), reason="build/rocemeter not built")
+
+__all__ = ["pki"]  # the module-scoped PKI fixture of test_collector.py
+
+
+class StoreCollector(Collector):
+    """A collector whose database may live apart from its log (a tmpfs that fills up)."""
+
+    def __init__(self, db, logdir, pki, *extra):
+        self.port = free_port()
+        self.db = str(db)
+        self.errpath = os.path.join(str(logdir), "collector.log")
+        self.pki = pki
+        args = [BIN, "collect", "--listen", f"127.0.0.1:{self.port}", "--db", self.db,
+                "--cert", f"{pki}/collector.pem", "--key", f"{pki}/collector.key",
+                "--ca", f"{pki}/ca.pem", "--peer-name", EXPORTER] + list(extra)
+        self.err = open(self.errpath, "a")
+        self.proc = subprocess.Popen(args, stderr=self.err)
+        self.wait_for(lambda: self.log().count("listening on") > self.starts_before, "collector start")
+
+    starts_before = 0
+
+
+def start(db, logdir, pki, *extra):
+    before = 0
+    path = os.path.join(str(logdir), "collector.log")
+    if os.path.exists(path):
+        with open(path) as f:
+            before = f.read().count("listening on")
+    StoreCollector.starts_before = before
+    return StoreCollector(db, logdir, pki, *extra)
+
+
+def epoch_stream(n_epochs, first_epoch=1, rid=1, final=False):
+    """Data Messages with report rid of epochs first_epoch.., 100 records per Message."""
+    rs = []
+    for e in range(first_epoch, first_epoch + n_epochs):
+        r = report(epoch=e, rid=1)
+        rs.append(later(r, rid, final=final) if rid > 1 or final else r)
+    return [data_msg(*rs[i:i + 100], seq=0) for i in range(0, len(rs), 100)]
+
+
+def invalid_msg(epoch):
+    """A record that breaks a record rule (pending != 0 in a final record): kept raw."""
+    return data_msg(report(epoch=epoch, rid=1, flags=0x21, pending=1, skipped=2), seq=0)
+
+
+def count(c, sql, *args):
+    rows = c.query(sql, *args)
+    return rows[0][0] if rows else None
+
+
+# ------------------------------------------------------------ a full disk
+
+@pytest.fixture
+def small_fs(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    d = f"/tmp/rm-full-{os.getpid()}"
+    os.makedirs(d, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", d], check=True)
+    yield d
+    subprocess.run(["umount", "-l", d], check=False)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def fill(path):
+    """Take every free block of the file system that holds path."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for chunk in (65536, 4096, 512, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * chunk)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+
+
+def test_database_full_then_space_returns(small_fs, tmp_path, pki):
+    n_epochs, n_invalid = 3000, 20
+    c = start(os.path.join(small_fs, "c.db"), tmp_path, pki)
+    try:
+        s = c.connect()
+        s.settimeout(WAIT)  # a collector that stops reading fails the test instead of hanging it
+        s.sendall(templates_msg())
+        # Session 1 is stored; then the disk fills up.
+        c.wait_for(lambda: c.query("SELECT id FROM sessions WHERE id = 1"), "session row")
+        filler = os.path.join(small_fs, "filler")
+        fill(filler)
+        for m in epoch_stream(n_epochs):
+            s.sendall(m)
+        for i in range(n_invalid):
+            s.sendall(invalid_msg(100000 + i))
+        for m in epoch_stream(n_epochs, rid=2, final=True):
+            s.sendall(m)
+        c.wait_for(lambda: "database" in c.log() and "full" in c.log(), "the database error logged")
+        time.sleep(1.5)  # more failed attempts while full: the log stays short
+        os.unlink(filler)  # space returns
+        close_tls(s)
+        sess = c.wait_ended(1)
+        c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE outcome = 'complete'") == n_epochs,
+                   "every epoch stored once space returned")
+    finally:
+        assert c.stop() == 0
+    log = c.log()
+    assert sum("database" in line for line in log.splitlines()) <= 6, log
+    (s1,) = sess
+    assert s1["accepted"] == 2 * n_epochs and s1["invalid"] == n_invalid
+    assert s1["end_reason"] == "peer closed the session"
+    es = epochs(c)
+    assert len(es) == n_epochs + n_invalid
+    ok = [e for e in es if e["outcome"] == "complete"]
+    assert len(ok) == n_epochs and all(e["reports_accepted"] == 2 and e["session_id"] == 1 for e in ok)
+    assert all(e["retired_ms"] is not None for e in es)
+    # Every invalid record is either kept raw or a counted collector resource drop.
+    kept = count(c, "SELECT count(*) FROM raw_records WHERE verdict = 'invalid'")
+    dropped = count(c, "SELECT coalesce(sum(count), 0) FROM drops WHERE kind = 'database'")
+    assert kept + dropped == n_invalid, (kept, dropped)
+    p = subprocess.run([BIN, "report", "--db", c.db, "--limits"], capture_output=True, text=True)
+    assert p.returncode == 0
+    if dropped:
+        assert f"database              {dropped}" in p.stdout, p.stdout
+
+
+# ------------------------------------------------------------ a write lock held by another process
+
+def test_database_write_locked(tmp_path, pki):
+    c = start(tmp_path / "c.db", tmp_path, pki)
+    try:
+        lock = sqlite3.connect(c.db, isolation_level=None, timeout=30)
+        lock.execute("BEGIN EXCLUSIVE")
+        try:
+            s = c.connect()
+            s.settimeout(WAIT)  # a collector that stops reading fails the test instead of hanging it
+            s.sendall(templates_msg())
+            for m in epoch_stream(300):
+                s.sendall(m)
+            for m in epoch_stream(300, rid=2, final=True):
+                s.sendall(m)
+            s.sendall(invalid_msg(5000))
+            close_tls(s)
+            # Held well past any single busy timeout (today 5 s per statement).
+            c.wait_for(lambda: "locked" in c.log() or "busy" in c.log(), "the lock noticed")
+            time.sleep(7)
+        finally:
+            lock.execute("ROLLBACK")
+            lock.close()
+        sess = c.wait_ended(1)
+        c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE outcome = 'complete'") == 300,
+                   "the epochs stored after the lock")
+    finally:
+        assert c.stop() == 0
+    (s1,) = sess
+    assert s1["id"] == 1 and s1["accepted"] == 600 and s1["ended_ms"] is not None
+    assert s1["peer_subject"] and EXPORTER in s1["peer_subject"]
+    es = epochs(c)
+    assert {e["session_id"] for e in es} == {1}
+    assert len([e for e in es if e["outcome"] == "complete" and e["reports_accepted"] == 2]) == 300
+    # The invalid record waited in memory: kept raw, nothing dropped.
+    assert count(c, "SELECT count(*) FROM raw_records WHERE verdict = 'invalid' AND session_id = 1") == 1
+    assert count(c, "SELECT count(*) FROM drops") == 0
+
+
+# ------------------------------------------------------------ crash recovery
+
+def test_restart_after_kill_retires_open_epochs(tmp_path, pki):
+    db = tmp_path / "c.db"
+    c = start(db, tmp_path, pki)
+    s = c.connect()
+    r_final = report(epoch=2, rid=1)
+    s.sendall(templates_msg() + data_msg(report(epoch=1, rid=1), later(report(epoch=1, rid=1), 2), r_final,
+                                         later(r_final, 2, final=True)))
+    c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE last_report_id = 2") == 2, "epochs committed")
+    c.proc.send_signal(signal.SIGKILL)
+    c.proc.wait(timeout=WAIT)
+    s.close()
+    c.err.close()
+    assert c.query("SELECT ended_ms FROM sessions")[0]["ended_ms"] is None  # the dead run left it open
+
+    c2 = start(db, tmp_path, pki)
+    try:
+        c2.wait_for(lambda: "collector restarted" in c2.log(), "the recovery logged")
+        (sess,) = c2.query("SELECT * FROM sessions")
+        assert sess["ended_ms"] is not None and "collector restarted" in sess["end_reason"]
+        e1, e2 = epochs(c2)
+        assert e1["outcome"] == "incomplete" and "collector restarted" in e1["reason"]
+        assert "without a final report (last report 2)" in e1["reason"]
+        assert e1["retired_ms"] is not None and e1["last_report_id"] == 2
+        assert e2["outcome"] == "complete" and e2["retired_ms"] is not None  # settled before the crash
+        # The new run's sessions carry on with new IDs.
+        s = c2.connect()
+        s.sendall(templates_msg() + data_msg(report(epoch=1, rid=1)))
+        close_tls(s)
+        c2.wait_ended(2)
+        assert [x["id"] for x in c2.query("SELECT id FROM sessions ORDER BY id")] == [1, 2]
+    finally:
+        assert c2.stop() == 0
+    p = subprocess.run([BIN, "report", "--db", str(db), "--outcome", "open"], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout == ""
