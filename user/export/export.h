@@ -20,7 +20,9 @@
  *   5. on any failure (connect, handshake, authorisation, write, peer close)
  *      logs the reason on stderr ("rocemeter: export: ..."), ends the session
  *      (records still queued for it are counted as dropped_session_lost and
- *      never resent: their epoch and report IDs belong to that session), and
+ *      never resent: their epoch and report IDs belong to that session;
+ *      records already written whose Messages the collector's kernel had
+ *      not acknowledged are counted as lost_in_flight), and
  *      reconnects with bounded exponential backoff: 100 ms doubling to 30 s,
  *      each delay drawn uniformly from [delay/2, delay]; the delay falls back
  *      to 100 ms after a session that lasted at least 10 s.
@@ -47,6 +49,8 @@ struct rm_export_stats {
 	uint64_t connect_failures;     /* attempts that failed: resolve, connect, handshake, authorisation */
 	uint64_t sessions_lost;        /* established sessions that ended on an error or peer close */
 	uint64_t records_sent;         /* Data Records written to the session (handed to TCP) */
+	uint64_t lost_in_flight;       /* of records_sent: in Messages the collector had not acknowledged
+					* (TCP) when their session died */
 	uint64_t messages_sent;        /* IPFIX Messages written, Templates messages included */
 	uint64_t bytes_sent;           /* IPFIX octets written, before TLS */
 	uint64_t dropped_queue_full;   /* submitted while the queue had no room */

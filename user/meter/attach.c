@@ -138,11 +138,11 @@ static void write_stats_file(struct daemon *d)
 		rm_exporter_stats(d->sink.exporter, &es);
 		fprintf(f,
 			", \"export\": {\"session\": %" PRIu64 ", \"sessions\": %" PRIu64 ", \"records_sent\": %" PRIu64
-			", \"messages_sent\": %" PRIu64 ", \"dropped_queue_full\": %" PRIu64
-			", \"dropped_no_session\": %" PRIu64 ", \"dropped_session_lost\": %" PRIu64
-			", \"reconnects\": %" PRIu64 "}",
-			d->sink.session, es.sessions, es.records_sent, es.messages_sent, es.dropped_queue_full,
-			es.dropped_no_session, es.dropped_session_lost, es.reconnects);
+			", \"lost_in_flight\": %" PRIu64 ", \"messages_sent\": %" PRIu64
+			", \"dropped_queue_full\": %" PRIu64 ", \"dropped_no_session\": %" PRIu64
+			", \"dropped_session_lost\": %" PRIu64 ", \"reconnects\": %" PRIu64 "}",
+			d->sink.session, es.sessions, es.records_sent, es.lost_in_flight, es.messages_sent,
+			es.dropped_queue_full, es.dropped_no_session, es.dropped_session_lost, es.reconnects);
 	}
 	fprintf(f, "}\n");
 	fclose(f);
@@ -608,9 +608,11 @@ out:
 
 		rm_exporter_stop_stats(d.sink.exporter, 5000, &es);
 		log_msg("export: %" PRIu64 " records sent in %" PRIu64 " sessions; dropped: %" PRIu64
-			" queue full, %" PRIu64 " without session, %" PRIu64 " with a lost session",
+			" queue full, %" PRIu64 " without session, %" PRIu64 " with a lost session; %" PRIu64
+			" lost in flight (sent, never acknowledged by the collector before its session died); %" PRIu64
+			" epochs closed because a new Transport Session began (their final reports had no session)",
 			es.records_sent, es.sessions, es.dropped_queue_full, es.dropped_no_session,
-			es.dropped_session_lost);
+			es.dropped_session_lost, es.lost_in_flight, d.sink.discarded);
 		d.sink.exporter = NULL;
 	}
 	if (d.link_fd >= 0)

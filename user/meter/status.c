@@ -173,8 +173,10 @@ static int cmd_status(int argc, char **argv)
 			       "Show the meter's statistics and live contexts (atomic snapshots of the\n"
 			       "pinned maps), the daemon's report and export counters (records sent,\n"
 			       "dropped because the queue was full, without a session, or with a lost\n"
-			       "session), and the flow-label program's statistics. Without IFACE: every\n"
-			       "interface with pins under /sys/fs/bpf/rocemeter/.\n");
+			       "session; sent but lost in flight when a session died; epochs closed\n"
+			       "because a new Transport Session began), and the flow-label program's\n"
+			       "statistics. Without IFACE: every interface with pins under\n"
+			       "/sys/fs/bpf/rocemeter/.\n");
 			return RM_EXIT_OK;
 		default: return RM_EXIT_USAGE;
 		}
