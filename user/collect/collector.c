@@ -242,6 +242,7 @@ static void end_session(struct conn *c, const char *reason)
 		store_check(s, rm_store_session_end(s->st, c->session_id, reason, t, &cnt), "session end");
 	}
 	batch_commit(s);
+	store_check(s, rm_store_flush(s->st), "commit"); /* a session's end and its epochs' outcomes: at once */
 	logmsg("session %" PRId64 " from %s ended: %s (%" PRIu64 " messages, %" PRIu64 " records, %" PRIu64
 	       " rejected)",
 	       c->session_id, c->peer, reason, c->messages, c->records, c->rejected);

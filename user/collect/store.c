@@ -20,7 +20,11 @@
 
 #include "store.h"
 
-/* The epochs table: one row per epoch; the column order is that of the earlier view of the same name. */
+/*
+ * An epoch's columns, in the order of the epochs view (that of the earlier
+ * layout's view of the same name); EC_* are their indexes, and parameter
+ * EC_x + 1 of the epoch statements.
+ */
 #define EPOCH_COLUMNS "id," EPOCH_COLUMNS_AFTER_ID
 #define EPOCH_COLUMNS_AFTER_ID                                                                                    \
 	" session_id, domain, observation_point_id, family, src, dst, dest_qp, pkey, has_vlan_ns, vlan_outer,"    \
@@ -29,6 +33,63 @@
 	" ignored, requests, skipped, filled, expired, abandoned, pending, repeated, unclassified_late, state,"   \
 	" outcome, reason, first_seen_ms, last_seen_ms, retired_ms"
 
+enum {
+	EC_ID,
+	EC_SESSION,
+	EC_DOMAIN,
+	EC_OBS,
+	EC_FAMILY,
+	EC_SRC,
+	EC_DST,
+	EC_QP,
+	EC_PKEY,
+	EC_HAS_VLAN,
+	EC_VLAN0,
+	EC_VLAN1,
+	EC_EPOCH,
+	EC_WINDOW,
+	EC_FLAGS,
+	EC_FLAGS_SEEN,
+	EC_START,
+	EC_END,
+	EC_FIRST,
+	EC_LAST,
+	EC_ACCEPTED,
+	EC_MISS_INIT,
+	EC_MISSING,
+	EC_GAPS,
+	EC_REPEATS,
+	EC_STALE,
+	EC_UNSUP,
+	EC_IGNORED,
+	EC_REQ,
+	EC_SKIP,
+	EC_FILL,
+	EC_EXP,
+	EC_ABAN,
+	EC_PEND,
+	EC_REP,
+	EC_LATE,
+	EC_STATE,
+	EC_OUTCOME,
+	EC_REASON,
+	EC_FIRST_SEEN,
+	EC_LAST_SEEN,
+	EC_RETIRED,
+	EC__N
+};
+
+/*
+ * Epochs live in two tables, read together through the view epochs:
+ *   epoch_rows     one row per epoch written while retained (open, or
+ *                  settled and waiting for retirement), updated in place
+ *                  until retired;
+ *   epoch_archive  epochs retired before their first write, packed: one
+ *                  row per transaction chunk, data a JSON array of arrays
+ *                  (the EC_* columns of one epoch each), written once.
+ * Most epochs of a busy collector live less than a transaction interval,
+ * so most are written once, packed; a row each costs several times more.
+ */
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS runs ("
 	" id INTEGER PRIMARY KEY, started_ms INTEGER, stopped_ms INTEGER, listen TEXT, transport TEXT,"
@@ -43,7 +104,7 @@ static const char schema[] =
 	" after_invalid INTEGER DEFAULT 0, key_conflicts INTEGER DEFAULT 0, resource_drops INTEGER DEFAULT 0,"
 	" unbound INTEGER DEFAULT 0, seq_gaps INTEGER DEFAULT 0, seq_missing INTEGER DEFAULT 0,"
 	" export_time_backwards INTEGER DEFAULT 0);"
-	"CREATE TABLE IF NOT EXISTS epochs ("
+	"CREATE TABLE IF NOT EXISTS epoch_rows ("
 	" id INTEGER PRIMARY KEY, session_id INTEGER, domain INTEGER, observation_point_id INTEGER,"
 	" family INTEGER, src TEXT, dst TEXT, dest_qp INTEGER, pkey INTEGER, has_vlan_ns INTEGER,"
 	" vlan_outer INTEGER, vlan_inner INTEGER, epoch_id INTEGER, window INTEGER, flags INTEGER,"
@@ -53,6 +114,8 @@ static const char schema[] =
 	" skipped INTEGER, filled INTEGER, expired INTEGER, abandoned INTEGER, pending INTEGER, repeated INTEGER,"
 	" unclassified_late INTEGER, state TEXT, outcome TEXT, reason TEXT, first_seen_ms INTEGER,"
 	" last_seen_ms INTEGER, retired_ms INTEGER);"
+	"CREATE TABLE IF NOT EXISTS epoch_archive ("
+	" id INTEGER PRIMARY KEY, first_id INTEGER, last_id INTEGER, data TEXT);"
 	"CREATE TABLE IF NOT EXISTS raw_records ("
 	" id INTEGER PRIMARY KEY, session_id INTEGER, received_ms INTEGER, domain INTEGER,"
 	" template_id INTEGER, epoch_id INTEGER, report_id INTEGER, flags INTEGER, verdict TEXT,"
@@ -65,6 +128,7 @@ enum {
 	Q_EPOCH_INSERT,
 	Q_EPOCH_UPDATE,
 	Q_EPOCH_LOST,
+	Q_ARCHIVE,
 	Q_SESSION,
 	Q_RAW,
 	Q_DROP,
@@ -76,24 +140,25 @@ enum {
 };
 
 /* Epoch statements share their parameter numbers: ?1 the row ID, ?2..?42 the columns in EPOCH_COLUMNS order. */
-#define P_STATE 14 /* first column written by an update (window) */
 
 static const char *const queries[Q__N] = {
-	[Q_EPOCH_INSERT] = "INSERT INTO epochs (" EPOCH_COLUMNS ") VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
-			   "?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,"
-			   "?36,?37,?38,?39,?40,?41,?42)",
+	[Q_EPOCH_INSERT] =
+		"INSERT INTO epoch_rows (" EPOCH_COLUMNS ") VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
+		"?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,"
+		"?36,?37,?38,?39,?40,?41,?42)",
 	[Q_EPOCH_UPDATE] =
-		"UPDATE epochs SET window=?14, flags=?15, flags_seen=?16, flow_start_ms=?17, flow_end_ms=?18,"
+		"UPDATE epoch_rows SET window=?14, flags=?15, flags_seen=?16, flow_start_ms=?17, flow_end_ms=?18,"
 		" first_report_id=?19, last_report_id=?20, reports_accepted=?21, missing_initial=?22,"
 		" missing_reports=?23, gaps=?24, repeats=?25, stale=?26, unsupported=?27, ignored=?28, requests=?29,"
 		" skipped=?30, filled=?31, expired=?32, abandoned=?33, pending=?34, repeated=?35,"
 		" unclassified_late=?36, state=?37, outcome=?38, reason=?39, last_seen_ms=?41, retired_ms=?42"
 		" WHERE id=?1 AND ?2 IS NULL",
 	/* An epoch whose outcome could not be kept while the database was unavailable. */
-	[Q_EPOCH_LOST] = "UPDATE epochs SET retired_ms = ?2,"
+	[Q_EPOCH_LOST] = "UPDATE epoch_rows SET retired_ms = ?2,"
 			 " outcome = CASE WHEN state = 'open' THEN 'incomplete' ELSE outcome END,"
 			 " reason = CASE WHEN state = 'open' THEN ?3 ELSE reason END"
 			 " WHERE id = ?1 AND retired_ms IS NULL",
+	[Q_ARCHIVE] = "INSERT INTO epoch_archive (first_id, last_id, data) VALUES (?1, ?2, ?3)",
 	[Q_SESSION] =
 		"INSERT INTO sessions (id, run_id, peer, peer_subject, transport, started_ms, ended_ms, end_reason,"
 		" messages, records, octets, rejected, accepted, repeats, stale, orphans, unsupported, invalid,"
@@ -176,6 +241,9 @@ struct rm_store {
 	struct tmpl_copy *last_tmpl;
 	GHashTable *drops; /* "session/kind" -> struct drop_row */
 	GArray *lost;      /* int64 row IDs of epochs whose outcome was not kept */
+	char *arc;         /* the epoch_archive chunk being built (JSON) */
+	size_t arc_len, arc_cap;
+	int64_t arc_first, arc_last;
 	int64_t stop_run;  /* runs row to mark stopped, 0: none */
 	uint64_t stop_ms;
 
@@ -324,9 +392,33 @@ static int step_reset(sqlite3_stmt *q)
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -1;
 }
 
+/* One column value of an epoch: an integer (SQLite's signed 64 bits, same bits as unsigned64), text, or NULL. */
+struct val {
+	enum { V_NULL, V_INT, V_TEXT } t;
+	int64_t i;
+	const char *s;
+};
+
+/* Dotted IPv4 without printf (it is on the path of every epoch). */
+static void ipv4_text(const uint8_t *a, char *buf)
+{
+	for (int i = 0; i < 4; i++) {
+		unsigned v = a[i];
+
+		if (v >= 100)
+			*buf++ = (char)('0' + v / 100);
+		if (v >= 10)
+			*buf++ = (char)('0' + v / 10 % 10);
+		*buf++ = (char)('0' + v % 10);
+		*buf++ = i < 3 ? '.' : '\0';
+	}
+}
+
 static void addr_text(const struct rm_report *r, const uint8_t *a, char *buf, size_t len)
 {
-	if (!inet_ntop(r->family == 6 ? AF_INET6 : AF_INET, a, buf, (socklen_t)len))
+	if (r->family != 6)
+		ipv4_text(a, buf);
+	else if (!inet_ntop(AF_INET6, a, buf, (socklen_t)len))
 		snprintf(buf, len, "?");
 }
 
@@ -335,73 +427,222 @@ static const char *state_name(enum rm_epoch_state s)
 	return s == RM_EPOCH_OPEN ? "open" : s == RM_EPOCH_FINAL ? "final" : "invalid";
 }
 
-static int write_epoch(struct rm_store *st, const struct rm_epoch *e)
+#define VI(c, x) (v[c] = (struct val){ V_INT, (int64_t)(x), NULL })
+#define VT(c, x) (v[c] = (struct val){ V_TEXT, 0, (x) })
+
+/* The columns of an epoch's row; src and dst hold the address texts (INET6_ADDRSTRLEN). */
+static void epoch_values(const struct rm_epoch *e, struct val v[EC__N], char *src, char *dst)
 {
 	const struct rm_report *k = &e->key;
+
+	addr_text(k, k->src, src, INET6_ADDRSTRLEN);
+	addr_text(k, k->dst, dst, INET6_ADDRSTRLEN);
+	VI(EC_ID, e->store_id);
+	VI(EC_SESSION, e->session_id);
+	VI(EC_DOMAIN, e->domain);
+	VI(EC_OBS, k->observation_point_id);
+	VI(EC_FAMILY, k->family);
+	VT(EC_SRC, src);
+	VT(EC_DST, dst);
+	VI(EC_QP, k->dest_qp);
+	VI(EC_PKEY, k->pkey);
+	VI(EC_HAS_VLAN, k->has_vlan_ns);
+	VI(EC_VLAN0, k->vlan[0]);
+	VI(EC_VLAN1, k->vlan[1]);
+	VI(EC_EPOCH, k->epoch_id);
+	VI(EC_WINDOW, k->window);
+	VI(EC_FLAGS, k->flags);
+	VI(EC_FLAGS_SEEN, e->flags_seen);
+	VI(EC_START, k->flow_start_ms);
+	VI(EC_END, k->flow_end_ms);
+	VI(EC_FIRST, e->first_report_id);
+	VI(EC_LAST, k->report_id);
+	VI(EC_ACCEPTED, e->n_accepted);
+	VI(EC_MISS_INIT, e->missing_initial);
+	VI(EC_MISSING, e->missing_reports);
+	VI(EC_GAPS, e->gaps);
+	VI(EC_REPEATS, e->repeats);
+	VI(EC_STALE, e->stale);
+	VI(EC_UNSUP, e->unsupported);
+	VI(EC_IGNORED, e->ignored);
+	VI(EC_REQ, k->requests);
+	VI(EC_SKIP, k->skipped);
+	VI(EC_FILL, k->filled);
+	VI(EC_EXP, k->expired);
+	VI(EC_ABAN, k->abandoned);
+	VI(EC_PEND, k->pending);
+	VI(EC_REP, k->repeated);
+	VI(EC_LATE, k->unclassified_late);
+	VT(EC_STATE, state_name(e->state));
+	VT(EC_OUTCOME, rm_outcome_name(e->outcome));
+	VT(EC_REASON, e->reason);
+	VI(EC_FIRST_SEEN, e->first_seen_ms);
+	VI(EC_LAST_SEEN, e->last_seen_ms);
+	VI(EC_RETIRED, e->retired_ms);
+	if (!e->retired_ms)
+		v[EC_RETIRED].t = V_NULL;
+	if (!e->n_accepted) { /* no accepted report: no measurement (NULL) */
+		static const int none[] = { EC_WINDOW, EC_FLAGS, EC_START, EC_END,  EC_FIRST, EC_LAST, EC_REQ,
+					    EC_SKIP,   EC_FILL,  EC_EXP,   EC_ABAN, EC_PEND,  EC_REP,  EC_LATE };
+
+		for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+			v[none[i]].t = V_NULL;
+	}
+}
+
+/* A row in epoch_rows: inserted, or its state columns updated (the key columns are written once). */
+static int write_epoch(struct rm_store *st, const struct rm_epoch *e)
+{
 	int fresh = !e->store_row;
 	sqlite3_stmt *q = st->q[fresh ? Q_EPOCH_INSERT : Q_EPOCH_UPDATE];
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	struct val v[EC__N];
 
-	sqlite3_bind_int64(q, 1, e->store_id);
-	if (fresh) {
-		char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
-
-		addr_text(k, k->src, src, sizeof(src));
-		addr_text(k, k->dst, dst, sizeof(dst));
-		sqlite3_bind_int64(q, 2, (int64_t)e->session_id);
-		sqlite3_bind_int64(q, 3, e->domain);
-		sqlite3_bind_int64(q, 4, (int64_t)k->observation_point_id);
-		sqlite3_bind_int(q, 5, k->family);
-		sqlite3_bind_text(q, 6, src, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(q, 7, dst, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(q, 8, k->dest_qp);
-		sqlite3_bind_int(q, 9, k->pkey);
-		sqlite3_bind_int(q, 10, k->has_vlan_ns);
-		sqlite3_bind_int(q, 11, k->vlan[0]);
-		sqlite3_bind_int(q, 12, k->vlan[1]);
-		sqlite3_bind_int64(q, 13, (int64_t)k->epoch_id);
-		sqlite3_bind_int64(q, 40, (int64_t)e->first_seen_ms);
-	} else {
-		sqlite3_bind_null(q, 2); /* the update's "?2 IS NULL": the key columns are not written again */
+	epoch_values(e, v, src, dst);
+	if (!fresh)
+		v[EC_SESSION].t = V_NULL; /* the update's "?2 IS NULL" */
+	for (int c = 0; c < EC__N; c++) {
+		if (!fresh && c > EC_ID && c < EC_WINDOW && c != EC_SESSION)
+			continue;
+		if (v[c].t == V_INT)
+			sqlite3_bind_int64(q, c + 1, v[c].i);
+		else if (v[c].t == V_TEXT)
+			sqlite3_bind_text(q, c + 1, v[c].s, -1, SQLITE_TRANSIENT);
+		else
+			sqlite3_bind_null(q, c + 1);
 	}
-	if (e->n_accepted > 0) {
-		sqlite3_bind_int64(q, 14, k->window);
-		sqlite3_bind_int(q, 15, k->flags);
-		sqlite3_bind_int64(q, 17, (int64_t)k->flow_start_ms);
-		sqlite3_bind_int64(q, 18, (int64_t)k->flow_end_ms);
-		sqlite3_bind_int64(q, 19, (int64_t)e->first_report_id);
-		sqlite3_bind_int64(q, 20, (int64_t)k->report_id);
-		sqlite3_bind_int64(q, 29, (int64_t)k->requests);
-		sqlite3_bind_int64(q, 30, (int64_t)k->skipped);
-		sqlite3_bind_int64(q, 31, (int64_t)k->filled);
-		sqlite3_bind_int64(q, 32, (int64_t)k->expired);
-		sqlite3_bind_int64(q, 33, (int64_t)k->abandoned);
-		sqlite3_bind_int64(q, 34, k->pending);
-		sqlite3_bind_int64(q, 35, (int64_t)k->repeated);
-		sqlite3_bind_int64(q, 36, (int64_t)k->unclassified_late);
-	} else { /* no accepted report: no measurement (NULL) */
-		static const int cols[] = { 14, 15, 17, 18, 19, 20, 29, 30, 31, 32, 33, 34, 35, 36 };
-
-		for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
-			sqlite3_bind_null(q, cols[i]);
-	}
-	sqlite3_bind_int(q, 16, e->flags_seen);
-	sqlite3_bind_int64(q, 21, (int64_t)e->n_accepted);
-	sqlite3_bind_int64(q, 22, (int64_t)e->missing_initial);
-	sqlite3_bind_int64(q, 23, (int64_t)e->missing_reports);
-	sqlite3_bind_int64(q, 24, (int64_t)e->gaps);
-	sqlite3_bind_int64(q, 25, (int64_t)e->repeats);
-	sqlite3_bind_int64(q, 26, (int64_t)e->stale);
-	sqlite3_bind_int64(q, 27, (int64_t)e->unsupported);
-	sqlite3_bind_int64(q, 28, (int64_t)e->ignored);
-	sqlite3_bind_text(q, 37, state_name(e->state), -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 38, rm_outcome_name(e->outcome), -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 39, e->reason, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(q, 41, (int64_t)e->last_seen_ms);
-	if (e->retired_ms)
-		sqlite3_bind_int64(q, 42, (int64_t)e->retired_ms);
-	else
-		sqlite3_bind_null(q, 42);
 	return step_reset(q);
+}
+
+/* ---------------- the packed archive ---------------- */
+
+static int buf_reserve(struct rm_store *st, size_t more)
+{
+	if (st->arc_len + more <= st->arc_cap)
+		return 0;
+	size_t cap = st->arc_cap ? st->arc_cap : 1 << 16;
+
+	while (cap < st->arc_len + more)
+		cap *= 2;
+	char *p = realloc(st->arc, cap);
+
+	if (!p)
+		return -1;
+	st->arc = p;
+	st->arc_cap = cap;
+	return 0;
+}
+
+/* Decimal, two digits per division (every epoch has some 40 integers to write). */
+static char *put_i64(char *p, int64_t x)
+{
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				    "8081828384858687888990919293949596979899";
+	char tmp[24], *t = tmp + sizeof(tmp);
+	uint64_t u = x < 0 ? -(uint64_t)x : (uint64_t)x;
+
+	if (x < 0)
+		*p++ = '-';
+	if (u < 10) {
+		*p++ = (char)('0' + u);
+		return p;
+	}
+	while (u >= 100) {
+		unsigned d = (unsigned)(u % 100) * 2;
+
+		u /= 100;
+		*--t = pairs[d + 1];
+		*--t = pairs[d];
+	}
+	if (u >= 10) {
+		*--t = pairs[u * 2 + 1];
+		*--t = pairs[u * 2];
+	} else {
+		*--t = (char)('0' + u);
+	}
+	memcpy(p, t, (size_t)(tmp + sizeof(tmp) - t));
+	return p + (tmp + sizeof(tmp) - t);
+}
+
+/* A JSON string (RFC 8259): quotes, backslashes and control characters escaped. */
+static char *put_str(char *p, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	*p++ = '"';
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\') {
+			*p++ = '\\';
+			*p++ = (char)c;
+		} else if (c < 0x20) {
+			memcpy(p, "\\u00", 4);
+			p[4] = hex[c >> 4];
+			p[5] = hex[c & 15];
+			p += 6;
+		} else {
+			*p++ = (char)c;
+		}
+	}
+	*p++ = '"';
+	return p;
+}
+
+/* Append a retired, never written epoch to the archive chunk: [v0,v1,...]. */
+static int archive_add(struct rm_store *st, const struct rm_epoch *e)
+{
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	struct val v[EC__N];
+	/* Bound: 21 octets per integer and separator, 6 per character of text (\\u00XX), the brackets. */
+	size_t need = 4 + EC__N * 22 + 6 * (2 * INET6_ADDRSTRLEN + sizeof(e->reason) + 32);
+	char *p;
+
+	epoch_values(e, v, src, dst);
+	if (buf_reserve(st, need) < 0)
+		return -1;
+	p = st->arc + st->arc_len;
+	*p++ = st->arc_len == 0 ? '[' : ',';
+	*p++ = '[';
+	for (int c = 0; c < EC__N; c++) {
+		if (c)
+			*p++ = ',';
+		if (v[c].t == V_INT)
+			p = put_i64(p, v[c].i);
+		else if (v[c].t == V_TEXT)
+			p = put_str(p, v[c].s);
+		else {
+			memcpy(p, "null", 4);
+			p += 4;
+		}
+	}
+	*p++ = ']';
+	st->arc_len = (size_t)(p - st->arc);
+	if (!st->arc_first)
+		st->arc_first = e->store_id;
+	st->arc_last = e->store_id;
+	return 0;
+}
+
+/* Write the archive chunk (one epoch_archive row). */
+static int archive_write(struct rm_store *st)
+{
+	sqlite3_stmt *q = st->q[Q_ARCHIVE];
+	int rc;
+
+	if (!st->arc_len)
+		return 0;
+	if (buf_reserve(st, 1) < 0)
+		return -1;
+	st->arc[st->arc_len++] = ']';
+	sqlite3_bind_int64(q, 1, st->arc_first);
+	sqlite3_bind_int64(q, 2, st->arc_last);
+	sqlite3_bind_text(q, 3, st->arc, (int)st->arc_len, SQLITE_STATIC);
+	rc = step_reset(q);
+	st->arc_len = 0;
+	st->arc_first = st->arc_last = 0;
+	return rc;
 }
 
 static void bind_text_or_null(sqlite3_stmt *q, int i, const char *s)
@@ -552,9 +793,18 @@ static int flush(struct rm_store *st)
 	while (st->sessions_dirty && g_hash_table_iter_next(&it, NULL, &v))
 		if (((struct sess_row *)v)->dirty && write_session(st, v) < 0)
 			goto fail;
-	for (guint i = 0; i < st->epochs->len; i++)
-		if (write_epoch(st, g_ptr_array_index(st->epochs, i)) < 0)
+	for (guint i = 0; i < st->epochs->len; i++) {
+		struct rm_epoch *e = g_ptr_array_index(st->epochs, i);
+
+		if (e->retired_ms && !e->store_row) {
+			if (archive_add(st, e) < 0 || (st->arc_len >= RM_STORE_ARCHIVE_CHUNK && archive_write(st) < 0))
+				goto fail;
+		} else if (write_epoch(st, e) < 0) {
 			goto fail;
+		}
+	}
+	if (archive_write(st) < 0)
+		goto fail;
 	for (guint i = 0; i < st->lost->len; i++)
 		if (write_lost(st, g_array_index(st->lost, int64_t, i), now) < 0)
 			goto fail;
@@ -576,6 +826,8 @@ static int flush(struct rm_store *st)
 	written(st);
 	return 0;
 fail:
+	st->arc_len = 0;
+	st->arc_first = st->arc_last = 0;
 	snprintf(st->down_why, sizeof(st->down_why), "%s", sqlite3_errmsg(st->db));
 	if (!sqlite3_get_autocommit(st->db))
 		step_reset(st->q[Q_ROLLBACK]);
@@ -667,7 +919,7 @@ int rm_store_commit(struct rm_store *st)
 			checkpoint(st, 1);
 		return 0;
 	}
-	if (t - st->last_flush_ms >= RM_STORE_FLUSH_MS || st->epochs->len >= RM_STORE_FLUSH_EPOCHS ||
+	if (t - st->last_flush_ms >= RM_STORE_FLUSH_MS || st->kept >= RM_STORE_FLUSH_EPOCHS ||
 	    st->raw_bytes >= RM_STORE_FLUSH_RAW_BYTES)
 		attempt(st);
 	return 0;
@@ -901,13 +1153,14 @@ static int recover(struct rm_store *st, uint64_t now_ms, int64_t *n_sessions, in
 				"collector restarted: the run that held this session ended without closing it");
 	*n_open = exec_args(
 		st,
-		"UPDATE epochs SET retired_ms = ?1, outcome = 'incomplete', reason = CASE"
+		"UPDATE epoch_rows SET retired_ms = ?1, outcome = 'incomplete', reason = CASE"
 		" WHEN coalesce(reports_accepted, 0) = 0 THEN ?2 || '; no accepted report'"
 		" ELSE ?2 || ' without a final report (last report ' || last_report_id || ')' ||"
 		" CASE WHEN missing_reports > 0 THEN '; ' || missing_reports || ' reports missing' ELSE '' END"
 		" END WHERE retired_ms IS NULL AND state = 'open'",
 		"is", (int64_t)now_ms, cause);
-	*n_settled = exec_args(st, "UPDATE epochs SET retired_ms = ?1 WHERE retired_ms IS NULL", "i", (int64_t)now_ms);
+	*n_settled =
+		exec_args(st, "UPDATE epoch_rows SET retired_ms = ?1 WHERE retired_ms IS NULL", "i", (int64_t)now_ms);
 	return *n_sessions < 0 || *n_open < 0 || *n_settled < 0 ? -1 : 0;
 }
 
@@ -973,12 +1226,35 @@ static int convert_epochs(struct rm_store *st, char **msg)
 		rc = sqlite3_exec(st->db, schema, NULL, NULL, msg);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(st->db,
-				  "INSERT INTO epochs (" EPOCH_COLUMNS ") SELECT k.id," EPOCH_COLUMNS_AFTER_ID
+				  "INSERT INTO epoch_rows (" EPOCH_COLUMNS ") SELECT k.id," EPOCH_COLUMNS_AFTER_ID
 				  " FROM epoch_keys k JOIN epoch_state s ON s.id = k.id ORDER BY k.id;"
 				  "DROP TABLE epoch_state; DROP TABLE epoch_keys; COMMIT;",
 				  NULL, NULL, msg);
 	if (rc != SQLITE_OK && !sqlite3_get_autocommit(st->db))
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+/* The view epochs: epoch_rows and, unpacked, epoch_archive, with the same columns. */
+static int create_view(struct rm_store *st, char **msg)
+{
+	static const char cols[] = EPOCH_COLUMNS;
+	GString *sql = g_string_new("CREATE VIEW IF NOT EXISTS epochs AS SELECT " EPOCH_COLUMNS
+				    " FROM epoch_rows UNION ALL SELECT ");
+	const char *p = cols;
+	int rc;
+
+	for (int c = 0; c < EC__N; c++) {
+		size_t n = strcspn(p, ",");
+
+		while (*p == ' ')
+			p++, n--;
+		g_string_append_printf(sql, "%sjson_extract(j.value, '$[%d]') AS %.*s", c ? ", " : "", c, (int)n, p);
+		p += n + (p[n] == ',');
+	}
+	g_string_append(sql, " FROM epoch_archive a, json_each(a.data) j");
+	rc = sqlite3_exec(st->db, sql->str, NULL, NULL, msg);
+	g_string_free(sql, TRUE);
 	return rc;
 }
 
@@ -1012,6 +1288,7 @@ void rm_store_close(struct rm_store *st)
 	for (int i = 0; i < Q__N; i++)
 		sqlite3_finalize(st->q[i]);
 	sqlite3_close(st->db);
+	free(st->arc);
 	if (st->lock_fd >= 0)
 		close(st->lock_fd); /* after SQLite closed its own descriptors: a close drops this process's locks */
 	if (st->epochs) {
@@ -1048,6 +1325,8 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 	}
 	st->lock_fd = -1;
 	st->readonly = readonly;
+	/* No global memory statistics: they take a mutex on every allocation (refused, harmlessly, once SQLite is initialised). */
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 	st->raw_limit = 100000;
 	if (!readonly) {
 		st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -1087,7 +1366,7 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 		 RM_STORE_CACHE_KIB);
 	sqlite3_busy_timeout(st->db, 5000);
 	if (sqlite3_exec(st->db, pragmas, NULL, NULL, &msg) != SQLITE_OK || convert_epochs(st, &msg) != SQLITE_OK ||
-	    sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK ||
+	    sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK || create_view(st, &msg) != SQLITE_OK ||
 	    add_column(st, "sessions", "seq_gaps", &msg) != SQLITE_OK ||
 	    add_column(st, "sessions", "seq_missing", &msg) != SQLITE_OK ||
 	    add_column(st, "sessions", "export_time_backwards", &msg) != SQLITE_OK) {
@@ -1107,7 +1386,8 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 	}
 	st->raw_rows = (uint64_t)scalar(st, "SELECT count(*) FROM raw_records");
 	st->next_session = scalar(st, "SELECT coalesce(max(id), 0) + 1 FROM sessions");
-	st->next_epoch = scalar(st, "SELECT coalesce(max(id), 0) + 1 FROM epochs");
+	st->next_epoch = scalar(st, "SELECT max(coalesce((SELECT max(id) FROM epoch_rows), 0),"
+				    " coalesce((SELECT max(last_id) FROM epoch_archive), 0)) + 1");
 	sqlite3_wal_hook(st->db, wal_hook, st);
 	st->last_flush_ms = mono_ms();
 	return st;

@@ -11,8 +11,9 @@
  * be written (epoch rows by reference to the live epoch, sessions, raw
  * records, drop counts) and rm_store_commit() writes all of it in one
  * transaction - when RM_STORE_FLUSH_MS have passed since the last one, or
- * RM_STORE_FLUSH_EPOCHS epochs or RM_STORE_FLUSH_RAW_BYTES of raw records
- * wait, or when forced. The collector calls it only between IPFIX Messages
+ * RM_STORE_FLUSH_EPOCHS retired epochs or RM_STORE_FLUSH_RAW_BYTES of raw
+ * records wait, or when forced (the collector forces one at each session
+ * end). The collector calls it only between IPFIX Messages
  * (collector.h), so a transaction never holds part of a Message; an epoch
  * changed many times between two transactions is written once. Row IDs are
  * assigned in memory, in the order rows are first handed in (so a row ID
@@ -48,10 +49,14 @@
  *               peer, times, end reason, message/record counts, verdicts,
  *               IPFIX header anomalies (Sequence Number gaps, records the
  *               forward gaps skipped, Export Time going back)
- *   epochs      one row per epoch: full key, outcome and reason, state,
- *               qualification flags, report coverage (first/last report ID,
- *               missing reports, gaps), latest accepted counters (NULL when
- *               no report was accepted), times
+ *   epochs      (a view) one row per epoch: full key, outcome and reason,
+ *               state, qualification flags, report coverage (first/last
+ *               report ID, missing reports, gaps), latest accepted counters
+ *               (NULL when no report was accepted), times. It reads two
+ *               tables: epoch_rows, one row per epoch written while it was
+ *               retained (updated in place until retired), and
+ *               epoch_archive, the epochs retired before their first write,
+ *               packed (a JSON array of arrays per row, written once)
  *   raw_records records kept raw (unsupported qualifications, invalid,
  *               orphan, unbound and undecodable records), at most
  *               max_raw_records rows in the database
@@ -74,6 +79,7 @@
 #define RM_STORE_FLUSH_MS             1000        /* at most this long between transactions */
 #define RM_STORE_FLUSH_EPOCHS         65536       /* or this many epoch rows waiting */
 #define RM_STORE_FLUSH_RAW_BYTES      (4u << 20)  /* or this many octets of raw records waiting */
+#define RM_STORE_ARCHIVE_CHUNK        (1u << 20)  /* JSON octets of packed epochs per epoch_archive row */
 #define RM_STORE_BUSY_MS              200         /* wait for another process's write lock, per attempt */
 #define RM_STORE_RETRY_MIN_MS         100         /* backoff after a failed transaction ... */
 #define RM_STORE_RETRY_MAX_MS         5000        /* ... doubling up to this */
