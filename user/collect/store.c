@@ -927,7 +927,7 @@ int rm_store_commit(struct rm_store *st)
 
 int rm_store_flush(struct rm_store *st)
 {
-	if (!st->readonly)
+	if (!st->readonly && (!st->down || mono_ms() >= st->retry_at_ms))
 		attempt(st);
 	return 0;
 }

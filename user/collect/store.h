@@ -111,7 +111,8 @@ void rm_store_set_log(struct rm_store *st, rm_store_log_fn fn, void *arg);
 /*
  * Transactions. rm_store_begin is kept for the callers' structure and does
  * nothing. rm_store_commit(st) writes what waits if a flush is due (see
- * above), rm_store_flush(st) whatever the time. Both return 0 when
+ * above), rm_store_flush(st) whatever the time (but not before the retry
+ * time while the database is unavailable). Both return 0 when
  * everything is written or still waits (the database is unavailable and
  * the state is kept for a retry), -1 on out of memory.
  */
