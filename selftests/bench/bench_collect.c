@@ -197,6 +197,8 @@ static int run(const char *dir, int tls, uint64_t nrec, uint64_t nepochs)
 	snprintf(key, sizeof(key), "%s/collector.key", dir);
 	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
 
+	unlink(logp); /* the last run's "listening on" must not be mistaken for this one's */
+	unlink(db);
 	pid = fork();
 	if (pid == 0) {
 		int lfd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
