@@ -231,3 +231,29 @@ def test_restart_after_kill_retires_open_epochs(tmp_path, pki):
         assert c2.stop() == 0
     p = subprocess.run([BIN, "report", "--db", str(db), "--outcome", "open"], capture_output=True, text=True)
     assert p.returncode == 0 and p.stdout == ""
+
+
+# ------------------------------------------------------------ written, then retired
+
+def test_written_epochs_then_retired(tmp_path, pki):
+    """Epochs stored while retained (a settled one, an open one), then retired by the session's
+    end: the settled one keeps its outcome and counters and gets its retirement time; the open
+    one becomes incomplete ([SEQOBS] "Collector Processing": a session failure without
+    finalEpoch leaves the epoch incomplete)."""
+    c = start(tmp_path / "c.db", tmp_path, pki)
+    try:
+        s = c.connect()
+        r1 = report(epoch=1, rid=1)
+        s.sendall(templates_msg() + data_msg(r1, later(r1, 2, final=True), report(epoch=2, rid=1)))
+        c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE retired_ms IS NULL") == 2,
+                   "both epochs stored while retained")
+        close_tls(s)
+        c.wait_ended(1)
+        c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE retired_ms IS NOT NULL") == 2,
+                   "both epochs retired")
+    finally:
+        assert c.stop() == 0
+    e1, e2 = epochs(c)
+    assert (e1["outcome"], e1["state"], e1["reports_accepted"], e1["last_report_id"]) == ("complete", "final", 2, 2)
+    assert e1["requests"] == later(r1, 2)["requests"] and e1["reason"] == ""
+    assert e2["outcome"] == "incomplete" and "peer closed the session without a final report" in e2["reason"]

@@ -339,11 +339,11 @@ static void retire(struct rm_epoch *e, const char *cause, uint64_t now_ms)
 				 cause, e->key.report_id, g[0] ? "; " : "", g);
 	}
 	e->retired_ms = now_ms ? now_ms : 1;
+	s->rules->sink.epoch(s->rules->arg, e); /* e->dirty still says whether it changed since the last flush */
 	if (e->dirty) {
 		g_ptr_array_remove_fast(s->dirty, e);
 		e->dirty = 0;
 	}
-	s->rules->sink.epoch(s->rules->arg, e);
 	g_queue_unlink(&s->lru, &e->lru_link);
 	if (e->in_closed)
 		g_queue_unlink(&s->closed, &e->closed_link);

@@ -108,7 +108,8 @@ struct rm_epoch {
 struct rm_rules_sink {
 	/*
 	 * An epoch changed (called by rm_rules_flush for each changed epoch) or
-	 * is retired (retired_ms != 0, outcome settled; e is freed afterwards,
+	 * is retired (retired_ms != 0, outcome settled; e->dirty says whether
+	 * it changed since the last rm_rules_flush; e is freed afterwards,
 	 * unless the sink sets e->sink_keeps: then it is the sink's, detached
 	 * from the session (e->sess is not to be used), to be freed with
 	 * rm_rules_epoch_free).

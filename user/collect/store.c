@@ -128,6 +128,7 @@ enum {
 	Q_EPOCH_INSERT,
 	Q_EPOCH_UPDATE,
 	Q_EPOCH_LOST,
+	Q_EPOCH_RETIRE,
 	Q_ARCHIVE,
 	Q_SESSION,
 	Q_RAW,
@@ -158,6 +159,8 @@ static const char *const queries[Q__N] = {
 			 " outcome = CASE WHEN state = 'open' THEN 'incomplete' ELSE outcome END,"
 			 " reason = CASE WHEN state = 'open' THEN ?3 ELSE reason END"
 			 " WHERE id = ?1 AND retired_ms IS NULL",
+	/* A settled epoch whose row is up to date: its retirement sets only retired_ms. */
+	[Q_EPOCH_RETIRE] = "UPDATE epoch_rows SET retired_ms = ?2 WHERE id = ?1",
 	[Q_ARCHIVE] = "INSERT INTO epoch_archive (first_id, last_id, data) VALUES (?1, ?2, ?3)",
 	[Q_SESSION] =
 		"INSERT INTO sessions (id, run_id, peer, peer_subject, transport, started_ms, ended_ms, end_reason,"
@@ -220,6 +223,12 @@ struct drop_row {
 	char kind[]; /* hash key: "<session>/<kind>" is built apart */
 };
 
+/* The retirement of a settled epoch whose row is up to date. */
+struct retire_only {
+	int64_t id;
+	uint64_t retired_ms;
+};
+
 struct rm_store {
 	sqlite3 *db;
 	sqlite3_stmt *q[Q__N];
@@ -241,6 +250,7 @@ struct rm_store {
 	struct tmpl_copy *last_tmpl;
 	GHashTable *drops; /* "session/kind" -> struct drop_row */
 	GArray *lost;      /* int64 row IDs of epochs whose outcome was not kept */
+	GArray *retire;    /* struct retire_only: settled epochs whose rows need only retired_ms */
 	char *arc;         /* the epoch_archive chunk being built (JSON) */
 	size_t arc_len, arc_cap;
 	int64_t arc_first, arc_last;
@@ -343,7 +353,7 @@ static void drop_free(gpointer p)
 static int waiting(const struct rm_store *st)
 {
 	return st->epochs->len || st->sessions_dirty || st->raw->len || g_hash_table_size(st->drops) || st->lost->len ||
-	       st->stop_run;
+	       st->retire->len || st->stop_run;
 }
 
 static int count_drop(struct rm_store *st, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms)
@@ -774,6 +784,7 @@ static void written(struct rm_store *st)
 	st->raw_bytes = 0;
 	g_hash_table_remove_all(st->drops);
 	g_array_set_size(st->lost, 0);
+	g_array_set_size(st->retire, 0);
 	st->stop_run = 0;
 }
 
@@ -805,6 +816,14 @@ static int flush(struct rm_store *st)
 	}
 	if (archive_write(st) < 0)
 		goto fail;
+	for (guint i = 0; i < st->retire->len; i++) {
+		const struct retire_only *r = &g_array_index(st->retire, struct retire_only, i);
+
+		sqlite3_bind_int64(st->q[Q_EPOCH_RETIRE], 1, r->id);
+		sqlite3_bind_int64(st->q[Q_EPOCH_RETIRE], 2, (int64_t)r->retired_ms);
+		if (step_reset(st->q[Q_EPOCH_RETIRE]) < 0)
+			goto fail;
+	}
 	for (guint i = 0; i < st->lost->len; i++)
 		if (write_lost(st, g_array_index(st->lost, int64_t, i), now) < 0)
 			goto fail;
@@ -938,6 +957,14 @@ int rm_store_epoch(struct rm_store *st, struct rm_epoch *e)
 {
 	if (!e->store_id)
 		e->store_id = st->next_epoch++;
+	if (e->retired_ms && e->store_row && !e->store_slot && !e->dirty && e->state != RM_EPOCH_OPEN &&
+	    st->retire->len < RM_STORE_MAX_RETIREMENTS) {
+		/* Settled and written as it is: the row needs only its retirement time, the epoch is not kept. */
+		struct retire_only r = { e->store_id, e->retired_ms };
+
+		g_array_append_val(st->retire, r);
+		return 0;
+	}
 	if (e->retired_ms && !e->store_slot && st->kept >= RM_STORE_MAX_KEPT_EPOCHS) {
 		if (!st->down)
 			attempt(st); /* makes room unless the database is unavailable */
@@ -1311,6 +1338,8 @@ void rm_store_close(struct rm_store *st)
 		g_hash_table_destroy(st->drops);
 	if (st->lost)
 		g_array_free(st->lost, TRUE);
+	if (st->retire)
+		g_array_free(st->retire, TRUE);
 	free(st);
 }
 
@@ -1360,6 +1389,7 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 	st->sessions = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, sess_free);
 	st->drops = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, drop_free);
 	st->lost = g_array_new(FALSE, FALSE, sizeof(int64_t));
+	st->retire = g_array_new(FALSE, FALSE, sizeof(struct retire_only));
 	snprintf(pragmas, sizeof(pragmas),
 		 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;"
 		 " PRAGMA cache_size=-%u;",
