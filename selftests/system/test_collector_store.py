@@ -257,3 +257,68 @@ def test_written_epochs_then_retired(tmp_path, pki):
     assert (e1["outcome"], e1["state"], e1["reports_accepted"], e1["last_report_id"]) == ("complete", "final", 2, 2)
     assert e1["requests"] == later(r1, 2)["requests"] and e1["reason"] == ""
     assert e2["outcome"] == "incomplete" and "peer closed the session without a final report" in e2["reason"]
+
+
+# ------------------------------------------------------------ a database of the earlier layout
+
+EARLIER_LAYOUT = """
+CREATE TABLE runs (id INTEGER PRIMARY KEY, started_ms INTEGER, stopped_ms INTEGER, listen TEXT, transport TEXT,
+ max_sessions INTEGER, max_epochs INTEGER, max_raw_records INTEGER, inactivity_timeout_ms INTEGER, pen INTEGER);
+CREATE TABLE sessions (id INTEGER PRIMARY KEY, run_id INTEGER, peer TEXT, peer_subject TEXT, transport TEXT,
+ started_ms INTEGER, ended_ms INTEGER, end_reason TEXT, messages INTEGER DEFAULT 0, records INTEGER DEFAULT 0,
+ octets INTEGER DEFAULT 0, rejected INTEGER DEFAULT 0, accepted INTEGER DEFAULT 0, repeats INTEGER DEFAULT 0,
+ stale INTEGER DEFAULT 0, orphans INTEGER DEFAULT 0, unsupported INTEGER DEFAULT 0, invalid INTEGER DEFAULT 0,
+ after_invalid INTEGER DEFAULT 0, key_conflicts INTEGER DEFAULT 0, resource_drops INTEGER DEFAULT 0,
+ unbound INTEGER DEFAULT 0);
+CREATE TABLE epoch_keys (id INTEGER PRIMARY KEY, session_id INTEGER, domain INTEGER, observation_point_id INTEGER,
+ family INTEGER, src TEXT, dst TEXT, dest_qp INTEGER, pkey INTEGER, has_vlan_ns INTEGER, vlan_outer INTEGER,
+ vlan_inner INTEGER, epoch_id INTEGER, first_seen_ms INTEGER);
+CREATE INDEX epoch_keys_by_key ON epoch_keys(session_id, domain, epoch_id);
+CREATE TABLE epoch_state (id INTEGER PRIMARY KEY, window INTEGER, flags INTEGER, flags_seen INTEGER,
+ flow_start_ms INTEGER, flow_end_ms INTEGER, first_report_id INTEGER, last_report_id INTEGER,
+ reports_accepted INTEGER, missing_initial INTEGER, missing_reports INTEGER, gaps INTEGER, repeats INTEGER,
+ stale INTEGER, unsupported INTEGER, ignored INTEGER, requests INTEGER, skipped INTEGER, filled INTEGER,
+ expired INTEGER, abandoned INTEGER, pending INTEGER, repeated INTEGER, unclassified_late INTEGER, state TEXT,
+ outcome TEXT, reason TEXT, last_seen_ms INTEGER, retired_ms INTEGER);
+CREATE VIEW epochs AS SELECT k.id AS id, session_id, domain, observation_point_id, family, src, dst, dest_qp, pkey,
+ has_vlan_ns, vlan_outer, vlan_inner, epoch_id, window, flags, flags_seen, flow_start_ms, flow_end_ms,
+ first_report_id, last_report_id, reports_accepted, missing_initial, missing_reports, gaps, repeats, stale,
+ unsupported, ignored, requests, skipped, filled, expired, abandoned, pending, repeated, unclassified_late, state,
+ outcome, reason, first_seen_ms, last_seen_ms, retired_ms FROM epoch_keys k JOIN epoch_state s ON s.id = k.id;
+CREATE TABLE raw_records (id INTEGER PRIMARY KEY, session_id INTEGER, received_ms INTEGER, domain INTEGER,
+ template_id INTEGER, epoch_id INTEGER, report_id INTEGER, flags INTEGER, verdict TEXT, reason TEXT, record BLOB,
+ template BLOB);
+CREATE TABLE drops (session_id INTEGER, kind TEXT, count INTEGER, first_ms INTEGER, last_ms INTEGER,
+ last_detail TEXT, PRIMARY KEY(session_id, kind));
+INSERT INTO runs (id, started_ms, listen, transport) VALUES (1, 1700000000000, '127.0.0.1:4740', 'tls');
+INSERT INTO sessions (id, run_id, peer, started_ms) VALUES (1, 1, '127.0.0.1:1', 1700000000000);
+INSERT INTO epoch_keys VALUES (1, 1, 0, 7, 4, '192.0.2.1', '192.0.2.2', 291, 65535, 0, 0, 0, 9, 1700000000000);
+INSERT INTO epoch_state VALUES (1, 4, 32, 32, 1700000000000, 1700000000500, 1, 3, 3, 0, 0, 0, 0, 0, 0, 0,
+ 9, 3, 3, 0, 0, 0, 1, 0, 'open', 'open', '', 1700000000000, NULL);
+"""
+
+
+def test_earlier_layout_converted(tmp_path, pki):
+    """A database written by the earlier layout (epoch_keys + epoch_state behind the view epochs),
+    left by a run that died with a session open: converted at start, its rows kept with their IDs,
+    the dead run's open epoch retired as incomplete, new IDs continue after the old ones."""
+    db = tmp_path / "old.db"
+    con = sqlite3.connect(str(db))
+    con.executescript(EARLIER_LAYOUT)
+    con.close()
+    c = start(db, tmp_path, pki)
+    try:
+        c.wait_for(lambda: "collector restarted" in c.log(), "the recovery logged")
+        s = c.connect()
+        s.sendall(templates_msg() + data_msg(report(epoch=1, rid=1)))
+        close_tls(s)
+        c.wait_ended(2)
+    finally:
+        assert c.stop() == 0
+    es = epochs(c)
+    assert [e["id"] for e in es] == [1, 2]
+    old = es[0]
+    assert (old["epoch_id"], old["src"], old["requests"], old["last_report_id"]) == (9, "192.0.2.1", 9, 3)
+    assert old["outcome"] == "incomplete" and "collector restarted" in old["reason"]
+    assert es[1]["session_id"] == 2 and es[1]["outcome"] == "incomplete"
+    assert c.query("SELECT count(*) AS n FROM sqlite_master WHERE name IN ('epoch_keys', 'epoch_state')")[0]["n"] == 0
