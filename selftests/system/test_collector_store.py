@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-"""`rocemeter collect` when its database misbehaves (seed 000, "Collector
+"""`rocemeter collect` when its database misbehaves ([SEQOBS] "Collector
 Processing": outcomes preserved on retirement, collector resource drops
 kept apart from network loss, finite limits shown to the operator).
 
@@ -15,7 +15,7 @@ kept apart from network loss, finite limits shown to the operator).
   restarted").
 
 IPFIX Messages are written by hand (the helpers of test_collector.py,
-from RFC 7011 and seed 000); expected values come from what was sent.
+from RFC 7011 and [SEQOBS]); expected values come from what was sent.
 Needs root for the tmpfs mount (the other tests do not).
 """
 import os

@@ -441,7 +441,7 @@ static void test_decrease_and_immutables(void **state)
 }
 
 /*
- * Seed 000 "Export Profile and Template": flowStartMilliseconds and
+ * [SEQOBS] "Export Profile and Template": flowStartMilliseconds and
  * flowEndMilliseconds are the first and last accounted packet arrival times,
  * so the last arrival is never before the first: a record with
  * flowEnd < flowStart breaks a record rule and invalidates its epoch

@@ -5,7 +5,7 @@
  * ([RFC7011] 8.1), the Flow Keys a Data Template needs before its records
  * are used ([SEQOBS] "Export Profile and Template"), and the Message
  * header's Sequence Number and Export Time ([RFC7011] 3.1). Octets are
- * written out here from RFC 7011 and the profile table of seed 000, never
+ * written out here from RFC 7011 and the profile table of [SEQOBS], never
  * produced by rocemeter's encoder.
  */
 #include <stdarg.h>
@@ -22,7 +22,7 @@
 #define PEN     32473u
 #define TID     256 /* the Data Template */
 #define OTID    260 /* the Flow Keys Options Template */
-#define REC_LEN 120 /* seed 000: an IPv4 Data Record of the profile is 120 octets */
+#define REC_LEN 120 /* [SEQOBS]: an IPv4 Data Record of the profile is 120 octets */
 /* Flow Keys of the IPv4 Template below: fields 1-5 and 8 (observationPointId, the
  * addresses, QP, P_Key, epoch ID), never the report ID (field 9). */
 #define V4_KEYS 0x9Full
@@ -113,7 +113,7 @@ static void field(struct msg *m, int enterprise, uint16_t ie, uint16_t len)
 		put(m, PEN, 4);
 }
 
-/* Seed 000 "Profile Fields in Example Order", IPv4: a Template Record of 19 fields. */
+/* [SEQOBS] "Profile Fields in Example Order", IPv4: a Template Record of 19 fields. */
 static void v4_template(struct msg *m, uint16_t tid)
 {
 	put(m, tid, 2);
@@ -139,7 +139,7 @@ static void flow_keys_options_template(struct msg *m)
 	field(m, 0, 173, 8);
 }
 
-/* One valid IPv4 record of epoch 1: seed 000 verification example 1 (requests 5, skipped 1, filled 1, repeated 1). */
+/* One valid IPv4 record of epoch 1: [SEQOBS] verification example 1 (requests 5, skipped 1, filled 1, repeated 1). */
 static void v4_record(struct msg *m, uint64_t report_id)
 {
 	size_t at = m->len;
