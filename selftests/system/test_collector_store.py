@@ -9,7 +9,9 @@ kept apart from network loss, finite limits shown to the operator).
   collector resource drop that `rocemeter report --limits` shows.
 - A database write-locked by another process (Python's sqlite3 holding
   BEGIN EXCLUSIVE) while a session streams: once the lock goes, the
-  session and its epochs are stored under the session's own ID.
+  session and its epochs are stored under the session's own ID. The
+  metrics show the database unavailable meanwhile, and count the
+  `database` drops as they happen.
 - kill -9, then a restart on the same database: the dead run's open
   sessions end and their open epochs are retired as incomplete ("collector
   restarted").
@@ -19,11 +21,13 @@ from RFC 7011 and [SEQOBS]); expected values come from what was sent.
 Needs root for the tmpfs mount (the other tests do not).
 """
 import os
+import re
 import shutil
 import signal
 import sqlite3
 import subprocess
 import time
+import urllib.request
 
 import pytest
 
@@ -61,6 +65,18 @@ def start(db, logdir, pki, *extra):
             before = f.read().count("listening on")
     StoreCollector.starts_before = before
     return StoreCollector(db, logdir, pki, *extra)
+
+
+def metric(c, name):
+    """The value of an unlabelled or labelled series (name as printed, labels included) of the
+    collector's /metrics (collect --metrics 127.0.0.1:0: the port is in its log)."""
+    c.wait_for(lambda: re.search(r"metrics: serving /metrics on \S+ \(port (\d+)\)", c.log()), "metrics server")
+    port = re.findall(r"metrics: serving /metrics on \S+ \(port (\d+)\)", c.log())[-1]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        body = r.read().decode()
+    m = re.search(r"^%s (\d+)$" % re.escape(name), body, re.M)
+    assert m, (name, body)
+    return int(m.group(1))
 
 
 def epoch_stream(n_epochs, first_epoch=1, rid=1, final=False):
@@ -112,7 +128,7 @@ def fill(path):
 
 def test_database_full_then_space_returns(small_fs, tmp_path, pki):
     n_epochs, n_invalid = 3000, 20
-    c = start(os.path.join(small_fs, "c.db"), tmp_path, pki)
+    c = start(os.path.join(small_fs, "c.db"), tmp_path, pki, "--metrics", "127.0.0.1:0")
     try:
         s = c.connect()
         s.settimeout(WAIT)  # a collector that stops reading fails the test instead of hanging it
@@ -134,6 +150,8 @@ def test_database_full_then_space_returns(small_fs, tmp_path, pki):
         sess = c.wait_ended(1)
         c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE outcome = 'complete'") == n_epochs,
                    "every epoch stored once space returned")
+        c.wait_for(lambda: metric(c, "rocemeter_collector_database_unavailable") == 0, "the database writable")
+        metric_drops = metric(c, 'rocemeter_collector_resource_drops_total{limit="database"}')
     finally:
         assert c.stop() == 0
     log = c.log()
@@ -150,6 +168,7 @@ def test_database_full_then_space_returns(small_fs, tmp_path, pki):
     kept = count(c, "SELECT count(*) FROM raw_records WHERE verdict = 'invalid'")
     dropped = count(c, "SELECT coalesce(sum(count), 0) FROM drops WHERE kind = 'database'")
     assert kept + dropped == n_invalid, (kept, dropped)
+    assert metric_drops == dropped, (metric_drops, dropped)
     p = subprocess.run([BIN, "report", "--db", c.db, "--limits"], capture_output=True, text=True)
     assert p.returncode == 0
     if dropped:
@@ -159,7 +178,7 @@ def test_database_full_then_space_returns(small_fs, tmp_path, pki):
 # ------------------------------------------------------------ a write lock held by another process
 
 def test_database_write_locked(tmp_path, pki):
-    c = start(tmp_path / "c.db", tmp_path, pki)
+    c = start(tmp_path / "c.db", tmp_path, pki, "--metrics", "127.0.0.1:0")
     try:
         lock = sqlite3.connect(c.db, isolation_level=None, timeout=30)
         lock.execute("BEGIN EXCLUSIVE")
@@ -175,6 +194,7 @@ def test_database_write_locked(tmp_path, pki):
             close_tls(s)
             # Held well past any single busy timeout (today 5 s per statement).
             c.wait_for(lambda: "locked" in c.log() or "busy" in c.log(), "the lock noticed")
+            assert metric(c, "rocemeter_collector_database_unavailable") == 1
             time.sleep(7)
         finally:
             lock.execute("ROLLBACK")
@@ -182,6 +202,8 @@ def test_database_write_locked(tmp_path, pki):
         sess = c.wait_ended(1)
         c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE outcome = 'complete'") == 300,
                    "the epochs stored after the lock")
+        assert metric(c, "rocemeter_collector_database_unavailable") == 0
+        assert metric(c, 'rocemeter_collector_resource_drops_total{limit="database"}') == 0
     finally:
         assert c.stop() == 0
     (s1,) = sess
