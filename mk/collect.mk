@@ -3,10 +3,13 @@
 ROCEMETER_SRCS += user/collect/ipfix_decode.c user/collect/collector_rules.c user/collect/store.c \
                   user/collect/budget.c \
                   user/collect/collector.c user/collect/cmd_collect.c user/collect/cmd_report.c
-CHECK_PROGS    += $(BUILD)/tests/unit/test_collector_rules
+CHECK_PROGS    += $(BUILD)/tests/unit/test_collector_rules $(BUILD)/tests/unit/test_ipfix_decode
 # The memory budget and its charges by the rules (epochs) and the decoder (Templates).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_budget
 CHECK_SCRIPTS  += selftests/system/test_collector.py
 # Availability and bounded resources on a hostile network (docs/collector.md).
 CHECK_SCRIPTS  += selftests/system/test_collector_limits.py
+# The database on a full tmpfs (root), write-locked by another process, and
+# a restart after kill -9.
+CHECK_SCRIPTS  += selftests/system/test_collector_store.py
 BENCH_PROGS    += $(BUILD)/selftests/bench/bench_collect

@@ -12,7 +12,19 @@
  * Message written to the moment the collector has committed the end of the
  * session (sessions.ended_ms set). Figures are printed, never asserted.
  *
- * Usage: bench_collect [RECORDS [EPOCHS]]   (run from the repository root)
+ * Workloads: E epochs x R reports, sent round by round (report r of every
+ * epoch, then report r + 1; the last one final), one session:
+ *   1,000 x 1,000   few epochs, many reports each
+ *   90,000 x 10     many epochs, a few reports each
+ *   95,000 x 1      one (final) report per epoch
+ * After each run every record's outcome is checked in the database: each
+ * epoch complete with reports 1..R, the counters of its report R (as
+ * fill() makes them), retired; the session's accepted count equal to the
+ * records sent. A run that fails the check stops the program (exit 1)
+ * instead of printing a figure.
+ *
+ * Usage: bench_collect [RECORDS EPOCHS]   (run from the repository root;
+ * without arguments, the three workloads above)
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -67,6 +79,40 @@ static int file_contains(const char *path, const char *s)
 	fclose(f);
 	buf[n] = 0;
 	return strstr(buf, s) != NULL;
+}
+
+/*
+ * Every record's outcome (first principles: fill() below): each of the
+ * nepochs epochs of session 1 complete, final, reports 1..rounds without
+ * gap, requests 5 + 2R, skipped = filled = R, repeated 1, flowEnd start + R,
+ * retired. Returns the epochs that pass, or -1 on a database error.
+ */
+static long long outcomes_checked(const char *db, uint64_t rounds)
+{
+	sqlite3 *d;
+	sqlite3_stmt *q;
+	long long r = -1;
+
+	if (sqlite3_open_v2(db, &d, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+		sqlite3_close(d);
+		return -1;
+	}
+	if (sqlite3_prepare_v2(
+		    d,
+		    "SELECT count(*) FROM epochs WHERE session_id = 1 AND outcome = 'complete' AND state = 'final'"
+		    " AND first_report_id = 1 AND last_report_id = ?1 AND reports_accepted = ?1"
+		    " AND missing_reports = 0 AND gaps = 0 AND requests = 5 + 2 * ?1 AND skipped = ?1"
+		    " AND filled = ?1 AND expired = 0 AND abandoned = 0 AND pending = 0 AND repeated = 1"
+		    " AND unclassified_late = 0 AND window = 1024 AND flow_start_ms = 1700000000000"
+		    " AND flow_end_ms = 1700000000000 + ?1 AND retired_ms IS NOT NULL",
+		    -1, &q, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(q, 1, (sqlite3_int64)rounds);
+		if (sqlite3_step(q) == SQLITE_ROW)
+			r = sqlite3_column_int64(q, 0);
+		sqlite3_finalize(q);
+	}
+	sqlite3_close(d);
+	return r;
 }
 
 /* Session 1's end as committed by the collector: accepted records, or -1 while open. */
@@ -151,6 +197,8 @@ static int run(const char *dir, int tls, uint64_t nrec, uint64_t nepochs)
 	snprintf(key, sizeof(key), "%s/collector.key", dir);
 	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
 
+	unlink(logp); /* the last run's "listening on" must not be mistaken for this one's */
+	unlink(db);
 	pid = fork();
 	if (pid == 0) {
 		int lfd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -236,39 +284,63 @@ static int run(const char *dir, int tls, uint64_t nrec, uint64_t nepochs)
 	t1 = now_s();
 	kill(pid, SIGTERM);
 	waitpid(pid, NULL, 0);
+	long long ok = outcomes_checked(db, rounds);
 	if (ssl)
 		SSL_free(ssl);
 	if (ctx)
 		SSL_CTX_free(ctx);
 	close(fd);
 	free(batch);
-	printf("collector ingest, %s on loopback, one collector thread: %llu records (%llu epochs x %llu reports) "
-	       "in %.3f s = %.0f records/s validated and stored (%lld accepted)\n",
-	       tls ? "TLS 1.3 (mutual authentication)" : "plain TCP (no TLS)", (unsigned long long)sent,
-	       (unsigned long long)nepochs, (unsigned long long)rounds, t1 - t0, (double)sent / (t1 - t0), acc);
+	if (acc != (long long)sent || ok != (long long)nepochs) {
+		fprintf(stderr,
+			"bench_collect: outcome check failed: %lld of %llu records accepted, %lld of %llu epochs "
+			"complete "
+			"with the expected counters (database %s kept)\n",
+			acc, (unsigned long long)sent, ok, (unsigned long long)nepochs, db);
+		return -1;
+	}
+	printf("collector ingest, %s, %llu epochs x %llu reports, loopback, one collector thread: %llu records "
+	       "in %.3f s = %.0f records/s validated and stored; outcomes checked: %lld of %llu epochs complete "
+	       "with reports 1..%llu\n",
+	       tls ? "TLS 1.3 (mutual authentication)" : "plain TCP (no TLS)", (unsigned long long)nepochs,
+	       (unsigned long long)rounds, (unsigned long long)sent, t1 - t0, (double)sent / (t1 - t0), ok,
+	       (unsigned long long)nepochs, (unsigned long long)rounds);
+	unlink(db);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	uint64_t nrec = argc > 1 ? strtoull(argv[1], NULL, 0) : 1000000;
-	uint64_t nepochs = argc > 2 ? strtoull(argv[2], NULL, 0) : 1000;
+	static const uint64_t workloads[][2] = { { 1000, 1000 }, { 90000, 10 }, { 95000, 1 } }; /* epochs, reports */
 	char dir[] = "/tmp/rm-bench-collect.XXXXXX", cmd[600];
-	int rc;
+	int rc = 0;
 
 	signal(SIGPIPE, SIG_IGN);
 	if (access("build/rocemeter", X_OK) || access("scripts/gen-certs", X_OK)) {
 		fprintf(stderr, "bench_collect: run from the repository root after make\n");
 		return 1;
 	}
-	if (!nrec || !nepochs || !mkdtemp(dir))
+	if (argc != 1 && argc != 3) {
+		fprintf(stderr, "usage: bench_collect [RECORDS EPOCHS]\n");
+		return 1;
+	}
+	if (!mkdtemp(dir))
 		return 1;
 	snprintf(cmd, sizeof(cmd), "scripts/gen-certs %s >/dev/null 2>&1", dir);
 	if (system(cmd) != 0) {
 		fprintf(stderr, "bench_collect: scripts/gen-certs failed\n");
 		return 1;
 	}
-	rc = run(dir, 1, nrec, nepochs) | run(dir, 0, nrec, nepochs);
+	if (argc == 3) {
+		uint64_t nrec = strtoull(argv[1], NULL, 0), nepochs = strtoull(argv[2], NULL, 0);
+
+		rc = !nrec || !nepochs || nrec % nepochs || run(dir, 1, nrec, nepochs) || run(dir, 0, nrec, nepochs);
+	}
+	for (size_t i = 0; argc == 1 && !rc && i < sizeof(workloads) / sizeof(workloads[0]); i++) {
+		uint64_t ne = workloads[i][0], nrec = workloads[i][0] * workloads[i][1];
+
+		rc = run(dir, 1, nrec, ne) || run(dir, 0, nrec, ne);
+	}
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "bench_collect: could not remove %s\n", dir);

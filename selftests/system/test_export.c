@@ -470,16 +470,17 @@ static void print_stats(const char *tag, struct rm_exporter *x, const struct rm_
 	else
 		rm_exporter_stats(x, &st);
 	printf("%s sessions=%llu reconnects=%llu connect_failures=%llu sessions_lost=%llu records_sent=%llu "
-	       "messages_sent=%llu bytes_sent=%llu dropped_queue_full=%llu dropped_no_session=%llu "
+	       "lost_in_flight=%llu messages_sent=%llu bytes_sent=%llu dropped_queue_full=%llu dropped_no_session=%llu "
 	       "dropped_session_lost=%llu dropped_invalid=%llu dropped_at_stop=%llu queued=%llu "
 	       "queue_capacity=%llu\n",
 	       tag, (unsigned long long)st.sessions, (unsigned long long)st.reconnects,
 	       (unsigned long long)st.connect_failures, (unsigned long long)st.sessions_lost,
-	       (unsigned long long)st.records_sent, (unsigned long long)st.messages_sent,
-	       (unsigned long long)st.bytes_sent, (unsigned long long)st.dropped_queue_full,
-	       (unsigned long long)st.dropped_no_session, (unsigned long long)st.dropped_session_lost,
-	       (unsigned long long)st.dropped_invalid, (unsigned long long)st.dropped_at_stop,
-	       (unsigned long long)st.queued, (unsigned long long)st.queue_capacity);
+	       (unsigned long long)st.records_sent, (unsigned long long)st.lost_in_flight,
+	       (unsigned long long)st.messages_sent, (unsigned long long)st.bytes_sent,
+	       (unsigned long long)st.dropped_queue_full, (unsigned long long)st.dropped_no_session,
+	       (unsigned long long)st.dropped_session_lost, (unsigned long long)st.dropped_invalid,
+	       (unsigned long long)st.dropped_at_stop, (unsigned long long)st.queued,
+	       (unsigned long long)st.queue_capacity);
 }
 
 static int drive(const char *config)

@@ -18,9 +18,11 @@ import re
 import select
 import signal
 import socket
+import sqlite3
 import ssl
 import struct
 import subprocess
+import sys
 import threading
 import time
 
@@ -609,3 +611,111 @@ def test_stop_while_stalled(tmp_path, pki, procs):
     assert st["dropped_at_stop"] == queued and st["queued"] == 0
     assert ok == st["records_sent"] + st["dropped_at_stop"]
     srv.reset()
+
+
+# ------------------------------------------------ records in flight when the collector dies
+
+# A stand-in collector as its own process, so that it can be killed with -9: plain TCP,
+# a small receive buffer, accepts one connection, reads its first 200,000 octets, then
+# reads nothing more. On "peek" (stdin) it writes to OUT the octets it read followed by
+# every octet its kernel holds, and therefore acknowledged, without consuming any
+# (MSG_PEEK: the window stays closed), and answers with the count.
+STALLED_SINK = r"""
+import socket, sys, time
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+ls.bind(("127.0.0.1", 0))
+ls.listen(1)
+print(ls.getsockname()[1], flush=True)
+conn, _ = ls.accept()
+conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+got = b""
+while len(got) < 200000:
+    got += conn.recv(200000 - len(got))
+for line in sys.stdin:
+    prev = -1
+    while True:
+        data = conn.recv(1 << 22, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        if len(data) == prev:
+            break
+        prev = len(data)
+        time.sleep(0.3)
+    open(sys.argv[1], "wb").write(got + data)
+    print(len(got + data), flush=True)
+"""
+
+
+def whole_messages(data):
+    """The prefix of an IPFIX stream made of complete Messages."""
+    off = 0
+    while len(data) - off >= 4:
+        length = struct.unpack_from("!H", data, off + 2)[0]
+        if off + length > len(data):
+            break
+        off += length
+    return data[:off]
+
+
+def test_collector_killed_records_in_flight(tmp_path, procs):
+    """The collector stops reading, then is killed with -9 (its kernel sends a RST). Records
+    whose Messages its kernel had not acknowledged were sent (handed to TCP) but never
+    delivered: lost_in_flight counts them exactly. The delivered ones are those of the
+    complete Messages among the octets the collector's kernel held (peeked, plain TCP so
+    the octets are IPFIX), decoded here from RFC 7011."""
+    out = tmp_path / "received.ipfix"
+    sink = subprocess.Popen([sys.executable, "-c", STALLED_SINK, str(out)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, bufsize=1)
+    procs.append(sink)
+    port = int(sink.stdout.readline())
+    d = Driver(export_config(tmp_path / "e.ini", None, port, transport="tcp", queue=300,
+                             omit=("ca", "cert", "key", "peer_name")), str(tmp_path / "err"))
+    procs.append(d)
+    assert d.session() == 1
+    ok, _ = fill_until_stalled(d)
+    sink.stdin.write("peek\n")
+    sink.stdin.flush()
+    held = int(sink.stdout.readline())
+    st = d.stats()
+    assert held > 0 and st["records_sent"] > 0
+    sink.send_signal(signal.SIGKILL)
+    sink.wait(timeout=WAIT)
+    assert d.cmd("wait-no-session 60000", timeout=90) == "no-session"
+    st2 = d.stats()
+    msgs, _ = decode_stream(whole_messages(out.read_bytes()))
+    delivered = sum(len(m["records"]) for m in msgs[1:])  # the first Message: Templates and Flow Keys
+    assert st2["records_sent"] == st["records_sent"] > delivered > 0
+    assert st2["lost_in_flight"] == st2["records_sent"] - delivered
+    assert ok == st2["records_sent"] + st2["dropped_session_lost"]
+    assert "not acknowledged" in d.stderr()
+    d.stop(flush_ms=200)
+
+
+def test_collector_killed_while_streaming_tls(tmp_path, pki, procs):
+    """`rocemeter collect` killed with -9 while the exporter streams over TLS 1.3: what the
+    collector stored is at most what its kernel acknowledged (records_sent - lost_in_flight),
+    and lost_in_flight never exceeds records_sent."""
+    port = free_port()
+    db = tmp_path / "c.db"
+    col = subprocess.Popen([os.path.join(ROOT, "build", "rocemeter"), "collect", "--listen", f"127.0.0.1:{port}",
+                            "--db", str(db), "--cert", f"{pki}/collector.pem", "--key", f"{pki}/collector.key",
+                            "--ca", f"{pki}/ca.pem", "--peer-name", EXPORTER_NAME], stderr=subprocess.DEVNULL)
+    procs.append(col)
+    wait_listening(port)
+    d = Driver(export_config(tmp_path / "e.ini", pki, port, queue=20000), str(tmp_path / "err"))
+    procs.append(d)
+    assert d.session() == 1
+    for _ in range(20):
+        d.submit(5000)
+    col.send_signal(signal.SIGKILL)
+    col.wait(timeout=WAIT)
+    assert d.cmd("wait-no-session 60000", timeout=90) == "no-session"
+    st = d.stats()
+    assert 0 <= st["lost_in_flight"] <= st["records_sent"]
+    con = sqlite3.connect(str(db))
+    try:
+        stored = con.execute("SELECT coalesce(sum(reports_accepted), 0) FROM epochs").fetchone()[0]
+    except sqlite3.OperationalError:
+        stored = 0
+    con.close()
+    assert stored <= st["records_sent"] - st["lost_in_flight"]
+    d.stop(flush_ms=200)

@@ -172,3 +172,38 @@ def test_live_export_to_collector(tmp_path, pki, link):
         assert e["qualifications"]["rdmaSequenceFlags"] == w["rdmaSequenceFlags"]
         assert e["qualifications"]["flag_names"] == w["flag_names"]
         assert e["coverage"]["first_report_id"] == 1 and e["coverage"]["gaps"] == 0
+
+
+def test_live_collector_killed_summary(tmp_path, pki, link):
+    """The collector is killed with -9 while epochs are open: the session is lost, every
+    open epoch closes because the Transport Session ended (its reports belong to no session
+    any more), and the daemon says so in `status` (the stats file) and in its exit summary,
+    next to the records lost in flight (sent, never acknowledged by the collector)."""
+    port = free_port()
+    col = subprocess.Popen(
+        [ROCEMETER, "collect", "--listen", f"127.0.0.1:{port}", "--db", str(tmp_path / "c.db"),
+         "--cert", f"{pki}/collector.pem", "--key", f"{pki}/collector.key", "--ca", f"{pki}/ca.pem",
+         "--peer-name", "exporter.rocemeter.test"], stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        d = link.attach("--config", export_config(tmp_path, pki, port))
+        wait_session(d)
+        link.send_pcap(CAPTURE)
+        live.wait_for(lambda: len(link.status()["contexts"]) > 0, "open epochs")
+        n_open = len(link.status()["contexts"])
+        col.send_signal(signal.SIGKILL)
+        col.wait(timeout=30)
+        live.wait_for(lambda: link.status()["daemon"]["closed_for_new_session"] == n_open,
+                      "the epochs closed for the lost session in status")
+        daemon = link.status()["daemon"]
+        assert daemon["export"]["records_sent"] == 0  # report_interval_ms = 0: finals only, none made yet
+        assert daemon["export"]["lost_in_flight"] == 0
+        assert daemon["export"]["session"] == 0
+        assert d.stop() == 0
+    finally:
+        if col.poll() is None:
+            col.kill()
+    err = d.stderr()
+    assert "Transport Session 1 lost" in err
+    assert "0 lost in flight" in err
+    assert f"{n_open} epochs closed because a new Transport Session began" in err

@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import urllib.parse
 import urllib.request
@@ -146,6 +147,8 @@ def meter_expected(link_):
     want["rocemeter_export_session"] = {frozenset({"interface": iface}.items()): exp["session"]}
     for key in ("records_sent", "messages_sent", "sessions", "reconnects"):
         want["rocemeter_export_%s_total" % key] = {frozenset({"interface": iface}.items()): exp[key]}
+    want["rocemeter_export_records_lost_in_flight_total"] = {
+        frozenset({"interface": iface}.items()): exp["lost_in_flight"]}
     want["rocemeter_export_records_dropped_total"] = {
         frozenset({"interface": iface, "cause": c}.items()): exp["dropped_" + c]
         for c in ("queue_full", "no_session", "session_lost", "invalid", "at_stop")}
@@ -225,6 +228,10 @@ def test_prometheus_scrapes_meter_and_collector(tmp_path, pki, link):
         limits = json.loads(subprocess.run([ROCEMETER, "report", "--db", str(db), "--limits", "--json"],
                                            capture_output=True, text=True, check=True).stdout)
         assert epochs and all(not e["retained"] for e in epochs)
+        con = sqlite3.connect(str(db))
+        con.row_factory = sqlite3.Row
+        session_row = dict(con.execute("SELECT seq_gaps, seq_missing, export_time_backwards FROM sessions").fetchone())
+        con.close()
         outcomes = Counter(e["outcome"] for e in epochs)
         accepted = sum(e["coverage"]["accepted"] for e in epochs)
         want_col = {
@@ -236,7 +243,13 @@ def test_prometheus_scrapes_meter_and_collector(tmp_path, pki, link):
             "rocemeter_collector_epochs_retained": {frozenset(): 0},
             "rocemeter_collector_resource_drops_total": {
                 frozenset({"limit": k}.items()): limits["drops"].get(k, 0)
-                for k in ("session-limit", "epoch-admission", "raw-record-limit", "raw-byte-limit", "memory-budget")},
+                for k in ("session-limit", "epoch-admission", "raw-record-limit", "raw-byte-limit", "memory-budget",
+                          "database")},
+            "rocemeter_collector_database_unavailable": {frozenset(): 0},
+            # The session's header anomalies, stored in its sessions row once it ended.
+            "rocemeter_collector_sequence_gaps_total": {frozenset(): session_row["seq_gaps"]},
+            "rocemeter_collector_sequence_missing_records_total": {frozenset(): session_row["seq_missing"]},
+            "rocemeter_collector_export_time_backwards_total": {frozenset(): session_row["export_time_backwards"]},
         }
         settle(prom, lambda: want_col, "Prometheus to show what report --json shows")
         records = prom.query("rocemeter_collector_records_total")

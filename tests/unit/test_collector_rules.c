@@ -440,6 +440,61 @@ static void test_decrease_and_immutables(void **state)
 	}
 }
 
+/*
+ * [SEQOBS] "Export Profile and Template": flowStartMilliseconds and
+ * flowEndMilliseconds are the first and last accounted packet arrival times,
+ * so the last arrival is never before the first: a record with
+ * flowEnd < flowStart breaks a record rule and invalidates its epoch
+ * (flowEnd == flowStart: one request, valid).
+ */
+static void test_flow_end_before_start(void **state)
+{
+	struct fx *f = fx_new(4, 16, 0);
+	struct rm_report r = rep(5, 1), one = rep(6, 1);
+	char why[256];
+
+	r.flow_end_ms = r.flow_start_ms - 1;
+	assert_int_equal(rm_rules_check_record(&r, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "flowEndMilliseconds"));
+	assert_int_equal(feed(f, 0, &r), RM_V_INVALID);
+	assert_int_equal(rm_rules_find(f->s, 0, 5)->outcome, RM_OUTCOME_INVALID);
+	assert_non_null(strstr(rm_rules_find(f->s, 0, 5)->reason, "flowEndMilliseconds"));
+
+	one.flow_end_ms = one.flow_start_ms;
+	assert_int_equal(rm_rules_check_record(&one, why, sizeof(why)), 0);
+	assert_int_equal(feed(f, 0, &one), RM_V_ACCEPTED);
+	fx_free(f);
+}
+
+/*
+ * The last accounted arrival of one epoch never moves back between its
+ * cumulative reports: a larger report ID whose flowEnd is earlier than the
+ * latest accepted one is not processed ([SEQOBS] "Collector Processing":
+ * only a consistent larger report is processed) and invalidates the epoch;
+ * an unchanged flowEnd (no request between two reports) is valid.
+ */
+static void test_flow_end_backwards(void **state)
+{
+	struct fx *f = fx_new(4, 16, 0);
+	struct rm_report r1 = rep(5, 1), r2 = grow(r1, 2), r3 = grow(r2, 3), same = r1;
+
+	r3.flow_end_ms = r2.flow_end_ms - 1;
+	assert_int_equal(feed(f, 0, &r1), RM_V_ACCEPTED);
+	assert_int_equal(feed(f, 0, &r2), RM_V_ACCEPTED);
+	assert_int_equal(feed(f, 0, &r3), RM_V_INVALID);
+	struct rm_epoch *e = rm_rules_find(f->s, 0, 5);
+	assert_int_equal(e->outcome, RM_OUTCOME_INVALID);
+	assert_non_null(strstr(e->reason, "flowEndMilliseconds"));
+	assert_int_equal(e->key.report_id, 2); /* published values unchanged */
+	fx_free(f);
+
+	f = fx_new(4, 16, 0);
+	same.report_id = 2; /* a report without a new request: same counters, same flowEnd */
+	assert_int_equal(feed(f, 0, &r1), RM_V_ACCEPTED);
+	assert_int_equal(feed(f, 0, &same), RM_V_ACCEPTED);
+	fx_free(f);
+}
+
 static void test_after_final(void **state)
 {
 	struct fx *f = fx_new(4, 16, 0);
@@ -748,6 +803,8 @@ int main(void)
 		cmocka_unit_test(test_stale_invalid_changes_nothing),
 		cmocka_unit_test(test_decrease_and_immutables),
 		cmocka_unit_test(test_after_final),
+		cmocka_unit_test(test_flow_end_before_start),
+		cmocka_unit_test(test_flow_end_backwards),
 		cmocka_unit_test(test_unsupported_flags),
 		cmocka_unit_test(test_unsupported_conflict_or_extension),
 		cmocka_unit_test(test_invalid_first_record),

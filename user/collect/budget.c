@@ -9,7 +9,7 @@
 #include "common/limits.h"
 
 /* The epoch's charge covers the struct, its malloc header, and its entries in the
- * session's hash table and dirty array and in the collector's pending set. */
+ * session's hash table and dirty array and in the store's write queue. */
 _Static_assert(sizeof(struct rm_epoch) + 16 + 3 * 40 <= RM_BUDGET_EPOCH_BYTES,
 	       "RM_BUDGET_EPOCH_BYTES (and docs/collector.md) below the size of a retained epoch");
 

@@ -45,10 +45,10 @@
 #define CONN_SOURCES_PER_MINUTE 64
 #define MINUTE_MS 60000
 /*
- * Batch bounds: Messages processed under one open transaction are committed
- * together once this many have been processed, once the batch is this old,
- * or when the poll() round ends (before the loop blocks again), whichever
- * comes first.
+ * Batch bounds: the store may write (store.h: when its flush is due) after
+ * this many Messages, once the batch is this old, or when the poll() round
+ * ends (before the loop blocks again), whichever comes first; never in the
+ * middle of a Message.
  */
 #define BATCH_MAX_MESSAGES 64
 #define BATCH_MAX_MS 20
@@ -138,16 +138,14 @@ struct server {
 	GHashTable *conn_counts;    /* "outcome source" -> struct conn_count */
 	GHashTable *minute_sources; /* sources with rows of their own this minute */
 	/*
-	 * The open batch (in_batch: a transaction is open): Messages processed
-	 * since the last commit, when the batch began (CLOCK_MONOTONIC ms), and the epochs with a row
-	 * already whose latest state is written once, just before the commit
-	 * (struct rm_epoch * set; a retired epoch is written at once and leaves).
+	 * The open batch: Messages processed since the last commit and when
+	 * the batch began (CLOCK_MONOTONIC ms). The store defers and groups
+	 * the writes itself (store.h); a commit is where it may write them.
 	 */
 	int in_batch;
 	uint32_t batch_messages;
 	uint64_t batch_start_ms;
-	GHashTable *pending;
-	struct rm_collector_stats stats;   /* RM_COLLECTOR_STATS; the gauges are computed when rendered */
+	struct rm_collector_stats stats;   /* RM_COLLECTOR_STATS; the gauges and the store's drops are read when rendered */
 	struct rm_metrics_server *metrics; /* NULL: no --metrics */
 };
 
@@ -196,19 +194,11 @@ static void batch_begin(struct server *s)
 }
 
 /*
- * Write the latest state of every pending epoch, then commit: the only way
- * the collector commits, so a committed transaction never holds half of a
- * Message (an epoch row behind the raw records or drops of its Messages).
+ * End the batch: the only place the store may write, so a committed
+ * transaction never holds half of a Message.
  */
 static void batch_commit(struct server *s)
 {
-	GHashTableIter it;
-	gpointer e;
-
-	g_hash_table_iter_init(&it, s->pending);
-	while (g_hash_table_iter_next(&it, &e, NULL))
-		store_check(s, rm_store_epoch(s->st, e), "epoch");
-	g_hash_table_remove_all(s->pending);
 	store_check(s, rm_store_commit(s->st), "commit");
 	s->batch_messages = 0;
 	s->in_batch = 0;
@@ -336,7 +326,7 @@ static void keep_raw(struct conn *c, uint32_t domain, uint16_t tid, const struct
 {
 	struct server *s = c->srv;
 	const struct rm_collect_settings *cs = s->cs;
-	uint64_t bytes = (uint64_t)len + tl;
+	uint64_t bytes = (uint64_t)len + tl, db_drops;
 	int rc;
 
 	if (c->raw_bytes + bytes > cs->max_raw_bytes_per_session || s->raw_bytes + bytes > cs->max_raw_bytes) {
@@ -350,8 +340,9 @@ static void keep_raw(struct conn *c, uint32_t domain, uint16_t tid, const struct
 		store_check(s, rm_store_drop(s->st, c->session_id, "raw-byte-limit", d, c->now_ms), "drop");
 		return;
 	}
+	db_drops = rm_store_database_drops(s->st);
 	rc = rm_store_raw(s->st, c->session_id, domain, tid, r, verdict, reason, raw, len, t, tl, c->now_ms);
-	if (rc == 0)
+	if (rc == 0 && rm_store_database_drops(s->st) == db_drops) /* else a "database" drop, counted by the store */
 		s->stats.drops_raw_record_limit++;
 	store_check(s, rc, "raw record");
 	if (rc == 1) {
@@ -362,21 +353,12 @@ static void keep_raw(struct conn *c, uint32_t domain, uint16_t tid, const struct
 
 /* ---------------- sinks ---------------- */
 
-/*
- * An epoch changed or is retired. A new epoch gets its rows at once (row IDs
- * keep the order of the flushes); a changed one only joins the pending set,
- * written at the commit; a retired one is written now (it is freed next).
- */
+/* An epoch changed or is retired: the store writes its latest state with the next transaction. */
 static void rules_epoch(void *arg, struct rm_epoch *e)
 {
 	struct server *s = arg;
 
-	if (e->store_id && !e->retired_ms) {
-		g_hash_table_add(s->pending, e);
-		return;
-	}
 	if (e->retired_ms) {
-		g_hash_table_remove(s->pending, e);
 		if (e->outcome == RM_OUTCOME_COMPLETE)
 			s->stats.epochs_complete++;
 		else if (e->outcome == RM_OUTCOME_INVALID)
@@ -459,7 +441,9 @@ static void end_session(struct conn *c, const char *reason)
 	struct server *s = c->srv;
 	uint64_t t = now_ms();
 	char er[400];
-	struct rm_session_counts cnt = { c->messages, c->records, c->octets, c->rejected, NULL };
+	struct rm_session_counts cnt = {
+		.messages = c->messages, .records = c->records, .octets = c->octets, .rejected = c->rejected
+	};
 
 	if (c->closing)
 		return;
@@ -467,6 +451,16 @@ static void end_session(struct conn *c, const char *reason)
 	s->sessions--;
 	snprintf(er, sizeof(er), "session ended: %s", reason);
 	batch_begin(s);
+	if (c->dec) {
+		const struct rm_ipfix_counts *h = rm_ipfix_counts(c->dec);
+
+		cnt.seq_gaps = h->seq_gaps;
+		cnt.seq_missing = h->seq_missing;
+		cnt.time_backwards = h->time_backwards;
+		s->stats.sequence_gaps += h->seq_gaps;
+		s->stats.sequence_missing_records += h->seq_missing;
+		s->stats.export_time_backwards += h->time_backwards;
+	}
 	if (c->rs) {
 		cnt.verdicts = rm_rules_verdict_counts(c->rs);
 		/* The counts are read before close frees them. */
@@ -477,6 +471,7 @@ static void end_session(struct conn *c, const char *reason)
 		store_check(s, rm_store_session_end(s->st, c->session_id, reason, t, &cnt), "session end");
 	}
 	batch_commit(s);
+	store_check(s, rm_store_flush(s->st), "commit"); /* a session's end and its epochs' outcomes: at once */
 	{
 		char sid[24];
 		struct rm_log_field f[] = { { "SESSION", sid }, { "PEER", c->peer } };
@@ -1074,12 +1069,21 @@ static void render_metrics(void *arg, FILE *f)
 
 	st.sessions_open = 0;
 	st.epochs_retained = 0;
+	st.drops_database = rm_store_database_drops(s->st);
+	st.database_unavailable = (uint64_t)rm_store_unavailable(s->st);
 	for (size_t i = 0; i < s->nconns; i++) {
 		if (s->conns[i]->closing)
 			continue;
 		st.sessions_open++;
 		if (s->conns[i]->rs)
 			st.epochs_retained += rm_rules_retained(s->conns[i]->rs);
+		if (s->conns[i]->dec) { /* an ended session's counts are in s->stats */
+			const struct rm_ipfix_counts *h = rm_ipfix_counts(s->conns[i]->dec);
+
+			st.sequence_gaps += h->seq_gaps;
+			st.sequence_missing_records += h->seq_missing;
+			st.export_time_backwards += h->time_backwards;
+		}
 	}
 	rm_metrics_rows(f, collector_rows, sizeof(collector_rows) / sizeof(collector_rows[0]), &st, NULL, 0);
 #define SESSION_FAMILY_(member, metric, help)                                                             \
@@ -1129,7 +1133,6 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 		goto out;
 	}
 	srv.rules = rm_rules_new(&lim, &rsink, &srv);
-	srv.pending = g_hash_table_new(g_direct_hash, g_direct_equal);
 	srv.conn_counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	srv.minute_sources = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	if (!srv.rules)
@@ -1255,8 +1258,6 @@ out:
 		close(srv.lfd);
 	if (srv.rules)
 		rm_rules_free(srv.rules);
-	if (srv.pending)
-		g_hash_table_destroy(srv.pending);
 	if (srv.conn_counts)
 		g_hash_table_destroy(srv.conn_counts);
 	if (srv.minute_sources)

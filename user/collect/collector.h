@@ -10,14 +10,16 @@
  * with a warning. IPFIX Messages split across reads are reassembled. Each
  * Message is decoded (ipfix_decode.h) and validated (collector_rules.h);
  * the complete Messages at hand (of every readable session in one poll()
- * round, at most 64 Messages or 20 ms of work) are committed to SQLite
- * (store.h) in one transaction, a Message always whole. An epoch changed by
- * several of them is written once, with its latest state, just before the
- * commit. A report counts as accepted once its transaction is committed;
- * the collector acknowledges nothing to the exporter before (IPFIX has no
- * acknowledgement), and a crash loses only the uncommitted batch, never
- * part of a Message. Stored content, verdicts and counters are the same as
- * with one transaction per Message (row IDs included).
+ * round, at most 64 Messages or 20 ms of work) form a batch, after which
+ * the store (store.h) may write: it defers and groups the writes, one
+ * transaction about every second and at each session end, never in the
+ * middle of a Message. An epoch changed by several Messages is written
+ * once, with its latest state. A failed transaction keeps everything
+ * queued and is retried; the collector acknowledges nothing to the
+ * exporter (IPFIX has no acknowledgement), and a crash loses at most the
+ * writes not yet committed (about the last second), never part of a
+ * Message. Stored content, verdicts and counters are the same as with one
+ * transaction per Message (row IDs included).
  * A framing error, a truncated Message at EOF or a TLS failure ends only
  * that session, with its reason logged and stored.
  *
@@ -50,35 +52,44 @@
  * The records_* rows follow enum rm_verdict (collector_rules.h), then
  * undecodable. Adding a counter: one row here, counted in collector.c.
  */
-#define RM_COLLECTOR_STATS(X)                                                                                \
-	X(sessions_accepted, COUNTER, "sessions", "outcome", "accepted",                                    \
-	  "Transport Sessions by admission: accepted, or refused by max_sessions")                           \
-	X(sessions_refused, COUNTER, "sessions", "outcome", "refused", NULL)                                \
-	X(sessions_open, GAUGE, "sessions_open", NULL, NULL, "Transport Sessions open now")                  \
-	X(messages, COUNTER, "messages", NULL, NULL, "IPFIX Messages received")                             \
-	X(received_bytes, COUNTER, "received_bytes", NULL, NULL, "IPFIX octets received")                   \
-	X(records_accepted, COUNTER, "records", "outcome", "accepted",                                      \
-	  "Data Records by the outcome of the collector rules (docs/json.md), undecodable: not bound")        \
-	X(records_repeat, COUNTER, "records", "outcome", "repeat", NULL)                                    \
-	X(records_stale, COUNTER, "records", "outcome", "stale", NULL)                                      \
-	X(records_orphan, COUNTER, "records", "outcome", "orphan", NULL)                                    \
-	X(records_unsupported, COUNTER, "records", "outcome", "unsupported", NULL)                          \
-	X(records_invalid, COUNTER, "records", "outcome", "invalid", NULL)                                  \
-	X(records_after_invalid, COUNTER, "records", "outcome", "after-invalid", NULL)                      \
-	X(records_key_conflict, COUNTER, "records", "outcome", "key-conflict", NULL)                        \
-	X(records_resource_drop, COUNTER, "records", "outcome", "resource-drop", NULL)                      \
-	X(records_unbound, COUNTER, "records", "outcome", "unbound", NULL)                                  \
-	X(records_undecodable, COUNTER, "records", "outcome", "undecodable", NULL)                          \
-	X(epochs_complete, COUNTER, "epochs", "outcome", "complete", "epochs retired, by outcome")          \
-	X(epochs_incomplete, COUNTER, "epochs", "outcome", "incomplete", NULL)                              \
-	X(epochs_invalid, COUNTER, "epochs", "outcome", "invalid", NULL)                                    \
-	X(epochs_retained, GAUGE, "epochs_retained", NULL, NULL, "epochs retained now (reports expected)")   \
-	X(drops_session_limit, COUNTER, "resource_drops", "limit", "session-limit",                         \
-	  "collector resource drops by limit (refusals of the collector, never network loss)")               \
-	X(drops_epoch_admission, COUNTER, "resource_drops", "limit", "epoch-admission", NULL)               \
+#define RM_COLLECTOR_STATS(X)                                                                              \
+	X(sessions_accepted, COUNTER, "sessions", "outcome", "accepted",                                   \
+	  "Transport Sessions by admission: accepted, or refused by max_sessions")                         \
+	X(sessions_refused, COUNTER, "sessions", "outcome", "refused", NULL)                               \
+	X(sessions_open, GAUGE, "sessions_open", NULL, NULL, "Transport Sessions open now")                \
+	X(messages, COUNTER, "messages", NULL, NULL, "IPFIX Messages received")                            \
+	X(received_bytes, COUNTER, "received_bytes", NULL, NULL, "IPFIX octets received")                  \
+	X(records_accepted, COUNTER, "records", "outcome", "accepted",                                     \
+	  "Data Records by the outcome of the collector rules (docs/json.md), undecodable: not bound")     \
+	X(records_repeat, COUNTER, "records", "outcome", "repeat", NULL)                                   \
+	X(records_stale, COUNTER, "records", "outcome", "stale", NULL)                                     \
+	X(records_orphan, COUNTER, "records", "outcome", "orphan", NULL)                                   \
+	X(records_unsupported, COUNTER, "records", "outcome", "unsupported", NULL)                         \
+	X(records_invalid, COUNTER, "records", "outcome", "invalid", NULL)                                 \
+	X(records_after_invalid, COUNTER, "records", "outcome", "after-invalid", NULL)                     \
+	X(records_key_conflict, COUNTER, "records", "outcome", "key-conflict", NULL)                       \
+	X(records_resource_drop, COUNTER, "records", "outcome", "resource-drop", NULL)                     \
+	X(records_unbound, COUNTER, "records", "outcome", "unbound", NULL)                                 \
+	X(records_undecodable, COUNTER, "records", "outcome", "undecodable", NULL)                         \
+	X(epochs_complete, COUNTER, "epochs", "outcome", "complete", "epochs retired, by outcome")         \
+	X(epochs_incomplete, COUNTER, "epochs", "outcome", "incomplete", NULL)                             \
+	X(epochs_invalid, COUNTER, "epochs", "outcome", "invalid", NULL)                                   \
+	X(epochs_retained, GAUGE, "epochs_retained", NULL, NULL, "epochs retained now (reports expected)") \
+	X(drops_session_limit, COUNTER, "resource_drops", "limit", "session-limit",                        \
+	  "collector resource drops by limit (refusals of the collector, never network loss)")             \
+	X(drops_epoch_admission, COUNTER, "resource_drops", "limit", "epoch-admission", NULL)              \
 	X(drops_raw_record_limit, COUNTER, "resource_drops", "limit", "raw-record-limit", NULL)            \
 	X(drops_raw_byte_limit, COUNTER, "resource_drops", "limit", "raw-byte-limit", NULL)                \
-	X(drops_memory_budget, COUNTER, "resource_drops", "limit", "memory-budget", NULL)
+	X(drops_memory_budget, COUNTER, "resource_drops", "limit", "memory-budget", NULL)                  \
+	X(drops_database, COUNTER, "resource_drops", "limit", "database", NULL)                            \
+	X(database_unavailable, GAUGE, "database_unavailable", NULL, NULL,                                 \
+	  "1 while the database cannot be written (writes wait in memory and are retried)")                \
+	X(sequence_gaps, COUNTER, "sequence_gaps", NULL, NULL,                                             \
+	  "IPFIX Messages whose Sequence Number was not the expected one")                                 \
+	X(sequence_missing_records, COUNTER, "sequence_missing_records", NULL, NULL,                       \
+	  "Data Records that forward Sequence Number gaps skipped")                                        \
+	X(export_time_backwards, COUNTER, "export_time_backwards", NULL, NULL,                             \
+	  "IPFIX Messages whose Export Time is earlier than the previous one of their domain")
 
 struct rm_collector_stats {
 #define RM_COLLECTOR_STAT_MEMBER_(member, type, metric, label, value, help) uint64_t member;

@@ -187,6 +187,12 @@ int rm_rules_check_record(const struct rm_report *r, char *why, size_t n)
 		rm_errf(why, n, "rdmaDestinationQP 0x%08x has nonzero upper 8 bits", r->dest_qp);
 		return -1;
 	}
+	if (r->flow_end_ms < r->flow_start_ms) {
+		/* [SEQOBS] "Export Profile and Template": first and last accounted arrival times. */
+		rm_errf(why, n, "flowEndMilliseconds %" PRIu64 " is before flowStartMilliseconds %" PRIu64,
+			r->flow_end_ms, r->flow_start_ms);
+		return -1;
+	}
 	if (r->window < 1 || r->window > RM_WINDOW_MAX) {
 		rm_errf(why, n, "rdmaSequenceWindow %u outside 1..4194304", r->window);
 		return -1;
@@ -335,17 +341,24 @@ static void retire(struct rm_epoch *e, const char *cause, uint64_t now_ms)
 				 cause, e->key.report_id, g[0] ? "; " : "", g);
 	}
 	e->retired_ms = now_ms ? now_ms : 1;
+	s->rules->sink.epoch(s->rules->arg, e); /* e->dirty still says whether it changed since the last flush */
 	if (e->dirty) {
 		g_ptr_array_remove_fast(s->dirty, e);
 		e->dirty = 0;
 	}
-	s->rules->sink.epoch(s->rules->arg, e);
 	g_queue_unlink(&s->lru, &e->lru_link);
 	if (e->in_closed)
 		g_queue_unlink(&s->closed, &e->closed_link);
 	g_hash_table_remove(s->epochs, &e->hkey);
-	free(e);
+	if (!e->sink_keeps)
+		free(e);
+	/* A kept epoch waits for the sink's write outside the budget (docs/collector.md "Memory budget"). */
 	rm_budget_give(s->rules->budget, RM_BUDGET_EPOCH_BYTES);
+}
+
+void rm_rules_epoch_free(struct rm_epoch *e)
+{
+	free(e);
 }
 
 static void touch(struct rm_epoch *e, uint64_t now_ms)
@@ -426,6 +439,13 @@ static enum rm_verdict order(struct rm_epoch *e, const struct rm_report *r, char
 	if (r->flow_start_ms != k->flow_start_ms) {
 		snprintf(why, sizeof(why), "report %" PRIu64 ": flowStartMilliseconds changed from %" PRIu64
 			 " to %" PRIu64, r->report_id, k->flow_start_ms, r->flow_start_ms);
+		goto bad;
+	}
+	if (r->flow_end_ms < k->flow_end_ms) {
+		/* The last accounted arrival of a cumulative snapshot never moves back. */
+		snprintf(why, sizeof(why),
+			 "report %" PRIu64 ": flowEndMilliseconds went back from %" PRIu64 " to %" PRIu64, r->report_id,
+			 k->flow_end_ms, r->flow_end_ms);
 		goto bad;
 	}
 	CMP_TOTAL(skipped, "skippedPsnTotalCount")

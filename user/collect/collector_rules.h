@@ -94,6 +94,9 @@ struct rm_epoch {
 	char reason[240];           /* why incomplete or invalid; "" when complete/open */
 	uint64_t first_seen_ms, last_seen_ms, retired_ms; /* collector clock; retired_ms 0 while retained */
 	int64_t store_id;           /* free for the sink (the SQLite row) */
+	uint32_t store_slot;        /* free for the sink (its place in a write queue) */
+	uint8_t store_row;          /* free for the sink (1: the row exists) */
+	uint8_t sink_keeps;         /* set by sink->epoch on a retired epoch: the sink frees it (rm_rules_epoch_free) */
 
 	/* internal */
 	struct rm_epoch_hkey { uint32_t domain; uint64_t epoch_id; } hkey;
@@ -105,7 +108,11 @@ struct rm_epoch {
 struct rm_rules_sink {
 	/*
 	 * An epoch changed (called by rm_rules_flush for each changed epoch) or
-	 * is retired (retired_ms != 0, outcome settled; e is freed afterwards).
+	 * is retired (retired_ms != 0, outcome settled; e->dirty says whether
+	 * it changed since the last rm_rules_flush; e is freed afterwards,
+	 * unless the sink sets e->sink_keeps: then it is the sink's, detached
+	 * from the session (e->sess is not to be used), to be freed with
+	 * rm_rules_epoch_free).
 	 */
 	void (*epoch)(void *arg, struct rm_epoch *e);
 	/* A collector resource drop (admission refused by a limit). */
@@ -132,6 +139,8 @@ struct rm_budget;
 void rm_rules_set_budget(struct rm_rules *r, struct rm_budget *b);
 /* Free; every session must be closed first. */
 void rm_rules_free(struct rm_rules *r);
+/* Free a retired epoch the sink kept (sink_keeps). NULL is a no-op. */
+void rm_rules_epoch_free(struct rm_epoch *e);
 
 /* A new Transport Session (fresh high-water IDs). NULL if max_sessions are open. */
 struct rm_rsession *rm_rules_session_open(struct rm_rules *r, uint64_t session_id);
@@ -154,8 +163,11 @@ void rm_rules_tick(struct rm_rsession *s, uint64_t now_ms);
 
 /*
  * The record-level checks: 0 valid, 1 unsupported qualification (unknown
- * flag bits 0xFFC0), -1 invalid (field range, flags, arithmetic relation);
- * why gets the reason.
+ * flag bits 0xFFC0), -1 invalid (field range, flags, arithmetic relation,
+ * flowEndMilliseconds before flowStartMilliseconds); why gets the reason.
+ * Between reports of one epoch (rm_rules_record), a larger report ID is
+ * also invalid when a total decreases, an immutable field changes or
+ * flowEndMilliseconds goes back.
  */
 int rm_rules_check_record(const struct rm_report *r, char *why, size_t whylen);
 

@@ -39,6 +39,7 @@ struct tmpl {
 	uint16_t tid;
 	uint8_t options;     /* Options Template */
 	uint8_t usable;      /* Data Template bound to the profile */
+	uint8_t keys_ok;     /* Data Template: its Flow Keys were advertised and agree */
 	uint8_t flow_keys;   /* Options Template: Flow Keys (scope templateId, flowKeyIndicator) */
 	uint8_t family;
 	uint8_t has_vlan_ns;
@@ -58,10 +59,28 @@ struct tmpl {
 _Static_assert(sizeof(struct tmpl) + 2 * 16 + 40 <= RM_BUDGET_TEMPLATE_BYTES,
 	       "RM_BUDGET_TEMPLATE_BYTES (and docs/collector.md) below the size of a Template");
 
+/* Message-header expectations of one Observation Domain ([RFC7011] 3.1). */
+struct dom_seq {
+	uint32_t domain;
+	uint32_t next_seq;  /* expected Sequence Number of the next Message */
+	uint32_t last_time; /* Export Time of the last Message */
+	uint8_t seq_known;  /* 0: no expectation (first Message, or a Message whose records could not be counted) */
+	uint8_t time_known;
+};
+
 struct rm_ipfix_session {
 	uint32_t pen;
 	GHashTable *tmpls; /* hkey -> struct tmpl */
 	struct rm_budget *budget;
+	GHashTable *doms;  /* uint32 domain -> struct dom_seq, at most RM_IPFIX_MAX_SEQ_DOMAINS */
+	struct rm_ipfix_counts counts;
+	uint32_t anomaly_notes; /* notes given about header anomalies (at most RM_IPFIX_ANOMALY_NOTES + 1) */
+};
+
+/* Records of the Message being decoded, for the next expected Sequence Number. */
+struct msg_count {
+	uint32_t records;
+	int unknown; /* a Data Set whose records could not be counted (unknown Template, no fixed length) */
 };
 
 static void tmpl_free(gpointer p)
@@ -86,6 +105,7 @@ struct rm_ipfix_session *rm_ipfix_session_new(uint32_t pen)
 		return NULL;
 	s->pen = pen;
 	s->tmpls = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, tmpl_free);
+	s->doms = g_hash_table_new_full(g_int_hash, g_int_equal, NULL, free);
 	return s;
 }
 
@@ -94,6 +114,7 @@ void rm_ipfix_session_free(struct rm_ipfix_session *s)
 	if (!s)
 		return;
 	g_hash_table_destroy(s->tmpls);
+	g_hash_table_destroy(s->doms);
 	free(s);
 }
 
@@ -111,6 +132,11 @@ static struct tmpl *lookup(struct rm_ipfix_session *s, uint32_t domain, uint16_t
 	gint64 k = hkey(domain, tid);
 
 	return g_hash_table_lookup(s->tmpls, &k);
+}
+
+const struct rm_ipfix_counts *rm_ipfix_counts(const struct rm_ipfix_session *s)
+{
+	return &s->counts;
 }
 
 const uint8_t *rm_ipfix_template_bytes(struct rm_ipfix_session *s, uint32_t domain, uint16_t tid, size_t *len)
@@ -315,9 +341,10 @@ static void template_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t s
 	int options = set_id == 3;
 	size_t hdr = options ? 6 : 4;
 
-	while (len >= hdr) {
-		uint16_t tid = be16(p), count = be16(p + 2), scope = options ? be16(p + 4) : 0;
-		size_t need = count ? hdr : 4;
+	/* A withdrawal record is 4 octets in both kinds of set: no Scope Field Count ([RFC7011] 8.1). */
+	while (len >= 4) {
+		uint16_t tid = be16(p), count = be16(p + 2), scope;
+		size_t need = hdr;
 
 		if (count == 0) { /* withdrawal */
 			if (tid == set_id) {
@@ -333,6 +360,9 @@ static void template_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t s
 			len -= 4;
 			continue;
 		}
+		if (len < hdr)
+			break; /* padding */
+		scope = options ? be16(p + 4) : 0;
 		if (tid < 256) {
 			reject(sink, arg, domain, tid, p, len, "%sTemplate ID %u is below 256; rest of the set ignored",
 			       options ? "Options " : "", tid);
@@ -380,6 +410,13 @@ static void template_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t s
 		t->budget = s->budget;
 		memcpy(t->bytes, p, need);
 		t->nbytes = need;
+		{
+			/* The same Template again keeps its advertised Flow Keys; a changed one needs them anew. */
+			struct tmpl *old = lookup(s, domain, tid);
+
+			if (old && !options && !old->options && old->nbytes == need && !memcmp(old->bytes, p, need))
+				t->keys_ok = old->keys_ok;
+		}
 		t->domain = domain;
 		t->tid = tid;
 		t->hkey = hkey(domain, tid);
@@ -423,6 +460,8 @@ static void flow_keys_record(struct rm_ipfix_session *s, uint32_t domain, const 
 		t->usable = 0;
 		snprintf(t->why, sizeof(t->why), "Template %u: Flow Keys 0x%llx lack record key fields 0x%llx", tid,
 			 (unsigned long long)ind, (unsigned long long)(t->key_bits & ~ind));
+	} else {
+		t->keys_ok = 1;
 	}
 	if (!t->usable)
 		note(sink, arg, domain, "%s; its Data Records will be rejected", t->why);
@@ -454,22 +493,25 @@ static void decode_record(const struct tmpl *t, const uint8_t *rec, struct rm_re
 }
 
 static void data_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t tid, const uint8_t *p, size_t len,
-		     const struct rm_ipfix_sink *sink, void *arg)
+		     const struct rm_ipfix_sink *sink, void *arg, struct msg_count *mc)
 {
 	struct tmpl *t = lookup(s, domain, tid);
 	struct rm_report r;
 
 	if (!t) {
+		mc->unknown = 1;
 		reject(sink, arg, domain, tid, p, len, "Data Set for unknown Template %u in Observation Domain %u",
 		       tid, domain);
 		return;
 	}
 	if (t->rec_len == 0) {
+		mc->unknown = 1;
 		reject(sink, arg, domain, tid, p, len, "Data Set for Template %u: %s", tid,
 		       t->why[0] ? t->why : "Data Records without a fixed length");
 		return;
 	}
 	for (; len >= t->rec_len; p += t->rec_len, len -= t->rec_len) {
+		mc->records++;
 		if (t->options) {
 			if (t->flow_keys)
 				flow_keys_record(s, domain, t, p, sink, arg);
@@ -477,6 +519,14 @@ static void data_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t tid, 
 		}
 		if (!t->usable) {
 			reject(sink, arg, domain, tid, p, t->rec_len, "%s", t->why);
+			continue;
+		}
+		if (!t->keys_ok) {
+			/* [SEQOBS] "Export Profile and Template": the record key is what the Flow Keys say it is. */
+			reject(sink, arg, domain, tid, p, t->rec_len,
+			       "Template %u: its Flow Keys were never advertised (Flow Keys Options Template); "
+			       "the record key is not established",
+			       tid);
 			continue;
 		}
 		decode_record(t, p, &r);
@@ -493,11 +543,80 @@ static void data_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t tid, 
 	}
 }
 
+static void anomaly(struct rm_ipfix_session *s, const struct rm_ipfix_sink *sink, void *arg, uint32_t domain,
+		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void anomaly(struct rm_ipfix_session *s, const struct rm_ipfix_sink *sink, void *arg, uint32_t domain,
+		    const char *fmt, ...)
+{
+	char buf[300];
+	va_list ap;
+
+	if (s->anomaly_notes > RM_IPFIX_ANOMALY_NOTES)
+		return;
+	if (s->anomaly_notes++ == RM_IPFIX_ANOMALY_NOTES) {
+		note(sink, arg, domain,
+		     "further Sequence Number and Export Time anomalies of this session are "
+		     "counted, not logged");
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	note(sink, arg, domain, "%s", buf);
+}
+
+/*
+ * The Message header against the domain's last one ([RFC7011] 3.1): the
+ * Sequence Number counts the Data Records sent before this Message, the
+ * Export Time is when it left. Returns the domain's state (NULL: not
+ * tracked, the domain limit is reached).
+ */
+static struct dom_seq *check_header(struct rm_ipfix_session *s, uint32_t domain, uint32_t seq, uint32_t etime,
+				    const struct rm_ipfix_sink *sink, void *arg)
+{
+	struct dom_seq *d = g_hash_table_lookup(s->doms, &domain);
+
+	if (!d) {
+		if (g_hash_table_size(s->doms) >= RM_IPFIX_MAX_SEQ_DOMAINS || !(d = calloc(1, sizeof(*d))))
+			return NULL;
+		d->domain = domain;
+		g_hash_table_insert(s->doms, &d->domain, d);
+	}
+	if (d->seq_known && seq != d->next_seq) {
+		uint32_t ahead = seq - d->next_seq; /* modulo 2^32 */
+
+		s->counts.seq_gaps++;
+		if (ahead < 0x80000000u) {
+			s->counts.seq_missing += ahead;
+			anomaly(s, sink, arg, domain,
+				"Sequence Number %u, expected %u: %u Data Records missing or not counted ([RFC7011] "
+				"3.1)",
+				seq, d->next_seq, ahead);
+		} else {
+			anomaly(s, sink, arg, domain,
+				"Sequence Number %u, expected %u: went back by %u ([RFC7011] 3.1)", seq, d->next_seq,
+				-ahead);
+		}
+	}
+	if (d->time_known && etime < d->last_time) {
+		s->counts.time_backwards++;
+		anomaly(s, sink, arg, domain, "Export Time %u is earlier than the previous Message's %u", etime,
+			d->last_time);
+	}
+	d->last_time = etime;
+	d->time_known = 1;
+	d->next_seq = seq;
+	d->seq_known = 0; /* until this Message's records are counted */
+	return d;
+}
+
 int rm_ipfix_message(struct rm_ipfix_session *s, const uint8_t *msg, size_t len, const struct rm_ipfix_sink *sink,
 		     void *arg, char *err, size_t errlen)
 {
 	uint32_t domain;
 	size_t pos;
+	struct msg_count mc = { 0 };
+	struct dom_seq *d;
 
 	if (len < RM_IPFIX_HDR_LEN || rm_ipfix_frame(msg, len, err, errlen) != (long)len) {
 		if (len >= 4 && be16(msg) == RM_IPFIX_VERSION)
@@ -508,6 +627,7 @@ int rm_ipfix_message(struct rm_ipfix_session *s, const uint8_t *msg, size_t len,
 		return -1;
 	}
 	domain = be32(msg + 12);
+	d = check_header(s, domain, be32(msg + 8), be32(msg + 4), sink, arg);
 	/* Check the set structure first, so a bad message delivers nothing. */
 	for (pos = RM_IPFIX_HDR_LEN; pos < len;) {
 		uint16_t slen;
@@ -538,10 +658,14 @@ int rm_ipfix_message(struct rm_ipfix_session *s, const uint8_t *msg, size_t len,
 		if (sid == 2 || sid == 3)
 			template_set(s, domain, sid, body, slen - 4u, sink, arg);
 		else if (sid >= 256)
-			data_set(s, domain, sid, body, slen - 4u, sink, arg);
+			data_set(s, domain, sid, body, slen - 4u, sink, arg, &mc);
 		else
 			reject(sink, arg, domain, 0, msg + pos, slen, "set ID %u is not allowed in IPFIX", sid);
 		pos += slen;
+	}
+	if (d && !mc.unknown) {
+		d->next_seq += mc.records;
+		d->seq_known = 1;
 	}
 	return 0;
 }

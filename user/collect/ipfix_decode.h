@@ -15,6 +15,25 @@
  * exactly the record key fields (never the report ID) or it makes its
  * Template unusable.
  *
+ * A Data Template is used only once a Flow Keys record has advertised its
+ * keys ([SEQOBS] "Export Profile and Template": the exporter MUST advertise
+ * them); until then its Data Records are rejected ("Flow Keys were never
+ * advertised"), kept raw by the collector, never turned into reports. The
+ * same Template sent again keeps its keys; a changed one needs them anew.
+ * Template and Options Template withdrawals ([RFC7011] 8.1, Template IDs 2
+ * and 3 for all of a domain) remove the Template: its later Data Sets are
+ * those of an unknown Template.
+ *
+ * Message headers ([RFC7011] 3.1): per Observation Domain, the Sequence
+ * Number must equal the previous one plus the Data Records (Options Data
+ * Records included) of the previous Message, modulo 2^32, and the Export
+ * Time must not go back. Anomalies are counted (rm_ipfix_counts) and noted
+ * through sink->note, the first RM_IPFIX_ANOMALY_NOTES of a session and
+ * then one line saying the rest are only counted; they never end the
+ * session or drop records. After a Message whose records cannot all be
+ * counted (unknown Template, no fixed length, malformed sets) the next
+ * Message sets the expectation afresh.
+ *
  * Errors: framing errors (version, message length) are fatal for the
  * session, since a TCP stream cannot be resynchronised; a set that runs
  * past its message makes the whole message rejected (no record of it is
@@ -35,6 +54,17 @@
  * its Observation Domains; a further one is rejected ([SEQOBS]: collectors
  * MUST set finite resource limits). The profile needs 3 per domain. */
 #define RM_IPFIX_MAX_TEMPLATES 256
+/* Observation Domains whose Sequence Number and Export Time a session tracks; further ones are not checked. */
+#define RM_IPFIX_MAX_SEQ_DOMAINS 256
+/* Header anomalies noted per session before they are only counted. */
+#define RM_IPFIX_ANOMALY_NOTES 10
+
+/* Message-header anomalies of one Transport Session ([RFC7011] 3.1). */
+struct rm_ipfix_counts {
+	uint64_t seq_gaps;       /* Messages whose Sequence Number was not the expected one */
+	uint64_t seq_missing;    /* Data Records the forward gaps skipped (a gap backwards adds none) */
+	uint64_t time_backwards; /* Messages whose Export Time is earlier than the previous one of their domain */
+};
 
 struct rm_ipfix_session;
 
@@ -82,6 +112,9 @@ long rm_ipfix_frame(const uint8_t *buf, size_t have, char *err, size_t errlen);
  */
 int rm_ipfix_message(struct rm_ipfix_session *s, const uint8_t *msg, size_t len, const struct rm_ipfix_sink *sink,
 		     void *arg, char *err, size_t errlen);
+
+/* The session's header anomaly counters; valid until rm_ipfix_session_free. */
+const struct rm_ipfix_counts *rm_ipfix_counts(const struct rm_ipfix_session *s);
 
 /*
  * The Template Record octets (header and Field Specifiers as received) of

@@ -1,16 +1,96 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * store.c - the collector's SQLite database. See store.h.
+ * store.c - the collector's SQLite database: deferred writes, one
+ * transaction per flush, retry after database errors, crash recovery at a
+ * run's start. See store.h.
  */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <inttypes.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "common/log.h"
 #include "store.h"
 
+/*
+ * An epoch's columns, in the order of the epochs view (that of the earlier
+ * layout's view of the same name); EC_* are their indexes, and parameter
+ * EC_x + 1 of the epoch statements.
+ */
+#define EPOCH_COLUMNS "id," EPOCH_COLUMNS_AFTER_ID
+#define EPOCH_COLUMNS_AFTER_ID                                                                                    \
+	" session_id, domain, observation_point_id, family, src, dst, dest_qp, pkey, has_vlan_ns, vlan_outer,"    \
+	" vlan_inner, epoch_id, window, flags, flags_seen, flow_start_ms, flow_end_ms, first_report_id,"          \
+	" last_report_id, reports_accepted, missing_initial, missing_reports, gaps, repeats, stale, unsupported," \
+	" ignored, requests, skipped, filled, expired, abandoned, pending, repeated, unclassified_late, state,"   \
+	" outcome, reason, first_seen_ms, last_seen_ms, retired_ms"
+
+enum {
+	EC_ID,
+	EC_SESSION,
+	EC_DOMAIN,
+	EC_OBS,
+	EC_FAMILY,
+	EC_SRC,
+	EC_DST,
+	EC_QP,
+	EC_PKEY,
+	EC_HAS_VLAN,
+	EC_VLAN0,
+	EC_VLAN1,
+	EC_EPOCH,
+	EC_WINDOW,
+	EC_FLAGS,
+	EC_FLAGS_SEEN,
+	EC_START,
+	EC_END,
+	EC_FIRST,
+	EC_LAST,
+	EC_ACCEPTED,
+	EC_MISS_INIT,
+	EC_MISSING,
+	EC_GAPS,
+	EC_REPEATS,
+	EC_STALE,
+	EC_UNSUP,
+	EC_IGNORED,
+	EC_REQ,
+	EC_SKIP,
+	EC_FILL,
+	EC_EXP,
+	EC_ABAN,
+	EC_PEND,
+	EC_REP,
+	EC_LATE,
+	EC_STATE,
+	EC_OUTCOME,
+	EC_REASON,
+	EC_FIRST_SEEN,
+	EC_LAST_SEEN,
+	EC_RETIRED,
+	EC__N
+};
+
+/*
+ * Epochs live in two tables, read together through the view epochs:
+ *   epoch_rows     one row per epoch written while retained (open, or
+ *                  settled and waiting for retirement), updated in place
+ *                  until retired;
+ *   epoch_archive  epochs retired before their first write, packed: one
+ *                  row per transaction chunk, data a JSON array of arrays
+ *                  (the EC_* columns of one epoch each), written once.
+ * Most epochs of a busy collector live less than a transaction interval,
+ * so most are written once, packed; a row each costs several times more.
+ */
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS runs ("
 	" id INTEGER PRIMARY KEY, started_ms INTEGER, stopped_ms INTEGER, listen TEXT, transport TEXT,"
@@ -23,36 +103,28 @@ static const char schema[] =
 	" accepted INTEGER DEFAULT 0, repeats INTEGER DEFAULT 0, stale INTEGER DEFAULT 0,"
 	" orphans INTEGER DEFAULT 0, unsupported INTEGER DEFAULT 0, invalid INTEGER DEFAULT 0,"
 	" after_invalid INTEGER DEFAULT 0, key_conflicts INTEGER DEFAULT 0, resource_drops INTEGER DEFAULT 0,"
-	" unbound INTEGER DEFAULT 0);"
-	/* Epochs: the key (written once) apart from the state (rewritten per commit), joined by the view. */
-	"CREATE TABLE IF NOT EXISTS epoch_keys ("
+	" unbound INTEGER DEFAULT 0, seq_gaps INTEGER DEFAULT 0, seq_missing INTEGER DEFAULT 0,"
+	" export_time_backwards INTEGER DEFAULT 0);"
+	"CREATE TABLE IF NOT EXISTS epoch_rows ("
 	" id INTEGER PRIMARY KEY, session_id INTEGER, domain INTEGER, observation_point_id INTEGER,"
 	" family INTEGER, src TEXT, dst TEXT, dest_qp INTEGER, pkey INTEGER, has_vlan_ns INTEGER,"
-	" vlan_outer INTEGER, vlan_inner INTEGER, epoch_id INTEGER, first_seen_ms INTEGER);"
-	"CREATE INDEX IF NOT EXISTS epoch_keys_by_key ON epoch_keys(session_id, domain, epoch_id);"
-	"CREATE TABLE IF NOT EXISTS epoch_state ("
-	" id INTEGER PRIMARY KEY, window INTEGER, flags INTEGER, flags_seen INTEGER, flow_start_ms INTEGER,"
-	" flow_end_ms INTEGER, first_report_id INTEGER, last_report_id INTEGER, reports_accepted INTEGER,"
-	" missing_initial INTEGER, missing_reports INTEGER, gaps INTEGER, repeats INTEGER, stale INTEGER,"
-	" unsupported INTEGER, ignored INTEGER, requests INTEGER, skipped INTEGER, filled INTEGER,"
-	" expired INTEGER, abandoned INTEGER, pending INTEGER, repeated INTEGER, unclassified_late INTEGER,"
-	" state TEXT, outcome TEXT, reason TEXT, last_seen_ms INTEGER, retired_ms INTEGER);"
-	"CREATE VIEW IF NOT EXISTS epochs AS SELECT k.id AS id, session_id, domain, observation_point_id, family,"
-	" src, dst, dest_qp, pkey, has_vlan_ns, vlan_outer, vlan_inner, epoch_id, window, flags, flags_seen,"
-	" flow_start_ms, flow_end_ms, first_report_id, last_report_id, reports_accepted, missing_initial,"
-	" missing_reports, gaps, repeats, stale, unsupported, ignored, requests, skipped, filled, expired,"
-	" abandoned, pending, repeated, unclassified_late, state, outcome, reason, first_seen_ms, last_seen_ms,"
-	" retired_ms FROM epoch_keys k JOIN epoch_state s ON s.id = k.id;"
+	" vlan_outer INTEGER, vlan_inner INTEGER, epoch_id INTEGER, window INTEGER, flags INTEGER,"
+	" flags_seen INTEGER, flow_start_ms INTEGER, flow_end_ms INTEGER, first_report_id INTEGER,"
+	" last_report_id INTEGER, reports_accepted INTEGER, missing_initial INTEGER, missing_reports INTEGER,"
+	" gaps INTEGER, repeats INTEGER, stale INTEGER, unsupported INTEGER, ignored INTEGER, requests INTEGER,"
+	" skipped INTEGER, filled INTEGER, expired INTEGER, abandoned INTEGER, pending INTEGER, repeated INTEGER,"
+	" unclassified_late INTEGER, state TEXT, outcome TEXT, reason TEXT, first_seen_ms INTEGER,"
+	" last_seen_ms INTEGER, retired_ms INTEGER);"
+	"CREATE TABLE IF NOT EXISTS epoch_archive ("
+	" id INTEGER PRIMARY KEY, first_id INTEGER, last_id INTEGER, data TEXT);"
 	"CREATE TABLE IF NOT EXISTS raw_records ("
 	" id INTEGER PRIMARY KEY, session_id INTEGER, received_ms INTEGER, domain INTEGER,"
 	" template_id INTEGER, epoch_id INTEGER, report_id INTEGER, flags INTEGER, verdict TEXT,"
 	" reason TEXT, record BLOB, template BLOB);"
 	"CREATE TABLE IF NOT EXISTS drops ("
 	" session_id INTEGER, kind TEXT, count INTEGER, first_ms INTEGER, last_ms INTEGER, last_detail TEXT,"
-	" PRIMARY KEY(session_id, kind));";
-
-/* Refused connections and the limits of each run (docs/collector.md "What is stored"). */
-static const char schema_limits[] =
+	" PRIMARY KEY(session_id, kind));"
+	/* Refused connections and the limits of each run (docs/collector.md "What is stored"). */
 	"CREATE TABLE IF NOT EXISTS connections ("
 	" minute_ms INTEGER, source TEXT, outcome TEXT, count INTEGER, first_ms INTEGER, last_ms INTEGER,"
 	" last_detail TEXT, PRIMARY KEY(minute_ms, source, outcome));"
@@ -60,43 +132,174 @@ static const char schema_limits[] =
 	" run_id INTEGER, name TEXT, value INTEGER, PRIMARY KEY(run_id, name));";
 
 enum {
-	Q_KEY_INSERT, Q_STATE_INSERT, Q_STATE_UPDATE, Q_RAW, Q_DROP, Q_BEGIN, Q_COMMIT, Q__N
+	Q_EPOCH_INSERT,
+	Q_EPOCH_UPDATE,
+	Q_EPOCH_LOST,
+	Q_EPOCH_RETIRE,
+	Q_ARCHIVE,
+	Q_SESSION,
+	Q_RAW,
+	Q_DROP,
+	Q_CONNECTIONS,
+	Q_RUN_LIMIT,
+	Q_RUN_STOP,
+	Q_BEGIN,
+	Q_COMMIT,
+	Q_ROLLBACK,
+	Q__N
 };
 
+/* Epoch statements share their parameter numbers: ?1 the row ID, ?2..?42 the columns in EPOCH_COLUMNS order. */
+
 static const char *const queries[Q__N] = {
-	[Q_KEY_INSERT] =
-		"INSERT INTO epoch_keys (session_id, domain, observation_point_id, family, src, dst, dest_qp, pkey,"
-		" has_vlan_ns, vlan_outer, vlan_inner, epoch_id, first_seen_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,"
-		"?10,?11,?12,?13)",
-	[Q_STATE_INSERT] =
-		"INSERT INTO epoch_state (window, flags, flags_seen, flow_start_ms, flow_end_ms, first_report_id,"
-		" last_report_id, reports_accepted, missing_initial, missing_reports, gaps, repeats, stale,"
-		" unsupported, ignored, requests, skipped, filled, expired, abandoned, pending, repeated,"
-		" unclassified_late, state, outcome, reason, last_seen_ms, retired_ms, id) VALUES (?1,?2,?3,?4,?5,"
-		"?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29)",
-	[Q_STATE_UPDATE] =
-		"UPDATE epoch_state SET window=?1, flags=?2, flags_seen=?3, flow_start_ms=?4, flow_end_ms=?5,"
-		" first_report_id=?6, last_report_id=?7, reports_accepted=?8, missing_initial=?9,"
-		" missing_reports=?10, gaps=?11, repeats=?12, stale=?13, unsupported=?14, ignored=?15,"
-		" requests=?16, skipped=?17, filled=?18, expired=?19, abandoned=?20, pending=?21, repeated=?22,"
-		" unclassified_late=?23, state=?24, outcome=?25, reason=?26, last_seen_ms=?27, retired_ms=?28"
-		" WHERE id=?29",
+	[Q_EPOCH_INSERT] =
+		"INSERT INTO epoch_rows (" EPOCH_COLUMNS ") VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
+		"?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,"
+		"?36,?37,?38,?39,?40,?41,?42)",
+	[Q_EPOCH_UPDATE] =
+		"UPDATE epoch_rows SET window=?14, flags=?15, flags_seen=?16, flow_start_ms=?17, flow_end_ms=?18,"
+		" first_report_id=?19, last_report_id=?20, reports_accepted=?21, missing_initial=?22,"
+		" missing_reports=?23, gaps=?24, repeats=?25, stale=?26, unsupported=?27, ignored=?28, requests=?29,"
+		" skipped=?30, filled=?31, expired=?32, abandoned=?33, pending=?34, repeated=?35,"
+		" unclassified_late=?36, state=?37, outcome=?38, reason=?39, last_seen_ms=?41, retired_ms=?42"
+		" WHERE id=?1 AND ?2 IS NULL",
+	/* An epoch whose outcome could not be kept while the database was unavailable. */
+	[Q_EPOCH_LOST] = "UPDATE epoch_rows SET retired_ms = ?2,"
+			 " outcome = CASE WHEN state = 'open' THEN 'incomplete' ELSE outcome END,"
+			 " reason = CASE WHEN state = 'open' THEN ?3 ELSE reason END"
+			 " WHERE id = ?1 AND retired_ms IS NULL",
+	/* A settled epoch whose row is up to date: its retirement sets only retired_ms. */
+	[Q_EPOCH_RETIRE] = "UPDATE epoch_rows SET retired_ms = ?2 WHERE id = ?1",
+	[Q_ARCHIVE] = "INSERT INTO epoch_archive (first_id, last_id, data) VALUES (?1, ?2, ?3)",
+	[Q_SESSION] =
+		"INSERT INTO sessions (id, run_id, peer, peer_subject, transport, started_ms, ended_ms, end_reason,"
+		" messages, records, octets, rejected, accepted, repeats, stale, orphans, unsupported, invalid,"
+		" after_invalid, key_conflicts, resource_drops, unbound, seq_gaps, seq_missing, export_time_backwards)"
+		" VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25)"
+		" ON CONFLICT(id) DO UPDATE SET peer_subject = coalesce(excluded.peer_subject, peer_subject),"
+		" ended_ms = excluded.ended_ms, end_reason = excluded.end_reason, messages = excluded.messages,"
+		" records = excluded.records, octets = excluded.octets, rejected = excluded.rejected,"
+		" accepted = excluded.accepted, repeats = excluded.repeats, stale = excluded.stale,"
+		" orphans = excluded.orphans, unsupported = excluded.unsupported, invalid = excluded.invalid,"
+		" after_invalid = excluded.after_invalid, key_conflicts = excluded.key_conflicts,"
+		" resource_drops = excluded.resource_drops, unbound = excluded.unbound, seq_gaps = excluded.seq_gaps,"
+		" seq_missing = excluded.seq_missing, export_time_backwards = excluded.export_time_backwards",
 	[Q_RAW] = "INSERT INTO raw_records (session_id, received_ms, domain, template_id, epoch_id, report_id,"
 		  " flags, verdict, reason, record, template) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
 	[Q_DROP] = "INSERT INTO drops (session_id, kind, count, first_ms, last_ms, last_detail)"
-		   " VALUES (?1, ?2, 1, ?3, ?3, ?4) ON CONFLICT(session_id, kind) DO UPDATE SET"
-		   " count = count + 1, last_ms = ?3, last_detail = ?4",
-	[Q_BEGIN] = "BEGIN",
+		   " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(session_id, kind) DO UPDATE SET"
+		   " count = count + ?3, last_ms = ?5, last_detail = ?6",
+	[Q_CONNECTIONS] = "INSERT INTO connections (minute_ms, source, outcome, count, first_ms, last_ms, last_detail)"
+			  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(minute_ms, source, outcome) DO UPDATE SET"
+			  " count = count + ?4, last_ms = ?6, last_detail = ?7",
+	[Q_RUN_LIMIT] = "INSERT OR REPLACE INTO run_limits (run_id, name, value) VALUES (?1, ?2, ?3)",
+	[Q_RUN_STOP] = "UPDATE runs SET stopped_ms = ?2 WHERE id = ?1",
+	[Q_BEGIN] = "BEGIN IMMEDIATE",
 	[Q_COMMIT] = "COMMIT",
+	[Q_ROLLBACK] = "ROLLBACK",
+};
+
+/* A sessions row, kept while its session is open and until its end is written. */
+struct sess_row {
+	int64_t id, run_id;
+	char *peer, *subject, *transport, *reason;
+	uint64_t started_ms, ended_ms;
+	struct rm_session_counts c;
+	uint64_t verdicts[RM_V__COUNT];
+	uint8_t dirty;
+};
+
+/* A Template's octets shared by the raw records that carry it. */
+struct tmpl_copy {
+	unsigned int refs;
+	size_t len;
+	uint8_t data[];
+};
+
+struct raw_row {
+	int64_t session_id;
+	uint64_t received_ms, epoch_id, report_id;
+	uint32_t domain;
+	uint16_t tid, flags;
+	uint8_t has_report;
+	const char *verdict; /* a static name */
+	char *reason;
+	struct tmpl_copy *tmpl;
+	size_t len;
+	uint8_t rec[];
+};
+
+struct drop_row {
+	int64_t session_id;
+	uint64_t count, first_ms, last_ms;
+	char *detail;
+	char kind[]; /* hash key: "<session>/<kind>" is built apart */
+};
+
+/* Refused connections of one minute, source and outcome, added to their row. */
+struct conn_row {
+	uint64_t minute_ms, count, first_ms, last_ms;
+	char *source, *outcome, *detail;
+};
+
+/* One limit of a run (run_limits). */
+struct limit_row {
+	int64_t run_id;
+	uint64_t value;
+	char *name;
+};
+
+/* The retirement of a settled epoch whose row is up to date. */
+struct retire_only {
+	int64_t id;
+	uint64_t retired_ms;
 };
 
 struct rm_store {
 	sqlite3 *db;
 	sqlite3_stmt *q[Q__N];
+	int readonly;
+	int lock_fd;
 	uint32_t raw_limit;
-	uint64_t raw_rows;
-	int in_tx;
+	uint64_t raw_rows; /* rows in the database */
+	int64_t next_session, next_epoch;
+
+	/* What waits for the next transaction. */
+	GPtrArray *epochs;    /* struct rm_epoch *; e->store_slot = index + 1 */
+	uint32_t kept;        /* of them retired, owned here */
+	GHashTable *sessions; /* int64 id -> struct sess_row */
+	uint32_t sessions_dirty;
+	GPtrArray *raw; /* struct raw_row * */
+	size_t raw_bytes;
+	struct tmpl_copy *last_tmpl;
+	GHashTable *drops; /* "session/kind" -> struct drop_row */
+	GHashTable *conns; /* "minute/outcome/source" -> struct conn_row */
+	GArray *limits;    /* struct limit_row */
+	GArray *lost;      /* int64 row IDs of epochs whose outcome was not kept */
+	GArray *retire;    /* struct retire_only: settled epochs whose rows need only retired_ms */
+	char *arc;         /* the epoch_archive chunk being built (JSON) */
+	size_t arc_len, arc_cap;
+	int64_t arc_first, arc_last;
+	int64_t stop_run; /* runs row to mark stopped, 0: none */
+	uint64_t stop_ms;
+
+	/* Health. */
+	uint64_t last_flush_ms; /* CLOCK_MONOTONIC */
+	int down;               /* the last transaction failed */
+	uint64_t down_since_ms, retry_at_ms, backoff_ms, last_remind_ms;
+	uint64_t down_drops;     /* "database" drops since the database became unavailable */
+	uint64_t database_drops; /* "database" drops since the store was opened */
+	char down_why[200];
+	int wal_pages;
 };
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 sqlite3 *rm_store_db(struct rm_store *st)
 {
@@ -108,57 +311,14 @@ const char *rm_store_error(struct rm_store *st)
 	return sqlite3_errmsg(st->db);
 }
 
-void rm_store_close(struct rm_store *st)
+int rm_store_unavailable(const struct rm_store *st)
 {
-	if (!st)
-		return;
-	for (int i = 0; i < Q__N; i++)
-		sqlite3_finalize(st->q[i]);
-	sqlite3_close(st->db);
-	free(st);
+	return st->down;
 }
 
-struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t errlen)
+uint64_t rm_store_database_drops(const struct rm_store *st)
 {
-	struct rm_store *st = calloc(1, sizeof(*st));
-	char *msg = NULL;
-	sqlite3_stmt *q;
-
-	if (!st) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	st->raw_limit = 100000;
-	if (sqlite3_open_v2(path, &st->db, (readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX,
-			    NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "%s: %s", path, st->db ? sqlite3_errmsg(st->db) : "cannot open");
-		rm_store_close(st);
-		return NULL;
-	}
-	sqlite3_busy_timeout(st->db, 5000);
-	if (readonly)
-		return st;
-	if (sqlite3_exec(st->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, &msg) != SQLITE_OK ||
-	    sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK ||
-	    sqlite3_exec(st->db, schema_limits, NULL, NULL, &msg) != SQLITE_OK) {
-		snprintf(err, errlen, "%s: %s", path, msg ? msg : sqlite3_errmsg(st->db));
-		sqlite3_free(msg);
-		rm_store_close(st);
-		return NULL;
-	}
-	for (int i = 0; i < Q__N; i++) {
-		if (sqlite3_prepare_v3(st->db, queries[i], -1, SQLITE_PREPARE_PERSISTENT, &st->q[i], NULL) != SQLITE_OK) {
-			snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(st->db));
-			rm_store_close(st);
-			return NULL;
-		}
-	}
-	if (sqlite3_prepare_v2(st->db, "SELECT count(*) FROM raw_records", -1, &q, NULL) == SQLITE_OK) {
-		if (sqlite3_step(q) == SQLITE_ROW)
-			st->raw_rows = (uint64_t)sqlite3_column_int64(q, 0);
-		sqlite3_finalize(q);
-	}
-	return st;
+	return st->database_drops;
 }
 
 void rm_store_set_raw_limit(struct rm_store *st, uint32_t max_raw_records)
@@ -166,7 +326,102 @@ void rm_store_set_raw_limit(struct rm_store *st, uint32_t max_raw_records)
 	st->raw_limit = max_raw_records;
 }
 
-static int step_reset(struct rm_store *st, sqlite3_stmt *q)
+/* ---------------- what waits ---------------- */
+
+static void tmpl_put(struct tmpl_copy *t)
+{
+	if (t && --t->refs == 0)
+		free(t);
+}
+
+static void raw_free(gpointer p)
+{
+	struct raw_row *r = p;
+
+	free(r->reason);
+	tmpl_put(r->tmpl);
+	free(r);
+}
+
+static void sess_free(gpointer p)
+{
+	struct sess_row *s = p;
+
+	free(s->peer);
+	free(s->subject);
+	free(s->transport);
+	free(s->reason);
+	free(s);
+}
+
+static void drop_free(gpointer p)
+{
+	struct drop_row *d = p;
+
+	free(d->detail);
+	free(d);
+}
+
+static void conn_row_free(gpointer p)
+{
+	struct conn_row *c = p;
+
+	free(c->source);
+	free(c->outcome);
+	free(c->detail);
+	free(c);
+}
+
+static void limit_row_clear(gpointer p)
+{
+	free(((struct limit_row *)p)->name);
+}
+
+static int waiting(const struct rm_store *st)
+{
+	return st->epochs->len || st->sessions_dirty || st->raw->len || g_hash_table_size(st->drops) ||
+	       g_hash_table_size(st->conns) || st->limits->len || st->lost->len || st->retire->len || st->stop_run;
+}
+
+static int count_drop(struct rm_store *st, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms)
+{
+	char key[96];
+	struct drop_row *d;
+
+	snprintf(key, sizeof(key), "%" PRId64 "/%s", session_id, kind);
+	d = g_hash_table_lookup(st->drops, key);
+	if (!d) {
+		size_t kl = strlen(kind) + 1;
+
+		d = calloc(1, sizeof(*d) + kl);
+		if (!d)
+			return -1;
+		memcpy(d->kind, kind, kl);
+		d->session_id = session_id;
+		d->first_ms = now_ms;
+		g_hash_table_insert(st->drops, g_strdup(key), d);
+	}
+	d->count++;
+	d->last_ms = now_ms;
+	free(d->detail);
+	d->detail = strdup(detail ? detail : "");
+	return 0;
+}
+
+/* A record (or an epoch's outcome) the database could not take: a collector resource drop. */
+static void database_drop(struct rm_store *st, int64_t session_id, const char *detail)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	count_drop(st, session_id, "database", detail, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
+	st->down_drops++;
+	st->database_drops++;
+}
+
+/* ---------------- statements ---------------- */
+
+static int step_reset(sqlite3_stmt *q)
 {
 	int rc = sqlite3_step(q);
 
@@ -175,25 +430,780 @@ static int step_reset(struct rm_store *st, sqlite3_stmt *q)
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -1;
 }
 
+/* One column value of an epoch: an integer (SQLite's signed 64 bits, same bits as unsigned64), text, or NULL. */
+struct val {
+	enum { V_NULL, V_INT, V_TEXT } t;
+	int64_t i;
+	const char *s;
+};
+
+/* Dotted IPv4 without printf (it is on the path of every epoch). */
+static void ipv4_text(const uint8_t *a, char *buf)
+{
+	for (int i = 0; i < 4; i++) {
+		unsigned v = a[i];
+
+		if (v >= 100)
+			*buf++ = (char)('0' + v / 100);
+		if (v >= 10)
+			*buf++ = (char)('0' + v / 10 % 10);
+		*buf++ = (char)('0' + v % 10);
+		*buf++ = i < 3 ? '.' : '\0';
+	}
+}
+
+static void addr_text(const struct rm_report *r, const uint8_t *a, char *buf, size_t len)
+{
+	if (r->family != 6)
+		ipv4_text(a, buf);
+	else if (!inet_ntop(AF_INET6, a, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+}
+
+static const char *state_name(enum rm_epoch_state s)
+{
+	return s == RM_EPOCH_OPEN ? "open" : s == RM_EPOCH_FINAL ? "final" : "invalid";
+}
+
+#define VI(c, x) (v[c] = (struct val){ V_INT, (int64_t)(x), NULL })
+#define VT(c, x) (v[c] = (struct val){ V_TEXT, 0, (x) })
+
+/* The columns of an epoch's row; src and dst hold the address texts (INET6_ADDRSTRLEN). */
+static void epoch_values(const struct rm_epoch *e, struct val v[EC__N], char *src, char *dst)
+{
+	const struct rm_report *k = &e->key;
+
+	addr_text(k, k->src, src, INET6_ADDRSTRLEN);
+	addr_text(k, k->dst, dst, INET6_ADDRSTRLEN);
+	VI(EC_ID, e->store_id);
+	VI(EC_SESSION, e->session_id);
+	VI(EC_DOMAIN, e->domain);
+	VI(EC_OBS, k->observation_point_id);
+	VI(EC_FAMILY, k->family);
+	VT(EC_SRC, src);
+	VT(EC_DST, dst);
+	VI(EC_QP, k->dest_qp);
+	VI(EC_PKEY, k->pkey);
+	VI(EC_HAS_VLAN, k->has_vlan_ns);
+	VI(EC_VLAN0, k->vlan[0]);
+	VI(EC_VLAN1, k->vlan[1]);
+	VI(EC_EPOCH, k->epoch_id);
+	VI(EC_WINDOW, k->window);
+	VI(EC_FLAGS, k->flags);
+	VI(EC_FLAGS_SEEN, e->flags_seen);
+	VI(EC_START, k->flow_start_ms);
+	VI(EC_END, k->flow_end_ms);
+	VI(EC_FIRST, e->first_report_id);
+	VI(EC_LAST, k->report_id);
+	VI(EC_ACCEPTED, e->n_accepted);
+	VI(EC_MISS_INIT, e->missing_initial);
+	VI(EC_MISSING, e->missing_reports);
+	VI(EC_GAPS, e->gaps);
+	VI(EC_REPEATS, e->repeats);
+	VI(EC_STALE, e->stale);
+	VI(EC_UNSUP, e->unsupported);
+	VI(EC_IGNORED, e->ignored);
+	VI(EC_REQ, k->requests);
+	VI(EC_SKIP, k->skipped);
+	VI(EC_FILL, k->filled);
+	VI(EC_EXP, k->expired);
+	VI(EC_ABAN, k->abandoned);
+	VI(EC_PEND, k->pending);
+	VI(EC_REP, k->repeated);
+	VI(EC_LATE, k->unclassified_late);
+	VT(EC_STATE, state_name(e->state));
+	VT(EC_OUTCOME, rm_outcome_name(e->outcome));
+	VT(EC_REASON, e->reason);
+	VI(EC_FIRST_SEEN, e->first_seen_ms);
+	VI(EC_LAST_SEEN, e->last_seen_ms);
+	VI(EC_RETIRED, e->retired_ms);
+	if (!e->retired_ms)
+		v[EC_RETIRED].t = V_NULL;
+	if (!e->n_accepted) { /* no accepted report: no measurement (NULL) */
+		static const int none[] = { EC_WINDOW, EC_FLAGS, EC_START, EC_END,  EC_FIRST, EC_LAST, EC_REQ,
+					    EC_SKIP,   EC_FILL,  EC_EXP,   EC_ABAN, EC_PEND,  EC_REP,  EC_LATE };
+
+		for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+			v[none[i]].t = V_NULL;
+	}
+}
+
+/* A row in epoch_rows: inserted, or its state columns updated (the key columns are written once). */
+static int write_epoch(struct rm_store *st, const struct rm_epoch *e)
+{
+	int fresh = !e->store_row;
+	sqlite3_stmt *q = st->q[fresh ? Q_EPOCH_INSERT : Q_EPOCH_UPDATE];
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	struct val v[EC__N];
+
+	epoch_values(e, v, src, dst);
+	if (!fresh)
+		v[EC_SESSION].t = V_NULL; /* the update's "?2 IS NULL" */
+	for (int c = 0; c < EC__N; c++) {
+		if (!fresh && c > EC_ID && c < EC_WINDOW && c != EC_SESSION)
+			continue;
+		if (v[c].t == V_INT)
+			sqlite3_bind_int64(q, c + 1, v[c].i);
+		else if (v[c].t == V_TEXT)
+			sqlite3_bind_text(q, c + 1, v[c].s, -1, SQLITE_TRANSIENT);
+		else
+			sqlite3_bind_null(q, c + 1);
+	}
+	return step_reset(q);
+}
+
+/* ---------------- the packed archive ---------------- */
+
+static int buf_reserve(struct rm_store *st, size_t more)
+{
+	if (st->arc_len + more <= st->arc_cap)
+		return 0;
+	size_t cap = st->arc_cap ? st->arc_cap : 1 << 16;
+
+	while (cap < st->arc_len + more)
+		cap *= 2;
+	char *p = realloc(st->arc, cap);
+
+	if (!p)
+		return -1;
+	st->arc = p;
+	st->arc_cap = cap;
+	return 0;
+}
+
+/* Decimal, two digits per division (every epoch has some 40 integers to write). */
+static char *put_i64(char *p, int64_t x)
+{
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				    "8081828384858687888990919293949596979899";
+	char tmp[24], *t = tmp + sizeof(tmp);
+	uint64_t u = x < 0 ? -(uint64_t)x : (uint64_t)x;
+
+	if (x < 0)
+		*p++ = '-';
+	if (u < 10) {
+		*p++ = (char)('0' + u);
+		return p;
+	}
+	while (u >= 100) {
+		unsigned d = (unsigned)(u % 100) * 2;
+
+		u /= 100;
+		*--t = pairs[d + 1];
+		*--t = pairs[d];
+	}
+	if (u >= 10) {
+		*--t = pairs[u * 2 + 1];
+		*--t = pairs[u * 2];
+	} else {
+		*--t = (char)('0' + u);
+	}
+	memcpy(p, t, (size_t)(tmp + sizeof(tmp) - t));
+	return p + (tmp + sizeof(tmp) - t);
+}
+
+/* A JSON string (RFC 8259): quotes, backslashes and control characters escaped. */
+static char *put_str(char *p, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	*p++ = '"';
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\') {
+			*p++ = '\\';
+			*p++ = (char)c;
+		} else if (c < 0x20) {
+			memcpy(p, "\\u00", 4);
+			p[4] = hex[c >> 4];
+			p[5] = hex[c & 15];
+			p += 6;
+		} else {
+			*p++ = (char)c;
+		}
+	}
+	*p++ = '"';
+	return p;
+}
+
+/* Append a retired, never written epoch to the archive chunk: [v0,v1,...]. */
+static int archive_add(struct rm_store *st, const struct rm_epoch *e)
+{
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	struct val v[EC__N];
+	/* Bound: 21 octets per integer and separator, 6 per character of text (\\u00XX), the brackets. */
+	size_t need = 4 + EC__N * 22 + 6 * (2 * INET6_ADDRSTRLEN + sizeof(e->reason) + 32);
+	char *p;
+
+	epoch_values(e, v, src, dst);
+	if (buf_reserve(st, need) < 0)
+		return -1;
+	p = st->arc + st->arc_len;
+	*p++ = st->arc_len == 0 ? '[' : ',';
+	*p++ = '[';
+	for (int c = 0; c < EC__N; c++) {
+		if (c)
+			*p++ = ',';
+		if (v[c].t == V_INT)
+			p = put_i64(p, v[c].i);
+		else if (v[c].t == V_TEXT)
+			p = put_str(p, v[c].s);
+		else {
+			memcpy(p, "null", 4);
+			p += 4;
+		}
+	}
+	*p++ = ']';
+	st->arc_len = (size_t)(p - st->arc);
+	if (!st->arc_first)
+		st->arc_first = e->store_id;
+	st->arc_last = e->store_id;
+	return 0;
+}
+
+/* Write the archive chunk (one epoch_archive row). */
+static int archive_write(struct rm_store *st)
+{
+	sqlite3_stmt *q = st->q[Q_ARCHIVE];
+	int rc;
+
+	if (!st->arc_len)
+		return 0;
+	if (buf_reserve(st, 1) < 0)
+		return -1;
+	st->arc[st->arc_len++] = ']';
+	sqlite3_bind_int64(q, 1, st->arc_first);
+	sqlite3_bind_int64(q, 2, st->arc_last);
+	sqlite3_bind_text(q, 3, st->arc, (int)st->arc_len, SQLITE_STATIC);
+	rc = step_reset(q);
+	st->arc_len = 0;
+	st->arc_first = st->arc_last = 0;
+	return rc;
+}
+
+static void bind_text_or_null(sqlite3_stmt *q, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(q, i, s, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(q, i);
+}
+
+static int write_session(struct rm_store *st, const struct sess_row *s)
+{
+	sqlite3_stmt *q = st->q[Q_SESSION];
+	const uint64_t *v = s->verdicts;
+	const uint64_t vals[] = { s->c.messages,         s->c.records,    s->c.octets,           s->c.rejected,
+				  v[RM_V_ACCEPTED],      v[RM_V_REPEAT],  v[RM_V_STALE],         v[RM_V_ORPHAN],
+				  v[RM_V_UNSUPPORTED],   v[RM_V_INVALID], v[RM_V_AFTER_INVALID], v[RM_V_KEY_CONFLICT],
+				  v[RM_V_RESOURCE_DROP], v[RM_V_UNBOUND], s->c.seq_gaps,         s->c.seq_missing,
+				  s->c.time_backwards };
+
+	sqlite3_bind_int64(q, 1, s->id);
+	sqlite3_bind_int64(q, 2, s->run_id);
+	bind_text_or_null(q, 3, s->peer);
+	bind_text_or_null(q, 4, s->subject);
+	bind_text_or_null(q, 5, s->transport);
+	sqlite3_bind_int64(q, 6, (int64_t)s->started_ms);
+	if (s->ended_ms)
+		sqlite3_bind_int64(q, 7, (int64_t)s->ended_ms);
+	else
+		sqlite3_bind_null(q, 7);
+	bind_text_or_null(q, 8, s->reason);
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
+		sqlite3_bind_int64(q, 9 + (int)i, (int64_t)vals[i]);
+	return step_reset(q);
+}
+
+static int write_raw(struct rm_store *st, const struct raw_row *r)
+{
+	sqlite3_stmt *q = st->q[Q_RAW];
+
+	sqlite3_bind_int64(q, 1, r->session_id);
+	sqlite3_bind_int64(q, 2, (int64_t)r->received_ms);
+	sqlite3_bind_int64(q, 3, r->domain);
+	sqlite3_bind_int(q, 4, r->tid);
+	if (r->has_report) {
+		sqlite3_bind_int64(q, 5, (int64_t)r->epoch_id);
+		sqlite3_bind_int64(q, 6, (int64_t)r->report_id);
+		sqlite3_bind_int(q, 7, r->flags);
+	} else {
+		sqlite3_bind_null(q, 5);
+		sqlite3_bind_null(q, 6);
+		sqlite3_bind_null(q, 7);
+	}
+	sqlite3_bind_text(q, 8, r->verdict, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 9, r->reason, -1, SQLITE_STATIC);
+	sqlite3_bind_blob(q, 10, r->rec, (int)r->len, SQLITE_STATIC);
+	if (r->tmpl)
+		sqlite3_bind_blob(q, 11, r->tmpl->data, (int)r->tmpl->len, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(q, 11);
+	return step_reset(q);
+}
+
+static int write_drop(struct rm_store *st, const struct drop_row *d)
+{
+	sqlite3_stmt *q = st->q[Q_DROP];
+
+	sqlite3_bind_int64(q, 1, d->session_id);
+	sqlite3_bind_text(q, 2, d->kind, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 3, (int64_t)d->count);
+	sqlite3_bind_int64(q, 4, (int64_t)d->first_ms);
+	sqlite3_bind_int64(q, 5, (int64_t)d->last_ms);
+	sqlite3_bind_text(q, 6, d->detail, -1, SQLITE_STATIC);
+	return step_reset(q);
+}
+
+static int write_conn(struct rm_store *st, const struct conn_row *c)
+{
+	sqlite3_stmt *q = st->q[Q_CONNECTIONS];
+
+	sqlite3_bind_int64(q, 1, (int64_t)c->minute_ms);
+	sqlite3_bind_text(q, 2, c->source, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 3, c->outcome, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 4, (int64_t)c->count);
+	sqlite3_bind_int64(q, 5, (int64_t)c->first_ms);
+	sqlite3_bind_int64(q, 6, (int64_t)c->last_ms);
+	sqlite3_bind_text(q, 7, c->detail, -1, SQLITE_STATIC);
+	return step_reset(q);
+}
+
+static int write_limit(struct rm_store *st, const struct limit_row *l)
+{
+	sqlite3_stmt *q = st->q[Q_RUN_LIMIT];
+
+	sqlite3_bind_int64(q, 1, l->run_id);
+	sqlite3_bind_text(q, 2, l->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 3, (int64_t)l->value);
+	return step_reset(q);
+}
+
+static int write_lost(struct rm_store *st, int64_t id, uint64_t now_ms)
+{
+	sqlite3_stmt *q = st->q[Q_EPOCH_LOST];
+
+	sqlite3_bind_int64(q, 1, id);
+	sqlite3_bind_int64(q, 2, (int64_t)now_ms);
+	sqlite3_bind_text(q, 3,
+			  "collector resource drop: its outcome could not be stored while the database was "
+			  "unavailable",
+			  -1, SQLITE_STATIC);
+	return step_reset(q);
+}
+
+/* ---------------- one transaction ---------------- */
+
+static uint64_t real_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* What waits, once its transaction is committed. */
+static void written(struct rm_store *st)
+{
+	GHashTableIter it;
+	gpointer v;
+
+	for (guint i = 0; i < st->epochs->len; i++) {
+		struct rm_epoch *e = g_ptr_array_index(st->epochs, i);
+
+		if (e->sink_keeps) {
+			rm_rules_epoch_free(e);
+		} else {
+			e->store_row = 1;
+			e->store_slot = 0;
+		}
+	}
+	g_ptr_array_set_size(st->epochs, 0);
+	st->kept = 0;
+	g_hash_table_iter_init(&it, st->sessions);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		struct sess_row *s = v;
+
+		s->dirty = 0;
+		if (s->ended_ms)
+			g_hash_table_iter_remove(&it);
+	}
+	st->sessions_dirty = 0;
+	st->raw_rows += st->raw->len;
+	g_ptr_array_set_size(st->raw, 0); /* frees the rows */
+	st->raw_bytes = 0;
+	g_hash_table_remove_all(st->drops);
+	g_hash_table_remove_all(st->conns);
+	g_array_set_size(st->limits, 0); /* frees the names */
+	g_array_set_size(st->lost, 0);
+	g_array_set_size(st->retire, 0);
+	st->stop_run = 0;
+}
+
+/* Write everything that waits in one transaction. 0, or -1 with the transaction rolled back and everything kept. */
+static int flush(struct rm_store *st)
+{
+	GHashTableIter it;
+	gpointer v;
+	uint64_t now = real_ms();
+
+	st->last_flush_ms = mono_ms();
+	if (!waiting(st))
+		return 0;
+	if (step_reset(st->q[Q_BEGIN]) < 0)
+		goto fail;
+	g_hash_table_iter_init(&it, st->sessions);
+	while (st->sessions_dirty && g_hash_table_iter_next(&it, NULL, &v))
+		if (((struct sess_row *)v)->dirty && write_session(st, v) < 0)
+			goto fail;
+	for (guint i = 0; i < st->epochs->len; i++) {
+		struct rm_epoch *e = g_ptr_array_index(st->epochs, i);
+
+		if (e->retired_ms && !e->store_row) {
+			if (archive_add(st, e) < 0 || (st->arc_len >= RM_STORE_ARCHIVE_CHUNK && archive_write(st) < 0))
+				goto fail;
+		} else if (write_epoch(st, e) < 0) {
+			goto fail;
+		}
+	}
+	if (archive_write(st) < 0)
+		goto fail;
+	for (guint i = 0; i < st->retire->len; i++) {
+		const struct retire_only *r = &g_array_index(st->retire, struct retire_only, i);
+
+		sqlite3_bind_int64(st->q[Q_EPOCH_RETIRE], 1, r->id);
+		sqlite3_bind_int64(st->q[Q_EPOCH_RETIRE], 2, (int64_t)r->retired_ms);
+		if (step_reset(st->q[Q_EPOCH_RETIRE]) < 0)
+			goto fail;
+	}
+	for (guint i = 0; i < st->lost->len; i++)
+		if (write_lost(st, g_array_index(st->lost, int64_t, i), now) < 0)
+			goto fail;
+	for (guint i = 0; i < st->raw->len; i++)
+		if (write_raw(st, g_ptr_array_index(st->raw, i)) < 0)
+			goto fail;
+	g_hash_table_iter_init(&it, st->drops);
+	while (g_hash_table_iter_next(&it, NULL, &v))
+		if (write_drop(st, v) < 0)
+			goto fail;
+	g_hash_table_iter_init(&it, st->conns);
+	while (g_hash_table_iter_next(&it, NULL, &v))
+		if (write_conn(st, v) < 0)
+			goto fail;
+	for (guint i = 0; i < st->limits->len; i++)
+		if (write_limit(st, &g_array_index(st->limits, struct limit_row, i)) < 0)
+			goto fail;
+	if (st->stop_run) {
+		sqlite3_bind_int64(st->q[Q_RUN_STOP], 1, st->stop_run);
+		sqlite3_bind_int64(st->q[Q_RUN_STOP], 2, (int64_t)st->stop_ms);
+		if (step_reset(st->q[Q_RUN_STOP]) < 0)
+			goto fail;
+	}
+	if (step_reset(st->q[Q_COMMIT]) < 0)
+		goto fail;
+	written(st);
+	return 0;
+fail:
+	st->arc_len = 0;
+	st->arc_first = st->arc_last = 0;
+	snprintf(st->down_why, sizeof(st->down_why), "%s", sqlite3_errmsg(st->db));
+	if (!sqlite3_get_autocommit(st->db))
+		step_reset(st->q[Q_ROLLBACK]);
+	return -1;
+}
+
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+	((struct rm_store *)arg)->wal_pages = pages;
+	return SQLITE_OK;
+}
+
+/*
+ * Checkpoints are ours (wal_autocheckpoint = 0): the WAL is copied back into
+ * the database when it reaches RM_STORE_WAL_CHECKPOINT_PAGES, or
+ * RM_STORE_WAL_IDLE_PAGES when nothing waits, not in the middle of a burst.
+ */
+static void checkpoint(struct rm_store *st, int idle)
+{
+	int limit = idle ? RM_STORE_WAL_IDLE_PAGES : RM_STORE_WAL_CHECKPOINT_PAGES;
+
+	if (st->wal_pages < limit)
+		return;
+	if (sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) == SQLITE_OK)
+		st->wal_pages = 0;
+}
+
+/* Try a transaction now; the health bookkeeping and its log lines. */
+static void attempt(struct rm_store *st)
+{
+	uint64_t t;
+	unsigned n_epochs = st->epochs->len, n_raw = st->raw->len;
+
+	if (flush(st) == 0) {
+		if (st->down) {
+			rm_log(RM_LOG_NOTICE,
+			       "database writable again after %" PRIu64 " ms; wrote %u epoch rows and %u raw records "
+			       "that waited; %" PRIu64 " records or outcomes could not be kept meanwhile (collector "
+			       "resource drops of kind 'database')",
+			       mono_ms() - st->down_since_ms, n_epochs, n_raw, st->down_drops);
+			st->down = 0;
+		}
+		checkpoint(st, 0);
+		return;
+	}
+	t = mono_ms();
+	if (!st->down) {
+		st->down = 1;
+		st->down_since_ms = st->last_remind_ms = t;
+		st->backoff_ms = RM_STORE_RETRY_MIN_MS;
+		st->down_drops = 0;
+		rm_log(RM_LOG_ERR,
+		       "database unavailable (%s): %u epoch rows, %u sessions and %u raw records wait in memory; "
+		       "retrying every %u..%u ms",
+		       st->down_why, n_epochs, g_hash_table_size(st->sessions), n_raw, RM_STORE_RETRY_MIN_MS,
+		       RM_STORE_RETRY_MAX_MS);
+	} else {
+		st->backoff_ms =
+			st->backoff_ms * 2 > RM_STORE_RETRY_MAX_MS ? RM_STORE_RETRY_MAX_MS : st->backoff_ms * 2;
+		if (t - st->last_remind_ms >= RM_STORE_REMIND_MS) {
+			st->last_remind_ms = t;
+			rm_log(RM_LOG_WARNING,
+			       "database still unavailable after %" PRIu64 " s (%s): %u epoch rows and %u raw records "
+			       "wait; %" PRIu64 " records or outcomes could not be kept so far",
+			       (t - st->down_since_ms) / 1000, st->down_why, n_epochs, n_raw, st->down_drops);
+		}
+	}
+	st->retry_at_ms = t + st->backoff_ms;
+}
+
 int rm_store_begin(struct rm_store *st)
 {
-	if (st->in_tx)
-		return 0;
-	if (step_reset(st, st->q[Q_BEGIN]) < 0)
-		return -1;
-	st->in_tx = 1;
 	return 0;
 }
 
 int rm_store_commit(struct rm_store *st)
 {
-	if (!st->in_tx)
+	uint64_t t = mono_ms();
+
+	if (st->readonly)
 		return 0;
-	st->in_tx = 0;
-	return step_reset(st, st->q[Q_COMMIT]);
+	if (st->down) {
+		if (t >= st->retry_at_ms)
+			attempt(st);
+		return 0;
+	}
+	if (!waiting(st)) {
+		if (t - st->last_flush_ms >= RM_STORE_FLUSH_MS)
+			checkpoint(st, 1);
+		return 0;
+	}
+	if (t - st->last_flush_ms >= RM_STORE_FLUSH_MS || st->kept >= RM_STORE_FLUSH_EPOCHS ||
+	    st->raw_bytes >= RM_STORE_FLUSH_RAW_BYTES)
+		attempt(st);
+	return 0;
 }
 
-/* One-off statement with text/integer arguments described by fmt: 'i' int64, 's' text. */
+int rm_store_flush(struct rm_store *st)
+{
+	if (!st->readonly && (!st->down || mono_ms() >= st->retry_at_ms))
+		attempt(st);
+	return 0;
+}
+
+/* ---------------- writes (deferred) ---------------- */
+
+int rm_store_epoch(struct rm_store *st, struct rm_epoch *e)
+{
+	if (!e->store_id)
+		e->store_id = st->next_epoch++;
+	if (e->retired_ms && e->store_row && !e->store_slot && !e->dirty && e->state != RM_EPOCH_OPEN &&
+	    st->retire->len < RM_STORE_MAX_RETIREMENTS) {
+		/* Settled and written as it is: the row needs only its retirement time, the epoch is not kept. */
+		struct retire_only r = { e->store_id, e->retired_ms };
+
+		g_array_append_val(st->retire, r);
+		return 0;
+	}
+	if (e->retired_ms && !e->store_slot && st->kept >= RM_STORE_MAX_KEPT_EPOCHS) {
+		if (!st->down)
+			attempt(st); /* makes room unless the database is unavailable */
+		if (st->down) {
+			char d[200];
+
+			snprintf(d, sizeof(d), "epoch %" PRIu64 " (%s) not stored: database unavailable",
+				 e->key.epoch_id, rm_outcome_name(e->outcome));
+			database_drop(st, (int64_t)e->session_id, d);
+			if (e->store_row)
+				g_array_append_val(st->lost, e->store_id);
+			return 0;
+		}
+	}
+	if (!e->store_slot) {
+		g_ptr_array_add(st->epochs, e);
+		e->store_slot = st->epochs->len;
+	}
+	if (e->retired_ms && !e->sink_keeps) {
+		e->sink_keeps = 1;
+		st->kept++;
+	}
+	return 0;
+}
+
+static struct sess_row *session_row(struct rm_store *st, int64_t id)
+{
+	struct sess_row *s = g_hash_table_lookup(st->sessions, &id);
+
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return NULL;
+		s->id = id;
+		g_hash_table_insert(st->sessions, &s->id, s);
+	}
+	if (!s->dirty) {
+		s->dirty = 1;
+		st->sessions_dirty++;
+	}
+	return s;
+}
+
+int64_t rm_store_session_start(struct rm_store *st, int64_t run_id, const char *peer, const char *transport,
+			       uint64_t now_ms)
+{
+	int64_t id = st->next_session;
+	struct sess_row *s = session_row(st, id);
+
+	if (!s)
+		return -1;
+	st->next_session++;
+	s->run_id = run_id;
+	s->peer = peer ? strdup(peer) : NULL;
+	s->transport = transport ? strdup(transport) : NULL;
+	s->started_ms = now_ms;
+	return id;
+}
+
+int rm_store_session_peer(struct rm_store *st, int64_t session_id, const char *subject)
+{
+	struct sess_row *s = session_row(st, session_id);
+
+	if (!s)
+		return -1;
+	free(s->subject);
+	s->subject = subject ? strdup(subject) : NULL;
+	return 0;
+}
+
+int rm_store_session_end(struct rm_store *st, int64_t session_id, const char *reason, uint64_t now_ms,
+			 const struct rm_session_counts *c)
+{
+	struct sess_row *s = session_row(st, session_id);
+
+	if (!s)
+		return -1;
+	s->ended_ms = now_ms ? now_ms : 1;
+	free(s->reason);
+	s->reason = reason ? strdup(reason) : NULL;
+	s->c = *c;
+	if (c->verdicts)
+		memcpy(s->verdicts, c->verdicts, sizeof(s->verdicts));
+	s->c.verdicts = NULL;
+	return 0;
+}
+
+int rm_store_drop(struct rm_store *st, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms)
+{
+	return count_drop(st, session_id, kind, detail, now_ms);
+}
+
+int rm_store_raw(struct rm_store *st, int64_t session_id, uint32_t domain, uint16_t tid, const struct rm_report *r,
+		 const char *verdict, const char *reason, const uint8_t *raw, size_t len, const uint8_t *tmpl,
+		 size_t tmpl_len, uint64_t now_ms)
+{
+	struct raw_row *row;
+	size_t cost = sizeof(*row) + len + (reason ? strlen(reason) : 0);
+	int share =
+		tmpl && st->last_tmpl && st->last_tmpl->len == tmpl_len && !memcmp(st->last_tmpl->data, tmpl, tmpl_len);
+
+	if (st->raw_rows + st->raw->len >= st->raw_limit) {
+		char d[160];
+
+		snprintf(d, sizeof(d), "raw record not kept (%s): max_raw_records %u reached", verdict, st->raw_limit);
+		return count_drop(st, session_id, "raw-record-limit", d, now_ms) < 0 ? -1 : 0;
+	}
+	if (tmpl && !share)
+		cost += sizeof(struct tmpl_copy) + tmpl_len;
+	if (st->raw_bytes + cost > RM_STORE_MAX_RAW_BYTES) {
+		if (!st->down)
+			attempt(st);
+		if (st->raw_bytes + cost > RM_STORE_MAX_RAW_BYTES) {
+			char d[200];
+
+			snprintf(d, sizeof(d), "raw record not kept (%s): database unavailable, %u octets wait",
+				 verdict, (unsigned)st->raw_bytes);
+			database_drop(st, session_id, d);
+			return 0;
+		}
+		share = 0;
+	}
+	row = malloc(sizeof(*row) + len);
+	if (!row)
+		return -1;
+	memset(row, 0, sizeof(*row));
+	row->session_id = session_id;
+	row->received_ms = now_ms;
+	row->domain = domain;
+	row->tid = tid;
+	if (r) {
+		row->has_report = 1;
+		row->epoch_id = r->epoch_id;
+		row->report_id = r->report_id;
+		row->flags = r->flags;
+	}
+	row->verdict = verdict;
+	row->reason = strdup(reason ? reason : "");
+	row->len = len;
+	memcpy(row->rec, raw, len);
+	if (tmpl) {
+		if (!share) {
+			struct tmpl_copy *t = malloc(sizeof(*t) + tmpl_len);
+
+			if (!t) {
+				raw_free(row);
+				return -1;
+			}
+			t->refs = 1; /* last_tmpl's reference */
+			t->len = tmpl_len;
+			memcpy(t->data, tmpl, tmpl_len);
+			tmpl_put(st->last_tmpl);
+			st->last_tmpl = t;
+		}
+		row->tmpl = st->last_tmpl;
+		row->tmpl->refs++;
+	}
+	g_ptr_array_add(st->raw, row);
+	st->raw_bytes += cost;
+	return 1;
+}
+
+/* ---------------- runs, recovery ---------------- */
+
+static int64_t scalar(struct rm_store *st, const char *sql)
+{
+	sqlite3_stmt *q;
+	int64_t v = -1;
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(q) == SQLITE_ROW)
+		v = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return v;
+}
+
+/* One-off statement with text/integer arguments described by fmt: 'i' int64, 's' text. Changes, or -1. */
 static int64_t exec_args(struct rm_store *st, const char *sql, const char *fmt, ...)
 {
 	sqlite3_stmt *q;
@@ -206,202 +1216,279 @@ static int64_t exec_args(struct rm_store *st, const char *sql, const char *fmt, 
 	for (int i = 0; fmt[i]; i++) {
 		if (fmt[i] == 'i')
 			sqlite3_bind_int64(q, i + 1, va_arg(ap, int64_t));
-		else {
-			const char *s = va_arg(ap, const char *);
-
-			if (s)
-				sqlite3_bind_text(q, i + 1, s, -1, SQLITE_TRANSIENT);
-			else
-				sqlite3_bind_null(q, i + 1);
-		}
+		else
+			bind_text_or_null(q, i + 1, va_arg(ap, const char *));
 	}
 	va_end(ap);
 	rc = sqlite3_step(q);
 	sqlite3_finalize(q);
-	if (rc != SQLITE_DONE)
-		return -1;
-	return sqlite3_last_insert_rowid(st->db);
+	return rc == SQLITE_DONE ? sqlite3_changes(st->db) : -1;
+}
+
+/*
+ * Sessions that an earlier run left open (it was killed, or crashed): a
+ * session failure for [SEQOBS] ("Collector Processing": a session failure
+ * without finalEpoch leaves the epoch incomplete). The reason mirrors the
+ * rules engine's retirement text.
+ */
+static int recover(struct rm_store *st, uint64_t now_ms, int64_t *n_sessions, int64_t *n_open, int64_t *n_settled)
+{
+	static const char cause[] = "session ended: collector restarted (the run that received it ended without "
+				    "closing its session)";
+
+	*n_sessions = exec_args(st, "UPDATE sessions SET ended_ms = ?1, end_reason = ?2 WHERE ended_ms IS NULL", "is",
+				(int64_t)now_ms,
+				"collector restarted: the run that held this session ended without closing it");
+	*n_open = exec_args(
+		st,
+		"UPDATE epoch_rows SET retired_ms = ?1, outcome = 'incomplete', reason = CASE"
+		" WHEN coalesce(reports_accepted, 0) = 0 THEN ?2 || '; no accepted report'"
+		" ELSE ?2 || ' without a final report (last report ' || last_report_id || ')' ||"
+		" CASE WHEN missing_reports > 0 THEN '; ' || missing_reports || ' reports missing' ELSE '' END"
+		" END WHERE retired_ms IS NULL AND state = 'open'",
+		"is", (int64_t)now_ms, cause);
+	*n_settled =
+		exec_args(st, "UPDATE epoch_rows SET retired_ms = ?1 WHERE retired_ms IS NULL", "i", (int64_t)now_ms);
+	return *n_sessions < 0 || *n_open < 0 || *n_settled < 0 ? -1 : 0;
 }
 
 int64_t rm_store_run_start(struct rm_store *st, const char *listen, const char *transport,
-			   const struct rm_rules_limits *lim, uint32_t max_raw_records, uint32_t pen,
-			   uint64_t now_ms)
+			   const struct rm_rules_limits *lim, uint32_t max_raw_records, uint32_t pen, uint64_t now_ms)
 {
+	int64_t id = -1, ns = 0, no = 0, nd = 0;
+
 	st->raw_limit = max_raw_records;
-	return exec_args(st,
-			 "INSERT INTO runs (started_ms, listen, transport, max_sessions, max_epochs, max_raw_records,"
-			 " inactivity_timeout_ms, pen) VALUES (?,?,?,?,?,?,?,?)",
-			 "issiiiii", (int64_t)now_ms, listen, transport, (int64_t)lim->max_sessions,
-			 (int64_t)lim->max_epochs, (int64_t)max_raw_records, (int64_t)lim->inactivity_timeout_ms,
-			 (int64_t)pen);
+	/* At start, another process's write lock may be waited for longer than in the loop. */
+	sqlite3_busy_timeout(st->db, 5000);
+	if (sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		goto out;
+	if (recover(st, now_ms, &ns, &no, &nd) < 0 ||
+	    exec_args(st,
+		      "INSERT INTO runs (started_ms, listen, transport, max_sessions, max_epochs, max_raw_records,"
+		      " inactivity_timeout_ms, pen) VALUES (?,?,?,?,?,?,?,?)",
+		      "issiiiii", (int64_t)now_ms, listen, transport, (int64_t)lim->max_sessions,
+		      (int64_t)lim->max_epochs, (int64_t)max_raw_records, (int64_t)lim->inactivity_timeout_ms,
+		      (int64_t)pen) < 0) {
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+		goto out;
+	}
+	id = sqlite3_last_insert_rowid(st->db);
+	if (sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+		id = -1;
+		goto out;
+	}
+	if (ns > 0 || no > 0 || nd > 0)
+		rm_log(RM_LOG_NOTICE,
+		       "collector restarted: an earlier run ended without closing %" PRId64 " sessions; they are "
+		       "ended now, %" PRId64 " open epochs retired as incomplete (collector restarted), %" PRId64
+		       " settled epochs retired with their outcome",
+		       ns, no, nd);
+out:
+	sqlite3_busy_timeout(st->db, RM_STORE_BUSY_MS);
+	return id;
 }
 
 int rm_store_run_stop(struct rm_store *st, int64_t run_id, uint64_t now_ms)
 {
-	return exec_args(st, "UPDATE runs SET stopped_ms=? WHERE id=?", "ii", (int64_t)now_ms, run_id) < 0 ? -1 : 0;
+	st->stop_run = run_id;
+	st->stop_ms = now_ms;
+	return 0;
 }
 
-int64_t rm_store_session_start(struct rm_store *st, int64_t run_id, const char *peer, const char *transport,
-			       uint64_t now_ms)
+/* ---------------- open, close ---------------- */
+
+/*
+ * The earlier layout kept an epoch in two tables (epoch_keys, epoch_state)
+ * read through a view named epochs: move the rows into the epochs table,
+ * IDs unchanged.
+ */
+static int convert_epochs(struct rm_store *st, char **msg)
 {
-	return exec_args(st, "INSERT INTO sessions (run_id, peer, transport, started_ms) VALUES (?,?,?,?)", "issi",
-			 run_id, peer, transport, (int64_t)now_ms);
+	int rc;
+
+	if (scalar(st, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'epoch_keys'") <= 0)
+		return SQLITE_OK;
+	rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE; DROP VIEW IF EXISTS epochs;", NULL, NULL, msg);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(st->db, schema, NULL, NULL, msg);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(st->db,
+				  "INSERT INTO epoch_rows (" EPOCH_COLUMNS ") SELECT k.id," EPOCH_COLUMNS_AFTER_ID
+				  " FROM epoch_keys k JOIN epoch_state s ON s.id = k.id ORDER BY k.id;"
+				  "DROP TABLE epoch_state; DROP TABLE epoch_keys; COMMIT;",
+				  NULL, NULL, msg);
+	if (rc != SQLITE_OK && !sqlite3_get_autocommit(st->db))
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
 }
 
-int rm_store_session_peer(struct rm_store *st, int64_t session_id, const char *subject)
+/* The view epochs: epoch_rows and, unpacked, epoch_archive, with the same columns. */
+static int create_view(struct rm_store *st, char **msg)
 {
-	return exec_args(st, "UPDATE sessions SET peer_subject=? WHERE id=?", "si", subject, session_id) < 0 ? -1 : 0;
+	static const char cols[] = EPOCH_COLUMNS;
+	GString *sql = g_string_new("CREATE VIEW IF NOT EXISTS epochs AS SELECT " EPOCH_COLUMNS
+				    " FROM epoch_rows UNION ALL SELECT ");
+	const char *p = cols;
+	int rc;
+
+	for (int c = 0; c < EC__N; c++) {
+		size_t n = strcspn(p, ",");
+
+		while (*p == ' ')
+			p++, n--;
+		g_string_append_printf(sql, "%sjson_extract(j.value, '$[%d]') AS %.*s", c ? ", " : "", c, (int)n, p);
+		p += n + (p[n] == ',');
+	}
+	g_string_append(sql, " FROM epoch_archive a, json_each(a.data) j");
+	rc = sqlite3_exec(st->db, sql->str, NULL, NULL, msg);
+	g_string_free(sql, TRUE);
+	return rc;
 }
 
-int rm_store_session_end(struct rm_store *st, int64_t session_id, const char *reason, uint64_t now_ms,
-			 const struct rm_session_counts *c)
+static int add_column(struct rm_store *st, const char *table, const char *column, char **msg)
 {
-	static const uint64_t zero[RM_V__COUNT];
-	const uint64_t *v = c->verdicts ? c->verdicts : zero;
-
-	return exec_args(st,
-			 "UPDATE sessions SET ended_ms=?, end_reason=?, messages=?, records=?, octets=?, rejected=?,"
-			 " accepted=?, repeats=?, stale=?, orphans=?, unsupported=?, invalid=?, after_invalid=?,"
-			 " key_conflicts=?, resource_drops=?, unbound=? WHERE id=?",
-			 "isiiiiiiiiiiiiiii", (int64_t)now_ms, reason, (int64_t)c->messages, (int64_t)c->records,
-			 (int64_t)c->octets, (int64_t)c->rejected, (int64_t)v[RM_V_ACCEPTED], (int64_t)v[RM_V_REPEAT],
-			 (int64_t)v[RM_V_STALE], (int64_t)v[RM_V_ORPHAN], (int64_t)v[RM_V_UNSUPPORTED],
-			 (int64_t)v[RM_V_INVALID], (int64_t)v[RM_V_AFTER_INVALID], (int64_t)v[RM_V_KEY_CONFLICT],
-			 (int64_t)v[RM_V_RESOURCE_DROP], (int64_t)v[RM_V_UNBOUND], session_id) < 0
-		       ? -1
-		       : 0;
-}
-
-static void addr_text(const struct rm_report *r, const uint8_t *a, char *buf, size_t len)
-{
-	if (!inet_ntop(r->family == 6 ? AF_INET6 : AF_INET, a, buf, (socklen_t)len))
-		snprintf(buf, len, "?");
-}
-
-static const char *state_name(enum rm_epoch_state s)
-{
-	return s == RM_EPOCH_OPEN ? "open" : s == RM_EPOCH_FINAL ? "final" : "invalid";
-}
-
-int rm_store_epoch(struct rm_store *st, struct rm_epoch *e)
-{
-	const struct rm_report *k = &e->key;
+	char sql[200];
 	sqlite3_stmt *q;
-	int fresh = !e->store_id;
 
-	if (fresh) {
-		char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
-
-		q = st->q[Q_KEY_INSERT];
-		addr_text(k, k->src, src, sizeof(src));
-		addr_text(k, k->dst, dst, sizeof(dst));
-		sqlite3_bind_int64(q, 1, (int64_t)e->session_id);
-		sqlite3_bind_int64(q, 2, e->domain);
-		sqlite3_bind_int64(q, 3, (int64_t)k->observation_point_id);
-		sqlite3_bind_int(q, 4, k->family);
-		sqlite3_bind_text(q, 5, src, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(q, 6, dst, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(q, 7, k->dest_qp);
-		sqlite3_bind_int(q, 8, k->pkey);
-		sqlite3_bind_int(q, 9, k->has_vlan_ns);
-		sqlite3_bind_int(q, 10, k->vlan[0]);
-		sqlite3_bind_int(q, 11, k->vlan[1]);
-		sqlite3_bind_int64(q, 12, (int64_t)k->epoch_id);
-		sqlite3_bind_int64(q, 13, (int64_t)e->first_seen_ms);
-		if (step_reset(st, q) < 0)
-			return -1;
-		e->store_id = sqlite3_last_insert_rowid(st->db);
+	snprintf(sql, sizeof(sql), "SELECT %s FROM %s LIMIT 0", column, table);
+	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) == SQLITE_OK) {
+		sqlite3_finalize(q);
+		return SQLITE_OK;
 	}
-	q = st->q[fresh ? Q_STATE_INSERT : Q_STATE_UPDATE];
-	if (e->n_accepted > 0) {
-		sqlite3_bind_int64(q, 1, k->window);
-		sqlite3_bind_int(q, 2, k->flags);
-		sqlite3_bind_int64(q, 4, (int64_t)k->flow_start_ms);
-		sqlite3_bind_int64(q, 5, (int64_t)k->flow_end_ms);
-		sqlite3_bind_int64(q, 6, (int64_t)e->first_report_id);
-		sqlite3_bind_int64(q, 7, (int64_t)k->report_id);
-		sqlite3_bind_int64(q, 16, (int64_t)k->requests);
-		sqlite3_bind_int64(q, 17, (int64_t)k->skipped);
-		sqlite3_bind_int64(q, 18, (int64_t)k->filled);
-		sqlite3_bind_int64(q, 19, (int64_t)k->expired);
-		sqlite3_bind_int64(q, 20, (int64_t)k->abandoned);
-		sqlite3_bind_int64(q, 21, k->pending);
-		sqlite3_bind_int64(q, 22, (int64_t)k->repeated);
-		sqlite3_bind_int64(q, 23, (int64_t)k->unclassified_late);
-	} else { /* no accepted report: no measurement (NULL) */
-		static const int cols[] = { 1, 2, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23 };
-
-		for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
-			sqlite3_bind_null(q, cols[i]);
-	}
-	sqlite3_bind_int(q, 3, e->flags_seen);
-	sqlite3_bind_int64(q, 8, (int64_t)e->n_accepted);
-	sqlite3_bind_int64(q, 9, (int64_t)e->missing_initial);
-	sqlite3_bind_int64(q, 10, (int64_t)e->missing_reports);
-	sqlite3_bind_int64(q, 11, (int64_t)e->gaps);
-	sqlite3_bind_int64(q, 12, (int64_t)e->repeats);
-	sqlite3_bind_int64(q, 13, (int64_t)e->stale);
-	sqlite3_bind_int64(q, 14, (int64_t)e->unsupported);
-	sqlite3_bind_int64(q, 15, (int64_t)e->ignored);
-	sqlite3_bind_text(q, 24, state_name(e->state), -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 25, rm_outcome_name(e->outcome), -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 26, e->reason, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(q, 27, (int64_t)e->last_seen_ms);
-	if (e->retired_ms)
-		sqlite3_bind_int64(q, 28, (int64_t)e->retired_ms);
-	else
-		sqlite3_bind_null(q, 28);
-	sqlite3_bind_int64(q, 29, e->store_id);
-	return step_reset(st, q);
+	snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s INTEGER DEFAULT 0", table, column);
+	return sqlite3_exec(st->db, sql, NULL, NULL, msg);
 }
 
-int rm_store_drop(struct rm_store *st, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms)
+void rm_store_close(struct rm_store *st)
 {
-	sqlite3_stmt *q = st->q[Q_DROP];
+	if (!st)
+		return;
+	if (st->db && !st->readonly && st->epochs) {
+		attempt(st);
+		if (waiting(st))
+			rm_log(RM_LOG_ERR,
+			       "database unavailable at exit (%s): %u epoch rows, %u sessions, %u raw records and %u "
+			       "drop counts could not be stored",
+			       st->down_why, st->epochs->len, st->sessions_dirty, st->raw->len,
+			       g_hash_table_size(st->drops));
+	}
+	for (int i = 0; i < Q__N; i++)
+		sqlite3_finalize(st->q[i]);
+	sqlite3_close(st->db);
+	free(st->arc);
+	if (st->lock_fd >= 0)
+		close(st->lock_fd); /* after SQLite closed its own descriptors: a close drops this process's locks */
+	if (st->epochs) {
+		for (guint i = 0; i < st->epochs->len; i++) {
+			struct rm_epoch *e = g_ptr_array_index(st->epochs, i);
 
-	sqlite3_bind_int64(q, 1, session_id);
-	sqlite3_bind_text(q, 2, kind, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(q, 3, (int64_t)now_ms);
-	sqlite3_bind_text(q, 4, detail, -1, SQLITE_TRANSIENT);
-	return step_reset(st, q);
+			if (e->sink_keeps)
+				rm_rules_epoch_free(e);
+			else
+				e->store_slot = 0;
+		}
+		g_ptr_array_free(st->epochs, TRUE);
+	}
+	if (st->raw)
+		g_ptr_array_free(st->raw, TRUE);
+	tmpl_put(st->last_tmpl);
+	if (st->sessions)
+		g_hash_table_destroy(st->sessions);
+	if (st->drops)
+		g_hash_table_destroy(st->drops);
+	if (st->conns)
+		g_hash_table_destroy(st->conns);
+	if (st->limits)
+		g_array_free(st->limits, TRUE);
+	if (st->lost)
+		g_array_free(st->lost, TRUE);
+	if (st->retire)
+		g_array_free(st->retire, TRUE);
+	free(st);
 }
 
-int rm_store_raw(struct rm_store *st, int64_t session_id, uint32_t domain, uint16_t tid, const struct rm_report *r,
-		 const char *verdict, const char *reason, const uint8_t *raw, size_t len, const uint8_t *tmpl,
-		 size_t tmpl_len, uint64_t now_ms)
+struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t errlen)
 {
-	sqlite3_stmt *q = st->q[Q_RAW];
+	struct rm_store *st = calloc(1, sizeof(*st));
+	char *msg = NULL, pragmas[200];
 
-	if (st->raw_rows >= st->raw_limit) {
-		char d[160];
-
-		snprintf(d, sizeof(d), "raw record not kept (%s): max_raw_records %u reached", verdict, st->raw_limit);
-		return rm_store_drop(st, session_id, "raw-record-limit", d, now_ms) < 0 ? -1 : 0;
+	if (!st) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
 	}
-	sqlite3_bind_int64(q, 1, session_id);
-	sqlite3_bind_int64(q, 2, (int64_t)now_ms);
-	sqlite3_bind_int64(q, 3, domain);
-	sqlite3_bind_int(q, 4, tid);
-	if (r) {
-		sqlite3_bind_int64(q, 5, (int64_t)r->epoch_id);
-		sqlite3_bind_int64(q, 6, (int64_t)r->report_id);
-		sqlite3_bind_int(q, 7, r->flags);
-	} else {
-		sqlite3_bind_null(q, 5);
-		sqlite3_bind_null(q, 6);
-		sqlite3_bind_null(q, 7);
+	st->lock_fd = -1;
+	st->readonly = readonly;
+	/* No global memory statistics: they take a mutex on every allocation (refused, harmlessly, once SQLite is initialised). */
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+	st->raw_limit = 100000;
+	if (!readonly) {
+		st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (st->lock_fd < 0) {
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			rm_store_close(st);
+			return NULL;
+		}
+		if (flock(st->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+			snprintf(err, errlen, "%s: %s", path,
+				 errno == EWOULDBLOCK
+					 ? "in use by another rocemeter collect (one collector per database)"
+					 : strerror(errno));
+			rm_store_close(st);
+			return NULL;
+		}
 	}
-	sqlite3_bind_text(q, 8, verdict, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 9, reason, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_blob(q, 10, raw, (int)len, SQLITE_TRANSIENT);
-	if (tmpl)
-		sqlite3_bind_blob(q, 11, tmpl, (int)tmpl_len, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(q, 11);
-	if (step_reset(st, q) < 0)
-		return -1;
-	st->raw_rows++;
-	return 1;
+	if (sqlite3_open_v2(path, &st->db,
+			    (readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+				    SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s", path, st->db ? sqlite3_errmsg(st->db) : "cannot open");
+		rm_store_close(st);
+		return NULL;
+	}
+	sqlite3_busy_timeout(st->db, readonly ? 5000 : RM_STORE_BUSY_MS);
+	if (readonly)
+		return st;
+	st->epochs = g_ptr_array_new();
+	st->raw = g_ptr_array_new_with_free_func(raw_free);
+	st->sessions = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, sess_free);
+	st->drops = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, drop_free);
+	st->conns = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, conn_row_free);
+	st->limits = g_array_new(FALSE, FALSE, sizeof(struct limit_row));
+	g_array_set_clear_func(st->limits, limit_row_clear);
+	st->lost = g_array_new(FALSE, FALSE, sizeof(int64_t));
+	st->retire = g_array_new(FALSE, FALSE, sizeof(struct retire_only));
+	snprintf(pragmas, sizeof(pragmas),
+		 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;"
+		 " PRAGMA cache_size=-%u;",
+		 RM_STORE_CACHE_KIB);
+	sqlite3_busy_timeout(st->db, 5000);
+	if (sqlite3_exec(st->db, pragmas, NULL, NULL, &msg) != SQLITE_OK || convert_epochs(st, &msg) != SQLITE_OK ||
+	    sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK || create_view(st, &msg) != SQLITE_OK ||
+	    add_column(st, "sessions", "seq_gaps", &msg) != SQLITE_OK ||
+	    add_column(st, "sessions", "seq_missing", &msg) != SQLITE_OK ||
+	    add_column(st, "sessions", "export_time_backwards", &msg) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s", path, msg ? msg : sqlite3_errmsg(st->db));
+		sqlite3_free(msg);
+		rm_store_close(st);
+		return NULL;
+	}
+	sqlite3_busy_timeout(st->db, RM_STORE_BUSY_MS);
+	for (int i = 0; i < Q__N; i++) {
+		if (sqlite3_prepare_v3(st->db, queries[i], -1, SQLITE_PREPARE_PERSISTENT, &st->q[i], NULL) !=
+		    SQLITE_OK) {
+			snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(st->db));
+			rm_store_close(st);
+			return NULL;
+		}
+	}
+	st->raw_rows = (uint64_t)scalar(st, "SELECT count(*) FROM raw_records");
+	st->next_session = scalar(st, "SELECT coalesce(max(id), 0) + 1 FROM sessions");
+	st->next_epoch = scalar(st, "SELECT max(coalesce((SELECT max(id) FROM epoch_rows), 0),"
+				    " coalesce((SELECT max(last_id) FROM epoch_archive), 0)) + 1");
+	sqlite3_wal_hook(st->db, wal_hook, st);
+	st->last_flush_ms = mono_ms();
+	return st;
 }
 
 /* ---------------- refused connections, run limits, raw octets ---------------- */
@@ -409,35 +1496,53 @@ int rm_store_raw(struct rm_store *st, int64_t session_id, uint32_t domain, uint1
 int rm_store_connections(struct rm_store *st, uint64_t minute_ms, const char *source, const char *outcome,
 			 uint64_t count, uint64_t first_ms, uint64_t last_ms, const char *detail)
 {
-	return exec_args(st,
-			 "INSERT INTO connections (minute_ms, source, outcome, count, first_ms, last_ms, last_detail)"
-			 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(minute_ms, source, outcome) DO UPDATE SET"
-			 " count = count + ?4, last_ms = ?6, last_detail = ?7",
-			 "issiiis", (int64_t)minute_ms, source, outcome, (int64_t)count, (int64_t)first_ms,
-			 (int64_t)last_ms, detail) < 0
-		       ? -1
-		       : 0;
+	char *key = g_strdup_printf("%" PRIu64 "/%s/%s", minute_ms, outcome, source);
+	struct conn_row *c = g_hash_table_lookup(st->conns, key);
+
+	if (!c && g_hash_table_size(st->conns) >= RM_STORE_MAX_CONN_ROWS) {
+		char d[200];
+
+		g_free(key);
+		snprintf(d, sizeof(d), "%" PRIu64 " refused connections (%s from %s) not counted: database unavailable",
+			 count, outcome, source);
+		database_drop(st, 0, d);
+		return 0;
+	}
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c || !(c->source = strdup(source)) || !(c->outcome = strdup(outcome))) {
+			if (c)
+				conn_row_free(c);
+			g_free(key);
+			return -1;
+		}
+		c->minute_ms = minute_ms;
+		c->first_ms = first_ms;
+		g_hash_table_insert(st->conns, key, c);
+	} else {
+		g_free(key);
+	}
+	c->count += count;
+	c->last_ms = last_ms;
+	free(c->detail);
+	c->detail = strdup(detail ? detail : "");
+	return c->detail ? 0 : -1;
 }
 
 int rm_store_run_limit(struct rm_store *st, int64_t run_id, const char *name, uint64_t value)
 {
-	return exec_args(st, "INSERT OR REPLACE INTO run_limits (run_id, name, value) VALUES (?, ?, ?)", "isi", run_id,
-			 name, (int64_t)value) < 0
-		       ? -1
-		       : 0;
+	struct limit_row l = { run_id, value, strdup(name) };
+
+	if (!l.name)
+		return -1;
+	g_array_append_val(st->limits, l);
+	return 0;
 }
 
 uint64_t rm_store_raw_bytes(struct rm_store *st)
 {
-	sqlite3_stmt *q;
-	uint64_t n = 0;
+	int64_t n =
+		scalar(st, "SELECT coalesce(sum(length(record) + coalesce(length(template), 0)), 0) FROM raw_records");
 
-	if (sqlite3_prepare_v2(st->db,
-			       "SELECT coalesce(sum(length(record) + coalesce(length(template), 0)), 0) FROM raw_records",
-			       -1, &q, NULL) != SQLITE_OK)
-		return 0;
-	if (sqlite3_step(q) == SQLITE_ROW)
-		n = (uint64_t)sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	return n;
+	return n > 0 ? (uint64_t)n : 0;
 }

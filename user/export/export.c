@@ -8,6 +8,14 @@
  * producer touches them) and advances `head` under the mutex once the
  * message is written. Ending a session empties the ring (head = tail).
  *
+ * Records in flight: for every Data Message written, the thread remembers
+ * where it ends in the TCP stream (octets handed to the kernel, TLS
+ * records included) and how many records it carries, and forgets it once
+ * the collector's kernel has acknowledged those octets (TCP_INFO
+ * tcpi_bytes_acked, counted from the connection's establishment). When the
+ * session dies, the records of the Messages not (entirely) acknowledged
+ * are counted as lost_in_flight: the collector never received them whole.
+ *
  * Waiting: the thread sleeps in poll() on its socket and an eventfd. A
  * producer writes the eventfd only when the thread is idle-waiting for data;
  * stop always writes it. SIGPIPE and all other signals are blocked in the
@@ -61,12 +69,14 @@ struct rm_exporter {
 	int stopping;
 	uint64_t stop_deadline_ms;     /* monotonic */
 	struct rm_export_stats st;
-	char last_error[1200];
+	char last_error[1400];
 
 	/* Thread-only state. */
 	struct rm_ipfix_encoder enc;
 	uint8_t *buf;                  /* one IPFIX Message */
 	unsigned int seed;
+	struct flight *flight; /* Data Messages written and not yet acknowledged, oldest first */
+	size_t fl_first, fl_n, fl_cap;
 };
 
 /* One connection: fd, and ssl unless plain TCP. */
@@ -74,6 +84,14 @@ struct conn {
 	int fd;
 	SSL *ssl;
 	char peer[600];                /* "HOST port P (ADDR)" for messages */
+	uint64_t written;              /* plain TCP: octets handed to the kernel */
+	uint64_t acked_base;           /* tcpi_bytes_acked when the connection was established */
+};
+
+/* A Data Message in flight: where it ends in the TCP stream, and its records. */
+struct flight {
+	uint64_t end;
+	uint64_t records;
 };
 
 /* IO_ABORT: stop deadline passed in the middle of a message (no close_notify). */
@@ -233,6 +251,96 @@ static void ssl_reason(SSL *ssl, int r, const char *what, char *why, size_t whyl
 	}
 }
 
+/*
+ * struct tcp_info of the kernel (include/uapi/linux/tcp.h) beyond the part
+ * glibc's header declares (which ends with tcpi_total_retrans): the fields
+ * up to tcpi_bytes_acked (Linux 4.1).
+ */
+struct tcp_info_acked {
+	struct tcp_info base;
+	uint64_t pacing_rate, max_pacing_rate;
+	uint64_t bytes_acked;
+};
+
+/* Octets of the stream the peer's kernel acknowledged (SYN included). 0, or -1 if unknown. */
+static int tcp_bytes_acked(int fd, uint64_t *acked)
+{
+	struct tcp_info_acked ti;
+	socklen_t tl = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) < 0 || tl < sizeof(ti))
+		return -1;
+	*acked = ti.bytes_acked;
+	return 0;
+}
+
+/* Octets handed to the kernel on this connection (with TLS: the socket BIO's, handshake included). */
+static uint64_t conn_written(const struct conn *c)
+{
+	return c->ssl ? (uint64_t)BIO_number_written(SSL_get_wbio(c->ssl)) : c->written;
+}
+
+/* Octets of what this program wrote that the peer acknowledged; UINT64_MAX if unknown. */
+static uint64_t conn_acked(const struct conn *c)
+{
+	uint64_t a;
+
+	if (tcp_bytes_acked(c->fd, &a) < 0)
+		return UINT64_MAX;
+	return a - c->acked_base;
+}
+
+/* Forget the Messages the peer acknowledged entirely. */
+static void flight_prune(struct rm_exporter *x, uint64_t acked)
+{
+	while (x->fl_n && x->flight[x->fl_first].end <= acked) {
+		x->fl_first = (x->fl_first + 1) % x->fl_cap;
+		x->fl_n--;
+	}
+}
+
+/* A Data Message of records records was written entirely; then prune by what the peer acknowledged. */
+static void flight_add(struct rm_exporter *x, const struct conn *c, uint64_t records)
+{
+	if (x->fl_n == x->fl_cap) {
+		size_t cap = x->fl_cap ? x->fl_cap * 2 : 256;
+		struct flight *f = malloc(cap * sizeof(*f));
+
+		if (!f)
+			return; /* not tracked: counted as delivered */
+		for (size_t i = 0; i < x->fl_n; i++)
+			f[i] = x->flight[(x->fl_first + i) % x->fl_cap];
+		free(x->flight);
+		x->flight = f;
+		x->fl_cap = cap;
+		x->fl_first = 0;
+	}
+	x->flight[(x->fl_first + x->fl_n) % x->fl_cap] = (struct flight){ conn_written(c), records };
+	x->fl_n++;
+	flight_prune(x, conn_acked(c));
+}
+
+/*
+ * The session died: the records of the Messages the peer had not
+ * acknowledged entirely. Forgets every Message. Returns the records and,
+ * in *messages, their Messages.
+ */
+static uint64_t flight_lost(struct rm_exporter *x, const struct conn *c, uint64_t *messages)
+{
+	uint64_t acked = conn_acked(c), lost = 0;
+
+	*messages = 0;
+	if (acked != UINT64_MAX)
+		flight_prune(x, acked);
+	for (size_t i = 0; acked != UINT64_MAX && i < x->fl_n; i++) {
+		lost += x->flight[(x->fl_first + i) % x->fl_cap].records;
+		(*messages)++;
+	}
+	x->fl_first = x->fl_n = 0;
+	return lost;
+}
+
 static int set_sockopts(int fd)
 {
 	int one = 1, ka_idle = 30, ka_intvl = 10, ka_cnt = 3;
@@ -296,6 +404,9 @@ static int tcp_connect(struct rm_exporter *x, struct conn *c, uint64_t deadline,
 			}
 		}
 		c->fd = fd;
+		c->written = 0;
+		if (tcp_bytes_acked(fd, &c->acked_base) < 0)
+			c->acked_base = 0;
 		rc = IO_OK;
 		break;
 	}
@@ -436,6 +547,7 @@ static int conn_write(struct rm_exporter *x, struct conn *c, const uint8_t *buf,
 
 			if (n >= 0) {
 				off += (size_t)n;
+				c->written += (uint64_t)n;
 				continue;
 			}
 			if (errno == EINTR)
@@ -601,6 +713,7 @@ static int serve(struct rm_exporter *x, struct conn *c, char *why, size_t whylen
 		rc = conn_write(x, c, x->buf, len, why, whylen);
 		if (rc != IO_OK)
 			return rc;
+		flight_add(x, c, used);
 		pthread_mutex_lock(&x->mu);
 		x->head += used;
 		x->st.records_sent += used;
@@ -616,7 +729,7 @@ static void *exporter_thread(void *arg)
 {
 	struct rm_exporter *x = arg;
 	uint64_t backoff = BACKOFF_MIN_MS;
-	char why[1024], msg[1200];
+	char why[1024], msg[1400];
 
 	while (!stopping(x, NULL)) {
 		struct conn c = { .fd = -1 };
@@ -631,12 +744,23 @@ static void *exporter_thread(void *arg)
 			/* Established: serve until failure or stop. */
 			started = now_ms();
 			rc = serve(x, &c, why, sizeof(why));
+			if (rc == IO_FAIL) {
+				uint64_t nm, lost = flight_lost(x, &c, &nm);
+
+				pthread_mutex_lock(&x->mu);
+				x->st.lost_in_flight += lost;
+				pthread_mutex_unlock(&x->mu);
+				snprintf(msg, sizeof(msg),
+					 "Transport Session %llu lost: %s; %llu records in %llu messages were sent but "
+					 "not acknowledged by the collector (lost in flight)",
+					 (unsigned long long)x->session_count, why, (unsigned long long)lost,
+					 (unsigned long long)nm);
+			}
+			x->fl_first = x->fl_n = 0;
 			end_session(x, rc == IO_FAIL);
 			conn_close(&c, rc == IO_STOP, x);
 			if (rc != IO_FAIL)
 				break;
-			snprintf(msg, sizeof(msg), "Transport Session %llu lost: %s",
-				 (unsigned long long)x->session_count, why);
 			fail_log(x, msg);
 			if (now_ms() - started >= BACKOFF_RESET_AFTER_MS)
 				backoff = BACKOFF_MIN_MS;
@@ -834,6 +958,7 @@ void rm_exporter_stop_stats(struct rm_exporter *x, int flush_timeout_ms, struct 
 	SSL_CTX_free(x->ctx);
 	free(x->ring);
 	free(x->buf);
+	free(x->flight);
 	free(x);
 }
 

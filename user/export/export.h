@@ -20,7 +20,9 @@
  *   5. on any failure (connect, handshake, authorisation, write, peer close)
  *      logs the reason on stderr ("rocemeter: export: ..."), ends the session
  *      (records still queued for it are counted as dropped_session_lost and
- *      never resent: their epoch and report IDs belong to that session), and
+ *      never resent: their epoch and report IDs belong to that session;
+ *      records already written whose Messages the collector's kernel had
+ *      not acknowledged are counted as lost_in_flight), and
  *      reconnects with bounded exponential backoff: 100 ms doubling to 30 s,
  *      each delay drawn uniformly from [delay/2, delay]; the delay falls back
  *      to 100 ms after a session that lasted at least 10 s.
@@ -61,6 +63,8 @@ struct rm_exporter;
 	X(sessions_lost, COUNTER, "sessions_lost", NULL,                                                   \
 	  "established sessions that ended on an error or a peer close")                                    \
 	X(records_sent, COUNTER, "records_sent", NULL, "Data Records written to the session")              \
+	X(lost_in_flight, COUNTER, "records_lost_in_flight", NULL,                                         \
+	  "of records_sent: in Messages the collector had not acknowledged (TCP) when their session died")  \
 	X(messages_sent, COUNTER, "messages_sent", NULL, "IPFIX Messages written, Templates included")     \
 	X(bytes_sent, COUNTER, "sent_bytes", NULL, "IPFIX octets written, before TLS")                     \
 	X(dropped_queue_full, COUNTER, "records_dropped", "queue_full",                                    \

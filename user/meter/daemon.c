@@ -426,9 +426,11 @@ static void teardown(struct rm_daemon *d)
 		rm_exporter_stop_stats(d->sink.exporter, 5000, &es);
 		rm_log(RM_LOG_NOTICE,
 		       "export: %" PRIu64 " records sent in %" PRIu64 " sessions; dropped: %" PRIu64
-		       " queue full, %" PRIu64 " without session, %" PRIu64 " with a lost session",
+		       " queue full, %" PRIu64 " without session, %" PRIu64 " with a lost session; %" PRIu64
+		       " lost in flight (sent, never acknowledged by the collector before its session died); %" PRIu64
+		       " epochs closed because a new Transport Session began (their final reports had no session)",
 		       es.records_sent, es.sessions, es.dropped_queue_full, es.dropped_no_session,
-		       es.dropped_session_lost);
+		       es.dropped_session_lost, es.lost_in_flight, d->sink.discarded);
 		d->sink.exporter = NULL;
 	}
 	if (d->link_fd >= 0)

@@ -1,0 +1,346 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""`rocemeter collect` when its database misbehaves ([SEQOBS] "Collector
+Processing": outcomes preserved on retirement, collector resource drops
+kept apart from network loss, finite limits shown to the operator).
+
+- A database on a small tmpfs that fills up while a session streams, then
+  gets space back: nothing is lost silently; every epoch ends up stored
+  with its outcome, and every record that could not be stored is a counted
+  collector resource drop that `rocemeter report --limits` shows.
+- A database write-locked by another process (Python's sqlite3 holding
+  BEGIN EXCLUSIVE) while a session streams: once the lock goes, the
+  session and its epochs are stored under the session's own ID. The
+  metrics show the database unavailable meanwhile, and count the
+  `database` drops as they happen.
+- kill -9, then a restart on the same database: the dead run's open
+  sessions end and their open epochs are retired as incomplete ("collector
+  restarted").
+
+IPFIX Messages are written by hand (the helpers of test_collector.py,
+from RFC 7011 and [SEQOBS]); expected values come from what was sent.
+Needs root for the tmpfs mount (the other tests do not).
+"""
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from test_collector import (BIN, EXPORTER, WAIT, Collector, close_tls, data_msg, epochs, free_port, later, pki,
+                            report, templates_msg)
+
+pytestmark = pytest.mark.skipif(not os.path.exists(BIN), reason="build/rocemeter not built")
+
+__all__ = ["pki"]  # the module-scoped PKI fixture of test_collector.py
+
+
+class StoreCollector(Collector):
+    """A collector whose database may live apart from its log (a tmpfs that fills up)."""
+
+    def __init__(self, db, logdir, pki, *extra):
+        self.port = free_port()
+        self.db = str(db)
+        self.errpath = os.path.join(str(logdir), "collector.log")
+        self.pki = pki
+        args = [BIN, "collect", "--listen", f"127.0.0.1:{self.port}", "--db", self.db,
+                "--cert", f"{pki}/collector.pem", "--key", f"{pki}/collector.key",
+                "--ca", f"{pki}/ca.pem", "--peer-name", EXPORTER] + list(extra)
+        self.err = open(self.errpath, "a")
+        self.proc = subprocess.Popen(args, stderr=self.err)
+        self.wait_for(lambda: self.log().count("listening on") > self.starts_before, "collector start")
+
+    starts_before = 0
+
+
+def start(db, logdir, pki, *extra):
+    before = 0
+    path = os.path.join(str(logdir), "collector.log")
+    if os.path.exists(path):
+        with open(path) as f:
+            before = f.read().count("listening on")
+    StoreCollector.starts_before = before
+    return StoreCollector(db, logdir, pki, *extra)
+
+
+def metric(c, name):
+    """The value of an unlabelled or labelled series (name as printed, labels included) of the
+    collector's /metrics (collect --metrics 127.0.0.1:0: the port is in its log)."""
+    c.wait_for(lambda: re.search(r"metrics: serving /metrics on \S+ \(port (\d+)\)", c.log()), "metrics server")
+    port = re.findall(r"metrics: serving /metrics on \S+ \(port (\d+)\)", c.log())[-1]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        body = r.read().decode()
+    m = re.search(r"^%s (\d+)$" % re.escape(name), body, re.M)
+    assert m, (name, body)
+    return int(m.group(1))
+
+
+def epoch_stream(n_epochs, first_epoch=1, rid=1, final=False):
+    """Data Messages with report rid of epochs first_epoch.., 100 records per Message."""
+    rs = []
+    for e in range(first_epoch, first_epoch + n_epochs):
+        r = report(epoch=e, rid=1)
+        rs.append(later(r, rid, final=final) if rid > 1 or final else r)
+    return [data_msg(*rs[i:i + 100], seq=0) for i in range(0, len(rs), 100)]
+
+
+def invalid_msg(epoch):
+    """A record that breaks a record rule (pending != 0 in a final record): kept raw."""
+    return data_msg(report(epoch=epoch, rid=1, flags=0x21, pending=1, skipped=2), seq=0)
+
+
+def count(c, sql, *args):
+    rows = c.query(sql, *args)
+    return rows[0][0] if rows else None
+
+
+# ------------------------------------------------------------ a full disk
+
+@pytest.fixture
+def small_fs(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    d = f"/tmp/rm-full-{os.getpid()}"
+    os.makedirs(d, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", d], check=True)
+    yield d
+    subprocess.run(["umount", "-l", d], check=False)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def fill(path):
+    """Take every free block of the file system that holds path."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for chunk in (65536, 4096, 512, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * chunk)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+
+
+def test_database_full_then_space_returns(small_fs, tmp_path, pki):
+    n_epochs, n_invalid = 3000, 20
+    c = start(os.path.join(small_fs, "c.db"), tmp_path, pki, "--metrics", "127.0.0.1:0")
+    try:
+        s = c.connect()
+        s.settimeout(WAIT)  # a collector that stops reading fails the test instead of hanging it
+        s.sendall(templates_msg())
+        # Session 1 is stored; then the disk fills up.
+        c.wait_for(lambda: c.query("SELECT id FROM sessions WHERE id = 1"), "session row")
+        filler = os.path.join(small_fs, "filler")
+        fill(filler)
+        for m in epoch_stream(n_epochs):
+            s.sendall(m)
+        for i in range(n_invalid):
+            s.sendall(invalid_msg(100000 + i))
+        for m in epoch_stream(n_epochs, rid=2, final=True):
+            s.sendall(m)
+        c.wait_for(lambda: "database" in c.log() and "full" in c.log(), "the database error logged")
+        time.sleep(1.5)  # more failed attempts while full: the log stays short
+        os.unlink(filler)  # space returns
+        close_tls(s)
+        sess = c.wait_ended(1)
+        c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE outcome = 'complete'") == n_epochs,
+                   "every epoch stored once space returned")
+        c.wait_for(lambda: metric(c, "rocemeter_collector_database_unavailable") == 0, "the database writable")
+        metric_drops = metric(c, 'rocemeter_collector_resource_drops_total{limit="database"}')
+    finally:
+        assert c.stop() == 0
+    log = c.log()
+    assert sum("database" in line for line in log.splitlines()) <= 6, log
+    (s1,) = sess
+    assert s1["accepted"] == 2 * n_epochs and s1["invalid"] == n_invalid
+    assert s1["end_reason"] == "peer closed the session"
+    es = epochs(c)
+    assert len(es) == n_epochs + n_invalid
+    ok = [e for e in es if e["outcome"] == "complete"]
+    assert len(ok) == n_epochs and all(e["reports_accepted"] == 2 and e["session_id"] == 1 for e in ok)
+    assert all(e["retired_ms"] is not None for e in es)
+    # Every invalid record is either kept raw or a counted collector resource drop.
+    kept = count(c, "SELECT count(*) FROM raw_records WHERE verdict = 'invalid'")
+    dropped = count(c, "SELECT coalesce(sum(count), 0) FROM drops WHERE kind = 'database'")
+    assert kept + dropped == n_invalid, (kept, dropped)
+    assert metric_drops == dropped, (metric_drops, dropped)
+    p = subprocess.run([BIN, "report", "--db", c.db, "--limits"], capture_output=True, text=True)
+    assert p.returncode == 0
+    if dropped:
+        assert f"database              {dropped}" in p.stdout, p.stdout
+
+
+# ------------------------------------------------------------ a write lock held by another process
+
+def test_database_write_locked(tmp_path, pki):
+    c = start(tmp_path / "c.db", tmp_path, pki, "--metrics", "127.0.0.1:0")
+    try:
+        lock = sqlite3.connect(c.db, isolation_level=None, timeout=30)
+        lock.execute("BEGIN EXCLUSIVE")
+        try:
+            s = c.connect()
+            s.settimeout(WAIT)  # a collector that stops reading fails the test instead of hanging it
+            s.sendall(templates_msg())
+            for m in epoch_stream(300):
+                s.sendall(m)
+            for m in epoch_stream(300, rid=2, final=True):
+                s.sendall(m)
+            s.sendall(invalid_msg(5000))
+            close_tls(s)
+            # Held well past any single busy timeout (today 5 s per statement).
+            c.wait_for(lambda: "locked" in c.log() or "busy" in c.log(), "the lock noticed")
+            assert metric(c, "rocemeter_collector_database_unavailable") == 1
+            time.sleep(7)
+        finally:
+            lock.execute("ROLLBACK")
+            lock.close()
+        sess = c.wait_ended(1)
+        c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE outcome = 'complete'") == 300,
+                   "the epochs stored after the lock")
+        assert metric(c, "rocemeter_collector_database_unavailable") == 0
+        assert metric(c, 'rocemeter_collector_resource_drops_total{limit="database"}') == 0
+    finally:
+        assert c.stop() == 0
+    (s1,) = sess
+    assert s1["id"] == 1 and s1["accepted"] == 600 and s1["ended_ms"] is not None
+    assert s1["peer_subject"] and EXPORTER in s1["peer_subject"]
+    es = epochs(c)
+    assert {e["session_id"] for e in es} == {1}
+    assert len([e for e in es if e["outcome"] == "complete" and e["reports_accepted"] == 2]) == 300
+    # The invalid record waited in memory: kept raw, nothing dropped.
+    assert count(c, "SELECT count(*) FROM raw_records WHERE verdict = 'invalid' AND session_id = 1") == 1
+    assert count(c, "SELECT count(*) FROM drops") == 0
+
+
+# ------------------------------------------------------------ crash recovery
+
+def test_restart_after_kill_retires_open_epochs(tmp_path, pki):
+    db = tmp_path / "c.db"
+    c = start(db, tmp_path, pki)
+    s = c.connect()
+    r_final = report(epoch=2, rid=1)
+    s.sendall(templates_msg() + data_msg(report(epoch=1, rid=1), later(report(epoch=1, rid=1), 2), r_final,
+                                         later(r_final, 2, final=True)))
+    c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE last_report_id = 2") == 2, "epochs committed")
+    c.proc.send_signal(signal.SIGKILL)
+    c.proc.wait(timeout=WAIT)
+    s.close()
+    c.err.close()
+    assert c.query("SELECT ended_ms FROM sessions")[0]["ended_ms"] is None  # the dead run left it open
+
+    c2 = start(db, tmp_path, pki)
+    try:
+        c2.wait_for(lambda: "collector restarted" in c2.log(), "the recovery logged")
+        (sess,) = c2.query("SELECT * FROM sessions")
+        assert sess["ended_ms"] is not None and "collector restarted" in sess["end_reason"]
+        e1, e2 = epochs(c2)
+        assert e1["outcome"] == "incomplete" and "collector restarted" in e1["reason"]
+        assert "without a final report (last report 2)" in e1["reason"]
+        assert e1["retired_ms"] is not None and e1["last_report_id"] == 2
+        assert e2["outcome"] == "complete" and e2["retired_ms"] is not None  # settled before the crash
+        # The new run's sessions carry on with new IDs.
+        s = c2.connect()
+        s.sendall(templates_msg() + data_msg(report(epoch=1, rid=1)))
+        close_tls(s)
+        c2.wait_ended(2)
+        assert [x["id"] for x in c2.query("SELECT id FROM sessions ORDER BY id")] == [1, 2]
+    finally:
+        assert c2.stop() == 0
+    p = subprocess.run([BIN, "report", "--db", str(db), "--outcome", "open"], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout == ""
+
+
+# ------------------------------------------------------------ written, then retired
+
+def test_written_epochs_then_retired(tmp_path, pki):
+    """Epochs stored while retained (a settled one, an open one), then retired by the session's
+    end: the settled one keeps its outcome and counters and gets its retirement time; the open
+    one becomes incomplete ([SEQOBS] "Collector Processing": a session failure without
+    finalEpoch leaves the epoch incomplete)."""
+    c = start(tmp_path / "c.db", tmp_path, pki)
+    try:
+        s = c.connect()
+        r1 = report(epoch=1, rid=1)
+        s.sendall(templates_msg() + data_msg(r1, later(r1, 2, final=True), report(epoch=2, rid=1)))
+        c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE retired_ms IS NULL") == 2,
+                   "both epochs stored while retained")
+        close_tls(s)
+        c.wait_ended(1)
+        c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE retired_ms IS NOT NULL") == 2,
+                   "both epochs retired")
+    finally:
+        assert c.stop() == 0
+    e1, e2 = epochs(c)
+    assert (e1["outcome"], e1["state"], e1["reports_accepted"], e1["last_report_id"]) == ("complete", "final", 2, 2)
+    assert e1["requests"] == later(r1, 2)["requests"] and e1["reason"] == ""
+    assert e2["outcome"] == "incomplete" and "peer closed the session without a final report" in e2["reason"]
+
+
+# ------------------------------------------------------------ a database of the earlier layout
+
+EARLIER_LAYOUT = """
+CREATE TABLE runs (id INTEGER PRIMARY KEY, started_ms INTEGER, stopped_ms INTEGER, listen TEXT, transport TEXT,
+ max_sessions INTEGER, max_epochs INTEGER, max_raw_records INTEGER, inactivity_timeout_ms INTEGER, pen INTEGER);
+CREATE TABLE sessions (id INTEGER PRIMARY KEY, run_id INTEGER, peer TEXT, peer_subject TEXT, transport TEXT,
+ started_ms INTEGER, ended_ms INTEGER, end_reason TEXT, messages INTEGER DEFAULT 0, records INTEGER DEFAULT 0,
+ octets INTEGER DEFAULT 0, rejected INTEGER DEFAULT 0, accepted INTEGER DEFAULT 0, repeats INTEGER DEFAULT 0,
+ stale INTEGER DEFAULT 0, orphans INTEGER DEFAULT 0, unsupported INTEGER DEFAULT 0, invalid INTEGER DEFAULT 0,
+ after_invalid INTEGER DEFAULT 0, key_conflicts INTEGER DEFAULT 0, resource_drops INTEGER DEFAULT 0,
+ unbound INTEGER DEFAULT 0);
+CREATE TABLE epoch_keys (id INTEGER PRIMARY KEY, session_id INTEGER, domain INTEGER, observation_point_id INTEGER,
+ family INTEGER, src TEXT, dst TEXT, dest_qp INTEGER, pkey INTEGER, has_vlan_ns INTEGER, vlan_outer INTEGER,
+ vlan_inner INTEGER, epoch_id INTEGER, first_seen_ms INTEGER);
+CREATE INDEX epoch_keys_by_key ON epoch_keys(session_id, domain, epoch_id);
+CREATE TABLE epoch_state (id INTEGER PRIMARY KEY, window INTEGER, flags INTEGER, flags_seen INTEGER,
+ flow_start_ms INTEGER, flow_end_ms INTEGER, first_report_id INTEGER, last_report_id INTEGER,
+ reports_accepted INTEGER, missing_initial INTEGER, missing_reports INTEGER, gaps INTEGER, repeats INTEGER,
+ stale INTEGER, unsupported INTEGER, ignored INTEGER, requests INTEGER, skipped INTEGER, filled INTEGER,
+ expired INTEGER, abandoned INTEGER, pending INTEGER, repeated INTEGER, unclassified_late INTEGER, state TEXT,
+ outcome TEXT, reason TEXT, last_seen_ms INTEGER, retired_ms INTEGER);
+CREATE VIEW epochs AS SELECT k.id AS id, session_id, domain, observation_point_id, family, src, dst, dest_qp, pkey,
+ has_vlan_ns, vlan_outer, vlan_inner, epoch_id, window, flags, flags_seen, flow_start_ms, flow_end_ms,
+ first_report_id, last_report_id, reports_accepted, missing_initial, missing_reports, gaps, repeats, stale,
+ unsupported, ignored, requests, skipped, filled, expired, abandoned, pending, repeated, unclassified_late, state,
+ outcome, reason, first_seen_ms, last_seen_ms, retired_ms FROM epoch_keys k JOIN epoch_state s ON s.id = k.id;
+CREATE TABLE raw_records (id INTEGER PRIMARY KEY, session_id INTEGER, received_ms INTEGER, domain INTEGER,
+ template_id INTEGER, epoch_id INTEGER, report_id INTEGER, flags INTEGER, verdict TEXT, reason TEXT, record BLOB,
+ template BLOB);
+CREATE TABLE drops (session_id INTEGER, kind TEXT, count INTEGER, first_ms INTEGER, last_ms INTEGER,
+ last_detail TEXT, PRIMARY KEY(session_id, kind));
+INSERT INTO runs (id, started_ms, listen, transport) VALUES (1, 1700000000000, '127.0.0.1:4740', 'tls');
+INSERT INTO sessions (id, run_id, peer, started_ms) VALUES (1, 1, '127.0.0.1:1', 1700000000000);
+INSERT INTO epoch_keys VALUES (1, 1, 0, 7, 4, '192.0.2.1', '192.0.2.2', 291, 65535, 0, 0, 0, 9, 1700000000000);
+INSERT INTO epoch_state VALUES (1, 4, 32, 32, 1700000000000, 1700000000500, 1, 3, 3, 0, 0, 0, 0, 0, 0, 0,
+ 9, 3, 3, 0, 0, 0, 1, 0, 'open', 'open', '', 1700000000000, NULL);
+"""
+
+
+def test_earlier_layout_converted(tmp_path, pki):
+    """A database written by the earlier layout (epoch_keys + epoch_state behind the view epochs),
+    left by a run that died with a session open: converted at start, its rows kept with their IDs,
+    the dead run's open epoch retired as incomplete, new IDs continue after the old ones."""
+    db = tmp_path / "old.db"
+    con = sqlite3.connect(str(db))
+    con.executescript(EARLIER_LAYOUT)
+    con.close()
+    c = start(db, tmp_path, pki)
+    try:
+        c.wait_for(lambda: "collector restarted" in c.log(), "the recovery logged")
+        s = c.connect()
+        s.sendall(templates_msg() + data_msg(report(epoch=1, rid=1)))
+        close_tls(s)
+        c.wait_ended(2)
+    finally:
+        assert c.stop() == 0
+    es = epochs(c)
+    assert [e["id"] for e in es] == [1, 2]
+    old = es[0]
+    assert (old["epoch_id"], old["src"], old["requests"], old["last_report_id"]) == (9, "192.0.2.1", 9, 3)
+    assert old["outcome"] == "incomplete" and "collector restarted" in old["reason"]
+    assert es[1]["session_id"] == 2 and es[1]["outcome"] == "incomplete"
+    assert c.query("SELECT count(*) AS n FROM sqlite_master WHERE name IN ('epoch_keys', 'epoch_state')")[0]["n"] == 0
