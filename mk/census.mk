@@ -5,3 +5,10 @@
 # --connections` (user/meter/).
 BPF_NAMES      += census
 ROCEMETER_SRCS += user/census/census.c user/census/connections.c
+# The opcode classes against the BTH opcode table, the eligibility rule, the
+# [provision] section read back by the configuration loader, the JSON.
+CHECK_PROGS    += $(BUILD)/tests/unit/test_connections
+# `connections FILE...` over the real captures against tshark, over a
+# synthetic capture (READ, atomics, UD, UC, CNP, malformed, VLANs, IPv6), and
+# its [provision] lines replayed with `replay --config`.
+CHECK_SCRIPTS  += selftests/bpf/test_connections.py

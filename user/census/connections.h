@@ -23,14 +23,14 @@
  * Responses and CNPs under the key never exclude it: the meter does not
  * look at them ([SEQOBS]: they "do not change request state").
  */
-#define RM_CONN_EXCLUSIONS(X)                           \
-	X(NO_REQUESTS, "no_requests", "no requests")    \
-	X(READ, "read", "RDMA READ")                    \
-	X(ATOMIC, "atomic", "atomics")                  \
-	X(OTHER_RC, "other_rc", "other RC requests")    \
-	X(UC, "uc", "UC")                               \
-	X(UD, "ud", "UD")                               \
-	X(OTHER, "other", "RD, XRC or unknown opcodes") \
+#define RM_CONN_EXCLUSIONS(X)                        \
+	X(NO_REQUESTS, "no_requests", "no requests") \
+	X(READ, "read", "RDMA READ")                 \
+	X(ATOMIC, "atomic", "atomics")               \
+	X(OTHER_RC, "other_rc", "other RC requests") \
+	X(UC, "uc", "UC")                            \
+	X(UD, "ud", "UD")                            \
+	X(OTHER, "other", "RD/XRC/other opcodes")    \
 	X(MALFORMED, "malformed", "malformed requests")
 
 #define RM_CONN_EXCL_ENUM_(suffix, name, words) RM_CONN_EXCL_BIT_##suffix,

@@ -47,6 +47,9 @@ static void usage(FILE *f)
 		"  -f, --flowlabel DIR      also attach the IPv6 Flow Label program (ingress|egress)\n"
 		"  -H, --hash VARIANT       flow-label hash: literal (default), crc32, crc32c, mpeg2\n"
 		"  -F, --flowlabel-only     attach only the flow-label program and return\n"
+		"  -C, --census             also count the RoCEv2 connections at tc ingress\n"
+		"                           (rocemeter status IFACE --connections shows them as\n"
+		"                           [provision] lines; not with --mirror)\n"
 		"  -i, --report-interval MS every MS ms, non-final reports of the open epochs that\n"
 		"                           counted a request since their last report\n"
 		"                           (default %u, or [export] report_interval_ms; 0: finals only)\n"
@@ -114,6 +117,7 @@ static int cmd_attach(int argc, char **argv)
 		{ "report-interval", required_argument, 0, 'i' }, { "replace-stale", no_argument, 0, 'R' },
 		{ "help", no_argument, 0, 'h' },
 		{ "metrics", required_argument, 0, O_METRICS }, { "wide", no_argument, 0, 'W' },
+		{ "census", no_argument, 0, 'C' },
 		{ 0 },
 	};
 	static struct rm_config_file cfg; /* large: static */
@@ -126,7 +130,7 @@ static int cmd_attach(int argc, char **argv)
 
 	memset(&o, 0, sizeof(o));
 	rm_config_overrides_init(&o.overrides);
-	while ((opt = getopt_long(argc, argv, "c:M:mw:af:H:Fjki:RhW", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:M:mw:af:H:Fjki:RhWC", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': o.config_path = optarg; break;
 		case 'M': mode = optarg; break;
@@ -156,6 +160,7 @@ static int cmd_attach(int argc, char **argv)
 			break;
 		case O_METRICS: o.metrics = optarg; break;
 		case 'W': o.wide = 1; break;
+		case 'C': o.census = 1; break;
 		case 'h': usage(stdout); return RM_EXIT_OK;
 		default: usage(stderr); return RM_EXIT_USAGE;
 		}
@@ -175,6 +180,11 @@ static int cmd_attach(int argc, char **argv)
 		return RM_EXIT_USAGE;
 	}
 	o.generic = !strcmp(mode, "generic");
+	if (o.census && o.mirror) {
+		/* tc ingress runs after XDP, which drops every frame in mirror mode. */
+		rm_log_cmd(RM_LOG_ERR, "--census counts at tc ingress, after XDP: with --mirror it would see no frame");
+		return RM_EXIT_USAGE;
+	}
 	if (fl_dir) {
 		flo.direction = rm_flowlabel_direction_from_name(fl_dir);
 		if (flo.direction < 0) {

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * cmd_detach.c - `rocemeter detach IFACE`: stop the daemon on IFACE (its
- * open epochs get final reports), remove the flow-label program and every
- * pin of the interface, also those a crashed attachment left.
+ * open epochs get final reports), remove the flow-label program, the
+ * connection census and every pin of the interface, also those a crashed
+ * attachment left.
  */
 #include <net/if.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "census/census.h"
 #include "common/command.h"
 #include "common/log.h"
 #include "common/paths.h"
@@ -27,7 +29,8 @@ static int cmd_detach(int argc, char **argv)
 		fprintf(help ? stdout : stderr,
 			"Usage: rocemeter detach IFACE\n\n"
 			"Stop the meter daemon on IFACE (its open epochs get final reports), remove\n"
-			"the flow-label program and every pin under /sys/fs/bpf/rocemeter/IFACE/.\n\n"
+			"the flow-label program, the connection census and every pin under\n"
+			"/sys/fs/bpf/rocemeter/IFACE/.\n\n"
 			"Options:\n"
 			"  -h, --help   this text\n");
 		return help ? RM_EXIT_OK : RM_EXIT_USAGE;
@@ -50,6 +53,10 @@ static int cmd_detach(int argc, char **argv)
 	}
 	if (rm_flowlabel_detach(argv[1], err, sizeof(err)) == 0) {
 		printf("removed the flow-label program from %s\n", argv[1]);
+		did = 1;
+	}
+	if (rm_census_detach(argv[1], err, sizeof(err)) == 0) {
+		printf("removed the connection census from %s\n", argv[1]);
 		did = 1;
 	}
 	if (!rm_paths_pin_dir(argv[1], path, sizeof(path)))

@@ -2,7 +2,8 @@
 /*
  * cmd_status.c - `rocemeter status [IFACE] [--json]`: statistics and live
  * contexts read from the pinned maps (atomic snapshots with BPF_F_LOCK),
- * the daemon's export counters, and the flow-label program's statistics.
+ * the daemon's export counters, and the flow-label program's statistics;
+ * with --connections, the connection census of `attach --census` instead.
  * Stops nothing and changes nothing.
  */
 #include <arpa/inet.h>
@@ -18,7 +19,10 @@
 
 #include <bpf/bpf.h>
 
+#include "census/census.h"
+#include "census/connections.h"
 #include "common/command.h"
+#include "common/errmsg.h"
 #include "common/jsonw.h"
 #include "common/log.h"
 #include "common/paths.h"
@@ -257,6 +261,55 @@ flowlabel:
 	rm_flowlabel_status(ifname, stdout, 0);
 }
 
+/* The connection census of `attach --census` on one interface, as text. */
+static void census_text(const char *ifname)
+{
+	struct rm_census_result res;
+	struct rm_census c;
+	char err[512];
+	int rc = rm_census_open_pinned(&c, ifname, err, sizeof(err));
+
+	printf("%s:\n", ifname);
+	if (rc == 1) {
+		printf("no connection census (rocemeter attach %s --census, or rocemeter connections --live %s)\n",
+		       ifname, ifname);
+		return;
+	}
+	if (rc == 0 && (rc = rm_census_read(&c, &res)) < 0)
+		rm_errf(err, sizeof(err), "cannot read the census of %s: %s", ifname, strerror(-rc));
+	rm_census_close(&c);
+	if (rc) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		return;
+	}
+	rm_conn_write_text(stdout, &res, -1, RM_CONN_TABLE | RM_CONN_PROVISION);
+	rm_census_result_free(&res);
+}
+
+/* The same as a JSON object (docs/json.md "connections"): interface, census_attached and the census's keys. */
+static json_t *census_json(const char *ifname)
+{
+	struct rm_census_result res;
+	struct rm_census c;
+	json_t *o = json_object();
+	char err[512];
+	int rc = rm_census_open_pinned(&c, ifname, err, sizeof(err));
+
+	json_object_set_new(o, "interface", rm_json_text(ifname));
+	if (rc == 0 && (rc = rm_census_read(&c, &res)) < 0)
+		rm_errf(err, sizeof(err), "cannot read the census of %s: %s", ifname, strerror(-rc));
+	if (rc != 1)
+		rm_census_close(&c);
+	json_object_set_new(o, "census_attached", json_boolean(rc == 0));
+	if (rc < 0)
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+	if (rc)
+		return o;
+	rm_conn_set_json(o, &res, -1);
+	rm_census_result_free(&res);
+	return o;
+}
+
 /* One interface as a JSON object (docs/json.md "status"). */
 static json_t *status_json(const char *ifname)
 {
@@ -306,20 +359,35 @@ flowlabel:
 	return o;
 }
 
+/* One interface: its status or (connections) its census, as text or appended to all. */
+static void show(const char *ifname, int json, int connections, json_t *all)
+{
+	if (json)
+		json_array_append_new(all, connections ? census_json(ifname) : status_json(ifname));
+	else if (connections)
+		census_text(ifname);
+	else
+		status_text(ifname);
+}
+
 static int cmd_status(int argc, char **argv)
 {
-	static const struct option opts[] = { { "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0 } };
-	int json = 0, opt, count = 0;
+	static const struct option opts[] = { { "json", no_argument, 0, 'j' },
+					      { "connections", no_argument, 0, 'C' },
+					      { "help", no_argument, 0, 'h' },
+					      { 0 } };
+	int json = 0, opt, count = 0, connections = 0;
 	json_t *all = json_array();
 	char dir[512];
 	DIR *d;
 	struct dirent *e;
 
-	while ((opt = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "jCh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'j': json = 1; break;
+		case 'C': connections = 1; break;
 		case 'h':
-			printf("Usage: rocemeter status [IFACE] [--json]\n\n"
+			printf("Usage: rocemeter status [IFACE] [--json] [--connections]\n\n"
 			       "Show the meter's statistics and live contexts (atomic snapshots of the\n"
 			       "pinned maps), the connections a profile violation disabled (and the\n"
 			       "fail-safe of a full violations map: 'rocemeter reenable'), the daemon's\n"
@@ -328,18 +396,18 @@ static int cmd_status(int argc, char **argv)
 			       "program's statistics. Without IFACE: every interface with pins under\n"
 			       "/sys/fs/bpf/rocemeter/. The statistics are described in docs/meter.md.\n\n"
 			       "Options:\n"
-			       "  -j, --json   one JSON array, one object per interface (docs/json.md)\n"
-			       "  -h, --help   this text\n");
+			       "  -j, --json          one JSON array, one object per interface (docs/json.md)\n"
+			       "  -C, --connections   instead, the RoCEv2 connections the census of\n"
+			       "                      'attach --census' counted, with ready [provision]\n"
+			       "                      lines (as 'rocemeter connections')\n"
+			       "  -h, --help          this text\n");
 			return RM_EXIT_OK;
 		default: return RM_EXIT_USAGE;
 		}
 	}
 	if (optind < argc) {
 		for (int i = optind; i < argc; i++) {
-			if (json)
-				json_array_append_new(all, status_json(argv[i]));
-			else
-				status_text(argv[i]);
+			show(argv[i], json, connections, all);
 			count++;
 		}
 	} else {
@@ -347,10 +415,7 @@ static int cmd_status(int argc, char **argv)
 			while ((e = readdir(d))) {
 				if (e->d_name[0] == '.')
 					continue;
-				if (json)
-					json_array_append_new(all, status_json(e->d_name));
-				else
-					status_text(e->d_name);
+				show(e->d_name, json, connections, all);
 				count++;
 			}
 			closedir(d);

@@ -19,8 +19,10 @@
 #include <linux/if_link.h>
 #include <systemd/sd-daemon.h>
 
+#include "census/census.h"
 #include "common/errmsg.h"
 #include "common/jsonw.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/paths.h"
@@ -69,6 +71,7 @@ struct rm_daemon {
 	int link_fd;
 	int keep_pins;
 	int flowlabel;
+	int census;
 	struct rm_metrics_server *metrics;
 	struct rm_daemon_stats pub; /* the counters a scrape shows: written under the server's lock */
 	uint64_t pub_session;
@@ -427,6 +430,8 @@ static void teardown(struct rm_daemon *d)
 		close(d->link_fd); /* the XDP link goes with its last reference */
 	if (d->flowlabel && rm_flowlabel_detach(d->ifname, err, sizeof(err)) < 0)
 		rm_log(RM_LOG_ERR, "%s", err);
+	if (d->census && rm_census_detach(d->ifname, err, sizeof(err)) < 0)
+		rm_log(RM_LOG_ERR, "%s", err);
 	rm_reporter_free(&d->rep);
 	rm_observe_free(&d->obs);
 	rm_meter_unload(&d->meter);
@@ -524,6 +529,13 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 			goto fail;
 		d->flowlabel = 1;
 	}
+	if (o->census) {
+		struct rm_census c;
+
+		if (rm_census_attach(&c, d->ifname, RM_CENSUS_MAX_CONNECTIONS_DEFAULT, 1, err, errlen))
+			goto fail;
+		d->census = 1;
+	}
 	if (!rm_paths_run_file(d->ifname, RM_RUN_PID, path, sizeof(path)) && (pidf = fopen(path, "w"))) {
 		fprintf(pidf, "%d\n", getpid());
 		fclose(pidf);
@@ -551,10 +563,11 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 	}
 
 	rm_log(RM_LOG_NOTICE,
-	       "attached to %s (ifindex %d, %s XDP, W %u, max_contexts %u%s%s%s); maps pinned under %s/rocemeter/%s",
+	       "attached to %s (ifindex %d, %s XDP, W %u, max_contexts %u%s%s%s%s); maps pinned under %s/rocemeter/%s",
 	       d->ifname, d->ifindex, mode, d->cfg.meter.window, d->cfg.meter.max_contexts,
 	       d->cfg.meter.provision_all ? ", provision_all" : "", o->mirror ? ", mirror" : "",
-	       d->meter.dev_bound ? ", VLAN tags from the packet metadata too" : "", rm_paths_bpffs(), d->ifname);
+	       d->meter.dev_bound ? ", VLAN tags from the packet metadata too" : "",
+	       d->census ? ", connection census at tc ingress" : "", rm_paths_bpffs(), d->ifname);
 	if (d->sink.exporter)
 		rm_log(RM_LOG_NOTICE, "exporting to %s port %u (%s)", d->cfg.export.collector, d->cfg.export.port,
 		       d->cfg.export.tls.plain_tcp ? "plain TCP" : "TLS 1.3");
