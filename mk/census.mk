@@ -12,3 +12,6 @@ CHECK_PROGS    += $(BUILD)/tests/unit/test_connections
 # synthetic capture (READ, atomics, UD, UC, CNP, malformed, VLANs, IPv6), and
 # its [provision] lines replayed with `replay --config`.
 CHECK_SCRIPTS  += selftests/bpf/test_connections.py
+# Live: connections --live, attach --census with status --connections, the
+# census before the flow-label program, detach of a killed census (veth pair).
+CHECK_SCRIPTS  += selftests/system/test_connections_live.py
