@@ -133,10 +133,30 @@ def test_attach_census_and_status(link, tmp_path):
     assert st == [{"interface": link.iface, "census_attached": False}]
 
 
-def test_census_with_mirror_refused(link):
-    p = subprocess.run([ROCEMETER, "attach", link.iface, "--census", "--mirror"], capture_output=True, text=True,
-                       timeout=60)
-    assert p.returncode == 2 and "--census counts at tc ingress, after XDP: with --mirror" in p.stderr
+def test_census_with_mirror_refused(link, tmp_path):
+    conf = tmp_path / "census.conf"
+    conf.write_text("[meter]\ncensus = yes\n")
+    for args in (["--census"], ["--config", str(conf)]):
+        p = subprocess.run([ROCEMETER, "attach", link.iface, "--mirror", *args], capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 2 and "counts at tc ingress, after XDP: with --mirror" in p.stderr, args
+        assert tc_filter(link.iface) is None
+
+
+def test_census_from_the_configuration(link, tmp_path):
+    """[meter] census = yes does what --census does (docs/configuration.md)."""
+    conf = tmp_path / "census.conf"
+    conf.write_text("[meter]\nprovision_all = yes\ncensus = yes\n")
+    d = link.attach("--config", str(conf))
+    prog = tc_filter(link.iface)
+    assert prog
+    n = link.send(t_frames := [live.send_only(0x11, psn) for psn in range(5)])
+    live.wait_for(lambda: census_frames(prog) == n, "the census to count the frames")
+    st = json.loads(live.sh(ROCEMETER, "status", link.iface, "--connections", "--json").stdout)[0]
+    assert st["census_attached"] is True
+    assert [(e["rdmaDestinationQP"], e["packets"]["send_write"]) for e in st["connections"]] == [(0x11, len(t_frames))]
+    assert st["provision"] == ["connection = %s %s 0x000011 0xffff" % (live.SRC, live.DST)]
+    assert d.stop() == 0
     assert tc_filter(link.iface) is None
 
 

@@ -49,7 +49,7 @@ static void usage(FILE *f)
 		"  -F, --flowlabel-only     attach only the flow-label program and return\n"
 		"  -C, --census             also count the RoCEv2 connections at tc ingress\n"
 		"                           (rocemeter status IFACE --connections shows them as\n"
-		"                           [provision] lines; not with --mirror)\n"
+		"                           [provision] lines; [meter] census; not with --mirror)\n"
 		"  -i, --report-interval MS every MS ms, non-final reports of the open epochs that\n"
 		"                           counted a request since their last report\n"
 		"                           (default %u, or [export] report_interval_ms; 0: finals only)\n"
@@ -180,11 +180,6 @@ static int cmd_attach(int argc, char **argv)
 		return RM_EXIT_USAGE;
 	}
 	o.generic = !strcmp(mode, "generic");
-	if (o.census && o.mirror) {
-		/* tc ingress runs after XDP, which drops every frame in mirror mode. */
-		rm_log_cmd(RM_LOG_ERR, "--census counts at tc ingress, after XDP: with --mirror it would see no frame");
-		return RM_EXIT_USAGE;
-	}
 	if (fl_dir) {
 		flo.direction = rm_flowlabel_direction_from_name(fl_dir);
 		if (flo.direction < 0) {
@@ -220,6 +215,13 @@ static int cmd_attach(int argc, char **argv)
 		return RM_EXIT_USAGE;
 	}
 	rm_config_apply_overrides(&cfg, &o.overrides);
+	o.census |= cfg.meter.census;
+	if (o.census && o.mirror) {
+		/* tc ingress runs after XDP, which drops every frame in mirror mode. */
+		rm_log_cmd(RM_LOG_ERR, "--census (or census = yes) counts at tc ingress, after XDP: with --mirror it "
+				       "would see no frame");
+		return RM_EXIT_USAGE;
+	}
 	o.cfg = &cfg;
 	return run_daemon(&o);
 }
