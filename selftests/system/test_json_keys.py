@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """Every key every command prints as JSON is in docs/json.md, in the section
 of that command: replay --json and --stats-json, attach --json, status
---json (with the daemon's export counters), report --json, --format csv and
-report --limits --json. The commands run for real: replay over a bundled
+--json (with the daemon's export counters), connections --json and status
+--connections --json, report --json, --format csv and report --limits
+--json. The commands run for real: replay over a bundled
 capture, attach on a veth pair exporting over plain TCP to a collector."""
 import csv
 import io
@@ -106,6 +107,28 @@ def test_attach_status_and_report_keys(tmp_path, link):
     p = subprocess.run([ROCEMETER, "report", "--db", str(db), "--limits", "--json"], capture_output=True,
                        text=True, check=True)
     assert_documented("report limits", [json.loads(p.stdout)])
+
+
+def test_connections_keys(link):
+    """connections --json over a capture; status --connections --json with and without a census."""
+    p = subprocess.run([ROCEMETER, "connections", "--json", RPING], capture_output=True, text=True, check=True)
+    doc = json.loads(p.stdout)
+    assert doc["connections"] and doc["provision"]
+    assert_documented("connections", [doc])
+    st = json.loads(subprocess.run([ROCEMETER, "status", link.iface, "--connections", "--json"], capture_output=True,
+                                   text=True, check=True).stdout)
+    assert st == [{"interface": link.iface, "census_attached": False}]
+    d = link.attach("--provision-all", "--census")
+    link.send_pcap(RPING)
+    link.wait_frames(65)
+    live.wait_for(lambda: json.loads(subprocess.run(
+        [ROCEMETER, "status", link.iface, "--connections", "--json"], capture_output=True, text=True,
+        check=True).stdout)[0].get("bth_frames") == 65, "the census to count the capture")
+    st = json.loads(subprocess.run([ROCEMETER, "status", link.iface, "--connections", "--json"], capture_output=True,
+                                   text=True, check=True).stdout)
+    assert st[0]["census_attached"] is True and st[0]["connections"]
+    assert_documented("connections", st)
+    assert d.stop() == 0
 
 
 def test_status_reads_a_stats_map_of_another_build(tmp_path):

@@ -99,6 +99,7 @@ static void defaults_are_documented(void **state)
 	assert_int_equal(cfg.meter.evict, 0);
 	assert_int_equal(cfg.meter.max_violations, 65536);
 	assert_int_equal(cfg.meter.unattributed_is_loss, 1);
+	assert_int_equal(cfg.meter.census, 0);
 	assert_int_equal(cfg.n_provision, 0);
 	assert_int_equal(cfg.export.enabled, 0);
 	assert_int_equal(cfg.export.pen, 32473);
@@ -158,6 +159,7 @@ static void example_file(void **state)
 	assert_int_equal(cfg.meter.evict, 0);
 	assert_int_equal(cfg.meter.max_violations, 65536);
 	assert_int_equal(cfg.meter.unattributed_is_loss, 1);
+	assert_int_equal(cfg.meter.census, 0);
 
 	/* connection = 192.0.2.10 192.0.2.20 0x000123 0xffff */
 	assert_int_equal(cfg.n_provision, 3);
@@ -268,7 +270,8 @@ static void every_meter_key_lands(void **state)
 		  "generation_verified = on\n"
 		  "eviction = oldest\n"
 		  "max_violations = 16777216\n"
-		  "unattributed_is_loss = no\n");
+		  "unattributed_is_loss = no\n"
+		  "census = yes\n");
 	assert_int_equal(cfg.meter.window, 4194304);
 	assert_int_equal(cfg.meter.max_contexts, 16777216);
 	assert_int_equal(cfg.meter.namespace_vlan, 1);
@@ -279,6 +282,7 @@ static void every_meter_key_lands(void **state)
 	assert_int_equal(cfg.meter.evict, 1);
 	assert_int_equal(cfg.meter.max_violations, 16777216);
 	assert_int_equal(cfg.meter.unattributed_is_loss, 0);
+	assert_int_equal(cfg.meter.census, 1);
 	expect_ok("[meter]\nwindow = 1\nidle_timeout_ms = 31536000000\nmax_violations = 1\n");
 	assert_int_equal(cfg.meter.max_violations, 1);
 	assert_int_equal(cfg.meter.window, 1);
@@ -330,6 +334,7 @@ static void other_ranges(void **state)
 	expect_error("[meter]\nmax_violations = 0\n", 2, "max_violations");
 	expect_error("[meter]\nmax_violations = 16777217\n", 2, "max_violations");
 	expect_error("[meter]\nunattributed_is_loss = sometimes\n", 2, "unattributed_is_loss: 'sometimes'");
+	expect_error("[meter]\ncensus = maybe\n", 2, "census: 'maybe' is not yes or no");
 	expect_error("[meter]\nidle_timeout_ms = 31536000001\n", 2, "idle_timeout_ms");
 	expect_error("[export]\ncollector = c\nport = 0\n", 3, "port");
 	expect_error("[export]\ncollector = c\nport = 65536\n", 3, "port");

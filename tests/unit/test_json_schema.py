@@ -3,7 +3,9 @@
 commands print from: every Information Element of RM_IPFIX_IES is a key of
 a report, every statistic of RM_STATS a key of `status` and of replay's
 statistics, every counter of RM_DAEMON_STATS, RM_EXPORT_STATS and
-RM_FL_STATS a key of `status`. A counter added to a table without its line
+RM_FL_STATS a key of `status`, every opcode class and statistic of the
+connection census a key of `connections` and every reason of exclusion
+named there. A counter added to a table without its line
 in docs/json.md fails here (selftests/system/test_json_keys.py checks what
 the commands really print)."""
 import os
@@ -37,7 +39,7 @@ def macro(text, name):
 
 
 def test_sections_exist():
-    assert {"reports", "replay statistics", "status", "report", "report limits"} <= set(documented())
+    assert {"reports", "replay statistics", "status", "connections", "report", "report limits"} <= set(documented())
 
 
 def test_report_keys_are_the_information_elements():
@@ -63,3 +65,17 @@ def test_daemon_export_and_flowlabel_counters_are_documented():
     assert set(daemon) - status == set()
     assert set(export) - status == set()
     assert set(fl) - status == set()
+
+
+def test_census_keys_are_documented():
+    census = read("include", "rocemeter", "census.h")
+    classes = re.findall(r'X\(\w+, "(\w+)",', macro(census, "RM_CENSUS_CLASSES"))
+    stats = re.findall(r'X\(\w+, "(\w+)",', macro(census, "RM_CENSUS_STATS"))
+    reasons = re.findall(r'X\(\w+, "(\w+)",', macro(read("user", "census", "connections.h"), "RM_CONN_EXCLUSIONS"))
+    assert len(classes) == 9 and len(stats) == 4 and len(reasons) == 8
+    doc = documented()["connections"]
+    assert set(classes) - doc == set()
+    assert set(stats) - doc == set()
+    text = read("docs", "json.md")
+    row = next(line for line in text.splitlines() if line.startswith("| `excluded` |"))
+    assert re.findall(r"`(\w+)`", row.split("|")[3]) == reasons

@@ -23,7 +23,7 @@ def run(*args):
 def commands():
     out = run("--help").stdout
     names = re.findall(r"^  ([a-z][a-z-]*) ", out.split("Commands:")[1], re.M)
-    assert {"attach", "detach", "status", "replay", "collect", "report", "flowlabel"} <= set(names)
+    assert {"attach", "detach", "status", "replay", "connections", "collect", "report", "flowlabel"} <= set(names)
     return names
 
 
@@ -81,6 +81,10 @@ def test_bash_completion():
     assert options("report")[0] == complete([ROCEMETER, "report", "--"])
     assert complete([ROCEMETER, "report", "--format", ""]) == {"text", "json", "csv"}
     assert complete([ROCEMETER, "help", "fl"]) == {"flowlabel"}
+    assert complete([ROCEMETER, "co"]) == {"collect", "connections"}
+    assert options("connections")[0] == complete([ROCEMETER, "connections", "--"])
+    assert complete([ROCEMETER, "connections", "--live", "l"]) == {n for n in os.listdir("/sys/class/net")
+                                                                   if n.startswith("l")}
 
 
 def test_make_install_installs_pages_and_completion(tmp_path):

@@ -337,6 +337,11 @@ static int handler(void *user, const char *section, const char *name, const char
 				return fail(ps, "provision_all: '%s' is not yes or no%s", value, "");
 			return 1;
 		}
+		if (!strcmp(name, "census")) {
+			if (parse_bool(value, &cfg->meter.census))
+				return fail(ps, "census: '%s' is not yes or no%s", value, "");
+			return 1;
+		}
 		if (!strcmp(name, "rx_dropped_is_loss")) {
 			if (parse_bool(value, &cfg->meter.rx_dropped_is_loss))
 				return fail(ps, "rx_dropped_is_loss: '%s' is not yes or no%s", value, "");

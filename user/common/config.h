@@ -7,7 +7,7 @@
  *   [meter]    window, max_contexts, namespace, observation_point_id,
  *              provision_all, idle_timeout_ms, generation_verified, eviction,
  *              rx_dropped_is_loss, max_violations, unattributed_is_loss, metrics,
- *              metrics_connections
+ *              metrics_connections, census
  *   [provision] one line per provisioned connection:
  *              connection = SRC DST QPN|any PKEY|any
  *   [export]   collector, port, transport (tls|tcp), ca, cert, key,
@@ -63,6 +63,7 @@ struct rm_meter_settings {
 	int unattributed_is_loss;      /* default 1: a frame that may hide a request closes every epoch */
 	char metrics[256];             /* Prometheus metrics on ADDR:PORT; "": off (default) */
 	uint32_t metrics_connections;  /* per-connection series for at most this many contexts; 0: none */
+	int census;                    /* attach: the connection census at tc ingress too; default 0 */
 };
 
 struct rm_export_settings {

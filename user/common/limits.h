@@ -27,6 +27,13 @@
 
 #define RM_METRICS_CONNECTIONS_MAX 10000u /* per-connection metric series: contexts shown at most */
 
+/* The connection census (`connections`, `attach --census`) */
+#define RM_CENSUS_MAX_CONNECTIONS_MIN 1u
+#define RM_CENSUS_MAX_CONNECTIONS_MAX 16777216u
+#define RM_CENSUS_MAX_CONNECTIONS_DEFAULT 65536u
+#define RM_CENSUS_SECONDS_MAX 86400u /* `connections --live --seconds`: a day */
+#define RM_CENSUS_SECONDS_DEFAULT 10u
+
 /* [provision] */
 #define RM_MAX_PROVISION 4096 /* connection lines */
 #define RM_QPN_MAX 0xffffffu  /* 24-bit QP numbers */

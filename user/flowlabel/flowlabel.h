@@ -8,7 +8,7 @@
  * Attachment: clsact qdisc, tc filter with handle RM_FL_TC_HANDLE and
  * priority RM_FL_TC_PRIO, one per direction; it persists after the process
  * exits. Statistics: per-CPU array (enum rm_fl_stat, __u64 frames) pinned at
- * BPFFS/rocemeter/IFNAME/fl_stats (user/common/paths.h: the meter's pin
+ * BPFFS/rocemeter/NETNS/IFINDEX/fl_stats (user/common/paths.h: the meter's pin
  * directory, ROCEMETER_BPFFS honoured); both directions of one interface
  * share it.
  *

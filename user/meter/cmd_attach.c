@@ -65,6 +65,9 @@ static void usage(FILE *f)
 		"  -f, --flowlabel DIR      also attach the IPv6 Flow Label program (ingress|egress)\n"
 		"  -H, --hash VARIANT       flow-label hash: literal (default), crc32, crc32c, mpeg2\n"
 		"  -F, --flowlabel-only     attach only the flow-label program and return\n"
+		"  -C, --census             also count the RoCEv2 connections at tc ingress\n"
+		"                           (rocemeter status IFACE --connections shows them as\n"
+		"                           [provision] lines; [meter] census; not with --mirror)\n"
 		"  -i, --report-interval MS every MS ms, non-final reports of the open epochs that\n"
 		"                           counted a request since their last report\n"
 		"                           (default %u, or [export] report_interval_ms; 0: finals only)\n"
@@ -139,6 +142,7 @@ static int cmd_attach(int argc, char **argv)
 		{ "report-interval", required_argument, 0, 'i' }, { "replace-stale", no_argument, 0, 'R' },
 		{ "log-level", required_argument, 0, 'L' },	  { "help", no_argument, 0, 'h' },
 		{ "metrics", required_argument, 0, O_METRICS }, { "wide", no_argument, 0, 'W' },
+		{ "census", no_argument, 0, 'C' },
 		{ 0 },
 	};
 	static struct rm_config_file cfg; /* large: static */
@@ -154,7 +158,7 @@ static int cmd_attach(int argc, char **argv)
 	block_signals(&sigs); /* first: see the file comment */
 	memset(&o, 0, sizeof(o));
 	rm_config_overrides_init(&o.overrides);
-	while ((opt = getopt_long(argc, argv, "c:M:mw:af:H:Fjki:RL:hW", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:M:mw:af:H:Fjki:RL:hWC", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': o.config_path = optarg; break;
 		case 'M': mode = optarg; break;
@@ -192,6 +196,7 @@ static int cmd_attach(int argc, char **argv)
 			}
 			rm_log_set_level(level);
 			break;
+		case 'C': o.census = 1; break;
 		case 'h': usage(stdout); return RM_EXIT_OK;
 		default: usage(stderr); return RM_EXIT_USAGE;
 		}
@@ -260,6 +265,13 @@ static int cmd_attach(int argc, char **argv)
 			return RM_EXIT_USAGE;
 		}
 		SSL_CTX_free(ctx);
+	}
+	o.census |= cfg.meter.census;
+	if (o.census && o.mirror) {
+		/* tc ingress runs after XDP, which drops every frame in mirror mode. */
+		rm_log_cmd(RM_LOG_ERR, "--census (or census = yes) counts at tc ingress, after XDP: with --mirror it "
+				       "would see no frame");
+		return RM_EXIT_USAGE;
 	}
 	o.cfg = &cfg;
 	return run_daemon(&o, &sigs);

@@ -2,9 +2,9 @@
 /*
  * cmd_detach.c - `rocemeter detach IFACE` (or --ifindex N): stop the daemon
  * on the interface (its open epochs get final reports), remove the
- * flow-label program and every pin of the interface, also those a crashed
- * attachment left. A live meter is stopped only through its proved process,
- * never by removing its pins.
+ * flow-label program, the connection census and every pin of the interface,
+ * also those a crashed attachment left. A live meter is stopped only through
+ * its proved process, never by removing its pins.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "census/census.h"
 #include "common/command.h"
 #include "common/log.h"
 #include "common/opts.h"
@@ -25,10 +26,11 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: rocemeter detach IFACE\n"
 		   "       rocemeter detach --ifindex N\n\n"
 		   "Stop the meter daemon on IFACE (its open epochs get final reports), remove\n"
-		   "the flow-label program and every pin of the interface (under\n"
-		   "/sys/fs/bpf/rocemeter/NETNS/IFINDEX/). A daemon is signalled only when its\n"
-		   "process is proved to be that meter (same executable, recorded start time);\n"
-		   "pins that an attached XDP program still uses are never removed.\n"
+		   "the flow-label program, the connection census and every pin of the\n"
+		   "interface (under /sys/fs/bpf/rocemeter/NETNS/IFINDEX/). A daemon\n"
+		   "is signalled only when its process is proved to be that meter (same\n"
+		   "executable, recorded start time); pins that an attached XDP program still\n"
+		   "uses are never removed.\n"
 		   "--ifindex N removes what is left of an interface that no longer exists\n"
 		   "(`rocemeter status` lists it by its index).\n\n"
 		   "Options:\n"
@@ -137,6 +139,11 @@ static int cmd_detach(int argc, char **argv)
 	} else if (!k.ifname[0] && !rm_paths_pin(&k, RM_FL_PIN_NAME, path, sizeof(path)) && unlink(path) == 0) {
 		/* The interface is gone, and its tc filters with it: only the pin is left. */
 		printf("removed the flow-label program's stale pin of %s\n", label);
+		did = 1;
+	}
+	/* Of a vanished interface only the census's pins are left: its tc filter went with it. */
+	if (rm_census_detach(&k, err, sizeof(err)) == 0) {
+		printf("removed the connection census from %s\n", label);
 		did = 1;
 	}
 	rm_paths_pin_dir(&k, path, sizeof(path));

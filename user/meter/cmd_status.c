@@ -4,7 +4,8 @@
  * contexts read from the pinned maps (atomic snapshots with BPF_F_LOCK),
  * whether the kernel still runs the meter (live, stale, or busy: a daemon
  * starting or stopping), the connections a profile violation disabled, the
- * daemon's export counters, and the flow-label program's statistics.
+ * daemon's export counters, and the flow-label program's statistics; with
+ * --connections, the connection census of `attach --census` instead.
  * Stops nothing and changes nothing.
  */
 #include <arpa/inet.h>
@@ -20,7 +21,10 @@
 
 #include <bpf/bpf.h>
 
+#include "census/census.h"
+#include "census/connections.h"
 #include "common/command.h"
+#include "common/errmsg.h"
 #include "common/jsonw.h"
 #include "common/log.h"
 #include "common/opts.h"
@@ -283,6 +287,55 @@ flowlabel:
 		rm_flowlabel_status(k->ifname, stdout, 0);
 }
 
+/* The connection census of `attach --census` on interface k (label: its name or index), as text. */
+static void census_text(const struct rm_ifkey *k, const char *label)
+{
+	struct rm_census_result res;
+	struct rm_census c;
+	char err[512];
+	int rc = rm_census_open_pinned(&c, k, err, sizeof(err));
+
+	printf("%s:\n", label);
+	if (rc == 1) {
+		printf("no connection census (rocemeter attach %s --census, or rocemeter connections --live %s)\n",
+		       label, label);
+		return;
+	}
+	if (rc == 0 && (rc = rm_census_read(&c, &res)) < 0)
+		rm_errf(err, sizeof(err), "cannot read the census of %s: %s", label, strerror(-rc));
+	rm_census_close(&c);
+	if (rc) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		return;
+	}
+	rm_conn_write_text(stdout, &res, -1, RM_CONN_TABLE | RM_CONN_PROVISION);
+	rm_census_result_free(&res);
+}
+
+/* The same as a JSON object (docs/json.md "connections"): interface, census_attached and the census's keys. */
+static json_t *census_json(const struct rm_ifkey *k, const char *label)
+{
+	struct rm_census_result res;
+	struct rm_census c;
+	json_t *o = json_object();
+	char err[512];
+	int rc = rm_census_open_pinned(&c, k, err, sizeof(err));
+
+	json_object_set_new(o, "interface", rm_json_text(label));
+	if (rc == 0 && (rc = rm_census_read(&c, &res)) < 0)
+		rm_errf(err, sizeof(err), "cannot read the census of %s: %s", label, strerror(-rc));
+	if (rc != 1)
+		rm_census_close(&c);
+	json_object_set_new(o, "census_attached", json_boolean(rc == 0));
+	if (rc < 0)
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+	if (rc)
+		return o;
+	rm_conn_set_json(o, &res, -1);
+	rm_census_result_free(&res);
+	return o;
+}
+
 /* One interface as a JSON object (docs/json.md "status"). */
 static json_t *status_json(const struct rm_ifkey *k, const char *label)
 {
@@ -339,30 +392,36 @@ flowlabel:
 	return o;
 }
 
-/* One interface, as text or appended to all. */
-static void status_one(const struct rm_ifkey *k, const char *label, json_t *all)
+/* One interface: its status or (connections) its census, as text or appended to all. */
+static void status_one(const struct rm_ifkey *k, const char *label, int connections, json_t *all)
 {
 	if (all)
-		json_array_append_new(all, status_json(k, label));
+		json_array_append_new(all, connections ? census_json(k, label) : status_json(k, label));
+	else if (connections)
+		census_text(k, label);
 	else
 		status_text(k, label);
 }
 
 static int cmd_status(int argc, char **argv)
 {
-	static const struct option opts[] = { { "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0 } };
-	int json = 0, opt, count = 0, rc;
+	static const struct option opts[] = { { "json", no_argument, 0, 'j' },
+					      { "connections", no_argument, 0, 'C' },
+					      { "help", no_argument, 0, 'h' },
+					      { 0 } };
+	int json = 0, opt, count = 0, connections = 0, rc;
 	json_t *all;
 	char dir[512], err[256], label[64];
 	struct rm_ifkey k;
 	DIR *d;
 	struct dirent *e;
 
-	while ((opt = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "jCh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'j': json = 1; break;
+		case 'C': connections = 1; break;
 		case 'h':
-			printf("Usage: rocemeter status [IFACE] [--json]\n\n"
+			printf("Usage: rocemeter status [IFACE] [--json] [--connections]\n\n"
 			       "Show the meter's statistics and live contexts (atomic snapshots of the\n"
 			       "pinned maps), whether the kernel still runs it on the interface (live, or\n"
 			       "STALE pins), the connections a profile violation disabled (and the\n"
@@ -376,8 +435,11 @@ static int cmd_status(int argc, char **argv)
 			       "so a renamed one shows under its new name). The statistics are described\n"
 			       "in docs/meter.md.\n\n"
 			       "Options:\n"
-			       "  -j, --json   one JSON array, one object per interface (docs/json.md)\n"
-			       "  -h, --help   this text\n");
+			       "  -j, --json          one JSON array, one object per interface (docs/json.md)\n"
+			       "  -C, --connections   instead, the RoCEv2 connections the census of\n"
+			       "                      'attach --census' counted, with ready [provision]\n"
+			       "                      lines (as 'rocemeter connections')\n"
+			       "  -h, --help          this text\n");
 			return RM_EXIT_OK;
 		default: return RM_EXIT_USAGE;
 		}
@@ -398,9 +460,15 @@ static int cmd_status(int argc, char **argv)
 					json_t *o = json_object();
 
 					json_object_set_new(o, "interface", rm_json_text(argv[i]));
-					json_object_set_new(o, "meter", json_null());
-					json_object_set_new(o, "flowlabel", json_null());
+					if (connections) {
+						json_object_set_new(o, "census_attached", json_false());
+					} else {
+						json_object_set_new(o, "meter", json_null());
+						json_object_set_new(o, "flowlabel", json_null());
+					}
 					json_array_append_new(all, o);
+				} else if (connections) {
+					printf("%s:\nno connection census (no such interface)\n", argv[i]);
 				} else {
 					printf("%s:\n  meter: not attached (no such interface)\n", argv[i]);
 				}
@@ -411,7 +479,7 @@ static int cmd_status(int argc, char **argv)
 				json_decref(all);
 				return RM_EXIT_FAIL;
 			}
-			status_one(&k, argv[i], all);
+			status_one(&k, argv[i], connections, all);
 			count++;
 		}
 	} else {
@@ -426,7 +494,7 @@ static int cmd_status(int argc, char **argv)
 					snprintf(label, sizeof(label), "%s", k.ifname);
 				else
 					snprintf(label, sizeof(label), "ifindex %u", k.ifindex);
-				status_one(&k, label, all);
+				status_one(&k, label, connections, all);
 				count++;
 			}
 			closedir(d);

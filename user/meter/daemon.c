@@ -19,9 +19,11 @@
 #include <linux/if_link.h>
 #include <systemd/sd-daemon.h>
 
+#include "census/census.h"
 #include "common/caps.h"
 #include "common/errmsg.h"
 #include "common/jsonw.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/paths.h"
@@ -71,6 +73,7 @@ struct rm_daemon {
 	int link_fd;
 	int keep_pins;
 	int flowlabel;
+	int census;
 	struct rm_metrics_server *metrics;
 	struct rm_daemon_stats pub; /* the counters a scrape shows: written under the server's lock */
 	uint64_t pub_session;
@@ -437,6 +440,8 @@ static void teardown(struct rm_daemon *d)
 		close(d->link_fd); /* the XDP link goes with its last reference */
 	if (d->flowlabel && rm_flowlabel_detach(d->ifname, err, sizeof(err)) < 0)
 		rm_log(RM_LOG_ERR, "%s", err);
+	if (d->census && rm_census_detach(&d->key, err, sizeof(err)) < 0)
+		rm_log(RM_LOG_ERR, "%s", err);
 	rm_reporter_free(&d->rep);
 	rm_observe_free(&d->obs);
 	rm_meter_unload(&d->meter);
@@ -562,6 +567,9 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 		rm_log(RM_LOG_NOTICE, "removing stale pins of %s in %s left by an attachment that did not exit cleanly",
 		       d->ifname, path);
 		rm_pin_remove_meter(&d->key);
+		/* A census pinned beside them is that attachment's too (a `connections --live` pins nothing). */
+		if (rm_census_pinned(&d->key) && rm_census_detach(&d->key, why, sizeof(why)) < 0)
+			rm_log(RM_LOG_WARNING, "%s", why);
 		d->keep_pins = o->keep_pins;
 		rm_pin_unlock(d->lock_fd); /* the directory went with the pins: lock it anew */
 		d->lock_fd = rm_pin_lock(&d->key, 1, why, sizeof(why));
@@ -602,6 +610,13 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 			goto fail;
 		d->flowlabel = 1;
 	}
+	if (o->census) {
+		struct rm_census c;
+
+		if (rm_census_attach(&c, &d->key, RM_CENSUS_MAX_CONNECTIONS_DEFAULT, 1, err, errlen))
+			goto fail;
+		d->census = 1;
+	}
 	rc = rm_pin_write_pid(&d->key);
 	if (rc)
 		rm_log(RM_LOG_WARNING, "cannot write the PID file under %s: %s (detach cannot stop this daemon)",
@@ -629,10 +644,11 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 	}
 
 	rm_paths_pin_dir(&d->key, path, sizeof(path));
-	rm_log(RM_LOG_NOTICE, "attached to %s (ifindex %d, %s XDP, W %u, max_contexts %u%s%s%s); maps pinned under %s",
+	rm_log(RM_LOG_NOTICE, "attached to %s (ifindex %d, %s XDP, W %u, max_contexts %u%s%s%s%s); maps pinned under %s",
 	       d->ifname, d->ifindex, mode, d->cfg.meter.window, d->cfg.meter.max_contexts,
 	       d->cfg.meter.provision_all ? ", provision_all" : "", o->mirror ? ", mirror" : "",
-	       d->meter.dev_bound ? ", VLAN tags from the packet metadata too" : "", path);
+	       d->meter.dev_bound ? ", VLAN tags from the packet metadata too" : "",
+	       d->census ? ", connection census at tc ingress" : "", path);
 	if (d->sink.exporter)
 		rm_log(RM_LOG_NOTICE, "exporting to %s port %u (%s)", d->cfg.export.collector, d->cfg.export.port,
 		       d->cfg.export.tls.plain_tcp ? "plain TCP" : "TLS 1.3");

@@ -67,6 +67,8 @@ struct rm_daemon_opts {
 	int keep_pins;                             /* leave the map pins on exit */
 	int replace_stale;                         /* remove pins a crashed attachment left */
 	const struct rm_flowlabel_opts *flowlabel; /* also attach the flow-label program; NULL: no */
+	int census;                                /* also attach the connection census at tc ingress, maps
+						    * pinned (user/census/census.h); removed at stop */
 	const char *metrics;                       /* serve Prometheus metrics on ADDR:PORT; NULL: the
 						    * config's [meter] metrics ("" there: off) */
 };
@@ -103,8 +105,8 @@ int rm_daemon_step(struct rm_daemon *d, unsigned int flags);
 /*
  * graceful: tell systemd STOPPING, detach, close every open epoch with a
  * final report. Then, always: flush and stop the export (with a summary in
- * the log), remove the flow-label program, the pins (unless keep_pins), the
- * run files and the lock, and free d.
+ * the log), remove the flow-label program, the census and its pins, the
+ * meter's pins (unless keep_pins), the run files and the lock, and free d.
  */
 void rm_daemon_stop(struct rm_daemon *d, int graceful);
 

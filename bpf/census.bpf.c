@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * census.bpf.c - the connection census: every frame parsed by bpf/parse.h,
+ * its BTH counted per connection key (include/rocemeter/census.h) by opcode
+ * class, with the opcodes seen and the first and last time. Nothing is
+ * metered, nothing is changed: it tells an operator which connections the
+ * profile of [SEQOBS] "Applicability and Provisioning" can cover.
+ *
+ * Programs:
+ *   rocemeter_census      tc (clsact ingress), live: `connections --live`
+ *                         and `attach --census`; the kernel's monotonic
+ *                         clock; returns TC_ACT_UNSPEC, so the filters after
+ *                         it (the flow-label program) still run.
+ *   rocemeter_census_xdp  never attached: `connections FILE...` runs each
+ *                         captured frame through it with BPF_PROG_TEST_RUN,
+ *                         capture time and wire length from census_cfg.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "parse.h"
+#include "rocemeter/census.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define TC_ACT_UNSPEC (-1)
+/* Bytes made linear before parsing when the skb's head is shorter (as the flow-label program). */
+#define RM_CENSUS_PULL_LEN 256
+
+/* Replay: the frame's capture time and wire length; written by userspace before each run. */
+struct rm_census_cfg census_cfg;
+
+/* census: rm_ctx_key -> rm_census_val, per CPU; written by both programs,
+ * summed by user/census/census.c. max_entries = the table size, set at load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct rm_ctx_key);
+	__type(value, struct rm_census_val);
+} census SEC(".maps");
+
+/* census_stats: 0 -> per-CPU counters indexed by enum rm_census_stat. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rm_census_stats);
+} census_stats SEC(".maps");
+
+/* An RC request the meter would close with profileViolation as malformed (docs/meter.md). */
+static __always_inline int malformed(const struct rm_pkt *pkt)
+{
+	if (!rm_opcode_is_rc_request(pkt->opcode))
+		return 0;
+	if (pkt->irregular == RM_PARSE_BAD_UDP)
+		return 1;
+	return !pkt->irregular &&
+	       (pkt->tver != 0 || rm_rc_request_trailer(pkt->opcode, pkt->padcnt) > pkt->bth_payload);
+}
+
+/*
+ * Count one frame of frame_len bytes whose first data_end - data are
+ * readable, at time now; meta_vid: the VLAN ID of a tag the packet metadata
+ * holds (0: none).
+ */
+static __always_inline void count(void *data, void *data_end, __u32 frame_len, __u16 meta_vid, __u64 now)
+{
+	__u32 zero = 0, cls;
+	struct rm_census_stats *st = bpf_map_lookup_elem(&census_stats, &zero);
+	struct rm_census_val *v;
+	struct rm_ctx_key key;
+	struct rm_pkt pkt;
+	__u8 *src, *dst, op;
+
+	if (!st)
+		return;
+	st->v[RM_CENSUS_STAT_FRAMES]++;
+	rm_parse_len(data, data_end, frame_len, &pkt);
+	if (!pkt.bth_ok) {
+		st->v[RM_CENSUS_STAT_NO_BTH_FRAMES]++;
+		return;
+	}
+	st->v[RM_CENSUS_STAT_BTH_FRAMES]++;
+
+	__builtin_memset(&key, 0, sizeof(key));
+	key.family = pkt.family;
+	src = (__u8 *)data + (pkt.src_off & RM_PKT_OFF_MASK);
+	dst = (__u8 *)data + (pkt.dst_off & RM_PKT_OFF_MASK);
+	if (pkt.family == 4) {
+		if ((void *)(src + 4) > data_end || (void *)(dst + 4) > data_end)
+			return; /* checked by the parser; for the verifier */
+		__builtin_memcpy(key.src, src, 4);
+		__builtin_memcpy(key.dst, dst, 4);
+	} else {
+		if ((void *)(src + 16) > data_end || (void *)(dst + 16) > data_end)
+			return;
+		__builtin_memcpy(key.src, src, 16);
+		__builtin_memcpy(key.dst, dst, 16);
+	}
+	key.dest_qp = pkt.dest_qp;
+	key.pkey = pkt.pkey;
+	/* The meter's namespace = vlan key: the metadata's tag is the outermost. */
+	if (meta_vid) {
+		key.vlan[0] = meta_vid;
+		key.vlan[1] = pkt.vlan[0];
+	} else {
+		key.vlan[0] = pkt.vlan[0];
+		key.vlan[1] = pkt.vlan[1];
+	}
+
+	v = bpf_map_lookup_elem(&census, &key);
+	if (!v) {
+		struct rm_census_val init;
+
+		__builtin_memset(&init, 0, sizeof(init));
+		/* Another CPU may insert the key first (EEXIST): our value is then zero too. */
+		bpf_map_update_elem(&census, &key, &init, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&census, &key);
+		if (!v) {
+			st->v[RM_CENSUS_STAT_TABLE_FULL]++;
+			return;
+		}
+	}
+	op = pkt.opcode;
+	cls = rm_census_class(op);
+	if (cls < RM_CENSUS_CLASS__COUNT)
+		v->packets[cls]++;
+	v->opcodes[(op >> 6) & 3] |= 1ull << (op & 63);
+	if (malformed(&pkt))
+		v->malformed++;
+	if (!v->frames || now < v->first_ns)
+		v->first_ns = now;
+	if (now > v->last_ns)
+		v->last_ns = now;
+	v->frames++;
+}
+
+SEC("tc")
+int rocemeter_census(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+
+	/* Non-linear skb (e.g. GRO): make the headers readable first. */
+	if (data + RM_CENSUS_PULL_LEN > data_end && skb->len > (__u32)(data_end - data)) {
+		bpf_skb_pull_data(skb, skb->len < RM_CENSUS_PULL_LEN ? skb->len : RM_CENSUS_PULL_LEN);
+		data = (void *)(long)skb->data;
+		data_end = (void *)(long)skb->data_end;
+	}
+	/* Lengths in the headers are checked against the whole frame, not the linear part. */
+	count(data, data_end, skb->len, skb->vlan_present ? (__u16)(skb->vlan_tci & RM_VLAN_VID_MASK) : 0,
+	      bpf_ktime_get_ns());
+	return TC_ACT_UNSPEC;
+}
+
+SEC("xdp.frags")
+int rocemeter_census_xdp(struct xdp_md *xdp)
+{
+	void *data = (void *)(long)xdp->data;
+	void *data_end = (void *)(long)xdp->data_end;
+	__u32 frame_len = census_cfg.wire_len ? census_cfg.wire_len : bpf_xdp_get_buff_len(xdp);
+
+	count(data, data_end, frame_len, 0, census_cfg.now_ns);
+	return XDP_PASS;
+}

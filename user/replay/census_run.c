@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* census_run.c - the census's frame loop over capture files (see census_run.h). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "capture.h"
+#include "census_run.h"
+#include "common/errmsg.h"
+
+#define RM_ETH_HLEN 14
+
+int rm_census_captures(char *const *files, int nfiles, uint32_t max_connections, int progress,
+		       struct rm_census_result *res, uint64_t *frames_read, char *err, size_t errlen)
+{
+	struct rm_capture *cap = NULL;
+	struct rm_census c;
+	struct rm_frame fr;
+	uint64_t frames = 0;
+	int r, ret = -1;
+
+	memset(res, 0, sizeof(*res));
+	*frames_read = 0;
+	if (rm_capture_validate(files, nfiles, &frames, err, errlen))
+		return -1;
+	if (rm_census_load(&c, max_connections, err, errlen))
+		return -1;
+	cap = rm_capture_open(files, nfiles, err, errlen);
+	if (!cap)
+		goto out;
+	while ((r = rm_capture_next(cap, &fr, err, errlen)) == 1) {
+		++*frames_read;
+		if (progress && (*frames_read % 65536 == 0 || *frames_read == frames))
+			fprintf(stderr, "\rconnections: %" PRIu64 " of %" PRIu64 " frames (%" PRIu64 "%%)",
+				*frames_read, frames, frames ? *frames_read * 100 / frames : 100);
+		if (fr.caplen < RM_ETH_HLEN)
+			continue;
+		r = rm_census_run_frame(&c, fr.data, fr.caplen, fr.wirelen, fr.ts_ns);
+		if (r < 0) {
+			rm_errf(err, errlen, "frame %" PRIu64 ": BPF_PROG_TEST_RUN: %s", *frames_read, strerror(-r));
+			goto out;
+		}
+	}
+	if (progress && *frames_read)
+		fputs("\r\033[K", stderr); /* clear the progress line */
+	if (r < 0)
+		goto out;
+	r = rm_census_read(&c, res);
+	if (r) {
+		rm_errf(err, errlen, "cannot read the census: %s", strerror(-r));
+		goto out;
+	}
+	ret = 0;
+out:
+	rm_capture_close(cap);
+	rm_census_close(&c);
+	return ret;
+}
