@@ -9,6 +9,7 @@ measures time: waits only bound how long a test may hang.
 """
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -283,6 +284,51 @@ def test_pins_of_a_vanished_interface(things, tmp_path, env):
     p = sh(ROCEMETER, "detach", "--ifindex", ifindex, env=env)
     assert "removed stale meter pins of ifindex %d" % ifindex in p.stdout
     assert not os.path.exists(lk.pins)
+
+
+def census_filter(dev):
+    """The census's tc filter at dev's ingress (handle 0x524e): its program ID, or None."""
+    m = re.search(r"handle 0x524e .* id (\d+)", sh("tc", "filter", "show", "dev", dev, "ingress", check=False).stdout)
+    return int(m.group(1)) if m else None
+
+
+def test_census_pins_of_a_vanished_interface(things, tmp_path, env):
+    """attach --census pins the census in the interface's key-based directory;
+    after a killed daemon's interface is deleted, detach --ifindex removes the
+    census's pins with the meter's."""
+    lk = link(things)
+    d = attach(things, tmp_path, env, lk.dev, "--config", conf(tmp_path), "--census")
+    census = [os.path.join(lk.pins, n) for n in ("census", "census_stats")]
+    wait_for(lambda: xdp_on(lk.dev) and all(os.path.exists(c) for c in census), "the meter and census to attach")
+    ifindex = int(os.path.basename(lk.pins))
+    d.proc.kill()
+    d.wait()
+    sh("ip", "link", "del", lk.dev)
+    assert all(os.path.exists(c) for c in census)
+    p = sh(ROCEMETER, "detach", "--ifindex", ifindex, env=env)
+    assert "removed the connection census from ifindex %d" % ifindex in p.stdout, p.stdout
+    assert not os.path.exists(lk.pins)
+
+
+def test_replace_stale_removes_a_killed_census(things, tmp_path, env):
+    """A daemon with --census killed with -9 leaves its census attached and
+    pinned; attach --replace-stale --census replaces both, and a clean stop
+    removes them."""
+    lk = link(things)
+    d = attach(things, tmp_path, env, lk.dev, "--config", conf(tmp_path), "--census")
+    census = os.path.join(lk.pins, "census")
+    wait_for(lambda: xdp_on(lk.dev) and os.path.exists(census), "the meter and census to attach")
+    d.proc.kill()
+    d.wait()
+    assert census_filter(lk.dev) and os.path.exists(census)
+    notify = Notify(tmp_path / "n.sock")
+    d = attach(things, tmp_path, env, lk.dev, "--config", conf(tmp_path), "--census", "--replace-stale",
+               notify=notify)
+    assert notify.next() == ["READY=1"], d.stderr()
+    assert census_filter(lk.dev) and os.path.exists(census)
+    d.proc.send_signal(signal.SIGTERM)
+    assert d.wait() == 0, d.stderr()
+    assert not census_filter(lk.dev) and not os.path.exists(lk.pins)
 
 
 def test_detach_refuses_an_invalid_name(tmp_path):
