@@ -12,6 +12,7 @@
 
 #include "collector.h"
 #include "common/command.h"
+#include "common/signals.h"
 #include "common/config.h"
 #include "common/limits.h"
 #include "common/log.h"
@@ -24,18 +25,6 @@ static volatile sig_atomic_t stop_flag;
 static void on_signal(int sig)
 {
 	stop_flag = 1;
-}
-
-/* The signals a service manager or an operator may send; blocked until their handlers exist. */
-static void block_signals(sigset_t *set)
-{
-	sigemptyset(set);
-	sigaddset(set, SIGINT);
-	sigaddset(set, SIGTERM);
-	sigaddset(set, SIGHUP);
-	sigaddset(set, SIGUSR1);
-	sigaddset(set, SIGUSR2);
-	sigprocmask(SIG_BLOCK, set, NULL);
 }
 
 static void collect_usage(FILE *f)
@@ -139,7 +128,7 @@ static int cmd_collect(int argc, char **argv)
 	char host[256];
 	uint16_t port;
 
-	block_signals(&sigs);
+	rm_signals_block(&sigs);
 
 	rm_log_set_ident("rocemeter collect"); /* the collector's log lines name the command */
 	/* First pass: --config and --help, so that command-line options override the file. */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/command.h"
+#include "common/signals.h"
 #include "common/config.h"
 #include "common/limits.h"
 #include "common/log.h"
@@ -32,17 +33,6 @@ static void on_signal(int sig)
 		reload_requested = 1;
 	else
 		stop_requested = 1;
-}
-
-static void block_signals(sigset_t *set)
-{
-	sigemptyset(set);
-	sigaddset(set, SIGINT);
-	sigaddset(set, SIGTERM);
-	sigaddset(set, SIGHUP);
-	sigaddset(set, SIGUSR1);
-	sigaddset(set, SIGUSR2);
-	sigprocmask(SIG_BLOCK, set, NULL);
 }
 
 static void usage(FILE *f)
@@ -155,7 +145,7 @@ static int cmd_attach(int argc, char **argv)
 	enum rm_log_level level;
 	sigset_t sigs;
 
-	block_signals(&sigs); /* first: see the file comment */
+	rm_signals_block(&sigs); /* first: see the file comment */
 	memset(&o, 0, sizeof(o));
 	rm_config_overrides_init(&o.overrides);
 	while ((opt = getopt_long(argc, argv, "c:M:mw:af:H:Fjki:RL:hWC", opts, NULL)) != -1) {
