@@ -558,3 +558,19 @@ def test_log_level_option(things, tmp_path):
     lines = c.stderr().splitlines()
     assert lines and all(" warning rocemeter collect: " in line for line in lines), lines
     assert all(line[:4].isdigit() and line[10] == "T" and line.split()[0].endswith("Z") for line in lines)
+
+
+def test_ip_netns_exec_private_bpffs_is_named(things, tmp_path, env):
+    """Under `ip netns exec` /sys is remounted and the host's bpffs is hidden: the meter mounts
+    its own, whose pins nobody outside sees. It says so, and names nsenter --net instead."""
+    ns = "rmdpx%s" % tag()
+    sh("ip", "netns", "add", ns)
+    things.append(type("NS", (), {"close": lambda self: sh("ip", "netns", "del", ns, check=False)})())
+    lk = link(things, ns_dev=ns)
+    notify = Notify(tmp_path / "x.sock")
+    d = attach(things, tmp_path, env, lk.dev, "--config", conf(tmp_path), notify=notify,
+               prefix=("ip", "netns", "exec", ns))
+    assert notify.next() == ["READY=1"], d.stderr()
+    assert "in a private mount namespace" in d.stderr() and "nsenter --net=/run/netns/NAME" in d.stderr()
+    d.proc.terminate()
+    assert d.wait() == 0

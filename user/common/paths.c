@@ -12,6 +12,7 @@
 #include <linux/magic.h>
 
 #include "errmsg.h"
+#include "log.h"
 #include "paths.h"
 
 static const char *env_or(const char *name, const char *dflt)
@@ -135,11 +136,21 @@ int rm_paths_prepare_pins(const struct rm_ifkey *k, char *err, size_t errlen)
 	struct statfs sfs;
 	int rc;
 
-	if (statfs(root, &sfs) == 0 && sfs.f_type != BPF_FS_MAGIC && mount("bpf", root, "bpf", 0, NULL)) {
-		int e = errno;
+	if (statfs(root, &sfs) == 0 && sfs.f_type != BPF_FS_MAGIC) {
+		if (mount("bpf", root, "bpf", 0, NULL)) {
+			int e = errno;
 
-		rm_errf(err, errlen, "cannot mount bpffs at %s: %s", root, strerror(e));
-		return -e;
+			rm_errf(err, errlen, "cannot mount bpffs at %s: %s", root, strerror(e));
+			return -e;
+		}
+		/* `ip netns exec` remounts /sys in a mount namespace of its own: a bpffs
+		 * mounted there is seen by nobody outside, status and detach included. */
+		rm_log(RM_LOG_WARNING,
+		       "no bpffs was mounted at %s, so rocemeter mounted one; in a private mount namespace "
+		       "(as under 'ip netns exec', which remounts /sys) its pins are visible only inside it and "
+		       "'rocemeter status' or 'detach' run elsewhere will not find this meter: enter a network "
+		       "namespace with 'nsenter --net=/run/netns/NAME' instead",
+		       root);
 	}
 	if (fits(snprintf(dir, sizeof(dir), "%s/rocemeter", root), sizeof(dir)))
 		goto too_long;
