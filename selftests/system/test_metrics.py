@@ -20,6 +20,7 @@ import re
 import shutil
 import signal
 import sqlite3
+import socket
 import subprocess
 import urllib.parse
 import urllib.request
@@ -218,6 +219,12 @@ def test_prometheus_scrapes_meter_and_collector(tmp_path, pki, link):
         assert sum(want["rocemeter_meter_connection_requests_total"].values()) > 0
         assert one(prom.query("rocemeter_export_session_up"), interface=link.iface) == 1
 
+        # A scan: a connection that is no TLS at all never becomes a session; the collector
+        # counts it per outcome, in its database and in the metric of refused connections.
+        with socket.create_connection(("127.0.0.1", port)) as scan:
+            scan.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        live.wait_for(lambda: "refused (handshake-failed)" in col_err.read_text(), "the scan to be refused")
+
         # Phase 2: the meter stops (final reports, TLS close_notify); the collector
         # retires the session's epochs. Its series equal report --json.
         assert d.stop() == 0, d.stderr()
@@ -225,8 +232,12 @@ def test_prometheus_scrapes_meter_and_collector(tmp_path, pki, link):
         epochs = [json.loads(line) for line in subprocess.run(
             [ROCEMETER, "report", "--db", str(db), "--json"], capture_output=True, text=True,
             check=True).stdout.splitlines()]
-        limits = json.loads(subprocess.run([ROCEMETER, "report", "--db", str(db), "--limits", "--json"],
-                                           capture_output=True, text=True, check=True).stdout)
+        def read_limits():
+            return json.loads(subprocess.run([ROCEMETER, "report", "--db", str(db), "--limits", "--json"],
+                                             capture_output=True, text=True, check=True).stdout)
+        # refused connections reach the database with the collector's next write (within a second)
+        limits = live.wait_for(lambda: (lambda lm: lm if lm["refused_connections"].get("handshake-failed") else None)(
+            read_limits()), "the refused connection in the database")
         assert epochs and all(not e["retained"] for e in epochs)
         con = sqlite3.connect(str(db))
         con.row_factory = sqlite3.Row
@@ -246,6 +257,10 @@ def test_prometheus_scrapes_meter_and_collector(tmp_path, pki, link):
                 for k in ("session-limit", "epoch-admission", "raw-record-limit", "raw-byte-limit", "memory-budget",
                           "database")},
             "rocemeter_collector_database_unavailable": {frozenset(): 0},
+            "rocemeter_collector_refused_connections_total": {
+                frozenset({"outcome": k}.items()): limits["refused_connections"].get(k, 0)
+                for k in ("handshake-failed", "handshake-timeout", "handshake-evicted", "not-authorised",
+                          "session-limit", "memory-budget")},
             # The session's header anomalies, stored in its sessions row once it ended.
             "rocemeter_collector_sequence_gaps_total": {frozenset(): session_row["seq_gaps"]},
             "rocemeter_collector_sequence_missing_records_total": {frozenset(): session_row["seq_missing"]},
@@ -256,6 +271,7 @@ def test_prometheus_scrapes_meter_and_collector(tmp_path, pki, link):
         assert one(records, outcome="accepted") == accepted
         assert sum(records.values()) == accepted  # every record of this clean run was accepted
         assert outcomes["complete"] == len(epochs)
+        assert limits["refused_connections"].get("handshake-failed") == 1
         promtool_check(get(f"http://127.0.0.1:{col_port}/metrics")[2])
     finally:
         if prom:

@@ -246,6 +246,26 @@ static void connections_minute(struct server *s, uint64_t t)
  * beyond CONN_SOURCES_PER_MINUTE in a minute are counted as "other", so
  * the rows and log lines of a minute are bounded whatever the sources.
  */
+/* The metric counter of a refused connection's outcome (RM_COLLECTOR_STATS refused_*). */
+static uint64_t *refused_counter(struct server *s, enum conn_outcome o)
+{
+	switch (o) {
+	case CO_HANDSHAKE_FAILED:
+		return &s->stats.refused_handshake_failed;
+	case CO_HANDSHAKE_TIMEOUT:
+		return &s->stats.refused_handshake_timeout;
+	case CO_HANDSHAKE_EVICTED:
+		return &s->stats.refused_handshake_evicted;
+	case CO_NOT_AUTHORISED:
+		return &s->stats.refused_not_authorised;
+	case CO_SESSION_LIMIT:
+		return &s->stats.refused_session_limit;
+	case CO_MEMORY_BUDGET:
+		break;
+	}
+	return &s->stats.refused_memory_budget;
+}
+
 static void count_connection(struct server *s, const struct conn *c, enum conn_outcome o, const char *detail)
 {
 	uint64_t t = now_ms();
@@ -272,6 +292,7 @@ static void count_connection(struct server *s, const struct conn *c, enum conn_o
 		       c->peer, outcome_names[o], detail, src);
 	}
 	n->count++;
+	(*refused_counter(s, o))++;
 	n->unflushed++;
 	n->last_ms = t;
 	snprintf(n->detail, sizeof(n->detail), "%s", detail);

@@ -82,6 +82,13 @@
 	X(drops_raw_byte_limit, COUNTER, "resource_drops", "limit", "raw-byte-limit", NULL)                \
 	X(drops_memory_budget, COUNTER, "resource_drops", "limit", "memory-budget", NULL)                  \
 	X(drops_database, COUNTER, "resource_drops", "limit", "database", NULL)                            \
+	X(refused_handshake_failed, COUNTER, "refused_connections", "outcome", "handshake-failed",          \
+	  "connections that never became Transport Sessions, by outcome (docs/collector.md)")                \
+	X(refused_handshake_timeout, COUNTER, "refused_connections", "outcome", "handshake-timeout", NULL)  \
+	X(refused_handshake_evicted, COUNTER, "refused_connections", "outcome", "handshake-evicted", NULL)  \
+	X(refused_not_authorised, COUNTER, "refused_connections", "outcome", "not-authorised", NULL)        \
+	X(refused_session_limit, COUNTER, "refused_connections", "outcome", "session-limit", NULL)          \
+	X(refused_memory_budget, COUNTER, "refused_connections", "outcome", "memory-budget", NULL)          \
 	X(database_unavailable, GAUGE, "database_unavailable", NULL, NULL,                                 \
 	  "1 while the database cannot be written (writes wait in memory and are retried)")                \
 	X(sequence_gaps, COUNTER, "sequence_gaps", NULL, NULL,                                             \
