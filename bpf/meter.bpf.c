@@ -26,6 +26,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
+#include "rocemeter/bench.h"
 #include "rocemeter/common.h"
 #include "parse.h"
 
@@ -33,6 +34,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader before load. */
 const volatile __u32 rm_window_words = 16; /* ring words per context (the value also holds the summaries) */
+
+/* Benchmarks only (rocemeter loads 0): stop after a stage, extra work per
+ * request; see enum rm_bench_cut in rocemeter/bench.h. Constants at load. */
+const volatile __u32 rm_bench_cut = RM_CUT_NONE;
+const volatile __u32 rm_bench_flags = 0;
 
 /* Runtime configuration; the loader writes it through the skeleton. */
 struct rm_config rm_cfg = { .window = 1024 };
@@ -370,6 +376,8 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound)
 	if (!st || !sc)
 		return XDP_PASS;
 	st->v[RM_STAT_FRAMES]++;
+	if (rm_bench_cut == RM_CUT_PERCPU)
+		return pass;
 	frame_len = bpf_xdp_get_buff_len(xdp);
 	if (rm_cfg.use_replay_clock && rm_cfg.replay_wire_len)
 		frame_len = rm_cfg.replay_wire_len;
@@ -416,6 +424,8 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound)
 	} else {
 		act = ACT_METER;
 	}
+	if (rm_bench_cut == RM_CUT_PARSE)
+		return pass;
 
 	__builtin_memset(&key, 0, sizeof(key));
 	key.family = pkt.family;
@@ -439,9 +449,26 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound)
 			unattributed(st);
 		return pass;
 	}
+	if (rm_bench_cut == RM_CUT_KEY)
+		return pass;
 	now = rm_cfg.use_replay_clock ? rm_cfg.replay_now_ns : bpf_ktime_get_ns();
+	if (rm_bench_cut == RM_CUT_CLOCK)
+		return pass;
+	if ((rm_bench_flags & RM_BENCH_PROVISION_EACH) && !provisioned(&key))
+		return pass;
 
 	ctx = bpf_map_lookup_elem(&contexts, &key);
+	if (rm_bench_cut == RM_CUT_CONTEXT && ctx)
+		return pass;
+	if (rm_bench_cut == RM_CUT_LOCK && ctx) {
+		win = bpf_map_lookup_elem(&windows, &ctx->slot);
+		if (!win)
+			return pass;
+		bpf_spin_lock(&ctx->lock);
+		barrier_var(win);
+		bpf_spin_unlock(&ctx->lock);
+		return pass;
+	}
 	/* A UC, RD, UD or XRC request names an RC connection only when that one is
 	 * known: it has a context, or a line provisions its QP (QP 1 of
 	 * connection management is UD, under any-QP lines too). */
@@ -548,6 +575,8 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound)
 	if (started) {
 		st->v[RM_STAT_EPOCHS_STARTED]++;
 		emit(st, RM_EV_EPOCH_START, &key, &sc->start);
+	} else if (rm_bench_flags & RM_BENCH_EMIT_EACH) {
+		emit(st, RM_EV_EPOCH_START, &key, &sc->final);
 	}
 	return pass;
 }

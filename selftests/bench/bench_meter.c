@@ -46,8 +46,11 @@
 #include "frames.h"
 
 #define MAX_BATCHES 101
-#define MAX_CASES 24
+#define MAX_CASES   48
 #define PAYLOAD 64
+/* RM_BENCH_EMIT_EACH: runs between two drains, so that the 4 MiB ring
+ * buffer never fills (an event takes 152 bytes with its header). */
+#define EMIT_RUN_MAX 20000
 
 enum target { T_DIRECT_PASS, T_DIRECT_BASE, T_DRV_PASS, T_DRV_BASE, T_DRV_METER };
 
@@ -59,6 +62,9 @@ struct bcase {
 	uint32_t nctx;     /* live contexts */
 	uint32_t window;   /* W of the meter */
 	uint32_t step;     /* RM_BENCH_JUMP */
+	uint32_t cut;      /* breakdown: enum rm_bench_cut of the meter */
+	uint32_t bflags;   /* breakdown: RM_BENCH_* extra work per request */
+	int breakdown;     /* a row of the breakdown table, not of the main one */
 	const char *skip;  /* not run, and why */
 	char why[160];
 	struct bench *drv; /* own driver (own counter) */
@@ -66,6 +72,7 @@ struct bcase {
 	int prog_fd;
 	uint32_t repeat;
 	uint64_t runs;     /* timed runs */
+	struct ring_buffer *rb; /* RM_BENCH_EMIT_EACH: drained after every run */
 	int nb;
 	double ns[MAX_BATCHES];
 	double med, min, max;
@@ -130,7 +137,16 @@ static double run(struct bcase *c, uint32_t repeat)
 			c->name, o.retval);
 		return -1;
 	}
+	if (c->rb && ring_buffer__consume(c->rb) < 0) {
+		fprintf(stderr, "bench_meter: %s: cannot drain the ring buffer\n", c->name);
+		return -1;
+	}
 	return (double)o.duration;
+}
+
+static int discard_event(void *ctx, void *data, size_t size)
+{
+	return 0;
 }
 
 static int setup(struct bcase *c, char *err, size_t errlen)
@@ -168,9 +184,32 @@ static int setup(struct bcase *c, char *err, size_t errlen)
 			.idle_timeout_ms = 0,
 		};
 
-		/* replay = 0: the kernel clock, as when attached */
-		if (rm_meter_load(&c->m, &s, c->replay_clock, err, errlen))
+		struct rm_meter_load_opts lo = { .replay = c->replay_clock,
+						 .bench_cut = c->cut,
+						 .bench_flags = c->bflags };
+
+		if (c->bflags & RM_BENCH_PROVISION_EACH) {
+			/* one line for the host pair, any QP: the lookup finds it with
+			 * its second key (exact, then any QP) */
+			struct rm_provision p = {
+				.family = 4, .src = { 10, 0, 0, 1 }, .dst = { 10, 0, 0, 2 }, .pkey = 0xffff, .any_qp = 1
+			};
+
+			s.provision_all = 0;
+			if (rm_meter_load_ex(&c->m, &s, &lo, err, errlen) ||
+			    rm_meter_provision(&c->m, &p, 1, 0, err, errlen))
+				return -1;
+		} else if (rm_meter_load_ex(&c->m, &s, &lo, err, errlen)) {
+			/* replay = 0: the kernel clock, as when attached */
 			return -1;
+		}
+		if (c->bflags & RM_BENCH_EMIT_EACH) {
+			c->rb = ring_buffer__new(c->m.events_fd, discard_event, NULL, NULL);
+			if (!c->rb) {
+				snprintf(err, errlen, "cannot open the ring buffer: %s", strerror(errno));
+				return -1;
+			}
+		}
 		next = c->m.xdp_fd;
 	} else if (c->target == T_DRV_BASE) {
 		next = bpf_program__fd(base->progs.rm_base_xdp);
@@ -198,6 +237,9 @@ static int warm(struct bcase *c, double batch_ns)
 	while (w) {
 		uint32_t r = w > 1000000 ? 1000000 : (uint32_t)w;
 
+		if (c->rb && r > EMIT_RUN_MAX)
+			r = EMIT_RUN_MAX;
+
 		if (run(c, r) < 0)
 			return -1;
 		w -= r;
@@ -209,6 +251,8 @@ static int warm(struct bcase *c, double batch_ns)
 		ns = 1;
 	ns = batch_ns / ns;
 	c->repeat = ns < 20 ? 20 : ns > 5e6 ? 5000000 : (uint32_t)ns;
+	if (c->rb && c->repeat > EMIT_RUN_MAX)
+		c->repeat = EMIT_RUN_MAX;
 	return 0;
 }
 
@@ -256,6 +300,53 @@ static const char *fmt_n(uint32_t n, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%u", n);
 	return buf;
+}
+
+/*
+ * The breakdown table: each stage's row is the meter stopped after it, the
+ * increment is the difference to the row above (the first: to the driver
+ * alone); the clock, provisioning and ring-buffer rows are differences to
+ * the whole meter.
+ */
+static void print_breakdown(const struct bcase *base, const struct bcase *drv_pass)
+{
+	const struct bcase *prev = NULL, *whole = NULL;
+	uint32_t nctx = 0;
+
+	for (int i = 0; i < ncases; i++) {
+		const struct bcase *c = &cases[i];
+		char n[16];
+		double inc;
+		const char *what;
+
+		if (!c->breakdown || c->skip || !c->nb)
+			continue;
+		if (c->nctx != nctx) {
+			nctx = c->nctx;
+			prev = drv_pass;
+			whole = NULL;
+			printf("\nBreakdown of the meter, in-order, W = 1,024, %s context(s): the meter stopped after "
+			       "each "
+			       "stage (cumulative ns/packet through the driver), then extra work per request.\n\n",
+			       fmt_n(nctx, n, sizeof(n)));
+			printf("| stage | ns/packet | stage ns | stage x parse-only |\n|---|---:|---:|---:|\n");
+			printf("| driver + tail call alone | %.0f | | |\n", drv_pass->med);
+		}
+		if (c->cut || (!c->replay_clock && !c->bflags)) {
+			inc = c->med - prev->med;
+			what = c->name;
+			prev = c;
+			if (!c->cut)
+				whole = c;
+		} else if (whole) {
+			inc = c->replay_clock ? whole->med - c->med : c->med - whole->med;
+			what = c->name;
+		} else {
+			continue;
+		}
+		printf("| %s | %.0f | %s%.0f | %.2f |\n", what, c->med, c->replay_clock ? "clock: " : "", inc,
+		       inc / base->med);
+	}
 }
 
 int main(int argc, char **argv)
@@ -327,6 +418,40 @@ int main(int argc, char **argv)
 		c = add("meter, worst case (jumps of W - 1)", T_DRV_METER, RM_BENCH_JUMP, ns_ctx[i], RM_WINDOW_MAX);
 		c->step = RM_WINDOW_MAX - 1;
 	}
+	/* The breakdown: the same meter stopped after each stage (enum
+	 * rm_bench_cut), in-order at W = 1024, then the extra work of the
+	 * provisioning lookup and of a ring-buffer event per request. */
+	for (int i = 0; i < 3; i++) {
+		static const char *const cut_name[] = {
+			[RM_CUT_PERCPU] = "per-CPU statistics and scratch lookups",
+			[RM_CUT_PARSE] = "parse and classification",
+			[RM_CUT_KEY] = "context key",
+			[RM_CUT_CLOCK] = "clock (bpf_ktime_get_ns)",
+			[RM_CUT_CONTEXT] = "context lookup",
+			[RM_CUT_LOCK] = "window lookup, lock and unlock",
+		};
+
+		if (i == 1 || (quick && ns_ctx[i] > 1000) || (!quick && ns_ctx[i] == 1000))
+			continue;
+		for (uint32_t k = RM_CUT_PERCPU; k <= RM_CUT_LOCK; k++) {
+			c = add(cut_name[k], T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i], 1024);
+			c->cut = k;
+			c->breakdown = 1;
+		}
+		c = add("engine and request statistics (the whole meter)", T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i],
+			1024);
+		c->breakdown = 1;
+		c = add("the whole meter on the replay clock", T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i], 1024);
+		c->replay_clock = 1;
+		c->breakdown = 1;
+		c = add("+ provisioning lookup on every request (any-QP line)", T_DRV_METER, RM_BENCH_INORDER,
+			ns_ctx[i], 1024);
+		c->bflags = RM_BENCH_PROVISION_EACH;
+		c->breakdown = 1;
+		c = add("+ one ring-buffer event per request", T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i], 1024);
+		c->bflags = RM_BENCH_EMIT_EACH;
+		c->breakdown = 1;
+	}
 	/* W = 2^22 windows take 512 KiB per context: skip what would not fit in a quarter of RAM */
 	sysinfo(&si);
 	for (int i = 0; i < ncases; i++) {
@@ -372,7 +497,7 @@ int main(int argc, char **argv)
 		c = &cases[i];
 		if (c->skip || !c->nb)
 			continue;
-		if (c->target == T_DRV_METER && check_meter(c))
+		if (c->target == T_DRV_METER && !c->cut && check_meter(c))
 			return 1;
 		qsort(c->ns, (size_t)c->nb, sizeof(double), cmp_double);
 		c->med = c->ns[c->nb / 2];
@@ -389,6 +514,8 @@ int main(int argc, char **argv)
 		char n[16], w[16], med[48], mn[48], mx[48], ratio[48];
 
 		c = &cases[i];
+		if (c->breakdown)
+			continue;
 		if (c->target == T_DRV_METER) {
 			fmt_n(c->nctx, n, sizeof(n));
 			if (c->window == RM_WINDOW_MAX)
@@ -422,9 +549,11 @@ int main(int argc, char **argv)
 		if (o)
 			printf("Worst case / in-order at W = 2^22, %u context(s): %.0fx\n", w->nctx, w->med / o->med);
 	}
+	print_breakdown(drv_base, drv_pass);
 	printf("\n(bench_meter took %.0f s)\n", now_s() - t0);
 
 	for (int i = 0; i < ncases; i++) {
+		ring_buffer__free(cases[i].rb);
 		if (cases[i].m.skel)
 			rm_meter_unload(&cases[i].m);
 		if (cases[i].drv)

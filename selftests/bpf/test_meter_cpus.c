@@ -48,6 +48,7 @@
 #include "meter/reporter.h"
 #include "meter/violations.h"
 #include "meter.skel.h"
+#include "rocemeter/bench.h"
 #include "rocemeter/common.h"
 #include "frames.h"
 #include "selftest.h"
@@ -1040,6 +1041,54 @@ static void test_report_id_exhaustion(void **state)
 	fx_free(&f);
 }
 
+/*
+ * The benchmark's breakdown (rocemeter/bench.h enum rm_bench_cut): a meter
+ * loaded with a cut stops after that stage for a request whose context
+ * exists, and only then; a new context still takes the whole path. So the
+ * difference of two cuts is the cost of the stages between them.
+ */
+static void test_bench_cuts_stop_where_they_say(void **state)
+{
+	static const uint32_t psn[] = { 10, 11, 12 };
+	uint32_t cuts[] = { RM_CUT_PARSE, RM_CUT_CONTEXT, RM_CUT_LOCK, RM_CUT_NONE };
+	struct rm_meter_settings s = { .window = 64, .max_contexts = 8, .provision_all = 1, .max_violations = 8 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		struct rm_meter_load_opts lo = { .replay = 1, .bench_cut = cuts[i] };
+		uint64_t st[RM_STAT__COUNT];
+		struct rm_ctl c;
+		char err[512];
+		struct fx f;
+
+		memset(&f, 0, sizeof(f));
+		if (rm_meter_load_ex(&f.m, &s, &lo, err, sizeof(err)))
+			fail_msg("rm_meter_load_ex(cut %u): %s", cuts[i], err);
+		send_psns(&f, 7, psn, 3);
+		stats(&f, st);
+		assert_int_equal(st[RM_STAT_FRAMES], 3);
+		memset(&c, 0, sizeof(c));
+		c.op = RM_CTL_SNAPSHOT;
+		c.key = ctx_key(7);
+		assert_int_equal(rm_meter_ctl(&f.m, &c), 0);
+		if (cuts[i] == RM_CUT_PARSE) {
+			/* stops before any context exists: none is made */
+			assert_int_equal(c.status, RM_CTL_NO_CONTEXT);
+			assert_int_equal(st[RM_STAT_ELIGIBLE], 0);
+		} else if (cuts[i] == RM_CUT_NONE) {
+			assert_int_equal(c.status, RM_CTL_OK);
+			assert_int_equal(c.snap.requests, 3);
+			assert_int_equal(st[RM_STAT_ELIGIBLE], 3);
+		} else {
+			/* the first request makes the context (whole path), the others stop */
+			assert_int_equal(c.status, RM_CTL_OK);
+			assert_int_equal(c.snap.requests, 1);
+			assert_int_equal(st[RM_STAT_ELIGIBLE], 1);
+		}
+		rm_meter_unload(&f.m);
+	}
+}
+
 int main(void)
 {
 	rm_selftest_require_root("BPF_PROG_TEST_RUN");
@@ -1056,6 +1105,7 @@ int main(void)
 		cmocka_unit_test(test_violation_outlives_full_table_and_eviction),
 		cmocka_unit_test(test_violations_full_fail_safe),
 		cmocka_unit_test(test_violations_list_and_reenable),
+		cmocka_unit_test(test_bench_cuts_stop_where_they_say),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

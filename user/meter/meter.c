@@ -94,6 +94,8 @@ int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, cons
 	m->window_words = RM_WINDOW_WORDS(s->window);
 	m->max_contexts = s->max_contexts;
 	sk->rodata->rm_window_words = m->window_words;
+	sk->rodata->rm_bench_cut = o->bench_cut;
+	sk->rodata->rm_bench_flags = o->bench_flags;
 	sk->data->rm_cfg.window = s->window;
 	sk->data->rm_cfg.ns_mode = s->namespace_vlan ? RM_NS_VLAN : RM_NS_NONE;
 	sk->data->rm_cfg.provision_all = s->provision_all ? 1 : 0;

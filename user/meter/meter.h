@@ -33,6 +33,9 @@ struct rm_meter_load_opts {
 	int dev_bound_ifindex; /* > 0: load the device-bound XDP program for this interface, which
 				* also reads VLAN tags from the packet metadata (namespace = vlan,
 				* native XDP; it cannot be test-run, so never with replay) */
+	/* Benchmarks only (selftests/bench/bench_meter.c): enum rm_bench_cut and
+	 * RM_BENCH_* flags of rocemeter/bench.h; 0 for the whole meter. */
+	uint32_t bench_cut, bench_flags;
 };
 
 /*
