@@ -27,6 +27,7 @@
  *   -q  quick: 1 and 1,000 contexts only, 5 batches, 10 ms
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,7 @@
 #include "rocemeter/bth.h"
 #include "rocemeter/seqobs.h"
 #include "bench.skel.h"
+#include "meter.skel.h"
 #include "baseline.skel.h"
 #include "frames.h"
 
@@ -178,8 +180,10 @@ static int setup(struct bcase *c, char *err, size_t errlen)
 	if (c->target == T_DRV_METER) {
 		struct rm_meter_settings s = {
 			.window = c->window,
-			/* the default table size; at W = 2^22 only what the case needs (512 KiB each) */
-			.max_contexts = c->window > 65536 ? c->nctx : (c->nctx > 65536 ? c->nctx : 65536),
+			/* the default table size, or what the case needs; the default pool,
+			 * or a window for every context of the worst case (each holds one) */
+			.max_contexts = c->nctx > 65536 ? c->nctx : 65536,
+			.max_windows = c->mode == RM_BENCH_JUMP ? c->nctx : 0,
 			.provision_all = 1,
 			.idle_timeout_ms = 0,
 		};
@@ -349,6 +353,119 @@ static void print_breakdown(const struct bcase *base, const struct bcase *drv_pa
 	}
 }
 
+/* The kernel's memlock figure of a map (what `bpftool map show` prints as memlock). */
+static uint64_t map_memlock(int fd)
+{
+	char path[64], line[256];
+	uint64_t v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "memlock: %" SCNu64, &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* Sum of the memlock figures of every map of the meter; *ctx and *win: contexts and windows. */
+static uint64_t meter_memlock(struct rm_meter *m, uint64_t *ctx, uint64_t *win)
+{
+	struct bpf_map *map;
+	uint64_t total = 0;
+
+	*ctx = map_memlock(m->contexts_fd);
+	*win = map_memlock(m->windows_fd);
+	bpf_object__for_each_map(map, m->skel->obj) total += map_memlock(bpf_map__fd(map));
+	return total;
+}
+
+/*
+ * Map memory from the kernel: the meter loaded with N contexts' worth of
+ * table (max_contexts, or the default when N is smaller), then N in-order
+ * connections of two requests each through the driver; the memlock
+ * figures of its maps (/proc/self/fdinfo, as bpftool reads them) at load
+ * and after. The contexts map is not preallocated: its figure counts the
+ * elements that exist.
+ */
+static int memory_table(int quick)
+{
+	static const struct {
+		uint32_t nctx, window;
+		int default_size; /* max_contexts left at its default (65,536) */
+		const char *target;
+	} rows[] = {
+		{ 65536, 1024, 1, "" },
+		{ 1000000, 1024, 0, "at most 256 MiB" },
+		{ 65536, RM_WINDOW_MAX, 1, "" },
+		{ 100000, RM_WINDOW_MAX, 0, "at most 1 GiB" },
+	};
+	char err[512];
+
+	printf("\nMap memory, in-order connections (two requests each), memlock figures of all the meter's maps "
+	       "from the kernel (/proc/PID/fdinfo, as bpftool map show):\n\n");
+	printf("| contexts | W | max_contexts | pool windows | at load, MiB | after, MiB | contexts map, MiB | "
+	       "bytes per context | window pool, MiB | target |\n");
+	printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		uint32_t n = quick ? rows[i].nctx / 10 : rows[i].nctx, k = 0;
+		struct rm_meter_settings ms = {
+			.window = rows[i].window,
+			.max_contexts = rows[i].default_size ? 65536 : n,
+			.provision_all = 1,
+			.max_violations = 65536,
+		};
+		struct rm_meter m;
+		struct bench *drv;
+		uint64_t st[RM_STAT__COUNT], before, after, ctx, win, left = 2ull * n;
+		char nb[16], wb[16], mb[16];
+		int next, fd;
+
+		if (rm_meter_load(&m, &ms, 0, err, sizeof(err))) {
+			fprintf(stderr, "bench_meter: memory, %u contexts: %s\n", n, err);
+			return -1;
+		}
+		before = meter_memlock(&m, &ctx, &win);
+		drv = bench__open_and_load();
+		if (!drv)
+			return -1;
+		drv->bss->bench_mode = RM_BENCH_INORDER;
+		drv->data->bench_nctx = n;
+		next = m.xdp_fd;
+		fd = bpf_program__fd(drv->progs.bench_drive);
+		if (bpf_map_update_elem(bpf_map__fd(drv->maps.bench_next), &k, &next, BPF_ANY))
+			return -1;
+		while (left) {
+			uint32_t r = left > 1000000 ? 1000000 : (uint32_t)left;
+			LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (uint32_t)frame_len,
+				    .repeat = r);
+
+			if (bpf_prog_test_run_opts(fd, &o))
+				return -1;
+			left -= r;
+		}
+		after = meter_memlock(&m, &ctx, &win);
+		if (rm_meter_read_stats(m.stats_fd, st) || st[RM_STAT_EPOCHS_STARTED] != n ||
+		    st[RM_STAT_ELIGIBLE] != 2ull * n) {
+			fprintf(stderr, "bench_meter: memory, %u contexts: the meter did not meter them all\n", n);
+			return -1;
+		}
+		if (rows[i].window == RM_WINDOW_MAX)
+			snprintf(wb, sizeof(wb), "2^22");
+		else
+			fmt_n(rows[i].window, wb, sizeof(wb));
+		printf("| %s | %s | %s | %u | %.1f | %.1f | %.1f | %.0f | %.1f | %s |\n", fmt_n(n, nb, sizeof(nb)), wb,
+		       fmt_n(ms.max_contexts, mb, sizeof(mb)), m.pool_windows, before / 1048576.0, after / 1048576.0,
+		       ctx / 1048576.0, (double)ctx / n, win / 1048576.0, quick ? "(quick: a tenth)" : rows[i].target);
+		bench__destroy(drv);
+		rm_meter_unload(&m);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int batches = 11, quick = 0, opt;
@@ -452,19 +569,26 @@ int main(int argc, char **argv)
 		c->bflags = RM_BENCH_EMIT_EACH;
 		c->breakdown = 1;
 	}
-	/* W = 2^22 windows take 512 KiB per context: skip what would not fit in a quarter of RAM */
+	/* Skip what would not fit in a quarter of RAM: the worst case keeps a
+	 * pool window (520 KiB at W = 2^22) in every context. */
 	sysinfo(&si);
 	for (int i = 0; i < ncases; i++) {
+		struct rm_meter_settings ms = { .window = 0 };
 		uint64_t need;
 
 		c = &cases[i];
-		need = (uint64_t)c->nctx * RM_WINDOW_WORDS(c->window) * 8;
-		if (c->target != T_DRV_METER || need <= (uint64_t)si.totalram * si.mem_unit / 4)
+		if (c->target != T_DRV_METER)
+			continue;
+		ms.window = c->window;
+		ms.max_contexts = c->nctx > 65536 ? c->nctx : 65536;
+		ms.max_windows = c->mode == RM_BENCH_JUMP ? c->nctx : 0;
+		need = rm_meter_pool_windows(&ms) * rm_meter_pool_window_bytes(c->window) + (uint64_t)c->nctx * 256;
+		if (need <= (uint64_t)si.totalram * si.mem_unit / 4)
 			continue;
 		snprintf(c->why, sizeof(c->why),
-			 "not run: %u windows of %u KiB need %.0f GiB of map memory (host: %.0f GiB)", c->nctx,
-			 RM_WINDOW_WORDS(c->window) * 8 / 1024, (double)need / (1ull << 30),
-			 (double)si.totalram * si.mem_unit / (1ull << 30));
+			 "not run: %u pool windows of %llu KiB need %.0f GiB of map memory (host: %.0f GiB)",
+			 rm_meter_pool_windows(&ms), (unsigned long long)rm_meter_pool_window_bytes(c->window) / 1024,
+			 (double)need / (1ull << 30), (double)si.totalram * si.mem_unit / (1ull << 30));
 		c->skip = c->why;
 	}
 
@@ -550,6 +674,8 @@ int main(int argc, char **argv)
 			printf("Worst case / in-order at W = 2^22, %u context(s): %.0fx\n", w->nctx, w->med / o->med);
 	}
 	print_breakdown(drv_base, drv_pass);
+	if (memory_table(quick))
+		return 1;
 	printf("\n(bench_meter took %.0f s)\n", now_s() - t0);
 
 	for (int i = 0; i < ncases; i++) {

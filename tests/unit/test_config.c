@@ -97,6 +97,7 @@ static void defaults_are_documented(void **state)
 	assert_int_equal(cfg.meter.generation_verified, 0);
 	assert_int_equal(cfg.meter.evict, 0);
 	assert_int_equal(cfg.meter.max_violations, 65536);
+	assert_int_equal(cfg.meter.max_windows, 0); /* automatic */
 	assert_int_equal(cfg.meter.unattributed_is_loss, 1);
 	assert_int_equal(cfg.n_provision, 0);
 	assert_int_equal(cfg.export.enabled, 0);
@@ -156,6 +157,7 @@ static void example_file(void **state)
 	assert_int_equal(cfg.meter.generation_verified, 0);
 	assert_int_equal(cfg.meter.evict, 0);
 	assert_int_equal(cfg.meter.max_violations, 65536);
+	assert_int_equal(cfg.meter.max_windows, 0); /* automatic */
 	assert_int_equal(cfg.meter.unattributed_is_loss, 1);
 
 	/* connection = 192.0.2.10 192.0.2.20 0x000123 0xffff */
@@ -267,6 +269,7 @@ static void every_meter_key_lands(void **state)
 		  "generation_verified = on\n"
 		  "eviction = oldest\n"
 		  "max_violations = 16777216\n"
+		  "max_windows = 16777216\n"
 		  "unattributed_is_loss = no\n");
 	assert_int_equal(cfg.meter.window, 4194304);
 	assert_int_equal(cfg.meter.max_contexts, 16777216);
@@ -277,6 +280,7 @@ static void every_meter_key_lands(void **state)
 	assert_int_equal(cfg.meter.generation_verified, 1);
 	assert_int_equal(cfg.meter.evict, 1);
 	assert_int_equal(cfg.meter.max_violations, 16777216);
+	assert_int_equal(cfg.meter.max_windows, 16777216);
 	assert_int_equal(cfg.meter.unattributed_is_loss, 0);
 	expect_ok("[meter]\nwindow = 1\nidle_timeout_ms = 31536000000\nmax_violations = 1\n");
 	assert_int_equal(cfg.meter.max_violations, 1);
@@ -328,6 +332,7 @@ static void other_ranges(void **state)
 	expect_error("[meter]\neviction = random\n", 2, "eviction: 'random'");
 	expect_error("[meter]\nmax_violations = 0\n", 2, "max_violations");
 	expect_error("[meter]\nmax_violations = 16777217\n", 2, "max_violations");
+	expect_error("[meter]\nmax_windows = 16777217\n", 2, "max_windows");
 	expect_error("[meter]\nunattributed_is_loss = sometimes\n", 2, "unattributed_is_loss: 'sometimes'");
 	expect_error("[meter]\nidle_timeout_ms = 31536000001\n", 2, "idle_timeout_ms");
 	expect_error("[export]\ncollector = c\nport = 0\n", 3, "port");
