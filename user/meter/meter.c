@@ -64,6 +64,49 @@ const struct rm_metric_row *rm_meter_stat_rows(size_t *n)
 	return rows;
 }
 
+uint64_t rm_meter_pool_window_bytes(uint32_t window)
+{
+	return (uint64_t)RM_POOL_VALUE_WORDS(RM_WINDOW_WORDS(window)) * sizeof(__u64);
+}
+
+uint32_t rm_meter_pool_windows(const struct rm_meter_settings *s)
+{
+	uint64_t n, fit;
+
+	if (s->max_windows)
+		return s->max_windows;
+	if (s->window <= RM_INLINE_BITS)
+		return 1;
+	n = s->max_contexts / 16;
+	if (n < 64)
+		n = 64;
+	fit = RM_WINDOW_POOL_BUDGET / rm_meter_pool_window_bytes(s->window);
+	if (n > fit)
+		n = fit;
+	if (n > s->max_contexts)
+		n = s->max_contexts;
+	return n ? (uint32_t)n : 1;
+}
+
+int rm_meter_read_pool(int windows_fd, struct rm_pool_info *out)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info), words;
+
+	if (bpf_obj_get_info_by_fd(windows_fd, &info, &len))
+		return -errno;
+	words = info.value_size / sizeof(__u64);
+	memset(out, 0, sizeof(*out));
+	out->windows = info.max_entries;
+	out->bytes = info.value_size;
+	for (__u32 nw = 1; nw <= RM_WINDOW_WORDS_MAX; nw++)
+		if (RM_POOL_VALUE_WORDS(nw) == words) {
+			out->positions = nw * 64;
+			break;
+		}
+	return 0;
+}
+
 int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int replay, char *err, size_t errlen)
 {
 	struct rm_meter_load_opts o = { .replay = replay };
@@ -93,17 +136,20 @@ int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, cons
 	m->window = s->window;
 	m->window_words = RM_WINDOW_WORDS(s->window);
 	m->max_contexts = s->max_contexts;
+	m->pool_windows = rm_meter_pool_windows(s);
 	sk->rodata->rm_window_words = m->window_words;
+	sk->rodata->rm_bench_cut = o->bench_cut;
+	sk->rodata->rm_bench_flags = o->bench_flags;
 	sk->data->rm_cfg.window = s->window;
 	sk->data->rm_cfg.ns_mode = s->namespace_vlan ? RM_NS_VLAN : RM_NS_NONE;
 	sk->data->rm_cfg.provision_all = s->provision_all ? 1 : 0;
 	sk->data->rm_cfg.use_replay_clock = replay ? 1 : 0;
 	sk->data->rm_cfg.idle_timeout_ns = s->idle_timeout_ms * 1000000ull;
 	sk->data->rm_cfg.unattributed_is_loss = s->unattributed_is_loss ? 1 : 0;
-	if (bpf_map__set_value_size(sk->maps.windows, RM_WINDOW_VALUE_WORDS(m->window_words) * sizeof(__u64)) ||
-	    bpf_map__set_max_entries(sk->maps.windows, s->max_contexts) ||
+	if (bpf_map__set_value_size(sk->maps.windows, RM_POOL_VALUE_WORDS(m->window_words) * sizeof(__u64)) ||
+	    bpf_map__set_max_entries(sk->maps.windows, m->pool_windows) ||
 	    bpf_map__set_max_entries(sk->maps.contexts, s->max_contexts) ||
-	    bpf_map__set_max_entries(sk->maps.free_slots, s->max_contexts) ||
+	    bpf_map__set_max_entries(sk->maps.free_slots, m->pool_windows) ||
 	    bpf_map__set_max_entries(sk->maps.violations, s->max_violations ? s->max_violations : 1)) {
 		snprintf(err, errlen, "cannot size the maps for %u contexts and %u violations", s->max_contexts,
 			 s->max_violations);
@@ -126,10 +172,10 @@ int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, cons
 	e = meter__load(sk);
 	if (e == -ENOMEM || e == -E2BIG) {
 		snprintf(err, errlen,
-			 "cannot allocate the maps: the windows need %llu MiB (max_contexts %u x about W %u / 8 bytes); "
-			 "lower max_contexts or window",
-			 (unsigned long long)s->max_contexts * RM_WINDOW_VALUE_WORDS(m->window_words) * 8 >> 20,
-			 s->max_contexts, s->window);
+			 "cannot allocate the maps: the window pool needs %llu MiB (max_windows %u x %llu bytes for "
+			 "W %u); lower max_windows",
+			 (unsigned long long)(m->pool_windows * rm_meter_pool_window_bytes(s->window) >> 20),
+			 m->pool_windows, (unsigned long long)rm_meter_pool_window_bytes(s->window), s->window);
 		goto fail;
 	}
 	if (e && o->dev_bound_ifindex > 0) {
@@ -157,7 +203,7 @@ int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, cons
 	m->free_slots_fd = bpf_map__fd(sk->maps.free_slots);
 	m->violations_fd = bpf_map__fd(sk->maps.violations);
 	m->viol_state_fd = bpf_map__fd(sk->maps.viol_state);
-	for (__u32 slot = 0; slot < s->max_contexts; slot++) {
+	for (__u32 slot = 0; slot < m->pool_windows; slot++) {
 		if (bpf_map_update_elem(m->free_slots_fd, NULL, &slot, BPF_ANY)) {
 			snprintf(err, errlen, "cannot fill the free-slot queue: %s", strerror(errno));
 			goto fail;

@@ -20,8 +20,9 @@ struct meter; /* the libbpf skeleton */
 struct rm_meter {
 	struct meter *skel;
 	uint32_t window;       /* W for new epochs */
-	uint32_t window_words; /* ring words per context (>= W / 64) */
+	uint32_t window_words; /* ring words of a pool window (>= W / 64) */
 	uint32_t max_contexts;
+	uint32_t pool_windows; /* windows in the pool (rm_meter_pool_windows()) */
 	int dev_bound; /* xdp_fd is rocemeter_xdp_vlan, bound to one device */
 	int xdp_fd, ctl_fd;
 	int contexts_fd, windows_fd, provision_fd, stats_fd, events_fd, free_slots_fd;
@@ -33,15 +34,42 @@ struct rm_meter_load_opts {
 	int dev_bound_ifindex; /* > 0: load the device-bound XDP program for this interface, which
 				* also reads VLAN tags from the packet metadata (namespace = vlan,
 				* native XDP; it cannot be test-run, so never with replay) */
+	/* Benchmarks only (selftests/bench/bench_meter.c): enum rm_bench_cut and
+	 * RM_BENCH_* flags of rocemeter/bench.h; 0 for the whole meter. */
+	uint32_t bench_cut, bench_flags;
 };
 
 /*
- * Open, size and load the meter. s gives W, max_contexts, max_violations,
- * namespace, provision_all, idle_timeout_ms, unattributed_is_loss. Fills
- * the free-slot queue. Returns 0, or -1 with a reason in err.
+ * Open, size and load the meter. s gives W, max_contexts, max_windows,
+ * max_violations, namespace, provision_all, idle_timeout_ms,
+ * unattributed_is_loss. Fills the free-slot queue of the window pool.
+ * Returns 0, or -1 with a reason in err.
  */
 int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, const struct rm_meter_load_opts *o,
 		     char *err, size_t errlen);
+
+/*
+ * The window pool of settings s ([meter] max_windows, docs/configuration.md):
+ * windows of RM_WINDOW_WORDS(W) ring words, for the epochs whose PENDING
+ * positions reach further back than the inline window (63 positions behind
+ * the highest). max_windows if set; else automatic: max_contexts / 16, at
+ * least 64, at most what RM_WINDOW_POOL_BUDGET bytes hold and at most
+ * max_contexts; 1 (never used) when W <= 64. Always >= 1.
+ */
+uint32_t rm_meter_pool_windows(const struct rm_meter_settings *s);
+
+/* Bytes of one pool window for W (ring, summaries, base). */
+uint64_t rm_meter_pool_window_bytes(uint32_t window);
+
+/* The window pool of a loaded meter, from its `windows` map (a pin). */
+struct rm_pool_info {
+	uint32_t windows;   /* the pool's size (max_entries) */
+	uint32_t positions; /* ring positions of a window (>= W) */
+	uint64_t bytes;     /* bytes of one window */
+};
+
+/* Read the pool's shape from the windows map fd. Returns 0 or -errno. */
+int rm_meter_read_pool(int windows_fd, struct rm_pool_info *out);
 
 /* rm_meter_load_ex() with .replay = replay and no device binding. */
 int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int replay, char *err, size_t errlen);

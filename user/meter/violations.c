@@ -124,7 +124,8 @@ int rm_violations_list(const struct rm_violations_fds *f, struct rm_violation_en
 	while (bpf_map_get_next_key(f->contexts_fd, prev, &next) == 0) {
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem_flags(f->contexts_fd, &key, &ctx, BPF_F_LOCK) || !ctx.violated)
+		if (bpf_map_lookup_elem_flags(f->contexts_fd, &key, &ctx, BPF_F_LOCK) ||
+		    !rm_ctx_flag(&ctx, RM_CTX_VIOLATED))
 			continue;
 		memset(&e, 0, sizeof(e));
 		e.key = key;

@@ -205,7 +205,8 @@ static void collect_disabled(struct replay *p, struct rm_replay_result *res)
 	while (bpf_map_get_next_key(p->meter.contexts_fd, prev, &next) == 0) {
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem_flags(p->meter.contexts_fd, &key, &v, BPF_F_LOCK) || !v.disabled)
+		if (bpf_map_lookup_elem_flags(p->meter.contexts_fd, &key, &v, BPF_F_LOCK) ||
+		    !rm_ctx_flag(&v, RM_CTX_DISABLED))
 			continue;
 		if (res->n_disabled == cap) {
 			struct rm_ctx_key *t = realloc(res->disabled, (cap = cap ? cap * 2 : 16) * sizeof(*t));
