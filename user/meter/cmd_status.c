@@ -204,6 +204,19 @@ static json_t *daemon_json(const struct rm_ifkey *k)
 	return json_load_file(path, 0, NULL);
 }
 
+/*
+ * The contexts map of this build's layout? A map pinned by another version
+ * is skipped (a lookup would write past struct rm_ctx), and fd closed.
+ */
+static int contexts_fit(int fd)
+{
+	if (rm_meter_map_fits(fd, sizeof(struct rm_ctx_key), sizeof(struct rm_ctx)))
+		return 1;
+	rm_log_cmd(RM_LOG_WARNING, "contexts pinned by another rocemeter version: not shown");
+	close(fd);
+	return 0;
+}
+
 /* The window pool (map `windows`) and the contexts of each tier (docs/meter.md "Memory"). */
 static json_t *pool_json(const struct rm_ifkey *k, uint64_t inline_ctx, uint64_t pooled_ctx)
 {
@@ -262,7 +275,8 @@ static void status_text(const struct rm_ifkey *k, const char *label)
 			printf("    %-26s %" PRIu64 "\n", rm_stat_name(i), st[i]);
 	}
 	close(stats_fd);
-	if (!rm_paths_pin(k, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0) {
+	if (!rm_paths_pin(k, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0 &&
+	    contexts_fit(ctx_fd)) {
 		printf("  contexts:\n");
 		while (bpf_map_get_next_key(ctx_fd, prev, &next) == 0) {
 			key = next;
@@ -406,7 +420,8 @@ static json_t *status_json(const struct rm_ifkey *k, const char *label)
 		json_object_set_new(o, "meter", m);
 	}
 	close(stats_fd);
-	if (!rm_paths_pin(k, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0) {
+	if (!rm_paths_pin(k, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0 &&
+	    contexts_fit(ctx_fd)) {
 		json_t *a = json_array();
 
 		while (bpf_map_get_next_key(ctx_fd, prev, &next) == 0) {

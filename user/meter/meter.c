@@ -88,6 +88,16 @@ uint32_t rm_meter_pool_windows(const struct rm_meter_settings *s)
 	return n ? (uint32_t)n : 1;
 }
 
+int rm_meter_map_fits(int fd, size_t key_size, size_t value_size)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 0;
+	return info.key_size == key_size && info.value_size == value_size;
+}
+
 int rm_meter_read_pool(int windows_fd, struct rm_pool_info *out)
 {
 	struct bpf_map_info info = { 0 };

@@ -104,6 +104,13 @@ int rm_meter_replay_frame(struct rm_meter *m, const void *frame, uint32_t caplen
  */
 int rm_meter_read_stats(int stats_fd, uint64_t out[RM_STAT__COUNT]);
 
+/*
+ * 1 if the map behind fd has these key and value sizes (the structs of this
+ * build), 0 if not (pinned by another rocemeter version: a lookup would
+ * write past the caller's buffer) or if the kernel does not say.
+ */
+int rm_meter_map_fits(int fd, size_t key_size, size_t value_size);
+
 /* Name of a statistic (RM_STATS in rocemeter/common.h), e.g. "malformed_udp". */
 const char *rm_stat_name(int stat);
 
