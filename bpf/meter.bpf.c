@@ -509,7 +509,18 @@ static __noinline int locked(struct rm_ctx *ctx, struct rm_scratch *sc, struct r
 }
 
 /* The body of both XDP programs; dev_bound is a constant per program. */
-static __always_inline int meter(struct xdp_md *xdp, const int dev_bound)
+/* meter() in rocemeter_replay: the frame's copy is shorter than what was captured. */
+__u8 rm_batch_short;
+
+/*
+ * meter()'s answer in rocemeter_replay when the parser ran out of a frame's
+ * shortened copy: nothing was counted, run the frame whole.
+ */
+#define RM_BATCH_AGAIN 0x10000
+
+/* The body of both XDP programs and of replay's batch; dev_bound and batch
+ * are constants per program. */
+static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const int batch)
 {
 	void *data = (void *)(long)xdp->data;
 	void *data_end = (void *)(long)xdp->data_end;
@@ -531,13 +542,21 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound)
 		return XDP_PASS;
 	pkt = &sc->pkt; /* in map memory: the stack is needed by the engine's calls */
 	key = &sc->key;
-	st->v[RM_STAT_FRAMES]++;
-	if (rm_bench_cut == RM_CUT_PERCPU)
+	if (rm_bench_cut == RM_CUT_PERCPU) {
+		st->v[RM_STAT_FRAMES]++;
 		return pass;
+	}
 	frame_len = bpf_xdp_get_buff_len(xdp);
 	if (rm_cfg.use_replay_clock && rm_cfg.replay_wire_len)
 		frame_len = rm_cfg.replay_wire_len;
 	verdict = rm_parse_meter(xdp, frame_len, pkt);
+	/* A shortened copy gives the whole frame's verdict when the parser read
+	 * the BTH, or stopped for a reason other than the copy's end. */
+	if (batch && rm_batch_short && !pkt->bth_ok &&
+	    (verdict == RM_PARSE_BAD_ETH || verdict == RM_PARSE_BAD_IP || verdict == RM_PARSE_BAD_UDP ||
+	     verdict == RM_PARSE_BAD_BTH))
+		return RM_BATCH_AGAIN;
+	st->v[RM_STAT_FRAMES]++;
 	if (rm_cfg.use_replay_clock)
 		rm_replay_verdict = verdict;
 	stat = verdict_stat(verdict);
@@ -673,9 +692,13 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound)
 		spare = window_prepare(ctx, &w, pkt->psn, 0);
 	else
 		window_none(&w); /* a closure needs no window */
+	/* Replay runs on one CPU: nothing changes the context between the
+	 * first look and the lock, the first look foresees exactly (one try,
+	 * and one verification of the engine). */
+	rq->final_try = batch;
 	o = locked(ctx, sc, &w);
 	window_done(&w, spare, st);
-	if (o == O_NEED_WINDOW) {
+	if (!batch && o == O_NEED_WINDOW) {
 		/* Another CPU changed the context since the first look, or the
 		 * engine needs a spare the first look did not foresee: once more,
 		 * then stateExhaustion (pool empty, or still no window). */
@@ -731,13 +754,87 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound)
 SEC("xdp.frags")
 int rocemeter_xdp(struct xdp_md *xdp)
 {
-	return meter(xdp, 0);
+	return meter(xdp, 0, 0);
 }
 
 SEC("xdp.frags")
 int rocemeter_xdp_vlan(struct xdp_md *xdp)
 {
-	return meter(xdp, 1);
+	return meter(xdp, 1, 0);
+}
+
+/* rocemeter_replay: the frames of the batch (userspace sets it), the
+ * frames run so far (userspace zeroes it), the verdict of each. */
+__u32 rm_batch_n;
+__u32 rm_batch_done;
+__u8 rm_batch_verdict[RM_BATCH_MAX];
+/* The frame in hand: its copy's length, its start's offset from the
+ * buffer's (globals, not locals: meter() needs the stack). */
+__u32 rm_batch_len, rm_batch_off;
+__u8 rm_batch_again; /* the run stopped before a frame to run whole */
+
+/* replay_next: 0 -> rocemeter_replay itself (the loader puts it there). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} replay_next SEC(".maps");
+
+/*
+ * Replay's batch (never attached): one BPF_PROG_TEST_RUN runs the
+ * captured frames of a batch through meter(), the code of rocemeter_xdp,
+ * one after the other (docs/meter.md "Replay"). The buffer holds, from its
+ * end backwards, each frame's first rec.len bytes followed by its struct
+ * rm_batch_rec: the first frame's record ends the buffer. Each run of this
+ * program meters the frame whose record ends the packet: it reads the
+ * record, cuts it off the tail, moves the head to the frame's start (so the
+ * frame is the packet, its copy's end the packet's end), runs meter() with
+ * the record's clock and wire length, then moves the head back to the
+ * buffer's start, cuts the frame off the tail and tail-calls itself. The
+ * tail only shrinks (growing it would zero what it uncovers) and no loop
+ * goes round meter(): the verifier checks it once. A tail-call chain is at
+ * most 33 long, so a batch may take several runs. It stops before a frame
+ * whose shortened copy cannot give its verdict (RM_BATCH_AGAIN): userspace
+ * runs that one whole, then the rest (rm_batch_done says where).
+ */
+SEC("xdp")
+int rocemeter_replay(struct xdp_md *xdp)
+{
+	void *data = (void *)(long)xdp->data;
+	void *data_end = (void *)(long)xdp->data_end;
+	__u32 i = rm_batch_done, size = (__u32)((long)data_end - (long)data), zero = 0;
+	struct rm_batch_rec rec;
+
+	if (i >= rm_batch_n || i >= RM_BATCH_MAX)
+		return XDP_PASS;
+	if (size < sizeof(rec) + RM_BATCH_FRAME_MIN || bpf_xdp_load_bytes(xdp, size - sizeof(rec), &rec, sizeof(rec)))
+		return XDP_ABORTED;
+	size -= sizeof(rec);
+	if (rec.len < RM_BATCH_FRAME_MIN || rec.len > size)
+		return XDP_ABORTED;
+	rm_batch_len = rec.len;
+	rm_batch_off = size - rec.len;
+	rm_cfg.replay_now_ns = rec.ts_ns;
+	rm_cfg.replay_wire_len = rec.wire_len;
+	rm_batch_short = rec.flags & RM_BATCH_SHORT;
+	if (bpf_xdp_adjust_tail(xdp, -(int)sizeof(rec)) || bpf_xdp_adjust_head(xdp, (int)rm_batch_off))
+		return XDP_ABORTED;
+	if (meter(xdp, 0, 1) == RM_BATCH_AGAIN) {
+		rm_batch_again = 1;
+		return XDP_PASS;
+	}
+	i = rm_batch_done;
+	if (i >= RM_BATCH_MAX)
+		return XDP_ABORTED;
+	rm_batch_verdict[i] = (__u8)rm_replay_verdict;
+	rm_batch_done = ++i;
+	if (i >= rm_batch_n)
+		return XDP_PASS;
+	if (bpf_xdp_adjust_head(xdp, -(int)rm_batch_off) || bpf_xdp_adjust_tail(xdp, -(int)rm_batch_len))
+		return XDP_ABORTED;
+	bpf_tail_call(xdp, &replay_next, zero);
+	return XDP_PASS; /* the chain's end: userspace runs the rest */
 }
 
 SEC("xdp")

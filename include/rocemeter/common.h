@@ -292,6 +292,27 @@ struct rm_config {
 };
 
 /*
+ * Replay's batch (bpf/meter.bpf.c rocemeter_replay, user/meter/meter.c
+ * rm_meter_replay_run()): the data of one BPF_PROG_TEST_RUN holds, from its
+ * end backwards, per frame its first `len` bytes then its struct
+ * rm_batch_rec (unaligned): the first frame's record ends the data. At most
+ * RM_BATCH_BYTES in all, the linear part of a test run's XDP buffer (a page
+ * less the headroom and the skb_shared_info), and RM_BATCH_MAX frames.
+ */
+#define RM_BATCH_MAX       64
+#define RM_BATCH_BYTES     3520 /* 4096 - XDP_PACKET_HEADROOM 256 - skb_shared_info 320 */
+#define RM_BATCH_COPY      192  /* a frame's bytes copied at most: its headers; a longer frame is shortened */
+#define RM_BATCH_FRAME_MIN 14   /* an Ethernet header: shorter frames are not run (XDP needs one) */
+#define RM_BATCH_SHORT     0x1  /* rm_batch_rec flags: the copy is shorter than the captured frame */
+
+struct rm_batch_rec {
+	__u64 ts_ns;    /* the meter's clock for this frame (capture time, UNIX ns) */
+	__u32 wire_len; /* the frame's length on the wire */
+	__u16 len;      /* bytes of the frame just before this record */
+	__u16 flags;    /* RM_BATCH_SHORT */
+};
+
+/*
  * Control requests for the program `rocemeter_ctl` (an XDP program run only
  * with BPF_PROG_TEST_RUN, never attached): the frame data is one struct
  * rm_ctl; the program takes the context's lock, acts, and writes the result

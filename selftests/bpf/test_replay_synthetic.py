@@ -12,7 +12,10 @@ Python model in tests/lib/rocetest.py (every report and every statistic), never
 taken from the tool. Needs root (BPF) and the built build/rocemeter.
 """
 import ipaddress
+import json
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -740,3 +743,34 @@ def test_65536_connections_at_w_2_22_with_default_options(tmp_path):
     assert r.stats["epochs_started"] == n and r.stats["window_pool_taken"] == 0
     assert len(r.reports) == n
     assert all(x["requestPacketTotalCount"] == 2 and x["rdmaSequenceWindow"] == 1 << 22 for x in r.reports)
+
+
+# ---------------------------------------------------------------------------
+# Replay's batches (docs/meter.md "Replay"): several frames per
+# BPF_PROG_TEST_RUN, the same results (every test above compares them with
+# the model).
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
+def test_replay_runs_frames_in_batches(tmp_path):
+    """1,000 frames of two connections take at most one BPF_PROG_TEST_RUN
+    per 10 frames (a batch holds about 20 such frames, a report boundary or a
+    new second ends one), counted with strace; the reports are the model's."""
+    c = Cap((4, ()))
+    for i in range(500):
+        c.req(100 + i, at_ms=i // 2 + 1)
+        c.req(7000 + i, qp=0x000200, at_ms=i // 2 + 1)
+    path = str(tmp_path / "b.pcap")
+    t.write_pcap(path, [f for f, _, _ in c.items])
+    trace = str(tmp_path / "strace.txt")
+    r = subprocess.run(["strace", "-f", "-e", "trace=bpf", "-o", trace, t.ROCEMETER, "replay", "-a", "--json",
+                        path], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    with open(trace) as f:
+        runs = sum(1 for line in f if "BPF_PROG_TEST_RUN" in line)
+    assert 0 < runs <= 1000 // 10, runs
+    got = [json.loads(x) for x in r.stdout.splitlines()]
+    m = t.ReplayModel()
+    for f, rec, verdict in c.items:
+        m.frame(f.ts_ns, rec=rec, verdict=verdict)
+    m.end()
+    t.compare_reports(m.reports, got)

@@ -132,6 +132,7 @@ int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, cons
 	int e, replay = o->replay;
 
 	memset(m, 0, sizeof(*m));
+	m->replay_fd = -1;
 	rm_log_route_libbpf(); /* also for programs without our main.c: tests, benchmarks */
 	if (s->window < 1 || s->window > RM_WINDOW_MAX) {
 		snprintf(err, errlen, "window %u is outside 1..%u", s->window, RM_WINDOW_MAX);
@@ -175,10 +176,16 @@ int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, cons
 			snprintf(err, errlen, "cannot make the XDP program device-bound");
 			goto fail;
 		}
+	} else if (replay && o->replay_batch) {
+		xdp = sk->progs.rocemeter_replay;
+		bpf_program__set_autoload(sk->progs.rocemeter_xdp_vlan, false);
+		bpf_program__set_autoload(sk->progs.rocemeter_xdp, false);
 	} else {
 		xdp = sk->progs.rocemeter_xdp;
 		bpf_program__set_autoload(sk->progs.rocemeter_xdp_vlan, false);
 	}
+	/* Replay's batch program: only when asked (it costs a verification). */
+	bpf_program__set_autoload(sk->progs.rocemeter_replay, replay && o->replay_batch);
 	e = meter__load(sk);
 	if (e == -ENOMEM || e == -E2BIG) {
 		snprintf(err, errlen,
@@ -203,7 +210,7 @@ int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, cons
 		goto fail;
 	}
 	m->dev_bound = o->dev_bound_ifindex > 0;
-	m->xdp_fd = bpf_program__fd(xdp);
+	m->xdp_fd = xdp == sk->progs.rocemeter_replay ? -1 : bpf_program__fd(xdp);
 	m->ctl_fd = bpf_program__fd(sk->progs.rocemeter_ctl);
 	m->contexts_fd = bpf_map__fd(sk->maps.contexts);
 	m->windows_fd = bpf_map__fd(sk->maps.windows);
@@ -213,6 +220,16 @@ int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, cons
 	m->free_slots_fd = bpf_map__fd(sk->maps.free_slots);
 	m->violations_fd = bpf_map__fd(sk->maps.violations);
 	m->viol_state_fd = bpf_map__fd(sk->maps.viol_state);
+	if (replay && o->replay_batch) {
+		__u32 zero = 0;
+
+		m->replay_fd = bpf_program__fd(sk->progs.rocemeter_replay);
+		/* the batch program continues the batch by tail-calling itself */
+		if (bpf_map_update_elem(bpf_map__fd(sk->maps.replay_next), &zero, &m->replay_fd, BPF_ANY)) {
+			snprintf(err, errlen, "cannot set up the replay batch program: %s", strerror(errno));
+			goto fail;
+		}
+	}
 	for (__u32 slot = 0; slot < m->pool_windows; slot++) {
 		if (bpf_map_update_elem(m->free_slots_fd, NULL, &slot, BPF_ANY)) {
 			snprintf(err, errlen, "cannot fill the free-slot queue: %s", strerror(errno));
@@ -277,6 +294,27 @@ int rm_meter_replay_frame(struct rm_meter *m, const void *frame, uint32_t caplen
 	if (bpf_prog_test_run_opts(m->xdp_fd, &o))
 		return -errno;
 	return (int)m->skel->bss->rm_replay_verdict;
+}
+
+int rm_meter_replay_run(struct rm_meter *m, const void *recs, uint32_t len, uint32_t n, uint32_t *done,
+			uint8_t *verdicts, int *whole)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = recs, .data_size_in = len, .repeat = 1);
+	struct meter__bss *bss = m->skel->bss;
+
+	if (n > RM_BATCH_MAX || len > RM_BATCH_BYTES)
+		return -EINVAL;
+	bss->rm_batch_n = n;
+	bss->rm_batch_done = 0;
+	bss->rm_batch_again = 0;
+	if (bpf_prog_test_run_opts(m->replay_fd, &o))
+		return -errno;
+	if (o.retval != XDP_PASS || bss->rm_batch_done > n)
+		return -EPROTO;
+	*done = bss->rm_batch_done;
+	*whole = bss->rm_batch_again && *done < n;
+	memcpy(verdicts, bss->rm_batch_verdict, *done);
+	return 0;
 }
 
 int rm_meter_read_stats(int stats_fd, uint64_t out[RM_STAT__COUNT])

@@ -25,6 +25,7 @@ struct rm_meter {
 	uint32_t pool_windows; /* windows in the pool (rm_meter_pool_windows()) */
 	int dev_bound; /* xdp_fd is rocemeter_xdp_vlan, bound to one device */
 	int xdp_fd, ctl_fd;
+	int replay_fd; /* replay only: rocemeter_replay, the batch program */
 	int contexts_fd, windows_fd, provision_fd, stats_fd, events_fd, free_slots_fd;
 	int violations_fd, viol_state_fd;
 };
@@ -34,6 +35,8 @@ struct rm_meter_load_opts {
 	int dev_bound_ifindex; /* > 0: load the device-bound XDP program for this interface, which
 				* also reads VLAN tags from the packet metadata (namespace = vlan,
 				* native XDP; it cannot be test-run, so never with replay) */
+	int replay_batch;      /* replay: load the batch program rocemeter_replay instead of rocemeter_xdp
+				* (rm_meter_replay_run(); one verification of the meter instead of two) */
 	/* Benchmarks only (selftests/bench/bench_meter.c): enum rm_bench_cut and
 	 * RM_BENCH_* flags of rocemeter/bench.h; 0 for the whole meter. */
 	uint32_t bench_cut, bench_flags;
@@ -95,6 +98,21 @@ int rm_meter_ctl_fd(int ctl_fd, struct rm_ctl *c);
  * rm_parse_verdict of bpf/parse.h, >= 0) or -errno.
  */
 int rm_meter_replay_frame(struct rm_meter *m, const void *frame, uint32_t caplen, uint32_t wirelen, uint64_t ts_ns);
+
+/*
+ * Replay: one run of the batch program rocemeter_replay over recs, len
+ * bytes holding n frames with their struct rm_batch_rec, the first frame's
+ * at the end (rocemeter/common.h; len <= RM_BATCH_BYTES, n <= RM_BATCH_MAX),
+ * each frame metered by the code of rocemeter_xdp. *done: frames metered, from the first; their verdicts
+ * (enum rm_parse_verdict) in verdicts[0 .. *done - 1]. A run stops early at
+ * the end of a tail-call chain (33 frames), or before a frame whose copy is
+ * shortened (RM_BATCH_SHORT) when the parser needs more of it (*whole set):
+ * the caller runs that frame whole with rm_meter_replay_frame(), then the
+ * rest.
+ * Returns 0, or -errno.
+ */
+int rm_meter_replay_run(struct rm_meter *m, const void *recs, uint32_t len, uint32_t n, uint32_t *done,
+			uint8_t *verdicts, int *whole);
 
 /*
  * Sum the per-CPU statistics into out[RM_STAT__COUNT]. A map pinned by
