@@ -26,13 +26,19 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
+#include "rocemeter/bench.h"
 #include "rocemeter/common.h"
 #include "parse.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader before load. */
-const volatile __u32 rm_window_words = 16; /* ring words per context (the value also holds the summaries) */
+const volatile __u32 rm_window_words = 16; /* ring words of a pool window (its value also holds the summaries and B) */
+
+/* Benchmarks only (rocemeter loads 0): stop after a stage, extra work per
+ * request; see enum rm_bench_cut in rocemeter/bench.h. Constants at load. */
+const volatile __u32 rm_bench_cut = RM_CUT_NONE;
+const volatile __u32 rm_bench_flags = 0;
 
 /* Runtime configuration; the loader writes it through the skeleton. */
 struct rm_config rm_cfg = { .window = 1024 };
@@ -50,7 +56,8 @@ extern int bpf_xdp_metadata_rx_vlan_tag(const struct xdp_md *ctx, __be16 *vlan_p
 
 #define RM_EEXIST 17 /* errno EEXIST: bpf_map_update_elem(BPF_NOEXIST) found the key */
 
-/* contexts: rm_ctx_key -> rm_ctx (lock, slot, engine state). max_entries = max_contexts. */
+/* contexts: rm_ctx_key -> rm_ctx (lock, engine state with its inline window),
+ * allocated as contexts appear. max_entries = max_contexts. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
@@ -59,17 +66,23 @@ struct {
 	__type(value, struct rm_ctx);
 } contexts SEC(".maps");
 
-/* windows: slot -> the context's window (seqobs.h): rm_window_words ring words
- * of SEEN bits and their summaries, RM_WINDOW_VALUE_WORDS(rm_window_words) words.
- * Touched only under the owning context's lock. Value size set at load. */
+/* windows: the window pool, slot -> a pool window (seqobs.h): rm_window_words
+ * ring words of SEEN bits, their summaries and the base B,
+ * RM_POOL_VALUE_WORDS(rm_window_words) words. A slot is owned by at most one
+ * context (rm_ctx seq.win while rm_seq_pooled()) and touched only under its lock,
+ * or by the CPU that cleans it after the context gave it up; a free slot is
+ * zero. Value size and max_entries (the pool's size, [meter] max_windows)
+ * set at load. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 65536);
 	__uint(key_size, sizeof(__u32));
-	__uint(value_size, RM_WINDOW_VALUE_WORDS(16) * sizeof(__u64));
+	__uint(value_size, RM_POOL_VALUE_WORDS(16) * sizeof(__u64));
 } windows SEC(".maps");
 
-/* free_slots: queue of unused `windows` slots; the loader fills it. */
+/* free_slots: queue of free `windows` slots; the loader fills it, the
+ * programs pop a slot before taking a context's lock and push it back
+ * cleaned after releasing it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_QUEUE);
 	__uint(max_entries, 65536);
@@ -122,11 +135,27 @@ struct {
 	__type(value, struct rm_stats);
 } stats SEC(".maps");
 
+/* One request for locked(): inputs, then what happened. */
+struct rm_request {
+	__u64 now;
+	__u32 psn;
+	__u32 gen; /* rm_capture_gen read before the lock */
+	__s32 r;   /* ACT_METER: the engine's enum rm_seq_result, or < 0 */
+	__u8 act;  /* enum action */
+	__u8 late_violation;
+	__u8 final_try; /* no window again: close with stateExhaustion */
+	__u8 started, closed, exhausted;
+	__u8 _pad[2];
+};
+
 /* scratch: per-CPU room for snapshots copied under the lock (the stack is small). */
 struct rm_scratch {
 	struct rm_seq_counters start;
 	struct rm_seq_counters final;
-	struct rm_window_scratch clear; /* the engine's, used under a context's lock */
+	struct rm_window_scratch clear; /* the engine's, used under a context's lock or on a released window */
+	struct rm_request rq;           /* the request in hand (meter()) */
+	struct rm_pkt pkt;              /* its headers */
+	struct rm_ctx_key key;          /* its context key */
 	__u8 init[sizeof(struct rm_ctx)] __attribute__((aligned(8))); /* a zeroed rm_ctx (no lock in per-CPU BTF) */
 };
 struct {
@@ -222,17 +251,86 @@ static __always_inline int verdict_stat(int verdict)
 /* The epoch of ctx was open when an unattributed frame arrived. */
 static __always_inline int stale(const struct rm_ctx *ctx, __u32 gen)
 {
-	return ctx->seq.active && ctx->capture_gen != gen;
+	return rm_seq_active(&ctx->seq) && ctx->capture_gen != gen;
 }
 
 /* Close ctx's open epoch under its lock: reason, and captureDiscontinuity if
- * it is stale. 1 if an epoch was closed into *out. */
-static __always_inline int close_epoch(struct rm_ctx *ctx, __u64 *win, __u16 reason, __u32 gen,
-				       struct rm_seq_counters *out, struct rm_window_scratch *sc)
+ * it is stale. 1 if an epoch was closed into *out; a pool window it gives
+ * back is named in *w (window_done() after unlocking). */
+static __always_inline int close_epoch(struct rm_ctx *ctx, struct rm_seq_win *w, __u16 reason, __u32 gen,
+				       struct rm_seq_counters *out)
 {
 	if (stale(ctx, gen))
 		reason |= RM_FLAG_CAPTURE_DISCONTINUITY;
-	return rm_seq_close(&ctx->seq, win, rm_window_words, reason, out, sc) > 0;
+	return rm_seq_close(&ctx->seq, w, reason, out) > 0;
+}
+
+/* No pool window at hand (a closure reads none). */
+static __always_inline void window_none(struct rm_seq_win *w)
+{
+	__builtin_memset(w, 0, sizeof(*w));
+}
+
+/*
+ * Before taking ctx's lock (no helper call under it): the pool window the
+ * request may need, into *w. A pooled context's own window, by the slot read
+ * without the lock (the engine checks it under the lock); for an inline
+ * context a spare popped from the pool, when the engine says it may need one
+ * (always with `force`). Returns 1 if a spare was popped (window_done()
+ * gives it back if unused), 0 otherwise.
+ */
+static __always_inline int window_prepare(struct rm_ctx *ctx, struct rm_seq_win *w, __u32 psn, int force)
+{
+	__u32 slot;
+
+	window_none(w);
+	if (rm_seq_pooled(&ctx->seq)) {
+		slot = (__u32)ctx->seq.win;
+		w->slot = slot;
+		w->pool = bpf_map_lookup_elem(&windows, &slot);
+		return 0;
+	}
+	if (!force && !rm_seq_may_need_window(&ctx->seq, psn))
+		return 0;
+	if (bpf_map_pop_elem(&free_slots, &slot))
+		return 0; /* the pool is empty */
+	w->slot = slot;
+	w->pool = bpf_map_lookup_elem(&windows, &slot);
+	return 1;
+}
+
+/*
+ * Clean a pool window a context gave up and put it back in the pool. A
+ * global function: the verifier checks it once, not at every caller.
+ */
+__noinline int rm_window_clean(__u32 slot, __u64 lo, __u64 hi)
+{
+	__u32 zero = 0;
+	struct rm_scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+	__u64 *pw = bpf_map_lookup_elem(&windows, &slot);
+
+	if (!pw || !sc)
+		return -1;
+	if (rm_window_release(pw, rm_window_words, lo, hi, &sc->clear))
+		return -1;
+	bpf_map_push_elem(&free_slots, &slot, 0);
+	return 0;
+}
+
+/*
+ * After unlocking: clean and give back the window the context released,
+ * give back an unused spare, count a window taken.
+ */
+static __always_inline void window_done(struct rm_seq_win *w, int spare, struct rm_stats *st)
+{
+	__u32 slot = w->slot;
+
+	if (w->release)
+		rm_window_clean(w->release_slot, w->release_lo, w->release_hi);
+	if (w->took && st)
+		st->v[RM_STAT_POOL_TAKEN]++;
+	if (spare && !w->took)
+		bpf_map_push_elem(&free_slots, &slot, 0);
 }
 
 /*
@@ -288,17 +386,11 @@ static __always_inline int fail_safe_engaged(void)
 	return vs && vs->fail_safe;
 }
 
-/* A new context for key in a free slot; NULL if the table is full. */
+/* A new context for key; NULL if the table is full. */
 static __always_inline struct rm_ctx *new_context(const struct rm_ctx_key *key, struct rm_scratch *sc)
 {
-	__u32 slot;
-
-	if (bpf_map_pop_elem(&free_slots, &slot))
-		return NULL;
 	__builtin_memset(sc->init, 0, sizeof(sc->init));
-	((struct rm_ctx *)sc->init)->slot = slot;
-	if (bpf_map_update_elem(&contexts, key, sc->init, BPF_NOEXIST))
-		bpf_map_push_elem(&free_slots, &slot, 0); /* lost a race, or the table is full */
+	bpf_map_update_elem(&contexts, key, sc->init, BPF_NOEXIST); /* may lose a race, or find the table full */
 	return bpf_map_lookup_elem(&contexts, key);
 }
 
@@ -350,53 +442,144 @@ enum action {
 	ACT_VIOLATION,  /* unsupported, malformed or foreign: close with profileViolation, disable */
 };
 
+enum locked_outcome {
+	O_DONE = 0,
+	O_DEAD,        /* the context is being evicted: nothing done */
+	O_DISABLED,    /* not metered: nothing done */
+	O_NEED_WINDOW, /* the engine needs a pool window w did not give: nothing done */
+};
+
+/*
+ * What the request does to ctx, under its lock: the dead and disabled
+ * checks, the closure of a stale or idle epoch, then the engine (ACT_METER)
+ * or the closure of the action. Snapshots go to sc->final and sc->start.
+ * No helper call in here: w holds the pool windows looked up before.
+ */
+static __noinline int locked(struct rm_ctx *ctx, struct rm_scratch *sc, struct rm_seq_win *w)
+{
+	struct rm_request *rq = &sc->rq;
+	__u64 now = rq->now;
+	__u32 gen = rq->gen;
+	int r;
+
+	rq->started = rq->closed = rq->exhausted = 0;
+	rq->r = 0;
+	bpf_spin_lock(&ctx->lock);
+	if (rm_ctx_flag(ctx, RM_CTX_DEAD)) {
+		bpf_spin_unlock(&ctx->lock);
+		return O_DEAD;
+	}
+	if (rq->late_violation)
+		ctx->seq.s_flags |= RM_CTX_VIOLATED | RM_CTX_DISABLED;
+	if (rm_ctx_flag(ctx, RM_CTX_DISABLED)) {
+		bpf_spin_unlock(&ctx->lock);
+		return O_DISABLED;
+	}
+	if (rq->act == ACT_METER) {
+		/* A stale epoch, or idle expiration ([SEQOBS] "Identity and Epoch
+		 * Lifecycle"), decided here when traffic resumes so that no request
+		 * joins an epoch that should have closed. */
+		if (stale(ctx, gen) || (rm_cfg.idle_timeout_ns && rm_seq_active(&ctx->seq) && now > ctx->seq.last_ns &&
+					now - ctx->seq.last_ns > rm_cfg.idle_timeout_ns))
+			rq->closed = close_epoch(ctx, w, 0, gen, &sc->final);
+		r = rm_seq_observe(&ctx->seq, w, rm_window_words, rm_cfg.window, rq->psn, now, &sc->final, &sc->clear);
+		if (r == RM_SEQ_NEED_WINDOW) {
+			if (!rq->final_try) {
+				bpf_spin_unlock(&ctx->lock);
+				return O_NEED_WINDOW;
+			}
+			r = rm_seq_exhausted(&ctx->seq, w, rm_cfg.window, rq->psn, now, &sc->final);
+			rq->exhausted = 1;
+		}
+		if (r == RM_SEQ_STARTED || r == RM_SEQ_RESTARTED) {
+			ctx->capture_gen = gen;
+			rm_seq_snapshot(&ctx->seq, &sc->start);
+			rq->started = 1;
+			rq->closed |= r == RM_SEQ_RESTARTED;
+		}
+		rq->r = r;
+	} else if (rq->act == ACT_UNOBSERVED) {
+		rq->closed = close_epoch(ctx, w, RM_FLAG_CAPTURE_DISCONTINUITY, gen, &sc->final);
+	} else {
+		rq->closed = close_epoch(ctx, w, RM_FLAG_PROFILE_VIOLATION, gen, &sc->final);
+		ctx->seq.s_flags |= RM_CTX_VIOLATED | RM_CTX_DISABLED;
+	}
+	bpf_spin_unlock(&ctx->lock);
+	return O_DONE;
+}
+
 /* The body of both XDP programs; dev_bound is a constant per program. */
-static __always_inline int meter(struct xdp_md *xdp, const int dev_bound)
+/* meter() in rocemeter_replay: the frame's copy is shorter than what was captured. */
+__u8 rm_batch_short;
+
+/*
+ * meter()'s answer in rocemeter_replay when the parser ran out of a frame's
+ * shortened copy: nothing was counted, run the frame whole.
+ */
+#define RM_BATCH_AGAIN 0x10000
+
+/* The body of both XDP programs and of replay's batch; dev_bound and batch
+ * are constants per program. */
+static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const int batch)
 {
 	void *data = (void *)(long)xdp->data;
 	void *data_end = (void *)(long)xdp->data_end;
 	__u32 zero = 0, pass = rm_cfg.mirror ? XDP_DROP : XDP_PASS;
 	struct rm_stats *st = bpf_map_lookup_elem(&stats, &zero);
 	struct rm_scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
-	struct rm_pkt pkt;
-	struct rm_ctx_key key;
+	struct rm_pkt *pkt;
+	struct rm_ctx_key *key;
 	struct rm_ctx *ctx;
-	__u64 *win, now;
+	struct rm_seq_win w;
+	struct rm_request *rq;
+	__u64 now;
 	__u8 *src, *dst;
-	__u32 frame_len, gen;
-	int verdict, stat, act, foreign, started = 0, closed = 0, late_violation = 0, r = 0;
+	__u32 frame_len;
+	int verdict, stat, act, foreign, late_violation = 0, spare, o;
 	__u8 cause = 0;
 
 	if (!st || !sc)
 		return XDP_PASS;
-	st->v[RM_STAT_FRAMES]++;
+	pkt = &sc->pkt; /* in map memory: the stack is needed by the engine's calls */
+	key = &sc->key;
+	if (rm_bench_cut == RM_CUT_PERCPU) {
+		st->v[RM_STAT_FRAMES]++;
+		return pass;
+	}
 	frame_len = bpf_xdp_get_buff_len(xdp);
 	if (rm_cfg.use_replay_clock && rm_cfg.replay_wire_len)
 		frame_len = rm_cfg.replay_wire_len;
-	verdict = rm_parse_meter(xdp, frame_len, &pkt);
+	verdict = rm_parse_meter(xdp, frame_len, pkt);
+	/* A shortened copy gives the whole frame's verdict when the parser read
+	 * the BTH, or stopped for a reason other than the copy's end. */
+	if (batch && rm_batch_short && !pkt->bth_ok &&
+	    (verdict == RM_PARSE_BAD_ETH || verdict == RM_PARSE_BAD_IP || verdict == RM_PARSE_BAD_UDP ||
+	     verdict == RM_PARSE_BAD_BTH))
+		return RM_BATCH_AGAIN;
+	st->v[RM_STAT_FRAMES]++;
 	if (rm_cfg.use_replay_clock)
 		rm_replay_verdict = verdict;
 	stat = verdict_stat(verdict);
 	if (stat < 0 || stat >= RM_STAT__COUNT)
 		return pass;
 	st->v[stat]++;
-	if (!pkt.bth_ok) {
-		if (may_hide_request(&pkt))
+	if (!pkt->bth_ok) {
+		if (may_hide_request(pkt))
 			unattributed(st);
 		return pass;
 	}
 
 	/* Classification ([SEQOBS] "Applicability and Provisioning"). A frame
 	 * in a form not metered (verdict != RM_PARSE_OK) is still classified. */
-	if (pkt.opcode == RM_OPCODE_CNP) {
+	if (pkt->opcode == RM_OPCODE_CNP) {
 		st->v[RM_STAT_CNP]++;
 		return pass;
 	}
-	if (rm_opcode_is_rc_response(pkt.opcode)) {
+	if (rm_opcode_is_rc_response(pkt->opcode)) {
 		st->v[RM_STAT_RESPONSES]++;
 		return pass;
 	}
-	foreign = rm_opcode_transport(pkt.opcode) != RM_TRANSPORT_RC;
+	foreign = rm_opcode_transport(pkt->opcode) != RM_TRANSPORT_RC;
 	if (foreign) {
 		st->v[RM_STAT_OTHER_TRANSPORT]++;
 		act = ACT_VIOLATION;
@@ -406,53 +589,70 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound)
 		cause = RM_VIOLATION_MALFORMED;
 	} else if (verdict != RM_PARSE_OK) {
 		act = ACT_UNOBSERVED;
-	} else if (pkt.tver != 0 || rc_request_trailer(pkt.opcode, pkt.padcnt) > pkt.bth_payload) {
+	} else if (pkt->tver != 0 || rc_request_trailer(pkt->opcode, pkt->padcnt) > pkt->bth_payload) {
 		st->v[RM_STAT_MALFORMED_BTH]++;
 		act = ACT_VIOLATION;
 		cause = RM_VIOLATION_MALFORMED;
-	} else if (!rm_opcode_is_rc_send_or_write(pkt.opcode)) {
+	} else if (!rm_opcode_is_rc_send_or_write(pkt->opcode)) {
 		act = ACT_VIOLATION;
 		cause = RM_VIOLATION_UNSUPPORTED;
 	} else {
 		act = ACT_METER;
 	}
+	if (rm_bench_cut == RM_CUT_PARSE)
+		return pass;
 
-	__builtin_memset(&key, 0, sizeof(key));
-	key.family = pkt.family;
-	src = (__u8 *)data + (pkt.src_off & RM_PKT_OFF_MASK);
-	dst = (__u8 *)data + (pkt.dst_off & RM_PKT_OFF_MASK);
-	if (pkt.family == 4) {
+	__builtin_memset(key, 0, sizeof(*key));
+	key->family = pkt->family;
+	src = (__u8 *)data + (pkt->src_off & RM_PKT_OFF_MASK);
+	dst = (__u8 *)data + (pkt->dst_off & RM_PKT_OFF_MASK);
+	if (pkt->family == 4) {
 		if ((void *)(src + 4) > data_end || (void *)(dst + 4) > data_end)
 			return pass;
-		__builtin_memcpy(key.src, src, 4);
-		__builtin_memcpy(key.dst, dst, 4);
+		__builtin_memcpy(key->src, src, 4);
+		__builtin_memcpy(key->dst, dst, 4);
 	} else {
 		if ((void *)(src + 16) > data_end || (void *)(dst + 16) > data_end)
 			return pass;
-		__builtin_memcpy(key.src, src, 16);
-		__builtin_memcpy(key.dst, dst, 16);
+		__builtin_memcpy(key->src, src, 16);
+		__builtin_memcpy(key->dst, dst, 16);
 	}
-	key.dest_qp = pkt.dest_qp;
-	key.pkey = pkt.pkey;
-	if (rm_cfg.ns_mode == RM_NS_VLAN && vlan_key(xdp, dev_bound, &pkt, &key, st)) {
+	key->dest_qp = pkt->dest_qp;
+	key->pkey = pkt->pkey;
+	if (rm_cfg.ns_mode == RM_NS_VLAN && vlan_key(xdp, dev_bound, pkt, key, st)) {
 		if (!foreign)
 			unattributed(st);
 		return pass;
 	}
+	if (rm_bench_cut == RM_CUT_KEY)
+		return pass;
 	now = rm_cfg.use_replay_clock ? rm_cfg.replay_now_ns : bpf_ktime_get_ns();
+	if (rm_bench_cut == RM_CUT_CLOCK)
+		return pass;
+	if ((rm_bench_flags & RM_BENCH_PROVISION_EACH) && !provisioned(key))
+		return pass;
 
-	ctx = bpf_map_lookup_elem(&contexts, &key);
+	ctx = bpf_map_lookup_elem(&contexts, key);
+	if (rm_bench_cut == RM_CUT_CONTEXT && ctx)
+		return pass;
+	if (rm_bench_cut == RM_CUT_LOCK && ctx) {
+		window_prepare(ctx, &w, pkt->psn, 0);
+		bpf_spin_lock(&ctx->lock);
+		barrier_var(ctx);
+		bpf_spin_unlock(&ctx->lock);
+		return pass;
+	}
 	/* A UC, RD, UD or XRC request names an RC connection only when that one is
 	 * known: it has a context, or a line provisions its QP (QP 1 of
 	 * connection management is UD, under any-QP lines too). */
-	if (foreign && !ctx && !(provisioned(&key) && provisioned_qp(&key)))
+	if (foreign && !ctx && !(provisioned(key) && provisioned_qp(key)))
 		return pass;
 	if (!ctx) {
-		if (!provisioned(&key)) {
+		if (!provisioned(key)) {
 			st->v[RM_STAT_NOT_PROVISIONED]++;
 			return pass;
 		}
-		if (bpf_map_lookup_elem(&violations, &key)) {
+		if (bpf_map_lookup_elem(&violations, key)) {
 			st->v[RM_STAT_DISABLED]++;
 			return pass;
 		}
@@ -466,70 +666,65 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound)
 		}
 		/* A violation gets a context too when there is room (status and
 		 * replay list disabled contexts); `violations` holds it anyway. */
-		ctx = new_context(&key, sc);
+		ctx = new_context(key, sc);
 		if (!ctx) {
 			if (act == ACT_METER) {
 				st->v[RM_STAT_TABLE_FULL]++;
 			} else {
 				st->v[RM_STAT_VIOLATIONS]++;
-				if (record_violation(&key, &pkt, cause, now))
+				if (record_violation(key, pkt, cause, now))
 					engage_fail_safe(st, now);
 			}
 			return pass;
 		}
 		/* A violation recorded by another CPU since the lookup above. */
-		late_violation = act == ACT_METER && bpf_map_lookup_elem(&violations, &key) != NULL;
+		late_violation = act == ACT_METER && bpf_map_lookup_elem(&violations, key) != NULL;
 	}
-	win = bpf_map_lookup_elem(&windows, &ctx->slot);
-	if (!win)
-		return pass;
-	gen = rm_capture_gen;
-
-	bpf_spin_lock(&ctx->lock);
-	if (ctx->dead) {
+	rq = &sc->rq;
+	rq->act = act;
+	rq->late_violation = late_violation;
+	rq->psn = pkt->psn;
+	rq->now = now;
+	rq->gen = rm_capture_gen;
+	rq->final_try = 0;
+	spare = 0;
+	if (act == ACT_METER)
+		spare = window_prepare(ctx, &w, pkt->psn, 0);
+	else
+		window_none(&w); /* a closure needs no window */
+	/* Replay runs on one CPU: nothing changes the context between the
+	 * first look and the lock, the first look foresees exactly (one try,
+	 * and one verification of the engine). */
+	rq->final_try = batch;
+	o = locked(ctx, sc, &w);
+	window_done(&w, spare, st);
+	if (!batch && o == O_NEED_WINDOW) {
+		/* Another CPU changed the context since the first look, or the
+		 * engine needs a spare the first look did not foresee: once more,
+		 * then stateExhaustion (pool empty, or still no window). */
+		spare = window_prepare(ctx, &w, pkt->psn, 1);
+		rq->final_try = 1;
+		o = locked(ctx, sc, &w);
+		window_done(&w, spare, st);
+	}
+	if (o == O_DEAD) {
 		/* Evicted while we looked it up: no context for this request. */
-		bpf_spin_unlock(&ctx->lock);
 		if (act == ACT_METER) {
 			st->v[RM_STAT_TABLE_FULL]++;
 		} else if (act == ACT_UNOBSERVED) {
 			st->v[RM_STAT_UNOBSERVED]++;
 		} else {
 			st->v[RM_STAT_VIOLATIONS]++;
-			if (record_violation(&key, &pkt, cause, now))
+			if (record_violation(key, pkt, cause, now))
 				engage_fail_safe(st, now);
 		}
 		return pass;
 	}
-	if (late_violation)
-		ctx->violated = ctx->disabled = 1;
-	if (ctx->disabled) {
-		bpf_spin_unlock(&ctx->lock);
+	if (o == O_DISABLED) {
 		st->v[RM_STAT_DISABLED]++;
 		return pass;
 	}
-	if (act == ACT_METER) {
-		/* A stale epoch, or idle expiration ([SEQOBS] "Identity and Epoch
-		 * Lifecycle"), decided here when traffic resumes so that no request
-		 * joins an epoch that should have closed. */
-		if (stale(ctx, gen) || (rm_cfg.idle_timeout_ns && ctx->seq.active && now > ctx->seq.c.last_ns &&
-					now - ctx->seq.c.last_ns > rm_cfg.idle_timeout_ns))
-			closed = close_epoch(ctx, win, 0, gen, &sc->final, &sc->clear);
-		r = rm_seq_observe(&ctx->seq, win, rm_window_words, rm_cfg.window, pkt.psn, now, &sc->final, &sc->clear);
-		if (r == RM_SEQ_STARTED || r == RM_SEQ_RESTARTED) {
-			ctx->capture_gen = gen;
-			sc->start = ctx->seq.c;
-			started = 1;
-			closed |= r == RM_SEQ_RESTARTED;
-		}
-	} else if (act == ACT_UNOBSERVED) {
-		closed = close_epoch(ctx, win, RM_FLAG_CAPTURE_DISCONTINUITY, gen, &sc->final, &sc->clear);
-	} else {
-		closed = close_epoch(ctx, win, RM_FLAG_PROFILE_VIOLATION, gen, &sc->final, &sc->clear);
-		ctx->violated = ctx->disabled = 1;
-	}
-	bpf_spin_unlock(&ctx->lock);
-
-	if (act == ACT_METER && r < 0)
+	if (act == ACT_METER && rq->r < 0)
 		return pass; /* inconsistent configuration; nothing changed */
 	if (act == ACT_METER) {
 		st->v[RM_STAT_ELIGIBLE]++;
@@ -539,15 +734,19 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound)
 		/* The context holds the violation if the map is full (a violated
 		 * context is never evicted while the map lacks it). */
 		st->v[RM_STAT_VIOLATIONS]++;
-		record_violation(&key, &pkt, cause, now);
+		record_violation(key, pkt, cause, now);
 	}
-	if (closed) {
+	if (rq->exhausted)
+		st->v[RM_STAT_POOL_EXHAUSTED]++;
+	if (rq->closed) {
 		st->v[RM_STAT_EPOCHS_CLOSED]++;
-		emit(st, RM_EV_EPOCH_FINAL, &key, &sc->final);
+		emit(st, RM_EV_EPOCH_FINAL, key, &sc->final);
 	}
-	if (started) {
+	if (rq->started) {
 		st->v[RM_STAT_EPOCHS_STARTED]++;
-		emit(st, RM_EV_EPOCH_START, &key, &sc->start);
+		emit(st, RM_EV_EPOCH_START, key, &sc->start);
+	} else if (rm_bench_flags & RM_BENCH_EMIT_EACH) {
+		emit(st, RM_EV_EPOCH_START, key, &sc->final);
 	}
 	return pass;
 }
@@ -555,13 +754,87 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound)
 SEC("xdp.frags")
 int rocemeter_xdp(struct xdp_md *xdp)
 {
-	return meter(xdp, 0);
+	return meter(xdp, 0, 0);
 }
 
 SEC("xdp.frags")
 int rocemeter_xdp_vlan(struct xdp_md *xdp)
 {
-	return meter(xdp, 1);
+	return meter(xdp, 1, 0);
+}
+
+/* rocemeter_replay: the frames of the batch (userspace sets it), the
+ * frames run so far (userspace zeroes it), the verdict of each. */
+__u32 rm_batch_n;
+__u32 rm_batch_done;
+__u8 rm_batch_verdict[RM_BATCH_MAX];
+/* The frame in hand: its copy's length, its start's offset from the
+ * buffer's (globals, not locals: meter() needs the stack). */
+__u32 rm_batch_len, rm_batch_off;
+__u8 rm_batch_again; /* the run stopped before a frame to run whole */
+
+/* replay_next: 0 -> rocemeter_replay itself (the loader puts it there). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} replay_next SEC(".maps");
+
+/*
+ * Replay's batch (never attached): one BPF_PROG_TEST_RUN runs the
+ * captured frames of a batch through meter(), the code of rocemeter_xdp,
+ * one after the other (docs/meter.md "Replay"). The buffer holds, from its
+ * end backwards, each frame's first rec.len bytes followed by its struct
+ * rm_batch_rec: the first frame's record ends the buffer. Each run of this
+ * program meters the frame whose record ends the packet: it reads the
+ * record, cuts it off the tail, moves the head to the frame's start (so the
+ * frame is the packet, its copy's end the packet's end), runs meter() with
+ * the record's clock and wire length, then moves the head back to the
+ * buffer's start, cuts the frame off the tail and tail-calls itself. The
+ * tail only shrinks (growing it would zero what it uncovers) and no loop
+ * goes round meter(): the verifier checks it once. A tail-call chain is at
+ * most 33 long, so a batch may take several runs. It stops before a frame
+ * whose shortened copy cannot give its verdict (RM_BATCH_AGAIN): userspace
+ * runs that one whole, then the rest (rm_batch_done says where).
+ */
+SEC("xdp")
+int rocemeter_replay(struct xdp_md *xdp)
+{
+	void *data = (void *)(long)xdp->data;
+	void *data_end = (void *)(long)xdp->data_end;
+	__u32 i = rm_batch_done, size = (__u32)((long)data_end - (long)data), zero = 0;
+	struct rm_batch_rec rec;
+
+	if (i >= rm_batch_n || i >= RM_BATCH_MAX)
+		return XDP_PASS;
+	if (size < sizeof(rec) + RM_BATCH_FRAME_MIN || bpf_xdp_load_bytes(xdp, size - sizeof(rec), &rec, sizeof(rec)))
+		return XDP_ABORTED;
+	size -= sizeof(rec);
+	if (rec.len < RM_BATCH_FRAME_MIN || rec.len > size)
+		return XDP_ABORTED;
+	rm_batch_len = rec.len;
+	rm_batch_off = size - rec.len;
+	rm_cfg.replay_now_ns = rec.ts_ns;
+	rm_cfg.replay_wire_len = rec.wire_len;
+	rm_batch_short = rec.flags & RM_BATCH_SHORT;
+	if (bpf_xdp_adjust_tail(xdp, -(int)sizeof(rec)) || bpf_xdp_adjust_head(xdp, (int)rm_batch_off))
+		return XDP_ABORTED;
+	if (meter(xdp, 0, 1) == RM_BATCH_AGAIN) {
+		rm_batch_again = 1;
+		return XDP_PASS;
+	}
+	i = rm_batch_done;
+	if (i >= RM_BATCH_MAX)
+		return XDP_ABORTED;
+	rm_batch_verdict[i] = (__u8)rm_replay_verdict;
+	rm_batch_done = ++i;
+	if (i >= rm_batch_n)
+		return XDP_PASS;
+	if (bpf_xdp_adjust_head(xdp, -(int)rm_batch_off) || bpf_xdp_adjust_tail(xdp, -(int)rm_batch_len))
+		return XDP_ABORTED;
+	bpf_tail_call(xdp, &replay_next, zero);
+	return XDP_PASS; /* the chain's end: userspace runs the rest */
 }
 
 SEC("xdp")
@@ -573,7 +846,8 @@ int rocemeter_ctl(struct xdp_md *xdp)
 	struct rm_ctx_key key;
 	struct rm_ctx *ctx;
 	struct rm_scratch *sc;
-	__u64 *win;
+	struct rm_stats *st;
+	struct rm_seq_win w;
 	__u32 zero = 0, gen = rm_capture_gen;
 	int prov = 0, forgot = 0;
 
@@ -597,34 +871,31 @@ int rocemeter_ctl(struct xdp_md *xdp)
 		c->status = c->op == RM_CTL_REENABLE ? (forgot ? RM_CTL_OK : RM_CTL_NOT_VIOLATED) : RM_CTL_NO_CONTEXT;
 		return XDP_PASS;
 	}
-	win = bpf_map_lookup_elem(&windows, &ctx->slot);
 	sc = bpf_map_lookup_elem(&scratch, &zero);
-	if (!win || !sc) {
+	st = bpf_map_lookup_elem(&stats, &zero);
+	if (!sc) {
 		c->status = RM_CTL_FAILED;
 		return XDP_PASS;
 	}
+	window_none(&w); /* closures read no window; a released one is cleaned after unlocking */
 	if (c->op == RM_CTL_EVICT) {
-		struct rm_stats *st = bpf_map_lookup_elem(&stats, &zero);
 		int in_map = bpf_map_lookup_elem(&violations, &key) != NULL;
-		__u32 slot = ctx->slot;
 
 		bpf_spin_lock(&ctx->lock);
-		if (ctx->violated && !in_map) {
+		if (rm_ctx_flag(ctx, RM_CTX_VIOLATED) && !in_map) {
 			/* The context alone holds the violation (the map was full):
 			 * evicting it would re-enable the connection. */
 			bpf_spin_unlock(&ctx->lock);
 			c->status = RM_CTL_FAILED;
 			return XDP_PASS;
 		}
-		if (!close_epoch(ctx, win, RM_FLAG_STATE_EXHAUSTION, gen, &c->snap, &sc->clear))
+		if (!close_epoch(ctx, &w, RM_FLAG_STATE_EXHAUSTION, gen, &c->snap))
 			c->status = RM_CTL_NO_EPOCH;
-		ctx->dead = 1;
+		ctx->seq.s_flags |= RM_CTX_DEAD;
 		bpf_spin_unlock(&ctx->lock);
-		if (bpf_map_delete_elem(&contexts, &key) == 0) {
-			bpf_map_push_elem(&free_slots, &slot, 0);
-			if (st)
-				st->v[RM_STAT_EVICTIONS]++;
-		}
+		window_done(&w, 0, st);
+		if (bpf_map_delete_elem(&contexts, &key) == 0 && st)
+			st->v[RM_STAT_EVICTIONS]++;
 		return XDP_PASS;
 	}
 	if (c->op == RM_CTL_REPROVISION || c->op == RM_CTL_REENABLE)
@@ -632,42 +903,47 @@ int rocemeter_ctl(struct xdp_md *xdp)
 	bpf_spin_lock(&ctx->lock);
 	switch (c->op) {
 	case RM_CTL_CLOSE:
-		if (!close_epoch(ctx, win, c->reason & RM_FLAG_REASON_MASK, gen, &c->snap, &sc->clear))
+		if (!close_epoch(ctx, &w, c->reason & RM_FLAG_REASON_MASK, gen, &c->snap))
 			c->status = RM_CTL_NO_EPOCH;
 		break;
 	case RM_CTL_CLOSE_IDLE:
-		if (!ctx->seq.active)
+		if (!rm_seq_active(&ctx->seq))
 			c->status = RM_CTL_NO_EPOCH;
-		else if (ctx->seq.c.last_ns >= c->idle_before_ns)
+		else if (ctx->seq.last_ns >= c->idle_before_ns)
 			c->status = RM_CTL_NOT_IDLE;
 		else
-			close_epoch(ctx, win, 0, gen, &c->snap, &sc->clear);
+			close_epoch(ctx, &w, 0, gen, &c->snap);
 		break;
 	case RM_CTL_CLOSE_STALE:
-		if (!ctx->seq.active)
+		if (!rm_seq_active(&ctx->seq))
 			c->status = RM_CTL_NO_EPOCH;
 		else if (!stale(ctx, gen))
 			c->status = RM_CTL_NOT_IDLE;
 		else
-			close_epoch(ctx, win, RM_FLAG_CAPTURE_DISCONTINUITY, gen, &c->snap, &sc->clear);
+			close_epoch(ctx, &w, RM_FLAG_CAPTURE_DISCONTINUITY, gen, &c->snap);
 		break;
 	case RM_CTL_SNAPSHOT:
-		c->snap = ctx->seq.c;
-		if (!ctx->seq.active)
+		rm_seq_snapshot(&ctx->seq, &c->snap);
+		if (!rm_seq_active(&ctx->seq))
 			c->status = RM_CTL_NO_EPOCH;
 		break;
 	case RM_CTL_REPROVISION:
-		ctx->disabled = !prov || ctx->violated;
+		if (!prov || rm_ctx_flag(ctx, RM_CTX_VIOLATED))
+			ctx->seq.s_flags |= RM_CTX_DISABLED;
+		else
+			ctx->seq.s_flags &= ~RM_CTX_DISABLED;
 		break;
 	case RM_CTL_REENABLE:
-		if (!forgot && !ctx->violated)
+		if (!forgot && !rm_ctx_flag(ctx, RM_CTX_VIOLATED))
 			c->status = RM_CTL_NOT_VIOLATED;
-		ctx->violated = 0;
-		ctx->disabled = !prov;
+		ctx->seq.s_flags &= ~(RM_CTX_VIOLATED | RM_CTX_DISABLED);
+		if (!prov)
+			ctx->seq.s_flags |= RM_CTX_DISABLED;
 		break;
 	default:
 		c->status = RM_CTL_FAILED;
 	}
 	bpf_spin_unlock(&ctx->lock);
+	window_done(&w, 0, st);
 	return XDP_PASS;
 }

@@ -45,19 +45,33 @@ struct rm_ctx_key {
 	__u16 vlan[RM_VLAN_DEPTH_MAX]; /* VLAN IDs outer..inner when namespace = vlan, else 0 */
 };
 
-/* Per-context state: map `contexts`, hash of rm_ctx_key -> rm_ctx, not
+/*
+ * Per-context state: map `contexts`, hash of rm_ctx_key -> rm_ctx, not
  * preallocated, so that an evicted element is not reused while a CPU may
- * still hold a pointer to it (freed after an RCU grace period). */
+ * still hold a pointer to it (freed after an RCU grace period), and so that
+ * the table takes memory for the contexts that exist: 88 bytes of value
+ * (with the key and the kernel's element header, 192 bytes a context).
+ * Everything after the lock is read and written under it; the window of
+ * an epoch whose PENDING positions do not fit inline is a pool window
+ * (seqobs.h, map `windows`). The context's own flags are RM_CTX_* bits in
+ * seq.s_flags (rm_ctx_flag()).
+ */
 struct rm_ctx {
 	struct bpf_spin_lock lock;
-	__u32 slot;          /* index into map `windows` */
-	struct rm_seq_state seq;
-	__u32 capture_gen;   /* rm_capture_gen when the open epoch started (a later one: stale) */
-	__u8 disabled;       /* not metered: violated, or no longer provisioned (after a reload) */
-	__u8 violated;       /* a profile violation disabled it, until re-enabled (also in `violations`) */
-	__u8 dead;           /* evicted: being removed from the table, take no request */
-	__u8 _pad;
+	__u32 capture_gen;       /* rm_capture_gen when the open epoch started (a later one: stale) */
+	struct rm_seq_state seq; /* the engine's state; RM_CTX_* bits in seq.s_flags */
 };
+
+/* The context's own flags, in seq.s_flags (RM_SEQ_OWNER_BITS). */
+#define RM_CTX_DISABLED (1u << 26) /* not metered: violated, or no longer provisioned (after a reload) */
+#define RM_CTX_VIOLATED (1u << 27) /* a profile violation disabled it, until re-enabled (also in `violations`) */
+#define RM_CTX_DEAD     (1u << 28) /* evicted: being removed from the table, take no request */
+
+/* Whether ctx has one of flags (RM_CTX_* bits). */
+static __always_inline int rm_ctx_flag(const struct rm_ctx *ctx, __u32 flags)
+{
+	return (ctx->seq.s_flags & flags) != 0;
+}
 
 /*
  * Profile violations (map `violations`, hash of rm_ctx_key -> rm_violation,
@@ -214,7 +228,11 @@ enum rm_parse_verdict {
 	  "requests of new connections refused while the fail-safe is engaged")                                   \
 	X(RINGBUF_DROPS, "ringbuf_drops", RINGBUF_DROPS, "events lost: ring buffer full")                                        \
 	X(EPOCHS_STARTED, "epochs_started", EPOCHS_STARTED, "epochs started")                                                     \
-	X(EPOCHS_CLOSED, "epochs_closed_in_datapath", EPOCHS_CLOSED, "epochs closed by the XDP program")
+	X(EPOCHS_CLOSED, "epochs_closed_in_datapath", EPOCHS_CLOSED, "epochs closed by the XDP program")                 \
+	X(POOL_TAKEN, "window_pool_taken", WINDOW_POOL,                                                                   \
+	  "pool windows taken: an epoch's pending positions reached more than 63 positions behind the highest")   \
+	X(POOL_EXHAUSTED, "window_pool_exhausted", WINDOW_POOL,                                                           \
+	  "epochs closed with stateExhaustion: the window pool had no window for them")
 
 #define RM_STAT_ENUM_(suffix, name, group, desc) RM_STAT_##suffix,
 /* clang-format off */
@@ -244,7 +262,8 @@ enum rm_stat {
 	X(VIOLATIONS_UNRECORDED, "violations_unrecorded", "violations that found the violations map full: fail-safe engaged") \
 	X(RINGBUF_DROPS, "ringbuf_drops", "epoch events lost: the ring buffer was full")           \
 	X(EPOCHS_STARTED, "epochs_started", "epochs started in the datapath")                      \
-	X(EPOCHS_CLOSED, "epochs_closed_in_datapath", "closures decided in the datapath")
+	X(EPOCHS_CLOSED, "epochs_closed_in_datapath", "closures decided in the datapath")          \
+	X(WINDOW_POOL, "window_pool_events", "window pool: windows taken, epochs closed for want of one")
 
 #define RM_STAT_GROUP_ENUM_(group, metric, help) RM_STAT_GROUP_##group,
 enum rm_stat_group {
@@ -270,6 +289,27 @@ struct rm_config {
 	__u32 unattributed_is_loss; /* 1: a frame that may carry a request of any connection makes
 				     * every open epoch stale (closed with captureDiscontinuity) */
 	__u32 _pad;
+};
+
+/*
+ * Replay's batch (bpf/meter.bpf.c rocemeter_replay, user/meter/meter.c
+ * rm_meter_replay_run()): the data of one BPF_PROG_TEST_RUN holds, from its
+ * end backwards, per frame its first `len` bytes then its struct
+ * rm_batch_rec (unaligned): the first frame's record ends the data. At most
+ * RM_BATCH_BYTES in all, the linear part of a test run's XDP buffer (a page
+ * less the headroom and the skb_shared_info), and RM_BATCH_MAX frames.
+ */
+#define RM_BATCH_MAX       64
+#define RM_BATCH_BYTES     3520 /* 4096 - XDP_PACKET_HEADROOM 256 - skb_shared_info 320 */
+#define RM_BATCH_COPY      192  /* a frame's bytes copied at most: its headers; a longer frame is shortened */
+#define RM_BATCH_FRAME_MIN 14   /* an Ethernet header: shorter frames are not run (XDP needs one) */
+#define RM_BATCH_SHORT     0x1  /* rm_batch_rec flags: the copy is shorter than the captured frame */
+
+struct rm_batch_rec {
+	__u64 ts_ns;    /* the meter's clock for this frame (capture time, UNIX ns) */
+	__u32 wire_len; /* the frame's length on the wire */
+	__u16 len;      /* bytes of the frame just before this record */
+	__u16 flags;    /* RM_BATCH_SHORT */
 };
 
 /*

@@ -14,8 +14,10 @@
  *   H   high-water extended position, H mod 2^24 is the highest PSN
  *   L   = max(S, H - W + 1), derived; [L, H] is the retained interval
  *
- * The window of a context is one array of 64-bit words (see
- * RM_WINDOW_VALUE_WORDS): nwords words of SEEN bits, a ring of nwords * 64
+ * The window of an epoch is inline (the 64 positions H - 63 .. H, in the
+ * state itself: struct rm_seq_state) while every PENDING position is among
+ * them, else a pool window that the state's owner hands over. A pool
+ * window is one array of 64-bit words (see RM_WINDOW_VALUE_WORDS): nwords words of SEEN bits, a ring of nwords * 64
  * >= W positions (bit q mod nwords*64 is 1 when retained position q is
  * SEEN, 0 when it is PENDING), then two summary levels: bit j of level 1 is
  * set when ring word j is not zero, bit k of level 2 when level-1 word k is
@@ -118,20 +120,102 @@ struct rm_seq_counters {
 	__u16 _pad;
 };
 
-/* One context's engine state; lives in the locked part of a context. */
+/* Positions the inline window holds: H - 63 .. H. */
+#define RM_INLINE_BITS 64
+
+/*
+ * One context's engine state (80 bytes); lives in the locked part of a
+ * context. Only what cannot be derived is kept: skipped, expired and
+ * abandoned follow from the rest (rm_seq_snapshot()):
+ *   requests - 1 = forward advances + filled + repeated + late, and
+ *   H - S = skipped + forward advances, so
+ *   skipped = H - S - (requests - 1 - filled - repeated - late),
+ *   expired = skipped - filled - pending (active) or - abandoned (closed).
+ * After a closure `pending` holds the abandoned count of that epoch.
+ *
+ * The window has two tiers:
+ *   inline  (pooled = 0) `win` is the SEEN bitmap of positions H - 63 .. H,
+ *           bit k for position H - 63 + k (bit 63 is H); a bit of a position
+ *           below L is 1. Every PENDING position is in this range, so a
+ *           retained position below H - 63 is SEEN.
+ *   pooled  (pooled = 1) the low 32 bits of `win` name a pool window (a
+ *           ring of nwords * 64 >= W SEEN bits with its summaries and a base
+ *           B, see RM_POOL_VALUE_WORDS): a retained position below B is SEEN,
+ *           one at or above B is SEEN iff its ring bit is set. The ring has
+ *           no bit set outside [max(L, B), H].
+ * An epoch starts inline. It takes a pool window (its owner hands it one)
+ * when a PENDING position would fall below H - 63, and gives it back when
+ * no position is pending any more, and at its closure.
+ */
 struct rm_seq_state {
-	struct rm_seq_counters c;
-	__u64 start;  /* S */
-	__u64 high;   /* H */
-	__u8 active;  /* an epoch is open */
-	__u8 _pad[7];
+	__u64 high;      /* H */
+	__u64 requests;  /* requestPacketTotalCount */
+	__u64 filled;    /* filledPsnTotalCount */
+	__u64 repeated;  /* repeatedPsnTotalCount */
+	__u64 late;      /* unclassifiedLatePacketTotalCount */
+	__u64 first_ns;  /* flowStartMilliseconds, before conversion */
+	__u64 last_ns;   /* flowEndMilliseconds, before conversion */
+	__u64 win;       /* inline: the SEEN bits; pooled: the pool slot (low 32 bits) */
+	__u32 window;    /* W of the epoch, 1..2^22 */
+	__u32 pending;   /* pendingPsnCount; after a closure, the closed epoch's abandoned count */
+	__u32 epoch_gen; /* local epoch generation of the context */
+	__u32 s_flags;   /* bits 0..23: S, the first accounted PSN; RM_SEQ_ACTIVE, RM_SEQ_POOLED, and
+			   * RM_SEQ_OWNER_BITS for the state's owner (struct rm_ctx). No C bitfields:
+			   * the kernel refuses the BTF of a bitfield beside a bpf_spin_lock. */
 };
+
+#define RM_SEQ_ACTIVE     (1u << 24)  /* an epoch is open */
+#define RM_SEQ_POOLED     (1u << 25)  /* the window is a pool window */
+#define RM_SEQ_OWNER_BITS 0xfc000000u /* not the engine's: bits the state's owner keeps in s_flags */
+
+/* S */
+static __always_inline __u32 rm_seq_s(const struct rm_seq_state *st)
+{
+	return st->s_flags & RM_PSN_MASK;
+}
+
+/* An epoch is open. */
+static __always_inline int rm_seq_active(const struct rm_seq_state *st)
+{
+	return (st->s_flags & RM_SEQ_ACTIVE) != 0;
+}
+
+/* The window is a pool window. */
+static __always_inline int rm_seq_pooled(const struct rm_seq_state *st)
+{
+	return (st->s_flags & RM_SEQ_POOLED) != 0;
+}
 
 /* Result of rm_seq_observe(). */
 enum rm_seq_result {
-	RM_SEQ_STARTED = 1,   /* no epoch was open: p started one */
-	RM_SEQ_ACCOUNTED = 2, /* p accounted to the open epoch */
-	RM_SEQ_RESTARTED = 3, /* open epoch closed into *closed, p started a new one */
+	RM_SEQ_STARTED = 1,     /* no epoch was open: p started one */
+	RM_SEQ_ACCOUNTED = 2,   /* p accounted to the open epoch */
+	RM_SEQ_RESTARTED = 3,   /* open epoch closed into *closed, p started a new one */
+	RM_SEQ_NEED_WINDOW = 4, /* p needs a pool window the caller did not give: nothing changed */
+};
+
+/*
+ * A pool window: RM_WINDOW_VALUE_WORDS(nwords) words of ring and summaries,
+ * then the base B (an extended position). A window in the pool is all zero.
+ */
+#define RM_POOL_BASE_WORD(nw)   RM_WINDOW_VALUE_WORDS(nw)
+#define RM_POOL_VALUE_WORDS(nw) (RM_WINDOW_VALUE_WORDS(nw) + 1)
+
+/*
+ * The pool windows one call of the engine may use, and what it did with
+ * them. The caller fills the inputs; the engine sets the outputs (all 0
+ * when it neither took nor gave back a window).
+ */
+struct rm_seq_win {
+	__u64 *pool;  /* in: the state's pool window (rm_seq_pooled(st)), or a zeroed spare to take; NULL: none */
+	__u32 slot;   /* in: the slot of `pool` (the pooled state's must match st->win) */
+	__u8 took;    /* out: the spare became the state's window (slot is now the state's) */
+	__u8 release; /* out: the state gave up pool window release_slot: clean it with
+		       * rm_window_release(win, nwords, release_lo, release_hi) and give it back */
+	__u8 _pad[2];
+	__u32 release_slot;
+	__u32 _pad2;
+	__u64 release_lo, release_hi; /* the positions its bits may cover */
 };
 
 /* ------------------------------------------------------------------ */
@@ -177,6 +261,38 @@ static __always_inline __u32 rm_lowest_bit(__u64 x)
 static __always_inline __u64 rm_bit_span(__u32 lo, __u32 hi)
 {
 	return (~0ULL >> (63 - hi)) & (~0ULL << lo);
+}
+
+/*
+ * OR mask into ring word j and keep the summaries. Returns 0, or -1 if an
+ * index leaves the window.
+ */
+static __always_inline int rm_window_or_word(__u64 *win, __u32 nwords, __u32 j, __u64 mask)
+{
+	__u32 n1 = RM_SUM1_WORDS(nwords), tot = nwords + n1 + RM_SUM2_WORDS(nwords), i1, i2;
+	__u64 old;
+
+	RM_OPAQUE(j);
+	if (j >= nwords || j >= tot)
+		return -1;
+	old = win[j];
+	win[j] = old | mask;
+	if (old || !mask)
+		return 0;
+	i1 = nwords + j / 64;
+	RM_OPAQUE(i1);
+	if (i1 >= tot)
+		return -1;
+	old = win[i1];
+	win[i1] = old | (1ULL << (j % 64));
+	if (old)
+		return 0;
+	i2 = nwords + n1 + j / 4096;
+	RM_OPAQUE(i2);
+	if (i2 >= tot)
+		return -1;
+	win[i2] |= 1ULL << ((j / 64) % 64);
+	return 0;
 }
 
 /*
@@ -385,132 +501,337 @@ static __always_inline __s64 rm_window_clear(struct rm_window_scratch *st, __u64
 /* L = max(S, H - W + 1) */
 static __always_inline __u64 rm_seq_low(const struct rm_seq_state *st)
 {
-	__u64 w = st->c.window;
+	__u64 w = st->window;
 
-	return st->high + 1 >= st->start + w ? st->high + 1 - w : st->start;
+	__u64 s = rm_seq_s(st);
+
+	return st->high + 1 >= s + w ? st->high + 1 - w : s;
+}
+
+/*
+ * The counters of the state (an open epoch, or the last closed one with
+ * finalEpoch; the closure reason is known only to rm_seq_close()'s
+ * snapshot). All zero for a state that never started an epoch.
+ */
+static __always_inline void rm_seq_snapshot(const struct rm_seq_state *st, struct rm_seq_counters *out)
+{
+	__u64 skipped = 0;
+
+	__builtin_memset(out, 0, sizeof(*out));
+	if (!st->requests)
+		return;
+	skipped = st->high - rm_seq_s(st) - (st->requests - 1 - st->filled - st->repeated - st->late);
+	out->requests = st->requests;
+	out->skipped = skipped;
+	out->filled = st->filled;
+	out->expired = skipped - st->filled - st->pending;
+	if (rm_seq_active(st)) {
+		out->pending = st->pending;
+	} else {
+		out->abandoned = st->pending;
+		out->flags = RM_FLAG_FINAL_EPOCH;
+	}
+	out->repeated = st->repeated;
+	out->unclassified_late = st->late;
+	out->first_ns = st->first_ns;
+	out->last_ns = st->last_ns;
+	out->window = st->window;
+	out->epoch_gen = st->epoch_gen;
+}
+
+/* The state gives its pool window back (caller cleans it after unlocking). */
+static __always_inline void rm_seq_release(struct rm_seq_state *st, struct rm_seq_win *w)
+{
+	w->release = 1;
+	w->release_slot = (__u32)st->win;
+	w->release_lo = rm_seq_low(st);
+	w->release_hi = st->high;
+	st->s_flags &= ~RM_SEQ_POOLED;
+	st->win = ~0ULL; /* inline, every position SEEN */
 }
 
 /*
  * Close the open epoch ([SEQOBS]: "On closure, add the number of pending
  * positions to abandoned and clear pending"). reason is a set of
  * RM_FLAG_* closure bits; finalEpoch is always added. The final snapshot
- * is copied to *out (may be NULL). The retained positions are cleared from
- * the window (win, nwords ring words), which a new epoch finds zeroed.
- * Does nothing if no epoch is open. Returns 1 if an epoch was closed, 0
- * otherwise, -1 on inconsistent arguments.
+ * is copied to *out (may be NULL). A pool window is given back through w
+ * (no window is read: a closure needs none). Does nothing if no epoch is
+ * open. Returns 1 if an epoch was closed, 0 otherwise.
  */
-static __always_inline int rm_seq_close(struct rm_seq_state *st, __u64 *win, __u32 nwords, __u16 reason,
-					struct rm_seq_counters *out, struct rm_window_scratch *sc)
+static __always_inline int rm_seq_close(struct rm_seq_state *st, struct rm_seq_win *w, __u16 reason,
+					struct rm_seq_counters *out)
 {
-	__u64 low;
-
-	if (!st->active)
+	if (!rm_seq_active(st))
 		return 0;
-	low = rm_seq_low(st);
-	if (rm_window_clear(sc, win, nwords, low, st->high - low + 1) < 0)
-		return -1;
-	st->c.abandoned += st->c.pending;
-	st->c.pending = 0;
-	st->c.flags |= RM_FLAG_FINAL_EPOCH | reason;
-	st->active = 0;
-	if (out)
-		*out = st->c;
+	if (rm_seq_pooled(st))
+		rm_seq_release(st, w);
+	st->s_flags &= ~RM_SEQ_ACTIVE; /* st->pending now counts the abandoned positions */
+	if (out) {
+		rm_seq_snapshot(st, out);
+		out->flags = RM_FLAG_FINAL_EPOCH | reason;
+	}
 	return 1;
 }
 
 /* "No active epoch: set S=H=p; retain only p as SEEN; requests=1". */
-static __always_inline int rm_seq_start(struct rm_seq_state *st, __u64 *win, __u32 nwords, __u32 window,
-					__u32 psn, __u64 now)
+static __always_inline void rm_seq_start(struct rm_seq_state *st, __u32 window, __u32 psn, __u64 now)
 {
-	__u32 gen = st->c.epoch_gen + 1;
+	st->epoch_gen++;
+	st->window = window;
+	st->requests = 1;
+	st->filled = st->repeated = st->late = 0;
+	st->pending = 0;
+	st->first_ns = now;
+	st->last_ns = now;
+	st->high = psn & RM_PSN_MASK;
+	st->win = ~0ULL;
+	st->s_flags = (st->s_flags & RM_SEQ_OWNER_BITS) | RM_SEQ_ACTIVE | (psn & RM_PSN_MASK);
+}
 
-	__builtin_memset(&st->c, 0, sizeof(st->c));
-	st->c.epoch_gen = gen;
-	st->c.window = window;
-	st->c.requests = 1;
-	st->c.first_ns = now;
-	st->c.last_ns = now;
-	st->start = psn & RM_PSN_MASK;
-	st->high = st->start;
-	st->active = 1;
-	return rm_window_set(win, nwords, st->high);
+/*
+ * A forward advance of d (1 <= d <= W) of an inline state: the new SEEN
+ * bits, how many PENDING positions leave the window, or that a PENDING
+ * position would fall below H' - 63 while retained (returns 1: a pool
+ * window is needed, nothing computed). Changes nothing.
+ *
+ * In the new bitmap, position q has index i = H' - q (bit 63 - i); old bit
+ * k has index d + 63 - k; new PENDING positions H+1 .. H'-1 have indices
+ * 1 .. d-1; a position is retained iff i <= r = H' - L'.
+ */
+static __always_inline int rm_inline_advance(const struct rm_seq_state *st, __u64 d, __u64 *bits, __u64 *expired)
+{
+	__u64 w = st->window, span = st->high + d - rm_seq_s(st), r = span < w - 1 ? span : w - 1;
+	__u64 old = st->win, gone, nb, keep;
+
+	if (d > RM_INLINE_BITS)
+		return 1; /* new PENDING positions at indices 64 .. d-1 <= r */
+	if (d == RM_INLINE_BITS) {
+		gone = ~old; /* every old bit leaves; PENDING ones at indices 64 .. 127 */
+		nb = 1ULL << 63;
+	} else {
+		gone = ~old & ((1ULL << d) - 1); /* old bits 0 .. d-1 leave */
+		nb = (old >> d) | (1ULL << 63);
+	}
+	/* A leaving PENDING position is retained iff its index d + 63 - k <= r,
+	 * i.e. k >= d + 63 - r. */
+	if (r + 1 >= d + 64) {
+		if (gone)
+			return 1;
+	} else {
+		__u64 k0 = d + 63 - r; /* 1 .. 127 */
+
+		if (k0 < 64 && (gone >> k0))
+			return 1;
+		*expired = rm_popcount64(k0 < 64 ? gone & ((1ULL << k0) - 1) : gone);
+	}
+	if (r + 1 >= d + 64)
+		*expired = 0;
+	/* Bits of positions below L' (indices > r, bits below 63 - r) become 1;
+	 * a PENDING one among them leaves the window. */
+	if (r < 63) {
+		keep = ~0ULL << (63 - r);
+		*expired += rm_popcount64(~nb & ~keep);
+		nb |= ~keep;
+	}
+	*bits = nb;
+	return 0;
+}
+
+/*
+ * Whether accounting psn to st would need a pool window that st does not
+ * have (an inline state whose PENDING positions would leave the inline
+ * range). Changes nothing; the BPF caller asks before taking the lock, on
+ * a state another CPU may change meanwhile, so the answer is a hint: the
+ * engine checks again under the lock (RM_SEQ_NEED_WINDOW).
+ */
+static __always_inline int rm_seq_may_need_window(const struct rm_seq_state *st, __u32 psn)
+{
+	__u64 w = st->window, bits, expired;
+	__u32 u;
+
+	if (!rm_seq_active(st) || rm_seq_pooled(st) || w <= RM_INLINE_BITS || w > RM_WINDOW_MAX)
+		return 0;
+	u = ((psn & RM_PSN_MASK) - (__u32)(st->high & RM_PSN_MASK)) & RM_PSN_MASK;
+	if (u == 0 || u >= RM_PSN_HALF || u > w)
+		return 0;
+	return rm_inline_advance(st, u, &bits, &expired);
+}
+
+/*
+ * Inline -> pooled: copy the retained inline positions [B, H], B =
+ * max(L, H - 63), into the zeroed pool window pw and record B. Counters do
+ * not change. Returns 0, or -1 on an index out of range.
+ */
+static __always_inline int rm_seq_promote(struct rm_seq_state *st, struct rm_seq_win *w, __u32 nw)
+{
+	__u64 *pw = w->pool, low = rm_seq_low(st), off = st->high - low, b, bits;
+	__u32 bw = RM_POOL_BASE_WORD(nw), k0, sh, j;
+
+	if (off >= 63) {
+		b = st->high - 63;
+		k0 = 0;
+	} else {
+		b = low;
+		k0 = (__u32)(63 - off);
+	}
+	bits = (st->win >> k0) & (~0ULL >> k0); /* bit j: position b + j */
+	sh = (__u32)(b % 64);
+	j = (__u32)((b / 64) % nw);
+	if (rm_window_or_word(pw, nw, j, bits << sh))
+		return -1;
+	if (sh && (bits >> (64 - sh)) && rm_window_or_word(pw, nw, j + 1 < nw ? j + 1 : 0, bits >> (64 - sh)))
+		return -1;
+	RM_OPAQUE(bw);
+	if (bw >= RM_POOL_VALUE_WORDS(nw))
+		return -1;
+	pw[bw] = b;
+	st->win = w->slot;
+	st->s_flags |= RM_SEQ_POOLED;
+	w->took = 1;
+	return 0;
+}
+
+/*
+ * Clean a pool window that a state gave up (struct rm_seq_win release_*):
+ * clear the bits of positions [max(lo, B), hi] and B, so that it goes back
+ * to the pool zeroed. The window must not be reachable from any state any
+ * more (the caller holds it alone: no lock needed). Cost: the summary walk
+ * of one clear. Returns 0, or -1 on inconsistent arguments.
+ */
+static __always_inline int rm_window_release(__u64 *pw, __u32 nwords, __u64 lo, __u64 hi, struct rm_window_scratch *sc)
+{
+	__u32 bw = RM_POOL_BASE_WORD(nwords);
+	__u64 b;
+
+	RM_OPAQUE(bw);
+	if (bw >= RM_POOL_VALUE_WORDS(nwords))
+		return -1;
+	b = pw[bw];
+	if (b > lo)
+		lo = b;
+	if (hi >= lo && rm_window_clear(sc, pw, nwords, lo, hi - lo + 1) < 0)
+		return -1;
+	pw[bw] = 0;
+	return 0;
 }
 
 /*
  * Account one eligible request with PSN psn arriving at time now.
  *   st      context state (caller holds the context's lock)
- *   win     the context's window: RM_WINDOW_VALUE_WORDS(nwords) 64-bit words,
- *           zeroed before its first use
- *   window  W for a new epoch, 1..min(2^22, nwords * 64); an open epoch
- *           keeps its own W (rdmaSequenceWindow is constant in an epoch)
+ *   w       the pool windows at hand (struct rm_seq_win): the state's own
+ *           when pooled, else a zeroed spare it may take, or none
+ *   nwords  ring words of every pool window
+ *   window  W for a new epoch, 1..2^22, and at most nwords * 64 if > 64;
+ *           an open epoch keeps its own W (rdmaSequenceWindow is constant
+ *           in an epoch)
  *   closed  receives the final snapshot when RM_SEQ_RESTARTED is returned
- *   sc      scratch of the window clear (see struct rm_window_scratch)
- * Returns an enum rm_seq_result, or a negative value if the arguments are
- * inconsistent: a window larger than the ring (checked first: nothing
- * changed), or a ring index out of range, which consistent arguments never
- * produce (the checks exist for the verifier).
+ *   sc      scratch of a window clear (see struct rm_window_scratch)
+ * Returns an enum rm_seq_result; RM_SEQ_NEED_WINDOW when the request needs
+ * a pool window that w does not give (a pooled state without its window,
+ * an inline one that must take a spare): nothing changed, and the caller
+ * either calls again with the window or closes the epoch with
+ * rm_seq_exhausted(). A negative value for inconsistent arguments: a
+ * window larger than the pool's ring (checked first: nothing changed), or a
+ * ring index out of range, which consistent arguments never produce (the
+ * checks exist for the verifier).
  */
-static __always_inline int rm_seq_observe(struct rm_seq_state *st, __u64 *win, __u32 nwords, __u32 window,
+static __always_inline int rm_seq_observe(struct rm_seq_state *st, struct rm_seq_win *w, __u32 nwords, __u32 window,
 					  __u32 psn, __u64 now, struct rm_seq_counters *closed,
 					  struct rm_window_scratch *sc)
 {
-	__u32 u, w;
-	__u64 high, low;
+	__u32 u, wd, nw = nwords;
+	int pooled;
+	__u64 high, low, *pw = w->pool;
 	__u16 reason;
 
 	psn &= RM_PSN_MASK;
-	if (window == 0 || window > RM_WINDOW_MAX || window > nwords * 64)
+	if (window == 0 || window > RM_WINDOW_MAX || (window > RM_INLINE_BITS && window > nw * 64))
 		return -1;
-	if (!st->active)
-		return rm_seq_start(st, win, nwords, window, psn, now) < 0 ? -1 : RM_SEQ_STARTED;
+	if (!rm_seq_active(st)) {
+		rm_seq_start(st, window, psn, now);
+		return RM_SEQ_STARTED;
+	}
 
-	w = st->c.window;
+	wd = st->window;
 	high = st->high;
-	if (w == 0 || w > nwords * 64)
+	if (wd == 0 || (wd > RM_INLINE_BITS && wd > nw * 64))
 		return -1;
 
 	/* Checked arithmetic: close before any counter or position could wrap. */
-	if (st->c.requests >= RM_COUNTER_MAX || high - st->start > RM_COUNTER_MAX - w) {
+	if (st->requests >= RM_COUNTER_MAX || high - rm_seq_s(st) > RM_COUNTER_MAX - wd) {
 		reason = 0;
 		goto restart;
 	}
 
 	u = (psn - (__u32)(high & RM_PSN_MASK)) & RM_PSN_MASK;
-	if (u == RM_PSN_HALF || (u < RM_PSN_HALF && u > w)) {
+	if (u == RM_PSN_HALF || (u < RM_PSN_HALF && u > wd)) {
 		reason = RM_FLAG_SERIAL_DISCONTINUITY;
 		goto restart;
 	}
 
-	st->c.requests++;
+	pooled = rm_seq_pooled(st); /* read once: the verifier ties pw's check to it */
+	if (pooled) {
+		if (!pw || w->slot != (__u32)st->win)
+			return RM_SEQ_NEED_WINDOW;
+	} else if (u != 0 && u < RM_PSN_HALF) {
+		__u64 bits = 0, expired = 0;
+
+		if (!rm_inline_advance(st, u, &bits, &expired)) {
+			/* The common case: the inline window holds every PENDING position. */
+			st->requests++;
+			if (now > st->last_ns)
+				st->last_ns = now;
+			st->pending = (__u32)(st->pending + (u - 1) - expired);
+			st->win = bits;
+			st->high = high + u;
+			return RM_SEQ_ACCOUNTED;
+		}
+		if (!pw)
+			return RM_SEQ_NEED_WINDOW;
+		if (rm_seq_promote(st, w, nw))
+			return -1;
+		pooled = 1;
+	}
+
+	st->requests++;
 	/* flowEnd is the last accounted arrival, never before flowStart: an
 	 * arrival time read earlier (by another CPU, before the lock) leaves it. */
-	if (now > st->c.last_ns)
-		st->c.last_ns = now;
+	if (now > st->last_ns)
+		st->last_ns = now;
 	low = rm_seq_low(st);
 
 	if (u != 0 && u < RM_PSN_HALF) {
-		/* 1 <= d <= W: forward advance. */
+		/* 1 <= d <= W: forward advance of a pooled state. */
+		if (!pw)
+			return -1;
 		__u64 d = u;
 		__u64 new_high = high + d;
-		__u64 new_low = new_high + 1 >= st->start + w ? new_high + 1 - w : st->start;
+		__u64 s = rm_seq_s(st);
+		__u64 new_low = new_high + 1 >= s + wd ? new_high + 1 - wd : s;
 		__u64 leave_end = new_low < high + 1 ? new_low : high + 1; /* exclusive */
-		__u64 expired_now = 0;
+		__u64 expired_now = 0, b, from;
+		__u32 bw = RM_POOL_BASE_WORD(nw);
 
+		RM_OPAQUE(bw);
+		if (bw >= RM_POOL_VALUE_WORDS(nw))
+			return -1;
+		b = pw[bw];
 		/* Positions entering [L, H] are zero already (the invariant);
-		 * those leaving are counted and cleared. */
-		if (leave_end > low) {
-			__s64 seen = rm_window_clear(sc, win, nwords, low, leave_end - low);
+		 * those leaving are counted and cleared; below B they are SEEN. */
+		from = low > b ? low : b;
+		if (leave_end > from) {
+			__s64 seen = rm_window_clear(sc, pw, nw, from, leave_end - from);
 
 			if (seen < 0)
 				return -1;
-			expired_now = leave_end - low - (__u64)seen;
+			expired_now = leave_end - from - (__u64)seen;
 		}
-		if (rm_window_set(win, nwords, new_high))
+		if (rm_window_set(pw, nw, new_high))
 			return -1;
-		st->c.skipped += d - 1;
-		st->c.expired += expired_now;
-		st->c.pending = (__u32)(st->c.pending + (d - 1) - expired_now);
+		st->pending = (__u32)(st->pending + (d - 1) - expired_now);
 		st->high = new_high;
+		if (!st->pending)
+			rm_seq_release(st, w);
 		return RM_SEQ_ACCOUNTED;
 	}
 
@@ -518,26 +839,63 @@ static __always_inline int rm_seq_observe(struct rm_seq_state *st, __u64 *win, _
 	__u32 back = u == 0 ? 0 : RM_PSN_MOD - u;
 
 	if (back > high - low) {
-		st->c.unclassified_late++;
+		st->late++;
 		return RM_SEQ_ACCOUNTED;
 	}
-	int bit = rm_window_test(win, nwords, high - back);
+	if (!pooled) {
+		/* Inline: positions below H - 63 are SEEN. */
+		__u64 bit = back < RM_INLINE_BITS ? 1ULL << (63 - back) : 0;
 
-	if (bit < 0)
-		return -1;
-	if (bit) {
-		st->c.repeated++;
-	} else {
-		rm_window_set(win, nwords, high - back);
-		st->c.filled++;
-		st->c.pending--;
+		if (!bit || (st->win & bit)) {
+			st->repeated++;
+		} else {
+			st->win |= bit;
+			st->filled++;
+			st->pending--;
+		}
+		return RM_SEQ_ACCOUNTED;
+	}
+	{
+		__u32 bw = RM_POOL_BASE_WORD(nw);
+		int bit;
+
+		RM_OPAQUE(bw);
+		if (!pw || bw >= RM_POOL_VALUE_WORDS(nw))
+			return -1;
+		bit = high - back < pw[bw] ? 1 : rm_window_test(pw, nw, high - back);
+		if (bit < 0)
+			return -1;
+		if (bit) {
+			st->repeated++;
+		} else {
+			if (rm_window_set(pw, nw, high - back))
+				return -1;
+			st->filled++;
+			st->pending--;
+			if (!st->pending)
+				rm_seq_release(st, w);
+		}
 	}
 	return RM_SEQ_ACCOUNTED;
 
 restart:
-	if (rm_seq_close(st, win, nwords, reason, closed, sc) < 0)
-		return -1;
-	return rm_seq_start(st, win, nwords, window, psn, now) < 0 ? -1 : RM_SEQ_RESTARTED;
+	rm_seq_close(st, w, reason, closed);
+	rm_seq_start(st, window, psn, now);
+	return RM_SEQ_RESTARTED;
+}
+
+/*
+ * The request needed a pool window and none could be had (the pool is
+ * empty, or the state's own could not be found): close the open epoch with
+ * stateExhaustion into *closed and start a new one with psn (inline: no
+ * window needed). The caller counts it. Returns RM_SEQ_RESTARTED.
+ */
+static __always_inline int rm_seq_exhausted(struct rm_seq_state *st, struct rm_seq_win *w, __u32 window, __u32 psn,
+					    __u64 now, struct rm_seq_counters *closed)
+{
+	rm_seq_close(st, w, RM_FLAG_STATE_EXHAUSTION, closed);
+	rm_seq_start(st, window, psn, now);
+	return RM_SEQ_RESTARTED;
 }
 
 #endif /* ROCEMETER_SEQOBS_H */

@@ -27,6 +27,7 @@
  *   -q  quick: 1 and 1,000 contexts only, 5 batches, 10 ms
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,12 +43,16 @@
 #include "rocemeter/bth.h"
 #include "rocemeter/seqobs.h"
 #include "bench.skel.h"
+#include "meter.skel.h"
 #include "baseline.skel.h"
 #include "frames.h"
 
 #define MAX_BATCHES 101
-#define MAX_CASES 24
+#define MAX_CASES   48
 #define PAYLOAD 64
+/* RM_BENCH_EMIT_EACH: runs between two drains, so that the 4 MiB ring
+ * buffer never fills (an event takes 152 bytes with its header). */
+#define EMIT_RUN_MAX 20000
 
 enum target { T_DIRECT_PASS, T_DIRECT_BASE, T_DRV_PASS, T_DRV_BASE, T_DRV_METER };
 
@@ -59,6 +64,9 @@ struct bcase {
 	uint32_t nctx;     /* live contexts */
 	uint32_t window;   /* W of the meter */
 	uint32_t step;     /* RM_BENCH_JUMP */
+	uint32_t cut;      /* breakdown: enum rm_bench_cut of the meter */
+	uint32_t bflags;   /* breakdown: RM_BENCH_* extra work per request */
+	int breakdown;     /* a row of the breakdown table, not of the main one */
 	const char *skip;  /* not run, and why */
 	char why[160];
 	struct bench *drv; /* own driver (own counter) */
@@ -66,6 +74,7 @@ struct bcase {
 	int prog_fd;
 	uint32_t repeat;
 	uint64_t runs;     /* timed runs */
+	struct ring_buffer *rb; /* RM_BENCH_EMIT_EACH: drained after every run */
 	int nb;
 	double ns[MAX_BATCHES];
 	double med, min, max;
@@ -130,7 +139,16 @@ static double run(struct bcase *c, uint32_t repeat)
 			c->name, o.retval);
 		return -1;
 	}
+	if (c->rb && ring_buffer__consume(c->rb) < 0) {
+		fprintf(stderr, "bench_meter: %s: cannot drain the ring buffer\n", c->name);
+		return -1;
+	}
 	return (double)o.duration;
+}
+
+static int discard_event(void *ctx, void *data, size_t size)
+{
+	return 0;
 }
 
 static int setup(struct bcase *c, char *err, size_t errlen)
@@ -162,15 +180,40 @@ static int setup(struct bcase *c, char *err, size_t errlen)
 	if (c->target == T_DRV_METER) {
 		struct rm_meter_settings s = {
 			.window = c->window,
-			/* the default table size; at W = 2^22 only what the case needs (512 KiB each) */
-			.max_contexts = c->window > 65536 ? c->nctx : (c->nctx > 65536 ? c->nctx : 65536),
+			/* the default table size, or what the case needs; the default pool,
+			 * or a window for every context of the worst case (each holds one) */
+			.max_contexts = c->nctx > 65536 ? c->nctx : 65536,
+			.max_windows = c->mode == RM_BENCH_JUMP ? c->nctx : 0,
 			.provision_all = 1,
 			.idle_timeout_ms = 0,
 		};
 
-		/* replay = 0: the kernel clock, as when attached */
-		if (rm_meter_load(&c->m, &s, c->replay_clock, err, errlen))
+		struct rm_meter_load_opts lo = { .replay = c->replay_clock,
+						 .bench_cut = c->cut,
+						 .bench_flags = c->bflags };
+
+		if (c->bflags & RM_BENCH_PROVISION_EACH) {
+			/* one line for the host pair, any QP: the lookup finds it with
+			 * its second key (exact, then any QP) */
+			struct rm_provision p = {
+				.family = 4, .src = { 10, 0, 0, 1 }, .dst = { 10, 0, 0, 2 }, .pkey = 0xffff, .any_qp = 1
+			};
+
+			s.provision_all = 0;
+			if (rm_meter_load_ex(&c->m, &s, &lo, err, errlen) ||
+			    rm_meter_provision(&c->m, &p, 1, 0, err, errlen))
+				return -1;
+		} else if (rm_meter_load_ex(&c->m, &s, &lo, err, errlen)) {
+			/* replay = 0: the kernel clock, as when attached */
 			return -1;
+		}
+		if (c->bflags & RM_BENCH_EMIT_EACH) {
+			c->rb = ring_buffer__new(c->m.events_fd, discard_event, NULL, NULL);
+			if (!c->rb) {
+				snprintf(err, errlen, "cannot open the ring buffer: %s", strerror(errno));
+				return -1;
+			}
+		}
 		next = c->m.xdp_fd;
 	} else if (c->target == T_DRV_BASE) {
 		next = bpf_program__fd(base->progs.rm_base_xdp);
@@ -198,6 +241,9 @@ static int warm(struct bcase *c, double batch_ns)
 	while (w) {
 		uint32_t r = w > 1000000 ? 1000000 : (uint32_t)w;
 
+		if (c->rb && r > EMIT_RUN_MAX)
+			r = EMIT_RUN_MAX;
+
 		if (run(c, r) < 0)
 			return -1;
 		w -= r;
@@ -209,6 +255,8 @@ static int warm(struct bcase *c, double batch_ns)
 		ns = 1;
 	ns = batch_ns / ns;
 	c->repeat = ns < 20 ? 20 : ns > 5e6 ? 5000000 : (uint32_t)ns;
+	if (c->rb && c->repeat > EMIT_RUN_MAX)
+		c->repeat = EMIT_RUN_MAX;
 	return 0;
 }
 
@@ -256,6 +304,166 @@ static const char *fmt_n(uint32_t n, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%u", n);
 	return buf;
+}
+
+/*
+ * The breakdown table: each stage's row is the meter stopped after it, the
+ * increment is the difference to the row above (the first: to the driver
+ * alone); the clock, provisioning and ring-buffer rows are differences to
+ * the whole meter.
+ */
+static void print_breakdown(const struct bcase *base, const struct bcase *drv_pass)
+{
+	const struct bcase *prev = NULL, *whole = NULL;
+	uint32_t nctx = 0;
+
+	for (int i = 0; i < ncases; i++) {
+		const struct bcase *c = &cases[i];
+		char n[16];
+		double inc;
+		const char *what;
+
+		if (!c->breakdown || c->skip || !c->nb)
+			continue;
+		if (c->nctx != nctx) {
+			nctx = c->nctx;
+			prev = drv_pass;
+			whole = NULL;
+			printf("\nBreakdown of the meter, in-order, W = 1,024, %s context(s): the meter stopped after "
+			       "each "
+			       "stage (cumulative ns/packet through the driver), then extra work per request.\n\n",
+			       fmt_n(nctx, n, sizeof(n)));
+			printf("| stage | ns/packet | stage ns | stage x parse-only |\n|---|---:|---:|---:|\n");
+			printf("| driver + tail call alone | %.0f | | |\n", drv_pass->med);
+		}
+		if (c->cut || (!c->replay_clock && !c->bflags)) {
+			inc = c->med - prev->med;
+			what = c->name;
+			prev = c;
+			if (!c->cut)
+				whole = c;
+		} else if (whole) {
+			inc = c->replay_clock ? whole->med - c->med : c->med - whole->med;
+			what = c->name;
+		} else {
+			continue;
+		}
+		printf("| %s | %.0f | %s%.0f | %.2f |\n", what, c->med, c->replay_clock ? "clock: " : "", inc,
+		       inc / base->med);
+	}
+}
+
+/* The kernel's memlock figure of a map (what `bpftool map show` prints as memlock). */
+static uint64_t map_memlock(int fd)
+{
+	char path[64], line[256];
+	uint64_t v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "memlock: %" SCNu64, &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* Sum of the memlock figures of every map of the meter; *ctx and *win: contexts and windows. */
+static uint64_t meter_memlock(struct rm_meter *m, uint64_t *ctx, uint64_t *win)
+{
+	struct bpf_map *map;
+	uint64_t total = 0;
+
+	*ctx = map_memlock(m->contexts_fd);
+	*win = map_memlock(m->windows_fd);
+	bpf_object__for_each_map(map, m->skel->obj) total += map_memlock(bpf_map__fd(map));
+	return total;
+}
+
+/*
+ * Map memory from the kernel: the meter loaded with N contexts' worth of
+ * table (max_contexts, or the default when N is smaller), then N in-order
+ * connections of two requests each through the driver; the memlock
+ * figures of its maps (/proc/self/fdinfo, as bpftool reads them) at load
+ * and after. The contexts map is not preallocated: its figure counts the
+ * elements that exist.
+ */
+static int memory_table(int quick)
+{
+	static const struct {
+		uint32_t nctx, window;
+		int default_size; /* max_contexts left at its default (65,536) */
+		const char *target;
+	} rows[] = {
+		{ 65536, 1024, 1, "" },
+		{ 1000000, 1024, 0, "at most 256 MiB" },
+		{ 65536, RM_WINDOW_MAX, 1, "" },
+		{ 100000, RM_WINDOW_MAX, 0, "at most 1 GiB" },
+	};
+	char err[512];
+
+	printf("\nMap memory, in-order connections (two requests each), memlock figures of all the meter's maps "
+	       "from the kernel (/proc/PID/fdinfo, as bpftool map show):\n\n");
+	printf("| contexts | W | max_contexts | pool windows | at load, MiB | after, MiB | contexts map, MiB | "
+	       "bytes per context | window pool, MiB | target |\n");
+	printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		uint32_t n = quick ? rows[i].nctx / 10 : rows[i].nctx, k = 0;
+		struct rm_meter_settings ms = {
+			.window = rows[i].window,
+			.max_contexts = rows[i].default_size ? 65536 : n,
+			.provision_all = 1,
+			.max_violations = 65536,
+		};
+		struct rm_meter m;
+		struct bench *drv;
+		uint64_t st[RM_STAT__COUNT], before, after, ctx, win, left = 2ull * n;
+		char nb[16], wb[16], mb[16];
+		int next, fd;
+
+		if (rm_meter_load(&m, &ms, 0, err, sizeof(err))) {
+			fprintf(stderr, "bench_meter: memory, %u contexts: %s\n", n, err);
+			return -1;
+		}
+		before = meter_memlock(&m, &ctx, &win);
+		drv = bench__open_and_load();
+		if (!drv)
+			return -1;
+		drv->bss->bench_mode = RM_BENCH_INORDER;
+		drv->data->bench_nctx = n;
+		next = m.xdp_fd;
+		fd = bpf_program__fd(drv->progs.bench_drive);
+		if (bpf_map_update_elem(bpf_map__fd(drv->maps.bench_next), &k, &next, BPF_ANY))
+			return -1;
+		while (left) {
+			uint32_t r = left > 1000000 ? 1000000 : (uint32_t)left;
+			LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (uint32_t)frame_len,
+				    .repeat = r);
+
+			if (bpf_prog_test_run_opts(fd, &o))
+				return -1;
+			left -= r;
+		}
+		after = meter_memlock(&m, &ctx, &win);
+		if (rm_meter_read_stats(m.stats_fd, st) || st[RM_STAT_EPOCHS_STARTED] != n ||
+		    st[RM_STAT_ELIGIBLE] != 2ull * n) {
+			fprintf(stderr, "bench_meter: memory, %u contexts: the meter did not meter them all\n", n);
+			return -1;
+		}
+		if (rows[i].window == RM_WINDOW_MAX)
+			snprintf(wb, sizeof(wb), "2^22");
+		else
+			fmt_n(rows[i].window, wb, sizeof(wb));
+		printf("| %s | %s | %s | %u | %.1f | %.1f | %.1f | %.0f | %.1f | %s |\n", fmt_n(n, nb, sizeof(nb)), wb,
+		       fmt_n(ms.max_contexts, mb, sizeof(mb)), m.pool_windows, before / 1048576.0, after / 1048576.0,
+		       ctx / 1048576.0, (double)ctx / n, win / 1048576.0, quick ? "(quick: a tenth)" : rows[i].target);
+		bench__destroy(drv);
+		rm_meter_unload(&m);
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -327,19 +535,60 @@ int main(int argc, char **argv)
 		c = add("meter, worst case (jumps of W - 1)", T_DRV_METER, RM_BENCH_JUMP, ns_ctx[i], RM_WINDOW_MAX);
 		c->step = RM_WINDOW_MAX - 1;
 	}
-	/* W = 2^22 windows take 512 KiB per context: skip what would not fit in a quarter of RAM */
+	/* The breakdown: the same meter stopped after each stage (enum
+	 * rm_bench_cut), in-order at W = 1024, then the extra work of the
+	 * provisioning lookup and of a ring-buffer event per request. */
+	for (int i = 0; i < 3; i++) {
+		static const char *const cut_name[] = {
+			[RM_CUT_PERCPU] = "per-CPU statistics and scratch lookups",
+			[RM_CUT_PARSE] = "parse and classification",
+			[RM_CUT_KEY] = "context key",
+			[RM_CUT_CLOCK] = "clock (bpf_ktime_get_ns)",
+			[RM_CUT_CONTEXT] = "context lookup",
+			[RM_CUT_LOCK] = "window lookup, lock and unlock",
+		};
+
+		if (i == 1 || (quick && ns_ctx[i] > 1000) || (!quick && ns_ctx[i] == 1000))
+			continue;
+		for (uint32_t k = RM_CUT_PERCPU; k <= RM_CUT_LOCK; k++) {
+			c = add(cut_name[k], T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i], 1024);
+			c->cut = k;
+			c->breakdown = 1;
+		}
+		c = add("engine and request statistics (the whole meter)", T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i],
+			1024);
+		c->breakdown = 1;
+		c = add("the whole meter on the replay clock", T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i], 1024);
+		c->replay_clock = 1;
+		c->breakdown = 1;
+		c = add("+ provisioning lookup on every request (any-QP line)", T_DRV_METER, RM_BENCH_INORDER,
+			ns_ctx[i], 1024);
+		c->bflags = RM_BENCH_PROVISION_EACH;
+		c->breakdown = 1;
+		c = add("+ one ring-buffer event per request", T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i], 1024);
+		c->bflags = RM_BENCH_EMIT_EACH;
+		c->breakdown = 1;
+	}
+	/* Skip what would not fit in a quarter of RAM: the worst case keeps a
+	 * pool window (520 KiB at W = 2^22) in every context. */
 	sysinfo(&si);
 	for (int i = 0; i < ncases; i++) {
+		struct rm_meter_settings ms = { .window = 0 };
 		uint64_t need;
 
 		c = &cases[i];
-		need = (uint64_t)c->nctx * RM_WINDOW_WORDS(c->window) * 8;
-		if (c->target != T_DRV_METER || need <= (uint64_t)si.totalram * si.mem_unit / 4)
+		if (c->target != T_DRV_METER)
+			continue;
+		ms.window = c->window;
+		ms.max_contexts = c->nctx > 65536 ? c->nctx : 65536;
+		ms.max_windows = c->mode == RM_BENCH_JUMP ? c->nctx : 0;
+		need = rm_meter_pool_windows(&ms) * rm_meter_pool_window_bytes(c->window) + (uint64_t)c->nctx * 256;
+		if (need <= (uint64_t)si.totalram * si.mem_unit / 4)
 			continue;
 		snprintf(c->why, sizeof(c->why),
-			 "not run: %u windows of %u KiB need %.0f GiB of map memory (host: %.0f GiB)", c->nctx,
-			 RM_WINDOW_WORDS(c->window) * 8 / 1024, (double)need / (1ull << 30),
-			 (double)si.totalram * si.mem_unit / (1ull << 30));
+			 "not run: %u pool windows of %llu KiB need %.0f GiB of map memory (host: %.0f GiB)",
+			 rm_meter_pool_windows(&ms), (unsigned long long)rm_meter_pool_window_bytes(c->window) / 1024,
+			 (double)need / (1ull << 30), (double)si.totalram * si.mem_unit / (1ull << 30));
 		c->skip = c->why;
 	}
 
@@ -372,7 +621,7 @@ int main(int argc, char **argv)
 		c = &cases[i];
 		if (c->skip || !c->nb)
 			continue;
-		if (c->target == T_DRV_METER && check_meter(c))
+		if (c->target == T_DRV_METER && !c->cut && check_meter(c))
 			return 1;
 		qsort(c->ns, (size_t)c->nb, sizeof(double), cmp_double);
 		c->med = c->ns[c->nb / 2];
@@ -389,6 +638,8 @@ int main(int argc, char **argv)
 		char n[16], w[16], med[48], mn[48], mx[48], ratio[48];
 
 		c = &cases[i];
+		if (c->breakdown)
+			continue;
 		if (c->target == T_DRV_METER) {
 			fmt_n(c->nctx, n, sizeof(n));
 			if (c->window == RM_WINDOW_MAX)
@@ -422,9 +673,13 @@ int main(int argc, char **argv)
 		if (o)
 			printf("Worst case / in-order at W = 2^22, %u context(s): %.0fx\n", w->nctx, w->med / o->med);
 	}
+	print_breakdown(drv_base, drv_pass);
+	if (memory_table(quick))
+		return 1;
 	printf("\n(bench_meter took %.0f s)\n", now_s() - t0);
 
 	for (int i = 0; i < ncases; i++) {
+		ring_buffer__free(cases[i].rb);
 		if (cases[i].m.skel)
 			rm_meter_unload(&cases[i].m);
 		if (cases[i].drv)

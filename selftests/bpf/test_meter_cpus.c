@@ -48,9 +48,11 @@
 #include "meter/reporter.h"
 #include "meter/violations.h"
 #include "meter.skel.h"
+#include "rocemeter/bench.h"
 #include "rocemeter/common.h"
 #include "frames.h"
 #include "selftest.h"
+#include "seqpool.h"
 
 #define M24 (1u << 24)
 #define FRAME_MAX 128
@@ -702,7 +704,7 @@ static void test_alternating_cpus_equal_one_cpu(void **state)
 	assert_true(c1.skipped > 0 && c1.filled > 0 && c1.repeated > 0 && c1.unclassified_late > 0);
 	lookup_ctx(&one, 21, &x1);
 	lookup_ctx(&two, 21, &x2);
-	assert_int_equal(x1.seq.start, x2.seq.start);
+	assert_int_equal(rm_seq_s(&x1.seq), rm_seq_s(&x2.seq));
 	assert_int_equal(x1.seq.high, x2.seq.high);
 	stats(&one, s1);
 	stats(&two, s2);
@@ -809,11 +811,16 @@ static void concurrent_halves(uint32_t W)
 	assert_int_equal(c.skipped, c.filled + c.expired);
 
 	lookup_ctx(&f, qp, &x);
-	assert_memory_equal(&x.seq.c, &c, sizeof(c));
-	s_psn = x.seq.start;               /* S is the first PSN accounted */
+	{
+		struct rm_seq_counters xc;
+
+		rm_seq_snapshot(&x.seq, &xc);
+		assert_memory_equal(&xc, &c, sizeof(c));
+	}
+	s_psn = rm_seq_s(&x.seq); /* S is the first PSN accounted */
 	assert_true(s_psn < M24);
 	assert_int_equal(x.seq.high & (M24 - 1), (base + (uint32_t)n - 1) & (M24 - 1)); /* highest PSN sent */
-	k = x.seq.high - x.seq.start;
+	k = x.seq.high - rm_seq_s(&x.seq);
 	b = (s_psn - base) & (M24 - 1);
 	assert_true(b < (uint64_t)n);
 	assert_int_equal(1 + k + b, n);
@@ -1040,6 +1047,188 @@ static void test_report_id_exhaustion(void **state)
 	fx_free(&f);
 }
 
+/*
+ * The tiers of the window through the BPF program, against the same engine
+ * on the host (include/rocemeter/seqobs.h with tests/lib/seqpool.h, which
+ * test_seqobs_random checks against a model of [SEQOBS]): three connections
+ * at W = 300 share a pool of one window, with losses found again after
+ * more than 63 requests (window taken, then given back by the fill),
+ * losses left to expire (given back when the last one leaves), jumps past
+ * the inline window, and closures. While one connection holds the window,
+ * another that needs one closes with stateExhaustion. Every final event,
+ * every open epoch, the counts of windows taken and of epochs closed for
+ * want of one, and the pool (its one window zero and free at the end)
+ * must agree.
+ */
+static void test_tiers_bpf_equal_host(void **state)
+{
+	enum { NQP = 3, N = 6000 };
+	const uint32_t W = 300;
+	struct rm_meter_settings set = {
+		.window = W,
+		.max_contexts = 8,
+		.max_windows = 1,
+		.provision_all = 1,
+		.max_violations = 8,
+	};
+	struct rm_seq_state host[NQP + 1];
+	struct rm_seq_counters *hfin = calloc(N, sizeof(*hfin)), *bfin = calloc(N, sizeof(*bfin)), c, hc;
+	uint32_t *hqp = calloc(N, sizeof(uint32_t)), *bqp = calloc(N, sizeof(uint32_t));
+	uint32_t f[NQP + 1], lost[NQP + 1], nh = 0, nb = 0;
+	uint64_t x = 0x7ea5ull, st[RM_STAT__COUNT];
+	struct rm_pool pool;
+	uint8_t fr[FRAME_MAX];
+	struct fx fx;
+
+	(void)state;
+	assert_non_null(hfin);
+	assert_non_null(bfin);
+	fx_load_settings(&fx, &set);
+	assert_int_equal(fx.m.pool_windows, 1);
+	rm_pool_init(&pool, RM_WINDOW_WORDS(W), 1);
+	memset(host, 0, sizeof(host));
+	for (uint32_t q = 1; q <= NQP; q++) {
+		f[q] = 1000 * q;
+		lost[q] = 0;
+	}
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t q, psn, r;
+		struct rm_seq_counters closed;
+		int ex, hr;
+		size_t len;
+
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		q = 1 + (uint32_t)((x >> 33) % NQP);
+		r = (uint32_t)((x >> 40) % 1000);
+		if (r < 30 && !lost[q]) { /* a loss, found again later */
+			lost[q] = f[q] + 1;
+			f[q] += 2;
+			psn = f[q];
+		} else if (r < 200 && lost[q] && f[q] - lost[q] > 70) { /* found again: filled */
+			psn = lost[q];
+			lost[q] = 0;
+		} else if (r < 202) { /* a jump past the inline window */
+			f[q] += 65 + (uint32_t)((x >> 20) % (W - 65));
+			psn = f[q];
+			lost[q] = 0;
+		} else if (r < 206) { /* beyond W: serial discontinuity */
+			f[q] += W + 1;
+			psn = f[q];
+			lost[q] = 0;
+		} else {
+			psn = ++f[q];
+		}
+		psn &= M24 - 1;
+		len = build_send(fr, q, psn);
+		assert_int_equal(rm_meter_replay_frame(&fx.m, fr, (uint32_t)len, (uint32_t)len, ts_of(i)), 0);
+		hr = rm_pool_observe(&pool, &host[q], W, psn, ts_of(i), &closed, &ex);
+		assert_true(hr > 0);
+		assert_null(pool.bug);
+		if (hr == RM_SEQ_RESTARTED) {
+			hqp[nh] = q;
+			hfin[nh++] = closed;
+		}
+		if (i % 64 == 63 || i == N - 1) {
+			drain(&fx);
+			for (int e = 0; e < fx.ev.n; e++)
+				if (fx.ev.ev[e].type == RM_EV_EPOCH_FINAL) {
+					bqp[nb] = fx.ev.ev[e].key.dest_qp;
+					bfin[nb++] = fx.ev.ev[e].snap;
+				}
+		}
+	}
+	/* the open epochs, then their closure */
+	for (uint32_t q = 1; q <= NQP; q++) {
+		c = snap(&fx, q);
+		rm_seq_snapshot(&host[q], &hc);
+		assert_memory_equal(&c, &hc, sizeof(c));
+		assert_int_equal(ctl(&fx, RM_CTL_CLOSE, 0, q, &c), RM_CTL_OK);
+		assert_int_equal(rm_pool_close(&pool, &host[q], 0, &hc), 1);
+		assert_memory_equal(&c, &hc, sizeof(c));
+	}
+	assert_null(pool.bug);
+	assert_int_equal(nb, nh);
+	for (uint32_t i = 0; i < nh; i++) {
+		assert_int_equal(bqp[i], hqp[i]);
+		assert_memory_equal(&bfin[i], &hfin[i], sizeof(hfin[i]));
+		assert_invariants(&bfin[i], 1);
+	}
+	stats(&fx, st);
+	fprintf(stderr, "# %u finals; windows taken %llu, epochs closed for want of one %llu\n", nh,
+		(unsigned long long)pool.taken, (unsigned long long)pool.exhausted);
+	assert_true(pool.taken > 10 && pool.exhausted > 10 && pool.released == pool.taken);
+	assert_int_equal(st[RM_STAT_POOL_TAKEN], pool.taken);
+	assert_int_equal(st[RM_STAT_POOL_EXHAUSTED], pool.exhausted);
+	/* the pool's one window is free and zero */
+	{
+		size_t words = RM_POOL_VALUE_WORDS(RM_WINDOW_WORDS(W));
+		__u64 *v = calloc(words, sizeof(__u64));
+		__u32 slot = 0, got;
+
+		assert_int_equal(bpf_map_lookup_elem(fx.m.windows_fd, &slot, v), 0);
+		for (size_t k = 0; k < words; k++)
+			assert_int_equal(v[k], 0);
+		assert_int_equal(bpf_map_lookup_and_delete_elem(fx.m.free_slots_fd, NULL, &got), 0);
+		assert_int_equal(got, 0);
+		assert_int_not_equal(bpf_map_lookup_and_delete_elem(fx.m.free_slots_fd, NULL, &got), 0);
+		free(v);
+	}
+	rm_pool_free(&pool);
+	fx_free(&fx);
+	free(hfin);
+	free(bfin);
+	free(hqp);
+	free(bqp);
+}
+
+/*
+ * The benchmark's breakdown (rocemeter/bench.h enum rm_bench_cut): a meter
+ * loaded with a cut stops after that stage for a request whose context
+ * exists, and only then; a new context still takes the whole path. So the
+ * difference of two cuts is the cost of the stages between them.
+ */
+static void test_bench_cuts_stop_where_they_say(void **state)
+{
+	static const uint32_t psn[] = { 10, 11, 12 };
+	uint32_t cuts[] = { RM_CUT_PARSE, RM_CUT_CONTEXT, RM_CUT_LOCK, RM_CUT_NONE };
+	struct rm_meter_settings s = { .window = 64, .max_contexts = 8, .provision_all = 1, .max_violations = 8 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		struct rm_meter_load_opts lo = { .replay = 1, .bench_cut = cuts[i] };
+		uint64_t st[RM_STAT__COUNT];
+		struct rm_ctl c;
+		char err[512];
+		struct fx f;
+
+		memset(&f, 0, sizeof(f));
+		if (rm_meter_load_ex(&f.m, &s, &lo, err, sizeof(err)))
+			fail_msg("rm_meter_load_ex(cut %u): %s", cuts[i], err);
+		send_psns(&f, 7, psn, 3);
+		stats(&f, st);
+		assert_int_equal(st[RM_STAT_FRAMES], 3);
+		memset(&c, 0, sizeof(c));
+		c.op = RM_CTL_SNAPSHOT;
+		c.key = ctx_key(7);
+		assert_int_equal(rm_meter_ctl(&f.m, &c), 0);
+		if (cuts[i] == RM_CUT_PARSE) {
+			/* stops before any context exists: none is made */
+			assert_int_equal(c.status, RM_CTL_NO_CONTEXT);
+			assert_int_equal(st[RM_STAT_ELIGIBLE], 0);
+		} else if (cuts[i] == RM_CUT_NONE) {
+			assert_int_equal(c.status, RM_CTL_OK);
+			assert_int_equal(c.snap.requests, 3);
+			assert_int_equal(st[RM_STAT_ELIGIBLE], 3);
+		} else {
+			/* the first request makes the context (whole path), the others stop */
+			assert_int_equal(c.status, RM_CTL_OK);
+			assert_int_equal(c.snap.requests, 1);
+			assert_int_equal(st[RM_STAT_ELIGIBLE], 1);
+		}
+		rm_meter_unload(&f.m);
+	}
+}
+
 int main(void)
 {
 	rm_selftest_require_root("BPF_PROG_TEST_RUN");
@@ -1056,6 +1245,8 @@ int main(void)
 		cmocka_unit_test(test_violation_outlives_full_table_and_eviction),
 		cmocka_unit_test(test_violations_full_fail_safe),
 		cmocka_unit_test(test_violations_list_and_reenable),
+		cmocka_unit_test(test_bench_cuts_stop_where_they_say),
+		cmocka_unit_test(test_tiers_bpf_equal_host),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,7 +12,10 @@ Python model in tests/lib/rocetest.py (every report and every statistic), never
 taken from the tool. Needs root (BPF) and the built build/rocemeter.
 """
 import ipaddress
+import json
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -673,3 +676,101 @@ def test_empty_capture(tmp_path):
     assert r.rc == 0 and r.reports == []
     assert r.stats == dict(dict.fromkeys(t.STAT_NAMES, 0), frames_read=0, frames_truncated_by_capture=0,
                           capture_faults=0, timestamps_backwards=0)
+
+
+# ---------------------------------------------------------------------------
+# Memory in proportion to need (docs/meter.md "Memory"): any W with default
+# options; the window pool and its exhaustion.
+
+@pytest.mark.parametrize("encap", ENCAPS[:3])
+def test_window_2_22_with_default_options(encap, tmp_path):
+    """W = 2^22 without --max-contexts: the contexts take their inline
+    windows, a pool window only for the connection whose pending position
+    falls more than 63 behind (its loss found again 100 requests later)."""
+    w = 1 << 22
+    c = Cap(encap)
+    c.reqs(range(1000, 1050))
+    c.reqs([1051 + i for i in range(100)])   # 1050 lost ...
+    c.req(1050)                              # ... found again: filled
+    c.reqs(range(5, 20), qp=0x000200)
+    c.reqs([4000000], qp=0x000200)           # a jump of about W: window taken, all pending
+    r = c.run(tmp_path, "-a", "--window", str(w), window=w)
+    assert len(r.reports) == 2
+    assert r.stats["window_pool_taken"] == 2 and r.stats["window_pool_exhausted"] == 0
+
+
+@pytest.mark.parametrize("encap", ENCAPS[:3])
+def test_pool_exhaustion_closes_the_epoch(encap, tmp_path):
+    """--max-windows 1: while one connection holds the pool's window, another
+    that needs one closes its epoch with stateExhaustion, counted; the
+    request starts its new epoch. When the first gives the window back (its
+    loss filled), the next one can take it."""
+    c = Cap(encap)
+    a, b = 0x000100, 0x000200
+    c.reqs([10, 12], qp=a)                          # a: 11 lost
+    c.reqs(range(13, 90), qp=a)                     # at 75, 11 is more than 63 behind: a takes the window
+    c.reqs([100, 102], qp=b)                        # b: 101 lost
+    c.reqs(range(103, 170), qp=b)                   # b needs a window at 165: none, stateExhaustion
+    c.req(11, qp=a)                                 # a's loss filled: a gives the window back
+    c.reqs([170, 172], qp=b)                        # b: 171 lost
+    c.reqs(range(173, 250), qp=b)                   # b takes the window
+    r = c.run(tmp_path, "-a", "--window", "1024", "--max-windows", "1", window=1024, max_windows=1)
+    assert r.stats["window_pool_taken"] == 2 and r.stats["window_pool_exhausted"] == 1
+    exhausted = [x for x in r.reports if x["rdmaSequenceFlags"] & t.STATE_EXHAUSTION]
+    assert len(exhausted) == 1
+    assert exhausted[0]["rdmaDestinationQP"] == b
+    assert exhausted[0]["abandonedPsnTotalCount"] == 1 and exhausted[0]["requestPacketTotalCount"] == 64
+
+
+def test_65536_connections_at_w_2_22_with_default_options(tmp_path):
+    """65,536 connections in order at W = 2^22 with default options: every
+    one is metered (no table_full), none takes a pool window."""
+    n = 65536
+    base = t.roce_frame("192.0.2.1", "192.0.2.2", 0, 0)
+    off = 14 + 20 + 8  # the BTH: Ethernet, IPv4, UDP
+    frames = []
+    for i in range(2 * n):
+        qp, psn = 1 + i % n, i // n
+        data = bytearray(base)
+        data[off + 5:off + 8] = qp.to_bytes(3, "big")
+        data[off + 9:off + 12] = psn.to_bytes(3, "big")
+        frames.append(Frame(data, t.T0 + i * 1000))
+    path = str(tmp_path / "many.pcap")
+    t.write_pcap(path, frames)
+    r = t.run_replay(path, tmp_path, "-a", "--window", str(1 << 22))
+    assert r.rc == 0, r.stderr
+    assert r.stats["eligible_requests"] == 2 * n and r.stats["table_full"] == 0
+    assert r.stats["epochs_started"] == n and r.stats["window_pool_taken"] == 0
+    assert len(r.reports) == n
+    assert all(x["requestPacketTotalCount"] == 2 and x["rdmaSequenceWindow"] == 1 << 22 for x in r.reports)
+
+
+# ---------------------------------------------------------------------------
+# Replay's batches (docs/meter.md "Replay"): several frames per
+# BPF_PROG_TEST_RUN, the same results (every test above compares them with
+# the model).
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
+def test_replay_runs_frames_in_batches(tmp_path):
+    """1,000 frames of two connections take at most one BPF_PROG_TEST_RUN
+    per 10 frames (a batch holds about 20 such frames, a report boundary or a
+    new second ends one), counted with strace; the reports are the model's."""
+    c = Cap((4, ()))
+    for i in range(500):
+        c.req(100 + i, at_ms=i // 2 + 1)
+        c.req(7000 + i, qp=0x000200, at_ms=i // 2 + 1)
+    path = str(tmp_path / "b.pcap")
+    t.write_pcap(path, [f for f, _, _ in c.items])
+    trace = str(tmp_path / "strace.txt")
+    r = subprocess.run(["strace", "-f", "-e", "trace=bpf", "-o", trace, t.ROCEMETER, "replay", "-a", "--json",
+                        path], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    with open(trace) as f:
+        runs = sum(1 for line in f if "BPF_PROG_TEST_RUN" in line)
+    assert 0 < runs <= 1000 // 10, runs
+    got = [json.loads(x) for x in r.stdout.splitlines()]
+    m = t.ReplayModel()
+    for f, rec, verdict in c.items:
+        m.frame(f.ts_ns, rec=rec, verdict=verdict)
+    m.end()
+    t.compare_reports(m.reports, got)

@@ -574,3 +574,22 @@ def test_ip_netns_exec_private_bpffs_is_named(things, tmp_path, env):
     assert "in a private mount namespace" in d.stderr() and "nsenter --net=/run/netns/NAME" in d.stderr()
     d.proc.terminate()
     assert d.wait() == 0
+
+
+def test_status_skips_maps_of_another_version(things, tmp_path, env):
+    """Pins of another rocemeter build (another struct rm_ctx size) in an interface's pin
+    directory: status must not read them into its own structs (that wrote past the buffer and
+    crashed it); it says so and shows the rest."""
+    lk = link(things)
+    os.makedirs(lk.pins, exist_ok=True)
+    key_size, big_value = 44, 4096  # struct rm_ctx_key; a value far larger than this build's rm_ctx
+    sh("bpftool", "map", "create", os.path.join(lk.pins, "contexts"), "type", "hash", "key", str(key_size),
+       "value", str(big_value), "entries", "4", "name", "contexts", "flags", "1")
+    sh("bpftool", "map", "create", os.path.join(lk.pins, "stats"), "type", "percpu_array", "key", "4",
+       "value", "8", "entries", "1", "name", "stats")
+    sh("bpftool", "map", "update", "pinned", os.path.join(lk.pins, "contexts"),
+       "key", *(["0x01"] * key_size), "value", *(["0xff"] * big_value))
+    for args in (("status", lk.dev), ("status", lk.dev, "--json")):
+        p = subprocess.run([ROCEMETER, *args], capture_output=True, text=True, env=env)
+        assert p.returncode in (0, 1), (p.returncode, p.stderr)
+        assert "another rocemeter version" in p.stderr, p.stderr

@@ -282,6 +282,20 @@ class Rec:
         self.irregular = irregular
 
 
+def pool_windows(window, max_contexts=65536, max_windows=0):
+    """Windows in the meter's pool (docs/configuration.md max_windows): the
+    configured number, or max_contexts / 16, at least 64, at most what 256
+    MiB holds and at most max_contexts; 1 when W <= 64 (never used)."""
+    if max_windows:
+        return max_windows
+    if window <= 64:
+        return 1
+    nw = (window + 63) // 64
+    s1 = (nw + 63) // 64
+    size = 8 * (nw + s1 + (s1 + 63) // 64 + 1)
+    return max(1, min(max(max_contexts // 16, 64), (256 << 20) // size, max_contexts))
+
+
 class SeqEpoch:
     """One epoch of [SEQOBS]'s bounded sequence observation. Every retained
     extended position in [L, H] is SEEN or PENDING; the PENDING ones are kept
@@ -301,6 +315,22 @@ class SeqEpoch:
         # after this epoch started (unattributed_is_loss): whatever closes
         # the epoch adds captureDiscontinuity; its next request starts anew.
         self.stale = False
+        # docs/meter.md "Memory": the epoch holds a pool window while a
+        # PENDING position lies more than 63 positions below H.
+        self.pooled = False
+
+    def needs_window(self, psn):
+        """Accounting psn would leave a PENDING position retained more than
+        63 positions below the new H (the epoch must take a pool window)."""
+        u = (psn - (self.H % M)) % M
+        d = u if u < M // 2 else u - M
+        if self.pooled or u == M // 2 or d < 1 or d > self.W:
+            return False
+        h2 = self.H + d
+        low = max(self.S, h2 - self.W + 1)
+        if d > 64:
+            return True
+        return any(max(a, low) < b and max(a, low) < h2 - 63 for a, b in self.pend)
 
     @property
     def L(self):
@@ -360,6 +390,7 @@ class SeqEpoch:
         """Closure: pending positions are abandoned."""
         self.c["abandoned"] += self.pending()
         self.pend = []
+        self.pooled = False
         self.flags = FINAL | reason | (CAPTURE_DISCONTINUITY if self.stale else 0)
         self.check(final=True)
 
@@ -402,8 +433,10 @@ class ReplayModel:
     arrival time may come in any order), and the counter fields."""
 
     def __init__(self, window=1024, provisioned=lambda key: True, interval_ms=None, generation_verified=False,
-                 idle_timeout_ms=60000, max_contexts=65536, names_qp=lambda key: False, unattributed_is_loss=True):
+                 idle_timeout_ms=60000, max_contexts=65536, names_qp=lambda key: False, unattributed_is_loss=True,
+                 max_windows=0):
         self.W = window
+        self.pool = pool_windows(window, max_contexts, max_windows)
         # A UC/UD/RD/XRC request is a profile violation of the RC connection
         # whose key it carries when that connection is known: it has a
         # context, or a provisioning line names its destination QP.
@@ -562,6 +595,17 @@ class ReplayModel:
                 self._emit(rec.key, ep, True, (self.event, 0))
                 self.stats["epochs_closed_in_datapath"] += 1
                 ep = st["epoch"] = None
+            if ep is not None and ep.needs_window(rec.psn):
+                if sum(1 for x in self.ctx.values() if x["epoch"] and x["epoch"].pooled) >= self.pool:
+                    # no window left: the epoch closes as it is, the request starts anew
+                    ep.close(STATE_EXHAUSTION)
+                    self._emit(rec.key, ep, True, (self.event, 0))
+                    self.stats["epochs_closed_in_datapath"] += 1
+                    self.stats["window_pool_exhausted"] += 1
+                    ep = st["epoch"] = None
+                else:
+                    ep.pooled = True
+                    self.stats["window_pool_taken"] += 1
             if ep is None:
                 self._start(st, rec.psn, ts_ns)
             elif not ep.observe(rec.psn, ts_ns):
@@ -569,6 +613,8 @@ class ReplayModel:
                 self._emit(rec.key, ep, True, (self.event, 0))
                 self.stats["epochs_closed_in_datapath"] += 1
                 self._start(st, rec.psn, ts_ns)
+            elif ep.pooled and not ep.pending():
+                ep.pooled = False
         elif unobserved:
             # A request the meter could not observe: the epoch closes with
             # captureDiscontinuity; the connection stays enabled.

@@ -98,6 +98,7 @@ static void defaults_are_documented(void **state)
 	assert_int_equal(cfg.meter.generation_verified, 0);
 	assert_int_equal(cfg.meter.evict, 0);
 	assert_int_equal(cfg.meter.max_violations, 65536);
+	assert_int_equal(cfg.meter.max_windows, 0); /* automatic */
 	assert_int_equal(cfg.meter.unattributed_is_loss, 1);
 	assert_int_equal(cfg.meter.census, 0);
 	assert_int_equal(cfg.n_provision, 0);
@@ -158,6 +159,7 @@ static void example_file(void **state)
 	assert_int_equal(cfg.meter.generation_verified, 0);
 	assert_int_equal(cfg.meter.evict, 0);
 	assert_int_equal(cfg.meter.max_violations, 65536);
+	assert_int_equal(cfg.meter.max_windows, 0); /* automatic */
 	assert_int_equal(cfg.meter.unattributed_is_loss, 1);
 	assert_int_equal(cfg.meter.census, 0);
 
@@ -270,6 +272,7 @@ static void every_meter_key_lands(void **state)
 		  "generation_verified = on\n"
 		  "eviction = oldest\n"
 		  "max_violations = 16777216\n"
+		  "max_windows = 16777216\n"
 		  "unattributed_is_loss = no\n"
 		  "census = yes\n");
 	assert_int_equal(cfg.meter.window, 4194304);
@@ -281,6 +284,7 @@ static void every_meter_key_lands(void **state)
 	assert_int_equal(cfg.meter.generation_verified, 1);
 	assert_int_equal(cfg.meter.evict, 1);
 	assert_int_equal(cfg.meter.max_violations, 16777216);
+	assert_int_equal(cfg.meter.max_windows, 16777216);
 	assert_int_equal(cfg.meter.unattributed_is_loss, 0);
 	assert_int_equal(cfg.meter.census, 1);
 	expect_ok("[meter]\nwindow = 1\nidle_timeout_ms = 31536000000\nmax_violations = 1\n");
@@ -333,6 +337,7 @@ static void other_ranges(void **state)
 	expect_error("[meter]\neviction = random\n", 2, "eviction: 'random'");
 	expect_error("[meter]\nmax_violations = 0\n", 2, "max_violations");
 	expect_error("[meter]\nmax_violations = 16777217\n", 2, "max_violations");
+	expect_error("[meter]\nmax_windows = 16777217\n", 2, "max_windows");
 	expect_error("[meter]\nunattributed_is_loss = sometimes\n", 2, "unattributed_is_loss: 'sometimes'");
 	expect_error("[meter]\ncensus = maybe\n", 2, "census: 'maybe' is not yes or no");
 	expect_error("[meter]\nidle_timeout_ms = 31536000001\n", 2, "idle_timeout_ms");

@@ -15,13 +15,12 @@
 #include <cmocka.h>
 
 #include "rocemeter/seqobs.h"
-
-static struct rm_window_scratch g_scratch; /* the engine's scratch for a window clear */
+#include "seqpool.h"
 
 struct ctx {
 	struct rm_seq_state st;
-	__u64 *win;
-	uint32_t nwords;
+	struct rm_pool pool; /* one window: enough for one context */
+	struct rm_seq_counters snap;
 	uint32_t w;
 	struct rm_seq_counters closed; /* last final snapshot from a restart */
 	int restarts;
@@ -31,14 +30,26 @@ static void ctx_init(struct ctx *c, uint32_t w)
 {
 	memset(c, 0, sizeof(*c));
 	c->w = w;
-	c->nwords = RM_WINDOW_WORDS(w);
-	c->win = calloc(RM_WINDOW_VALUE_WORDS(c->nwords), sizeof(__u64)); /* zeroed, as BPF array maps are */
-	assert_non_null(c->win);
+	rm_pool_init(&c->pool, RM_WINDOW_WORDS(w), 1);
+}
+
+/* The counters now (rm_seq_snapshot()). */
+static const struct rm_seq_counters *cur(struct ctx *c)
+{
+	rm_seq_snapshot(&c->st, &c->snap);
+	return &c->snap;
+}
+
+static void ctx_free(struct ctx *c)
+{
+	assert_null(c->pool.bug);
+	rm_pool_free(&c->pool);
 }
 
 static int feed(struct ctx *c, uint32_t psn)
 {
-	int r = rm_seq_observe(&c->st, c->win, c->nwords, c->w, psn, 1000 + c->st.c.requests, &c->closed, &g_scratch);
+	int exhausted;
+	int r = rm_pool_observe(&c->pool, &c->st, c->w, psn, 1000 + c->st.requests, &c->closed, &exhausted);
 
 	assert_true(r > 0);
 	if (r == RM_SEQ_RESTARTED)
@@ -74,7 +85,7 @@ static void feed_all(struct ctx *c, const uint32_t *psn, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		feed(c, psn[i]);
-		check_invariants(&c->st.c, 0);
+		check_invariants(cur(c), 0);
 	}
 }
 
@@ -87,8 +98,8 @@ static void seed_example_1(void **s)
 
 	ctx_init(&c, 4);
 	feed_all(&c, p, 5);
-	EXPECT(&c.st.c, 5, 1, 1, 0, 0, 0, 1, 0);
-	free(c.win);
+	EXPECT(cur(&c), 5, 1, 1, 0, 0, 0, 1, 0);
+	ctx_free(&c);
 }
 
 /* "With W=4 and PSNs 100,99,100 ... requests=3, unclassifiedLate=1,
@@ -100,8 +111,8 @@ static void seed_example_2(void **s)
 
 	ctx_init(&c, 4);
 	feed_all(&c, p, 3);
-	EXPECT(&c.st.c, 3, 0, 0, 0, 0, 0, 1, 1);
-	free(c.win);
+	EXPECT(cur(&c), 3, 0, 0, 0, 0, 0, 1, 1);
+	ctx_free(&c);
 }
 
 /* "With W=4 and PSNs 100,102,106: skipped=4, expired=1, pending=3. Closing
@@ -110,22 +121,22 @@ static void seed_example_2(void **s)
 static void seed_example_3(void **s)
 {
 	struct ctx c;
-	struct rm_seq_counters fin;
+	struct rm_seq_counters fin = { 0 };
 	const uint32_t p[] = { 100, 102, 106 };
 
 	ctx_init(&c, 4);
 	feed_all(&c, p, 3);
-	EXPECT(&c.st.c, 3, 4, 0, 1, 0, 3, 0, 0);
-	assert_int_equal(rm_seq_close(&c.st, c.win, c.nwords, 0, &fin, &g_scratch), 1);
+	EXPECT(cur(&c), 3, 4, 0, 1, 0, 3, 0, 0);
+	assert_int_equal(rm_pool_close(&c.pool, &c.st, 0, &fin), 1);
 	EXPECT(&fin, 3, 4, 0, 1, 3, 0, 0, 0);
 	assert_int_equal(fin.flags, RM_FLAG_FINAL_EPOCH);
 	check_invariants(&fin, 1);
 	/* A later packet starts a new epoch; the closed result is unchanged. */
 	assert_int_equal(feed(&c, 105), RM_SEQ_STARTED);
 	EXPECT(&fin, 3, 4, 0, 1, 3, 0, 0, 0);
-	EXPECT(&c.st.c, 1, 0, 0, 0, 0, 0, 0, 0);
-	assert_int_equal(c.st.c.epoch_gen, 2);
-	free(c.win);
+	EXPECT(cur(&c), 1, 0, 0, 0, 0, 0, 0, 0);
+	assert_int_equal(cur(&c)->epoch_gen, 2);
+	ctx_free(&c);
 }
 
 /* "PSNs 16777214,16777215,0,1 advance continuously with no skipped positions." */
@@ -136,9 +147,9 @@ static void seed_example_wrap(void **s)
 
 	ctx_init(&c, 4);
 	feed_all(&c, p, 4);
-	EXPECT(&c.st.c, 4, 0, 0, 0, 0, 0, 0, 0);
+	EXPECT(cur(&c), 4, 0, 0, 0, 0, 0, 0, 0);
 	assert_int_equal(c.restarts, 0);
-	free(c.win);
+	ctx_free(&c);
 }
 
 /* "A jump of 2^23 closes as ambiguous." Forward and backward are the same
@@ -154,9 +165,9 @@ static void jump_half(uint32_t first, uint32_t second)
 	assert_int_equal(feed(&c, second), RM_SEQ_RESTARTED);
 	assert_int_equal(c.closed.flags, RM_FLAG_FINAL_EPOCH | RM_FLAG_SERIAL_DISCONTINUITY);
 	EXPECT(&c.closed, 2, 0, 0, 0, 0, 0, 0, 0);
-	EXPECT(&c.st.c, 1, 0, 0, 0, 0, 0, 0, 0);
+	EXPECT(cur(&c), 1, 0, 0, 0, 0, 0, 0, 0);
 	assert_int_equal(c.st.high & RM_PSN_MASK, second & RM_PSN_MASK);
-	free(c.win);
+	ctx_free(&c);
 }
 
 static void seed_example_half_forward(void **s)
@@ -178,15 +189,15 @@ static void seed_example_w1(void **s)
 	ctx_init(&c, 1);
 	feed(&c, 10);
 	feed(&c, 11);
-	EXPECT(&c.st.c, 2, 0, 0, 0, 0, 0, 0, 0);
+	EXPECT(cur(&c), 2, 0, 0, 0, 0, 0, 0, 0);
 	assert_int_equal(feed(&c, 13), RM_SEQ_RESTARTED);
 	assert_int_equal(c.closed.flags, RM_FLAG_FINAL_EPOCH | RM_FLAG_SERIAL_DISCONTINUITY);
 	EXPECT(&c.closed, 2, 0, 0, 0, 0, 0, 0, 0);
-	EXPECT(&c.st.c, 1, 0, 0, 0, 0, 0, 0, 0);
+	EXPECT(cur(&c), 1, 0, 0, 0, 0, 0, 0, 0);
 	feed(&c, 13); /* repeat of H */
 	feed(&c, 12); /* before L = H */
-	EXPECT(&c.st.c, 3, 0, 0, 0, 0, 0, 1, 1);
-	free(c.win);
+	EXPECT(cur(&c), 3, 0, 0, 0, 0, 0, 1, 1);
+	ctx_free(&c);
 }
 
 /* Row "No active epoch"; PSN 0 is a valid first PSN. */
@@ -196,17 +207,17 @@ static void row_first_request_psn0(void **s)
 
 	ctx_init(&c, 8);
 	assert_int_equal(feed(&c, 0), RM_SEQ_STARTED);
-	EXPECT(&c.st.c, 1, 0, 0, 0, 0, 0, 0, 0);
-	assert_int_equal(c.st.start, 0);
+	EXPECT(cur(&c), 1, 0, 0, 0, 0, 0, 0, 0);
+	assert_int_equal(rm_seq_s(&c.st), 0);
 	assert_int_equal(c.st.high, 0);
-	assert_int_equal(c.st.c.window, 8);
+	assert_int_equal(cur(&c)->window, 8);
 	feed(&c, 1);
 	feed(&c, 0);
-	EXPECT(&c.st.c, 3, 0, 0, 0, 0, 0, 1, 0);
+	EXPECT(cur(&c), 3, 0, 0, 0, 0, 0, 1, 0);
 	/* 16777215 is before S = 0: unclassified, not a wrap to the far end. */
 	feed(&c, 16777215);
-	EXPECT(&c.st.c, 4, 0, 0, 0, 0, 0, 1, 1);
-	free(c.win);
+	EXPECT(cur(&c), 4, 0, 0, 0, 0, 0, 1, 1);
+	ctx_free(&c);
 }
 
 /* Row "1<=d<=W" at its edges: d = W is accounted, d = W + 1 closes. */
@@ -217,12 +228,12 @@ static void row_forward_edges(void **s)
 	ctx_init(&c, 16);
 	feed(&c, 500);
 	assert_int_equal(feed(&c, 516), RM_SEQ_ACCOUNTED); /* d = W */
-	EXPECT(&c.st.c, 2, 15, 0, 0, 0, 15, 0, 0);
+	EXPECT(cur(&c), 2, 15, 0, 0, 0, 15, 0, 0);
 	assert_int_equal(feed(&c, 533), RM_SEQ_RESTARTED); /* d = W + 1 */
 	EXPECT(&c.closed, 2, 15, 0, 0, 15, 0, 0, 0);
 	assert_int_equal(c.closed.flags, RM_FLAG_FINAL_EPOCH | RM_FLAG_SERIAL_DISCONTINUITY);
 	check_invariants(&c.closed, 1);
-	free(c.win);
+	ctx_free(&c);
 }
 
 /* Rows "d<=0 onto PENDING" (filled once), "onto SEEN" (repeated),
@@ -234,19 +245,19 @@ static void row_backward(void **s)
 	ctx_init(&c, 8);
 	feed(&c, 100);
 	feed(&c, 105);                      /* 101..104 pending */
-	EXPECT(&c.st.c, 2, 4, 0, 0, 0, 4, 0, 0);
+	EXPECT(cur(&c), 2, 4, 0, 0, 0, 4, 0, 0);
 	feed(&c, 103);                      /* fill */
 	feed(&c, 103);                      /* now SEEN: repeated */
-	EXPECT(&c.st.c, 4, 4, 1, 0, 0, 3, 1, 0);
+	EXPECT(cur(&c), 4, 4, 1, 0, 0, 3, 1, 0);
 	feed(&c, 110);                      /* L = 103: 101, 102 expire; 106..109 pending */
-	EXPECT(&c.st.c, 5, 8, 1, 2, 0, 5, 1, 0);
+	EXPECT(cur(&c), 5, 8, 1, 2, 0, 5, 1, 0);
 	feed(&c, 101);                      /* before L: late, no fill */
 	feed(&c, 102);
-	EXPECT(&c.st.c, 7, 8, 1, 2, 0, 5, 1, 2);
+	EXPECT(cur(&c), 7, 8, 1, 2, 0, 5, 1, 2);
 	assert_int_equal(c.st.high, 110);
 	feed(&c, 104);                      /* still retained and pending */
-	EXPECT(&c.st.c, 8, 8, 2, 2, 0, 4, 1, 2);
-	free(c.win);
+	EXPECT(cur(&c), 8, 8, 2, 2, 0, 4, 1, 2);
+	ctx_free(&c);
 }
 
 /* W = 2^22: jumps of W - 1 and W are accounted, with expiry of whole windows. */
@@ -258,16 +269,16 @@ static void big_window_jumps(void **s)
 	ctx_init(&c, w);
 	feed(&c, 7);
 	feed(&c, 7 + (w - 1));              /* d = W - 1 */
-	EXPECT(&c.st.c, 2, w - 2, 0, 0, 0, w - 2, 0, 0);
+	EXPECT(cur(&c), 2, w - 2, 0, 0, 0, w - 2, 0, 0);
 	feed(&c, 7 + (w - 1) + w);          /* d = W: everything before H+1 leaves */
-	EXPECT(&c.st.c, 3, (w - 2) + (w - 1), 0, w - 2, 0, w - 1, 0, 0);
-	check_invariants(&c.st.c, 0);
+	EXPECT(cur(&c), 3, (w - 2) + (w - 1), 0, w - 2, 0, w - 1, 0, 0);
+	check_invariants(cur(&c), 0);
 	feed(&c, 7 + (w - 1));              /* old H, now before L = 7 + W: late */
-	EXPECT(&c.st.c, 4, (w - 2) + (w - 1), 0, w - 2, 0, w - 1, 0, 1);
+	EXPECT(cur(&c), 4, (w - 2) + (w - 1), 0, w - 2, 0, w - 1, 0, 1);
 	feed(&c, 7 + w);                    /* L itself: retained and pending */
 	feed(&c, 7 + (w - 1) + w - 1);      /* H - 1: pending */
-	EXPECT(&c.st.c, 6, (w - 2) + (w - 1), 2, w - 2, 0, w - 3, 0, 1);
-	free(c.win);
+	EXPECT(cur(&c), 6, (w - 2) + (w - 1), 2, w - 2, 0, w - 3, 0, 1);
+	ctx_free(&c);
 }
 
 /* Windows whose W is not a multiple of 64: the ring has spare bits. */
@@ -280,11 +291,19 @@ static void odd_window(void **s)
 	for (uint32_t p = 2; p < 1000; p += 2)
 		feed(&c, p);                /* every odd position pending */
 	/* positions 1..997 odd: 499 skipped; retained [899, 998] has 50 odd */
-	EXPECT(&c.st.c, 500, 499, 0, 449, 0, 50, 0, 0);
+	EXPECT(cur(&c), 500, 499, 0, 449, 0, 50, 0, 0);
 	feed(&c, 899);                      /* L = 899: oldest retained, pending */
 	feed(&c, 897);                      /* before L */
-	EXPECT(&c.st.c, 502, 499, 1, 449, 0, 49, 0, 1);
-	free(c.win);
+	EXPECT(cur(&c), 502, 499, 1, 449, 0, 49, 0, 1);
+	ctx_free(&c);
+}
+
+/* One request at a given arrival time. */
+static int observe_at(struct ctx *c, uint32_t psn, uint64_t now)
+{
+	int exhausted;
+
+	return rm_pool_observe(&c->pool, &c->st, c->w, psn, now, &c->closed, &exhausted);
 }
 
 /* Bad arguments change nothing. */
@@ -293,10 +312,14 @@ static void bad_window(void **s)
 	struct ctx c;
 
 	ctx_init(&c, 64);
-	assert_true(rm_seq_observe(&c.st, c.win, c.nwords, 65, 1, 0, NULL, &g_scratch) < 0);
-	assert_true(rm_seq_observe(&c.st, c.win, c.nwords, 0, 1, 0, NULL, &g_scratch) < 0);
-	assert_int_equal(c.st.active, 0);
-	free(c.win);
+	{
+		struct rm_seq_win w = { .pool = c.pool.win[0] };
+
+		assert_true(rm_seq_observe(&c.st, &w, c.pool.nwords, 65, 1, 0, NULL, &c.pool.sc) < 0);
+		assert_true(rm_seq_observe(&c.st, &w, c.pool.nwords, 0, 1, 0, NULL, &c.pool.sc) < 0);
+	}
+	assert_int_equal(rm_seq_active(&c.st), 0);
+	ctx_free(&c);
 }
 
 /*
@@ -310,17 +333,15 @@ static void arrival_time_never_goes_back(void **s)
 	struct ctx c;
 
 	ctx_init(&c, 8);
-	assert_int_equal(rm_seq_observe(&c.st, c.win, c.nwords, c.w, 10, 5000, &c.closed, &g_scratch), RM_SEQ_STARTED);
-	assert_int_equal(rm_seq_observe(&c.st, c.win, c.nwords, c.w, 11, 4000, &c.closed, &g_scratch),
-			 RM_SEQ_ACCOUNTED);
-	assert_int_equal(c.st.c.first_ns, 5000);
-	assert_int_equal(c.st.c.last_ns, 5000);
-	assert_int_equal(rm_seq_observe(&c.st, c.win, c.nwords, c.w, 12, 7000, &c.closed, &g_scratch),
-			 RM_SEQ_ACCOUNTED);
-	assert_int_equal(rm_seq_observe(&c.st, c.win, c.nwords, c.w, 11, 1, &c.closed, &g_scratch), RM_SEQ_ACCOUNTED);
-	assert_int_equal(c.st.c.last_ns, 7000);
-	assert_int_equal(c.st.c.requests, 4);
-	free(c.win);
+	assert_int_equal(observe_at(&c, 10, 5000), RM_SEQ_STARTED);
+	assert_int_equal(observe_at(&c, 11, 4000), RM_SEQ_ACCOUNTED);
+	assert_int_equal(cur(&c)->first_ns, 5000);
+	assert_int_equal(cur(&c)->last_ns, 5000);
+	assert_int_equal(observe_at(&c, 12, 7000), RM_SEQ_ACCOUNTED);
+	assert_int_equal(observe_at(&c, 11, 1), RM_SEQ_ACCOUNTED);
+	assert_int_equal(cur(&c)->last_ns, 7000);
+	assert_int_equal(cur(&c)->requests, 4);
+	ctx_free(&c);
 }
 
 int main(void)

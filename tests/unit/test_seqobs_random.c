@@ -49,8 +49,7 @@
 #include <cmocka.h>
 
 #include "rocemeter/seqobs.h"
-
-static struct rm_window_scratch g_scratch; /* the engine's scratch for a window clear */
+#include "seqpool.h"
 
 /* ------------------------------------------------------------------ */
 /* Constants of [SEQOBS], written out here rather than taken from the engine. */
@@ -60,6 +59,7 @@ static struct rm_window_scratch g_scratch; /* the engine's scratch for a window 
 #define WMAX   ((uint32_t)1 << 22)
 #define FLAG_FINAL  0x0001u
 #define FLAG_CAPTURE 0x0004u
+#define FLAG_STATE   0x0008u
 #define FLAG_SERIAL 0x0010u
 /* The model's extended positions start this far above the PSN. */
 #define MODEL_BASE (7 * M)
@@ -243,8 +243,23 @@ struct model {
 	uint64_t first_ns, last_ns;
 	uint32_t epoch_gen;
 	struct pset seen, pending;
+	int pooled;      /* the tier rule below says: the epoch holds a pool window */
 	const char *bug; /* set when the model finds itself inconsistent */
 };
+
+/*
+ * The tiers, as docs/meter.md "Memory" states them (not how seqobs.h does
+ * it): an epoch holds a pool window from the request that leaves a PENDING
+ * position more than 63 positions below the new H (that request is
+ * accounted with the window; without one the epoch closes with
+ * stateExhaustion and the request starts a new epoch), until no position
+ * is pending or the epoch closes. What each transition did, for the
+ * families' coverage checks:
+ */
+struct tiers {
+	uint64_t take, exhaust, back_fill, back_expire, back_close;
+};
+static struct tiers g_tiers;
 
 static uint64_t model_L(const struct model *m)
 {
@@ -276,6 +291,9 @@ static int model_close(struct model *m, uint16_t reason, struct mcount *out)
 {
 	if (!m->active)
 		return 0;
+	if (m->pooled)
+		g_tiers.back_close++;
+	m->pooled = 0;
 	m->abandoned += pset_size(&m->pending);
 	pset_clear(&m->pending);
 	pset_clear(&m->seen);
@@ -297,6 +315,7 @@ static void model_start(struct model *m, uint32_t W, uint32_t p, uint64_t now)
 	m->skipped = m->filled = m->expired = m->abandoned = m->repeated = m->late = 0;
 	m->first_ns = m->last_ns = now;
 	m->epoch_gen++;
+	m->pooled = 0;
 }
 
 /* The retained interval [L, H] holds exactly one label per position. */
@@ -314,11 +333,28 @@ static void model_selfcheck(struct model *m)
 		m->bug = "model: H not SEEN";
 }
 
-static int model_observe(struct model *m, uint32_t W, uint32_t p, uint64_t now, struct mcount *closed)
+/*
+ * A forward advance to H' = H + d leaves a PENDING position retained below
+ * H' - 63: a new one (H + 1 < H' - 63), or an old one in [L', H' - 64].
+ */
+static int model_needs_window(const struct model *m, uint64_t d)
+{
+	uint64_t H2 = m->H + d, L2 = H2 + 1 >= m->S + m->W ? H2 + 1 - m->W : m->S;
+	size_t i = pset_lower(&m->pending, L2);
+
+	if (d > 64)
+		return 1;
+	return i < m->pending.n && m->pending.v[i] + 63 < H2;
+}
+
+/* avail: the pool has a window for this context; *exhausted: closed for want of one. */
+static int model_observe(struct model *m, uint32_t W, uint32_t p, uint64_t now, struct mcount *closed, int avail,
+			 int *exhausted)
 {
 	uint64_t u;
 	int64_t d;
 
+	*exhausted = 0;
 	if (!m->active) {
 		model_start(m, W, p, now);
 		return R_STARTED;
@@ -331,6 +367,18 @@ static int model_observe(struct model *m, uint32_t W, uint32_t p, uint64_t now, 
 		model_close(m, FLAG_SERIAL, closed);
 		model_start(m, W, p, now);
 		return R_RESTARTED;
+	}
+	if (d >= 1 && !m->pooled && model_needs_window(m, (uint64_t)d)) {
+		if (!avail) {
+			/* stateExhaustion: the epoch closes as it was, p starts anew */
+			model_close(m, FLAG_STATE, closed);
+			model_start(m, W, p, now);
+			g_tiers.exhaust++;
+			*exhausted = 1;
+			return R_RESTARTED;
+		}
+		m->pooled = 1;
+		g_tiers.take++;
 	}
 	m->requests++;
 	m->last_ns = now;
@@ -348,6 +396,10 @@ static int model_observe(struct model *m, uint32_t W, uint32_t p, uint64_t now, 
 
 		m->expired += pset_del_below(&m->pending, L);
 		pset_del_below(&m->seen, L); /* no longer retained */
+		if (m->pooled && !pset_size(&m->pending)) {
+			m->pooled = 0;
+			g_tiers.back_expire++;
+		}
 	} else {
 		uint64_t q = m->H - (uint64_t)(-d);
 
@@ -357,6 +409,10 @@ static int model_observe(struct model *m, uint32_t W, uint32_t p, uint64_t now, 
 			pset_del(&m->pending, q);
 			pset_add(&m->seen, q);
 			m->filled++;
+			if (m->pooled && !pset_size(&m->pending)) {
+				m->pooled = 0;
+				g_tiers.back_fill++;
+			}
 		} else if (pset_has(&m->seen, q)) {
 			m->repeated++;
 		} else {
@@ -397,8 +453,10 @@ struct stream {
 	struct rng r;
 	/* engine */
 	struct rm_seq_state st;
-	__u64 *win;
-	uint32_t nwords;
+	struct rm_pool *pool; /* its windows: own (own_pool), or shared by several streams */
+	struct rm_pool own_pool;
+	int others_pooled; /* windows the model's other contexts hold (shared pool) */
+	int block_pm;      /* per mille of requests for which the pool looks empty */
 	/* model */
 	struct model m;
 	/* the requests so far, for the failure message */
@@ -411,22 +469,39 @@ struct stream {
 	char why[512];
 };
 
-static void stream_init(struct stream *s, const char *family, uint64_t seed, uint32_t nwords, int verbose)
+/*
+ * A stream with a pool of its own (shared == NULL: one window, enough for
+ * one context; in a fifth of the streams it looks empty for some requests,
+ * so that epochs close with stateExhaustion), or on a shared pool.
+ */
+static void stream_init_pool(struct stream *s, const char *family, uint64_t seed, uint32_t nwords, int verbose,
+			     struct rm_pool *shared)
 {
 	memset(s, 0, sizeof(*s));
 	s->family = family;
 	s->seed = seed;
 	s->verbose = verbose;
 	rng_seed(&s->r, seed);
-	s->nwords = nwords;
-	s->win = calloc(RM_WINDOW_VALUE_WORDS(nwords), sizeof(__u64));
-	assert_non_null(s->win);
+	if (shared) {
+		s->pool = shared;
+	} else {
+		rm_pool_init(&s->own_pool, nwords, 1);
+		s->pool = &s->own_pool;
+		if (rnd(&s->r, 5) == 0)
+			s->block_pm = (int)(const uint32_t[]){ 1000, 500, 100 }[rnd(&s->r, 3)];
+	}
 	s->now = 1000 + rnd(&s->r, 1000);
+}
+
+static void stream_init(struct stream *s, const char *family, uint64_t seed, uint32_t nwords, int verbose)
+{
+	stream_init_pool(s, family, seed, nwords, verbose, NULL);
 }
 
 static void stream_free(struct stream *s)
 {
-	free(s->win);
+	if (s->pool == &s->own_pool)
+		rm_pool_free(&s->own_pool);
 	free(s->psn);
 	free(s->wins);
 	pset_free(&s->m.seen);
@@ -436,7 +511,7 @@ static void stream_free(struct stream *s)
 static void stream_report(struct stream *s)
 {
 	fprintf(stderr, "# MISMATCH family=%s seed=0x%016llx W=%u%s nwords=%u: %s\n", s->family,
-		(unsigned long long)s->seed, s->w0, s->varying_w ? " (varying, see W@ below)" : "", s->nwords,
+		(unsigned long long)s->seed, s->w0, s->varying_w ? " (varying, see W@ below)" : "", s->pool->nwords,
 		s->why);
 	fprintf(stderr, "# replay: RM_SEQOBS_REPLAY=%s:0x%016llx build/tests/unit/test_seqobs_random\n", s->family,
 		(unsigned long long)s->seed);
@@ -506,7 +581,9 @@ static int check_invariants(struct stream *s, const char *what, const struct rm_
 
 static void trace(struct stream *s, uint32_t w, uint32_t p, int r)
 {
-	const struct rm_seq_counters *k = &s->st.c;
+	struct rm_seq_counters now, *k = &now;
+
+	rm_seq_snapshot(&s->st, &now);
 
 	printf("# W=%u psn=%u -> %s req=%llu skp=%llu fil=%llu exp=%llu aba=%llu pen=%u rep=%llu late=%llu\n", w, p,
 	       r == R_STARTED ? "started" : r == R_ACCOUNTED ? "accounted" : r == R_RESTARTED ? "restarted" : "error",
@@ -518,58 +595,111 @@ static void trace(struct stream *s, uint32_t w, uint32_t p, int r)
 /* Feed one request to both sides and compare; 0 on mismatch (s->why says what). */
 
 /*
- * The window's own invariant (seqobs.h): a bit is set exactly for the SEEN
- * retained positions of the open epoch (none when closed), and the two
- * summary levels mark exactly the non-zero words. Checked against the
- * model's SEEN set for windows of up to 32 ring words.
+ * The window's own invariant (seqobs.h), against the model's SEEN set, and
+ * the tier against the model's rule. Inline: bit k is 1 exactly for the
+ * positions H - 63 + k that are SEEN or below L. Pooled: the ring has a bit
+ * exactly for the SEEN positions of [max(L, B), H], the retained positions
+ * below B are SEEN, and the two summary levels mark exactly the non-zero
+ * words (checked for pool windows of up to 32 ring words). The pool holds
+ * the windows the models say are taken, and every window it got back was
+ * zero (seqpool.h).
  */
 static int check_window(struct stream *s, const char *what)
 {
-	uint32_t nw = s->nwords, n1 = RM_SUM1_WORDS(nw), n2 = RM_SUM2_WORDS(nw);
-	uint64_t R = (uint64_t)nw * 64, set = 0;
+	const struct rm_seq_state *st = &s->st;
+	const struct model *m = &s->m;
+	int pooled = rm_seq_pooled(st);
+	uint64_t L, H, off;
 
-	if (nw > 32)
-		return 1;
-	for (uint32_t j = 0; j < nw; j++) {
-		set += rm_popcount64(s->win[j]);
-		if (!!(s->win[nw + j / 64] >> (j % 64) & 1) != (s->win[j] != 0)) {
-			snprintf(s->why, sizeof(s->why), "%s: level-1 summary bit %u wrong", what, j);
-			return 0;
-		}
+	if (s->pool->bug) {
+		snprintf(s->why, sizeof(s->why), "%s: pool: %s", what, s->pool->bug);
+		return 0;
 	}
-	for (uint32_t k = 0; k < n1; k++)
-		if (!!(s->win[nw + n1 + k / 64] >> (k % 64) & 1) != (s->win[nw + k] != 0) || n2 == 0) {
-			snprintf(s->why, sizeof(s->why), "%s: level-2 summary bit %u wrong", what, k);
+	if (pooled != m->pooled) {
+		snprintf(s->why, sizeof(s->why), "%s: tier engine=%s model=%s", what, pooled ? "pooled" : "inline",
+			 m->pooled ? "pooled" : "inline");
+		return 0;
+	}
+	if (s->pool->nfree != s->pool->n - (uint32_t)s->others_pooled - (uint32_t)m->pooled) {
+		snprintf(s->why, sizeof(s->why), "%s: %u windows free in a pool of %u, the models hold %d", what,
+			 s->pool->nfree, s->pool->n, s->others_pooled + m->pooled);
+		return 0;
+	}
+	if (!rm_seq_active(st))
+		return 1;
+	L = rm_seq_low(st);
+	H = st->high;
+	off = m->H - H; /* model position = engine position + off */
+	if (!pooled) {
+		for (uint32_t k = 0; k < 64; k++) {
+			uint64_t q = H - 63 + k;
+			int want = H + k < 63 || q < L || pset_has(&m->seen, q + off);
+
+			if ((int)((st->win >> k) & 1) != want) {
+				snprintf(s->why, sizeof(s->why), "%s: inline bit %u (position H-%u) is %d, not %d",
+					 what, k, 63 - k, (int)((st->win >> k) & 1), want);
+				return 0;
+			}
+		}
+		return 1;
+	}
+	{
+		const __u64 *win = rm_pool_window(s->pool, (uint32_t)st->win);
+		uint32_t nw = s->pool->nwords, n1 = RM_SUM1_WORDS(nw), n2 = RM_SUM2_WORDS(nw);
+		uint64_t set = 0, seen = 0, b, from;
+
+		if (!win) {
+			snprintf(s->why, sizeof(s->why), "%s: pooled state names slot %u of %u", what,
+				 (uint32_t)st->win, s->pool->n);
 			return 0;
 		}
-	if (s->st.active) {
-		uint64_t L = rm_seq_low(&s->st), seen = 0;
+		if (nw > 32)
+			return 1;
+		b = win[RM_POOL_BASE_WORD(nw)];
+		for (uint32_t j = 0; j < nw; j++) {
+			set += rm_popcount64(win[j]);
+			if (!!(win[nw + j / 64] >> (j % 64) & 1) != (win[j] != 0)) {
+				snprintf(s->why, sizeof(s->why), "%s: level-1 summary bit %u wrong", what, j);
+				return 0;
+			}
+		}
+		for (uint32_t k = 0; k < n1; k++)
+			if (!!(win[nw + n1 + k / 64] >> (k % 64) & 1) != (win[nw + k] != 0) || n2 == 0) {
+				snprintf(s->why, sizeof(s->why), "%s: level-2 summary bit %u wrong", what, k);
+				return 0;
+			}
+		for (uint64_t q = L; q <= H && q < b; q++)
+			if (!pset_has(&m->seen, q + off)) {
+				snprintf(s->why, sizeof(s->why), "%s: position H-%llu below the base is not SEEN", what,
+					 (unsigned long long)(H - q));
+				return 0;
+			}
+		from = L > b ? L : b;
+		for (uint64_t q = from; q <= H; q++) {
+			int bit = (win[(q / 64) % nw] >> (q % 64)) & 1;
 
-		for (uint64_t q = L; q <= s->st.high; q++)
-			seen += (s->win[(q / 64) % nw] >> (q % 64)) & 1;
-		if (seen != set || s->st.high - L + 1 > R) {
-			snprintf(s->why, sizeof(s->why), "%s: %llu bits set in the window, %llu of them in [L, H]", what,
+			seen += bit;
+			if (bit != pset_has(&m->seen, q + off)) {
+				snprintf(s->why, sizeof(s->why), "%s: ring bit of H-%llu is %d", what,
+					 (unsigned long long)(H - q), bit);
+				return 0;
+			}
+		}
+		if (seen != set) {
+			snprintf(s->why, sizeof(s->why),
+				 "%s: %llu bits set in the ring, %llu of them in [max(L, B), H]", what,
 				 (unsigned long long)set, (unsigned long long)seen);
 			return 0;
 		}
-		if (seen != (s->st.high - L + 1) - s->st.c.pending) {
-			snprintf(s->why, sizeof(s->why), "%s: %llu SEEN bits in [L, H] but %llu positions and %u pending",
-				 what, (unsigned long long)seen, (unsigned long long)(s->st.high - L + 1), s->st.c.pending);
-			return 0;
-		}
-	} else if (set) {
-		snprintf(s->why, sizeof(s->why), "%s: %llu bits left in the window of a closed epoch", what,
-			 (unsigned long long)set);
-		return 0;
 	}
 	return 1;
 }
 
 static int step(struct stream *s, uint32_t w, uint32_t psn)
 {
-	struct rm_seq_counters eclosed;
+	struct rm_seq_counters eclosed, enow;
 	struct mcount mclosed, mnow;
-	int re, rm;
+	int re, rm, ex_e, ex_m, avail;
 
 	if (s->n == s->cap) {
 		s->cap = s->cap ? 2 * s->cap : 256;
@@ -584,8 +714,10 @@ static int step(struct stream *s, uint32_t w, uint32_t psn)
 	s->now += rnd(&s->r, 3); /* equal arrival times happen too */
 
 	memset(&eclosed, 0xee, sizeof(eclosed));
-	re = rm_seq_observe(&s->st, s->win, s->nwords, w, psn, s->now, &eclosed, &g_scratch);
-	rm = model_observe(&s->m, w, psn, s->now, &mclosed);
+	s->pool->blocked = s->block_pm && (int)rnd(&s->r, 1000) < s->block_pm;
+	avail = !s->pool->blocked && s->pool->n > (uint32_t)s->others_pooled;
+	re = rm_pool_observe(s->pool, &s->st, w, psn, s->now, &eclosed, &ex_e);
+	rm = model_observe(&s->m, w, psn, s->now, &mclosed, avail, &ex_m);
 	if (s->verbose)
 		trace(s, w, psn, re);
 	if (s->m.bug) {
@@ -597,7 +729,11 @@ static int step(struct stream *s, uint32_t w, uint32_t psn)
 			 s->n, re, rm);
 		return 0;
 	}
-	if (!s->st.active) {
+	if (ex_e != ex_m) {
+		snprintf(s->why, sizeof(s->why), "request %zu: stateExhaustion engine=%d model=%d", s->n, ex_e, ex_m);
+		return 0;
+	}
+	if (!rm_seq_active(&s->st)) {
 		snprintf(s->why, sizeof(s->why), "request %zu: engine has no open epoch", s->n);
 		return 0;
 	}
@@ -608,8 +744,9 @@ static int step(struct stream *s, uint32_t w, uint32_t psn)
 	g_stats.restarted += re == R_RESTARTED;
 	if (re == R_RESTARTED)
 		stats_epoch(&mclosed);
-	if (s->st.c.pending > g_stats.max_pending)
-		g_stats.max_pending = s->st.c.pending;
+	rm_seq_snapshot(&s->st, &enow);
+	if (enow.pending > g_stats.max_pending)
+		g_stats.max_pending = enow.pending;
 	if (re == R_RESTARTED) {
 		snprintf(what, sizeof(what), "request %zu final snapshot", s->n);
 		if (!cmp_counters(s, what, &eclosed, &mclosed) || !check_invariants(s, what, &eclosed, 1))
@@ -617,7 +754,7 @@ static int step(struct stream *s, uint32_t w, uint32_t psn)
 	}
 	snprintf(what, sizeof(what), "request %zu", s->n);
 	model_snapshot(&s->m, 0, &mnow);
-	if (!cmp_counters(s, what, &s->st.c, &mnow) || !check_invariants(s, what, &s->st.c, 0))
+	if (!cmp_counters(s, what, &enow, &mnow) || !check_invariants(s, what, &enow, 0))
 		return 0;
 	/* H mod M is the highest PSN (seqobs.h's documented state). */
 	if ((s->st.high & (M - 1)) != (s->m.H & (M - 1))) {
@@ -635,7 +772,7 @@ static int close_both(struct stream *s, uint16_t reason)
 	struct mcount mfin;
 	uint64_t pending_before = pset_size(&s->m.pending);
 	uint64_t abandoned_before = s->m.abandoned;
-	int ce = rm_seq_close(&s->st, s->win, s->nwords, reason, &efin, &g_scratch);
+	int ce = rm_pool_close(s->pool, &s->st, reason, &efin);
 	int cm = model_close(&s->m, reason, &mfin);
 	char what[64];
 
@@ -654,7 +791,7 @@ static int close_both(struct stream *s, uint16_t reason)
 	stats_epoch(&mfin);
 	if (!cmp_counters(s, what, &efin, &mfin) || !check_invariants(s, what, &efin, 1))
 		return 0;
-	if (s->st.active) {
+	if (rm_seq_active(&s->st)) {
 		snprintf(s->why, sizeof(s->why), "%s: engine still active", what);
 		return 0;
 	}
@@ -804,6 +941,7 @@ static void run_family(const char *family, uint64_t family_id, uint64_t count, s
 	if (other)
 		skip();
 	memset(&g_stats, 0, sizeof(g_stats));
+	memset(&g_tiers, 0, sizeof(g_tiers));
 	g_stats.streams = count;
 	for (uint64_t i = 0; i < count; i++) {
 		if (!fn(stream_seed(family_id, i), 0) && ++failed >= 3)
@@ -829,6 +967,19 @@ static void run_family(const char *family, uint64_t family_id, uint64_t count, s
 	assert_true(g_stats.abandoned > 0);
 	assert_true(g_stats.repeated > 0);
 	assert_true(g_stats.late > 0);
+	/* ... and every transition between the tiers */
+	printf("# %s tiers: window taken %llu, given back when the last pending position was filled %llu, "
+	       "expired %llu, at closure %llu; closed for want of a window %llu\n",
+	       family, (unsigned long long)g_tiers.take, (unsigned long long)g_tiers.back_fill,
+	       (unsigned long long)g_tiers.back_expire, (unsigned long long)g_tiers.back_close,
+	       (unsigned long long)g_tiers.exhaust);
+	assert_true(g_tiers.take > 0);
+	assert_true(g_tiers.back_close > 0);
+	assert_true(g_tiers.exhaust > 0);
+	if (!strcmp(family, "tiers")) {
+		assert_true(g_tiers.back_fill > 0);
+		assert_true(g_tiers.back_expire > 0);
+	}
 }
 
 /* Family "walk": random walks with small W, occasional closure in the middle. */
@@ -1012,6 +1163,141 @@ static int stream_wchange(uint64_t seed, int verbose)
 	return stream_finish(&s, ok);
 }
 
+/*
+ * Family "shared": 2 to 6 connections, interleaved, share a pool of 0 to 3
+ * windows, so that a window one gives back is the next one's, and the pool
+ * runs out while others hold its windows. One stream per connection, on
+ * the same pool; each model is told whether the pool has a window left by
+ * the other models' tiers, not by the engine.
+ */
+static int stream_shared(uint64_t seed, int verbose)
+{
+	static const uint32_t SW[] = { 65, 100, 128, 300, 1024 };
+	struct stream s[6];
+	struct walk g[6];
+	struct rm_pool pool;
+	struct rng r0;
+	uint32_t w, k, len;
+	int ok = 1;
+
+	rng_seed(&r0, seed ^ 0x66);
+	k = (uint32_t)rnd_range(&r0, 2, 6);
+	w = SW[rnd(&r0, 5)];
+	rm_pool_init(&pool, RM_WINDOW_WORDS(w), (uint32_t)rnd(&r0, 4));
+	for (uint32_t i = 0; i < k; i++) {
+		stream_init_pool(&s[i], "shared", seed, RM_WINDOW_WORDS(w), verbose, &pool);
+		rng_seed(&s[i].r, seed + i);
+		s[i].w0 = w;
+		memset(&g[i], 0, sizeof(g[i]));
+		g[i].f = pick_start(&r0, w);
+		g[i].recent[g[i].nrecent++] = (uint32_t)g[i].f;
+	}
+	len = (uint32_t)rnd_range(&r0, 40, 400);
+	for (uint32_t n = 0; ok && n < len; n++) {
+		uint32_t i = (uint32_t)rnd(&r0, k), p;
+		int held = 0;
+
+		for (uint32_t j = 0; j < k; j++)
+			held += j != i && s[j].m.pooled;
+		s[i].others_pooled = held;
+		p = s[i].n == 0 ? (uint32_t)g[i].f : walk_next(&s[i].r, &g[i], w);
+		ok = step(&s[i], w, p);
+		if (ok && rnd(&r0, 100) == 0)
+			ok = close_both(&s[i], FLAG_CAPTURE);
+		if (!ok)
+			stream_report(&s[i]);
+	}
+	for (uint32_t i = 0; i < k; i++) {
+		int held = 0;
+
+		for (uint32_t j = 0; j < k; j++)
+			held += j != i && s[j].m.pooled;
+		s[i].others_pooled = held;
+		if (ok)
+			ok = close_both(&s[i], 0);
+		if (!ok && i + 1 == k)
+			stream_report(&s[i]);
+		stream_free(&s[i]);
+	}
+	if (ok && pool.nfree != pool.n)
+		ok = 0, fprintf(stderr, "# MISMATCH family=shared seed=0x%016llx: %u of %u windows back in the pool\n",
+				(unsigned long long)seed, pool.nfree, pool.n);
+	rm_pool_free(&pool);
+	return ok;
+}
+
+/*
+ * Family "tiers": what moves an epoch between its tiers. In-order runs
+ * with losses (a gap), the lost positions filled later (a retransmission:
+ * the window goes back when the last one is filled) or left to expire
+ * (runs longer than W: back when the last one leaves), jumps of 65..W
+ * (taken at once), duplicates and late requests, W from 65 to 1024.
+ */
+static int stream_tiers(uint64_t seed, int verbose)
+{
+	static const uint32_t TW[] = { 65, 66, 100, 128, 300, 1024 };
+	struct stream s;
+	struct rng r0;
+	uint32_t w, len, lost[64], nlost = 0;
+	uint64_t f;
+	int ok = 1;
+
+	rng_seed(&r0, seed ^ 0x44);
+	w = TW[rnd(&r0, 6)];
+	stream_init(&s, "tiers", seed, RM_WINDOW_WORDS(w), verbose);
+	s.w0 = w;
+	len = (uint32_t)rnd_range(&r0, 20, 120);
+	f = pick_start(&r0, w);
+	ok = step(&s, w, PSN(f));
+	for (uint32_t i = 0; ok && i < len; i++) {
+		uint64_t k = rnd(&r0, 100), d;
+
+		if (k < 55) { /* in order */
+			ok = step(&s, w, PSN(++f));
+		} else if (k < 65) { /* a loss: the next PSN(s) go missing */
+			d = rnd_range(&r0, 2, 4);
+			for (uint64_t q = 1; q < d && nlost < 64; q++)
+				lost[nlost++] = PSN(f + q);
+			f += d;
+			ok = step(&s, w, PSN(f));
+		} else if (k < 75) { /* a retransmission fills the oldest loss */
+			if (nlost) {
+				ok = step(&s, w, lost[0]);
+				memmove(lost, lost + 1, --nlost * sizeof(lost[0]));
+			}
+		} else if (k < 81 && w > 66) {
+			/* every loss filled, one more lost, found again only after
+			 * 64 .. W - 2 more requests: the window is taken, then given
+			 * back by the fill */
+			for (uint32_t q = 0; ok && q < nlost; q++)
+				ok = step(&s, w, lost[q]);
+			nlost = 0;
+			f += 2;
+			lost[0] = PSN(f - 1);
+			for (uint64_t q = rnd_range(&r0, 64, w - 2); ok && q; q--)
+				ok = step(&s, w, PSN(f++));
+			if (ok)
+				ok = step(&s, w, lost[0]);
+			f--;
+		} else if (k < 83) { /* a run longer than W: every loss expires */
+			for (uint32_t q = 0; ok && q < w + 2; q++)
+				ok = step(&s, w, PSN(++f));
+			nlost = 0;
+		} else if (k < 90) { /* a jump past the inline window */
+			f += rnd_range(&r0, 65 < w ? 65 : w, w);
+			nlost = 0;
+			ok = step(&s, w, PSN(f));
+		} else if (k < 96) { /* a duplicate */
+			ok = step(&s, w, PSN(f - rnd(&r0, 3)));
+		} else { /* late */
+			ok = step(&s, w, PSN(f - w - rnd(&r0, 5)));
+		}
+	}
+	return stream_finish(&s, ok);
+}
+
+#define N_TIERS   800
+#define N_SHARED  5000
 #define N_WALK    60000
 #define N_REORDER 25000
 #define N_SERIAL  10000
@@ -1043,14 +1329,22 @@ static void family_large(void **st)
 	run_family("large", 5, N_LARGE, stream_large);
 }
 
+static void family_tiers(void **st)
+{
+	run_family("tiers", 7, N_TIERS, stream_tiers);
+}
+
+static void family_shared(void **st)
+{
+	run_family("shared", 6, N_SHARED, stream_shared);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(family_walk),
-		cmocka_unit_test(family_reorder),
-		cmocka_unit_test(family_serial),
-		cmocka_unit_test(family_wchange),
-		cmocka_unit_test(family_large),
+		cmocka_unit_test(family_walk),    cmocka_unit_test(family_reorder), cmocka_unit_test(family_serial),
+		cmocka_unit_test(family_wchange), cmocka_unit_test(family_large),   cmocka_unit_test(family_tiers),
+		cmocka_unit_test(family_shared),
 	};
 
 	return cmocka_run_group_tests_name("seqobs_random", tests, NULL, NULL);

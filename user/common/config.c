@@ -60,6 +60,8 @@ void rm_config_apply_overrides(struct rm_config_file *cfg, const struct rm_confi
 		cfg->meter.window = o->window;
 	if (o->max_contexts)
 		cfg->meter.max_contexts = o->max_contexts;
+	if (o->max_windows)
+		cfg->meter.max_windows = o->max_windows;
 	if (o->provision_all)
 		cfg->meter.provision_all = 1;
 	if (o->has_report_interval)
@@ -308,6 +310,7 @@ static int handler(void *user, const char *section, const char *name, const char
 	if (!strcmp(section, "meter")) {
 		U64_KEY("window", RM_WINDOW_MIN, RM_WINDOW_MAX, cfg->meter.window);
 		U64_KEY("max_contexts", RM_MAX_CONTEXTS_MIN, RM_MAX_CONTEXTS_MAX, cfg->meter.max_contexts);
+		U64_KEY("max_windows", 0, RM_MAX_WINDOWS_MAX, cfg->meter.max_windows);
 		U64_KEY("observation_point_id", 0, UINT64_MAX, cfg->meter.observation_point_id);
 		U64_KEY("idle_timeout_ms", 0, RM_IDLE_TIMEOUT_MS_MAX, cfg->meter.idle_timeout_ms);
 		U64_KEY("max_violations", RM_MAX_VIOLATIONS_MIN, RM_MAX_VIOLATIONS_MAX, cfg->meter.max_violations);

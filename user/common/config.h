@@ -52,6 +52,7 @@ struct rm_tls_settings {
 struct rm_meter_settings {
 	uint32_t window;               /* W, 1..4194304, default 1024 */
 	uint32_t max_contexts;         /* default 65536 */
+	uint32_t max_windows;          /* pool windows; default 0: automatic (rm_max_windows_auto()) */
 	int namespace_vlan;            /* namespace = vlan | none (default none) */
 	uint64_t observation_point_id; /* default 0: the interface index */
 	int provision_all;             /* default 0 */
@@ -122,6 +123,7 @@ struct rm_config_file {
 struct rm_config_overrides {
 	uint32_t window;             /* --window, RM_WINDOW_MIN..RM_WINDOW_MAX */
 	uint32_t max_contexts;       /* --max-contexts (replay) */
+	uint32_t max_windows;        /* --max-windows (replay) */
 	int provision_all;           /* --provision-all: 1 turns it on */
 	int has_report_interval;     /* --report-interval given (attach) */
 	uint64_t report_interval_ms; /* its value, 0..RM_REPORT_INTERVAL_MS_MAX */

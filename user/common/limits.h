@@ -19,6 +19,9 @@
 #define RM_MAX_CONTEXTS_MIN 1u
 #define RM_MAX_CONTEXTS_MAX 16777216u
 #define RM_MAX_CONTEXTS_DEFAULT 65536u
+/* Pool windows ([meter] max_windows); 0: rm_max_windows_auto() */
+#define RM_MAX_WINDOWS_MAX         16777216u
+#define RM_WINDOW_POOL_BUDGET      (256ull << 20)      /* the automatic pool takes at most this many bytes */
 #define RM_IDLE_TIMEOUT_MS_MAX (86400000ull * 365) /* a year; 0 = never */
 #define RM_IDLE_TIMEOUT_MS_DEFAULT 60000u
 #define RM_MAX_VIOLATIONS_MIN 1u

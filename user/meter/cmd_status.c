@@ -40,8 +40,9 @@ static void print_ctx_text(const struct rm_ctx_key *k, const struct rm_ctx *v)
 {
 	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
 	int af = k->family == 6 ? AF_INET6 : AF_INET;
-	const struct rm_seq_counters *c = &v->seq.c;
+	struct rm_seq_counters snap, *c = &snap;
 
+	rm_seq_snapshot(&v->seq, &snap);
 	inet_ntop(af, k->src, src, sizeof(src));
 	inet_ntop(af, k->dst, dst, sizeof(dst));
 	printf("  %s > %s qp 0x%06x pkey 0x%04x", src, dst, k->dest_qp, k->pkey);
@@ -49,11 +50,13 @@ static void print_ctx_text(const struct rm_ctx_key *k, const struct rm_ctx *v)
 		printf(" vlan %u/%u", k->vlan[0], k->vlan[1]);
 	printf(" %s epoch-gen %u W %u requests=%llu skipped=%llu filled=%llu expired=%llu pending=%u repeated=%llu "
 	       "unclassified_late=%llu\n",
-	       v->violated ? "DISABLED(profileViolation)" : v->disabled ? "DISABLED(not provisioned)"
-	       : v->seq.active ? "open" : "closed", c->epoch_gen, c->window,
-	       (unsigned long long)c->requests, (unsigned long long)c->skipped, (unsigned long long)c->filled,
-	       (unsigned long long)c->expired, c->pending, (unsigned long long)c->repeated,
-	       (unsigned long long)c->unclassified_late);
+	       rm_ctx_flag(v, RM_CTX_VIOLATED)   ? "DISABLED(profileViolation)"
+	       : rm_ctx_flag(v, RM_CTX_DISABLED) ? "DISABLED(not provisioned)"
+	       : rm_seq_active(&v->seq)          ? "open"
+						 : "closed",
+	       c->epoch_gen, c->window, (unsigned long long)c->requests, (unsigned long long)c->skipped,
+	       (unsigned long long)c->filled, (unsigned long long)c->expired, c->pending,
+	       (unsigned long long)c->repeated, (unsigned long long)c->unclassified_late);
 }
 
 /*
@@ -140,7 +143,7 @@ static const char *meter_state(const struct rm_ifkey *k, uint32_t *prog_id)
 
 static json_t *ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v)
 {
-	const struct rm_seq_counters *c = &v->seq.c;
+	struct rm_seq_counters snap, *c = &snap;
 	json_t *o = json_object();
 	int six = k->family == 6;
 
@@ -154,8 +157,12 @@ static json_t *ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v)
 	}
 	json_object_set_new(o, rm_pf_name(RM_PF_RDMA_DESTINATION_QP), json_integer(k->dest_qp));
 	json_object_set_new(o, rm_pf_name(RM_PF_RDMA_PARTITION_KEY), json_integer(k->pkey));
-	json_object_set_new(o, "state", json_string(v->violated ? "violated" : v->disabled ? "disabled"
-						    : v->seq.active ? "open" : "closed"));
+	rm_seq_snapshot(&v->seq, &snap);
+	json_object_set_new(o, "state",
+			    json_string(rm_ctx_flag(v, RM_CTX_VIOLATED)   ? "violated"
+					: rm_ctx_flag(v, RM_CTX_DISABLED) ? "disabled"
+					: rm_seq_active(&v->seq)          ? "open"
+									  : "closed"));
 	json_object_set_new(o, "epoch_generation", json_integer(c->epoch_gen));
 	json_object_set_new(o, rm_pf_name(RM_PF_RDMA_SEQUENCE_WINDOW), json_integer(c->window));
 	json_object_set_new(o, rm_pf_name(RM_PF_REQUEST_PACKET_TOTAL_COUNT), rm_json_u64(c->requests));
@@ -197,6 +204,43 @@ static json_t *daemon_json(const struct rm_ifkey *k)
 	return json_load_file(path, 0, NULL);
 }
 
+/*
+ * The contexts map of this build's layout? A map pinned by another version
+ * is skipped (a lookup would write past struct rm_ctx), and fd closed.
+ */
+static int contexts_fit(int fd)
+{
+	if (rm_meter_map_fits(fd, sizeof(struct rm_ctx_key), sizeof(struct rm_ctx)))
+		return 1;
+	rm_log_cmd(RM_LOG_WARNING, "contexts pinned by another rocemeter version: not shown");
+	close(fd);
+	return 0;
+}
+
+/* The window pool (map `windows`) and the contexts of each tier (docs/meter.md "Memory"). */
+static json_t *pool_json(const struct rm_ifkey *k, uint64_t inline_ctx, uint64_t pooled_ctx)
+{
+	struct rm_pool_info pi;
+	char path[512];
+	json_t *o;
+	int fd;
+
+	if (rm_paths_pin(k, "windows", path, sizeof(path)) || (fd = bpf_obj_get(path)) < 0)
+		return json_null();
+	if (rm_meter_read_pool(fd, &pi)) {
+		close(fd);
+		return json_null();
+	}
+	close(fd);
+	o = json_object();
+	json_object_set_new(o, "windows", json_integer(pi.windows));
+	json_object_set_new(o, "window_positions", json_integer(pi.positions));
+	json_object_set_new(o, "window_bytes", rm_json_u64(pi.bytes));
+	json_object_set_new(o, "pooled_contexts", rm_json_u64(pooled_ctx));
+	json_object_set_new(o, "inline_contexts", rm_json_u64(inline_ctx));
+	return o;
+}
+
 /* The command that removes k's stale pins. */
 static void print_stale_hint(const struct rm_ifkey *k)
 {
@@ -212,11 +256,12 @@ static void status_text(const struct rm_ifkey *k, const char *label)
 	char path[512], dir[512];
 	uint64_t st[RM_STAT__COUNT];
 	int stats_fd, ctx_fd, n = 0;
+	uint64_t pooled = 0;
 	struct rm_ctx_key key, next, *prev = NULL;
 	struct rm_ctx val;
 	const char *state;
 	uint32_t prog_id = 0;
-	json_t *dj;
+	json_t *dj, *pj;
 
 	rm_paths_pin_dir(k, dir, sizeof(dir));
 	printf("%s (ifindex %u, pins %s):\n", label, k->ifindex, dir);
@@ -230,7 +275,8 @@ static void status_text(const struct rm_ifkey *k, const char *label)
 			printf("    %-26s %" PRIu64 "\n", rm_stat_name(i), st[i]);
 	}
 	close(stats_fd);
-	if (!rm_paths_pin(k, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0) {
+	if (!rm_paths_pin(k, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0 &&
+	    contexts_fit(ctx_fd)) {
 		printf("  contexts:\n");
 		while (bpf_map_get_next_key(ctx_fd, prev, &next) == 0) {
 			key = next;
@@ -238,11 +284,20 @@ static void status_text(const struct rm_ifkey *k, const char *label)
 			if (bpf_map_lookup_elem_flags(ctx_fd, &key, &val, BPF_F_LOCK))
 				continue; /* removed meanwhile */
 			print_ctx_text(&key, &val);
+			pooled += rm_seq_pooled(&val.seq);
 			n++;
 		}
 		printf(n ? "" : "    (none)\n");
 		close(ctx_fd);
 	}
+	pj = pool_json(k, (uint64_t)n - pooled, pooled);
+	if (json_is_object(pj))
+		printf("  window pool: %" PRIu64 " windows of %" PRIu64 " positions (%" PRIu64 " bytes each); "
+		       "contexts: %" PRIu64 " inline, %" PRIu64 " with a pool window\n",
+		       (uint64_t)json_integer_value(json_object_get(pj, "windows")),
+		       (uint64_t)json_integer_value(json_object_get(pj, "window_positions")),
+		       (uint64_t)json_integer_value(json_object_get(pj, "window_bytes")), (uint64_t)n - pooled, pooled);
+	json_decref(pj);
 	violations(k, label, NULL);
 	/* Liveness from the kernel: is the pinned program the interface's XDP program? */
 	state = meter_state(k, &prog_id);
@@ -342,6 +397,7 @@ static json_t *status_json(const struct rm_ifkey *k, const char *label)
 	char path[512], dir[512];
 	uint64_t st[RM_STAT__COUNT];
 	int stats_fd, ctx_fd;
+	uint64_t n = 0, pooled = 0;
 	struct rm_ctx_key key, next, *prev = NULL;
 	struct rm_ctx val;
 	const char *state;
@@ -364,7 +420,8 @@ static json_t *status_json(const struct rm_ifkey *k, const char *label)
 		json_object_set_new(o, "meter", m);
 	}
 	close(stats_fd);
-	if (!rm_paths_pin(k, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0) {
+	if (!rm_paths_pin(k, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0 &&
+	    contexts_fit(ctx_fd)) {
 		json_t *a = json_array();
 
 		while (bpf_map_get_next_key(ctx_fd, prev, &next) == 0) {
@@ -373,9 +430,12 @@ static json_t *status_json(const struct rm_ifkey *k, const char *label)
 			if (bpf_map_lookup_elem_flags(ctx_fd, &key, &val, BPF_F_LOCK))
 				continue; /* removed meanwhile */
 			json_array_append_new(a, ctx_json(&key, &val));
+			pooled += rm_seq_pooled(&val.seq);
+			n++;
 		}
 		json_object_set_new(o, "contexts", a);
 		close(ctx_fd);
+		json_object_set_new(o, "window_pool", pool_json(k, n - pooled, pooled));
 	}
 	violations(k, label, o);
 	state = meter_state(k, &prog_id);

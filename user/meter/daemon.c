@@ -331,14 +331,16 @@ static void reload(struct rm_daemon *d)
 	if (!nc->meter.observation_point_id)
 		nc->meter.observation_point_id = (uint64_t)d->ifindex;
 	if (nc->meter.namespace_vlan != d->cfg.meter.namespace_vlan ||
-	    nc->meter.max_contexts != d->cfg.meter.max_contexts ||
+	    nc->meter.max_contexts != d->cfg.meter.max_contexts || nc->meter.max_windows != d->cfg.meter.max_windows ||
 	    nc->meter.observation_point_id != d->cfg.meter.observation_point_id ||
 	    nc->meter.rx_dropped_is_loss != d->cfg.meter.rx_dropped_is_loss ||
 	    nc->meter.max_violations != d->cfg.meter.max_violations) {
-		rm_log(RM_LOG_WARNING, "reload: namespace, max_contexts, observation_point_id, rx_dropped_is_loss and "
-				       "max_violations take effect only on restart; keeping the running ones");
+		rm_log(RM_LOG_WARNING,
+		       "reload: namespace, max_contexts, max_windows, observation_point_id, rx_dropped_is_loss and "
+		       "max_violations take effect only on restart; keeping the running ones");
 		nc->meter.namespace_vlan = d->cfg.meter.namespace_vlan;
 		nc->meter.max_contexts = d->cfg.meter.max_contexts;
+		nc->meter.max_windows = d->cfg.meter.max_windows;
 		nc->meter.observation_point_id = d->cfg.meter.observation_point_id;
 		nc->meter.rx_dropped_is_loss = d->cfg.meter.rx_dropped_is_loss;
 		nc->meter.max_violations = d->cfg.meter.max_violations;

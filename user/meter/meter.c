@@ -64,6 +64,59 @@ const struct rm_metric_row *rm_meter_stat_rows(size_t *n)
 	return rows;
 }
 
+uint64_t rm_meter_pool_window_bytes(uint32_t window)
+{
+	return (uint64_t)RM_POOL_VALUE_WORDS(RM_WINDOW_WORDS(window)) * sizeof(__u64);
+}
+
+uint32_t rm_meter_pool_windows(const struct rm_meter_settings *s)
+{
+	uint64_t n, fit;
+
+	if (s->max_windows)
+		return s->max_windows;
+	if (s->window <= RM_INLINE_BITS)
+		return 1;
+	n = s->max_contexts / 16;
+	if (n < 64)
+		n = 64;
+	fit = RM_WINDOW_POOL_BUDGET / rm_meter_pool_window_bytes(s->window);
+	if (n > fit)
+		n = fit;
+	if (n > s->max_contexts)
+		n = s->max_contexts;
+	return n ? (uint32_t)n : 1;
+}
+
+int rm_meter_map_fits(int fd, size_t key_size, size_t value_size)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 0;
+	return info.key_size == key_size && info.value_size == value_size;
+}
+
+int rm_meter_read_pool(int windows_fd, struct rm_pool_info *out)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info), words;
+
+	if (bpf_obj_get_info_by_fd(windows_fd, &info, &len))
+		return -errno;
+	words = info.value_size / sizeof(__u64);
+	memset(out, 0, sizeof(*out));
+	out->windows = info.max_entries;
+	out->bytes = info.value_size;
+	for (__u32 nw = 1; nw <= RM_WINDOW_WORDS_MAX; nw++)
+		if (RM_POOL_VALUE_WORDS(nw) == words) {
+			out->positions = nw * 64;
+			break;
+		}
+	return 0;
+}
+
 int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int replay, char *err, size_t errlen)
 {
 	struct rm_meter_load_opts o = { .replay = replay };
@@ -79,6 +132,7 @@ int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, cons
 	int e, replay = o->replay;
 
 	memset(m, 0, sizeof(*m));
+	m->replay_fd = -1;
 	rm_log_route_libbpf(); /* also for programs without our main.c: tests, benchmarks */
 	if (s->window < 1 || s->window > RM_WINDOW_MAX) {
 		snprintf(err, errlen, "window %u is outside 1..%u", s->window, RM_WINDOW_MAX);
@@ -93,17 +147,20 @@ int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, cons
 	m->window = s->window;
 	m->window_words = RM_WINDOW_WORDS(s->window);
 	m->max_contexts = s->max_contexts;
+	m->pool_windows = rm_meter_pool_windows(s);
 	sk->rodata->rm_window_words = m->window_words;
+	sk->rodata->rm_bench_cut = o->bench_cut;
+	sk->rodata->rm_bench_flags = o->bench_flags;
 	sk->data->rm_cfg.window = s->window;
 	sk->data->rm_cfg.ns_mode = s->namespace_vlan ? RM_NS_VLAN : RM_NS_NONE;
 	sk->data->rm_cfg.provision_all = s->provision_all ? 1 : 0;
 	sk->data->rm_cfg.use_replay_clock = replay ? 1 : 0;
 	sk->data->rm_cfg.idle_timeout_ns = s->idle_timeout_ms * 1000000ull;
 	sk->data->rm_cfg.unattributed_is_loss = s->unattributed_is_loss ? 1 : 0;
-	if (bpf_map__set_value_size(sk->maps.windows, RM_WINDOW_VALUE_WORDS(m->window_words) * sizeof(__u64)) ||
-	    bpf_map__set_max_entries(sk->maps.windows, s->max_contexts) ||
+	if (bpf_map__set_value_size(sk->maps.windows, RM_POOL_VALUE_WORDS(m->window_words) * sizeof(__u64)) ||
+	    bpf_map__set_max_entries(sk->maps.windows, m->pool_windows) ||
 	    bpf_map__set_max_entries(sk->maps.contexts, s->max_contexts) ||
-	    bpf_map__set_max_entries(sk->maps.free_slots, s->max_contexts) ||
+	    bpf_map__set_max_entries(sk->maps.free_slots, m->pool_windows) ||
 	    bpf_map__set_max_entries(sk->maps.violations, s->max_violations ? s->max_violations : 1)) {
 		snprintf(err, errlen, "cannot size the maps for %u contexts and %u violations", s->max_contexts,
 			 s->max_violations);
@@ -119,17 +176,23 @@ int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, cons
 			snprintf(err, errlen, "cannot make the XDP program device-bound");
 			goto fail;
 		}
+	} else if (replay && o->replay_batch) {
+		xdp = sk->progs.rocemeter_replay;
+		bpf_program__set_autoload(sk->progs.rocemeter_xdp_vlan, false);
+		bpf_program__set_autoload(sk->progs.rocemeter_xdp, false);
 	} else {
 		xdp = sk->progs.rocemeter_xdp;
 		bpf_program__set_autoload(sk->progs.rocemeter_xdp_vlan, false);
 	}
+	/* Replay's batch program: only when asked (it costs a verification). */
+	bpf_program__set_autoload(sk->progs.rocemeter_replay, replay && o->replay_batch);
 	e = meter__load(sk);
 	if (e == -ENOMEM || e == -E2BIG) {
 		snprintf(err, errlen,
-			 "cannot allocate the maps: the windows need %llu MiB (max_contexts %u x about W %u / 8 bytes); "
-			 "lower max_contexts or window",
-			 (unsigned long long)s->max_contexts * RM_WINDOW_VALUE_WORDS(m->window_words) * 8 >> 20,
-			 s->max_contexts, s->window);
+			 "cannot allocate the maps: the window pool needs %llu MiB (max_windows %u x %llu bytes for "
+			 "W %u); lower max_windows",
+			 (unsigned long long)(m->pool_windows * rm_meter_pool_window_bytes(s->window) >> 20),
+			 m->pool_windows, (unsigned long long)rm_meter_pool_window_bytes(s->window), s->window);
 		goto fail;
 	}
 	if (e && o->dev_bound_ifindex > 0) {
@@ -147,7 +210,7 @@ int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, cons
 		goto fail;
 	}
 	m->dev_bound = o->dev_bound_ifindex > 0;
-	m->xdp_fd = bpf_program__fd(xdp);
+	m->xdp_fd = xdp == sk->progs.rocemeter_replay ? -1 : bpf_program__fd(xdp);
 	m->ctl_fd = bpf_program__fd(sk->progs.rocemeter_ctl);
 	m->contexts_fd = bpf_map__fd(sk->maps.contexts);
 	m->windows_fd = bpf_map__fd(sk->maps.windows);
@@ -157,7 +220,17 @@ int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, cons
 	m->free_slots_fd = bpf_map__fd(sk->maps.free_slots);
 	m->violations_fd = bpf_map__fd(sk->maps.violations);
 	m->viol_state_fd = bpf_map__fd(sk->maps.viol_state);
-	for (__u32 slot = 0; slot < s->max_contexts; slot++) {
+	if (replay && o->replay_batch) {
+		__u32 zero = 0;
+
+		m->replay_fd = bpf_program__fd(sk->progs.rocemeter_replay);
+		/* the batch program continues the batch by tail-calling itself */
+		if (bpf_map_update_elem(bpf_map__fd(sk->maps.replay_next), &zero, &m->replay_fd, BPF_ANY)) {
+			snprintf(err, errlen, "cannot set up the replay batch program: %s", strerror(errno));
+			goto fail;
+		}
+	}
+	for (__u32 slot = 0; slot < m->pool_windows; slot++) {
 		if (bpf_map_update_elem(m->free_slots_fd, NULL, &slot, BPF_ANY)) {
 			snprintf(err, errlen, "cannot fill the free-slot queue: %s", strerror(errno));
 			goto fail;
@@ -221,6 +294,27 @@ int rm_meter_replay_frame(struct rm_meter *m, const void *frame, uint32_t caplen
 	if (bpf_prog_test_run_opts(m->xdp_fd, &o))
 		return -errno;
 	return (int)m->skel->bss->rm_replay_verdict;
+}
+
+int rm_meter_replay_run(struct rm_meter *m, const void *recs, uint32_t len, uint32_t n, uint32_t *done,
+			uint8_t *verdicts, int *whole)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = recs, .data_size_in = len, .repeat = 1);
+	struct meter__bss *bss = m->skel->bss;
+
+	if (n > RM_BATCH_MAX || len > RM_BATCH_BYTES)
+		return -EINVAL;
+	bss->rm_batch_n = n;
+	bss->rm_batch_done = 0;
+	bss->rm_batch_again = 0;
+	if (bpf_prog_test_run_opts(m->replay_fd, &o))
+		return -errno;
+	if (o.retval != XDP_PASS || bss->rm_batch_done > n)
+		return -EPROTO;
+	*done = bss->rm_batch_done;
+	*whole = bss->rm_batch_again && *done < n;
+	memcpy(verdicts, bss->rm_batch_verdict, *done);
+	return 0;
 }
 
 int rm_meter_read_stats(int stats_fd, uint64_t out[RM_STAT__COUNT])

@@ -28,7 +28,7 @@ const struct rm_metric_row *rm_daemon_stat_rows(size_t *n)
 
 struct ctx_entry {
 	struct rm_ctx_key key;
-	struct rm_ctx val;
+	struct rm_seq_counters c; /* rm_seq_snapshot() of the context */
 };
 
 /* Per-connection counters: the open epoch's, labelled with its record key. */
@@ -60,7 +60,7 @@ static void connections(FILE *f, const struct rm_meter_metrics_view *v, const st
 		snprintf(qp, sizeof(qp), "0x%06x", c[i].key.dest_qp);                                               \
 		snprintf(pkey, sizeof(pkey), "0x%04x", c[i].key.pkey);                                              \
 		rm_metrics_sample(f, "rocemeter_meter_connection_" metric RM_METRIC_SUFFIX_##type, l, 5,            \
-				  c[i].val.seq.c.field);                                                            \
+				  c[i].c.field);                                                                    \
 	}
 	CONN_SERIES(CONN_FAMILY_)
 #undef CONN_FAMILY_
@@ -93,15 +93,16 @@ void rm_meter_metrics_write(FILE *f, const struct rm_meter_metrics_view *v)
 		if (bpf_map_lookup_elem_flags(v->meter->contexts_fd, &key, &val, BPF_F_LOCK))
 			continue; /* removed meanwhile */
 		total++;
-		if (val.disabled)
+		if (rm_ctx_flag(&val, RM_CTX_DISABLED))
 			disabled++;
-		else if (val.seq.active)
+		else if (rm_seq_active(&val.seq))
 			open++;
 		else
 			closed++;
-		if (conn && nconn < v->max_connections && val.seq.active && !val.disabled) {
+		if (conn && nconn < v->max_connections && rm_seq_active(&val.seq) &&
+		    !rm_ctx_flag(&val, RM_CTX_DISABLED)) {
 			conn[nconn].key = key;
-			conn[nconn++].val = val;
+			rm_seq_snapshot(&val.seq, &conn[nconn++].c);
 		}
 	}
 	rm_metrics_family(f, "rocemeter_meter_contexts", RM_METRIC_GAUGE,

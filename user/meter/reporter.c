@@ -348,7 +348,8 @@ int rm_reporter_evict(struct rm_reporter *r, unsigned int n)
 	while (bpf_map_get_next_key(m->contexts_fd, prev, &next) == 0) {
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem_flags(m->contexts_fd, &key, &val, BPF_F_LOCK) || val.disabled || val.dead)
+		if (bpf_map_lookup_elem_flags(m->contexts_fd, &key, &val, BPF_F_LOCK) ||
+		    rm_ctx_flag(&val, RM_CTX_DISABLED | RM_CTX_DEAD))
 			continue;
 		if (cnt == cap) {
 			struct victim *t = realloc(v, (cap = cap ? cap * 2 : 256) * sizeof(*v));
@@ -360,7 +361,7 @@ int rm_reporter_evict(struct rm_reporter *r, unsigned int n)
 			v = t;
 		}
 		v[cnt].key = key;
-		v[cnt].order = val.seq.active ? val.seq.c.last_ns + 1 : 0;
+		v[cnt].order = rm_seq_active(&val.seq) ? val.seq.last_ns + 1 : 0;
 		cnt++;
 	}
 	qsort(v, cnt, sizeof(*v), by_order);

@@ -60,6 +60,13 @@ int rm_violations_open_pinned(const struct rm_ifkey *k, struct rm_violations_fds
 		rm_violations_close(f);
 		return e;
 	}
+	if (!rm_meter_map_fits(f->violations_fd, sizeof(struct rm_ctx_key), sizeof(struct rm_violation)) ||
+	    !rm_meter_map_fits(f->viol_state_fd, sizeof(__u32), sizeof(struct rm_viol_state)) ||
+	    !rm_meter_map_fits(f->contexts_fd, sizeof(struct rm_ctx_key), sizeof(struct rm_ctx))) {
+		rm_errf(err, errlen, "the pins of %s come from another rocemeter version", k->ifname);
+		rm_violations_close(f);
+		return -EPROTO;
+	}
 	return 0;
 }
 
@@ -124,7 +131,8 @@ int rm_violations_list(const struct rm_violations_fds *f, struct rm_violation_en
 	while (bpf_map_get_next_key(f->contexts_fd, prev, &next) == 0) {
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem_flags(f->contexts_fd, &key, &ctx, BPF_F_LOCK) || !ctx.violated)
+		if (bpf_map_lookup_elem_flags(f->contexts_fd, &key, &ctx, BPF_F_LOCK) ||
+		    !rm_ctx_flag(&ctx, RM_CTX_VIOLATED))
 			continue;
 		memset(&e, 0, sizeof(e));
 		e.key = key;

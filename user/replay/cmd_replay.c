@@ -92,6 +92,9 @@ static void usage(FILE *f)
 		"  -s, --stats-json FILE      write the statistics as JSON to FILE\n"
 		"                             (default: a summary on standard error)\n"
 		"  -m, --max-contexts N       context table size (default %u)\n"
+		"  -M, --max-windows N        windows in the pool for epochs whose pending\n"
+		"                             positions reach more than 63 behind the highest\n"
+		"                             (default: automatic, see rocemeter.conf max_windows)\n"
 		"  -W, --wide                 text: every field of each report (default: a\n"
 		"                             compact line)\n"
 		"  -h, --help                 this text\n\n"
@@ -181,6 +184,7 @@ static int cmd_replay(int argc, char **argv)
 		{ "json", no_argument, 0, 'j' },		  { "ipfix-out", required_argument, 0, 'o' },
 		{ "stats-json", required_argument, 0, 's' },	  { "max-contexts", required_argument, 0, 'm' },
 		{ "help", no_argument, 0, 'h' },		  { "wide", no_argument, 0, 'W' },
+		{ "max-windows", required_argument, 0, 'M' },
 		{ 0 },
 	};
 	static struct rm_config_file cfg; /* large: static */
@@ -193,7 +197,7 @@ static int cmd_replay(int argc, char **argv)
 	uint64_t v;
 
 	rm_config_overrides_init(&ov);
-	while ((opt = getopt_long(argc, argv, "c:w:ai:jo:s:m:hW", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:w:ai:jo:s:m:M:hW", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': config = optarg; break;
 		case 'a': ov.provision_all = 1; break;
@@ -211,6 +215,11 @@ static int cmd_replay(int argc, char **argv)
 					sizeof(err)))
 				goto bad_value;
 			ov.max_contexts = (uint32_t)v;
+			break;
+		case 'M':
+			if (rm_opt_uint("--max-windows", optarg, 1, RM_MAX_WINDOWS_MAX, &v, err, sizeof(err)))
+				goto bad_value;
+			ov.max_windows = (uint32_t)v;
 			break;
 		case 'i':
 			/* Replay's own: [export] report_interval_ms is the daemon's. */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * replay.c - the offline meter (see replay.h): the meter loaded with the
- * capture clock, one frame at a time, the reporter's schedule on capture
- * time, and the IPFIX file.
+ * capture clock, the frames run in batches through the meter's batch
+ * program (one BPF_PROG_TEST_RUN for up to RM_BATCH_MAX frames), the
+ * reporter's schedule on capture time, and the IPFIX file.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,8 +19,32 @@
 #include "meter/meter.h"
 #include "replay.h"
 
+/*
+ * Frames waiting for one run of the batch program (rm_meter_replay_run()):
+ * their records in buf, and a whole copy of each frame longer than
+ * RM_BATCH_COPY (its record holds the first RM_BATCH_COPY bytes) for the
+ * rare frame whose headers reach further: that one is run whole. A batch
+ * never spans a point where the frame-by-frame replay would do something
+ * between two frames (a report boundary or a sweep of the reporter's
+ * schedule, a new second of the IPFIX export time, a frame the snap length
+ * cut, a frame shorter than an Ethernet header), so batches change nothing
+ * but the number of system calls.
+ */
+struct batch {
+	uint8_t buf[RM_BATCH_BYTES]; /* filled from its end backwards (rocemeter/common.h) */
+	uint32_t used, n;
+	uint32_t end[RM_BATCH_MAX];       /* where each frame's record ends in buf */
+	struct rm_frame fr[RM_BATCH_MAX]; /* lengths and clock (data: see whole_off) */
+	size_t whole_off[RM_BATCH_MAX];
+	uint8_t *whole; /* whole copies of the shortened frames */
+	size_t whole_used, whole_cap;
+	uint32_t second; /* export time of the batch's frames */
+	uint8_t verdict[RM_BATCH_MAX];
+};
+
 struct replay {
 	const struct rm_replay_opts *o;
+	struct batch *batch;
 	struct rm_meter meter;
 	struct rm_reporter rep;
 	FILE *ipfix; /* --ipfix-out */
@@ -118,7 +143,9 @@ static int setup(struct replay *p, char *err, size_t errlen)
 	const struct rm_config_file *cfg = p->o->cfg;
 	int rc;
 
-	if (rm_meter_load(&p->meter, &cfg->meter, 1, err, errlen) ||
+	struct rm_meter_load_opts lo = { .replay = 1, .replay_batch = 1 };
+
+	if (rm_meter_load_ex(&p->meter, &cfg->meter, &lo, err, errlen) ||
 	    rm_meter_provision(&p->meter, cfg->provision, cfg->n_provision, cfg->meter.generation_verified, err,
 			       errlen))
 		return -1;
@@ -144,12 +171,141 @@ static int setup(struct replay *p, char *err, size_t errlen)
 	return 0;
 }
 
+/* The capture's snap length cut a frame before it could be classified:
+ * it may have been a request of any context. That is a capture fault, not a
+ * network event ([SEQOBS]): every open epoch closes with captureDiscontinuity
+ * and metering starts afresh. */
+static void capture_fault(struct replay *p, struct rm_replay_result *res)
+{
+	res->capture_faults++;
+	rm_reporter_walk(&p->rep, RM_CTL_CLOSE, RM_FLAG_CAPTURE_DISCONTINUITY, 0);
+}
+
+static int cut_verdict(int r)
+{
+	return r == RM_PARSE_BAD_ETH || r == RM_PARSE_BAD_IP || r == RM_PARSE_BAD_UDP || r == RM_PARSE_BAD_BTH;
+}
+
+/*
+ * A frame whose headers reach beyond RM_BATCH_COPY bytes: a batch of one,
+ * with as much of the frame as a run's linear buffer holds (the parser reads
+ * headers from there only, as from a frame run alone with
+ * rm_meter_replay_frame(); 16 bytes fewer, for its record). 0 or -errno.
+ */
+static int run_whole(struct replay *p, const struct rm_frame *f, const uint8_t *data, uint8_t *verdict)
+{
+	static uint8_t one[RM_BATCH_BYTES];
+	uint32_t len = f->caplen < RM_BATCH_BYTES - sizeof(struct rm_batch_rec)
+			       ? f->caplen
+			       : RM_BATCH_BYTES - (uint32_t)sizeof(struct rm_batch_rec);
+	struct rm_batch_rec rec = { .ts_ns = f->ts_ns, .wire_len = f->wirelen, .len = (__u16)len };
+	uint32_t done = 0;
+	int whole = 0, r;
+
+	memcpy(one, data, len);
+	memcpy(one + len, &rec, sizeof(rec));
+	r = rm_meter_replay_run(&p->meter, one, len + (uint32_t)sizeof(rec), 1, &done, verdict, &whole);
+	if (r == 0 && done != 1)
+		r = -EPROTO;
+	return r;
+}
+
+/* Run the batch's frames, then read the events they made. 0, or -1 with err. */
+static int batch_flush(struct replay *p, struct rm_replay_result *res, char *err, size_t errlen)
+{
+	struct batch *b = p->batch;
+	uint32_t i = 0;
+	int r;
+
+	while (i < b->n) {
+		uint32_t done = 0;
+		int whole = 0;
+
+		uint32_t first = RM_BATCH_BYTES - b->used; /* the last frame's copy starts here */
+
+		r = rm_meter_replay_run(&p->meter, b->buf + first, b->end[i] - first, b->n - i, &done, b->verdict + i,
+					&whole);
+		if (r < 0) {
+			rm_errf(err, errlen, "frames %" PRIu64 "..: BPF_PROG_TEST_RUN: %s",
+				res->frames_read - b->n + i + 1, strerror(-r));
+			return -1;
+		}
+		i += done;
+		if (whole) {
+			r = run_whole(p, &b->fr[i], b->whole + b->whole_off[i], &b->verdict[i]);
+			if (r < 0) {
+				rm_errf(err, errlen, "frame %" PRIu64 ": BPF_PROG_TEST_RUN: %s",
+					res->frames_read - b->n + i + 1, strerror(-r));
+				return -1;
+			}
+			i++;
+		} else if (!done) {
+			rm_errf(err, errlen, "frame %" PRIu64 ": the replay batch program made no progress",
+				res->frames_read - b->n + i + 1);
+			return -1;
+		}
+	}
+	rm_reporter_drain(&p->rep);
+	/* Only a batch's last frame can be cut (batch_add()). */
+	if (b->n && b->fr[b->n - 1].caplen < b->fr[b->n - 1].wirelen && cut_verdict(b->verdict[b->n - 1]))
+		capture_fault(p, res);
+	b->n = b->used = 0;
+	b->whole_used = 0;
+	return 0;
+}
+
+/* Whether rm_reporter_tick(now) would do more than nothing (rm_reporter_tick()). */
+static int tick_due(const struct rm_reporter *r, uint64_t now)
+{
+	const struct rm_schedule *s = &r->sched;
+
+	return now >= s->next_second_ns || (s->report_interval_ns && (!s->next_report_ns || now >= s->next_report_ns));
+}
+
+/* Add frame f, arriving at now, to the batch. 0, or -1 (out of memory). */
+static int batch_add(struct batch *b, const struct rm_frame *f, uint64_t now)
+{
+	uint32_t len = f->caplen < RM_BATCH_COPY ? f->caplen : RM_BATCH_COPY;
+	struct rm_batch_rec rec = { .ts_ns = now, .wire_len = f->wirelen, .len = (__u16)len };
+
+	if (len < f->caplen) {
+		/* the whole frame as rm_meter_replay_frame() runs it (its first 64 KiB) */
+		size_t whole = f->caplen < 65536 ? f->caplen : 65536;
+
+		if (b->whole_used + whole > b->whole_cap) {
+			size_t cap = b->whole_cap ? b->whole_cap * 2 : 65536 * 2;
+			uint8_t *t;
+
+			while (cap < b->whole_used + whole)
+				cap *= 2;
+			t = realloc(b->whole, cap);
+			if (!t)
+				return -1;
+			b->whole = t;
+			b->whole_cap = cap;
+		}
+		memcpy(b->whole + b->whole_used, f->data, whole);
+		b->whole_off[b->n] = b->whole_used;
+		b->whole_used += whole;
+		rec.flags = RM_BATCH_SHORT;
+	}
+	b->end[b->n] = RM_BATCH_BYTES - b->used;
+	b->used += (uint32_t)(sizeof(rec) + len);
+	memcpy(b->buf + RM_BATCH_BYTES - b->used, f->data, len);
+	memcpy(b->buf + RM_BATCH_BYTES - b->used + len, &rec, sizeof(rec));
+	b->fr[b->n] = *f;
+	b->fr[b->n].ts_ns = now;
+	b->n++;
+	return 0;
+}
+
 /* One frame, frame_no counted from 1. 0, or -1 with err. */
 static int run_frame(struct replay *p, const struct rm_frame *fr, uint64_t frame_no, struct rm_replay_result *res,
 		     char *err, size_t errlen)
 {
+	struct batch *b = p->batch;
 	uint64_t now = fr->ts_ns;
-	int r;
+	uint32_t len = fr->caplen < RM_BATCH_COPY ? fr->caplen : RM_BATCH_COPY;
 
 	/* The clock never goes back (docs/architecture.md "Time"): a frame
 	 * stamped before an earlier one arrives at the latest time seen, so
@@ -161,36 +317,39 @@ static int run_frame(struct replay *p, const struct rm_frame *fr, uint64_t frame
 		now = p->clock_ns;
 	}
 	p->clock_ns = now;
+	/* The frame-by-frame order of things: the reporter's tick and the
+	 * export time before the frame, the events after it. A batch ends
+	 * where that order would put something between two frames. */
+	if (b->n && (tick_due(&p->rep, now) || (uint32_t)(now / 1000000000ull) != b->second ||
+		     fr->caplen < RM_BATCH_FRAME_MIN || b->n == RM_BATCH_MAX ||
+		     b->used + sizeof(struct rm_batch_rec) + len > RM_BATCH_BYTES)) {
+		if (batch_flush(p, res, err, errlen))
+			return -1;
+		if (p->failed)
+			return 0;
+	}
 	p->export_time = (uint32_t)(now / 1000000000ull);
 	rm_reporter_tick(&p->rep, now);
 	if (fr->caplen < fr->wirelen)
 		res->truncated++;
 	/* The kernel runs XDP only on frames of at least an Ethernet
 	 * header; count shorter ones as the program would. */
-	if (fr->caplen < 14) {
+	if (fr->caplen < RM_BATCH_FRAME_MIN) {
 		p->short_frames++;
 		if (fr->caplen < fr->wirelen) {
-			res->capture_faults++;
 			rm_reporter_drain(&p->rep);
-			rm_reporter_walk(&p->rep, RM_CTL_CLOSE, RM_FLAG_CAPTURE_DISCONTINUITY, 0);
+			capture_fault(p, res);
 		}
 		return 0;
 	}
-	r = rm_meter_replay_frame(&p->meter, fr->data, fr->caplen, fr->wirelen, now);
-	if (r < 0) {
-		rm_errf(err, errlen, "frame %" PRIu64 ": BPF_PROG_TEST_RUN: %s", frame_no, strerror(-r));
+	b->second = p->export_time;
+	if (batch_add(b, fr, now)) {
+		rm_errf(err, errlen, "out of memory");
 		return -1;
 	}
-	rm_reporter_drain(&p->rep);
-	/* The capture's snap length cut the frame before it could be
-	 * classified: it may have been a request of any context. That is a
-	 * capture fault, not a network event ([SEQOBS]): every open epoch
-	 * closes with captureDiscontinuity and metering starts afresh. */
-	if (fr->caplen < fr->wirelen &&
-	    (r == RM_PARSE_BAD_ETH || r == RM_PARSE_BAD_IP || r == RM_PARSE_BAD_UDP || r == RM_PARSE_BAD_BTH)) {
-		res->capture_faults++;
-		rm_reporter_walk(&p->rep, RM_CTL_CLOSE, RM_FLAG_CAPTURE_DISCONTINUITY, 0);
-	}
+	/* after a frame the snap length cut: the capture-fault check */
+	if (fr->caplen < fr->wirelen)
+		return batch_flush(p, res, err, errlen);
 	return 0;
 }
 
@@ -205,7 +364,8 @@ static void collect_disabled(struct replay *p, struct rm_replay_result *res)
 	while (bpf_map_get_next_key(p->meter.contexts_fd, prev, &next) == 0) {
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem_flags(p->meter.contexts_fd, &key, &v, BPF_F_LOCK) || !v.disabled)
+		if (bpf_map_lookup_elem_flags(p->meter.contexts_fd, &key, &v, BPF_F_LOCK) ||
+		    !rm_ctx_flag(&v, RM_CTX_DISABLED))
 			continue;
 		if (res->n_disabled == cap) {
 			struct rm_ctx_key *t = realloc(res->disabled, (cap = cap ? cap * 2 : 16) * sizeof(*t));
@@ -231,6 +391,11 @@ int rm_replay_run(const struct rm_replay_opts *o, char *const *files, int nfiles
 	/* Every file is checked before any report is made. */
 	if (rm_capture_validate(files, nfiles, &frames, err, errlen))
 		return -1;
+	p.batch = calloc(1, sizeof(*p.batch));
+	if (!p.batch) {
+		rm_errf(err, errlen, "out of memory");
+		return -1;
+	}
 	if (setup(&p, err, errlen))
 		goto out;
 	cap = rm_capture_open(files, nfiles, err, errlen);
@@ -250,6 +415,10 @@ int rm_replay_run(const struct rm_replay_opts *o, char *const *files, int nfiles
 		fputs("\r\033[K", stderr); /* clear the progress line */
 	if (r < 0)
 		goto out;
+	if (batch_flush(&p, res, err, errlen))
+		goto out;
+	if (p.failed)
+		goto write_failed;
 	rm_reporter_drain(&p.rep);
 	rm_reporter_walk(&p.rep, RM_CTL_CLOSE, 0, 0);
 	if (p.ipfix && !p.failed)
@@ -271,6 +440,9 @@ out:
 	if (p.ipfix && fclose(p.ipfix) && ret == 0)
 		rm_errf(res->close_err, sizeof(res->close_err), "%s: %s", o->ipfix_out, strerror(errno));
 	free(p.pending);
+	if (p.batch)
+		free(p.batch->whole);
+	free(p.batch);
 	rm_capture_close(cap);
 	rm_reporter_free(&p.rep);
 	rm_meter_unload(&p.meter);
