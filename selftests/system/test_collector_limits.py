@@ -224,9 +224,11 @@ def test_handshake_eviction_order(start):
     complete_session(c, epoch=5)  # evicts A3
     c.wait_for(lambda: epochs(c, "outcome = 'complete'"), "the exporter's epoch")
     c.wait_for(lambda: sum(r["count"] for r in connection_rows(c)) == 3, "three evictions")
-    (row,) = connection_rows(c)
-    assert (row["source"], row["outcome"], row["count"]) == ("127.0.3.1", "handshake-evicted", 3)
-    assert "max_handshakes 16" in row["last_detail"]
+    # one row per source, outcome and wall-clock minute: the three may straddle a minute boundary
+    rows = connection_rows(c)
+    assert {(r["source"], r["outcome"]) for r in rows} == {("127.0.3.1", "handshake-evicted")}, rows
+    assert sum(r["count"] for r in rows) == 3
+    assert "max_handshakes 16" in rows[-1]["last_detail"]
     # the other connections are still in their handshake: let them go
     for s in held:
         s.close()
