@@ -26,7 +26,7 @@ enum rm_bench_cut {
 	RM_CUT_PERCPU = 1,  /* per-CPU statistics and scratch looked up, frames counted */
 	RM_CUT_PARSE = 2,   /* + parse and classification (the verdict's statistic) */
 	RM_CUT_KEY = 3,     /* + the context key built from the headers */
-	RM_CUT_CLOCK = 4,   /* + the arrival time read (bpf_ktime_get_ns, or the replay clock) */
+	RM_CUT_CLOCK = 4,   /* + the arrival time read (bpf_ktime_get_coarse_ns, or the replay clock) */
 	RM_CUT_CONTEXT = 5, /* + the context looked up */
 	RM_CUT_LOCK = 6,    /* + its window looked up, its lock taken and released (no engine) */
 };

@@ -60,7 +60,7 @@ struct bcase {
 	const char *name;
 	enum target target;
 	int mode;          /* enum rm_bench_mode */
-	int replay_clock;  /* meter loaded with replay = 1: no bpf_ktime_get_ns() */
+	int replay_clock;  /* meter loaded with replay = 1: no clock read */
 	uint32_t nctx;     /* live contexts */
 	uint32_t window;   /* W of the meter */
 	uint32_t step;     /* RM_BENCH_JUMP */
@@ -517,7 +517,7 @@ int main(int argc, char **argv)
 			continue;
 		add("meter, in-order (d = 1)", T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i], 1024);
 	}
-	c = add("meter, in-order, replay clock (no bpf_ktime_get_ns)", T_DRV_METER, RM_BENCH_INORDER, 1, 1024);
+	c = add("meter, in-order, replay clock (no clock read)", T_DRV_METER, RM_BENCH_INORDER, 1, 1024);
 	c->replay_clock = 1;
 	for (int i = 0; i < 3; i++) {
 		if (quick && ns_ctx[i] > 1000)
@@ -543,7 +543,7 @@ int main(int argc, char **argv)
 			[RM_CUT_PERCPU] = "per-CPU statistics and scratch lookups",
 			[RM_CUT_PARSE] = "parse and classification",
 			[RM_CUT_KEY] = "context key",
-			[RM_CUT_CLOCK] = "clock (bpf_ktime_get_ns)",
+			[RM_CUT_CLOCK] = "clock (bpf_ktime_get_coarse_ns)",
 			[RM_CUT_CONTEXT] = "context lookup",
 			[RM_CUT_LOCK] = "window lookup, lock and unlock",
 		};
