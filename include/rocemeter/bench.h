@@ -35,6 +35,9 @@ enum rm_bench_cut {
  * against the whole meter: */
 #define RM_BENCH_PROVISION_EACH 0x1 /* the provisioning lookup of a new context, on every request */
 #define RM_BENCH_EMIT_EACH      0x2 /* one ring-buffer event per request (as an epoch start sends) */
+/* The per-CPU comparison: the meter without the context's spin lock, what a
+ * context owned by one CPU would cost on that CPU (single-CPU runs only). */
+#define RM_BENCH_NO_LOCK 0x4
 
 /* The driver's frame: untagged Ethernet, IPv4 without options, UDP; BTH here. */
 #define RM_BENCH_BTH_OFFSET (14 + 20 + 8)
