@@ -560,9 +560,10 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 		st->v[RM_STAT_FRAMES]++;
 		return pass;
 	}
-	frame_len = bpf_xdp_get_buff_len(xdp);
 	if (rm_cfg.use_replay_clock && rm_cfg.replay_wire_len)
-		frame_len = rm_cfg.replay_wire_len;
+		frame_len = rm_cfg.replay_wire_len; /* the capture's wire length */
+	else
+		frame_len = bpf_xdp_get_buff_len(xdp);
 	verdict = rm_parse_meter(xdp, frame_len, pkt);
 	/* A shortened copy gives the whole frame's verdict when the parser read
 	 * the BTH, or stopped for a reason other than the copy's end. */

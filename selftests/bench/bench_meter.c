@@ -300,11 +300,7 @@ static const char *fmt_big(double v, int decimals, char *buf, size_t len)
 
 static const char *fmt_n(uint32_t n, char *buf, size_t len)
 {
-	if (n >= 1000)
-		snprintf(buf, len, "%u,%03u", n / 1000, n % 1000);
-	else
-		snprintf(buf, len, "%u", n);
-	return buf;
+	return fmt_big((double)n, 0, buf, len);
 }
 
 /*
