@@ -641,9 +641,10 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 	}
 	if (rm_bench_cut == RM_CUT_KEY)
 		return pass;
-	/* The coarse monotonic clock (docs/meter.md "Clock"): its tick is below
-	 * the milliseconds that flowStart and flowEnd carry and the idle timeout
-	 * counts, and it costs a few ns where bpf_ktime_get_ns costs 25-30. */
+	/* The coarse monotonic clock (docs/meter.md "Clock"): its tick suffices
+	 * for flowEnd and the idle timeout, and it costs a few ns where
+	 * bpf_ktime_get_ns costs 25-30; an epoch's first request reads the fine
+	 * one below. */
 	now = rm_cfg.use_replay_clock ? rm_cfg.replay_now_ns : bpf_ktime_get_coarse_ns();
 	if (rm_bench_cut == RM_CUT_CLOCK)
 		return pass;
@@ -698,6 +699,11 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 		/* A violation recorded by another CPU since the lookup above. */
 		late_violation = act == ACT_METER && bpf_map_lookup_elem(&violations, key) != NULL;
 	}
+	/* A request that will most likely start an epoch (none is open: read
+	 * without the lock) takes the fine clock: flowStart keeps the order of
+	 * first arrivals that the reports are serialized in. */
+	if (act == ACT_METER && !rm_cfg.use_replay_clock && !rm_seq_active(&ctx->seq))
+		now = bpf_ktime_get_ns();
 	rq = &sc->rq;
 	rq->act = act;
 	rq->late_violation = late_violation;
