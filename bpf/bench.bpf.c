@@ -90,3 +90,37 @@ int bench_pass(struct xdp_md *xdp)
 {
 	return XDP_PASS;
 }
+
+/*
+ * The per-CPU comparison (docs/benchmarks.md): what it costs the CPU that
+ * receives a packet to steer it to the CPU owning its connection, a
+ * redirect into a cpumap. Run with BPF_F_TEST_XDP_LIVE_FRAMES so that the
+ * redirect is carried out; bench_drop is the same run without it.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_CPUMAP);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, struct bpf_cpumap_val);
+} bench_cpus SEC(".maps");
+
+__u32 bench_cpu_target; /* the owner CPU */
+
+SEC("xdp")
+int bench_steer(struct xdp_md *xdp)
+{
+	return bpf_redirect_map(&bench_cpus, bench_cpu_target, 0);
+}
+
+SEC("xdp")
+int bench_drop(struct xdp_md *xdp)
+{
+	return XDP_DROP;
+}
+
+/* On the owner CPU: the steered frame is dropped (the meter would run here). */
+SEC("xdp/cpumap")
+int bench_cpumap_drop(struct xdp_md *xdp)
+{
+	return XDP_DROP;
+}

@@ -26,7 +26,7 @@ enum rm_bench_cut {
 	RM_CUT_PERCPU = 1,  /* per-CPU statistics and scratch looked up, frames counted */
 	RM_CUT_PARSE = 2,   /* + parse and classification (the verdict's statistic) */
 	RM_CUT_KEY = 3,     /* + the context key built from the headers */
-	RM_CUT_CLOCK = 4,   /* + the arrival time read (bpf_ktime_get_ns, or the replay clock) */
+	RM_CUT_CLOCK = 4,   /* + the arrival time read (bpf_ktime_get_coarse_ns, or the replay clock) */
 	RM_CUT_CONTEXT = 5, /* + the context looked up */
 	RM_CUT_LOCK = 6,    /* + its window looked up, its lock taken and released (no engine) */
 };
@@ -35,6 +35,9 @@ enum rm_bench_cut {
  * against the whole meter: */
 #define RM_BENCH_PROVISION_EACH 0x1 /* the provisioning lookup of a new context, on every request */
 #define RM_BENCH_EMIT_EACH      0x2 /* one ring-buffer event per request (as an epoch start sends) */
+/* The per-CPU comparison: the meter without the context's spin lock, what a
+ * context owned by one CPU would cost on that CPU (single-CPU runs only). */
+#define RM_BENCH_NO_LOCK 0x4
 
 /* The driver's frame: untagged Ethernet, IPv4 without options, UDP; BTH here. */
 #define RM_BENCH_BTH_OFFSET (14 + 20 + 8)

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,7 +61,7 @@ struct bcase {
 	const char *name;
 	enum target target;
 	int mode;          /* enum rm_bench_mode */
-	int replay_clock;  /* meter loaded with replay = 1: no bpf_ktime_get_ns() */
+	int replay_clock;  /* meter loaded with replay = 1: no clock read */
 	uint32_t nctx;     /* live contexts */
 	uint32_t window;   /* W of the meter */
 	uint32_t step;     /* RM_BENCH_JUMP */
@@ -299,11 +300,7 @@ static const char *fmt_big(double v, int decimals, char *buf, size_t len)
 
 static const char *fmt_n(uint32_t n, char *buf, size_t len)
 {
-	if (n >= 1000)
-		snprintf(buf, len, "%u,%03u", n / 1000, n % 1000);
-	else
-		snprintf(buf, len, "%u", n);
-	return buf;
+	return fmt_big((double)n, 0, buf, len);
 }
 
 /*
@@ -323,7 +320,7 @@ static void print_breakdown(const struct bcase *base, const struct bcase *drv_pa
 		double inc;
 		const char *what;
 
-		if (!c->breakdown || c->skip || !c->nb)
+		if (c->breakdown != 1 || c->skip || !c->nb)
 			continue;
 		if (c->nctx != nctx) {
 			nctx = c->nctx;
@@ -351,6 +348,80 @@ static void print_breakdown(const struct bcase *base, const struct bcase *drv_pa
 		printf("| %s | %.0f | %s%.0f | %.2f |\n", what, c->med, c->replay_clock ? "clock: " : "", inc,
 		       inc / base->med);
 	}
+}
+
+/*
+ * What steering a packet to another CPU costs the CPU that received it: a
+ * redirect into a cpumap (the owner CPU's program drops it), run with
+ * BPF_F_TEST_XDP_LIVE_FRAMES so that the redirect is carried out, minus the
+ * same run returning XDP_DROP. The calling thread is pinned to CPU 0, the
+ * owner is CPU 1. Median ns per packet of 7 runs of 1,000,000, or -1.
+ */
+static double steer_cost(void)
+{
+	struct bpf_cpumap_val v = { .qsize = 2048 };
+	double d[2][7];
+	struct bench *b;
+	cpu_set_t one, saved;
+	__u32 cpu = 1;
+	int fds[2];
+
+	if (libbpf_num_possible_cpus() < 2 || sched_getaffinity(0, sizeof(saved), &saved))
+		return -1;
+	b = bench__open_and_load();
+	if (!b)
+		return -1;
+	b->bss->bench_cpu_target = cpu;
+	v.bpf_prog.fd = bpf_program__fd(b->progs.bench_cpumap_drop);
+	if (bpf_map_update_elem(bpf_map__fd(b->maps.bench_cpus), &cpu, &v, 0)) {
+		bench__destroy(b);
+		return -1;
+	}
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	sched_setaffinity(0, sizeof(one), &one);
+	fds[0] = bpf_program__fd(b->progs.bench_steer);
+	fds[1] = bpf_program__fd(b->progs.bench_drop);
+	for (int r = 0; r < 7; r++)
+		for (int k = 0; k < 2; k++) {
+			LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (uint32_t)frame_len,
+				    .repeat = 1000000, .flags = BPF_F_TEST_XDP_LIVE_FRAMES);
+
+			d[k][r] = bpf_prog_test_run_opts(fds[k], &o) ? -1 : (double)o.duration;
+		}
+	sched_setaffinity(0, sizeof(saved), &saved);
+	bench__destroy(b);
+	qsort(d[0], 7, sizeof(double), cmp_double);
+	qsort(d[1], 7, sizeof(double), cmp_double);
+	return d[0][0] < 0 || d[1][0] < 0 ? -1 : d[0][3] - d[1][3];
+}
+
+/* The per-CPU comparison table (docs/benchmarks.md "Per-CPU state or a spin lock"). */
+static void print_percpu(const struct bcase *base)
+{
+	double steer = steer_cost();
+
+	printf("\nPer-CPU comparison, W = 1,024: the whole meter with the context's bpf_spin_lock (shared state), and "
+	       "without it (what a context owned by one CPU costs on that CPU).\n\n");
+	printf("| requests | contexts | with the lock | without | saved | saved x parse-only "
+	       "|\n|---|---:|---:|---:|---:|---:|\n");
+	for (int i = 0; i + 1 < ncases; i++) {
+		const struct bcase *a = &cases[i], *b = &cases[i + 1];
+		char n[16];
+
+		if (a->breakdown != 2 || b->breakdown != 2 || a->bflags || !(b->bflags & RM_BENCH_NO_LOCK) || a->skip ||
+		    b->skip || !a->nb || !b->nb)
+			continue;
+		printf("| %s | %s | %.0f | %.0f | %.0f | %.2f |\n", a->name, fmt_n(a->nctx, n, sizeof(n)), a->med,
+		       b->med, a->med - b->med, (a->med - b->med) / base->med);
+	}
+	if (steer >= 0)
+		printf("\nSteering one packet to its owner CPU through a cpumap: %.0f ns on the receiving CPU "
+		       "(live-frame "
+		       "test run, redirect minus XDP_DROP), besides the owner CPU's work.\n",
+		       steer);
+	else
+		printf("\nSteering through a cpumap: not measured (needs 2 CPUs and BPF_F_TEST_XDP_LIVE_FRAMES).\n");
 }
 
 /* The kernel's memlock figure of a map (what `bpftool map show` prints as memlock). */
@@ -517,7 +588,7 @@ int main(int argc, char **argv)
 			continue;
 		add("meter, in-order (d = 1)", T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i], 1024);
 	}
-	c = add("meter, in-order, replay clock (no bpf_ktime_get_ns)", T_DRV_METER, RM_BENCH_INORDER, 1, 1024);
+	c = add("meter, in-order, replay clock (no clock read)", T_DRV_METER, RM_BENCH_INORDER, 1, 1024);
 	c->replay_clock = 1;
 	for (int i = 0; i < 3; i++) {
 		if (quick && ns_ctx[i] > 1000)
@@ -543,7 +614,7 @@ int main(int argc, char **argv)
 			[RM_CUT_PERCPU] = "per-CPU statistics and scratch lookups",
 			[RM_CUT_PARSE] = "parse and classification",
 			[RM_CUT_KEY] = "context key",
-			[RM_CUT_CLOCK] = "clock (bpf_ktime_get_ns)",
+			[RM_CUT_CLOCK] = "clock (bpf_ktime_get_coarse_ns)",
 			[RM_CUT_CONTEXT] = "context lookup",
 			[RM_CUT_LOCK] = "window lookup, lock and unlock",
 		};
@@ -568,6 +639,19 @@ int main(int argc, char **argv)
 		c = add("+ one ring-buffer event per request", T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i], 1024);
 		c->bflags = RM_BENCH_EMIT_EACH;
 		c->breakdown = 1;
+	}
+	/* The per-CPU comparison: the whole meter without the context's lock,
+	 * in order and in the reorder/duplicate mix. */
+	for (int i = 0; i < 3; i++) {
+		if (i == 1 || (quick && ns_ctx[i] > 1000) || (!quick && ns_ctx[i] == 1000))
+			continue;
+		for (int mode = RM_BENCH_INORDER; mode <= RM_BENCH_MIX; mode++) {
+			c = add(mode == RM_BENCH_MIX ? "mix" : "in-order", T_DRV_METER, mode, ns_ctx[i], 1024);
+			c->breakdown = 2;
+			c = add(mode == RM_BENCH_MIX ? "mix" : "in-order", T_DRV_METER, mode, ns_ctx[i], 1024);
+			c->bflags = RM_BENCH_NO_LOCK;
+			c->breakdown = 2;
+		}
 	}
 	/* Skip what would not fit in a quarter of RAM: the worst case keeps a
 	 * pool window (520 KiB at W = 2^22) in every context. */
@@ -639,7 +723,7 @@ int main(int argc, char **argv)
 
 		c = &cases[i];
 		if (c->breakdown)
-			continue;
+			continue; /* in their own tables */
 		if (c->target == T_DRV_METER) {
 			fmt_n(c->nctx, n, sizeof(n));
 			if (c->window == RM_WINDOW_MAX)
@@ -674,6 +758,7 @@ int main(int argc, char **argv)
 			printf("Worst case / in-order at W = 2^22, %u context(s): %.0fx\n", w->nctx, w->med / o->med);
 	}
 	print_breakdown(drv_base, drv_pass);
+	print_percpu(drv_base);
 	if (memory_table(quick))
 		return 1;
 	printf("\n(bench_meter took %.0f s)\n", now_s() - t0);

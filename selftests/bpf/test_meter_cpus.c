@@ -1182,6 +1182,40 @@ static void test_tiers_bpf_equal_host(void **state)
 }
 
 /*
+ * The clock of the attached meter (docs/meter.md "Clock"): every request
+ * reads the kernel's coarse monotonic clock (bpf_ktime_get_coarse_ns);
+ * bpf_ktime_get_ns, 25-30 ns, only at one place, the request of a
+ * connection without an open epoch (flowStart). Read from the verified
+ * program's instructions with bpftool (which names the helpers).
+ */
+static void test_live_meter_reads_the_coarse_clock(void **state)
+{
+	struct rm_meter_settings s = { .window = 64, .max_contexts = 8, .max_violations = 8 };
+	struct bpf_prog_info info = { 0 };
+	__u32 len = sizeof(info);
+	char cmd[128], line[512], err[512];
+	int coarse = 0, fine = 0;
+	struct rm_meter m;
+	FILE *f;
+
+	(void)state;
+	if (rm_meter_load(&m, &s, 0, err, sizeof(err)))
+		fail_msg("rm_meter_load: %s", err);
+	assert_int_equal(bpf_obj_get_info_by_fd(m.xdp_fd, &info, &len), 0);
+	snprintf(cmd, sizeof(cmd), "bpftool prog dump xlated id %u", info.id);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		coarse += strstr(line, "call bpf_ktime_get_coarse_ns") != NULL;
+		fine += strstr(line, "call bpf_ktime_get_ns") != NULL;
+	}
+	assert_int_equal(pclose(f), 0);
+	rm_meter_unload(&m);
+	assert_int_equal(coarse, 1);
+	assert_int_equal(fine, 1);
+}
+
+/*
  * The benchmark's breakdown (rocemeter/bench.h enum rm_bench_cut): a meter
  * loaded with a cut stops after that stage for a request whose context
  * exists, and only then; a new context still takes the whole path. So the
@@ -1247,6 +1281,7 @@ int main(void)
 		cmocka_unit_test(test_violations_list_and_reenable),
 		cmocka_unit_test(test_bench_cuts_stop_where_they_say),
 		cmocka_unit_test(test_tiers_bpf_equal_host),
+		cmocka_unit_test(test_live_meter_reads_the_coarse_clock),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
