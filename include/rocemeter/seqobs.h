@@ -303,31 +303,7 @@ static __always_inline int rm_window_or_word(__u64 *win, __u32 nwords, __u32 j, 
  */
 static __always_inline int rm_window_set(__u64 *win, __u32 nwords, __u64 q)
 {
-	__u32 n1 = RM_SUM1_WORDS(nwords), tot = nwords + n1 + RM_SUM2_WORDS(nwords);
-	__u32 j = (__u32)((q / 64) % nwords), i1, i2;
-	__u64 old;
-
-	RM_OPAQUE(j);
-	if (j >= nwords || j >= tot)
-		return -1;
-	old = win[j];
-	win[j] = old | (1ULL << (q % 64));
-	if (old)
-		return 0;
-	i1 = nwords + j / 64;
-	RM_OPAQUE(i1);
-	if (i1 >= tot)
-		return -1;
-	old = win[i1];
-	win[i1] = old | (1ULL << (j % 64));
-	if (old)
-		return 0;
-	i2 = nwords + n1 + j / 4096;
-	RM_OPAQUE(i2);
-	if (i2 >= tot)
-		return -1;
-	win[i2] |= 1ULL << ((j / 64) % 64);
-	return 0;
+	return rm_window_or_word(win, nwords, (__u32)((q / 64) % nwords), 1ULL << (q % 64));
 }
 
 static __always_inline int rm_window_test(__u64 *win, __u32 nwords, __u64 q)
