@@ -57,7 +57,7 @@ int main(int argc, char **argv)
 				rm_log_set_command(c->name);
 				return c->run(2, args);
 			}
-		rm_log(RM_LOG_ERR, "help: unknown command '%s'", argv[2]);
+		rm_log_cmd(RM_LOG_ERR, "help: unknown command '%s'", argv[2]);
 		usage(stderr);
 		return RM_EXIT_USAGE;
 	}
@@ -72,7 +72,7 @@ int main(int argc, char **argv)
 			return c->run(argc - 1, argv + 1);
 		}
 	}
-	rm_log(RM_LOG_ERR, "unknown command '%s'", argv[1]);
+	rm_log_cmd(RM_LOG_ERR, "unknown command '%s'", argv[1]);
 	usage(stderr);
 	return RM_EXIT_USAGE;
 }

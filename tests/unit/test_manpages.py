@@ -65,6 +65,15 @@ def test_help_unknown_command():
     assert p.returncode == 2 and "unknown command 'nosuch'" in p.stderr
 
 
+@pytest.mark.parametrize("args", [("nosuch",), ("help", "nosuch")])
+def test_unknown_command_is_a_usage_line(args):
+    """A mistyped command is a usage error: a plain "rocemeter: ..." line, not a timestamped log line."""
+    p = run(*args)
+    first = p.stderr.splitlines()[0]
+    assert p.returncode == 2
+    assert first.startswith("rocemeter: ") and "unknown command 'nosuch'" in first, first
+
+
 def complete(words):
     """COMPREPLY of completion/rocemeter for the command line `words` (the last one is completed)."""
     script = ('source %s; COMP_WORDS=(%s); COMP_CWORD=%d; _rocemeter; printf "%%s\\n" "${COMPREPLY[@]}"'
