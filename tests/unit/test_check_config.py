@@ -50,6 +50,18 @@ def test_accepted(tmp_path, pki):
     assert check(f, "--quiet").stdout == ""
 
 
+def test_collector_only_file(tmp_path, pki):
+    """A file with only [collect] (a collector host) is summarised by what collect reads: no [meter] part."""
+    f = tmp_path / "collector.conf"
+    f.write_text("[collect]\nlisten = [::1]:4740\ndb = /var/lib/rocemeter/collector.db\nca = {p}/ca.pem\n"
+                 "cert = {p}/collector.pem\nkey = {p}/collector.key\npeer_name = exporter.rocemeter.test\n"
+                 .format(p=pki))
+    p = check(f)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == ("%s: accepted: [collect] on [::1]:4740 into /var/lib/rocemeter/collector.db over TLS 1.3\n"
+                        % f)
+
+
 @pytest.mark.parametrize("over,line,message", [
     ({"window": "0"}, 2, "window: '0' is not an integer in 1..4194304"),
     ({"listen": "127.0.0.1:70000"}, 13,

@@ -111,14 +111,22 @@ static int cmd_check_config(int argc, char **argv)
 			   "confidential",
 			   path);
 	if (!quiet) {
-		printf("%s: accepted: [meter] window %u, max_contexts %u%s; %d connection line%s", path,
-		       cfg.meter.window, cfg.meter.max_contexts, cfg.meter.provision_all ? ", provision_all" : "",
-		       cfg.n_provision, cfg.n_provision == 1 ? "" : "s");
+		/* What each command would read: a collector-only file has no meter part. */
+		const char *sep = "";
+
+		printf("%s: accepted: ", path);
+		if (!(cfg.sections & RM_CONFIG_COLLECT) ||
+		    cfg.sections & (RM_CONFIG_METER | RM_CONFIG_PROVISION | RM_CONFIG_EXPORT)) {
+			printf("[meter] window %u, max_contexts %u%s; %d connection line%s", cfg.meter.window,
+			       cfg.meter.max_contexts, cfg.meter.provision_all ? ", provision_all" : "", cfg.n_provision,
+			       cfg.n_provision == 1 ? "" : "s");
+			sep = "; ";
+		}
 		if (cfg.export.enabled)
 			printf("; [export] to %s port %u over %s", cfg.export.collector, cfg.export.port,
 			       cfg.export.tls.plain_tcp ? "plain TCP" : "TLS 1.3");
 		if (cfg.sections & RM_CONFIG_COLLECT)
-			printf("; [collect] on %s into %s over %s", cfg.collect.listen, cfg.collect.db,
+			printf("%s[collect] on %s into %s over %s", sep, cfg.collect.listen, cfg.collect.db,
 			       cfg.collect.tls.plain_tcp ? "plain TCP" : "TLS 1.3");
 		printf("\n");
 	}
