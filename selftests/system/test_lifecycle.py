@@ -896,7 +896,7 @@ def test_unit_verifies(tmp_path):
     assert unit_values(unit, "ExecReload") == ["/usr/local/sbin/rocemeter check-config /etc/rocemeter/%I.conf",
                                                "/bin/kill -HUP $MAINPID"]
     assert unit_values(unit, "Restart") == ["on-failure"]
-    assert unit_values(unit, "RestartPreventExitStatus") == ["2"]
+    assert unit_values(unit, "RestartPreventExitStatus") == ["2 4"]
     assert unit_values(unit, "BindsTo") == []  # fails at once where no udev runs; rocemeter-device.conf adds it
     assert unit_values(unit, "ProtectKernelTunables") == []  # it makes /sys/fs/bpf read-only
     assert unit_values(unit, "ProtectSystem") == ["strict"]
@@ -947,7 +947,9 @@ def test_unit_capabilities_suffice(veth, daemons, tmp_path):
     fewer = ["setpriv", "--bounding-set=-all," + ",".join("+" + c[4:].lower() for c in caps if c != "CAP_PERFMON")]
     p = subprocess.run(fewer + [ROCEMETER, "attach", veth.dev, "--config", conf], capture_output=True, text=True,
                        env=dict(os.environ, ROCEMETER_RUNDIR=str(tmp_path / "run")), timeout=60)
-    assert p.returncode != 0
+    # Exit status 4 (insufficient privilege, systemd's EXIT_NOPERMISSION): the unit does not restart on it.
+    assert p.returncode == 4, (p.returncode, p.stderr)
+    assert "4" in " ".join(unit_values(unit, "RestartPreventExitStatus")).split()
     # Named before anything is loaded; no verifier log unless asked for (--log-level debug).
     assert "missing: CAP_PERFMON" in p.stderr and "PROG LOAD LOG" not in p.stderr, p.stderr
 

@@ -33,5 +33,11 @@ struct rm_command {
 #define RM_EXIT_OK 0
 #define RM_EXIT_FAIL 1
 #define RM_EXIT_USAGE 2
+/*
+ * A capability is missing (systemd's EXIT_NOPERMISSION, the LSB's "user had
+ * insufficient privilege"): the units list it in RestartPreventExitStatus=,
+ * since a restart with the same privileges cannot help.
+ */
+#define RM_EXIT_NOPERM 4
 
 #endif

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/caps.h"
 #include "common/command.h"
 #include "common/signals.h"
 #include "common/config.h"
@@ -94,6 +95,11 @@ static int run_daemon(const struct rm_daemon_opts *o, const sigset_t *sigs)
 	signal(SIGUSR2, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 
+	/* Before anything is made: a missing capability is named, not left to a verifier dump. */
+	if (rm_caps_check("attach", RM_CAPS_METER, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		return RM_EXIT_NOPERM;
+	}
 	d = rm_daemon_start(o, err, sizeof(err));
 	if (!d) {
 		rm_log_cmd(RM_LOG_ERR, "%s", err);

@@ -20,7 +20,6 @@
 #include <systemd/sd-daemon.h>
 
 #include "census/census.h"
-#include "common/caps.h"
 #include "common/errmsg.h"
 #include "common/jsonw.h"
 #include "common/limits.h"
@@ -528,9 +527,6 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 		d->cfg.meter.observation_point_id = (uint64_t)d->ifindex;
 
 	d->lock_fd = -1;
-	/* Before anything is made: a missing capability is named, not left to a verifier dump. */
-	if (rm_caps_check("attach", RM_CAPS_METER, err, errlen))
-		goto fail;
 	rc = rm_ifkey_by_name(d->ifname, &d->key, err, errlen);
 	if (rc)
 		goto fail;
