@@ -600,13 +600,15 @@ def test_end_to_end_jumbo_nonlinear(veth_pair, tmp_path):
 
 
 @needs_root
-def test_pins_follow_bpffs_override(tmp_path):
+@pytest.mark.parametrize("prefix", ["rmflo", 'rm"f\\'])
+def test_pins_follow_bpffs_override(tmp_path, prefix):
     """ROCEMETER_BPFFS moves the flow-label program's pin with the meter's
     (user/common/paths.h): `attach --flowlabel-only` mounts a bpffs on the
     directory it names, as the meter does, `status` and `detach` find the pin
-    there, and nothing is pinned under /sys/fs/bpf."""
+    there, and nothing is pinned under /sys/fs/bpf. Linux lets an interface
+    name hold '"' and '\\': status --json still prints valid JSON."""
     tag = "%x" % (os.getpid() & 0xFFFFF)
-    dev, peer = "rmflo" + tag, "rmflp" + tag
+    dev, peer = prefix + tag, "rmflp" + tag
     root = tmp_path / "bpffs"
     root.mkdir()
     env = dict(os.environ, ROCEMETER_BPFFS=str(root), ROCEMETER_RUNDIR=str(tmp_path / "run"))

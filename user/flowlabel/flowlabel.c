@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "common/errmsg.h"
+#include "common/jsonw.h"
 #include "common/log.h"
 #include "common/paths.h"
 #include "flowlabel.h"
@@ -316,33 +317,39 @@ static int prog_config(__u32 prog_id, struct flowlabel__rodata *ro)
 	return found;
 }
 
-int rm_flowlabel_status(const char *ifname, FILE *out, int json)
+/* What status reports: the attached directions and the statistics summed over CPUs. */
+struct fl_status {
+	__u64 sums[RM_FL_STAT__COUNT], total;
+	struct {
+		__u32 prog_id;               /* 0: not attached */
+		int have_config;             /* ro read from the program's .rodata */
+		struct flowlabel__rodata ro;
+	} dir[RM_FL_EGRESS + 1];
+};
+
+/* Fill st for ifname. 0, 1 if not attached (nothing pinned), or a negative errno (logged). */
+static int read_status(const char *ifname, struct fl_status *st)
 {
 	char path[PATH_MAX], err[128];
 	struct rm_ifkey key;
-	__u64 sums[RM_FL_STAT__COUNT] = {}, total = 0, *vals;
+	__u64 *vals;
 	int fd, ncpu, ifindex;
 
+	memset(st, 0, sizeof(*st));
 	if (check_ifname(ifname, err, sizeof(err))) {
 		rm_log(RM_LOG_ERR, "%s", err);
 		return -EINVAL;
 	}
-	if (rm_ifkey_by_name(ifname, &key, err, sizeof(err))) {
-		if (!json)
-			fprintf(out, "flowlabel: not attached to %s\n", ifname);
+	if (rm_ifkey_by_name(ifname, &key, err, sizeof(err)))
 		return 1;
-	}
 	if (rm_paths_pin(&key, RM_FL_PIN_NAME, path, sizeof(path)))
 		return -ENAMETOOLONG;
 	fd = bpf_obj_get(path);
 	if (fd < 0) {
-		if (errno == ENOENT) {
-			if (!json)
-				fprintf(out, "flowlabel: not attached to %s\n", ifname);
-			return 1;
-		}
 		int e = errno;
 
+		if (e == ENOENT)
+			return 1;
 		rm_log(RM_LOG_ERR, "cannot open %s: %s", path, strerror(e));
 		return -e;
 	}
@@ -361,53 +368,97 @@ int rm_flowlabel_status(const char *ifname, FILE *out, int json)
 		if (bpf_map_lookup_elem(fd, &k, vals))
 			continue;
 		for (int c = 0; c < ncpu; c++)
-			sums[k] += vals[c];
-		total += sums[k];
+			st->sums[k] += vals[c];
+		st->total += st->sums[k];
 	}
 	free(vals);
 	close(fd);
 
 	ifindex = (int)if_nametoindex(ifname);
-	if (json)
-		fprintf(out, "{\"interface\":\"%s\",\"attached\":{", ifname);
-	else
-		fprintf(out, "flowlabel on %s:\n", ifname);
 	for (int d = RM_FL_INGRESS; d <= RM_FL_EGRESS; d++) {
-		__u32 id = ifindex ? tc_prog_id(ifindex, d) : 0;
-		struct flowlabel__rodata ro;
-		int have = id && prog_config(id, &ro) == 0;
+		st->dir[d].prog_id = ifindex ? tc_prog_id(ifindex, d) : 0;
+		st->dir[d].have_config = st->dir[d].prog_id && prog_config(st->dir[d].prog_id, &st->dir[d].ro) == 0;
+	}
+	return 0;
+}
 
-		if (json) {
-			fprintf(out, "%s\"%s\":", d == RM_FL_INGRESS ? "" : ",", rm_flowlabel_direction_name(d));
-			if (!id)
-				fprintf(out, "null");
-			else if (!have)
-				fprintf(out, "{\"prog_id\":%u}", id);
-			else
-				fprintf(out, "{\"prog_id\":%u,\"hash\":\"%s\",\"mix\":%s,\"seeded\":%s}", id,
-					rm_flowlabel_variant_name(ro.fl_variant), ro.fl_mix ? "true" : "false",
-					ro.fl_seed ? "true" : "false");
-		} else if (!id) {
-			fprintf(out, "  %-8s not attached\n", rm_flowlabel_direction_name(d));
-		} else if (!have) {
-			fprintf(out, "  %-8s program id %u\n", rm_flowlabel_direction_name(d), id);
-		} else {
-			fprintf(out, "  %-8s program id %u, hash %s, mix %s, seed %s\n",
-				rm_flowlabel_direction_name(d), id, rm_flowlabel_variant_name(ro.fl_variant),
-				ro.fl_mix ? "on" : "off", ro.fl_seed ? "set" : "none");
+json_t *rm_flowlabel_status_json(const char *ifname)
+{
+	struct fl_status st;
+	json_t *o, *att, *stats;
+	int rc = read_status(ifname, &st);
+
+	if (rc)
+		return rc > 0 ? json_null() : NULL;
+	o = json_object();
+	att = json_object();
+	stats = json_object();
+	if (!o || !att || !stats) {
+		json_decref(o);
+		json_decref(att);
+		json_decref(stats);
+		return NULL;
+	}
+	json_object_set_new(o, "interface", rm_json_text(ifname));
+	for (int d = RM_FL_INGRESS; d <= RM_FL_EGRESS; d++) {
+		json_t *v = json_null();
+
+		if (st.dir[d].prog_id) {
+			v = json_object();
+			json_object_set_new(v, "prog_id", json_integer(st.dir[d].prog_id));
+			if (st.dir[d].have_config) {
+				json_object_set_new(v, "hash", json_string(rm_flowlabel_variant_name(st.dir[d].ro.fl_variant)));
+				json_object_set_new(v, "mix", json_boolean(st.dir[d].ro.fl_mix));
+				json_object_set_new(v, "seeded", json_boolean(st.dir[d].ro.fl_seed));
+			}
 		}
+		json_object_set_new(att, rm_flowlabel_direction_name(d), v);
 	}
+	json_object_set_new(o, "attached", att);
+	for (int k = 0; k < RM_FL_STAT__COUNT; k++)
+		json_object_set_new(stats, stat_names[k], rm_json_u64(st.sums[k]));
+	json_object_set_new(o, "stats", stats);
+	json_object_set_new(o, "frames", rm_json_u64(st.total));
+	return o;
+}
+
+int rm_flowlabel_status(const char *ifname, FILE *out, int json)
+{
+	struct fl_status st;
+	int rc;
+
 	if (json) {
-		fprintf(out, "},\"stats\":{");
-		for (int k = 0; k < RM_FL_STAT__COUNT; k++)
-			fprintf(out, "%s\"%s\":%llu", k ? "," : "", stat_names[k], (unsigned long long)sums[k]);
-		fprintf(out, "},\"frames\":%llu}\n", (unsigned long long)total);
-	} else {
-		fprintf(out, "statistics (frames, all CPUs):\n");
-		for (int k = 0; k < RM_FL_STAT__COUNT; k++)
-			fprintf(out, "  %-15s %12llu  %s\n", stat_names[k], (unsigned long long)sums[k],
-				stat_descs[k]);
-		fprintf(out, "  %-15s %12llu\n", "frames", (unsigned long long)total);
+		json_t *v = rm_flowlabel_status_json(ifname);
+
+		if (!v)
+			return -ENOMEM;
+		if (json_is_null(v)) {
+			json_decref(v);
+			return 1;
+		}
+		return rm_json_write(out, v);
 	}
+	rc = read_status(ifname, &st);
+	if (rc == 1)
+		fprintf(out, "flowlabel: not attached to %s\n", ifname);
+	if (rc)
+		return rc;
+	fprintf(out, "flowlabel on %s:\n", ifname);
+	for (int d = RM_FL_INGRESS; d <= RM_FL_EGRESS; d++) {
+		const char *name = rm_flowlabel_direction_name(d);
+
+		if (!st.dir[d].prog_id)
+			fprintf(out, "  %-8s not attached\n", name);
+		else if (!st.dir[d].have_config)
+			fprintf(out, "  %-8s program id %u\n", name, st.dir[d].prog_id);
+		else
+			fprintf(out, "  %-8s program id %u, hash %s, mix %s, seed %s\n", name, st.dir[d].prog_id,
+				rm_flowlabel_variant_name(st.dir[d].ro.fl_variant), st.dir[d].ro.fl_mix ? "on" : "off",
+				st.dir[d].ro.fl_seed ? "set" : "none");
+	}
+	fprintf(out, "statistics (frames, all CPUs):\n");
+	for (int k = 0; k < RM_FL_STAT__COUNT; k++)
+		fprintf(out, "  %-15s %12llu  %s\n", stat_names[k], (unsigned long long)st.sums[k], stat_descs[k]);
+	fprintf(out, "  %-15s %12llu\n", "frames", (unsigned long long)st.total);
 	return 0;
 }

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <netinet/in.h>
+#include <jansson.h>
 
 #include "rocemeter/flowlabel.h"
 
@@ -96,5 +97,12 @@ int rm_flowlabel_detach(const char *ifname, char *err, size_t errlen);
  * mode), or a negative errno (message on stderr).
  */
 int rm_flowlabel_status(const char *ifname, FILE *out, int json);
+
+/*
+ * The same status as a JSON object (docs/json.md "flowlabel"), json null
+ * when not attached, NULL on an error (logged) or out of memory. New
+ * reference.
+ */
+json_t *rm_flowlabel_status_json(const char *ifname);
 
 #endif /* ROCEMETER_USER_FLOWLABEL_H */

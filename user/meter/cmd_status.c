@@ -175,22 +175,11 @@ static json_t *ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v)
 	return o;
 }
 
-/* The flow-label program's status as a JSON value (null when not attached). */
+/* The flow-label program's status as a JSON value (null when not attached or unreadable). */
 static json_t *flowlabel_json(const char *ifname)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	json_t *v = NULL;
-	FILE *f = open_memstream(&buf, &len);
+	json_t *v = rm_flowlabel_status_json(ifname);
 
-	if (f) {
-		int rc = rm_flowlabel_status(ifname, f, 1);
-
-		fclose(f);
-		if (rc == 0)
-			v = json_loads(buf, 0, NULL);
-		free(buf);
-	}
 	return v ? v : json_null();
 }
 
