@@ -280,3 +280,30 @@ def test_report_cluster(sqlite_store, tmp_path):
         assert on[0] and on[1] and not on[0] & on[1]
         assert_fleet(sqlite_store, [a, b], cids)
         assert_fleet(sqlite_store, [b, a], cids)
+
+
+def fleet_sql():
+    """The ```sql blocks of docs/fleet.md "Questions"."""
+    text = open(os.path.join(os.path.dirname(BIN), "..", "docs", "fleet.md")).read()
+    return [b.split("```", 1)[0].strip() for b in text.split("```sql\n")[1:]]
+
+
+def test_fleet_md_queries(sqlite_store, tmp_path):
+    """The operator's SQL of docs/fleet.md runs on ClickHouse and agrees with SQLite on the same rows."""
+    blocks = fleet_sql()
+    assert len(blocks) >= 5 and blocks[0].startswith("CREATE VIEW")
+    con = sqlite3.connect(sqlite_store)
+    not_complete = con.execute("SELECT count(*) FROM epochs WHERE outcome IN ('incomplete', 'invalid')").fetchone()[0]
+    drops = con.execute("SELECT sum(count) FROM drops").fetchone()[0]
+    con.close()
+    with server(tmp_path / "ch") as ch:
+        assert subprocess.run([BIN, "collect", "--store-init", "--store", ch.url, "--store-credentials",
+                               ch.credentials]).returncode == 0
+        copy_store(sqlite_store, ch, "collector-a")
+        results = [ch.rows(sql) for sql in blocks]
+        assert results[0] == []  # the view
+        by_reason = ch.rows("SELECT outcome, why, epochs_n FROM (" + blocks[2] + ")")
+        assert sum(int(n) for _, _, n in by_reason) == not_complete
+        assert {o for o, _, _ in by_reason} == {"incomplete", "invalid"}
+        assert sum(int(r[2]) for r in results[3]) == drops
+        assert results[1] and results[4] and results[5]
