@@ -284,7 +284,8 @@ def test_report_cluster(sqlite_store, tmp_path):
 
 def fleet_sql():
     """The ```sql blocks of docs/fleet.md "Questions"."""
-    text = open(os.path.join(os.path.dirname(BIN), "..", "docs", "fleet.md")).read()
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    text = open(os.path.join(root, "docs", "fleet.md")).read()
     return [b.split("```", 1)[0].strip() for b in text.split("```sql\n")[1:]]
 
 
