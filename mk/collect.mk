@@ -1,11 +1,14 @@
 # user/collect/: `rocemeter collect` (IPFIX over TLS 1.3 -> decoder ->
 # collector rules -> SQLite store) and `rocemeter report`.
 ROCEMETER_SRCS += user/collect/ipfix_decode.c user/collect/collector_rules.c user/collect/store.c \
+                  user/collect/backend.c \
                   user/collect/budget.c \
                   user/collect/collector.c user/collect/cmd_collect.c user/collect/cmd_report.c
 CHECK_PROGS    += $(BUILD)/tests/unit/test_collector_rules $(BUILD)/tests/unit/test_ipfix_decode
 # The memory budget and its charges by the rules (epochs) and the decoder (Templates).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_budget
+# The store interface: the store chosen by its spec, SQLite writes through it.
+CHECK_PROGS    += $(BUILD)/tests/unit/test_backend
 CHECK_SCRIPTS  += selftests/system/test_collector.py
 # Availability and bounded resources on a hostile network (docs/collector.md).
 CHECK_SCRIPTS  += selftests/system/test_collector_limits.py

@@ -11,7 +11,8 @@
  * Message is decoded (ipfix_decode.h) and validated (collector_rules.h);
  * the complete Messages at hand (of every readable session in one poll()
  * round, at most 64 Messages or 20 ms of work) form a batch, after which
- * the store (store.h) may write: it defers and groups the writes, one
+ * the store (backend.h: SQLite, store.h, or ClickHouse) may write: it
+ * defers and groups the writes, one
  * transaction about every second and at each session end, never in the
  * middle of a Message. An epoch changed by several Messages is written
  * once, with its latest state. A failed transaction keeps everything
