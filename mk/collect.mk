@@ -1,9 +1,14 @@
 # user/collect/: `rocemeter collect` (IPFIX over TLS 1.3 -> decoder ->
 # collector rules -> SQLite store) and `rocemeter report`.
 ROCEMETER_SRCS += user/collect/ipfix_decode.c user/collect/collector_rules.c user/collect/store.c \
-                  user/collect/backend.c \
-                  user/collect/budget.c \
+                  user/collect/backend.c user/collect/chstore.c \
+                  user/collect/budget.c user/collect/clickhouse.c user/collect/store_spec.c \
                   user/collect/collector.c user/collect/cmd_collect.c user/collect/cmd_report.c
+# ClickHouse's HTTP interface (docs/fleet.md); the DDL files are compiled in (.incbin).
+LDLIBS         += -lcurl
+$(BUILD)/user/collect/clickhouse.o: docs/clickhouse/single.sql docs/clickhouse/cluster.sql
+# The store URL, credentials file and DDL statements without a server.
+CHECK_PROGS    += $(BUILD)/tests/unit/test_clickhouse
 CHECK_PROGS    += $(BUILD)/tests/unit/test_collector_rules $(BUILD)/tests/unit/test_ipfix_decode
 # The memory budget and its charges by the rules (epochs) and the decoder (Templates).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_budget
@@ -16,3 +21,5 @@ CHECK_SCRIPTS  += selftests/system/test_collector_limits.py
 # a restart after kill -9.
 CHECK_SCRIPTS  += selftests/system/test_collector_store.py
 BENCH_PROGS    += $(BUILD)/selftests/bench/bench_collect
+# The fleet store's schema on clickhouse-server processes (tests/lib/clickhouse.py).
+CHECK_SCRIPTS  += selftests/system/test_clickhouse_schema.py

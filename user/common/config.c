@@ -385,6 +385,13 @@ static int handler(void *user, const char *section, const char *name, const char
 		}
 		if (!strcmp(name, "db"))
 			return copy_str(ps, cfg->collect.db, sizeof(cfg->collect.db), name, value);
+		if (!strcmp(name, "store"))
+			return copy_str(ps, cfg->collect.store, sizeof(cfg->collect.store), name, value);
+		if (!strcmp(name, "store_credentials"))
+			return copy_str(ps, cfg->collect.store_credentials, sizeof(cfg->collect.store_credentials),
+					name, value);
+		if (!strcmp(name, "store_ca"))
+			return copy_str(ps, cfg->collect.store_ca, sizeof(cfg->collect.store_ca), name, value);
 		if (!strcmp(name, "metrics"))
 			return metrics_key(ps, cfg->collect.metrics, sizeof(cfg->collect.metrics), value);
 		U64_KEY("max_sessions", RM_MAX_SESSIONS_MIN, RM_MAX_SESSIONS_MAX, cfg->collect.max_sessions);
