@@ -20,6 +20,9 @@ CHECK_SCRIPTS  += selftests/system/test_collector_limits.py
 # The database on a full tmpfs (root), write-locked by another process, and
 # a restart after kill -9.
 CHECK_SCRIPTS  += selftests/system/test_collector_store.py
+# The ClickHouse store (tests/lib/clickhouse.py servers): the same outcomes as SQLite,
+# two shards and two collectors, an outage under load.
+CHECK_SCRIPTS  += selftests/system/test_collector_clickhouse.py
 BENCH_PROGS    += $(BUILD)/selftests/bench/bench_collect
 # The fleet store's schema on clickhouse-server processes (tests/lib/clickhouse.py).
 CHECK_SCRIPTS  += selftests/system/test_clickhouse_schema.py

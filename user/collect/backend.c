@@ -2,7 +2,7 @@
 /*
  * backend.c - the store interface (backend.h): the SQLite store's ops (the
  * functions of store.c, unchanged behind adapters) and the choice of store
- * by its spec.
+ * by its spec (the ClickHouse store's ops are in chstore.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "backend.h"
+#include "chstore.h"
+#include "store_spec.h"
 
 /* ---------------- SQLite: store.c ---------------- */
 
@@ -116,37 +118,25 @@ const struct rm_backend_ops rm_backend_sqlite = {
 
 /* ---------------- the choice ---------------- */
 
-struct rm_backend *rm_backend_open(const char *spec, const char *credentials, const char *collector_id, char *err,
-				   size_t errlen)
+struct rm_backend *rm_backend_open(const struct rm_store_spec *spec, const char *collector_id, uint64_t buffer_bytes,
+				   char *err, size_t errlen)
 {
 	struct rm_backend *b = calloc(1, sizeof(*b));
-	const char *colon = strchr(spec, ':');
-	const char *slash = strchr(spec, '/');
 	char e[400] = "";
 
-	(void)credentials;
-	(void)collector_id;
 	if (!b) {
-		snprintf(err, errlen, "store '%s': out of memory", spec);
+		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	/* A scheme is what precedes the first ':' unless a '/' comes first (a path such as ./a:b). */
-	if (!colon || (slash && slash < colon) || !strncmp(spec, "sqlite:", 7)) {
-		const char *path = !strncmp(spec, "sqlite:", 7) ? spec + 7 : spec;
-
-		if (!*path) {
-			snprintf(err, errlen, "store '%s': sqlite:FILE needs a file name", spec);
-			free(b);
-			return NULL;
-		}
+	if (spec->kind == RM_STORE_SQLITE) {
 		b->ops = &rm_backend_sqlite;
-		b->st = rm_store_open(path, 0, e, sizeof(e));
+		b->st = rm_store_open(spec->path, 0, e, sizeof(e));
 	} else {
-		snprintf(e, sizeof(e), "store '%s': unknown type '%.*s' (sqlite:FILE or clickhouse:URL)", spec,
-			 (int)(colon - spec), spec);
+		b->ops = &rm_backend_clickhouse;
+		b->st = rm_chstore_open(&spec->ch, collector_id, buffer_bytes, e, sizeof(e));
 	}
 	if (!b->st) {
-		snprintf(err, errlen, "%s%s", b->ops == &rm_backend_sqlite ? "database: " : "", e);
+		snprintf(err, errlen, "%s: %s", spec->kind == RM_STORE_SQLITE ? "database" : "ClickHouse store", e);
 		free(b);
 		return NULL;
 	}

@@ -52,18 +52,20 @@ struct rm_backend {
 	void *st;
 };
 
-extern const struct rm_backend_ops rm_backend_sqlite;
+extern const struct rm_backend_ops rm_backend_sqlite;     /* store.c */
+extern const struct rm_backend_ops rm_backend_clickhouse; /* chstore.c */
 
 /*
- * Open the store named by spec for writing: "sqlite:FILE" (or a plain
- * FILE) opens (creates) the SQLite database, "clickhouse:URL" a
- * ClickHouse store (credentials: a file of two lines, user and password,
- * or NULL; collector_id: the value of every row's collector_id, or NULL
- * for the default, docs/fleet.md "Collector ID"). NULL with err on
- * failure: "database: PATH: why" (SQLite) or "store 'SPEC': why".
+ * Open the store of spec (store_spec.h) for writing: the SQLite database
+ * (created when missing) or a ClickHouse store (chstore.h) whose rows
+ * carry collector_id (NULL or "": the host name, docs/fleet.md "Collector
+ * ID") with at most buffer_bytes of rows waiting (0: the default). NULL
+ * with err on failure: "database: PATH: why" (SQLite) or "ClickHouse
+ * store: why".
  */
-struct rm_backend *rm_backend_open(const char *spec, const char *credentials, const char *collector_id, char *err,
-				   size_t errlen);
+struct rm_store_spec;
+struct rm_backend *rm_backend_open(const struct rm_store_spec *spec, const char *collector_id, uint64_t buffer_bytes,
+				   char *err, size_t errlen);
 /* Close the store (its close: what waits is written or counted) and free b. NULL is a no-op. */
 void rm_backend_close(struct rm_backend *b);
 

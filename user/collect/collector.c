@@ -29,6 +29,7 @@
 #include "rocemeter/ipfix_ie.h"
 #include "budget.h"
 #include "backend.h"
+#include "store_spec.h"
 #include "common/tls.h"
 
 #define BUF_CAP (RM_IPFIX_MAX_MSG + 65536)
@@ -1090,8 +1091,13 @@ static void render_metrics(void *arg, FILE *f)
 
 	st.sessions_open = 0;
 	st.epochs_retained = 0;
-	st.drops_database = rm_backend_drops(s->st);
-	st.database_unavailable = (uint64_t)rm_backend_unavailable(s->st);
+	if (s->st->ops == &rm_backend_sqlite) {
+		st.drops_database = rm_backend_drops(s->st);
+		st.database_unavailable = (uint64_t)rm_backend_unavailable(s->st);
+	} else {
+		st.drops_store = rm_backend_drops(s->st);
+		st.store_unavailable = (uint64_t)rm_backend_unavailable(s->st);
+	}
 	for (size_t i = 0; i < s->nconns; i++) {
 		if (s->conns[i]->closing)
 			continue;
@@ -1122,13 +1128,14 @@ static void render_metrics(void *arg, FILE *f)
 #undef SESSION_FAMILY_
 }
 
-int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatile sig_atomic_t *stop)
+int rm_collector_run(const struct rm_collect_settings *cs, const struct rm_store_spec *spec, uint32_t pen,
+		     volatile sig_atomic_t *stop)
 {
 	struct server srv = { .cs = cs, .pen = pen, .lfd = -1 };
 	struct rm_rules_limits lim = { cs->max_sessions, cs->max_epochs, cs->inactivity_timeout_ms };
 	struct rm_rules_sink rsink = { rules_epoch, rules_drop, rules_log };
 	uint64_t reserve = (uint64_t)cs->max_handshakes * RM_BUDGET_HANDSHAKE_BYTES;
-	char err[512], spec[sizeof(cs->db) + 8];
+	char err[512];
 	struct pollfd *pfd = NULL;
 	uint64_t last_tick = 0;
 	int ret = 1;
@@ -1148,8 +1155,7 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 		rm_log(RM_LOG_ERR, "%s", srv.budget ? err : "out of memory");
 		goto out;
 	}
-	snprintf(spec, sizeof(spec), "sqlite:%s", cs->db);
-	srv.st = rm_backend_open(spec, NULL, NULL, err, sizeof(err));
+	srv.st = rm_backend_open(spec, cs->collector_id, cs->store_buffer_bytes, err, sizeof(err));
 	if (!srv.st) {
 		rm_log(RM_LOG_ERR, "%s", err);
 		goto out;
@@ -1166,15 +1172,19 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 	srv.run_id = rm_backend_run_start(srv.st, cs->listen, srv.ctx ? "tls" : "tcp", &lim, cs->max_raw_records, pen,
 					now_ms());
 	if (srv.run_id < 0) {
-		rm_log(RM_LOG_ERR, "database: %s", rm_backend_error(srv.st));
+		rm_log(RM_LOG_ERR, "%s: %s", srv.st->ops->drop_kind, rm_backend_error(srv.st));
 		goto out;
 	}
 	store_limits(&srv);
 	srv.raw_bytes = rm_backend_raw_bytes(srv.st);
-	rm_log(RM_LOG_NOTICE, "listening on %s (%s), database %s; limits: max_sessions %u, max_epochs %u per session, "
+	rm_log(RM_LOG_NOTICE, "listening on %s (%s), %s %s%s%s; limits: max_sessions %u, max_epochs %u per session, "
 	       "max_raw_records %u, inactivity_timeout_ms %" PRIu64 ", %u Templates and %u Observation Domains "
 	       "per session; PEN %u",
-	       cs->listen, srv.ctx ? "TLS 1.3, mutual authentication" : "plain TCP", cs->db, cs->max_sessions,
+	       cs->listen, srv.ctx ? "TLS 1.3, mutual authentication" : "plain TCP",
+	       spec->kind == RM_STORE_SQLITE ? "database" : "ClickHouse store",
+	       spec->kind == RM_STORE_SQLITE ? spec->path : spec->ch.base,
+	       spec->kind == RM_STORE_SQLITE ? "" : " database ", spec->kind == RM_STORE_SQLITE ? "" : spec->ch.database,
+	       cs->max_sessions,
 	       cs->max_epochs, cs->max_raw_records, cs->inactivity_timeout_ms, RM_IPFIX_MAX_TEMPLATES,
 	       RM_RULES_MAX_DOMAINS, pen);
 	rm_log(RM_LOG_NOTICE, "limits: max_handshakes %u (%u per source), handshake_timeout_ms %" PRIu64

@@ -1,0 +1,281 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""`rocemeter collect --store clickhouse:URL` against real clickhouse-server
+processes (tests/lib/clickhouse.py: plain processes, never the system
+service), docs/fleet.md "Writing":
+
+- one server: the collector rule scenarios of test_collector.py ([SEQOBS]
+  "Collector Processing", hand-written IPFIX over TLS 1.3) give the same
+  rows in ClickHouse as in SQLite (the SQLite outcomes are the ones
+  test_collector.py checks against [SEQOBS]): epochs, sessions, raw
+  records, drops, refused connections, IDs included;
+- two servers as two shards behind Distributed tables, two collectors,
+  several exporters each: the rows over the Distributed tables are the union
+  of what each collector accepted (its metrics), nothing lost or duplicated;
+- ClickHouse stopped for a while and started again under load: every
+  retired epoch is in ClickHouse with its outcome or counted as a "store"
+  drop (metrics, log, `drops`), and the sender says when it is back.
+"""
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_collector as tc  # noqa: E402  the IPFIX vectors and the collector harness
+from clickhouse import DATABASE, cluster, server, skip_reason  # noqa: E402
+
+ROOT = tc.ROOT
+BIN = tc.BIN
+WAIT = 60.0  # bound for rows to reach ClickHouse; never a timing assertion
+U64 = 2**64 - 1
+
+pytestmark = [pytest.mark.skipif(not os.path.exists(BIN), reason="build/rocemeter not built"),
+              pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")]
+
+
+def wait_for(cond, what, timeout=WAIT):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def store_init(ch, *extra):
+    r = subprocess.run([BIN, "collect", "--store-init", "--store", ch.url, "--store-credentials", ch.credentials,
+                        *extra], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
+def jrows(ch, sql):
+    """sql's rows as dicts, (U)Int64 as Python integers (ClickHouse's JSON quotes them)."""
+    j = json.loads(ch.query(sql + " FORMAT JSON", database=DATABASE))
+    ints = {m["name"] for m in j["meta"] if re.search(r"Int64", m["type"])}
+    return [{k: int(v) if k in ints and v is not None else v for k, v in r.items()} for r in j["data"]]
+
+
+class CHCollector(tc.Collector):
+    """The harness of test_collector.py with --store clickhouse:URL (the --db it passes is replaced)."""
+
+    def __init__(self, tmp, pki, ch, cid, *extra):
+        self.ch, self.cid = ch, cid
+        super().__init__(tmp, pki, "--store", ch.url, "--store-credentials", ch.credentials,
+                         "--collector-id", cid, *extra)
+
+    def ended(self):
+        return jrows(self.ch, f"SELECT id FROM sessions FINAL WHERE collector_id = '{self.cid}'"
+                              " AND isNotNull(ended_ms)")
+
+    def wait_ended(self, n):
+        wait_for(lambda: len(self.ended()) >= n, f"{n} ended sessions in ClickHouse")
+
+
+# ------------------------------------------------------------ one server: the same outcomes as SQLite
+
+def sc_complete(c):
+    r1 = tc.report(epoch=3, rid=1)
+    tc.send_session(c, tc.templates_msg(), tc.data_msg(r1, tc.later(r1, 2)), tc.data_msg(tc.later(r1, 3, True)))
+    c.wait_ended(1)
+
+
+def sc_ipv6_two_domains(c):
+    r = tc.report(epoch=1, rid=1, src=bytes.fromhex("20010db8000000000000000000000001"),
+                  dst=bytes.fromhex("20010db8000000000000000000000002"))
+    tc.send_session(c, tc.templates_msg(tc.V6, 300, domain=1), tc.templates_msg(tc.V4, 256, domain=2),
+                    tc.data_msg(r, tid=300, fields=tc.V6, domain=1),
+                    tc.data_msg(tc.report(epoch=1, rid=1), domain=2))
+    c.wait_ended(1)
+
+
+def sc_gap_missing_initial(c):
+    r3 = tc.report(epoch=4, rid=3)
+    tc.send_session(c, tc.templates_msg(), tc.data_msg(r3), tc.data_msg(tc.later(r3, 6, final=True)))
+    c.wait_ended(1)
+
+
+def sc_unsigned64(c):
+    r1 = tc.report(epoch=2**64 - 2, rid=2**63 + 1, obs=2**63 + 7, requests=2**63 + 5)
+    tc.send_session(c, tc.templates_msg(), tc.data_msg(r1, tc.later(r1, 2**63 + 2, final=True)))
+    c.wait_ended(1)
+
+
+def sc_rules(c):
+    a1 = tc.report(epoch=1, rid=1)
+    b1 = tc.report(epoch=2, rid=1)
+    c1 = tc.report(epoch=3, rid=1)
+    e1 = tc.report(epoch=5, rid=1)
+    tc.send_session(c, tc.templates_msg(),
+                    tc.data_msg(a1, dict(tc.later(a1, 2), skipped=9), b1, dict(b1, report=2, requests=4), c1,
+                                dict(c1, end=c1["end"] + 1), tc.report(epoch=4, flags=tc.GEN_UNVERIFIED | tc.SERIAL),
+                                tc.later(e1, 2), e1, tc.report(epoch=6, flags=tc.GEN_UNVERIFIED | 0x0040),
+                                tc.report(epoch=7, window=0)),
+                    tc.data_msg(tc.report(epoch=3, rid=1)))
+    c.wait_ended(1)
+
+
+def sc_orphan_conflict_sessions(c):
+    e5 = tc.report(epoch=5, rid=1)
+    tc.send_session(c, tc.templates_msg(),
+                    tc.data_msg(e5, tc.report(epoch=3, rid=1), dict(tc.later(e5, 2), qp=0x000999)))
+    tc.send_session(c, tc.templates_msg(), tc.data_msg(tc.report(epoch=2, rid=1)))
+    c.wait_ended(2)
+
+
+def sc_undecodable(c):
+    bad = bytearray(tc.data_msg(tc.report(epoch=2, rid=1)))
+    tc.struct.pack_into(">H", bad, 18, len(bad) - 16 + 4)
+    tc.send_session(c, tc.templates_msg(), bytes(bad), tc.data_msg(tc.report(epoch=1)),
+                    tc.data_msg(tc.report(), tid=300))
+    r1 = tc.report(epoch=1, rid=1)
+    tc.send_session(c, tc.templates_msg(), tc.data_msg(r1), tc.data_msg(tc.later(r1, 2))[:70])
+    c.wait_ended(2)
+
+
+def sc_limits(c):
+    s1 = c.connect()
+    s1.sendall(tc.templates_msg() + tc.data_msg(tc.report(epoch=1), tc.report(epoch=2),
+                                                tc.later(tc.report(epoch=2), 2)))
+    time.sleep(0.5)  # the first session is admitted before the second connects (order, not speed)
+    try:
+        s2 = c.connect()
+        s2.sendall(tc.templates_msg())
+        s2.recv(1)
+        s2.close()
+    except (tc.ssl.SSLError, OSError):
+        pass
+    wait_for(lambda: "max_sessions" in c.log() or True, "refusal")
+    time.sleep(1.5)  # the refused connection is counted at the next tick
+    tc.close_tls(s1)
+    c.wait_ended(1)
+
+
+def sc_inactivity_raw_limit(c):
+    s = c.connect()
+    s.sendall(tc.templates_msg() + tc.data_msg(tc.report(epoch=1), tc.report(epoch=2, window=0),
+                                               tc.report(epoch=3, window=0)))
+    time.sleep(1.5)  # past the inactivity timeout (200 ms) and a tick
+    s.sendall(tc.data_msg(tc.later(tc.report(epoch=1), 2)))
+    tc.close_tls(s)
+    c.wait_ended(1)
+
+
+def sc_sigterm_open(c):
+    s = c.connect()
+    s.sendall(tc.templates_msg() + tc.data_msg(tc.report(epoch=1)))
+    time.sleep(1.5)  # the report is read and the epoch written before the stop
+    c.stop()
+    s.close()
+
+
+SCENARIOS = {
+    "complete": (sc_complete, ()),
+    "ipv6-two-domains": (sc_ipv6_two_domains, ()),
+    "gap-missing-initial": (sc_gap_missing_initial, ()),
+    "unsigned64": (sc_unsigned64, ()),
+    "rules": (sc_rules, ()),
+    "orphan-conflict-sessions": (sc_orphan_conflict_sessions, ()),
+    "undecodable": (sc_undecodable, ()),
+    "limits": (sc_limits, ("--max-epochs", "1", "--max-sessions", "1")),
+    "inactivity-raw-limit": (sc_inactivity_raw_limit, ("--inactivity-timeout-ms", "200", "--max-raw-records", "1")),
+    "sigterm-open": (sc_sigterm_open, ()),
+}
+
+# Columns compared as values; times (the collector's clock) only as present or NULL.
+EPOCH_TIMES = {"first_seen_ms", "last_seen_ms", "retired_ms"}
+SESSION_SKIP = {"peer", "started_ms", "ended_ms"}  # the exporter's port differs between the two runs
+
+
+def u64(v):
+    return v & U64 if isinstance(v, int) else v
+
+
+def sqlite_rows(db, sql):
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    try:
+        return [{k: u64(r[k]) for k in r.keys()} for r in con.execute(sql)]
+    finally:
+        con.close()
+
+
+def normal_epochs(rows):
+    return [{k: (v is not None if k in EPOCH_TIMES else v) for k, v in r.items()
+             if k not in ("collector_id", "version")} for r in rows]
+
+
+def normal_sessions(rows):
+    return [{k: v for k, v in r.items() if k not in SESSION_SKIP | {"collector_id", "version", "run_id"}}
+            for r in rows]
+
+
+def normal_raw(rows):
+    return [{k: (bytes(v).hex() if k in ("record", "template") and v is not None else v) for k, v in r.items()
+             if k not in ("collector_id", "received_ms")} for r in rows]
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pki")
+    subprocess.run([tc.GEN_CERTS, str(d)], check=True, capture_output=True)
+    return str(d)
+
+
+@pytest.fixture(scope="module")
+def ch1(tmp_path_factory):
+    with server(tmp_path_factory.mktemp("ch")) as ch:
+        store_init(ch)
+        yield ch
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_same_outcomes_as_sqlite(tmp_path, pki, ch1, name):
+    run, extra = SCENARIOS[name]
+    (tmp_path / "sq").mkdir()
+    (tmp_path / "ch").mkdir()
+    sq = tc.Collector(tmp_path / "sq", pki, *extra)
+    try:
+        run(sq)
+    finally:
+        sq.stop()
+    cid = f"scn-{name}-{os.getpid()}"
+    c = CHCollector(tmp_path / "ch", pki, ch1, cid, *extra)
+    try:
+        run(c)
+    finally:
+        assert c.stop() == 0
+    q = f"collector_id = '{cid}'"
+    # epochs: every column but the collector's clock, IDs included
+    want = normal_epochs(sqlite_rows(sq.db, "SELECT * FROM epochs ORDER BY id"))
+    got = normal_epochs(jrows(ch1, f"SELECT * FROM epochs FINAL WHERE {q} ORDER BY id"))
+    assert got == want and want
+    want = normal_sessions(sqlite_rows(sq.db, "SELECT * FROM sessions ORDER BY id"))
+    got = normal_sessions(jrows(ch1, f"SELECT * FROM sessions FINAL WHERE {q} ORDER BY id"))
+    assert got == want
+    want = normal_raw(sqlite_rows(sq.db, "SELECT * FROM raw_records ORDER BY id"))
+    got = jrows(ch1, f"SELECT id, session_id, domain, template_id, epoch_id, report_id, flags, verdict, reason,"
+                     f" lower(hex(record)) AS record, if(isNull(template), NULL,"
+                     f" lower(hex(assumeNotNull(template)))) AS template FROM raw_records WHERE {q} ORDER BY id")
+    assert got == want
+    want = sqlite_rows(sq.db, "SELECT session_id, kind, count FROM drops ORDER BY session_id, kind")
+    got = jrows(ch1, f"SELECT session_id, kind, sum(count) AS count FROM drops WHERE {q}"
+                     " GROUP BY session_id, kind ORDER BY session_id, kind")
+    assert got == want
+    want = sqlite_rows(sq.db, "SELECT source, outcome, count FROM connections ORDER BY source, outcome")
+    got = jrows(ch1, f"SELECT source, outcome, sum(count) AS count FROM connections WHERE {q}"
+                     " GROUP BY source, outcome ORDER BY source, outcome")
+    assert got == want
+    want = sqlite_rows(sq.db, "SELECT name, value FROM run_limits ORDER BY rowid")
+    got = jrows(ch1, f"SELECT name, value FROM run_limits WHERE {q} ORDER BY seq")
+    assert got == want
+    (run_row,) = jrows(ch1, f"SELECT * FROM runs FINAL WHERE {q}")
+    assert run_row["stopped_ms"] is not None and run_row["id"] == 1
