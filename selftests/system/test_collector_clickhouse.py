@@ -279,3 +279,165 @@ def test_same_outcomes_as_sqlite(tmp_path, pki, ch1, name):
     assert got == want
     (run_row,) = jrows(ch1, f"SELECT * FROM runs FINAL WHERE {q}")
     assert run_row["stopped_ms"] is not None and run_row["id"] == 1
+
+
+# ------------------------------------------------------------ load: IPFIX files replayed by exporters
+
+def metrics(c):
+    """The collector's /metrics as {series: value} (collect --metrics 127.0.0.1:0: the port is in its log)."""
+    pat = r"metrics: serving /metrics on \S+ \(port (\d+)\)"
+    c.wait_for(lambda: re.search(pat, c.log()), "metrics server")
+    port = re.findall(pat, c.log())[-1]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        body = r.read().decode()
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+) (\d+)$", body, re.M)}
+
+
+def retired(m):
+    return sum(m.get(f'rocemeter_collector_epochs_total{{outcome="{o}"}}', 0)
+               for o in ("complete", "incomplete", "invalid"))
+
+
+def ipfix_file(path, first_epoch, n_epochs, reports, per_msg=100):
+    """An exporter's IPFIX file: Templates, then n_epochs epochs of `reports` reports each, the last
+    final ([SEQOBS] verification example 1 counters), per_msg records per Message."""
+    recs = []
+    for k in range(reports):
+        for e in range(first_epoch, first_epoch + n_epochs):
+            r = tc.report(epoch=e, rid=1)
+            recs.append(tc.later(r, k + 1, final=k == reports - 1) if k else
+                        (tc.later(r, 1, final=True) if reports == 1 else r))
+    with open(path, "wb") as f:
+        f.write(tc.templates_msg())
+        for i in range(0, len(recs), per_msg):
+            f.write(tc.data_msg(*recs[i:i + per_msg], seq=i))
+    return path
+
+
+def replay_file(c, path):
+    """Send an IPFIX file over one TLS 1.3 session (an exporter replaying it) and close."""
+    with open(path, "rb") as f:
+        data = f.read()
+    s = c.connect()
+    s.sendall(data)
+    tc.close_tls(s)
+
+
+def test_two_shards_two_collectors(tmp_path, pki):
+    """Distributed tables over two shards, a collector writing through each server, three exporters
+    per collector: the rows read over the Distributed tables (from either server) are the union of
+    what each collector accepted, nothing lost or duplicated."""
+    n_exp, n_epochs, reports = 3, 300, 3
+    with cluster(tmp_path / "cl") as (a, b):
+        for s in (a, b):
+            store_init(s, "--cluster", a.cluster)
+        cols = []
+        for i, s in enumerate((a, b)):
+            d = tmp_path / f"c{i}"
+            d.mkdir()
+            cols.append(CHCollector(d, pki, s, f"fleet-{i}-{os.getpid()}", "--metrics", "127.0.0.1:0"))
+        files = [ipfix_file(tmp_path / f"e{i}-{j}.ipfix", 1 + j * n_epochs, n_epochs, reports)
+                 for i in range(2) for j in range(n_exp)]
+        threads = [threading.Thread(target=replay_file, args=(cols[i // n_exp], f)) for i, f in enumerate(files)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for c in cols:
+            wait_for(lambda: metrics(c).get('rocemeter_collector_sessions_total{outcome="accepted"}') == n_exp and
+                     metrics(c)["rocemeter_collector_sessions_open"] == 0, "sessions ended")
+        accepted = [metrics(c) for c in cols]
+        for c in cols:
+            assert c.stop() == 0
+        for i, (c, m) in enumerate(zip(cols, accepted)):
+            # first principles: every exporter's epochs complete with all their reports
+            assert m['rocemeter_collector_records_total{outcome="accepted"}'] == n_exp * n_epochs * reports
+            assert m['rocemeter_collector_epochs_total{outcome="complete"}'] == n_exp * n_epochs
+            assert m['rocemeter_collector_resource_drops_total{limit="store"}'] == 0
+        want = {c.cid: (retired(m), m['rocemeter_collector_records_total{outcome="accepted"}'])
+                for c, m in zip(cols, accepted)}
+        for reader in (a, b):  # the Distributed tables answer the same from either server
+            sql = ("SELECT collector_id, count() AS epochs, sum(reports_accepted) AS records,"
+                   " countIf(outcome = 'complete') AS complete FROM epochs FINAL GROUP BY collector_id"
+                   " ORDER BY collector_id")
+            got = wait_for(lambda: (lambda r: r if {x["collector_id"]: (x["epochs"], x["records"])
+                                                    for x in r} == want else None)(jrows(reader, sql)),
+                           "every epoch over the Distributed table")
+            assert all(x["complete"] == x["epochs"] for x in got)
+            # nothing duplicated: one row per (collector, epoch ID) and session, whatever the versions
+            (d,) = jrows(reader, "SELECT count() AS n, uniqExact(collector_id, session_id, domain, epoch_id) AS u"
+                                 " FROM epochs FINAL")
+            assert d["n"] == d["u"] == sum(e for e, _ in want.values())
+            sessions = ("SELECT count() AS n, sum(accepted) AS acc FROM sessions FINAL WHERE isNotNull(ended_ms)")
+            wait_for(lambda: jrows(reader, sessions)[0]["n"] >= 2 * n_exp, "every session over the Distributed table")
+            (s,) = jrows(reader, sessions)
+            assert s["n"] == 2 * n_exp and s["acc"] == sum(r for _, r in want.values())
+        # each collector's rows live on one shard (sharding by collector ID)
+        per_shard = [{x["collector_id"] for x in jrows(s, "SELECT DISTINCT collector_id FROM epochs_local")}
+                     for s in (a, b)]
+        assert not (per_shard[0] & per_shard[1]) and per_shard[0] | per_shard[1] == set(want)
+
+
+def load(c, stop, first_epoch, n_epochs=200):
+    """Sessions of n_epochs one-report final epochs each, one after the other, until stop is set."""
+    e = first_epoch
+    while not stop.is_set():
+        recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(e, e + n_epochs)]
+        tc.send_session(c, tc.templates_msg(), tc.data_msg(*recs[:100]), tc.data_msg(*recs[100:], seq=100))
+        e += n_epochs
+
+
+def test_outage_under_load(tmp_path, pki):
+    """ClickHouse stopped for a while and started again while exporters send: the loop goes on,
+    the buffer (--store-buffer-bytes) fills, what it cannot take is counted as "store" drops; once
+    ClickHouse is back every retired epoch is either in ClickHouse with its outcome or a drop."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"outage-{os.getpid()}"
+        c = CHCollector(tmp_path, pki, ch, cid, "--metrics", "127.0.0.1:0", "--store-buffer-bytes", "262144")
+        stop = threading.Event()
+        t = threading.Thread(target=load, args=(c, stop, 1))
+        t.start()
+        try:
+            wait_for(lambda: jrows(ch, f"SELECT count() AS n FROM epochs WHERE collector_id = '{cid}'")[0]["n"],
+                     "rows in ClickHouse")
+            ch.stop()
+            wait_for(lambda: metrics(c)["rocemeter_collector_store_unavailable"] == 1, "the store unavailable")
+            wait_for(lambda: metrics(c)['rocemeter_collector_resource_drops_total{limit="store"}'] > 0,
+                     "store drops while ClickHouse is down")
+            ch.start()
+            wait_for(lambda: metrics(c)["rocemeter_collector_store_unavailable"] == 0, "the store back")
+        finally:
+            stop.set()
+            t.join()
+        wait_for(lambda: metrics(c)["rocemeter_collector_sessions_open"] == 0, "sessions ended")
+        m = metrics(c)
+        assert c.stop() == 0
+        log = c.log()
+        assert "ClickHouse store unavailable" in log and "ClickHouse store available again" in log
+        assert "collector resource drop of kind store" in log
+        dropped = m['rocemeter_collector_resource_drops_total{limit="store"}']
+        q = f"collector_id = '{cid}'"
+        # the sum check: every retired epoch is stored with its outcome or counted
+        (r,) = jrows(ch, f"SELECT count() AS n FROM epochs FINAL WHERE {q} AND isNotNull(retired_ms)")
+        assert r["n"] + dropped == retired(m) and dropped > 0 and r["n"] > 0
+        # the drops reached ClickHouse too, per session, once it was back
+        (d,) = jrows(ch, f"SELECT sum(count) AS n FROM drops WHERE {q} AND kind = 'store'")
+        assert d["n"] == dropped
+
+
+def test_sigterm_while_clickhouse_down(tmp_path, pki):
+    """In memory, not spooled: SIGTERM waits a bounded time for ClickHouse, then logs and counts
+    what it could not send (docs/fleet.md "Writing")."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"down-{os.getpid()}"
+        c = CHCollector(tmp_path, pki, ch, cid)
+        ch.stop()
+        recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(1, 51)]
+        tc.send_session(c, tc.templates_msg(), tc.data_msg(*recs))
+        c.wait_for(lambda: "ClickHouse store unavailable" in c.log(), "the store unavailable")
+        assert c.stop() == 0
+        m = re.search(r"not sent within \d+ ms at close \(collector resource drops of kind store\): "
+                      r"(\d+) epoch outcomes", c.log())
+        assert m and int(m.group(1)) == 50, c.log()
