@@ -6,34 +6,39 @@
 -- current releases. `rocemeter collect --store-init --store clickhouse:URL`
 -- runs these statements in the URL's database; by hand:
 --   clickhouse-client --database DB --multiquery < single.sql
--- Rows that change (a run's stop, a session's end, an epoch's latest state)
--- are written again with a larger version: ReplacingMergeTree keeps the
--- latest; readers use FINAL or argMax(column, version).
+-- Columns: collector_id, then those of the SQLite table in its order, then
+-- version where rows change (a run's stop, a session's end, an epoch's
+-- latest state): such a row is written again with a larger version and
+-- ReplacingMergeTree keeps the latest; readers use FINAL or argMax(column,
+-- version). drops and connections take delta rows (counts added since the
+-- last write), summed by readers.
 -- TTL (ClickHouse 19.6 and later): append to a table, e.g. for 90 days,
 --   ALTER TABLE epochs MODIFY TTL toDateTime(intDiv(first_seen_ms, 1000)) + INTERVAL 90 DAY;
 
 CREATE TABLE IF NOT EXISTS runs (
-    collector_id String, id UInt64, version UInt64,
+    collector_id String, id UInt64,
     started_ms UInt64, stopped_ms Nullable(UInt64), listen Nullable(String), transport Nullable(String),
-    max_sessions UInt64, max_epochs UInt64, max_raw_records UInt64, inactivity_timeout_ms UInt64, pen UInt64
+    max_sessions UInt64, max_epochs UInt64, max_raw_records UInt64, inactivity_timeout_ms UInt64, pen UInt64,
+    version UInt64
 ) ENGINE = ReplacingMergeTree(version)
 PARTITION BY toYYYYMMDD(toDateTime(intDiv(started_ms, 1000)))
 ORDER BY (collector_id, id);
 
 CREATE TABLE IF NOT EXISTS sessions (
-    collector_id String, id UInt64, version UInt64, run_id UInt64,
+    collector_id String, id UInt64, run_id UInt64,
     peer Nullable(String), peer_subject Nullable(String), transport Nullable(String),
     started_ms UInt64, ended_ms Nullable(UInt64), end_reason Nullable(String),
     messages UInt64, records UInt64, octets UInt64, rejected UInt64,
     accepted UInt64, repeats UInt64, stale UInt64, orphans UInt64, unsupported UInt64, invalid UInt64,
     after_invalid UInt64, key_conflicts UInt64, resource_drops UInt64, unbound UInt64,
-    seq_gaps UInt64, seq_missing UInt64, export_time_backwards UInt64
+    seq_gaps UInt64, seq_missing UInt64, export_time_backwards UInt64,
+    version UInt64
 ) ENGINE = ReplacingMergeTree(version)
 PARTITION BY toYYYYMMDD(toDateTime(intDiv(started_ms, 1000)))
 ORDER BY (collector_id, id);
 
 CREATE TABLE IF NOT EXISTS epochs (
-    collector_id String, id UInt64, version UInt64,
+    collector_id String, id UInt64,
     session_id UInt64, domain UInt64, observation_point_id UInt64, family UInt8,
     src String, dst String, dest_qp UInt64, pkey UInt64, has_vlan_ns UInt8, vlan_outer UInt64, vlan_inner UInt64,
     epoch_id UInt64, window Nullable(UInt64), flags Nullable(UInt64), flags_seen UInt64,
@@ -45,7 +50,8 @@ CREATE TABLE IF NOT EXISTS epochs (
     abandoned Nullable(UInt64), pending Nullable(UInt64), repeated Nullable(UInt64),
     unclassified_late Nullable(UInt64),
     state String, outcome String, reason Nullable(String),
-    first_seen_ms UInt64, last_seen_ms UInt64, retired_ms Nullable(UInt64)
+    first_seen_ms UInt64, last_seen_ms UInt64, retired_ms Nullable(UInt64),
+    version UInt64
 ) ENGINE = ReplacingMergeTree(version)
 PARTITION BY toYYYYMMDD(toDateTime(intDiv(first_seen_ms, 1000)))
 ORDER BY (collector_id, id);
