@@ -24,5 +24,7 @@ CHECK_SCRIPTS  += selftests/system/test_collector_store.py
 # two shards and two collectors, an outage under load.
 CHECK_SCRIPTS  += selftests/system/test_collector_clickhouse.py
 BENCH_PROGS    += $(BUILD)/selftests/bench/bench_collect
+# records/s stored into ClickHouse by one and two collectors, next to SQLite (docs/benchmarks.md).
+BENCH_PROGS    += selftests/bench/bench_collect_clickhouse.py
 # The fleet store's schema on clickhouse-server processes (tests/lib/clickhouse.py).
 CHECK_SCRIPTS  += selftests/system/test_clickhouse_schema.py
