@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "chstore.h"
 #include "clickhouse.h"
 #include "collector.h"
 #include "common/command.h"
@@ -57,6 +58,11 @@ static void collect_usage(FILE *f)
 		"      --cluster NAME         with --store-init, clickhouse: local tables and\n"
 		"                             Distributed tables over the cluster NAME of the\n"
 		"                             server's remote_servers; run on every server\n"
+		"      --collector-id ID      clickhouse: the collector_id of every row written\n"
+		"                             (letters, digits, . - _ :, at most 64; default\n"
+		"                             the host name)\n"
+		"      --store-buffer-bytes N clickhouse: rows waiting to be inserted, at most\n"
+		"                             N octets; beyond, store drops (default %llu)\n"
 		"  -c, --config FILE          configuration file (INI), section [collect]\n"
 		"      --cert FILE            own certificate chain, PEM\n"
 		"      --key FILE             own private key, PEM\n"
@@ -97,7 +103,8 @@ static void collect_usage(FILE *f)
 		"they are counted per source and minute. Limits are logged at startup and\n"
 		"shown by 'rocemeter report --limits'. Refusals because of a limit are stored\n"
 		"as collector resource drops.\n",
-		RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_MAX_SESSIONS_DEFAULT,
+		RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS,
+		(unsigned long long)RM_STORE_BUFFER_BYTES_DEFAULT, RM_MAX_SESSIONS_DEFAULT,
 		RM_MAX_EPOCHS_DEFAULT, RM_MAX_RAW_RECORDS_DEFAULT, RM_INACTIVITY_TIMEOUT_MS_DEFAULT,
 		RM_IPFIX_DEFAULT_PEN, RM_MAX_HANDSHAKES_DEFAULT, RM_MAX_HANDSHAKES_PER_SOURCE_DEFAULT,
 		RM_HANDSHAKE_TIMEOUT_MS_DEFAULT, RM_SESSION_TIMEOUT_MS_DEFAULT, RM_MESSAGE_TIMEOUT_MS_DEFAULT,
@@ -144,7 +151,7 @@ static int cmd_collect(int argc, char **argv)
 {
 	enum { O_CERT = 256, O_KEY, O_CA, O_PEER, O_PLAIN, O_MAXS, O_MAXE, O_MAXR, O_INACT, O_PEN, O_MAXH, O_MAXHS,
 	       O_HST, O_SESST, O_MSGT, O_DEADT, O_RAWB, O_RAWBS, O_MEM,
-	       O_METRICS, O_LOG, O_STORE_CRED, O_STORE_CA, O_STORE_INIT, O_CLUSTER };
+	       O_METRICS, O_LOG, O_STORE_CRED, O_STORE_CA, O_STORE_INIT, O_CLUSTER, O_COLLECTOR_ID, O_STORE_BUF };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' }, { "db", required_argument, NULL, 'd' },
 		{ "config", required_argument, NULL, 'c' }, { "cert", required_argument, NULL, O_CERT },
@@ -169,6 +176,8 @@ static int cmd_collect(int argc, char **argv)
 		{ "store-ca", required_argument, NULL, O_STORE_CA },
 		{ "store-init", no_argument, NULL, O_STORE_INIT },
 		{ "cluster", required_argument, NULL, O_CLUSTER },
+		{ "collector-id", required_argument, NULL, O_COLLECTOR_ID },
+		{ "store-buffer-bytes", required_argument, NULL, O_STORE_BUF },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	struct rm_collect_settings *cs = &cfg_file.collect;
@@ -229,6 +238,13 @@ static int cmd_collect(int argc, char **argv)
 		case O_STORE_CA: snprintf(cs->store_ca, sizeof(cs->store_ca), "%s", optarg); break;
 		case O_STORE_INIT: store_init = 1; break;
 		case O_CLUSTER: cluster = optarg; break;
+		case O_COLLECTOR_ID:
+			if (rm_chstore_check_id(optarg, err, sizeof(err)) < 0) {
+				rm_log_cmd(RM_LOG_ERR, "--%s", err);
+				return RM_EXIT_USAGE;
+			}
+			snprintf(cs->collector_id, sizeof(cs->collector_id), "%s", optarg);
+			break;
 		case 'c': break;
 		case O_CERT: snprintf(cs->tls.cert, sizeof(cs->tls.cert), "%s", optarg); break;
 		case O_KEY: snprintf(cs->tls.key, sizeof(cs->tls.key), "%s", optarg); break;
@@ -294,6 +310,8 @@ static int cmd_collect(int argc, char **argv)
 		NUM_OPT(O_RAWBS, "--max-raw-bytes-per-session", 0, RM_MAX_RAW_BYTES_MAX, cs->max_raw_bytes_per_session)
 		NUM_OPT(O_MEM, "--max-memory-bytes", RM_MAX_MEMORY_BYTES_MIN, RM_MAX_MEMORY_BYTES_MAX,
 			cs->max_memory_bytes)
+		NUM_OPT(O_STORE_BUF, "--store-buffer-bytes", RM_STORE_BUFFER_BYTES_MIN, RM_STORE_BUFFER_BYTES_MAX,
+			cs->store_buffer_bytes)
 #undef NUM_OPT
 		case O_LOG:
 			if (rm_log_level_from_name(optarg, &level)) {
@@ -324,8 +342,8 @@ static int cmd_collect(int argc, char **argv)
 		return store_init_run(&spec, cluster);
 	if (spec.kind == RM_STORE_SQLITE) {
 		snprintf(cs->db, sizeof(cs->db), "%s", spec.path);
-	} else {
-		rm_log_cmd(RM_LOG_ERR, "--store clickhouse: the collector does not write to ClickHouse yet");
+	} else if (cs->collector_id[0] && rm_chstore_check_id(cs->collector_id, err, sizeof(err)) < 0) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err); /* from the configuration file */
 		return RM_EXIT_USAGE;
 	}
 	if (!cs->tls.plain_tcp && (!cs->tls.cert[0] || !cs->tls.key[0] || !cs->tls.ca[0] || !cs->tls.n_peer_names)) {
@@ -361,7 +379,7 @@ static int cmd_collect(int argc, char **argv)
 	stop_flag = 0;
 	/* What arrived while starting is acted on now: a stop stops, the others are dropped. */
 	sigprocmask(SIG_UNBLOCK, &sigs, NULL);
-	return rm_collector_run(cs, (uint32_t)pen, &stop_flag) ? RM_EXIT_FAIL : RM_EXIT_OK;
+	return rm_collector_run(cs, &spec, (uint32_t)pen, &stop_flag) ? RM_EXIT_FAIL : RM_EXIT_OK;
 
 bad_value:
 	rm_log_cmd(RM_LOG_ERR, "%s", err);
