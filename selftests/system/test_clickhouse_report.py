@@ -16,6 +16,7 @@ line is SQLite's line of that collector, naming it.
 """
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import time
@@ -44,11 +45,8 @@ def pki(tmp_path_factory):
     return str(d)
 
 
-@pytest.fixture(scope="module")
-def sqlite_store(tmp_path_factory, pki):
-    """A SQLite store filled by a real collector run; its path."""
-    tmp = tmp_path_factory.mktemp("collector")
-    c = Collector(tmp, pki, "--max-epochs", "6")
+def drive(c):
+    """The scenario: sessions to the collector c, which is stopped at the end (SIGTERM)."""
     try:
         # complete (three reports), incomplete with a gap and missing initial reports
         r1 = report(epoch=3, rid=1)
@@ -69,6 +67,7 @@ def sqlite_store(tmp_path_factory, pki):
                                                   report(epoch=5, rid=1), dict(report(epoch=5, rid=1), end=1)))
         # more epochs than --max-epochs: a collector resource drop
         send_session(c, templates_msg(), data_msg(*[report(epoch=e, rid=1) for e in range(1, 9)]))
+        c.wait_ended(6)
         # a peer with a certificate the collector does not authorise: a refused connection
         try:
             s = c.connect("wrongname")
@@ -77,14 +76,50 @@ def sqlite_store(tmp_path_factory, pki):
             close_tls(s)
         except OSError:
             pass
-        c.wait_for(lambda: c.query("SELECT * FROM connections"), "the refused connection counted")
-        c.wait_ended(6)
+        c.wait_for(c.has_refused, "the refused connection counted")
         # left open, retired at SIGTERM as incomplete ("collector shutdown")
         s = c.connect()
         s.sendall(templates_msg() + data_msg(report(epoch=7, rid=1, qp=0x789)))
-        c.wait_for(lambda: c.query("SELECT * FROM epochs WHERE epoch_id = 7 AND dest_qp = 1929"), "open epoch")
+        c.wait_for(lambda: c.has_epoch_qp(0x789), "the open epoch stored")
     finally:
         assert c.stop() == 0
+
+
+class SQLiteCollector(Collector):
+    def has_refused(self):
+        return self.query("SELECT * FROM connections")
+
+    def has_epoch_qp(self, qp):
+        return self.query("SELECT id FROM epochs WHERE dest_qp = ?", qp)
+
+
+class ClickHouseCollector(Collector):
+    """The harness of test_collector.py writing to ClickHouse (its --db is replaced by --store)."""
+
+    def __init__(self, tmp, pki, ch, cid, *extra):
+        self.ch, self.cid = ch, cid
+        super().__init__(tmp, pki, "--store", ch.url, "--store-credentials", ch.credentials, "--collector-id", cid,
+                         *extra)
+
+    def count(self, sql):
+        return int(self.ch.rows(sql)[0][0])
+
+    def wait_ended(self, n):
+        self.wait_for(lambda: self.count("SELECT count() FROM sessions FINAL WHERE ended_ms IS NOT NULL") >= n,
+                      f"{n} ended sessions in ClickHouse")
+
+    def has_refused(self):
+        return self.count("SELECT count() FROM connections")
+
+    def has_epoch_qp(self, qp):
+        return self.count(f"SELECT count() FROM epochs WHERE dest_qp = {qp}")
+
+
+@pytest.fixture(scope="module")
+def sqlite_store(tmp_path_factory, pki):
+    """A SQLite store filled by a real collector run; its path."""
+    c = SQLiteCollector(tmp_path_factory.mktemp("collector"), pki, "--max-epochs", "6")
+    drive(c)
     return c.db
 
 
@@ -308,3 +343,46 @@ def test_fleet_md_queries(sqlite_store, tmp_path):
         assert {o for o, _, _ in by_reason} == {"incomplete", "invalid"}
         assert sum(int(r[2]) for r in results[3]) == drops
         assert results[1] and results[4] and results[5]
+
+
+COLLECTOR_CLOCK = ("first_seen_ms", "last_seen_ms", "retired_ms")  # when this collector saw it: differs per run
+
+
+def comparable(args, out):
+    """report's output without what depends on the run rather than on the data: the collector's
+    clock (JSON keys and CSV columns above; --limits: the start time) and its listen address."""
+    text = out.decode()
+    fmt = "json" if "-j" in args or "json" in args else "csv" if "csv" in args else "text"
+    if "--limits" in args:
+        if fmt == "json":
+            return [{k: v for k, v in json.loads(x).items() if k not in ("started_ms", "listen")}
+                    for x in text.splitlines()]
+        return [re.sub(r" on \S+, (PEN \d+), started \S+\)", r", \1)", x) for x in text.splitlines()]
+    if fmt == "json":
+        return [{k: v for k, v in json.loads(x).items() if k not in COLLECTOR_CLOCK} for x in text.splitlines()]
+    if fmt == "csv":
+        rows = [x.split(",") for x in text.splitlines()]
+        keep = [i for i, name in enumerate(rows[0]) if name not in COLLECTOR_CLOCK] if rows else []
+        return [[r[i] for i in keep] for r in rows]
+    return text.splitlines()
+
+
+def test_report_through_the_collector(pki, tmp_path):
+    """The same sessions to a collector writing SQLite and to one writing ClickHouse: the same report."""
+    os.makedirs(tmp_path / "sqlite")
+    sq = SQLiteCollector(tmp_path / "sqlite", pki, "--max-epochs", "6")
+    drive(sq)
+    with server(tmp_path / "ch") as ch:
+        r = subprocess.run([BIN, "collect", "--store-init", "--store", ch.url, "--store-credentials",
+                            ch.credentials], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        os.makedirs(tmp_path / "chc")
+        c = ClickHouseCollector(tmp_path / "chc", pki, ch, "fleet-a", "--max-epochs", "6")
+        drive(c)
+        for args in CASES:
+            if "1d" in args:
+                continue  # relative to now: the two runs' collector clocks differ
+            want = sqlite_report(sq.db, *args)
+            got = ch_report(ch, *args)
+            assert want[0] == got[0] == 0, (args, want[2], got[2])
+            assert comparable(args, got[1]) == comparable(args, want[1]), args
