@@ -96,7 +96,9 @@ install: all
 	install -m 0644 $(wildcard docs/man/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -D -m 0644 completion/rocemeter $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rocemeter
 	install -d $(DESTDIR)$(PREFIX)/share/doc/rocemeter
-	install -m 0644 README.md $(filter-out docs/rocemeter.8 docs/man,$(wildcard docs/*)) $(DESTDIR)$(PREFIX)/share/doc/rocemeter/
+	install -m 0644 README.md $(filter-out docs/rocemeter.8 docs/man docs/clickhouse,$(wildcard docs/*)) $(DESTDIR)$(PREFIX)/share/doc/rocemeter/
+	install -d $(DESTDIR)$(PREFIX)/share/doc/rocemeter/clickhouse
+	install -m 0644 $(wildcard docs/clickhouse/*.sql) $(DESTDIR)$(PREFIX)/share/doc/rocemeter/clickhouse/
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

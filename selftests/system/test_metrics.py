@@ -255,8 +255,9 @@ def test_prometheus_scrapes_meter_and_collector(tmp_path, pki, link):
             "rocemeter_collector_resource_drops_total": {
                 frozenset({"limit": k}.items()): limits["drops"].get(k, 0)
                 for k in ("session-limit", "epoch-admission", "raw-record-limit", "raw-byte-limit", "memory-budget",
-                          "database")},
+                          "database", "store")},
             "rocemeter_collector_database_unavailable": {frozenset(): 0},
+            "rocemeter_collector_store_unavailable": {frozenset(): 0},
             "rocemeter_collector_refused_connections_total": {
                 frozenset({"outcome": k}.items()): limits["refused_connections"].get(k, 0)
                 for k in ("handshake-failed", "handshake-timeout", "handshake-evicted", "not-authorised",

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "chstore.h"
+#include "clickhouse.h"
 #include "collector.h"
 #include "common/command.h"
 #include "common/signals.h"
@@ -19,6 +21,8 @@
 #include "common/opts.h"
 #include "common/tls.h"
 #include "rocemeter/ipfix_ie.h"
+#include "store.h"
+#include "store_spec.h"
 
 static volatile sig_atomic_t stop_flag;
 
@@ -30,7 +34,8 @@ static void on_signal(int sig)
 static void collect_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: rocemeter collect --db FILE [--listen ADDR:PORT] [OPTIONS]\n"
+		"Usage: rocemeter collect --store STORE [--listen ADDR:PORT] [OPTIONS]\n"
+		"       rocemeter collect --store-init --store STORE [--cluster NAME]\n"
 		"\n"
 		"Receive IPFIX reports of RoCEv2 sequence observations from one or\n"
 		"more exporters, validate them and store epoch outcomes in SQLite. Every TCP\n"
@@ -41,7 +46,23 @@ static void collect_usage(FILE *f)
 		"Options (they override the [collect] section of --config):\n"
 		"  -l, --listen ADDR:PORT     address to listen on, e.g. 127.0.0.1:%d,\n"
 		"                             [::1]:%d, :%d (default [::]:%d)\n"
-		"  -d, --db FILE              SQLite database (created when missing)\n"
+		"  -s, --store STORE          where epochs are stored: sqlite:FILE (SQLite,\n"
+		"                             created when missing) or\n"
+		"                             clickhouse:http[s]://HOST:PORT[/?database=DB]\n"
+		"                             (ClickHouse's HTTP interface; docs/fleet.md)\n"
+		"  -d, --db FILE              the same as --store sqlite:FILE\n"
+		"      --store-credentials FILE  ClickHouse user and password: lines user=NAME\n"
+		"                             and password=SECRET (never on the command line)\n"
+		"      --store-ca FILE        CA certificates (PEM) for clickhouse:https://\n"
+		"      --store-init           create the store's tables (idempotent) and exit\n"
+		"      --cluster NAME         with --store-init, clickhouse: local tables and\n"
+		"                             Distributed tables over the cluster NAME of the\n"
+		"                             server's remote_servers; run on every server\n"
+		"      --collector-id ID      clickhouse: the collector_id of every row written\n"
+		"                             (letters, digits, . - _ :, at most 64; default\n"
+		"                             the host name)\n"
+		"      --store-buffer-bytes N clickhouse: rows waiting to be inserted, at most\n"
+		"                             N octets; beyond, store drops (default %llu)\n"
 		"  -c, --config FILE          configuration file (INI), section [collect]\n"
 		"      --cert FILE            own certificate chain, PEM\n"
 		"      --key FILE             own private key, PEM\n"
@@ -82,7 +103,8 @@ static void collect_usage(FILE *f)
 		"they are counted per source and minute. Limits are logged at startup and\n"
 		"shown by 'rocemeter report --limits'. Refusals because of a limit are stored\n"
 		"as collector resource drops.\n",
-		RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_MAX_SESSIONS_DEFAULT,
+		RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS,
+		(unsigned long long)RM_STORE_BUFFER_BYTES_DEFAULT, RM_MAX_SESSIONS_DEFAULT,
 		RM_MAX_EPOCHS_DEFAULT, RM_MAX_RAW_RECORDS_DEFAULT, RM_INACTIVITY_TIMEOUT_MS_DEFAULT,
 		RM_IPFIX_DEFAULT_PEN, RM_MAX_HANDSHAKES_DEFAULT, RM_MAX_HANDSHAKES_PER_SOURCE_DEFAULT,
 		RM_HANDSHAKE_TIMEOUT_MS_DEFAULT, RM_SESSION_TIMEOUT_MS_DEFAULT, RM_MESSAGE_TIMEOUT_MS_DEFAULT,
@@ -92,11 +114,44 @@ static void collect_usage(FILE *f)
 
 static struct rm_config_file cfg_file; /* large: static */
 
+/* --store-init: the store's tables (docs/fleet.md "Schema"), then exit. */
+static int store_init_run(const struct rm_store_spec *spec, const char *cluster)
+{
+	char err[768];
+	int rc;
+
+	if (spec->kind == RM_STORE_SQLITE) {
+		struct rm_store *st = rm_store_open(spec->path, 0, err, sizeof(err));
+
+		if (!st) {
+			rm_log_cmd(RM_LOG_ERR, "%s", err);
+			return RM_EXIT_FAIL;
+		}
+		rm_store_close(st);
+		return RM_EXIT_OK;
+	}
+	struct rm_ch *ch = rm_ch_open(&spec->ch, err, sizeof(err));
+
+	if (!ch) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		return RM_EXIT_FAIL;
+	}
+	rc = rm_ch_create_schema(ch, cluster, err, sizeof(err));
+	rm_ch_close(ch);
+	if (rc) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		return RM_EXIT_FAIL;
+	}
+	rm_log_cmd(RM_LOG_NOTICE, "schema ready in %s database %s%s%s", spec->ch.base, spec->ch.database,
+		   cluster ? ", Distributed tables over cluster " : "", cluster ? cluster : "");
+	return RM_EXIT_OK;
+}
+
 static int cmd_collect(int argc, char **argv)
 {
 	enum { O_CERT = 256, O_KEY, O_CA, O_PEER, O_PLAIN, O_MAXS, O_MAXE, O_MAXR, O_INACT, O_PEN, O_MAXH, O_MAXHS,
 	       O_HST, O_SESST, O_MSGT, O_DEADT, O_RAWB, O_RAWBS, O_MEM,
-	       O_METRICS, O_LOG };
+	       O_METRICS, O_LOG, O_STORE_CRED, O_STORE_CA, O_STORE_INIT, O_CLUSTER, O_COLLECTOR_ID, O_STORE_BUF };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' }, { "db", required_argument, NULL, 'd' },
 		{ "config", required_argument, NULL, 'c' }, { "cert", required_argument, NULL, O_CERT },
@@ -116,10 +171,19 @@ static int cmd_collect(int argc, char **argv)
 		{ "max-memory-bytes", required_argument, NULL, O_MEM },
 		{ "metrics", required_argument, NULL, O_METRICS },
 		{ "log-level", required_argument, NULL, O_LOG },
+		{ "store", required_argument, NULL, 's' },
+		{ "store-credentials", required_argument, NULL, O_STORE_CRED },
+		{ "store-ca", required_argument, NULL, O_STORE_CA },
+		{ "store-init", no_argument, NULL, O_STORE_INIT },
+		{ "cluster", required_argument, NULL, O_CLUSTER },
+		{ "collector-id", required_argument, NULL, O_COLLECTOR_ID },
+		{ "store-buffer-bytes", required_argument, NULL, O_STORE_BUF },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	struct rm_collect_settings *cs = &cfg_file.collect;
-	const char *config = NULL;
+	const char *config = NULL, *cluster = NULL;
+	static struct rm_store_spec spec; /* large: static */
+	int store_init = 0;
 	char err[512];
 	uint64_t v, pen = RM_IPFIX_DEFAULT_PEN;
 	int o, n_peer_cli = 0;
@@ -134,7 +198,7 @@ static int cmd_collect(int argc, char **argv)
 	/* First pass: --config and --help, so that command-line options override the file. */
 	optind = 1;
 	opterr = 0;
-	while ((o = getopt_long(argc, argv, "l:d:c:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "l:d:s:c:h", opts, NULL)) != -1) {
 		if (o == 'c')
 			config = optarg;
 		else if (o == 'h') {
@@ -149,7 +213,7 @@ static int cmd_collect(int argc, char **argv)
 	}
 	optind = 1;
 	opterr = 1;
-	while ((o = getopt_long(argc, argv, "l:d:c:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "l:d:s:c:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'l':
 			if (rm_parse_listen(optarg, host, sizeof(host), &port, err, sizeof(err))) {
@@ -158,7 +222,29 @@ static int cmd_collect(int argc, char **argv)
 			}
 			snprintf(cs->listen, sizeof(cs->listen), "%s", optarg);
 			break;
-		case 'd': snprintf(cs->db, sizeof(cs->db), "%s", optarg); break;
+		case 'd':
+			snprintf(cs->db, sizeof(cs->db), "%s", optarg);
+			cs->store[0] = 0; /* the command line's --db replaces the file's store */
+			break;
+		case 's':
+			if (strlen(optarg) >= sizeof(cs->store)) {
+				rm_log_cmd(RM_LOG_ERR, "--store: value too long");
+				return RM_EXIT_USAGE;
+			}
+			snprintf(cs->store, sizeof(cs->store), "%s", optarg);
+			cs->db[0] = 0; /* the command line's store replaces the file's db */
+			break;
+		case O_STORE_CRED: snprintf(cs->store_credentials, sizeof(cs->store_credentials), "%s", optarg); break;
+		case O_STORE_CA: snprintf(cs->store_ca, sizeof(cs->store_ca), "%s", optarg); break;
+		case O_STORE_INIT: store_init = 1; break;
+		case O_CLUSTER: cluster = optarg; break;
+		case O_COLLECTOR_ID:
+			if (rm_chstore_check_id(optarg, err, sizeof(err)) < 0) {
+				rm_log_cmd(RM_LOG_ERR, "--%s", err);
+				return RM_EXIT_USAGE;
+			}
+			snprintf(cs->collector_id, sizeof(cs->collector_id), "%s", optarg);
+			break;
 		case 'c': break;
 		case O_CERT: snprintf(cs->tls.cert, sizeof(cs->tls.cert), "%s", optarg); break;
 		case O_KEY: snprintf(cs->tls.key, sizeof(cs->tls.key), "%s", optarg); break;
@@ -224,6 +310,8 @@ static int cmd_collect(int argc, char **argv)
 		NUM_OPT(O_RAWBS, "--max-raw-bytes-per-session", 0, RM_MAX_RAW_BYTES_MAX, cs->max_raw_bytes_per_session)
 		NUM_OPT(O_MEM, "--max-memory-bytes", RM_MAX_MEMORY_BYTES_MIN, RM_MAX_MEMORY_BYTES_MAX,
 			cs->max_memory_bytes)
+		NUM_OPT(O_STORE_BUF, "--store-buffer-bytes", RM_STORE_BUFFER_BYTES_MIN, RM_STORE_BUFFER_BYTES_MAX,
+			cs->store_buffer_bytes)
 #undef NUM_OPT
 		case O_LOG:
 			if (rm_log_level_from_name(optarg, &level)) {
@@ -242,9 +330,20 @@ static int cmd_collect(int argc, char **argv)
 		rm_log_cmd(RM_LOG_ERR, "unexpected argument '%s'", argv[optind]);
 		return RM_EXIT_USAGE;
 	}
-	if (!cs->db[0]) {
-		rm_log_cmd(RM_LOG_ERR, "--db FILE is required");
-		collect_usage(stderr);
+	if (rm_store_spec_resolve(cs->store, cs->db, cs->store_credentials, cs->store_ca, &spec, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		return RM_EXIT_USAGE;
+	}
+	if (cluster && (!store_init || spec.kind != RM_STORE_CLICKHOUSE)) {
+		rm_log_cmd(RM_LOG_ERR, "--cluster goes with --store-init and a clickhouse: store");
+		return RM_EXIT_USAGE;
+	}
+	if (store_init)
+		return store_init_run(&spec, cluster);
+	if (spec.kind == RM_STORE_SQLITE) {
+		snprintf(cs->db, sizeof(cs->db), "%s", spec.path);
+	} else if (cs->collector_id[0] && rm_chstore_check_id(cs->collector_id, err, sizeof(err)) < 0) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err); /* from the configuration file */
 		return RM_EXIT_USAGE;
 	}
 	if (!cs->tls.plain_tcp && (!cs->tls.cert[0] || !cs->tls.key[0] || !cs->tls.ca[0] || !cs->tls.n_peer_names)) {
@@ -280,7 +379,7 @@ static int cmd_collect(int argc, char **argv)
 	stop_flag = 0;
 	/* What arrived while starting is acted on now: a stop stops, the others are dropped. */
 	sigprocmask(SIG_UNBLOCK, &sigs, NULL);
-	return rm_collector_run(cs, (uint32_t)pen, &stop_flag) ? RM_EXIT_FAIL : RM_EXIT_OK;
+	return rm_collector_run(cs, &spec, (uint32_t)pen, &stop_flag) ? RM_EXIT_FAIL : RM_EXIT_OK;
 
 bad_value:
 	rm_log_cmd(RM_LOG_ERR, "%s", err);

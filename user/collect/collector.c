@@ -28,7 +28,8 @@
 #include "ipfix_decode.h"
 #include "rocemeter/ipfix_ie.h"
 #include "budget.h"
-#include "store.h"
+#include "backend.h"
+#include "store_spec.h"
 #include "common/tls.h"
 
 #define BUF_CAP (RM_IPFIX_MAX_MSG + 65536)
@@ -121,7 +122,7 @@ struct server {
 	uint32_t pen;
 	SSL_CTX *ctx;
 	int lfd;
-	struct rm_store *st;
+	struct rm_backend *st;
 	struct rm_rules *rules;
 	struct rm_budget *budget;
 	int64_t run_id;
@@ -178,7 +179,7 @@ static uint64_t mono_ms(void)
 static void store_check(struct server *s, int rc, const char *what)
 {
 	if (rc < 0 && !s->store_failed) {
-		rm_log(RM_LOG_ERR, "database error (%s): %s", what, rm_store_error(s->st));
+		rm_log(RM_LOG_ERR, "%s error (%s): %s", s->st->ops->drop_kind, what, rm_backend_error(s->st));
 		s->store_failed = 1;
 	}
 }
@@ -190,7 +191,7 @@ static void batch_begin(struct server *s)
 		s->in_batch = 1;
 		s->batch_start_ms = mono_ms();
 	}
-	store_check(s, rm_store_begin(s->st), "begin");
+	store_check(s, rm_backend_begin(s->st), "begin");
 }
 
 /*
@@ -199,7 +200,7 @@ static void batch_begin(struct server *s)
  */
 static void batch_commit(struct server *s)
 {
-	store_check(s, rm_store_commit(s->st), "commit");
+	store_check(s, rm_backend_commit(s->st), "commit");
 	s->batch_messages = 0;
 	s->in_batch = 0;
 }
@@ -220,7 +221,7 @@ static void flush_connections(struct server *s)
 			continue;
 		batch_begin(s);
 		store_check(s,
-			    rm_store_connections(s->st, s->minute_ms, n->source, outcome_names[n->outcome], n->unflushed,
+			    rm_backend_connections(s->st, s->minute_ms, n->source, outcome_names[n->outcome], n->unflushed,
 						 n->first_ms, n->last_ms, n->detail),
 			    "connections");
 		n->unflushed = 0;
@@ -329,7 +330,7 @@ static void budget_refused(void *arg, const char *what, uint64_t bytes)
 		 bytes, rm_budget_limit(s->budget), rm_budget_used(s->budget));
 	batch_begin(s);
 	s->stats.drops_memory_budget++;
-	store_check(s, rm_store_drop(s->st, sid, "memory-budget", d, now_ms()), "drop");
+	store_check(s, rm_backend_drop(s->st, sid, "memory-budget", d, now_ms()), "drop");
 	if (!s->budget_logged_mono || mono - s->budget_logged_mono >= MINUTE_MS) {
 		rm_log(RM_LOG_WARNING, "session %" PRId64 ": %s (collector resource drop; more this minute are only counted)",
 		       sid, d);
@@ -358,12 +359,12 @@ static void keep_raw(struct conn *c, uint32_t domain, uint16_t tid, const struct
 			 bytes, share ? "max_raw_bytes_per_session" : "max_raw_bytes",
 			 share ? cs->max_raw_bytes_per_session : cs->max_raw_bytes);
 		s->stats.drops_raw_byte_limit++;
-		store_check(s, rm_store_drop(s->st, c->session_id, "raw-byte-limit", d, c->now_ms), "drop");
+		store_check(s, rm_backend_drop(s->st, c->session_id, "raw-byte-limit", d, c->now_ms), "drop");
 		return;
 	}
-	db_drops = rm_store_database_drops(s->st);
-	rc = rm_store_raw(s->st, c->session_id, domain, tid, r, verdict, reason, raw, len, t, tl, c->now_ms);
-	if (rc == 0 && rm_store_database_drops(s->st) == db_drops) /* else a "database" drop, counted by the store */
+	db_drops = rm_backend_drops(s->st);
+	rc = rm_backend_raw(s->st, c->session_id, domain, tid, r, verdict, reason, raw, len, t, tl, c->now_ms);
+	if (rc == 0 && rm_backend_drops(s->st) == db_drops) /* else a "database" drop, counted by the store */
 		s->stats.drops_raw_record_limit++;
 	store_check(s, rc, "raw record");
 	if (rc == 1) {
@@ -387,7 +388,7 @@ static void rules_epoch(void *arg, struct rm_epoch *e)
 		else
 			s->stats.epochs_incomplete++;
 	}
-	store_check(s, rm_store_epoch(s->st, e), "epoch");
+	store_check(s, rm_backend_epoch(s->st, e), "epoch");
 }
 
 static void rules_drop(void *arg, uint64_t session_id, uint32_t domain, uint64_t epoch_id, const char *detail)
@@ -395,7 +396,7 @@ static void rules_drop(void *arg, uint64_t session_id, uint32_t domain, uint64_t
 	struct server *s = arg;
 
 	s->stats.drops_epoch_admission++;
-	store_check(s, rm_store_drop(s->st, (int64_t)session_id, "epoch-admission", detail, now_ms()), "drop");
+	store_check(s, rm_backend_drop(s->st, (int64_t)session_id, "epoch-admission", detail, now_ms()), "drop");
 }
 
 static void rules_log(void *arg, const char *line)
@@ -485,14 +486,14 @@ static void end_session(struct conn *c, const char *reason)
 	if (c->rs) {
 		cnt.verdicts = rm_rules_verdict_counts(c->rs);
 		/* The counts are read before close frees them. */
-		store_check(s, rm_store_session_end(s->st, c->session_id, reason, t, &cnt), "session end");
+		store_check(s, rm_backend_session_end(s->st, c->session_id, reason, t, &cnt), "session end");
 		rm_rules_session_close(c->rs, er, t);
 		c->rs = NULL;
 	} else {
-		store_check(s, rm_store_session_end(s->st, c->session_id, reason, t, &cnt), "session end");
+		store_check(s, rm_backend_session_end(s->st, c->session_id, reason, t, &cnt), "session end");
 	}
 	batch_commit(s);
-	store_check(s, rm_store_flush(s->st), "commit"); /* a session's end and its epochs' outcomes: at once */
+	store_check(s, rm_backend_flush(s->st), "commit"); /* a session's end and its epochs' outcomes: at once */
 	{
 		char sid[24];
 		struct rm_log_field f[] = { { "SESSION", sid }, { "PEER", c->peer } };
@@ -600,7 +601,7 @@ static int admit(struct conn *c)
 		batch_begin(s);
 		s->stats.sessions_refused++;
 		s->stats.drops_session_limit++;
-		store_check(s, rm_store_drop(s->st, 0, "session-limit", d, now_ms()), "drop");
+		store_check(s, rm_backend_drop(s->st, 0, "session-limit", d, now_ms()), "drop");
 		refuse_conn(c, CO_SESSION_LIMIT, d);
 		return -1;
 	}
@@ -614,12 +615,12 @@ static int admit(struct conn *c)
 	s->sessions++;
 	s->stats.sessions_accepted++;
 	batch_begin(s);
-	id = rm_store_session_start(s->st, s->run_id, c->peer, transport, c->started_ms);
+	id = rm_backend_session_start(s->st, s->run_id, c->peer, transport, c->started_ms);
 	store_check(s, id < 0 ? -1 : 0, "session start");
 	c->session_id = id;
 	if (c->ssl) {
 		rm_tls_peer_subject(c->ssl, subj, sizeof(subj));
-		store_check(s, rm_store_session_peer(s->st, id, subj), "session peer");
+		store_check(s, rm_backend_session_peer(s->st, id, subj), "session peer");
 	}
 	c->last_rx_mono = mono_ms();
 	if (!(c->buf = malloc(BUF_CAP)) || !(c->dec = rm_ipfix_session_new(s->pen)) ||
@@ -1065,7 +1066,7 @@ static void store_limits(struct server *s)
 
 	batch_begin(s);
 	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++)
-		store_check(s, rm_store_run_limit(s->st, s->run_id, lim[i].name, lim[i].value), "run limits");
+		store_check(s, rm_backend_run_limit(s->st, s->run_id, lim[i].name, lim[i].value), "run limits");
 	batch_commit(s);
 }
 
@@ -1090,8 +1091,13 @@ static void render_metrics(void *arg, FILE *f)
 
 	st.sessions_open = 0;
 	st.epochs_retained = 0;
-	st.drops_database = rm_store_database_drops(s->st);
-	st.database_unavailable = (uint64_t)rm_store_unavailable(s->st);
+	if (s->st->ops == &rm_backend_sqlite) {
+		st.drops_database = rm_backend_drops(s->st);
+		st.database_unavailable = (uint64_t)rm_backend_unavailable(s->st);
+	} else {
+		st.drops_store = rm_backend_drops(s->st);
+		st.store_unavailable = (uint64_t)rm_backend_unavailable(s->st);
+	}
 	for (size_t i = 0; i < s->nconns; i++) {
 		if (s->conns[i]->closing)
 			continue;
@@ -1122,7 +1128,8 @@ static void render_metrics(void *arg, FILE *f)
 #undef SESSION_FAMILY_
 }
 
-int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatile sig_atomic_t *stop)
+int rm_collector_run(const struct rm_collect_settings *cs, const struct rm_store_spec *spec, uint32_t pen,
+		     volatile sig_atomic_t *stop)
 {
 	struct server srv = { .cs = cs, .pen = pen, .lfd = -1 };
 	struct rm_rules_limits lim = { cs->max_sessions, cs->max_epochs, cs->inactivity_timeout_ms };
@@ -1148,9 +1155,9 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 		rm_log(RM_LOG_ERR, "%s", srv.budget ? err : "out of memory");
 		goto out;
 	}
-	srv.st = rm_store_open(cs->db, 0, err, sizeof(err));
+	srv.st = rm_backend_open(spec, cs->collector_id, cs->store_buffer_bytes, err, sizeof(err));
 	if (!srv.st) {
-		rm_log(RM_LOG_ERR, "database: %s", err);
+		rm_log(RM_LOG_ERR, "%s", err);
 		goto out;
 	}
 	srv.rules = rm_rules_new(&lim, &rsink, &srv);
@@ -1162,18 +1169,22 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 	srv.lfd = open_listener(cs->listen, srv.ctx ? (int)((cs->handshake_timeout_ms + 999) / 1000) : 0);
 	if (srv.lfd < 0)
 		goto out;
-	srv.run_id = rm_store_run_start(srv.st, cs->listen, srv.ctx ? "tls" : "tcp", &lim, cs->max_raw_records, pen,
+	srv.run_id = rm_backend_run_start(srv.st, cs->listen, srv.ctx ? "tls" : "tcp", &lim, cs->max_raw_records, pen,
 					now_ms());
 	if (srv.run_id < 0) {
-		rm_log(RM_LOG_ERR, "database: %s", rm_store_error(srv.st));
+		rm_log(RM_LOG_ERR, "%s: %s", srv.st->ops->drop_kind, rm_backend_error(srv.st));
 		goto out;
 	}
 	store_limits(&srv);
-	srv.raw_bytes = rm_store_raw_bytes(srv.st);
-	rm_log(RM_LOG_NOTICE, "listening on %s (%s), database %s; limits: max_sessions %u, max_epochs %u per session, "
+	srv.raw_bytes = rm_backend_raw_bytes(srv.st);
+	rm_log(RM_LOG_NOTICE, "listening on %s (%s), %s %s%s%s; limits: max_sessions %u, max_epochs %u per session, "
 	       "max_raw_records %u, inactivity_timeout_ms %" PRIu64 ", %u Templates and %u Observation Domains "
 	       "per session; PEN %u",
-	       cs->listen, srv.ctx ? "TLS 1.3, mutual authentication" : "plain TCP", cs->db, cs->max_sessions,
+	       cs->listen, srv.ctx ? "TLS 1.3, mutual authentication" : "plain TCP",
+	       spec->kind == RM_STORE_SQLITE ? "database" : "ClickHouse store",
+	       spec->kind == RM_STORE_SQLITE ? spec->path : spec->ch.base,
+	       spec->kind == RM_STORE_SQLITE ? "" : " database ", spec->kind == RM_STORE_SQLITE ? "" : spec->ch.database,
+	       cs->max_sessions,
 	       cs->max_epochs, cs->max_raw_records, cs->inactivity_timeout_ms, RM_IPFIX_MAX_TEMPLATES,
 	       RM_RULES_MAX_DOMAINS, pen);
 	rm_log(RM_LOG_NOTICE, "limits: max_handshakes %u (%u per source), handshake_timeout_ms %" PRIu64
@@ -1266,7 +1277,7 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 	flush_connections(&srv);
 	batch_commit(&srv);
 	reap(&srv);
-	rm_store_run_stop(srv.st, srv.run_id, now_ms());
+	rm_backend_run_stop(srv.st, srv.run_id, now_ms());
 	rm_log(RM_LOG_NOTICE, "stopped");
 out:
 	if (srv.metrics) {
@@ -1283,7 +1294,7 @@ out:
 		g_hash_table_destroy(srv.conn_counts);
 	if (srv.minute_sources)
 		g_hash_table_destroy(srv.minute_sources);
-	rm_store_close(srv.st);
+	rm_backend_close(srv.st);
 	rm_budget_free(srv.budget);
 	if (srv.ctx)
 		SSL_CTX_free(srv.ctx);

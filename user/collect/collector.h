@@ -11,7 +11,8 @@
  * Message is decoded (ipfix_decode.h) and validated (collector_rules.h);
  * the complete Messages at hand (of every readable session in one poll()
  * round, at most 64 Messages or 20 ms of work) form a batch, after which
- * the store (store.h) may write: it defers and groups the writes, one
+ * the store (backend.h: SQLite, store.h, or ClickHouse) may write: it
+ * defers and groups the writes, one
  * transaction about every second and at each session end, never in the
  * middle of a Message. An epoch changed by several Messages is written
  * once, with its latest state. A failed transaction keeps everything
@@ -82,6 +83,7 @@
 	X(drops_raw_byte_limit, COUNTER, "resource_drops", "limit", "raw-byte-limit", NULL)                \
 	X(drops_memory_budget, COUNTER, "resource_drops", "limit", "memory-budget", NULL)                  \
 	X(drops_database, COUNTER, "resource_drops", "limit", "database", NULL)                            \
+	X(drops_store, COUNTER, "resource_drops", "limit", "store", NULL)                                  \
 	X(refused_handshake_failed, COUNTER, "refused_connections", "outcome", "handshake-failed",          \
 	  "connections that never became Transport Sessions, by outcome (docs/collector.md)")                \
 	X(refused_handshake_timeout, COUNTER, "refused_connections", "outcome", "handshake-timeout", NULL)  \
@@ -91,6 +93,8 @@
 	X(refused_memory_budget, COUNTER, "refused_connections", "outcome", "memory-budget", NULL)          \
 	X(database_unavailable, GAUGE, "database_unavailable", NULL, NULL,                                 \
 	  "1 while the database cannot be written (writes wait in memory and are retried)")                \
+	X(store_unavailable, GAUGE, "store_unavailable", NULL, NULL,                                       \
+	  "1 while the ClickHouse store cannot be written (rows wait in its buffer and are retried)")      \
 	X(sequence_gaps, COUNTER, "sequence_gaps", NULL, NULL,                                             \
 	  "IPFIX Messages whose Sequence Number was not the expected one")                                 \
 	X(sequence_missing_records, COUNTER, "sequence_missing_records", NULL, NULL,                       \
@@ -106,7 +110,9 @@ struct rm_collector_stats {
 
 /*
  * Run the collector with settings cs (listen "ADDR:PORT", "[V6]:PORT" or
- * ":PORT"; db; tls; limits) and enterprise IEs under pen, until *stop
+ * ":PORT"; tls; limits; collector_id and store_buffer_bytes for a
+ * ClickHouse store), writing to the store spec (store_spec.h), and
+ * enterprise IEs under pen, until *stop
  * becomes nonzero (SIGINT/SIGTERM handlers set it); then every open
  * session is ended and its epochs retired as incomplete ("collector
  * shutdown"). With cs->metrics set, serves Prometheus metrics there
@@ -114,7 +120,9 @@ struct rm_collector_stats {
  * server's lock except while it waits in poll()). Logs through
  * user/common/log.h. Returns 0, or 1 on a setup error (message logged).
  */
-int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatile sig_atomic_t *stop);
+struct rm_store_spec;
+int rm_collector_run(const struct rm_collect_settings *cs, const struct rm_store_spec *spec, uint32_t pen,
+		     volatile sig_atomic_t *stop);
 
 
 #endif /* ROCEMETER_COLLECTOR_H */

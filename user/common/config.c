@@ -47,6 +47,7 @@ void rm_config_defaults(struct rm_config_file *cfg)
 	cfg->collect.max_raw_bytes = RM_MAX_RAW_BYTES_DEFAULT;
 	cfg->collect.max_raw_bytes_per_session = RM_MAX_RAW_BYTES_PER_SESSION_DEFAULT;
 	cfg->collect.max_memory_bytes = RM_MAX_MEMORY_BYTES_DEFAULT;
+	cfg->collect.store_buffer_bytes = RM_STORE_BUFFER_BYTES_DEFAULT;
 }
 
 void rm_config_overrides_init(struct rm_config_overrides *o)
@@ -385,6 +386,17 @@ static int handler(void *user, const char *section, const char *name, const char
 		}
 		if (!strcmp(name, "db"))
 			return copy_str(ps, cfg->collect.db, sizeof(cfg->collect.db), name, value);
+		if (!strcmp(name, "store"))
+			return copy_str(ps, cfg->collect.store, sizeof(cfg->collect.store), name, value);
+		if (!strcmp(name, "store_credentials"))
+			return copy_str(ps, cfg->collect.store_credentials, sizeof(cfg->collect.store_credentials),
+					name, value);
+		if (!strcmp(name, "store_ca"))
+			return copy_str(ps, cfg->collect.store_ca, sizeof(cfg->collect.store_ca), name, value);
+		if (!strcmp(name, "collector_id"))
+			return copy_str(ps, cfg->collect.collector_id, sizeof(cfg->collect.collector_id), name, value);
+		U64_KEY("store_buffer_bytes", RM_STORE_BUFFER_BYTES_MIN, RM_STORE_BUFFER_BYTES_MAX,
+			cfg->collect.store_buffer_bytes);
 		if (!strcmp(name, "metrics"))
 			return metrics_key(ps, cfg->collect.metrics, sizeof(cfg->collect.metrics), value);
 		U64_KEY("max_sessions", RM_MAX_SESSIONS_MIN, RM_MAX_SESSIONS_MAX, cfg->collect.max_sessions);

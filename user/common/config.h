@@ -13,7 +13,8 @@
  *   [export]   collector, port, transport (tls|tcp), ca, cert, key,
  *              peer_name (repeatable), pen, observation_domain,
  *              report_interval_ms, queue_records
- *   [collect]  listen, db, transport, ca, cert, key, peer_name (repeatable),
+ *   [collect]  listen, db, store, store_credentials, store_ca, collector_id, store_buffer_bytes,
+ *              transport, ca, cert, key, peer_name (repeatable),
  *              max_sessions, max_epochs, max_raw_records, inactivity_timeout_ms,
  *              max_handshakes, max_handshakes_per_source, handshake_timeout_ms,
  *              session_timeout_ms, message_timeout_ms, dead_peer_timeout_ms,
@@ -80,7 +81,12 @@ struct rm_export_settings {
 
 struct rm_collect_settings {
 	char listen[256];              /* ADDR:PORT, default [::]:4740 */
-	char db[256];                  /* SQLite file */
+	char db[256];                  /* SQLite file (the same as store = sqlite:FILE) */
+	char store[600];               /* sqlite:FILE or clickhouse:URL; "": db (docs/fleet.md) */
+	char store_credentials[256];   /* clickhouse: file of user= and password= lines */
+	char store_ca[256];            /* clickhouse over https: CA certificates, PEM */
+	char collector_id[72];         /* clickhouse: every row's collector_id; "": the host name (docs/fleet.md) */
+	uint64_t store_buffer_bytes;   /* clickhouse: octets of rows waiting, default 64 MiB */
 	struct rm_tls_settings tls;
 	uint32_t max_sessions;         /* default 64 */
 	uint32_t max_epochs;           /* retained epochs per session, default 100000 */

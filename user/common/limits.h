@@ -95,5 +95,9 @@
 #define RM_BUDGET_SESSION_BYTES   262144u /* per admitted session: receive buffer, TLS state, tables */
 #define RM_MAX_MEMORY_BYTES_MAX (1ull << 40)
 #define RM_MAX_MEMORY_BYTES_DEFAULT (1ull << 30)
+/* [collect] store_buffer_bytes: rows waiting for a clickhouse: store (docs/fleet.md "Writing"). */
+#define RM_STORE_BUFFER_BYTES_MIN (1ull << 16)
+#define RM_STORE_BUFFER_BYTES_MAX (1ull << 36)
+#define RM_STORE_BUFFER_BYTES_DEFAULT (64ull << 20)
 
 #endif /* ROCEMETER_LIMITS_H */

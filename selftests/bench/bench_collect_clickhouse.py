@@ -1,0 +1,234 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""bench_collect_clickhouse - records/s that `rocemeter collect` stores into
+ClickHouse (--store clickhouse:URL, one clickhouse-server started as a plain
+process by tests/lib/clickhouse.py) by one and by two collector processes,
+next to SQLite (--db) in the same run, on the workloads of many epochs with
+few reports each: 90,000 epochs x 10 reports and 95,000 x 1 (round by round,
+the last report final; [SEQOBS] verification example 1's counters).
+
+The exporters are this program: the IPFIX Messages are packed before the
+clock starts, then sent over TLS 1.3 (one session per collector, in
+parallel). The clock runs from the first octet sent until the store holds
+every epoch retired with its outcome: for SQLite, every session ended in its
+file; for ClickHouse, every epoch of the run's collector IDs retired in
+`epochs` (FINAL; polled every 50 ms, SQLite every 10 ms). Two collectors split the epochs; the figure is all records
+over the wall time. After each run every epoch is checked (complete, reports
+1..R, its last report's requests); a run that fails stops the program
+(exit 1) instead of printing a figure.
+
+Also measured, for the choice of the writer's input format: one INSERT of
+100,000 epoch rows into a copy of `epochs` in RowBinary (the writer's),
+TabSeparated and JSONEachRow, client wall time, best of 5 rounds in which
+the formats take turns.
+
+Usage: bench_collect_clickhouse.py   (as root, from the repository root)
+Prints lines "LABEL: ... N records/s" (scripts/bench gathers them).
+"""
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+sys.path.insert(0, os.path.join(ROOT, "selftests", "system"))
+import test_collector as tc  # noqa: E402  the collector harness (TLS 1.3 peers, certificates)
+from clickhouse import DATABASE, server, skip_reason  # noqa: E402
+
+WORKLOADS = [(90000, 10), (95000, 1)]
+PER_MSG = 500  # records per IPFIX Message (120 octets each)
+WAIT = 600.0
+FINAL, GEN_UNVERIFIED = 0x0001, 0x0020
+# V4 record of [SEQOBS] "Profile Fields in Example Order" (test_collector.V4)
+REC = struct.Struct(">Q4s4sIHQQQQIHQQQQIQQQ")
+SRC, DST = bytes([192, 0, 2, 1]), bytes([192, 0, 2, 2])
+
+
+def rec(epoch, rid, final):
+    """Report rid of an epoch: requests 5 + 2(rid - 1), skipped = filled = rid, repeated 1 (test_collector.later)."""
+    n = rid - 1
+    return REC.pack(7, SRC, DST, 0x123, 0xFFFF, 1700000000000, 1700000000500 + 100 * n, epoch, rid, 4,
+                    GEN_UNVERIFIED | (FINAL if final else 0), 1 + n, 1 + n, 0, 0, 0, 1, 5 + 2 * n, 0)
+
+
+def stream(first, n_epochs, reports):
+    """Templates, then report r of every epoch, round by round, PER_MSG records per Message."""
+    out = [tc.templates_msg()]
+    recs = [rec(e, r, r == reports) for r in range(1, reports + 1) for e in range(first, first + n_epochs)]
+    seq = 0
+    for i in range(0, len(recs), PER_MSG):
+        body = b"".join(recs[i:i + PER_MSG])
+        out.append(tc.message(tc.ipfix_set(256, body), seq=seq))
+        seq += len(recs[i:i + PER_MSG])
+    return b"".join(out)
+
+
+def send(c, data):
+    s = c.connect()
+    s.sendall(data)
+    tc.close_tls(s)
+
+
+def jrows(ch, sql):
+    j = json.loads(ch.query(sql + " FORMAT JSON", database=DATABASE))
+    return [{k: int(v) if isinstance(v, str) and v.isdigit() else v for k, v in r.items()} for r in j["data"]]
+
+
+def sqlite_done(db):
+    r = tc.sqlite3.connect(db)
+    try:
+        return r.execute("SELECT count(*) FROM sessions WHERE ended_ms IS NULL").fetchone()[0] == 0 and \
+            r.execute("SELECT count(*) FROM sessions").fetchone()[0] == 1
+    except tc.sqlite3.Error:
+        return False
+    finally:
+        r.close()
+
+
+def sqlite_check(db, reports):
+    r = tc.sqlite3.connect(db)
+    try:
+        return r.execute("SELECT count(*) FROM epochs WHERE outcome = 'complete' AND first_report_id = 1 AND"
+                         " last_report_id = ? AND requests = ? AND retired_ms IS NOT NULL",
+                         (reports, 5 + 2 * (reports - 1))).fetchone()[0]
+    finally:
+        r.close()
+
+
+def run(kind, n_col, n_epochs, reports, tmp, pki, ch):
+    tag = f"{kind}-{n_col}-{n_epochs}x{reports}-{random.getrandbits(32):08x}"
+    per = n_epochs // n_col
+    data = [stream(1 + i * per, per, reports) for i in range(n_col)]
+    cols = []
+    for i in range(n_col):
+        d = os.path.join(tmp, f"{tag}-{i}")
+        os.makedirs(d)
+        extra = ("--store", ch.url, "--store-credentials", ch.credentials, "--collector-id", f"{tag}-{i}") \
+            if kind == "clickhouse" else ()
+        cols.append(tc.Collector(d, pki, *extra))
+    try:
+        ids = ",".join(f"'{tag}-{i}'" for i in range(n_col))
+        threads = [threading.Thread(target=send, args=(c, b)) for c, b in zip(cols, data)]
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        end = t0 + WAIT
+        while time.monotonic() < end:
+            if kind == "sqlite":
+                if all(sqlite_done(c.db) for c in cols):
+                    break
+            elif jrows(ch, f"SELECT count() AS n FROM epochs FINAL WHERE collector_id IN ({ids})"
+                           " AND isNotNull(retired_ms)")[0]["n"] == per * n_col:
+                break
+            time.sleep(0.01 if kind == "sqlite" else 0.05)  # a FINAL count costs ClickHouse more
+        elapsed = time.monotonic() - t0
+        if kind == "sqlite":
+            ok = sum(sqlite_check(c.db, reports) for c in cols)
+        else:
+            ok = jrows(ch, f"SELECT count() AS n FROM epochs FINAL WHERE collector_id IN ({ids}) AND"
+                           f" outcome = 'complete' AND first_report_id = 1 AND last_report_id = {reports} AND"
+                           f" requests = {5 + 2 * (reports - 1)} AND isNotNull(retired_ms)")[0]["n"]
+    finally:
+        for c in cols:
+            c.stop()
+    if ok != per * n_col:
+        print(f"{kind} {n_col} collectors {n_epochs}x{reports}: only {ok} of {per * n_col} epochs complete "
+              f"in the store", file=sys.stderr)
+        sys.exit(1)
+    n = per * n_col * reports
+    store = "ClickHouse (one server)" if kind == "clickhouse" else "SQLite (a file per collector)"
+    print(f"collect into {store}, {n_col} collector{'s' if n_col > 1 else ''}, {n_epochs} epochs x {reports} "
+          f"reports, TLS 1.3: {n} records in {elapsed:.3f} s = {n / elapsed:.0f} records/s stored; outcomes "
+          f"checked: {ok} epochs complete", flush=True)
+
+
+def formats(ch, n=100000):
+    """One INSERT of n epoch rows in each format; client wall time, best of 5 interleaved rounds."""
+    ch.query("CREATE TABLE IF NOT EXISTS fmt_bench AS epochs", database=DATABASE)
+    cols = [r[0] for r in ch.rows("DESCRIBE TABLE fmt_bench")]
+    rows = []
+    for i in range(n):
+        r = {c: i for c in cols}
+        r.update(collector_id="bench", src="192.0.2.1", dst="192.0.2.2", state="final", outcome="complete",
+                 reason="", family=4, has_vlan_ns=0)
+        rows.append(r)
+    strs = {"collector_id", "src", "dst", "state", "outcome", "reason"}
+    u8 = {"family", "has_vlan_ns"}
+
+    def rowbinary(r):
+        out = bytearray()
+        for c in cols:
+            v = r[c]
+            nullable = c in ("window", "flags", "flow_start_ms", "flow_end_ms", "first_report_id", "last_report_id",
+                             "requests", "skipped", "filled", "expired", "abandoned", "pending", "repeated",
+                             "unclassified_late", "reason", "retired_ms")
+            if nullable:
+                out.append(0)
+            if c in strs:
+                b = v.encode()
+                out.append(len(b))
+                out += b
+            elif c in u8:
+                out.append(v)
+            else:
+                out += struct.pack("<Q", v)
+        return bytes(out)
+
+    bodies = {
+        "RowBinary": b"".join(rowbinary(r) for r in rows),
+        "TabSeparated": "".join("\t".join(str(r[c]) for c in cols) + "\n" for r in rows).encode(),
+        "JSONEachRow": "".join(json.dumps({c: r[c] for c in cols}) + "\n" for r in rows).encode(),
+    }
+    best = {}
+    for _ in range(5):  # the formats interleaved, so that a busy moment of the machine hits them alike
+        for fmt, body in bodies.items():
+            ch.query("TRUNCATE TABLE fmt_bench", database=DATABASE)
+            t0 = time.monotonic()
+            ch.query(f"INSERT INTO fmt_bench FORMAT {fmt}", data=body, database=DATABASE)
+            dt = time.monotonic() - t0
+            best[fmt] = min(best.get(fmt, dt), dt)
+            got = jrows(ch, "SELECT count() AS n FROM fmt_bench")[0]["n"]
+            assert got == n, (fmt, got)
+    for fmt, body in bodies.items():
+        print(f"ClickHouse INSERT of {n} epoch rows in {fmt} ({len(body) / n:.0f} octets a row): "
+              f"{n / best[fmt]:.0f} records/s", flush=True)
+    ch.query("DROP TABLE fmt_bench", database=DATABASE)
+
+
+def main():
+    why = skip_reason()
+    if why:
+        print(f"bench_collect_clickhouse: skipped: {why}", file=sys.stderr)
+        return 0
+    tmp = tempfile.mkdtemp(prefix="bench_ch.")
+    try:
+        pki = os.path.join(tmp, "pki")
+        os.makedirs(pki)
+        subprocess.run([tc.GEN_CERTS, pki], check=True, capture_output=True)
+        with server(os.path.join(tmp, "ch")) as ch:
+            r = subprocess.run([tc.BIN, "collect", "--store-init", "--store", ch.url, "--store-credentials",
+                                ch.credentials], capture_output=True, text=True)
+            if r.returncode:
+                print(r.stderr, file=sys.stderr)
+                return 1
+            formats(ch)
+            for n_epochs, reports in WORKLOADS:
+                for n_col in (1, 2):
+                    for kind in ("sqlite", "clickhouse"):
+                        run(kind, n_col, n_epochs, reports, tmp, pki, ch)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

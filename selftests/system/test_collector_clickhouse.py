@@ -1,0 +1,443 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""`rocemeter collect --store clickhouse:URL` against real clickhouse-server
+processes (tests/lib/clickhouse.py: plain processes, never the system
+service), docs/fleet.md "Writing":
+
+- one server: the collector rule scenarios of test_collector.py ([SEQOBS]
+  "Collector Processing", hand-written IPFIX over TLS 1.3) give the same
+  rows in ClickHouse as in SQLite (the SQLite outcomes are the ones
+  test_collector.py checks against [SEQOBS]): epochs, sessions, raw
+  records, drops, refused connections, IDs included;
+- two servers as two shards behind Distributed tables, two collectors,
+  several exporters each: the rows over the Distributed tables are the union
+  of what each collector accepted (its metrics), nothing lost or duplicated;
+- ClickHouse stopped for a while and started again under load: every
+  retired epoch is in ClickHouse with its outcome or counted as a "store"
+  drop (metrics, log, `drops`), and the sender says when it is back.
+"""
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_collector as tc  # noqa: E402  the IPFIX vectors and the collector harness
+from clickhouse import DATABASE, cluster, server, skip_reason  # noqa: E402
+
+ROOT = tc.ROOT
+BIN = tc.BIN
+WAIT = 60.0  # bound for rows to reach ClickHouse; never a timing assertion
+U64 = 2**64 - 1
+
+pytestmark = [pytest.mark.skipif(not os.path.exists(BIN), reason="build/rocemeter not built"),
+              pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")]
+
+
+def wait_for(cond, what, timeout=WAIT):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def store_init(ch, *extra):
+    r = subprocess.run([BIN, "collect", "--store-init", "--store", ch.url, "--store-credentials", ch.credentials,
+                        *extra], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
+def jrows(ch, sql):
+    """sql's rows as dicts, (U)Int64 as Python integers (ClickHouse's JSON quotes them)."""
+    j = json.loads(ch.query(sql + " FORMAT JSON", database=DATABASE))
+    ints = {m["name"] for m in j["meta"] if re.search(r"Int64", m["type"])}
+    return [{k: int(v) if k in ints and v is not None else v for k, v in r.items()} for r in j["data"]]
+
+
+class CHCollector(tc.Collector):
+    """The harness of test_collector.py with --store clickhouse:URL (the --db it passes is replaced)."""
+
+    def __init__(self, tmp, pki, ch, cid, *extra):
+        self.ch, self.cid = ch, cid
+        super().__init__(tmp, pki, "--store", ch.url, "--store-credentials", ch.credentials,
+                         "--collector-id", cid, *extra)
+
+    def ended(self):
+        return jrows(self.ch, f"SELECT id FROM sessions FINAL WHERE collector_id = '{self.cid}'"
+                              " AND isNotNull(ended_ms)")
+
+    def wait_ended(self, n):
+        wait_for(lambda: len(self.ended()) >= n, f"{n} ended sessions in ClickHouse")
+
+
+# ------------------------------------------------------------ one server: the same outcomes as SQLite
+
+def sc_complete(c):
+    r1 = tc.report(epoch=3, rid=1)
+    tc.send_session(c, tc.templates_msg(), tc.data_msg(r1, tc.later(r1, 2)), tc.data_msg(tc.later(r1, 3, True)))
+    c.wait_ended(1)
+
+
+def sc_ipv6_two_domains(c):
+    r = tc.report(epoch=1, rid=1, src=bytes.fromhex("20010db8000000000000000000000001"),
+                  dst=bytes.fromhex("20010db8000000000000000000000002"))
+    tc.send_session(c, tc.templates_msg(tc.V6, 300, domain=1), tc.templates_msg(tc.V4, 256, domain=2),
+                    tc.data_msg(r, tid=300, fields=tc.V6, domain=1),
+                    tc.data_msg(tc.report(epoch=1, rid=1), domain=2))
+    c.wait_ended(1)
+
+
+def sc_gap_missing_initial(c):
+    r3 = tc.report(epoch=4, rid=3)
+    tc.send_session(c, tc.templates_msg(), tc.data_msg(r3), tc.data_msg(tc.later(r3, 6, final=True)))
+    c.wait_ended(1)
+
+
+def sc_unsigned64(c):
+    r1 = tc.report(epoch=2**64 - 2, rid=2**63 + 1, obs=2**63 + 7, requests=2**63 + 5)
+    tc.send_session(c, tc.templates_msg(), tc.data_msg(r1, tc.later(r1, 2**63 + 2, final=True)))
+    c.wait_ended(1)
+
+
+def sc_rules(c):
+    a1 = tc.report(epoch=1, rid=1)
+    b1 = tc.report(epoch=2, rid=1)
+    c1 = tc.report(epoch=3, rid=1)
+    e1 = tc.report(epoch=5, rid=1)
+    tc.send_session(c, tc.templates_msg(),
+                    tc.data_msg(a1, dict(tc.later(a1, 2), skipped=9), b1, dict(b1, report=2, requests=4), c1,
+                                dict(c1, end=c1["end"] + 1), tc.report(epoch=4, flags=tc.GEN_UNVERIFIED | tc.SERIAL),
+                                tc.later(e1, 2), e1, tc.report(epoch=6, flags=tc.GEN_UNVERIFIED | 0x0040),
+                                tc.report(epoch=7, window=0)),
+                    tc.data_msg(tc.report(epoch=3, rid=1)))
+    c.wait_ended(1)
+
+
+def sc_orphan_conflict_sessions(c):
+    e5 = tc.report(epoch=5, rid=1)
+    tc.send_session(c, tc.templates_msg(),
+                    tc.data_msg(e5, tc.report(epoch=3, rid=1), dict(tc.later(e5, 2), qp=0x000999)))
+    tc.send_session(c, tc.templates_msg(), tc.data_msg(tc.report(epoch=2, rid=1)))
+    c.wait_ended(2)
+
+
+def sc_undecodable(c):
+    bad = bytearray(tc.data_msg(tc.report(epoch=2, rid=1)))
+    tc.struct.pack_into(">H", bad, 18, len(bad) - 16 + 4)
+    tc.send_session(c, tc.templates_msg(), bytes(bad), tc.data_msg(tc.report(epoch=1)),
+                    tc.data_msg(tc.report(), tid=300))
+    r1 = tc.report(epoch=1, rid=1)
+    tc.send_session(c, tc.templates_msg(), tc.data_msg(r1), tc.data_msg(tc.later(r1, 2))[:70])
+    c.wait_ended(2)
+
+
+def sc_limits(c):
+    s1 = c.connect()
+    s1.sendall(tc.templates_msg() + tc.data_msg(tc.report(epoch=1), tc.report(epoch=2),
+                                                tc.later(tc.report(epoch=2), 2)))
+    time.sleep(0.5)  # the first session is admitted before the second connects (order, not speed)
+    try:
+        s2 = c.connect()
+        s2.sendall(tc.templates_msg())
+        s2.recv(1)
+        s2.close()
+    except (tc.ssl.SSLError, OSError):
+        pass
+    wait_for(lambda: "max_sessions" in c.log() or True, "refusal")
+    time.sleep(1.5)  # the refused connection is counted at the next tick
+    tc.close_tls(s1)
+    c.wait_ended(1)
+
+
+def sc_inactivity_raw_limit(c):
+    s = c.connect()
+    s.sendall(tc.templates_msg() + tc.data_msg(tc.report(epoch=1), tc.report(epoch=2, window=0),
+                                               tc.report(epoch=3, window=0)))
+    time.sleep(1.5)  # past the inactivity timeout (200 ms) and a tick
+    s.sendall(tc.data_msg(tc.later(tc.report(epoch=1), 2)))
+    tc.close_tls(s)
+    c.wait_ended(1)
+
+
+def sc_sigterm_open(c):
+    s = c.connect()
+    s.sendall(tc.templates_msg() + tc.data_msg(tc.report(epoch=1)))
+    time.sleep(1.5)  # the report is read and the epoch written before the stop
+    c.stop()
+    s.close()
+
+
+SCENARIOS = {
+    "complete": (sc_complete, ()),
+    "ipv6-two-domains": (sc_ipv6_two_domains, ()),
+    "gap-missing-initial": (sc_gap_missing_initial, ()),
+    "unsigned64": (sc_unsigned64, ()),
+    "rules": (sc_rules, ()),
+    "orphan-conflict-sessions": (sc_orphan_conflict_sessions, ()),
+    "undecodable": (sc_undecodable, ()),
+    "limits": (sc_limits, ("--max-epochs", "1", "--max-sessions", "1")),
+    "inactivity-raw-limit": (sc_inactivity_raw_limit, ("--inactivity-timeout-ms", "200", "--max-raw-records", "1")),
+    "sigterm-open": (sc_sigterm_open, ()),
+}
+
+# Columns compared as values; times (the collector's clock) only as present or NULL.
+EPOCH_TIMES = {"first_seen_ms", "last_seen_ms", "retired_ms"}
+SESSION_SKIP = {"peer", "started_ms", "ended_ms"}  # the exporter's port differs between the two runs
+
+
+def u64(v):
+    return v & U64 if isinstance(v, int) else v
+
+
+def sqlite_rows(db, sql):
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    try:
+        return [{k: u64(r[k]) for k in r.keys()} for r in con.execute(sql)]
+    finally:
+        con.close()
+
+
+def normal_epochs(rows):
+    return [{k: (v is not None if k in EPOCH_TIMES else v) for k, v in r.items()
+             if k not in ("collector_id", "version")} for r in rows]
+
+
+def normal_sessions(rows):
+    return [{k: v for k, v in r.items() if k not in SESSION_SKIP | {"collector_id", "version", "run_id"}}
+            for r in rows]
+
+
+def normal_raw(rows):
+    return [{k: (bytes(v).hex() if k in ("record", "template") and v is not None else v) for k, v in r.items()
+             if k not in ("collector_id", "received_ms")} for r in rows]
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pki")
+    subprocess.run([tc.GEN_CERTS, str(d)], check=True, capture_output=True)
+    return str(d)
+
+
+@pytest.fixture(scope="module")
+def ch1(tmp_path_factory):
+    with server(tmp_path_factory.mktemp("ch")) as ch:
+        store_init(ch)
+        yield ch
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_same_outcomes_as_sqlite(tmp_path, pki, ch1, name):
+    run, extra = SCENARIOS[name]
+    (tmp_path / "sq").mkdir()
+    (tmp_path / "ch").mkdir()
+    sq = tc.Collector(tmp_path / "sq", pki, *extra)
+    try:
+        run(sq)
+    finally:
+        sq.stop()
+    cid = f"scn-{name}-{os.getpid()}"
+    c = CHCollector(tmp_path / "ch", pki, ch1, cid, *extra)
+    try:
+        run(c)
+    finally:
+        assert c.stop() == 0
+    q = f"collector_id = '{cid}'"
+    # epochs: every column but the collector's clock, IDs included
+    want = normal_epochs(sqlite_rows(sq.db, "SELECT * FROM epochs ORDER BY id"))
+    got = normal_epochs(jrows(ch1, f"SELECT * FROM epochs FINAL WHERE {q} ORDER BY id"))
+    assert got == want and want
+    want = normal_sessions(sqlite_rows(sq.db, "SELECT * FROM sessions ORDER BY id"))
+    got = normal_sessions(jrows(ch1, f"SELECT * FROM sessions FINAL WHERE {q} ORDER BY id"))
+    assert got == want
+    want = normal_raw(sqlite_rows(sq.db, "SELECT * FROM raw_records ORDER BY id"))
+    got = jrows(ch1, f"SELECT id, session_id, domain, template_id, epoch_id, report_id, flags, verdict, reason,"
+                     f" lower(hex(record)) AS record, if(isNull(template), NULL,"
+                     f" lower(hex(assumeNotNull(template)))) AS template FROM raw_records WHERE {q} ORDER BY id")
+    assert got == want
+    want = sqlite_rows(sq.db, "SELECT session_id, kind, count FROM drops ORDER BY session_id, kind")
+    got = jrows(ch1, f"SELECT session_id, kind, sum(count) AS count FROM drops WHERE {q}"
+                     " GROUP BY session_id, kind ORDER BY session_id, kind")
+    assert got == want
+    want = sqlite_rows(sq.db, "SELECT source, outcome, count FROM connections ORDER BY source, outcome")
+    got = jrows(ch1, f"SELECT source, outcome, sum(count) AS count FROM connections WHERE {q}"
+                     " GROUP BY source, outcome ORDER BY source, outcome")
+    assert got == want
+    want = sqlite_rows(sq.db, "SELECT name, value FROM run_limits ORDER BY rowid")
+    got = jrows(ch1, f"SELECT name, value FROM run_limits WHERE {q} ORDER BY seq")
+    assert got == want
+    (run_row,) = jrows(ch1, f"SELECT * FROM runs FINAL WHERE {q}")
+    assert run_row["stopped_ms"] is not None and run_row["id"] == 1
+
+
+# ------------------------------------------------------------ load: IPFIX files replayed by exporters
+
+def metrics(c):
+    """The collector's /metrics as {series: value} (collect --metrics 127.0.0.1:0: the port is in its log)."""
+    pat = r"metrics: serving /metrics on \S+ \(port (\d+)\)"
+    c.wait_for(lambda: re.search(pat, c.log()), "metrics server")
+    port = re.findall(pat, c.log())[-1]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        body = r.read().decode()
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+) (\d+)$", body, re.M)}
+
+
+def retired(m):
+    return sum(m.get(f'rocemeter_collector_epochs_total{{outcome="{o}"}}', 0)
+               for o in ("complete", "incomplete", "invalid"))
+
+
+def ipfix_file(path, first_epoch, n_epochs, reports, per_msg=100):
+    """An exporter's IPFIX file: Templates, then n_epochs epochs of `reports` reports each, the last
+    final ([SEQOBS] verification example 1 counters), per_msg records per Message."""
+    recs = []
+    for k in range(reports):
+        for e in range(first_epoch, first_epoch + n_epochs):
+            r = tc.report(epoch=e, rid=1)
+            recs.append(tc.later(r, k + 1, final=k == reports - 1) if k else
+                        (tc.later(r, 1, final=True) if reports == 1 else r))
+    with open(path, "wb") as f:
+        f.write(tc.templates_msg())
+        for i in range(0, len(recs), per_msg):
+            f.write(tc.data_msg(*recs[i:i + per_msg], seq=i))
+    return path
+
+
+def replay_file(c, path):
+    """Send an IPFIX file over one TLS 1.3 session (an exporter replaying it) and close."""
+    with open(path, "rb") as f:
+        data = f.read()
+    s = c.connect()
+    s.sendall(data)
+    tc.close_tls(s)
+
+
+def test_two_shards_two_collectors(tmp_path, pki):
+    """Distributed tables over two shards, a collector writing through each server, three exporters
+    per collector: the rows read over the Distributed tables (from either server) are the union of
+    what each collector accepted, nothing lost or duplicated."""
+    n_exp, n_epochs, reports = 3, 300, 3
+    with cluster(tmp_path / "cl") as (a, b):
+        for s in (a, b):
+            store_init(s, "--cluster", a.cluster)
+        cols = []
+        for i, s in enumerate((a, b)):
+            d = tmp_path / f"c{i}"
+            d.mkdir()
+            cols.append(CHCollector(d, pki, s, f"fleet-{i}-{os.getpid()}", "--metrics", "127.0.0.1:0"))
+        files = [ipfix_file(tmp_path / f"e{i}-{j}.ipfix", 1 + j * n_epochs, n_epochs, reports)
+                 for i in range(2) for j in range(n_exp)]
+        threads = [threading.Thread(target=replay_file, args=(cols[i // n_exp], f)) for i, f in enumerate(files)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for c in cols:
+            wait_for(lambda: metrics(c).get('rocemeter_collector_sessions_total{outcome="accepted"}') == n_exp and
+                     metrics(c)["rocemeter_collector_sessions_open"] == 0, "sessions ended")
+        accepted = [metrics(c) for c in cols]
+        for c in cols:
+            assert c.stop() == 0
+        for i, (c, m) in enumerate(zip(cols, accepted)):
+            # first principles: every exporter's epochs complete with all their reports
+            assert m['rocemeter_collector_records_total{outcome="accepted"}'] == n_exp * n_epochs * reports
+            assert m['rocemeter_collector_epochs_total{outcome="complete"}'] == n_exp * n_epochs
+            assert m['rocemeter_collector_resource_drops_total{limit="store"}'] == 0
+        want = {c.cid: (retired(m), m['rocemeter_collector_records_total{outcome="accepted"}'])
+                for c, m in zip(cols, accepted)}
+        for reader in (a, b):  # the Distributed tables answer the same from either server
+            sql = ("SELECT collector_id, count() AS epochs, sum(reports_accepted) AS records,"
+                   " countIf(outcome = 'complete') AS complete FROM epochs FINAL GROUP BY collector_id"
+                   " ORDER BY collector_id")
+            got = wait_for(lambda: (lambda r: r if {x["collector_id"]: (x["epochs"], x["records"])
+                                                    for x in r} == want else None)(jrows(reader, sql)),
+                           "every epoch over the Distributed table")
+            assert all(x["complete"] == x["epochs"] for x in got)
+            # nothing duplicated: one row per (collector, epoch ID) and session, whatever the versions
+            (d,) = jrows(reader, "SELECT count() AS n, uniqExact(collector_id, session_id, domain, epoch_id) AS u"
+                                 " FROM epochs FINAL")
+            assert d["n"] == d["u"] == sum(e for e, _ in want.values())
+            sessions = ("SELECT count() AS n, sum(accepted) AS acc FROM sessions FINAL WHERE isNotNull(ended_ms)")
+            wait_for(lambda: jrows(reader, sessions)[0]["n"] >= 2 * n_exp, "every session over the Distributed table")
+            (s,) = jrows(reader, sessions)
+            assert s["n"] == 2 * n_exp and s["acc"] == sum(r for _, r in want.values())
+        # each collector's rows live on one shard (sharding by collector ID)
+        per_shard = [{x["collector_id"] for x in jrows(s, "SELECT DISTINCT collector_id FROM epochs_local")}
+                     for s in (a, b)]
+        assert not (per_shard[0] & per_shard[1]) and per_shard[0] | per_shard[1] == set(want)
+
+
+def load(c, stop, first_epoch, n_epochs=200):
+    """Sessions of n_epochs one-report final epochs each, one after the other, until stop is set."""
+    e = first_epoch
+    while not stop.is_set():
+        recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(e, e + n_epochs)]
+        tc.send_session(c, tc.templates_msg(), tc.data_msg(*recs[:100]), tc.data_msg(*recs[100:], seq=100))
+        e += n_epochs
+
+
+def test_outage_under_load(tmp_path, pki):
+    """ClickHouse stopped for a while and started again while exporters send: the loop goes on,
+    the buffer (--store-buffer-bytes) fills, what it cannot take is counted as "store" drops; once
+    ClickHouse is back every retired epoch is either in ClickHouse with its outcome or a drop."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"outage-{os.getpid()}"
+        c = CHCollector(tmp_path, pki, ch, cid, "--metrics", "127.0.0.1:0", "--store-buffer-bytes", "262144")
+        stop = threading.Event()
+        t = threading.Thread(target=load, args=(c, stop, 1))
+        t.start()
+        try:
+            wait_for(lambda: jrows(ch, f"SELECT count() AS n FROM epochs WHERE collector_id = '{cid}'")[0]["n"],
+                     "rows in ClickHouse")
+            ch.stop()
+            wait_for(lambda: metrics(c)["rocemeter_collector_store_unavailable"] == 1, "the store unavailable")
+            wait_for(lambda: metrics(c)['rocemeter_collector_resource_drops_total{limit="store"}'] > 0,
+                     "store drops while ClickHouse is down")
+            ch.start()
+            wait_for(lambda: metrics(c)["rocemeter_collector_store_unavailable"] == 0, "the store back")
+        finally:
+            stop.set()
+            t.join()
+        wait_for(lambda: metrics(c)["rocemeter_collector_sessions_open"] == 0, "sessions ended")
+        m = metrics(c)
+        assert c.stop() == 0
+        log = c.log()
+        assert "ClickHouse store unavailable" in log and "ClickHouse store available again" in log
+        assert "collector resource drop of kind store" in log
+        dropped = m['rocemeter_collector_resource_drops_total{limit="store"}']
+        q = f"collector_id = '{cid}'"
+        # the sum check: every retired epoch is stored with its outcome or counted
+        (r,) = jrows(ch, f"SELECT count() AS n FROM epochs FINAL WHERE {q} AND isNotNull(retired_ms)")
+        assert r["n"] + dropped == retired(m) and dropped > 0 and r["n"] > 0
+        # the drops reached ClickHouse too, per session, once it was back
+        (d,) = jrows(ch, f"SELECT sum(count) AS n FROM drops WHERE {q} AND kind = 'store'")
+        assert d["n"] == dropped
+
+
+def test_sigterm_while_clickhouse_down(tmp_path, pki):
+    """In memory, not spooled: SIGTERM waits a bounded time for ClickHouse, then logs and counts
+    what it could not send (docs/fleet.md "Writing")."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"down-{os.getpid()}"
+        c = CHCollector(tmp_path, pki, ch, cid)
+        ch.stop()
+        recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(1, 51)]
+        tc.send_session(c, tc.templates_msg(), tc.data_msg(*recs))
+        c.wait_for(lambda: "ClickHouse store unavailable" in c.log(), "the store unavailable")
+        assert c.stop() == 0
+        m = re.search(r"not sent within \d+ ms at close \(collector resource drops of kind store\): "
+                      r"(\d+) epoch outcomes", c.log())
+        assert m and int(m.group(1)) == 50, c.log()

@@ -1,0 +1,1192 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * chstore.c - the collector's ClickHouse store: rows serialized on the
+ * collector's thread, inserted by a sender thread. See chstore.h.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "chstore.h"
+#include "common/log.h"
+
+enum table { T_RUNS, T_SESSIONS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS, T_LIMITS, T__N };
+
+/* One INSERT per table; the column lists name the order in which rows are serialized below. */
+static const char *const inserts[T__N] = {
+	[T_RUNS] = "INSERT INTO runs (collector_id, id, version, started_ms, stopped_ms, listen, transport,"
+		   " max_sessions, max_epochs, max_raw_records, inactivity_timeout_ms, pen) FORMAT RowBinary",
+	[T_SESSIONS] = "INSERT INTO sessions (collector_id, id, version, run_id, peer, peer_subject, transport,"
+		       " started_ms, ended_ms, end_reason, messages, records, octets, rejected, accepted, repeats,"
+		       " stale, orphans, unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound,"
+		       " seq_gaps, seq_missing, export_time_backwards) FORMAT RowBinary",
+	[T_EPOCHS] = "INSERT INTO epochs (collector_id, id, version, session_id, domain, observation_point_id, family,"
+		     " src, dst, dest_qp, pkey, has_vlan_ns, vlan_outer, vlan_inner, epoch_id, window, flags,"
+		     " flags_seen, flow_start_ms, flow_end_ms, first_report_id, last_report_id, reports_accepted,"
+		     " missing_initial, missing_reports, gaps, repeats, stale, unsupported, ignored, requests,"
+		     " skipped, filled, expired, abandoned, pending, repeated, unclassified_late, state, outcome,"
+		     " reason, first_seen_ms, last_seen_ms, retired_ms) FORMAT RowBinary",
+	[T_RAW] = "INSERT INTO raw_records (collector_id, id, session_id, received_ms, domain, template_id, epoch_id,"
+		  " report_id, flags, verdict, reason, record, template) FORMAT RowBinary",
+	[T_DROPS] = "INSERT INTO drops (collector_id, session_id, kind, count, first_ms, last_ms, last_detail)"
+		    " FORMAT RowBinary",
+	[T_CONNS] = "INSERT INTO connections (collector_id, minute_ms, source, outcome, count, first_ms, last_ms,"
+		    " last_detail) FORMAT RowBinary",
+	[T_LIMITS] = "INSERT INTO run_limits (collector_id, run_id, name, value, seq) FORMAT RowBinary",
+};
+
+static const char *const table_names[T__N] = {
+	[T_RUNS] = "runs",   [T_SESSIONS] = "sessions", [T_EPOCHS] = "epochs",     [T_RAW] = "raw_records",
+	[T_DROPS] = "drops", [T_CONNS] = "connections", [T_LIMITS] = "run_limits",
+};
+
+/* Rows handed to the sender together. */
+struct batch {
+	GByteArray *body[T__N];
+	uint8_t sent[T__N];
+	uint32_t retired, raw, conns; /* epoch outcomes, raw records, counts of refused connections in it */
+	size_t bytes;
+	struct batch *next;
+};
+
+/* A sessions row, kept while its session is open and until its end is serialized. */
+struct sess_row {
+	int64_t id, run_id;
+	char *peer, *subject, *transport, *reason;
+	uint64_t started_ms, ended_ms;
+	struct rm_session_counts c;
+	uint64_t verdicts[RM_V__COUNT];
+	uint8_t dirty;
+};
+
+/* Collector resource drops of one session and kind since the last batch (a delta row). */
+struct drop_row {
+	int64_t session_id;
+	uint64_t count, first_ms, last_ms;
+	char *detail;
+	char kind[32];
+};
+
+struct rm_chstore {
+	struct rm_ch_conf conf;
+	char id[RM_CHSTORE_COLLECTOR_ID_MAX + 1];
+	char err[512];
+	uint64_t bound;
+
+	/* The collector's thread. */
+	struct batch *cur;
+	GPtrArray *live;      /* struct rm_epoch * changed since they were last serialized; e->store_slot = index + 1 */
+	GHashTable *sessions; /* int64 id -> struct sess_row */
+	GHashTable *drops;    /* "session/kind" -> struct drop_row */
+	int64_t next_run, next_session, next_epoch, next_raw, run_id;
+	uint64_t limit_seq;
+	uint64_t last_version;
+	uint64_t last_handoff_ms;
+	uint32_t raw_limit;
+	uint64_t raw_rows, raw_bytes;
+	uint64_t store_drops;
+	uint64_t drops_logged_ms, drops_unlogged;
+	int recovered;
+	struct {
+		uint64_t started_ms, stopped_ms;
+		char *listen, *transport;
+		struct rm_rules_limits lim;
+		uint32_t max_raw_records, pen;
+	} run;
+
+	/* Shared with the sender, under mu. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct batch *head, **tail; /* the queue */
+	struct batch *inflight;     /* batches the sender is inserting */
+	uint64_t queued_bytes;      /* octets in the queue and in flight */
+	uint64_t inserted_rows;
+	int down;     /* the last INSERT failed */
+	int stopping; /* close: insert what waits until stop_at_ms, then end */
+	uint64_t stop_at_ms;
+	pthread_t thread;
+	int thread_up;
+};
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t real_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static uint64_t next_version(struct rm_chstore *cs)
+{
+	uint64_t v = real_us();
+
+	if (v <= cs->last_version)
+		v = cs->last_version + 1;
+	cs->last_version = v;
+	return v;
+}
+
+/* ---------------- RowBinary ---------------- */
+
+static void put_u64(GByteArray *b, uint64_t v)
+{
+	uint8_t le[8];
+
+	for (int i = 0; i < 8; i++)
+		le[i] = (uint8_t)(v >> (8 * i));
+	g_byte_array_append(b, le, 8);
+}
+
+static void put_u8(GByteArray *b, uint8_t v)
+{
+	g_byte_array_append(b, &v, 1);
+}
+
+/* String: the length as unsigned LEB128, then the octets. */
+static void put_bytes(GByteArray *b, const void *p, size_t len)
+{
+	uint8_t v[10];
+	size_t n = 0, l = len;
+
+	do {
+		v[n] = (uint8_t)(l & 0x7f);
+		l >>= 7;
+		if (l)
+			v[n] |= 0x80;
+		n++;
+	} while (l);
+	g_byte_array_append(b, v, (guint)n);
+	if (len)
+		g_byte_array_append(b, p, (guint)len);
+}
+
+static void put_str(GByteArray *b, const char *s)
+{
+	put_bytes(b, s ? s : "", s ? strlen(s) : 0);
+}
+
+/* Nullable: a byte 1 for NULL, else 0 and the value. */
+static void put_nu64(GByteArray *b, int null, uint64_t v)
+{
+	put_u8(b, null ? 1 : 0);
+	if (!null)
+		put_u64(b, v);
+}
+
+static void put_nstr(GByteArray *b, const char *s)
+{
+	put_u8(b, s ? 0 : 1);
+	if (s)
+		put_str(b, s);
+}
+
+/* ---------------- rows ---------------- */
+
+static void ipv4_text(const uint8_t *a, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u.%u.%u.%u", a[0], a[1], a[2], a[3]);
+}
+
+static void addr_text(const struct rm_report *r, const uint8_t *a, char *buf, size_t len)
+{
+	if (r->family != 6)
+		ipv4_text(a, buf, len);
+	else if (!inet_ntop(AF_INET6, a, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+}
+
+static const char *state_name(enum rm_epoch_state s)
+{
+	return s == RM_EPOCH_OPEN ? "open" : s == RM_EPOCH_FINAL ? "final" : "invalid";
+}
+
+void rm_chstore_epoch_row(GByteArray *out, const char *collector_id, const struct rm_epoch *e, uint64_t version)
+{
+	const struct rm_report *k = &e->key;
+	int none = !e->n_accepted; /* no accepted report: no measurement (NULL) */
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+
+	addr_text(k, k->src, src, sizeof(src));
+	addr_text(k, k->dst, dst, sizeof(dst));
+	put_str(out, collector_id);
+	put_u64(out, (uint64_t)e->store_id);
+	put_u64(out, version);
+	put_u64(out, e->session_id);
+	put_u64(out, e->domain);
+	put_u64(out, k->observation_point_id);
+	put_u8(out, k->family);
+	put_str(out, src);
+	put_str(out, dst);
+	put_u64(out, k->dest_qp);
+	put_u64(out, k->pkey);
+	put_u8(out, k->has_vlan_ns);
+	put_u64(out, k->vlan[0]);
+	put_u64(out, k->vlan[1]);
+	put_u64(out, k->epoch_id);
+	put_nu64(out, none, k->window);
+	put_nu64(out, none, k->flags);
+	put_u64(out, e->flags_seen);
+	put_nu64(out, none, k->flow_start_ms);
+	put_nu64(out, none, k->flow_end_ms);
+	put_nu64(out, none, e->first_report_id);
+	put_nu64(out, none, k->report_id);
+	put_u64(out, e->n_accepted);
+	put_u64(out, e->missing_initial);
+	put_u64(out, e->missing_reports);
+	put_u64(out, e->gaps);
+	put_u64(out, e->repeats);
+	put_u64(out, e->stale);
+	put_u64(out, e->unsupported);
+	put_u64(out, e->ignored);
+	put_nu64(out, none, k->requests);
+	put_nu64(out, none, k->skipped);
+	put_nu64(out, none, k->filled);
+	put_nu64(out, none, k->expired);
+	put_nu64(out, none, k->abandoned);
+	put_nu64(out, none, k->pending);
+	put_nu64(out, none, k->repeated);
+	put_nu64(out, none, k->unclassified_late);
+	put_str(out, state_name(e->state));
+	put_str(out, rm_outcome_name(e->outcome));
+	put_nstr(out, e->reason);
+	put_u64(out, e->first_seen_ms);
+	put_u64(out, e->last_seen_ms);
+	put_nu64(out, !e->retired_ms, e->retired_ms);
+}
+
+static void session_row(struct rm_chstore *cs, GByteArray *b, const struct sess_row *s)
+{
+	const uint64_t *v = s->verdicts;
+	const uint64_t vals[] = { s->c.messages,         s->c.records,    s->c.octets,           s->c.rejected,
+				  v[RM_V_ACCEPTED],      v[RM_V_REPEAT],  v[RM_V_STALE],         v[RM_V_ORPHAN],
+				  v[RM_V_UNSUPPORTED],   v[RM_V_INVALID], v[RM_V_AFTER_INVALID], v[RM_V_KEY_CONFLICT],
+				  v[RM_V_RESOURCE_DROP], v[RM_V_UNBOUND], s->c.seq_gaps,         s->c.seq_missing,
+				  s->c.time_backwards };
+
+	put_str(b, cs->id);
+	put_u64(b, (uint64_t)s->id);
+	put_u64(b, next_version(cs));
+	put_u64(b, (uint64_t)s->run_id);
+	put_nstr(b, s->peer);
+	put_nstr(b, s->subject);
+	put_nstr(b, s->transport);
+	put_u64(b, s->started_ms);
+	put_nu64(b, !s->ended_ms, s->ended_ms);
+	put_nstr(b, s->reason);
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
+		put_u64(b, vals[i]);
+}
+
+/* ---------------- batches and the queue ---------------- */
+
+static struct batch *batch_new(void)
+{
+	struct batch *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	for (int t = 0; t < T__N; t++)
+		b->body[t] = g_byte_array_new();
+	return b;
+}
+
+static void batch_free(struct batch *b)
+{
+	if (!b)
+		return;
+	for (int t = 0; t < T__N; t++)
+		g_byte_array_free(b->body[t], TRUE);
+	free(b);
+}
+
+static size_t batch_size(const struct batch *b)
+{
+	size_t n = 0;
+
+	for (int t = 0; t < T__N; t++)
+		n += b->body[t]->len;
+	return n;
+}
+
+static uint64_t queued(struct rm_chstore *cs)
+{
+	uint64_t q;
+
+	pthread_mutex_lock(&cs->mu);
+	q = cs->queued_bytes;
+	pthread_mutex_unlock(&cs->mu);
+	return q;
+}
+
+/* Room for more octets of rows that may be dropped (the bound of chstore.h). */
+static int room(struct rm_chstore *cs, size_t more)
+{
+	return batch_size(cs->cur) + more + queued(cs) <= cs->bound;
+}
+
+/* ---------------- drops ---------------- */
+
+static int count_drop(struct rm_chstore *cs, int64_t session_id, const char *kind, const char *detail, uint64_t now)
+{
+	char key[96];
+	struct drop_row *d;
+
+	snprintf(key, sizeof(key), "%" PRId64 "/%s", session_id, kind);
+	d = g_hash_table_lookup(cs->drops, key);
+	if (!d) {
+		d = calloc(1, sizeof(*d));
+		if (!d)
+			return -1;
+		snprintf(d->kind, sizeof(d->kind), "%s", kind);
+		d->session_id = session_id;
+		d->first_ms = now;
+		g_hash_table_insert(cs->drops, g_strdup(key), d);
+	}
+	if (!d->count)
+		d->first_ms = now;
+	d->count++;
+	d->last_ms = now;
+	free(d->detail);
+	d->detail = strdup(detail ? detail : "");
+	return 0;
+}
+
+static void drop_free(gpointer p)
+{
+	struct drop_row *d = p;
+
+	free(d->detail);
+	free(d);
+}
+
+/* Something the buffer could not take: a "store" drop, logged once a minute. */
+static void store_drop(struct rm_chstore *cs, int64_t session_id, const char *detail)
+{
+	uint64_t m = mono_ms();
+
+	count_drop(cs, session_id, "store", detail, real_us() / 1000);
+	cs->store_drops++;
+	if (!cs->drops_logged_ms || m - cs->drops_logged_ms >= 60000) {
+		rm_log(RM_LOG_WARNING,
+		       "ClickHouse store: %s (collector resource drop of kind store; %" PRIu64
+		       " more since the last line; the buffer holds %" PRIu64 " octets: store_buffer_bytes)",
+		       detail, cs->drops_unlogged, cs->bound);
+		cs->drops_logged_ms = m;
+		cs->drops_unlogged = 0;
+	} else {
+		cs->drops_unlogged++;
+	}
+}
+
+/* ---------------- hand-over ---------------- */
+
+static void serialize_sessions(struct rm_chstore *cs)
+{
+	GHashTableIter it;
+	gpointer v;
+
+	g_hash_table_iter_init(&it, cs->sessions);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		struct sess_row *s = v;
+
+		if (!s->dirty)
+			continue;
+		session_row(cs, cs->cur->body[T_SESSIONS], s);
+		s->dirty = 0;
+		if (s->ended_ms)
+			g_hash_table_iter_remove(&it);
+	}
+}
+
+static void serialize_drops(struct rm_chstore *cs)
+{
+	GHashTableIter it;
+	gpointer v;
+
+	g_hash_table_iter_init(&it, cs->drops);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		struct drop_row *d = v;
+		GByteArray *b = cs->cur->body[T_DROPS];
+
+		if (!d->count)
+			continue;
+		put_str(b, cs->id);
+		put_u64(b, (uint64_t)d->session_id);
+		put_str(b, d->kind);
+		put_u64(b, d->count);
+		put_u64(b, d->first_ms);
+		put_u64(b, d->last_ms);
+		put_nstr(b, d->detail);
+		g_hash_table_iter_remove(&it);
+	}
+}
+
+/* Live epochs' latest states, while there is room; the others stay waiting. */
+static void serialize_live(struct rm_chstore *cs)
+{
+	guint kept = 0;
+
+	for (guint i = 0; i < cs->live->len; i++) {
+		struct rm_epoch *e = cs->live->pdata[i];
+
+		if (!e)
+			continue;
+		if (!room(cs, 512)) {
+			cs->live->pdata[kept++] = e;
+			e->store_slot = kept;
+			continue;
+		}
+		rm_chstore_epoch_row(cs->cur->body[T_EPOCHS], cs->id, e, next_version(cs));
+		e->store_slot = 0;
+	}
+	g_ptr_array_set_size(cs->live, kept);
+}
+
+/* Give the batch to the sender and start a new one. -1 on out of memory. */
+static int handoff(struct rm_chstore *cs)
+{
+	struct batch *b, *fresh;
+
+	serialize_live(cs);
+	serialize_sessions(cs);
+	serialize_drops(cs);
+	cs->last_handoff_ms = mono_ms();
+	b = cs->cur;
+	b->bytes = batch_size(b);
+	if (!b->bytes)
+		return 0;
+	fresh = batch_new();
+	if (!fresh)
+		return -1;
+	cs->cur = fresh;
+	pthread_mutex_lock(&cs->mu);
+	*cs->tail = b;
+	cs->tail = &b->next;
+	cs->queued_bytes += b->bytes;
+	pthread_cond_signal(&cs->cv);
+	pthread_mutex_unlock(&cs->mu);
+	return 0;
+}
+
+/* ---------------- the sender ---------------- */
+
+static int send_table(struct rm_chstore *cs, struct rm_ch *ch, struct batch *group, int t, char *err, size_t errlen)
+{
+	GByteArray *body = g_byte_array_new();
+	int rc;
+
+	for (struct batch *b = group; b; b = b->next)
+		if (!b->sent[t])
+			g_byte_array_append(body, b->body[t]->data, b->body[t]->len);
+	rc = body->len ? rm_ch_query(ch, inserts[t], body->data, body->len, NULL, NULL, err, errlen) : 0;
+	g_byte_array_free(body, TRUE);
+	if (!rc)
+		for (struct batch *b = group; b; b = b->next)
+			b->sent[t] = 1;
+	return rc;
+}
+
+/*
+ * Wait backoff ms with mu held (new batches do not shorten it), until the
+ * close's deadline at the latest; a close that begins meanwhile ends the
+ * wait: what waits gets its attempts before the deadline.
+ */
+static void backoff_wait(struct rm_chstore *cs, uint64_t backoff)
+{
+	uint64_t until = mono_ms() + backoff;
+	int stopping = cs->stopping;
+
+	if (stopping && cs->stop_at_ms < until)
+		until = cs->stop_at_ms;
+	while (mono_ms() < until && cs->stopping == stopping) {
+		struct timespec ts;
+		uint64_t wait = until - mono_ms();
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (time_t)(wait / 1000);
+		ts.tv_nsec += (long)(wait % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&cs->cv, &cs->mu, &ts);
+	}
+}
+
+static void *sender(void *arg)
+{
+	struct rm_chstore *cs = arg;
+	char err[512];
+	struct rm_ch *ch = rm_ch_open(&cs->conf, err, sizeof(err));
+	uint64_t backoff = RM_CHSTORE_RETRY_MIN_MS, down_since = 0, last_remind = 0;
+
+	if (!ch)
+		rm_log(RM_LOG_ERR, "ClickHouse store: %s", err);
+	pthread_mutex_lock(&cs->mu);
+	for (;;) {
+		struct batch *group, **end;
+		size_t n = 0;
+		int failed = 0;
+
+		while (!cs->head && !cs->stopping)
+			pthread_cond_wait(&cs->cv, &cs->mu);
+		if (!cs->head || (cs->stopping && mono_ms() >= cs->stop_at_ms))
+			break;
+		/* Take what is queued, up to RM_CHSTORE_SEND_MAX_BYTES (at least one batch). */
+		group = cs->head;
+		end = &cs->head;
+		while (*end && (end == &cs->head || n + (*end)->bytes <= RM_CHSTORE_SEND_MAX_BYTES)) {
+			n += (*end)->bytes;
+			end = &(*end)->next;
+		}
+		cs->head = *end;
+		if (!cs->head)
+			cs->tail = &cs->head;
+		*end = NULL;
+		cs->inflight = group;
+		pthread_mutex_unlock(&cs->mu);
+
+		for (;;) {
+			failed = 0;
+			for (int t = 0; t < T__N && !failed; t++) {
+				if (!ch)
+					ch = rm_ch_open(&cs->conf, err, sizeof(err));
+				if (!ch || send_table(cs, ch, group, t, err, sizeof(err)) < 0) {
+					failed = 1;
+					if (!down_since) {
+						rm_log(RM_LOG_ERR,
+						       "ClickHouse store unavailable (INSERT INTO %s): %s; rows wait "
+						       "in "
+						       "memory (at most store_buffer_bytes) and are retried",
+						       table_names[t], err);
+						down_since = last_remind = mono_ms();
+					} else if (mono_ms() - last_remind >= RM_CHSTORE_REMIND_MS) {
+						rm_log(RM_LOG_WARNING,
+						       "ClickHouse store still unavailable after %" PRIu64 " s: %s",
+						       (mono_ms() - down_since) / 1000, err);
+						last_remind = mono_ms();
+					}
+				}
+			}
+			pthread_mutex_lock(&cs->mu);
+			cs->down = failed;
+			if (!failed || (cs->stopping && mono_ms() >= cs->stop_at_ms))
+				break;
+			backoff_wait(cs, backoff);
+			pthread_mutex_unlock(&cs->mu);
+			backoff = backoff * 2 > RM_CHSTORE_RETRY_MAX_MS ? RM_CHSTORE_RETRY_MAX_MS : backoff * 2;
+		}
+		/* here with mu held */
+		if (failed)
+			break; /* stopping: what is in flight is counted by close */
+		if (down_since) {
+			rm_log(RM_LOG_NOTICE, "ClickHouse store available again after %" PRIu64 " s",
+			       (mono_ms() - down_since) / 1000);
+			down_since = 0;
+		}
+		backoff = RM_CHSTORE_RETRY_MIN_MS;
+		cs->inflight = NULL;
+		while (group) {
+			struct batch *next = group->next;
+
+			cs->queued_bytes -= group->bytes;
+			batch_free(group);
+			group = next;
+		}
+	}
+	pthread_mutex_unlock(&cs->mu);
+	rm_ch_close(ch);
+	return NULL;
+}
+
+/* ---------------- the calls of store.h ---------------- */
+
+static const char *ch_error(void *p)
+{
+	struct rm_chstore *cs = p;
+
+	return cs->err;
+}
+
+static int ch_begin(void *p)
+{
+	return 0;
+}
+
+static int ch_commit(void *p)
+{
+	struct rm_chstore *cs = p;
+
+	if (mono_ms() - cs->last_handoff_ms < RM_CHSTORE_FLUSH_MS && batch_size(cs->cur) < RM_CHSTORE_FLUSH_BYTES)
+		return 0;
+	return handoff(cs);
+}
+
+static int ch_flush(void *p)
+{
+	return handoff(p);
+}
+
+static int ch_unavailable(const void *p)
+{
+	struct rm_chstore *cs = (struct rm_chstore *)p;
+	int d;
+
+	pthread_mutex_lock(&cs->mu);
+	d = cs->down;
+	pthread_mutex_unlock(&cs->mu);
+	return d;
+}
+
+static uint64_t ch_drops(const void *p)
+{
+	return ((const struct rm_chstore *)p)->store_drops;
+}
+
+/* One query's first line of TSV values as unsigned integers; -1 when ClickHouse does not answer. */
+static int query_u64(struct rm_ch *ch, const char *sql, uint64_t *v, int n, char *err, size_t errlen)
+{
+	struct rm_ch_result r = { 0 };
+	char *p;
+	int rc = rm_ch_query(ch, sql, NULL, 0, NULL, &r, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	p = r.data;
+	for (int i = 0; i < n; i++) {
+		v[i] = p ? strtoull(p, &p, 10) : 0;
+		while (p && (*p == '\t' || *p == '\n'))
+			p++;
+	}
+	rm_ch_result_free(&r);
+	return 0;
+}
+
+/*
+ * Sessions and epochs an earlier run of this collector left open (it was
+ * killed): ended and retired now, as store.h's recovery, by rows with a
+ * larger version.
+ */
+static int recover(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, uint64_t now_ms, char *err, size_t errlen)
+{
+	static const char cause[] = "session ended: collector restarted (the run that received it ended without "
+				    "closing its session)";
+	uint64_t ver = next_version(cs);
+	char *sql[3];
+	int rc = 0;
+
+	sql[0] = g_strdup_printf(
+		"INSERT INTO sessions (collector_id, id, version, run_id, peer, peer_subject, transport, started_ms,"
+		" ended_ms, end_reason, messages, records, octets, rejected, accepted, repeats, stale, orphans,"
+		" unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound, seq_gaps, seq_missing,"
+		" export_time_backwards) SELECT collector_id, id, %" PRIu64 ", run_id, peer, peer_subject, transport,"
+		" started_ms, toNullable(toUInt64(%" PRIu64
+		")), toNullable('collector restarted: the run that held this"
+		" session ended without closing it'), messages, records, octets, rejected, accepted, repeats, stale,"
+		" orphans, unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound, seq_gaps,"
+		" seq_missing, export_time_backwards FROM sessions FINAL WHERE collector_id = %s AND isNull(ended_ms)",
+		ver, now_ms, qid);
+	sql[1] = g_strdup_printf(
+		"%.*s SELECT collector_id, id, %" PRIu64 ", session_id, domain, observation_point_id,"
+		" family, src, dst, dest_qp, pkey, has_vlan_ns, vlan_outer, vlan_inner, epoch_id, window, flags,"
+		" flags_seen, flow_start_ms, flow_end_ms, first_report_id, last_report_id, reports_accepted,"
+		" missing_initial, missing_reports, gaps, repeats, stale, unsupported, ignored, requests, skipped,"
+		" filled, expired, abandoned, pending, repeated, unclassified_late, state,"
+		" if(state = 'open', 'incomplete', outcome),"
+		" if(state = 'open', toNullable(if(reports_accepted = 0, concat('%s', '; no accepted report'),"
+		" concat('%s', ' without a final report (last report ', toString(assumeNotNull(last_report_id)), ')',"
+		" if(missing_reports > 0, concat('; ', toString(missing_reports), ' reports missing'), '')))), reason),"
+		" first_seen_ms, last_seen_ms, toNullable(toUInt64(%" PRIu64 "))"
+		" FROM epochs FINAL WHERE collector_id = %s AND isNull(retired_ms)",
+		(int)(strlen(inserts[T_EPOCHS]) - strlen(" FORMAT RowBinary")), inserts[T_EPOCHS], ver, cause, cause,
+		now_ms, qid);
+	sql[2] = NULL;
+	for (int i = 0; sql[i] && !rc; i++)
+		rc = rm_ch_query(ch, sql[i], NULL, 0, NULL, NULL, err, errlen);
+	for (int i = 0; sql[i]; i++)
+		g_free(sql[i]);
+	return rc;
+}
+
+/*
+ * IDs after the largest ones of this collector, and what an earlier run
+ * left open ended: one blocking exchange at a run's start (before the
+ * loop). When ClickHouse does not answer, IDs from the clock (chstore.h).
+ */
+static void start_ids(struct rm_chstore *cs, uint64_t now_ms)
+{
+	char err[512], qid[2 * RM_CHSTORE_COLLECTOR_ID_MAX + 8], *sql;
+	struct rm_ch_conf conf = cs->conf;
+	struct rm_ch *ch;
+	uint64_t v[6] = { 0 };
+	int rc;
+
+	conf.timeout_ms = RM_CHSTORE_REQUEST_MS;
+	conf.connect_timeout_ms = RM_CHSTORE_CONNECT_MS;
+	ch = rm_ch_open(&conf, err, sizeof(err));
+	rm_ch_quote(cs->id, qid, sizeof(qid));
+	sql = g_strdup_printf("SELECT (SELECT max(id) FROM runs WHERE collector_id = %s),"
+			      " (SELECT max(id) FROM sessions WHERE collector_id = %s),"
+			      " (SELECT max(id) FROM epochs WHERE collector_id = %s),"
+			      " (SELECT max(id) FROM raw_records WHERE collector_id = %s),"
+			      " (SELECT count() FROM raw_records WHERE collector_id = %s),"
+			      " (SELECT sum(length(record) + length(ifNull(template, ''))) FROM raw_records"
+			      " WHERE collector_id = %s) FORMAT TabSeparated",
+			      qid, qid, qid, qid, qid, qid);
+	rc = ch ? query_u64(ch, sql, v, 6, err, sizeof(err)) : -1;
+	g_free(sql);
+	if (rc == 0 && (rc = recover(cs, ch, qid, now_ms, err, sizeof(err))) == 0) {
+		cs->next_run = (int64_t)v[0] + 1;
+		cs->next_session = (int64_t)v[1] + 1;
+		cs->next_epoch = (int64_t)v[2] + 1;
+		cs->next_raw = (int64_t)v[3] + 1;
+		cs->raw_rows = v[4];
+		cs->raw_bytes = v[5];
+		cs->recovered = 1;
+	} else {
+		int64_t base = (int64_t)(now_ms << 20);
+
+		rm_log(RM_LOG_WARNING,
+		       "ClickHouse store: %s; IDs continue from the clock (%" PRId64 "), sessions an earlier run left "
+		       "open are ended at the next start that reaches ClickHouse",
+		       err, base);
+		cs->next_run = cs->next_session = cs->next_epoch = cs->next_raw = base;
+	}
+	rm_ch_close(ch);
+}
+
+/* The runs row, whole (ReplacingMergeTree keeps whole rows): at the start, and with stopped_ms at the stop. */
+static void run_row(struct rm_chstore *cs)
+{
+	GByteArray *b = cs->cur->body[T_RUNS];
+
+	put_str(b, cs->id);
+	put_u64(b, (uint64_t)cs->run_id);
+	put_u64(b, next_version(cs));
+	put_u64(b, cs->run.started_ms);
+	put_nu64(b, !cs->run.stopped_ms, cs->run.stopped_ms);
+	put_nstr(b, cs->run.listen);
+	put_nstr(b, cs->run.transport);
+	put_u64(b, cs->run.lim.max_sessions);
+	put_u64(b, cs->run.lim.max_epochs);
+	put_u64(b, cs->run.max_raw_records);
+	put_u64(b, cs->run.lim.inactivity_timeout_ms);
+	put_u64(b, cs->run.pen);
+}
+
+static int64_t ch_run_start(void *p, const char *listen, const char *transport, const struct rm_rules_limits *lim,
+			    uint32_t max_raw_records, uint32_t pen, uint64_t now_ms)
+{
+	struct rm_chstore *cs = p;
+
+	start_ids(cs, now_ms);
+	cs->raw_limit = max_raw_records;
+	cs->run_id = cs->next_run++;
+	cs->run.started_ms = now_ms;
+	cs->run.listen = strdup(listen ? listen : "");
+	cs->run.transport = strdup(transport ? transport : "");
+	cs->run.lim = *lim;
+	cs->run.max_raw_records = max_raw_records;
+	cs->run.pen = pen;
+	if (!cs->run.listen || !cs->run.transport) {
+		snprintf(cs->err, sizeof(cs->err), "out of memory");
+		return -1;
+	}
+	run_row(cs);
+	return cs->run_id;
+}
+
+static int ch_run_stop(void *p, int64_t run_id, uint64_t now_ms)
+{
+	struct rm_chstore *cs = p;
+
+	cs->run.stopped_ms = now_ms ? now_ms : 1;
+	run_row(cs);
+	return 0;
+}
+
+static struct sess_row *sess_get(struct rm_chstore *cs, int64_t id)
+{
+	struct sess_row *s = g_hash_table_lookup(cs->sessions, &id);
+
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return NULL;
+		s->id = id;
+		g_hash_table_insert(cs->sessions, &s->id, s);
+	}
+	s->dirty = 1;
+	return s;
+}
+
+static void sess_free(gpointer p)
+{
+	struct sess_row *s = p;
+
+	free(s->peer);
+	free(s->subject);
+	free(s->transport);
+	free(s->reason);
+	free(s);
+}
+
+static int64_t ch_session_start(void *p, int64_t run_id, const char *peer, const char *transport, uint64_t now_ms)
+{
+	struct rm_chstore *cs = p;
+	int64_t id = cs->next_session;
+	struct sess_row *s = sess_get(cs, id);
+
+	if (!s)
+		return -1;
+	cs->next_session++;
+	s->run_id = run_id;
+	s->peer = peer ? strdup(peer) : NULL;
+	s->transport = transport ? strdup(transport) : NULL;
+	s->started_ms = now_ms;
+	return id;
+}
+
+static int ch_session_peer(void *p, int64_t session_id, const char *subject)
+{
+	struct sess_row *s = sess_get(p, session_id);
+
+	if (!s)
+		return -1;
+	free(s->subject);
+	s->subject = subject ? strdup(subject) : NULL;
+	return 0;
+}
+
+static int ch_session_end(void *p, int64_t session_id, const char *reason, uint64_t now_ms,
+			  const struct rm_session_counts *c)
+{
+	struct sess_row *s = sess_get(p, session_id);
+
+	if (!s)
+		return -1;
+	s->ended_ms = now_ms ? now_ms : 1;
+	free(s->reason);
+	s->reason = reason ? strdup(reason) : NULL;
+	s->c = *c;
+	if (c->verdicts)
+		memcpy(s->verdicts, c->verdicts, sizeof(s->verdicts));
+	s->c.verdicts = NULL;
+	return 0;
+}
+
+/*
+ * A live epoch waits by reference (serialized at the hand-over, once
+ * however often it changed); a retired one is serialized now (the rules
+ * free it after this call), or dropped when the buffer is full.
+ */
+static int ch_epoch(void *p, struct rm_epoch *e)
+{
+	struct rm_chstore *cs = p;
+
+	if (!e->store_id)
+		e->store_id = cs->next_epoch++;
+	if (!e->retired_ms) {
+		if (!e->store_slot) {
+			g_ptr_array_add(cs->live, e);
+			e->store_slot = cs->live->len;
+		}
+		return 0;
+	}
+	if (e->store_slot) {
+		cs->live->pdata[e->store_slot - 1] = NULL;
+		e->store_slot = 0;
+	}
+	if (!room(cs, 512)) {
+		char d[200];
+
+		snprintf(d, sizeof(d), "epoch %" PRIu64 " (%s) not stored: ClickHouse store buffer full",
+			 e->key.epoch_id, rm_outcome_name(e->outcome));
+		store_drop(cs, (int64_t)e->session_id, d);
+		return 0;
+	}
+	rm_chstore_epoch_row(cs->cur->body[T_EPOCHS], cs->id, e, next_version(cs));
+	cs->cur->retired++;
+	return 0;
+}
+
+static int ch_raw(void *p, int64_t session_id, uint32_t domain, uint16_t tid, const struct rm_report *r,
+		  const char *verdict, const char *reason, const uint8_t *raw, size_t len, const uint8_t *tmpl,
+		  size_t tmpl_len, uint64_t now_ms)
+{
+	struct rm_chstore *cs = p;
+	GByteArray *b = cs->cur->body[T_RAW];
+
+	if (cs->raw_rows >= cs->raw_limit) {
+		char d[160];
+
+		snprintf(d, sizeof(d), "raw record not kept (%s): max_raw_records %u reached", verdict, cs->raw_limit);
+		return count_drop(cs, session_id, "raw-record-limit", d, now_ms) < 0 ? -1 : 0;
+	}
+	if (!room(cs, len + tmpl_len + 256)) {
+		char d[200];
+
+		snprintf(d, sizeof(d), "raw record not kept (%s): ClickHouse store buffer full", verdict);
+		store_drop(cs, session_id, d);
+		return 0;
+	}
+	put_str(b, cs->id);
+	put_u64(b, (uint64_t)cs->next_raw++);
+	put_u64(b, (uint64_t)session_id);
+	put_u64(b, now_ms);
+	put_u64(b, domain);
+	put_u64(b, tid);
+	put_nu64(b, !r, r ? r->epoch_id : 0);
+	put_nu64(b, !r, r ? r->report_id : 0);
+	put_nu64(b, !r, r ? r->flags : 0);
+	put_str(b, verdict);
+	put_str(b, reason ? reason : "");
+	put_bytes(b, raw, len);
+	put_u8(b, tmpl ? 0 : 1);
+	if (tmpl)
+		put_bytes(b, tmpl, tmpl_len);
+	cs->cur->raw++;
+	cs->raw_rows++;
+	cs->raw_bytes += len + (tmpl ? tmpl_len : 0);
+	return 1;
+}
+
+static int ch_drop(void *p, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms)
+{
+	return count_drop(p, session_id, kind, detail, now_ms);
+}
+
+static int ch_connections(void *p, uint64_t minute_ms, const char *source, const char *outcome, uint64_t count,
+			  uint64_t first_ms, uint64_t last_ms, const char *detail)
+{
+	struct rm_chstore *cs = p;
+	GByteArray *b = cs->cur->body[T_CONNS];
+
+	if (!room(cs, 512)) {
+		char d[200];
+
+		snprintf(d, sizeof(d),
+			 "%" PRIu64 " refused connections (%s) from %s not stored: ClickHouse store "
+			 "buffer full",
+			 count, outcome, source);
+		store_drop(cs, 0, d);
+		return 0;
+	}
+	put_str(b, cs->id);
+	put_u64(b, minute_ms);
+	put_str(b, source);
+	put_str(b, outcome);
+	put_u64(b, count);
+	put_u64(b, first_ms);
+	put_u64(b, last_ms);
+	put_nstr(b, detail);
+	cs->cur->conns++;
+	return 0;
+}
+
+static int ch_run_limit(void *p, int64_t run_id, const char *name, uint64_t value)
+{
+	struct rm_chstore *cs = p;
+	GByteArray *b = cs->cur->body[T_LIMITS];
+
+	put_str(b, cs->id);
+	put_u64(b, (uint64_t)run_id);
+	put_str(b, name);
+	put_u64(b, value);
+	put_u64(b, cs->limit_seq++);
+	return 0;
+}
+
+static uint64_t ch_raw_bytes(void *p)
+{
+	return ((struct rm_chstore *)p)->raw_bytes;
+}
+
+uint64_t rm_chstore_waiting(struct rm_chstore *cs)
+{
+	return batch_size(cs->cur) + queued(cs);
+}
+
+/* ---------------- open, close ---------------- */
+
+static void ch_close(void *p)
+{
+	struct rm_chstore *cs = p;
+	uint64_t retired = 0, raw = 0, conns = 0, other = 0;
+	int joined = 1;
+
+	if (!cs)
+		return;
+	if (cs->thread_up) {
+		struct timespec ts;
+
+		handoff(cs);
+		pthread_mutex_lock(&cs->mu);
+		cs->stopping = 1;
+		cs->stop_at_ms = mono_ms() + RM_CHSTORE_CLOSE_WAIT_MS;
+		pthread_cond_broadcast(&cs->cv);
+		pthread_mutex_unlock(&cs->mu);
+		/* An INSERT under way ends within its own timeout. */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (RM_CHSTORE_CLOSE_WAIT_MS + RM_CHSTORE_REQUEST_MS) / 1000 + 1;
+		joined = pthread_timedjoin_np(cs->thread, NULL, &ts) == 0;
+		pthread_mutex_lock(&cs->mu);
+		for (int q = 0; q < 2; q++)
+			for (struct batch *b = q ? cs->head : cs->inflight; b; b = b->next) {
+				if (!b->sent[T_EPOCHS])
+					retired += b->retired;
+				if (!b->sent[T_RAW])
+					raw += b->raw;
+				if (!b->sent[T_CONNS])
+					conns += b->conns;
+				for (int t = 0; t < T__N; t++)
+					other += !b->sent[t] && b->body[t]->len && t != T_EPOCHS && t != T_RAW &&
+						 t != T_CONNS;
+			}
+		pthread_mutex_unlock(&cs->mu);
+	}
+	if (retired + raw + conns + other) {
+		cs->store_drops += retired + raw + conns;
+		rm_log(RM_LOG_ERR,
+		       "ClickHouse store: not sent within %u ms at close (collector resource drops of kind store): "
+		       "%" PRIu64 " epoch outcomes, %" PRIu64 " raw records, %" PRIu64 " counts of refused "
+		       "connections; and %" PRIu64 " batches of session, run, limit or drop rows",
+		       RM_CHSTORE_CLOSE_WAIT_MS, retired, raw, conns, other);
+	}
+	rm_log(RM_LOG_INFO, "ClickHouse store closed: %" PRIu64 " store drops", cs->store_drops);
+	if (!joined)
+		return; /* the sender still holds the store: leave it to the process's exit */
+	for (int q = 0; q < 2; q++) {
+		struct batch *b = q ? cs->head : cs->inflight;
+
+		while (b) {
+			struct batch *next = b->next;
+
+			batch_free(b);
+			b = next;
+		}
+	}
+	batch_free(cs->cur);
+	for (guint i = 0; i < cs->live->len; i++)
+		if (cs->live->pdata[i])
+			((struct rm_epoch *)cs->live->pdata[i])->store_slot = 0;
+	g_ptr_array_free(cs->live, TRUE);
+	g_hash_table_destroy(cs->sessions);
+	g_hash_table_destroy(cs->drops);
+	pthread_mutex_destroy(&cs->mu);
+	pthread_cond_destroy(&cs->cv);
+	free(cs->run.listen);
+	free(cs->run.transport);
+	free(cs);
+}
+
+int rm_chstore_check_id(const char *id, char *err, size_t errlen)
+{
+	size_t n = strlen(id);
+
+	if (!n || n > RM_CHSTORE_COLLECTOR_ID_MAX ||
+	    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		       "0123456789.-_:") != n) {
+		snprintf(err, errlen, "collector_id: '%s' is not 1..%d letters, digits, '.', '-', '_' or ':'", id,
+			 RM_CHSTORE_COLLECTOR_ID_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int rm_chstore_default_id(char *buf, size_t len, char *err, size_t errlen)
+{
+	char host[256];
+
+	if (gethostname(host, sizeof(host)) < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "collector_id: the host name: %s", strerror(e));
+		return -e;
+	}
+	host[sizeof(host) - 1] = '\0';
+	if (strlen(host) > RM_CHSTORE_COLLECTOR_ID_MAX)
+		host[RM_CHSTORE_COLLECTOR_ID_MAX] = '\0';
+	snprintf(buf, len, "%s", host);
+	return rm_chstore_check_id(buf, err, errlen);
+}
+
+struct rm_chstore *rm_chstore_open(const struct rm_ch_conf *conf, const char *collector_id, uint64_t buffer_bytes,
+				   char *err, size_t errlen)
+{
+	struct rm_chstore *cs = calloc(1, sizeof(*cs));
+
+	if (!cs) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (collector_id && *collector_id) {
+		if (rm_chstore_check_id(collector_id, err, errlen) < 0)
+			goto fail;
+		snprintf(cs->id, sizeof(cs->id), "%s", collector_id);
+	} else if (rm_chstore_default_id(cs->id, sizeof(cs->id), err, errlen) < 0) {
+		goto fail;
+	}
+	cs->conf = *conf;
+	cs->conf.connect_timeout_ms = RM_CHSTORE_CONNECT_MS;
+	cs->conf.timeout_ms = RM_CHSTORE_REQUEST_MS;
+	cs->bound = buffer_bytes ? buffer_bytes : RM_CHSTORE_BUFFER_DEFAULT;
+	cs->cur = batch_new();
+	cs->live = g_ptr_array_new();
+	cs->sessions = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, sess_free);
+	cs->drops = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, drop_free);
+	cs->tail = &cs->head;
+	cs->last_handoff_ms = mono_ms();
+	pthread_mutex_init(&cs->mu, NULL);
+	pthread_cond_init(&cs->cv, NULL);
+	if (!cs->cur) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (pthread_create(&cs->thread, NULL, sender, cs) != 0) {
+		snprintf(err, errlen, "the sender thread: %s", strerror(errno));
+		goto fail;
+	}
+	cs->thread_up = 1;
+	return cs;
+fail:
+	ch_close(cs);
+	return NULL;
+}
+
+const struct rm_backend_ops rm_backend_clickhouse = {
+	.name = "clickhouse",
+	.drop_kind = "store",
+	.close = ch_close,
+	.error = ch_error,
+	.begin = ch_begin,
+	.commit = ch_commit,
+	.flush = ch_flush,
+	.unavailable = ch_unavailable,
+	.drops = ch_drops,
+	.run_start = ch_run_start,
+	.run_stop = ch_run_stop,
+	.session_start = ch_session_start,
+	.session_peer = ch_session_peer,
+	.session_end = ch_session_end,
+	.epoch = ch_epoch,
+	.raw = ch_raw,
+	.drop = ch_drop,
+	.connections = ch_connections,
+	.run_limit = ch_run_limit,
+	.raw_bytes = ch_raw_bytes,
+};

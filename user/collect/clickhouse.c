@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * clickhouse.c - ClickHouse's HTTP interface through libcurl: URL and
+ * credentials parsing, queries with a body of rows, the shipped schema
+ * (docs/clickhouse/single.sql and cluster.sql, compiled in with .incbin so the files and the
+ * binary cannot differ). docs/fleet.md.
+ */
+#include <ctype.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clickhouse.h"
+
+/* The DDL files, NUL-terminated (the build runs from the repository's root; mk/collect.mk: dependencies). */
+__asm__(".section .rodata\n"
+	".global rm_ch_single_sql\n"
+	".type rm_ch_single_sql, @object\n"
+	"rm_ch_single_sql:\n"
+	".incbin \"docs/clickhouse/single.sql\"\n"
+	".byte 0\n"
+	".global rm_ch_cluster_sql\n"
+	".type rm_ch_cluster_sql, @object\n"
+	"rm_ch_cluster_sql:\n"
+	".incbin \"docs/clickhouse/cluster.sql\"\n"
+	".byte 0\n"
+	".previous\n");
+
+struct rm_ch {
+	struct rm_ch_conf conf;
+	CURL *curl;
+};
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc;
+
+/* curl_global_init is not thread-safe: once, before any handle. */
+static void global_init(void)
+{
+	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int rm_ch_parse_url(const char *url, struct rm_ch_conf *c, char *err, size_t errlen)
+{
+	const char *p = url, *host, *rest, *q;
+	size_t hostlen, n;
+	int https;
+
+	if (!strncmp(p, "clickhouse:", 11))
+		p += 11;
+	if (!strncmp(p, "http://", 7))
+		https = 0, host = p + 7;
+	else if (!strncmp(p, "https://", 8))
+		https = 1, host = p + 8;
+	else
+		goto bad;
+	rest = host + strcspn(host, "/?");
+	hostlen = (size_t)(rest - host);
+	if (memchr(host, '@', hostlen)) {
+		snprintf(err, errlen,
+			 "store URL '%s': no user or password in the URL (they would show in the process list): "
+			 "use a credentials file",
+			 url);
+		return -EINVAL;
+	}
+	if (!hostlen)
+		goto bad;
+	/* HOST[:PORT], HOST a name, an IPv4 address or [IPv6] */
+	{
+		const char *colon = host[0] == '[' ? memchr(host, ']', hostlen) : host;
+
+		if (!colon)
+			goto bad;
+		colon = memchr(colon, ':', (size_t)(rest - colon));
+		if (colon == host)
+			goto bad; /* no host */
+		if (colon) {
+			const char *d = colon + 1;
+
+			if (d == rest)
+				goto bad;
+			for (; d < rest; d++)
+				if (!isdigit((unsigned char)*d))
+					goto bad;
+			if (atoi(colon + 1) < 1 || atoi(colon + 1) > 65535 || rest - colon > 6)
+				goto bad;
+		}
+	}
+	n = (size_t)snprintf(c->base, sizeof(c->base), "%s://%.*s/", https ? "https" : "http", (int)hostlen, host);
+	if (n >= sizeof(c->base))
+		goto bad;
+	snprintf(c->database, sizeof(c->database), "%s", RM_CH_DEFAULT_DATABASE);
+	if (*rest == '/')
+		rest++;
+	if (!*rest)
+		return 0;
+	if (*rest != '?')
+		goto bad;
+	for (q = rest + 1; *q;) {
+		size_t len = strcspn(q, "&");
+
+		if (len > 9 && !strncmp(q, "database=", 9)) {
+			size_t dl = len - 9;
+
+			if (dl >= sizeof(c->database))
+				goto bad;
+			for (size_t i = 0; i < dl; i++)
+				if (!isalnum((unsigned char)q[9 + i]) && q[9 + i] != '_')
+					goto bad;
+			memcpy(c->database, q + 9, dl);
+			c->database[dl] = 0;
+		} else {
+			goto bad;
+		}
+		q += len;
+		if (*q == '&')
+			q++;
+	}
+	return 0;
+bad:
+	snprintf(err, errlen,
+		 "store URL '%s' is not clickhouse:http[s]://HOST:PORT[/][?database=DB] (DB: letters, digits, '_')",
+		 url);
+	return -EINVAL;
+}
+
+int rm_ch_load_credentials(const char *path, struct rm_ch_conf *c, char *err, size_t errlen)
+{
+	char line[512];
+	int lineno = 0, rc = 0;
+	FILE *f = fopen(path, "re");
+
+	if (!f) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return rc;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		size_t len = strcspn(line, "\r\n");
+		char *eq;
+
+		lineno++;
+		if (line[len] == 0 && !feof(f)) {
+			snprintf(err, errlen, "%s:%d: line longer than %zu octets", path, lineno, sizeof(line) - 2);
+			rc = -EINVAL;
+			break;
+		}
+		line[len] = 0;
+		if (!line[0] || line[0] == '#')
+			continue;
+		eq = strchr(line, '=');
+		if (eq && eq - line == 4 && !strncmp(line, "user", 4) && strlen(eq + 1) < sizeof(c->user)) {
+			snprintf(c->user, sizeof(c->user), "%s", eq + 1);
+		} else if (eq && eq - line == 8 && !strncmp(line, "password", 8) &&
+			   strlen(eq + 1) < sizeof(c->password)) {
+			snprintf(c->password, sizeof(c->password), "%s", eq + 1);
+		} else {
+			snprintf(err, errlen, "%s:%d: not 'user=NAME' or 'password=SECRET' (or the value is too long)",
+				 path, lineno);
+			rc = -EINVAL;
+			break;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+void rm_ch_result_free(struct rm_ch_result *r)
+{
+	if (!r)
+		return;
+	free(r->data);
+	r->data = NULL;
+	r->len = 0;
+}
+
+struct rm_ch *rm_ch_open(const struct rm_ch_conf *c, char *err, size_t errlen)
+{
+	struct rm_ch *ch;
+
+	pthread_once(&global_once, global_init);
+	if (global_rc != CURLE_OK) {
+		snprintf(err, errlen, "libcurl: %s", curl_easy_strerror(global_rc));
+		return NULL;
+	}
+	ch = calloc(1, sizeof(*ch));
+	if (!ch || !(ch->curl = curl_easy_init())) {
+		free(ch);
+		snprintf(err, errlen, "libcurl: out of memory");
+		return NULL;
+	}
+	ch->conf = *c;
+	return ch;
+}
+
+void rm_ch_close(struct rm_ch *ch)
+{
+	if (!ch)
+		return;
+	curl_easy_cleanup(ch->curl);
+	explicit_bzero(ch->conf.password, sizeof(ch->conf.password));
+	free(ch);
+}
+
+const struct rm_ch_conf *rm_ch_conf(const struct rm_ch *ch)
+{
+	return &ch->conf;
+}
+
+struct sink {
+	char *data;
+	size_t len, cap;
+	int too_big;
+};
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+	struct sink *s = arg;
+	size_t n = size * nmemb;
+
+	if (s->len + n + 1 > RM_CH_MAX_RESULT) {
+		s->too_big = 1;
+		return 0;
+	}
+	if (s->len + n + 1 > s->cap) {
+		size_t cap = s->cap ? s->cap : 4096;
+		char *d;
+
+		while (cap < s->len + n + 1)
+			cap *= 2;
+		d = realloc(s->data, cap);
+		if (!d)
+			return 0;
+		s->data = d;
+		s->cap = cap;
+	}
+	memcpy(s->data + s->len, ptr, n);
+	s->len += n;
+	s->data[s->len] = 0;
+	return n;
+}
+
+static int curl_errno(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_COULDNT_CONNECT:
+		return -ECONNREFUSED;
+	case CURLE_OPERATION_TIMEDOUT:
+		return -ETIMEDOUT;
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return -EHOSTUNREACH;
+	case CURLE_OUT_OF_MEMORY:
+		return -ENOMEM;
+	default:
+		return -EIO;
+	}
+}
+
+int rm_ch_query(struct rm_ch *ch, const char *sql, const void *body, size_t len, const char *database,
+		struct rm_ch_result *out, char *err, size_t errlen)
+{
+	const struct rm_ch_conf *c = &ch->conf;
+	const char *db = database ? database : c->database;
+	struct sink s = { 0 };
+	char *url = NULL, *esc = NULL;
+	size_t ulen = 0;
+	FILE *u;
+	CURLcode rc;
+	long status = 0;
+	int ret = 0;
+
+	u = open_memstream(&url, &ulen);
+	if (!u)
+		return -ENOMEM;
+	fputs(c->base, u);
+	fputc('?', u);
+	if (db && db[0])
+		fprintf(u, "database=%s&", db);
+	if (body) {
+		esc = curl_easy_escape(ch->curl, sql, 0);
+		if (!esc) {
+			fclose(u);
+			free(url);
+			return -ENOMEM;
+		}
+		fprintf(u, "query=%s", esc);
+		curl_free(esc);
+	}
+	if (fclose(u)) {
+		free(url);
+		return -ENOMEM;
+	}
+	curl_easy_reset(ch->curl); /* keeps the connection for the next request */
+	curl_easy_setopt(ch->curl, CURLOPT_URL, url);
+	curl_easy_setopt(ch->curl, CURLOPT_POST, 1L);
+	curl_easy_setopt(ch->curl, CURLOPT_POSTFIELDS, body ? body : (const void *)sql);
+	curl_easy_setopt(ch->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? len : strlen(sql)));
+	curl_easy_setopt(ch->curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(ch->curl, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(ch->curl, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for timeouts */
+	curl_easy_setopt(ch->curl, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)(c->connect_timeout_ms ? c->connect_timeout_ms : RM_CH_CONNECT_TIMEOUT_MS));
+	curl_easy_setopt(ch->curl, CURLOPT_TIMEOUT_MS, (long)(c->timeout_ms ? c->timeout_ms : RM_CH_TIMEOUT_MS));
+	curl_easy_setopt(ch->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (c->user[0]) {
+		curl_easy_setopt(ch->curl, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+		curl_easy_setopt(ch->curl, CURLOPT_USERNAME, c->user);
+		curl_easy_setopt(ch->curl, CURLOPT_PASSWORD, c->password);
+	}
+	if (c->ca_file[0])
+		curl_easy_setopt(ch->curl, CURLOPT_CAINFO, c->ca_file);
+	rc = curl_easy_perform(ch->curl);
+	curl_easy_getinfo(ch->curl, CURLINFO_RESPONSE_CODE, &status);
+	free(url);
+	if (rc != CURLE_OK) {
+		if (s.too_big)
+			snprintf(err, errlen, "%s: result larger than %u octets", c->base, RM_CH_MAX_RESULT);
+		else
+			snprintf(err, errlen, "%s: %s", c->base, curl_easy_strerror(rc));
+		ret = s.too_big ? -EFBIG : curl_errno(rc);
+	} else if (status != 200) {
+		size_t n = s.len;
+
+		while (n && (s.data[n - 1] == '\n' || s.data[n - 1] == ' '))
+			n--;
+		snprintf(err, errlen, "%s: HTTP %ld: %.*s", c->base, status, (int)(n > 400 ? 400 : n),
+			 s.data ? s.data : "");
+		ret = -EIO;
+	}
+	if (!s.data && !(s.data = calloc(1, 1))) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+	}
+	if (out) {
+		out->data = s.data;
+		out->len = s.len;
+		out->status = status;
+	} else {
+		free(s.data);
+	}
+	return ret;
+}
+
+int rm_ch_next_statement(const char **sql, char *buf, size_t len)
+{
+	const char *p = *sql;
+
+	for (;;) {
+		size_t n = 0;
+		int quote = 0;
+
+		while (*p) {
+			if (!quote && p[0] == '-' && p[1] == '-') { /* a comment to the end of the line */
+				p += strcspn(p, "\n");
+				continue;
+			}
+			if (*p == '\'' && (p == *sql || p[-1] != '\\'))
+				quote = !quote;
+			if (!quote && *p == ';') {
+				p++;
+				break;
+			}
+			if (n + 1 < len)
+				buf[n++] = *p;
+			p++;
+		}
+		while (n && isspace((unsigned char)buf[n - 1]))
+			n--;
+		buf[n] = 0;
+		*sql = p;
+		{
+			char *s = buf;
+
+			while (isspace((unsigned char)*s))
+				s++;
+			if (*s) {
+				memmove(buf, s, strlen(s) + 1);
+				return 1;
+			}
+		}
+		if (!*p)
+			return 0;
+	}
+}
+
+int rm_ch_quote(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	if (len < 3)
+		return -ENOSPC;
+	buf[n++] = '\'';
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '\'') {
+			if (n + 1 >= len)
+				return -ENOSPC;
+			buf[n++] = '\\';
+		}
+		if (n + 1 >= len)
+			return -ENOSPC;
+		buf[n++] = *s;
+	}
+	if (n + 2 > len)
+		return -ENOSPC;
+	buf[n++] = '\'';
+	buf[n] = 0;
+	return 0;
+}
+
+/* The table a CREATE TABLE statement names, for messages. */
+static void table_of(const char *stmt, char *name, size_t len)
+{
+	const char *p = strstr(stmt, "EXISTS ");
+
+	p = p ? p + 7 : stmt;
+	snprintf(name, len, "%.*s", (int)strcspn(p, " ("), p);
+}
+
+int rm_ch_create_schema(struct rm_ch *ch, const char *cluster, char *err, size_t errlen)
+{
+	const char *sql = cluster ? rm_ch_cluster_sql : rm_ch_single_sql;
+	char stmt[8192], db[160], qcluster[300], name[128], e2[512];
+	int rc;
+
+	if (cluster && rm_ch_quote(cluster, qcluster, sizeof(qcluster))) {
+		snprintf(err, errlen, "--cluster: name too long");
+		return -EINVAL;
+	}
+	/* The database: created without one selected (it may not exist yet). */
+	snprintf(db, sizeof(db), "CREATE DATABASE IF NOT EXISTS %s", ch->conf.database);
+	rc = rm_ch_query(ch, db, NULL, 0, "", NULL, e2, sizeof(e2));
+	if (rc) {
+		snprintf(err, errlen, "CREATE DATABASE %s: %s", ch->conf.database, e2);
+		return rc;
+	}
+	while (rm_ch_next_statement(&sql, stmt, sizeof(stmt))) {
+		char *at;
+
+		/* '${CLUSTER}' in cluster.sql: the cluster's name as a string literal */
+		while (cluster && (at = strstr(stmt, "'${CLUSTER}'"))) {
+			size_t ql = strlen(qcluster), tail = strlen(at + 12);
+
+			if (strlen(stmt) + ql - 12 + 1 > sizeof(stmt)) {
+				snprintf(err, errlen, "--cluster: name too long");
+				return -EINVAL;
+			}
+			memmove(at + ql, at + 12, tail + 1);
+			memcpy(at, qcluster, ql);
+		}
+		rc = rm_ch_query(ch, stmt, NULL, 0, NULL, NULL, e2, sizeof(e2));
+		if (rc) {
+			table_of(stmt, name, sizeof(name));
+			snprintf(err, errlen, "CREATE TABLE %s.%s: %s", ch->conf.database, name, e2);
+			return rc;
+		}
+	}
+	return 0;
+}
