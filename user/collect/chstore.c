@@ -1067,7 +1067,8 @@ static void ch_close(void *p)
 		       "connections; and %" PRIu64 " batches of session, run, limit or drop rows",
 		       RM_CHSTORE_CLOSE_WAIT_MS, retired, raw, conns, other);
 	}
-	rm_log(RM_LOG_INFO, "ClickHouse store closed: %" PRIu64 " store drops", cs->store_drops);
+	if (cs->thread_up)
+		rm_log(RM_LOG_INFO, "ClickHouse store closed: %" PRIu64 " store drops", cs->store_drops);
 	if (!joined)
 		return; /* the sender still holds the store: leave it to the process's exit */
 	for (int q = 0; q < 2; q++) {
@@ -1134,13 +1135,6 @@ struct rm_chstore *rm_chstore_open(const struct rm_ch_conf *conf, const char *co
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	if (collector_id && *collector_id) {
-		if (rm_chstore_check_id(collector_id, err, errlen) < 0)
-			goto fail;
-		snprintf(cs->id, sizeof(cs->id), "%s", collector_id);
-	} else if (rm_chstore_default_id(cs->id, sizeof(cs->id), err, errlen) < 0) {
-		goto fail;
-	}
 	cs->conf = *conf;
 	cs->conf.connect_timeout_ms = RM_CHSTORE_CONNECT_MS;
 	cs->conf.timeout_ms = RM_CHSTORE_REQUEST_MS;
@@ -1155,6 +1149,13 @@ struct rm_chstore *rm_chstore_open(const struct rm_ch_conf *conf, const char *co
 	pthread_cond_init(&cs->cv, NULL);
 	if (!cs->cur) {
 		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (collector_id && *collector_id) {
+		if (rm_chstore_check_id(collector_id, err, errlen) < 0)
+			goto fail;
+		snprintf(cs->id, sizeof(cs->id), "%s", collector_id);
+	} else if (rm_chstore_default_id(cs->id, sizeof(cs->id), err, errlen) < 0) {
 		goto fail;
 	}
 	if (pthread_create(&cs->thread, NULL, sender, cs) != 0) {
