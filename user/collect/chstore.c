@@ -679,7 +679,10 @@ static int query_u64(struct rm_ch *ch, const char *sql, uint64_t *v, int n, char
 /*
  * Sessions and epochs an earlier run of this collector left open (it was
  * killed): ended and retired now, as store.h's recovery, by rows with a
- * larger version.
+ * larger version. Which rows is decided on each row's latest version
+ * (argMax over a plain UInt8), and FINAL is filtered by key columns only:
+ * a filter on ended_ms or retired_ms next to FINAL may be applied before
+ * the versions collapse and pick up an older one.
  */
 static int recover(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, uint64_t now_ms, char *err, size_t errlen)
 {
@@ -698,8 +701,9 @@ static int recover(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, uin
 		")), toNullable('collector restarted: the run that held this"
 		" session ended without closing it'), messages, records, octets, rejected, accepted, repeats, stale,"
 		" orphans, unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound, seq_gaps,"
-		" seq_missing, export_time_backwards FROM sessions FINAL WHERE collector_id = %s AND isNull(ended_ms)",
-		ver, now_ms, qid);
+		" seq_missing, export_time_backwards FROM sessions FINAL WHERE collector_id = %s AND id GLOBAL IN"
+		" (SELECT id FROM sessions WHERE collector_id = %s GROUP BY id HAVING argMax(isNull(ended_ms), version))",
+		ver, now_ms, qid, qid);
 	sql[1] = g_strdup_printf(
 		"%.*s SELECT collector_id, id, %" PRIu64 ", session_id, domain, observation_point_id,"
 		" family, src, dst, dest_qp, pkey, has_vlan_ns, vlan_outer, vlan_inner, epoch_id, window, flags,"
@@ -711,9 +715,10 @@ static int recover(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, uin
 		" concat('%s', ' without a final report (last report ', toString(assumeNotNull(last_report_id)), ')',"
 		" if(missing_reports > 0, concat('; ', toString(missing_reports), ' reports missing'), '')))), reason),"
 		" first_seen_ms, last_seen_ms, toNullable(toUInt64(%" PRIu64 "))"
-		" FROM epochs FINAL WHERE collector_id = %s AND isNull(retired_ms)",
+		" FROM epochs FINAL WHERE collector_id = %s AND id GLOBAL IN"
+		" (SELECT id FROM epochs WHERE collector_id = %s GROUP BY id HAVING argMax(isNull(retired_ms), version))",
 		(int)(strlen(inserts[T_EPOCHS]) - strlen(" FORMAT RowBinary")), inserts[T_EPOCHS], ver, cause, cause,
-		now_ms, qid);
+		now_ms, qid, qid);
 	sql[2] = NULL;
 	for (int i = 0; sql[i] && !rc; i++)
 		rc = rm_ch_query(ch, sql[i], NULL, 0, NULL, NULL, err, errlen);
