@@ -702,7 +702,8 @@ static int recover(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, uin
 		" session ended without closing it'), messages, records, octets, rejected, accepted, repeats, stale,"
 		" orphans, unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound, seq_gaps,"
 		" seq_missing, export_time_backwards FROM sessions FINAL WHERE collector_id = %s AND id GLOBAL IN"
-		" (SELECT id FROM sessions WHERE collector_id = %s GROUP BY id HAVING argMax(isNull(ended_ms), version))",
+		" (SELECT id FROM sessions WHERE collector_id = %s GROUP BY id HAVING argMax(isNull(ended_ms), "
+		"version))",
 		ver, now_ms, qid, qid);
 	sql[1] = g_strdup_printf(
 		"%.*s SELECT collector_id, id, %" PRIu64 ", session_id, domain, observation_point_id,"
@@ -716,7 +717,8 @@ static int recover(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, uin
 		" if(missing_reports > 0, concat('; ', toString(missing_reports), ' reports missing'), '')))), reason),"
 		" first_seen_ms, last_seen_ms, toNullable(toUInt64(%" PRIu64 "))"
 		" FROM epochs FINAL WHERE collector_id = %s AND id GLOBAL IN"
-		" (SELECT id FROM epochs WHERE collector_id = %s GROUP BY id HAVING argMax(isNull(retired_ms), version))",
+		" (SELECT id FROM epochs WHERE collector_id = %s GROUP BY id HAVING argMax(isNull(retired_ms), "
+		"version))",
 		(int)(strlen(inserts[T_EPOCHS]) - strlen(" FORMAT RowBinary")), inserts[T_EPOCHS], ver, cause, cause,
 		now_ms, qid, qid);
 	sql[2] = NULL;
