@@ -2,7 +2,8 @@
 # collector rules -> SQLite store) and `rocemeter report`.
 ROCEMETER_SRCS += user/collect/ipfix_decode.c user/collect/collector_rules.c user/collect/store.c \
                   user/collect/backend.c user/collect/chstore.c \
-                  user/collect/budget.c user/collect/clickhouse.c user/collect/store_spec.c \
+                  user/collect/budget.c user/collect/clickhouse.c user/collect/store_spec.c user/collect/store_read.c \
+                  user/collect/store_read_sqlite.c user/collect/store_read_clickhouse.c \
                   user/collect/collector.c user/collect/cmd_collect.c user/collect/cmd_report.c
 # ClickHouse's HTTP interface (docs/fleet.md); the DDL files are compiled in (.incbin).
 LDLIBS         += -lcurl
@@ -28,3 +29,5 @@ BENCH_PROGS    += $(BUILD)/selftests/bench/bench_collect
 BENCH_PROGS    += selftests/bench/bench_collect_clickhouse.py
 # The fleet store's schema on clickhouse-server processes (tests/lib/clickhouse.py).
 CHECK_SCRIPTS  += selftests/system/test_clickhouse_schema.py
+# report from ClickHouse equals report from SQLite on the same data (one server, two collectors, two shards).
+CHECK_SCRIPTS  += selftests/system/test_clickhouse_report.py

@@ -149,3 +149,18 @@ def test_store_options_usage(tmp_path):
         else:
             assert r.returncode == 2, (args, r.stderr)
             assert msg in r.stderr, (args, r.stderr)
+
+
+@needs_ch
+def test_store_over_https(tmp_path):
+    """TLS to ClickHouse: the server's certificate checked against --store-ca (made with openssl)."""
+    with server(tmp_path / "ch", https=True) as ch:
+        r = rocemeter("collect", "--store-init", "--store", ch.https_url, "--store-credentials", ch.credentials)
+        assert r.returncode == 1 and "certificate" in r.stderr.lower(), r.stderr  # not signed by a system CA
+        assert tables(ch) == {}
+        r = rocemeter("collect", "--store-init", "--store", ch.https_url, "--store-credentials", ch.credentials,
+                      "--store-ca", ch.ca)
+        assert r.returncode == 0, r.stderr
+        assert tables(ch) == ENGINES
+        r = rocemeter("report", "--store", ch.https_url, "--store-credentials", ch.credentials, "--store-ca", ch.ca)
+        assert r.returncode == 0 and r.stdout == "", r.stderr

@@ -11,6 +11,7 @@ temporary and log folders under a temporary folder, on free loopback ports.
             ch.query("SELECT 1")                   # through its HTTP interface
             ch.url                                 # clickhouse:http://127.0.0.1:PORT/?database=rocemeter
             ch.credentials                         # file for --store-credentials (user, password)
+        with server(tmp_path / "ch", https=True) as ch:  # also HTTPS: ch.https_url, its CA ch.ca
         with cluster(tmp_path / "cl") as (a, b):   # two shards; remote_servers names both
             a.cluster                              # "rocemeter_test" on both servers
 
@@ -73,10 +74,12 @@ def _remote_servers(shards):
 class Server:
     """One clickhouse-server process. query() and insert() go through HTTP."""
 
-    def __init__(self, root, name="ch"):
+    def __init__(self, root, name="ch", https=False):
         self.root = os.path.abspath(str(root))
         self.name = name
-        self.http, self.tcp, self.interserver = free_ports(3)
+        self.http, self.tcp, self.interserver, self.https = free_ports(4)
+        self.tls = https
+        self.ca = os.path.join(self.root, "tls", "ca.pem")
         self.password = secrets.token_hex(12)
         self.proc = None
         self.cluster = None
@@ -87,13 +90,40 @@ class Server:
         return f"clickhouse:http://127.0.0.1:{self.http}/?database={DATABASE}"
 
     @property
+    def https_url(self):
+        """The store URL over TLS (the server's certificate: IP 127.0.0.1, signed by self.ca)."""
+        return f"clickhouse:https://127.0.0.1:{self.https}/?database={DATABASE}"
+
+    @property
     def http_url(self):
         return f"http://127.0.0.1:{self.http}/"
+
+    def write_tls(self):
+        """A CA and a server certificate for IP 127.0.0.1, made with openssl."""
+        d = os.path.join(self.root, "tls")
+        os.makedirs(d, exist_ok=True)
+
+        def ossl(*args):
+            subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=d)
+        ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+             "-subj", "/CN=rocemeter test ClickHouse CA")
+        ossl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+             "-subj", "/CN=127.0.0.1")
+        with open(os.path.join(d, "ext.cnf"), "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1\n")
+        ossl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+             "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf")
+        return f"""<https_port>{self.https}</https_port>
+  <openSSL><server><certificateFile>{d}/server.pem</certificateFile><privateKeyFile>{d}/server.key</privateKeyFile>
+    <verificationMode>none</verificationMode><loadDefaultCAFile>false</loadDefaultCAFile>
+    <cacheSessions>true</cacheSessions><disableProtocols>sslv2,sslv3</disableProtocols>
+    <preferServerCiphers>true</preferServerCiphers></server></openSSL>"""
 
     def write_config(self, shards=()):
         for d in ("data", "tmp", "log", "user_files", "format_schemas"):
             os.makedirs(os.path.join(self.root, d), exist_ok=True)
         r = self.root
+        tls = self.write_tls() if self.tls else ""
         with open(os.path.join(r, "config.xml"), "w") as f:
             f.write(f"""<?xml version="1.0"?>
 <yandex>
@@ -114,6 +144,7 @@ class Server:
   <mark_cache_size>67108864</mark_cache_size>
   <uncompressed_cache_size>67108864</uncompressed_cache_size>
   <max_concurrent_queries>100</max_concurrent_queries>
+  {tls}
   {_remote_servers(shards)}
 </yandex>
 """)
@@ -201,9 +232,10 @@ class Server:
 
 
 @contextlib.contextmanager
-def server(root):
-    """One clickhouse-server under the folder root, stopped at the end."""
-    s = Server(root)
+def server(root, https=False):
+    """One clickhouse-server under the folder root, stopped at the end; with https, also an HTTPS
+    port (s.https_url, its CA in s.ca)."""
+    s = Server(root, https=https)
     s.write_config()
     try:
         yield s.start()
