@@ -83,6 +83,16 @@ static void test_specs(void **state)
 	assert_int_equal(rm_backend_drops(b), 0);
 	assert_int_equal(rm_backend_flush(b), 0);
 	rm_backend_close(b);
+	/* a collector ID against the rule: refused at open, nothing started */
+	{
+		static struct rm_store_spec chs;
+
+		assert_int_equal(rm_store_spec_resolve("clickhouse:http://127.0.0.1:9/", NULL, NULL, NULL, &chs, err,
+						       sizeof(err)),
+				 0);
+		assert_null(rm_backend_open(&chs, "bad id", 0, err, sizeof(err)));
+		assert_non_null(strstr(err, "ClickHouse store: collector_id: 'bad id'"));
+	}
 	/* an unwritable SQLite path: the error names the database */
 	b = open_spec("sqlite:/nonexistent-dir/x.db", err, sizeof(err));
 	assert_null(b);

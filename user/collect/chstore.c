@@ -679,7 +679,10 @@ static int query_u64(struct rm_ch *ch, const char *sql, uint64_t *v, int n, char
 /*
  * Sessions and epochs an earlier run of this collector left open (it was
  * killed): ended and retired now, as store.h's recovery, by rows with a
- * larger version.
+ * larger version. Which rows is decided on each row's latest version
+ * (argMax over a plain UInt8), and FINAL is filtered by key columns only:
+ * a filter on ended_ms or retired_ms next to FINAL may be applied before
+ * the versions collapse and pick up an older one.
  */
 static int recover(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, uint64_t now_ms, char *err, size_t errlen)
 {
@@ -698,8 +701,10 @@ static int recover(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, uin
 		")), toNullable('collector restarted: the run that held this"
 		" session ended without closing it'), messages, records, octets, rejected, accepted, repeats, stale,"
 		" orphans, unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound, seq_gaps,"
-		" seq_missing, export_time_backwards FROM sessions FINAL WHERE collector_id = %s AND isNull(ended_ms)",
-		ver, now_ms, qid);
+		" seq_missing, export_time_backwards FROM sessions FINAL WHERE collector_id = %s AND id GLOBAL IN"
+		" (SELECT id FROM sessions WHERE collector_id = %s GROUP BY id HAVING argMax(isNull(ended_ms), "
+		"version))",
+		ver, now_ms, qid, qid);
 	sql[1] = g_strdup_printf(
 		"%.*s SELECT collector_id, id, %" PRIu64 ", session_id, domain, observation_point_id,"
 		" family, src, dst, dest_qp, pkey, has_vlan_ns, vlan_outer, vlan_inner, epoch_id, window, flags,"
@@ -711,9 +716,11 @@ static int recover(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, uin
 		" concat('%s', ' without a final report (last report ', toString(assumeNotNull(last_report_id)), ')',"
 		" if(missing_reports > 0, concat('; ', toString(missing_reports), ' reports missing'), '')))), reason),"
 		" first_seen_ms, last_seen_ms, toNullable(toUInt64(%" PRIu64 "))"
-		" FROM epochs FINAL WHERE collector_id = %s AND isNull(retired_ms)",
+		" FROM epochs FINAL WHERE collector_id = %s AND id GLOBAL IN"
+		" (SELECT id FROM epochs WHERE collector_id = %s GROUP BY id HAVING argMax(isNull(retired_ms), "
+		"version))",
 		(int)(strlen(inserts[T_EPOCHS]) - strlen(" FORMAT RowBinary")), inserts[T_EPOCHS], ver, cause, cause,
-		now_ms, qid);
+		now_ms, qid, qid);
 	sql[2] = NULL;
 	for (int i = 0; sql[i] && !rc; i++)
 		rc = rm_ch_query(ch, sql[i], NULL, 0, NULL, NULL, err, errlen);
@@ -1067,7 +1074,8 @@ static void ch_close(void *p)
 		       "connections; and %" PRIu64 " batches of session, run, limit or drop rows",
 		       RM_CHSTORE_CLOSE_WAIT_MS, retired, raw, conns, other);
 	}
-	rm_log(RM_LOG_INFO, "ClickHouse store closed: %" PRIu64 " store drops", cs->store_drops);
+	if (cs->thread_up)
+		rm_log(RM_LOG_INFO, "ClickHouse store closed: %" PRIu64 " store drops", cs->store_drops);
 	if (!joined)
 		return; /* the sender still holds the store: leave it to the process's exit */
 	for (int q = 0; q < 2; q++) {
@@ -1134,13 +1142,6 @@ struct rm_chstore *rm_chstore_open(const struct rm_ch_conf *conf, const char *co
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	if (collector_id && *collector_id) {
-		if (rm_chstore_check_id(collector_id, err, errlen) < 0)
-			goto fail;
-		snprintf(cs->id, sizeof(cs->id), "%s", collector_id);
-	} else if (rm_chstore_default_id(cs->id, sizeof(cs->id), err, errlen) < 0) {
-		goto fail;
-	}
 	cs->conf = *conf;
 	cs->conf.connect_timeout_ms = RM_CHSTORE_CONNECT_MS;
 	cs->conf.timeout_ms = RM_CHSTORE_REQUEST_MS;
@@ -1155,6 +1156,13 @@ struct rm_chstore *rm_chstore_open(const struct rm_ch_conf *conf, const char *co
 	pthread_cond_init(&cs->cv, NULL);
 	if (!cs->cur) {
 		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (collector_id && *collector_id) {
+		if (rm_chstore_check_id(collector_id, err, errlen) < 0)
+			goto fail;
+		snprintf(cs->id, sizeof(cs->id), "%s", collector_id);
+	} else if (rm_chstore_default_id(cs->id, sizeof(cs->id), err, errlen) < 0) {
 		goto fail;
 	}
 	if (pthread_create(&cs->thread, NULL, sender, cs) != 0) {
