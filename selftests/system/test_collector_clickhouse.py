@@ -442,6 +442,48 @@ def test_two_shards_two_collectors(tmp_path, pki):
         assert not (per_shard[0] & per_shard[1]) and per_shard[0] | per_shard[1] == set(want)
 
 
+def test_cluster_restart_reuses_no_id(tmp_path, pki):
+    """A collector writing through one server to a Distributed table whose shard for its collector
+    ID is the other server, killed and started again while its last rows still wait in the first
+    server's queue for the other shard (the servers forward queued rows only every 20 s here): the
+    new run must not hand out the session and run IDs of those rows again (ReplacingMergeTree
+    would fold two sessions into one). The writer's INSERTs are synchronous
+    (insert_distributed_sync=1): they return once the shard has the rows."""
+    with cluster(tmp_path / "cl", settings={"distributed_directory_monitor_sleep_time_ms": 20000}) as (a, b):
+        for s in (a, b):
+            store_init(s, "--cluster", a.cluster)
+        # a collector ID that the Distributed tables shard to b (shard index 1)
+        cid = next(f"remote-{os.getpid()}-{i}" for i in range(64)
+                   if a.query(f"SELECT sipHash64('remote-{os.getpid()}-{i}') % 2").strip() == "1")
+        d = tmp_path / "c"
+        d.mkdir()
+        c = CHCollector(d, pki, a, cid)
+        tc.send_session(c, tc.templates_msg(), tc.data_msg(tc.later(tc.report(epoch=1, rid=1), 1, final=True)))
+        queued = os.path.join(a.root, "data", DATABASE)
+
+        def sent():
+            """The ended session is on b, or waits in a's queue for b (.bin files of the Distributed table)."""
+            on_b = jrows(b, f"SELECT id FROM sessions_local FINAL WHERE collector_id = '{cid}'"
+                            " AND isNotNull(ended_ms)")
+            waiting = [f for _, _, fs in os.walk(queued) for f in fs if f.endswith(".bin")]
+            return on_b or waiting
+        wait_for(sent, "the first session written")
+        c.proc.kill()
+        c.proc.wait()
+        c.err.close()
+        c = CHCollector(d, pki, a, cid)
+        tc.send_session(c, tc.templates_msg(), tc.data_msg(tc.later(tc.report(epoch=2, rid=1), 1, final=True)))
+        assert c.stop() == 0
+        for reader in (a, b):
+            got = wait_for(lambda: (lambda r: r if len(r) >= 2 else None)(
+                jrows(reader, f"SELECT id, accepted FROM sessions FINAL WHERE collector_id = '{cid}' ORDER BY id")),
+                "both sessions over the Distributed table")
+            assert [(x["id"], x["accepted"]) for x in got] == [(1, 1), (2, 1)]
+            runs = jrows(reader, f"SELECT id FROM runs FINAL WHERE collector_id = '{cid}' ORDER BY id")
+            assert [x["id"] for x in runs] == [1, 2]
+        assert jrows(b, f"SELECT count() AS n FROM sessions_local FINAL WHERE collector_id = '{cid}'")[0]["n"] == 2
+
+
 def load(c, stop, first_epoch, n_epochs=200):
     """Sessions of n_epochs one-report final epochs each, one after the other, until stop is set."""
     e = first_epoch

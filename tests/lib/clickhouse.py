@@ -74,8 +74,9 @@ def _remote_servers(shards):
 class Server:
     """One clickhouse-server process. query() and insert() go through HTTP."""
 
-    def __init__(self, root, name="ch", https=False):
+    def __init__(self, root, name="ch", https=False, settings=None):
         self.root = os.path.abspath(str(root))
+        self.settings = settings or {}  # extra settings of the default profile (name -> value)
         self.name = name
         self.http, self.tcp, self.interserver, self.https = free_ports(4)
         self.tls = https
@@ -148,10 +149,11 @@ class Server:
   {_remote_servers(shards)}
 </yandex>
 """)
+        profile = "".join(f"<{k}>{v}</{k}>" for k, v in self.settings.items())
         with open(os.path.join(r, "users.xml"), "w") as f:
             f.write(f"""<?xml version="1.0"?>
 <yandex>
-  <profiles><default><max_memory_usage>2000000000</max_memory_usage></default></profiles>
+  <profiles><default><max_memory_usage>2000000000</max_memory_usage>{profile}</default></profiles>
   <users>
     <default><password>{secrets.token_hex(12)}</password><networks><ip>127.0.0.1</ip></networks>
       <profile>default</profile><quota>default</quota></default>
@@ -244,10 +246,12 @@ def server(root, https=False):
 
 
 @contextlib.contextmanager
-def cluster(root, n=2):
+def cluster(root, n=2, settings=None):
     """n servers as n shards of the cluster CLUSTER (one replica each), named in every server's
-    remote_servers, so that a Distributed table on any of them reads and writes all shards."""
-    servers = [Server(os.path.join(str(root), f"shard{i + 1}"), f"shard{i + 1}") for i in range(n)]
+    remote_servers, so that a Distributed table on any of them reads and writes all shards;
+    settings: extra settings of every server's default profile."""
+    servers = [Server(os.path.join(str(root), f"shard{i + 1}"), f"shard{i + 1}", settings=settings)
+               for i in range(n)]
     shards = [(s.tcp, s.password) for s in servers]
     try:
         for s in servers:

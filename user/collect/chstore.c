@@ -1145,6 +1145,13 @@ struct rm_chstore *rm_chstore_open(const struct rm_ch_conf *conf, const char *co
 	cs->conf = *conf;
 	cs->conf.connect_timeout_ms = RM_CHSTORE_CONNECT_MS;
 	cs->conf.timeout_ms = RM_CHSTORE_REQUEST_MS;
+	/*
+	 * An INSERT into a Distributed table returns once every shard has its
+	 * rows, not when they are queued on the receiving server: a collector
+	 * restarted at once then sees its largest IDs (docs/fleet.md "Writing").
+	 * Tables that are not Distributed ignore the setting.
+	 */
+	snprintf(cs->conf.settings, sizeof(cs->conf.settings), "insert_distributed_sync=1");
 	cs->bound = buffer_bytes ? buffer_bytes : RM_CHSTORE_BUFFER_DEFAULT;
 	cs->cur = batch_new();
 	cs->live = g_ptr_array_new();

@@ -279,6 +279,8 @@ int rm_ch_query(struct rm_ch *ch, const char *sql, const void *body, size_t len,
 	fputc('?', u);
 	if (db && db[0])
 		fprintf(u, "database=%s&", db);
+	if (c->settings[0])
+		fprintf(u, "%s&", c->settings);
 	if (body) {
 		esc = curl_easy_escape(ch->curl, sql, 0);
 		if (!esc) {

@@ -26,6 +26,8 @@ struct rm_ch_conf {
 	char ca_file[512];           /* https: CA certificates, PEM; empty: the system's */
 	unsigned connect_timeout_ms; /* 0: RM_CH_CONNECT_TIMEOUT_MS */
 	unsigned timeout_ms;         /* 0: RM_CH_TIMEOUT_MS */
+	char settings[128];          /* ClickHouse settings sent with every request as URL parameters,
+				      * "name=value[&name=value]" (18.16 takes some only there); empty: none */
 };
 
 /*
