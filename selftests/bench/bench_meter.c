@@ -21,10 +21,11 @@
  * meter's work.
  *
  * Output: a Markdown table on stdout.
- * Usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q]
+ * Usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q] [-m]
  *   -b  batches per case (default 11, at most 101)
  *   -t  target duration of one batch in ms (default 40)
  *   -q  quick: 1 and 1,000 contexts only, 5 batches, 10 ms
+ *   -m  the map memory table alone
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -539,20 +540,21 @@ static int memory_table(int quick)
 
 int main(int argc, char **argv)
 {
-	int batches = 11, quick = 0, opt;
+	int batches = 11, quick = 0, memory_only = 0, opt;
 	double batch_ms = 40, t0 = now_s();
 	struct bcase *c, *drv_base, *drv_pass;
 	static const uint32_t ns_ctx[3] = { 1, 1000, 65536 };
 	char err[512];
 	struct sysinfo si;
 
-	while ((opt = getopt(argc, argv, "b:t:qh")) != -1) {
+	while ((opt = getopt(argc, argv, "b:t:qmh")) != -1) {
 		switch (opt) {
 		case 'b': batches = atoi(optarg); break;
 		case 't': batch_ms = atof(optarg); break;
 		case 'q': quick = 1; batches = 5; batch_ms = 10; break;
+		case 'm': memory_only = 1; break;
 		default:
-			fprintf(stderr, "usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q]\n");
+			fprintf(stderr, "usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q] [-m]\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
@@ -565,6 +567,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	frame_len = make_frame(frame);
+	if (memory_only)
+		return memory_table(quick) ? 1 : 0;
 
 	base = baseline__open();
 	if (!base) {
