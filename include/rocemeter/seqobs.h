@@ -361,6 +361,7 @@ struct rm_window_scratch {
 	__u64 seen;   /* SEEN bits counted */
 	__u64 scan1;  /* level-1 bits still to visit */
 	__u64 scan2;  /* level-2 bits still to visit */
+	__u64 scan3;  /* level-2 words still to visit: bit x for word g_first + x, set when it has bits in the run */
 	__u64 abs_s, fw, lw;
 	__u32 s, e, lo_bit, hi_bit;
 };
@@ -370,7 +371,10 @@ struct rm_window_scratch {
  * in the scratch: ring word s holds absolute word abs_s, s + 1 holds
  * abs_s + 1, and so on. Positions of absolute words fw..lw are cleared, from
  * bit lo_bit of fw to bit hi_bit of lw; the SEEN ones are added to
- * scratch->seen. Visits only non-zero words, through the summaries.
+ * scratch->seen. Visits only non-zero words, through the summaries: the at
+ * most 16 level-2 words of the run are read first without an iterator, and
+ * only those with bits in the run are walked (an iterator's round is a kfunc
+ * call, and a forward jump of about W crosses all 16 with one bit set).
  */
 static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratch *st, __u64 *win, __u32 nwords)
 {
@@ -383,10 +387,28 @@ static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratc
 
 	if (s >= e || e > nwords || g_last - g_first >= 16)
 		return -1;
-	RM_FOR(a, g_last - g_first + 1)
-	{
-		__u32 g = g_first + (__u32)a, i2 = nwords + n1 + g;
+	st->scan3 = 0;
+	for (__u32 x = 0; x < 16; x++) {
+		__u32 g = g_first + x, i2 = nwords + n1 + g;
 
+		if (g > g_last)
+			break;
+		RM_OPAQUE(i2);
+		if (i2 >= tot)
+			return -1;
+		if (win[i2] & rm_bit_span(g == g_first ? k_first % 64 : 0, g == g_last ? k_last % 64 : 63))
+			st->scan3 |= 1ULL << x;
+	}
+	RM_FOR(a, 16)
+	{
+		__u64 m3 = st->scan3;
+		__u32 g, i2;
+
+		if (!m3)
+			break;
+		g = g_first + (rm_lowest_bit(m3) & 15);
+		st->scan3 = m3 & (m3 - 1);
+		i2 = nwords + n1 + g;
 		RM_OPAQUE(i2);
 		if (i2 >= tot)
 			return -1;

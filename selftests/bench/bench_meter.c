@@ -21,10 +21,12 @@
  * meter's work.
  *
  * Output: a Markdown table on stdout.
- * Usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q]
+ * Usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q] [-m] [-f TEXT]
  *   -b  batches per case (default 11, at most 101)
  *   -t  target duration of one batch in ms (default 40)
  *   -q  quick: 1 and 1,000 contexts only, 5 batches, 10 ms
+ *   -m  the map memory table alone
+ *   -f  only the meter cases whose name holds TEXT (and the baseline), no memory table
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -539,20 +541,23 @@ static int memory_table(int quick)
 
 int main(int argc, char **argv)
 {
-	int batches = 11, quick = 0, opt;
+	int batches = 11, quick = 0, memory_only = 0, opt;
+	const char *only = NULL;
 	double batch_ms = 40, t0 = now_s();
 	struct bcase *c, *drv_base, *drv_pass;
 	static const uint32_t ns_ctx[3] = { 1, 1000, 65536 };
 	char err[512];
 	struct sysinfo si;
 
-	while ((opt = getopt(argc, argv, "b:t:qh")) != -1) {
+	while ((opt = getopt(argc, argv, "b:t:qmf:h")) != -1) {
 		switch (opt) {
 		case 'b': batches = atoi(optarg); break;
 		case 't': batch_ms = atof(optarg); break;
 		case 'q': quick = 1; batches = 5; batch_ms = 10; break;
+		case 'm': memory_only = 1; break;
+		case 'f': only = optarg; break;
 		default:
-			fprintf(stderr, "usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q]\n");
+			fprintf(stderr, "usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q] [-m] [-f TEXT]\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
@@ -565,6 +570,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	frame_len = make_frame(frame);
+	if (memory_only)
+		return memory_table(quick) ? 1 : 0;
 
 	base = baseline__open();
 	if (!base) {
@@ -663,6 +670,10 @@ int main(int argc, char **argv)
 		c = &cases[i];
 		if (c->target != T_DRV_METER)
 			continue;
+		if (only && !strstr(c->name, only)) {
+			c->skip = "not selected (-f)";
+			continue;
+		}
 		ms.window = c->window;
 		ms.max_contexts = c->nctx > 65536 ? c->nctx : 65536;
 		ms.max_windows = c->mode == RM_BENCH_JUMP ? c->nctx : 0;
@@ -759,7 +770,7 @@ int main(int argc, char **argv)
 	}
 	print_breakdown(drv_base, drv_pass);
 	print_percpu(drv_base);
-	if (memory_table(quick))
+	if (!only && memory_table(quick))
 		return 1;
 	printf("\n(bench_meter took %.0f s)\n", now_s() - t0);
 

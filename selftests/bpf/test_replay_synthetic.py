@@ -25,6 +25,7 @@ from rocetest import (FINAL, GENERATION_UNVERIFIED as GEN, PROFILE_VIOLATION, SE
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="BPF_PROG_TEST_RUN needs root")
 
 MS = 10**6
+W_DEFAULT = 1 << 22  # W without --window (docs/configuration.md)
 
 ENCAPS = [
     pytest.param((4, ()), id="ipv4"),
@@ -276,7 +277,7 @@ def test_unsupported_rc_opcodes(op, encap, tmp_path):
     r = c.run(tmp_path, "-a")
     assert len(r.reports) == 1
     assert t.report_key(r.reports[0]) == c.key()
-    assert_report(r.reports[0], requests=2, window=1024, flags=FINAL | PROFILE_VIOLATION | GEN)
+    assert_report(r.reports[0], requests=2, window=W_DEFAULT, flags=FINAL | PROFILE_VIOLATION | GEN)
     assert r.stats["profile_violations"] == 2 and r.stats["disabled_requests"] == 2
 
 
@@ -289,7 +290,7 @@ def test_every_request_opcode_counts(encap, tmp_path):
         c.req(1000 + i, opcode=op)
     r = c.run(tmp_path, "-a")
     assert len(r.reports) == 1
-    assert_report(r.reports[0], requests=12, window=1024, flags=FINAL | GEN)
+    assert_report(r.reports[0], requests=12, window=W_DEFAULT, flags=FINAL | GEN)
 
 
 @pytest.mark.parametrize("encap", ENCAPS[:3])
@@ -384,7 +385,7 @@ def test_udp_source_port_never_splits(encap, tmp_path):
         c.req(200 + i, sport=sport)
     r = c.run(tmp_path, "-a")
     assert len(r.reports) == 1
-    assert_report(r.reports[0], requests=7, window=1024, flags=FINAL | GEN)
+    assert_report(r.reports[0], requests=7, window=W_DEFAULT, flags=FINAL | GEN)
 
 
 @pytest.mark.parametrize("encap", ENCAPS)
@@ -399,8 +400,8 @@ def test_key_fields_split_contexts(encap, tmp_path):
     got = {t.report_key(x): x for x in r.reports}
     assert set(got) == {c.key(), c.key(dst=c.other), c.key(qp=0x101), c.key(pkey=0x7FFF),
                         c.key(src=c.dst, dst=c.src)}
-    assert_report(got[c.key()], requests=2, window=1024, flags=FINAL | GEN)
-    assert_report(got[c.key(src=c.dst, dst=c.src)], requests=2, skipped=4, abandoned=4, window=1024,
+    assert_report(got[c.key()], requests=2, window=W_DEFAULT, flags=FINAL | GEN)
+    assert_report(got[c.key(src=c.dst, dst=c.src)], requests=2, skipped=4, abandoned=4, window=W_DEFAULT,
                   flags=FINAL | GEN)
 
 
@@ -412,7 +413,7 @@ def test_vlan_ids_do_not_split_without_namespace(family, tmp_path):
     c.req(1).req(2, vlans=(11,)).req(3, vlans=()).req(4, vlans=(10, 20))
     r = c.run(tmp_path, "-a")
     assert len(r.reports) == 1
-    assert_report(r.reports[0], requests=4, window=1024, flags=FINAL | GEN)
+    assert_report(r.reports[0], requests=4, window=W_DEFAULT, flags=FINAL | GEN)
     assert "vlanId" not in r.reports[0]
 
 
@@ -445,9 +446,9 @@ def test_window_option_and_config(tmp_path):
     # --window overrides the file: W=8, nothing expires.
     r = c.run(tmp_path, "--config", conf, "--window", "8", window=8)
     assert_report(r.reports[0], requests=3, skipped=4, abandoned=4, window=8, flags=FINAL | GEN)
-    # Default W = 1024.
-    r = c.run(tmp_path, "-a", window=1024)
-    assert r.reports[0]["rdmaSequenceWindow"] == 1024
+    # Default W = 2^22.
+    r = c.run(tmp_path, "-a", window=1 << 22)
+    assert r.reports[0]["rdmaSequenceWindow"] == 1 << 22
 
 
 @pytest.mark.parametrize("bad", ["0", "4194305", "-1", "x", "4k"])
@@ -592,7 +593,7 @@ def test_frame_larger_than_test_run_accepts(size, tmp_path):
     r = t.run_replay(path, tmp_path, "-a")
     assert r.rc == 0, r.stderr
     assert len(r.reports) == 1
-    assert_report(r.reports[0], requests=3, flags=FINAL | GEN, window=1024)
+    assert_report(r.reports[0], requests=3, flags=FINAL | GEN, window=W_DEFAULT)
     assert r.stats["frames"] == 4 and r.stats["not_rocev2"] == 1 and r.stats["frames_truncated_by_capture"] == 0
 
 
@@ -720,6 +721,23 @@ def test_pool_exhaustion_closes_the_epoch(encap, tmp_path):
     assert len(exhausted) == 1
     assert exhausted[0]["rdmaDestinationQP"] == b
     assert exhausted[0]["abandonedPsnTotalCount"] == 1 and exhausted[0]["requestPacketTotalCount"] == 64
+
+
+def test_default_pool_at_w_2_22(tmp_path):
+    """With default options (W = 2^22, max_contexts 65536) the automatic
+    pool holds as many windows as 32 MiB hold (docs/configuration.md
+    max_windows): a window of 2^22 positions is 65536 ring words, 1024 + 16
+    summary words and the base, 66577 x 8 = 532,616 bytes; 33,554,432 /
+    532,616 = 62.99: 62 windows. 63 connections each leave a position pending
+    99 behind the highest: the first 62 take a window, the 63rd closes its
+    epoch with stateExhaustion."""
+    n = 63
+    c = Cap((4, ()))
+    for i in range(n):
+        c.reqs([0, 100], qp=0x100 + i)
+    r = c.run(tmp_path, "-a", window=1 << 22)
+    assert r.stats["window_pool_taken"] == 62 and r.stats["window_pool_exhausted"] == 1
+    assert all(x["rdmaSequenceWindow"] == 1 << 22 for x in r.reports)
 
 
 def test_65536_connections_at_w_2_22_with_default_options(tmp_path):

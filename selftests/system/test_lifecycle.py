@@ -962,7 +962,7 @@ def test_live_eviction_state_exhaustion(veth, daemons, tmp_path):
     metered once its requests arrive again."""
     src3, dst3, qp3 = "10.1.0.5", "10.1.0.6", 0x99
     conf = tmp_path / "m.conf"
-    conf.write_text("[meter]\nmax_contexts = 2\neviction = oldest\nprovision_all = yes\nidle_timeout_ms = 0\n")
+    conf.write_text("[meter]\nwindow = 1024\nmax_contexts = 2\neviction = oldest\nprovision_all = yes\nidle_timeout_ms = 0\n")
     d = start(daemons, veth, str(conf), tmp_path)
     veth.send(tmp_path, [frame(1), frame(3)])                            # A: skips 2
     veth.send(tmp_path, [frame(7, src=SRC2, dst=DST2, qp=QP2)])          # B, later

@@ -284,7 +284,7 @@ class Rec:
 
 def pool_windows(window, max_contexts=65536, max_windows=0):
     """Windows in the meter's pool (docs/configuration.md max_windows): the
-    configured number, or max_contexts / 16, at least 64, at most what 256
+    configured number, or max_contexts / 16, at least 64, at most what 32
     MiB holds and at most max_contexts; 1 when W <= 64 (never used)."""
     if max_windows:
         return max_windows
@@ -293,7 +293,7 @@ def pool_windows(window, max_contexts=65536, max_windows=0):
     nw = (window + 63) // 64
     s1 = (nw + 63) // 64
     size = 8 * (nw + s1 + (s1 + 63) // 64 + 1)
-    return max(1, min(max(max_contexts // 16, 64), (256 << 20) // size, max_contexts))
+    return max(1, min(max(max_contexts // 16, 64), (32 << 20) // size, max_contexts))
 
 
 class SeqEpoch:
@@ -432,7 +432,7 @@ class ReplayModel:
     'tag' (emission order class: reports of one walk with equal first
     arrival time may come in any order), and the counter fields."""
 
-    def __init__(self, window=1024, provisioned=lambda key: True, interval_ms=None, generation_verified=False,
+    def __init__(self, window=1 << 22, provisioned=lambda key: True, interval_ms=None, generation_verified=False,
                  idle_timeout_ms=60000, max_contexts=65536, names_qp=lambda key: False, unattributed_is_loss=True,
                  max_windows=0):
         self.W = window

@@ -89,7 +89,7 @@ static void expect_ok(const char *text)
 static void defaults_are_documented(void **state)
 {
 	rm_config_defaults(&cfg);
-	assert_int_equal(cfg.meter.window, 1024);
+	assert_int_equal(cfg.meter.window, 4194304); /* 2^22 */
 	assert_int_equal(cfg.meter.max_contexts, 65536);
 	assert_int_equal(cfg.meter.namespace_vlan, 0);
 	assert_int_equal(cfg.meter.observation_point_id, 0);
@@ -150,7 +150,7 @@ static void example_file(void **state)
 	if (rm_config_load(path, &cfg, err, sizeof(err)))
 		fail_msg("the example is refused: %s", err);
 
-	assert_int_equal(cfg.meter.window, 1024);
+	assert_int_equal(cfg.meter.window, 4194304); /* 2^22 */
 	assert_int_equal(cfg.meter.max_contexts, 65536);
 	assert_int_equal(cfg.meter.namespace_vlan, 0);
 	assert_int_equal(cfg.meter.observation_point_id, 0);

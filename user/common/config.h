@@ -51,7 +51,7 @@ struct rm_tls_settings {
 };
 
 struct rm_meter_settings {
-	uint32_t window;               /* W, 1..4194304, default 1024 */
+	uint32_t window;               /* W, 1..4194304, default 4194304 (2^22) */
 	uint32_t max_contexts;         /* default 65536 */
 	uint32_t max_windows;          /* pool windows; default 0: automatic (rm_max_windows_auto()) */
 	int namespace_vlan;            /* namespace = vlan | none (default none) */

@@ -15,13 +15,13 @@
 /* [meter] */
 #define RM_WINDOW_MIN 1u
 /* RM_WINDOW_MAX (2^22) comes from the engine, rocemeter/seqobs.h. */
-#define RM_WINDOW_DEFAULT 1024u
+#define RM_WINDOW_DEFAULT 4194304u /* 2^22, the largest W [SEQOBS] allows */
 #define RM_MAX_CONTEXTS_MIN 1u
 #define RM_MAX_CONTEXTS_MAX 16777216u
 #define RM_MAX_CONTEXTS_DEFAULT 65536u
 /* Pool windows ([meter] max_windows); 0: rm_max_windows_auto() */
 #define RM_MAX_WINDOWS_MAX         16777216u
-#define RM_WINDOW_POOL_BUDGET      (256ull << 20)      /* the automatic pool takes at most this many bytes */
+#define RM_WINDOW_POOL_BUDGET      (32ull << 20)       /* the automatic pool takes at most this many bytes */
 #define RM_IDLE_TIMEOUT_MS_MAX (86400000ull * 365) /* a year; 0 = never */
 #define RM_IDLE_TIMEOUT_MS_DEFAULT 60000u
 #define RM_MAX_VIOLATIONS_MIN 1u

@@ -51,7 +51,8 @@ static void usage(FILE *f)
 		"  -c, --config FILE        configuration file (see README, \"Configuration\")\n"
 		"  -M, --mode MODE          XDP mode: native (default) or generic\n"
 		"  -m, --mirror             drop frames after metering (a dedicated mirror/TAP port)\n"
-		"  -w, --window W           W for new epochs, %u..%u (overrides the config)\n"
+		"  -w, --window W           W for new epochs, %u..%u (default %u, overrides the\n"
+		"                           config)\n"
 		"  -a, --provision-all      meter every RC connection seen (operator assertion)\n"
 		"  -f, --flowlabel DIR      also attach the IPv6 Flow Label program (ingress|egress)\n"
 		"  -H, --hash VARIANT       flow-label hash: literal (default), crc32, crc32c, mpeg2\n"
@@ -76,7 +77,7 @@ static void usage(FILE *f)
 		"Inspect while running: rocemeter status IFACE (it names the pin directory\n"
 		"/sys/fs/bpf/rocemeter/NETNS/IFINDEX/), or\n"
 		"  bpftool map dump pinned /sys/fs/bpf/rocemeter/NETNS/IFINDEX/contexts\n",
-		RM_WINDOW_MIN, RM_WINDOW_MAX, RM_REPORT_INTERVAL_MS_DEFAULT);
+		RM_WINDOW_MIN, RM_WINDOW_MAX, RM_WINDOW_DEFAULT, RM_REPORT_INTERVAL_MS_DEFAULT);
 }
 
 /* The daemon in the foreground until a signal stops it; sigs are blocked (cmd_attach). */
