@@ -344,3 +344,68 @@ def test_earlier_layout_converted(tmp_path, pki):
     assert old["outcome"] == "incomplete" and "collector restarted" in old["reason"]
     assert es[1]["session_id"] == 2 and es[1]["outcome"] == "incomplete"
     assert c.query("SELECT count(*) AS n FROM sqlite_master WHERE name IN ('epoch_keys', 'epoch_state')")[0]["n"] == 0
+
+
+# ------------------------------------------------------------ settled while retained: packed
+
+def test_settled_epochs_stored_packed(tmp_path, pki):
+    """Epochs settled by their final report stay retained (closure state, [SEQOBS] "Collector
+    Processing") after the transaction that stores them: they are written packed, not as a row
+    each (docs/collector.md "When the database is written"), and their retirement is recorded
+    apart. Through the view epochs they read as rows would: a repeat after the write counts, the
+    retirement time is the session's end, nothing is listed twice."""
+    c = start(tmp_path / "c.db", tmp_path, pki)
+    try:
+        s = c.connect()
+        s.sendall(templates_msg() + b"".join(epoch_stream(300, final=True)))
+        c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE retired_ms IS NULL") == 300,
+                   "300 settled epochs stored while retained")
+        assert count(c, "SELECT count(*) FROM epoch_rows") == 0  # no row per settled epoch
+        s.sendall(data_msg(later(report(epoch=5, rid=1), 1, final=True), seq=0))  # identical repeat
+        c.wait_for(lambda: count(c, "SELECT repeats FROM epochs WHERE epoch_id = 5") == 1, "the repeat stored")
+        assert count(c, "SELECT count(*) FROM epochs") == 300
+        close_tls(s)
+        (sess,) = c.wait_ended(1)
+        c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE retired_ms IS NOT NULL") == 300,
+                   "300 epochs retired")
+    finally:
+        assert c.stop() == 0
+    es = epochs(c)
+    assert [e["epoch_id"] for e in es] == list(range(1, 301))
+    assert len({e["id"] for e in es}) == 300
+    for e in es:
+        assert (e["outcome"], e["state"], e["reason"]) == ("complete", "final", "")
+        assert (e["reports_accepted"], e["first_report_id"], e["last_report_id"], e["missing_reports"]) == (1, 1, 1, 0)
+        assert (e["requests"], e["skipped"], e["filled"], e["repeated"], e["pending"]) == (5, 1, 1, 1, 0)
+        assert e["repeats"] == (1 if e["epoch_id"] == 5 else 0)
+        assert e["retired_ms"] == sess["ended_ms"]  # retired by the session's end, at its time
+    assert count(c, "SELECT count(*) FROM epoch_rows") <= 1  # at most the one changed after its write
+    p = subprocess.run([BIN, "report", "--db", str(tmp_path / "c.db"), "--outcome", "complete", "--json"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.count('"retired_ms": null') == 0
+
+
+def test_restart_after_kill_retires_packed_epochs(tmp_path, pki):
+    """kill -9 after settled epochs were stored packed while retained: the restart retires them with
+    their outcome (complete), and the open one as incomplete ("collector restarted")."""
+    db = tmp_path / "c.db"
+    c = start(db, tmp_path, pki)
+    s = c.connect()
+    s.sendall(templates_msg() + b"".join(epoch_stream(50, final=True)) + data_msg(report(epoch=51, rid=1), seq=0))
+    c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE retired_ms IS NULL") == 51, "epochs committed")
+    c.proc.send_signal(signal.SIGKILL)
+    c.proc.wait(timeout=WAIT)
+    s.close()
+    c.err.close()
+    c2 = start(db, tmp_path, pki)
+    try:
+        c2.wait_for(lambda: "collector restarted" in c2.log(), "the recovery logged")
+        assert "50 settled epochs retired with their outcome" in c2.log()
+    finally:
+        assert c2.stop() == 0
+    es = epochs(c2)
+    assert len(es) == 51 and all(e["retired_ms"] is not None for e in es)
+    assert all(e["outcome"] == "complete" for e in es[:50])
+    assert es[50]["outcome"] == "incomplete" and "collector restarted" in es[50]["reason"]
+    p = subprocess.run([BIN, "report", "--db", str(db), "--outcome", "open"], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout == ""
