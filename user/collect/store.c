@@ -81,15 +81,22 @@ enum {
 };
 
 /*
- * Epochs live in two tables, read together through the view epochs:
- *   epoch_rows     one row per epoch written while retained (open, or
- *                  settled and waiting for retirement), updated in place
- *                  until retired;
- *   epoch_archive  epochs retired before their first write, packed: one
- *                  row per transaction chunk, data a JSON array of arrays
- *                  (the EC_* columns of one epoch each), written once.
- * Most epochs of a busy collector live less than a transaction interval,
- * so most are written once, packed; a row each costs several times more.
+ * Epochs live in three tables, read together through the view epochs:
+ *   epoch_rows     one row per epoch written while open, updated in place
+ *                  until retired; also an epoch changed after it was
+ *                  packed while retained (the row then replaces the packed
+ *                  copy);
+ *   epoch_archive  epochs settled (final or invalid) or retired at their
+ *                  first write, packed: one row per transaction chunk, data
+ *                  a JSON array of arrays (the EC_* columns of one epoch
+ *                  each), written once; retained counts the epochs of the
+ *                  chunk written before their retirement (retired_ms null);
+ *   epoch_retired  the retirement times of those: ranges of row IDs
+ *                  (first_id..last_id) retired at one time.
+ * A settled epoch stays retained (closure state) until a limit, the
+ * inactivity timeout or its session's end retires it, and rarely changes
+ * after: so most epochs are written once, packed, and their retirement
+ * costs a share of one range; a row each costs several times more.
  */
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS runs ("
@@ -116,7 +123,8 @@ static const char schema[] =
 	" unclassified_late INTEGER, state TEXT, outcome TEXT, reason TEXT, first_seen_ms INTEGER,"
 	" last_seen_ms INTEGER, retired_ms INTEGER);"
 	"CREATE TABLE IF NOT EXISTS epoch_archive ("
-	" id INTEGER PRIMARY KEY, first_id INTEGER, last_id INTEGER, data TEXT);"
+	" id INTEGER PRIMARY KEY, first_id INTEGER, last_id INTEGER, data TEXT, retained INTEGER DEFAULT 0);"
+	"CREATE TABLE IF NOT EXISTS epoch_retired (first_id INTEGER PRIMARY KEY, last_id INTEGER, retired_ms INTEGER);"
 	"CREATE TABLE IF NOT EXISTS raw_records ("
 	" id INTEGER PRIMARY KEY, session_id INTEGER, received_ms INTEGER, domain INTEGER,"
 	" template_id INTEGER, epoch_id INTEGER, report_id INTEGER, flags INTEGER, verdict TEXT,"
@@ -131,12 +139,18 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS run_limits ("
 	" run_id INTEGER, name TEXT, value INTEGER, PRIMARY KEY(run_id, name));";
 
+/* The retirement time of the packed epoch whose row ID is the SQL expression X, from epoch_retired, or NULL. */
+#define RETIREMENT_OF(X)                                                                                         \
+	"(SELECT CASE WHEN r.last_id >= " X " THEN r.retired_ms END FROM epoch_retired r WHERE r.first_id <= " X \
+	" ORDER BY r.first_id DESC LIMIT 1)"
+
 enum {
 	Q_EPOCH_INSERT,
 	Q_EPOCH_UPDATE,
 	Q_EPOCH_LOST,
 	Q_EPOCH_RETIRE,
 	Q_ARCHIVE,
+	Q_RETIRED,
 	Q_SESSION,
 	Q_RAW,
 	Q_DROP,
@@ -170,7 +184,8 @@ static const char *const queries[Q__N] = {
 			 " WHERE id = ?1 AND retired_ms IS NULL",
 	/* A settled epoch whose row is up to date: its retirement sets only retired_ms. */
 	[Q_EPOCH_RETIRE] = "UPDATE epoch_rows SET retired_ms = ?2 WHERE id = ?1",
-	[Q_ARCHIVE] = "INSERT INTO epoch_archive (first_id, last_id, data) VALUES (?1, ?2, ?3)",
+	[Q_ARCHIVE] = "INSERT INTO epoch_archive (first_id, last_id, data, retained) VALUES (?1, ?2, ?3, ?4)",
+	[Q_RETIRED] = "INSERT INTO epoch_retired (first_id, last_id, retired_ms) VALUES (?1, ?2, ?3)",
 	[Q_SESSION] =
 		"INSERT INTO sessions (id, run_id, peer, peer_subject, transport, started_ms, ended_ms, end_reason,"
 		" messages, records, octets, rejected, accepted, repeats, stale, orphans, unsupported, invalid,"
@@ -255,6 +270,15 @@ struct retire_only {
 	uint64_t retired_ms;
 };
 
+/* Packed epochs first..last retired at retired_ms (epoch_retired). */
+struct retire_range {
+	int64_t first, last;
+	uint64_t retired_ms;
+};
+
+/* e->store_row: 0 nothing written, ROW_TABLE a row in epoch_rows, ROW_PACKED a copy in epoch_archive only. */
+enum { ROW_NONE = 0, ROW_TABLE = 1, ROW_PACKED = 2 };
+
 struct rm_store {
 	sqlite3 *db;
 	sqlite3_stmt *q[Q__N];
@@ -277,10 +301,12 @@ struct rm_store {
 	GArray *limits;    /* struct limit_row */
 	GArray *lost;      /* int64 row IDs of epochs whose outcome was not kept */
 	GArray *retire;    /* struct retire_only: settled epochs whose rows need only retired_ms */
+	GArray *ranges;    /* struct retire_range: packed epochs whose copies need only retired_ms */
 	char *arc;         /* the epoch_archive chunk being built (JSON) */
 	size_t arc_len, arc_cap;
 	int64_t arc_first, arc_last;
-	int64_t stop_run; /* runs row to mark stopped, 0: none */
+	uint32_t arc_retained; /* of the chunk's epochs, those not retired */
+	int64_t stop_run;      /* runs row to mark stopped, 0: none */
 	uint64_t stop_ms;
 
 	/* Health. */
@@ -380,7 +406,8 @@ static void limit_row_clear(gpointer p)
 static int waiting(const struct rm_store *st)
 {
 	return st->epochs->len || st->sessions_dirty || st->raw->len || g_hash_table_size(st->drops) ||
-	       g_hash_table_size(st->conns) || st->limits->len || st->lost->len || st->retire->len || st->stop_run;
+	       g_hash_table_size(st->conns) || st->limits->len || st->lost->len || st->retire->len || st->ranges->len ||
+	       st->stop_run;
 }
 
 static int count_drop(struct rm_store *st, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms)
@@ -528,10 +555,21 @@ static void epoch_values(const struct rm_epoch *e, struct val v[EC__N], char *sr
 	}
 }
 
+/*
+ * Written packed (epoch_archive) rather than as a row: an epoch retired or
+ * settled at its first write. A settled epoch changes afterwards only by
+ * the counts of ignored records (repeats, stale, ...) or by invalidation;
+ * then it gets a row, which replaces its packed copy in the view.
+ */
+static int packs(const struct rm_epoch *e)
+{
+	return e->store_row == ROW_NONE && (e->retired_ms || e->state != RM_EPOCH_OPEN);
+}
+
 /* A row in epoch_rows: inserted, or its state columns updated (the key columns are written once). */
 static int write_epoch(struct rm_store *st, const struct rm_epoch *e)
 {
-	int fresh = !e->store_row;
+	int fresh = e->store_row != ROW_TABLE;
 	sqlite3_stmt *q = st->q[fresh ? Q_EPOCH_INSERT : Q_EPOCH_UPDATE];
 	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
 	struct val v[EC__N];
@@ -657,6 +695,7 @@ static int archive_add(struct rm_store *st, const struct rm_epoch *e)
 	}
 	*p++ = ']';
 	st->arc_len = (size_t)(p - st->arc);
+	st->arc_retained += !e->retired_ms;
 	if (!st->arc_first)
 		st->arc_first = e->store_id;
 	st->arc_last = e->store_id;
@@ -677,9 +716,11 @@ static int archive_write(struct rm_store *st)
 	sqlite3_bind_int64(q, 1, st->arc_first);
 	sqlite3_bind_int64(q, 2, st->arc_last);
 	sqlite3_bind_text(q, 3, st->arc, (int)st->arc_len, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 4, st->arc_retained);
 	rc = step_reset(q);
 	st->arc_len = 0;
 	st->arc_first = st->arc_last = 0;
+	st->arc_retained = 0;
 	return rc;
 }
 
@@ -816,7 +857,7 @@ static void written(struct rm_store *st)
 		if (e->sink_keeps) {
 			rm_rules_epoch_free(e);
 		} else {
-			e->store_row = 1;
+			e->store_row = packs(e) ? ROW_PACKED : ROW_TABLE;
 			e->store_slot = 0;
 		}
 	}
@@ -839,6 +880,7 @@ static void written(struct rm_store *st)
 	g_array_set_size(st->limits, 0); /* frees the names */
 	g_array_set_size(st->lost, 0);
 	g_array_set_size(st->retire, 0);
+	g_array_set_size(st->ranges, 0);
 	st->stop_run = 0;
 }
 
@@ -861,7 +903,7 @@ static int flush(struct rm_store *st)
 	for (guint i = 0; i < st->epochs->len; i++) {
 		struct rm_epoch *e = g_ptr_array_index(st->epochs, i);
 
-		if (e->retired_ms && !e->store_row) {
+		if (packs(e)) {
 			if (archive_add(st, e) < 0 || (st->arc_len >= RM_STORE_ARCHIVE_CHUNK && archive_write(st) < 0))
 				goto fail;
 		} else if (write_epoch(st, e) < 0) {
@@ -876,6 +918,15 @@ static int flush(struct rm_store *st)
 		sqlite3_bind_int64(st->q[Q_EPOCH_RETIRE], 1, r->id);
 		sqlite3_bind_int64(st->q[Q_EPOCH_RETIRE], 2, (int64_t)r->retired_ms);
 		if (step_reset(st->q[Q_EPOCH_RETIRE]) < 0)
+			goto fail;
+	}
+	for (guint i = 0; i < st->ranges->len; i++) {
+		const struct retire_range *r = &g_array_index(st->ranges, struct retire_range, i);
+
+		sqlite3_bind_int64(st->q[Q_RETIRED], 1, r->first);
+		sqlite3_bind_int64(st->q[Q_RETIRED], 2, r->last);
+		sqlite3_bind_int64(st->q[Q_RETIRED], 3, (int64_t)r->retired_ms);
+		if (step_reset(st->q[Q_RETIRED]) < 0)
 			goto fail;
 	}
 	for (guint i = 0; i < st->lost->len; i++)
@@ -908,6 +959,7 @@ static int flush(struct rm_store *st)
 fail:
 	st->arc_len = 0;
 	st->arc_first = st->arc_last = 0;
+	st->arc_retained = 0;
 	snprintf(st->down_why, sizeof(st->down_why), "%s", sqlite3_errmsg(st->db));
 	if (!sqlite3_get_autocommit(st->db))
 		step_reset(st->q[Q_ROLLBACK]);
@@ -1014,16 +1066,35 @@ int rm_store_flush(struct rm_store *st)
 
 /* ---------------- writes (deferred) ---------------- */
 
+/* The retirement of a written epoch: its row's retired_ms, or a range of packed copies (extended when it can). */
+static void retire_only(struct rm_store *st, int64_t id, int row, uint64_t retired_ms)
+{
+	if (row == ROW_PACKED) {
+		struct retire_range *last =
+			st->ranges->len ? &g_array_index(st->ranges, struct retire_range, st->ranges->len - 1) : NULL;
+		struct retire_range r = { id, id, retired_ms };
+
+		if (last && last->retired_ms == retired_ms && last->last + 1 == id)
+			last->last = id;
+		else if (last && last->retired_ms == retired_ms && last->first - 1 == id)
+			last->first = id;
+		else
+			g_array_append_val(st->ranges, r);
+	} else {
+		struct retire_only r = { id, retired_ms };
+
+		g_array_append_val(st->retire, r);
+	}
+}
+
 int rm_store_epoch(struct rm_store *st, struct rm_epoch *e)
 {
 	if (!e->store_id)
 		e->store_id = st->next_epoch++;
 	if (e->retired_ms && e->store_row && !e->store_slot && !e->dirty && e->state != RM_EPOCH_OPEN &&
-	    st->retire->len < RM_STORE_MAX_RETIREMENTS) {
-		/* Settled and written as it is: the row needs only its retirement time, the epoch is not kept. */
-		struct retire_only r = { e->store_id, e->retired_ms };
-
-		g_array_append_val(st->retire, r);
+	    st->retire->len + st->ranges->len < RM_STORE_MAX_RETIREMENTS) {
+		/* Settled and written as it is: it needs only its retirement time, the epoch is not kept. */
+		retire_only(st, e->store_id, e->store_row, e->retired_ms);
 		return 0;
 	}
 	if (e->retired_ms && !e->store_slot && st->kept >= RM_STORE_MAX_KEPT_EPOCHS) {
@@ -1035,7 +1106,9 @@ int rm_store_epoch(struct rm_store *st, struct rm_epoch *e)
 			snprintf(d, sizeof(d), "epoch %" PRIu64 " (%s) not stored: database unavailable",
 				 e->key.epoch_id, rm_outcome_name(e->outcome));
 			database_drop(st, (int64_t)e->session_id, d);
-			if (e->store_row)
+			if (e->store_row == ROW_PACKED) /* settled: the copy keeps its outcome, and is retired */
+				retire_only(st, e->store_id, ROW_PACKED, e->retired_ms);
+			else if (e->store_row)
 				g_array_append_val(st->lost, e->store_id);
 			return 0;
 		}
@@ -1235,6 +1308,8 @@ static int recover(struct rm_store *st, uint64_t now_ms, int64_t *n_sessions, in
 {
 	static const char cause[] = "session ended: collector restarted (the run that received it ended without "
 				    "closing its session)";
+	int64_t packed;
+	char sql[600];
 
 	*n_sessions = exec_args(st, "UPDATE sessions SET ended_ms = ?1, end_reason = ?2 WHERE ended_ms IS NULL", "is",
 				(int64_t)now_ms,
@@ -1249,6 +1324,18 @@ static int recover(struct rm_store *st, uint64_t now_ms, int64_t *n_sessions, in
 		"is", (int64_t)now_ms, cause);
 	*n_settled =
 		exec_args(st, "UPDATE epoch_rows SET retired_ms = ?1 WHERE retired_ms IS NULL", "i", (int64_t)now_ms);
+	/* Packed copies written before their retirement (only settled epochs are), in chunks with retained > 0. */
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO epoch_retired (first_id, last_id, retired_ms) SELECT p.id, p.id, ?1 FROM"
+		 " (SELECT json_extract(j.value, '$[0]') AS id FROM epoch_archive a, json_each(a.data) j"
+		 " WHERE a.retained > 0 AND json_extract(j.value, '$[%d]') IS NULL) p"
+		 " WHERE NOT EXISTS (SELECT 1 FROM epoch_rows o WHERE o.id = p.id)"
+		 " AND " RETIREMENT_OF("p.id") " IS NULL ORDER BY p.id",
+		 EC_RETIRED);
+	packed = exec_args(st, sql, "i", (int64_t)now_ms);
+	if (packed < 0 || exec_args(st, "UPDATE epoch_archive SET retained = 0 WHERE retained > 0", "") < 0)
+		return -1;
+	*n_settled += packed;
 	return *n_sessions < 0 || *n_open < 0 || *n_settled < 0 ? -1 : 0;
 }
 
@@ -1323,11 +1410,17 @@ static int convert_epochs(struct rm_store *st, char **msg)
 	return rc;
 }
 
-/* The view epochs: epoch_rows and, unpacked, epoch_archive, with the same columns. */
+/*
+ * The view epochs: epoch_rows and, unpacked, epoch_archive, with the same
+ * columns. A packed copy written before its retirement takes its retired_ms
+ * from epoch_retired, and gives way to a row of the same ID (written when
+ * the epoch changed after it was packed). Recreated at every read-write
+ * open, so a database of an earlier version reads its new tables.
+ */
 static int create_view(struct rm_store *st, char **msg)
 {
 	static const char cols[] = EPOCH_COLUMNS;
-	GString *sql = g_string_new("CREATE VIEW IF NOT EXISTS epochs AS SELECT " EPOCH_COLUMNS
+	GString *sql = g_string_new("DROP VIEW IF EXISTS epochs; CREATE VIEW epochs AS SELECT " EPOCH_COLUMNS
 				    " FROM epoch_rows UNION ALL SELECT ");
 	const char *p = cols;
 	int rc;
@@ -1337,10 +1430,22 @@ static int create_view(struct rm_store *st, char **msg)
 
 		while (*p == ' ')
 			p++, n--;
-		g_string_append_printf(sql, "%sjson_extract(j.value, '$[%d]') AS %.*s", c ? ", " : "", c, (int)n, p);
+		if (c == EC_RETIRED)
+			g_string_append_printf(sql,
+					       ", coalesce(json_extract(j.value, '$[%d]'), " RETIREMENT_OF(
+						       "json_extract(j.value, '$[0]')") ") AS %.*s",
+					       c, (int)n, p);
+		else
+			g_string_append_printf(sql, "%sjson_extract(j.value, '$[%d]') AS %.*s", c ? ", " : "", c,
+					       (int)n, p);
 		p += n + (p[n] == ',');
 	}
-	g_string_append(sql, " FROM epoch_archive a, json_each(a.data) j");
+	g_string_append_printf(
+		sql,
+		" FROM epoch_archive a, json_each(a.data) j WHERE json_extract(j.value, '$[%d]')"
+		" IS NOT NULL OR NOT EXISTS (SELECT 1 FROM epoch_rows o WHERE o.id = json_extract(j.value,"
+		" '$[0]'))",
+		EC_RETIRED);
 	rc = sqlite3_exec(st->db, sql->str, NULL, NULL, msg);
 	g_string_free(sql, TRUE);
 	return rc;
@@ -1405,6 +1510,8 @@ void rm_store_close(struct rm_store *st)
 		g_array_free(st->lost, TRUE);
 	if (st->retire)
 		g_array_free(st->retire, TRUE);
+	if (st->ranges)
+		g_array_free(st->ranges, TRUE);
 	free(st);
 }
 
@@ -1458,6 +1565,7 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 	g_array_set_clear_func(st->limits, limit_row_clear);
 	st->lost = g_array_new(FALSE, FALSE, sizeof(int64_t));
 	st->retire = g_array_new(FALSE, FALSE, sizeof(struct retire_only));
+	st->ranges = g_array_new(FALSE, FALSE, sizeof(struct retire_range));
 	snprintf(pragmas, sizeof(pragmas),
 		 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;"
 		 " PRAGMA cache_size=-%u;",
@@ -1467,7 +1575,8 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 	    sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK || create_view(st, &msg) != SQLITE_OK ||
 	    add_column(st, "sessions", "seq_gaps", &msg) != SQLITE_OK ||
 	    add_column(st, "sessions", "seq_missing", &msg) != SQLITE_OK ||
-	    add_column(st, "sessions", "export_time_backwards", &msg) != SQLITE_OK) {
+	    add_column(st, "sessions", "export_time_backwards", &msg) != SQLITE_OK ||
+	    add_column(st, "epoch_archive", "retained", &msg) != SQLITE_OK) {
 		snprintf(err, errlen, "%s: %s", path, msg ? msg : sqlite3_errmsg(st->db));
 		sqlite3_free(msg);
 		rm_store_close(st);
