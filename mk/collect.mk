@@ -6,6 +6,8 @@ ROCEMETER_SRCS += user/collect/ipfix_decode.c user/collect/collector_rules.c use
 CHECK_PROGS    += $(BUILD)/tests/unit/test_collector_rules $(BUILD)/tests/unit/test_ipfix_decode
 # The memory budget and its charges by the rules (epochs) and the decoder (Templates).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_budget
+# What the store holds for its next transaction, charged to the same budget.
+CHECK_PROGS    += $(BUILD)/tests/unit/test_store_budget
 CHECK_SCRIPTS  += selftests/system/test_collector.py
 # Availability and bounded resources on a hostile network (docs/collector.md).
 CHECK_SCRIPTS  += selftests/system/test_collector_limits.py

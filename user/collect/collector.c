@@ -1159,6 +1159,7 @@ int rm_collector_run(const struct rm_collect_settings *cs, uint32_t pen, volatil
 	if (!srv.rules)
 		goto out;
 	rm_rules_set_budget(srv.rules, srv.budget);
+	rm_store_set_budget(srv.st, srv.budget);
 	srv.lfd = open_listener(cs->listen, srv.ctx ? (int)((cs->handshake_timeout_ms + 999) / 1000) : 0);
 	if (srv.lfd < 0)
 		goto out;

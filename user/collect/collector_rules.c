@@ -350,10 +350,11 @@ static void retire(struct rm_epoch *e, const char *cause, uint64_t now_ms)
 	if (e->in_closed)
 		g_queue_unlink(&s->closed, &e->closed_link);
 	g_hash_table_remove(s->epochs, &e->hkey);
-	if (!e->sink_keeps)
+	/* A kept epoch keeps its charge until the sink's write: the sink returns it (docs/collector.md "Memory budget"). */
+	if (!e->sink_keeps) {
 		free(e);
-	/* A kept epoch waits for the sink's write outside the budget (docs/collector.md "Memory budget"). */
-	rm_budget_give(s->rules->budget, RM_BUDGET_EPOCH_BYTES);
+		rm_budget_give(s->rules->budget, RM_BUDGET_EPOCH_BYTES);
+	}
 }
 
 void rm_rules_epoch_free(struct rm_epoch *e)

@@ -96,7 +96,8 @@ struct rm_epoch {
 	int64_t store_id;           /* free for the sink (the SQLite row) */
 	uint32_t store_slot;        /* free for the sink (its place in a write queue) */
 	uint8_t store_row;          /* free for the sink (1: the row exists) */
-	uint8_t sink_keeps;         /* set by sink->epoch on a retired epoch: the sink frees it (rm_rules_epoch_free) */
+	uint8_t sink_keeps;         /* set by sink->epoch on a retired epoch: the sink frees it (rm_rules_epoch_free),
+				       and its budget charge passes to the sink (rm_rules_set_budget) */
 
 	/* internal */
 	struct rm_epoch_hkey { uint32_t domain; uint64_t epoch_id; } hkey;
@@ -111,6 +112,8 @@ struct rm_rules_sink {
 	 * is retired (retired_ms != 0, outcome settled; e->dirty says whether
 	 * it changed since the last rm_rules_flush; e is freed afterwards,
 	 * unless the sink sets e->sink_keeps: then it is the sink's, detached
+	 * (with its RM_BUDGET_EPOCH_BYTES charge, which the sink returns when
+	 * it frees it),
 	 * from the session (e->sess is not to be used), to be freed with
 	 * rm_rules_epoch_free).
 	 */

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "common/log.h"
 #include "store.h"
 
@@ -317,6 +318,7 @@ struct rm_store {
 	uint64_t database_drops; /* "database" drops since the store was opened */
 	char down_why[200];
 	int wal_pages;
+	struct rm_budget *budget; /* charged for kept epochs and raw records waiting (NULL: none) */
 };
 
 static uint64_t mono_ms(void)
@@ -345,6 +347,11 @@ int rm_store_unavailable(const struct rm_store *st)
 uint64_t rm_store_database_drops(const struct rm_store *st)
 {
 	return st->database_drops;
+}
+
+void rm_store_set_budget(struct rm_store *st, struct rm_budget *b)
+{
+	st->budget = b;
 }
 
 void rm_store_set_raw_limit(struct rm_store *st, uint32_t max_raw_records)
@@ -856,6 +863,7 @@ static void written(struct rm_store *st)
 
 		if (e->sink_keeps) {
 			rm_rules_epoch_free(e);
+			rm_budget_give(st->budget, RM_BUDGET_EPOCH_BYTES); /* the charge the rules passed on */
 		} else {
 			e->store_row = packs(e) ? ROW_PACKED : ROW_TABLE;
 			e->store_slot = 0;
@@ -874,6 +882,7 @@ static void written(struct rm_store *st)
 	st->sessions_dirty = 0;
 	st->raw_rows += st->raw->len;
 	g_ptr_array_set_size(st->raw, 0); /* frees the rows */
+	rm_budget_give(st->budget, st->raw_bytes);
 	st->raw_bytes = 0;
 	g_hash_table_remove_all(st->drops);
 	g_hash_table_remove_all(st->conns);
@@ -1066,6 +1075,15 @@ int rm_store_flush(struct rm_store *st)
 
 /* ---------------- writes (deferred) ---------------- */
 
+/* 1 if the budget has room for one more epoch (or there is no budget). */
+static int budget_room(struct rm_store *st)
+{
+	if (rm_budget_try(st->budget, RM_BUDGET_EPOCH_BYTES) < 0)
+		return 0;
+	rm_budget_give(st->budget, RM_BUDGET_EPOCH_BYTES);
+	return 1;
+}
+
 /* The retirement of a written epoch: its row's retired_ms, or a range of packed copies (extended when it can). */
 static void retire_only(struct rm_store *st, int64_t id, int row, uint64_t retired_ms)
 {
@@ -1096,6 +1114,21 @@ int rm_store_epoch(struct rm_store *st, struct rm_epoch *e)
 		/* Settled and written as it is: it needs only its retirement time, the epoch is not kept. */
 		retire_only(st, e->store_id, e->store_row, e->retired_ms);
 		return 0;
+	}
+	if (e->retired_ms && !e->sink_keeps && !st->down && !budget_room(st)) {
+		/*
+		 * Kept, it would keep its charge, and the budget has no room for
+		 * one more epoch: write it now with what waits (the retired epochs
+		 * written give their charges back), so that the rules find room.
+		 * Written, it is not kept: the rules free it and return its charge.
+		 */
+		if (!e->store_slot) {
+			g_ptr_array_add(st->epochs, e);
+			e->store_slot = st->epochs->len;
+		}
+		attempt(st);
+		if (!e->store_slot)
+			return 0;
 	}
 	if (e->retired_ms && !e->store_slot && st->kept >= RM_STORE_MAX_KEPT_EPOCHS) {
 		if (!st->down)
@@ -1221,9 +1254,17 @@ int rm_store_raw(struct rm_store *st, int64_t session_id, uint32_t domain, uint1
 		}
 		share = 0;
 	}
+	if (rm_budget_try(st->budget, cost) < 0) {
+		if (!st->down && st->raw->len)
+			attempt(st); /* the raw records waiting give their charges back */
+		if (rm_budget_take(st->budget, cost, "raw record") < 0)
+			return 0; /* counted by the budget's callback */
+	}
 	row = malloc(sizeof(*row) + len);
-	if (!row)
+	if (!row) {
+		rm_budget_give(st->budget, cost);
 		return -1;
+	}
 	memset(row, 0, sizeof(*row));
 	row->session_id = session_id;
 	row->received_ms = now_ms;
@@ -1245,6 +1286,7 @@ int rm_store_raw(struct rm_store *st, int64_t session_id, uint32_t domain, uint1
 
 			if (!t) {
 				raw_free(row);
+				rm_budget_give(st->budget, cost);
 				return -1;
 			}
 			t->refs = 1; /* last_tmpl's reference */
@@ -1488,15 +1530,18 @@ void rm_store_close(struct rm_store *st)
 		for (guint i = 0; i < st->epochs->len; i++) {
 			struct rm_epoch *e = g_ptr_array_index(st->epochs, i);
 
-			if (e->sink_keeps)
+			if (e->sink_keeps) {
 				rm_rules_epoch_free(e);
-			else
+				rm_budget_give(st->budget, RM_BUDGET_EPOCH_BYTES);
+			} else {
 				e->store_slot = 0;
+			}
 		}
 		g_ptr_array_free(st->epochs, TRUE);
 	}
 	if (st->raw)
 		g_ptr_array_free(st->raw, TRUE);
+	rm_budget_give(st->budget, st->raw_bytes);
 	tmpl_put(st->last_tmpl);
 	if (st->sessions)
 		g_hash_table_destroy(st->sessions);

@@ -175,6 +175,20 @@ int rm_store_raw(struct rm_store *st, int64_t session_id, uint32_t domain, uint1
 /* Count a collector resource drop of kind for a session (added to its row by the next transaction). 0 or -1. */
 int rm_store_drop(struct rm_store *st, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms);
 
+struct rm_budget;
+/*
+ * Charge what waits for the next transaction to b (budget.h; NULL: no
+ * budget): a retired epoch the store keeps holds the RM_BUDGET_EPOCH_BYTES
+ * its retained epoch was charged (the rules pass the charge on with
+ * sink_keeps) until it is written; a raw record waiting is charged its
+ * octets (record, reason, Template, bookkeeping) when queued, refused past
+ * the budget (rm_budget_take: the budget's callback counts it). When the
+ * budget has no room left for one more epoch and the database is
+ * available, the store writes what waits at once. Set before the first
+ * session.
+ */
+void rm_store_set_budget(struct rm_store *st, struct rm_budget *b);
+
 /* Raw record bound (set from the run's limits). */
 void rm_store_set_raw_limit(struct rm_store *st, uint32_t max_raw_records);
 
