@@ -88,17 +88,27 @@ enum {
  *                  packed while retained (the row then replaces the packed
  *                  copy);
  *   epoch_archive  epochs settled (final or invalid) or retired at their
- *                  first write, packed: one row per transaction chunk, data
- *                  a JSON array of arrays (the EC_* columns of one epoch
- *                  each), written once; retained counts the epochs of the
- *                  chunk written before their retirement (retired_ms null);
+ *                  first write, packed: one row per transaction chunk,
+ *                  written once. base is a JSON array of the EC_* columns
+ *                  of the chunk's first epoch; data a JSON array with one
+ *                  element per epoch: an object of the columns that differ
+ *                  from base (key: the column's letter in ARC_KEYS, value
+ *                  never null), or, when the epoch is NULL where base is
+ *                  not (and in chunks of earlier versions), the array of
+ *                  all its columns; retained counts the epochs of the chunk
+ *                  written before their retirement (retired_ms null);
  *   epoch_retired  the retirement times of those: ranges of row IDs
  *                  (first_id..last_id) retired at one time.
  * A settled epoch stays retained (closure state) until a limit, the
  * inactivity timeout or its session's end retires it, and rarely changes
  * after: so most epochs are written once, packed, and their retirement
- * costs a share of one range; a row each costs several times more.
+ * costs a share of one range; a row each costs several times more. The
+ * epochs of a chunk share most columns (session, addresses, times to the
+ * millisecond, outcome): packed as differences, an epoch takes some 40
+ * octets instead of some 200.
  */
+#define ARC_KEYS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS runs ("
 	" id INTEGER PRIMARY KEY, started_ms INTEGER, stopped_ms INTEGER, listen TEXT, transport TEXT,"
@@ -124,7 +134,8 @@ static const char schema[] =
 	" unclassified_late INTEGER, state TEXT, outcome TEXT, reason TEXT, first_seen_ms INTEGER,"
 	" last_seen_ms INTEGER, retired_ms INTEGER);"
 	"CREATE TABLE IF NOT EXISTS epoch_archive ("
-	" id INTEGER PRIMARY KEY, first_id INTEGER, last_id INTEGER, data TEXT, retained INTEGER DEFAULT 0);"
+	" id INTEGER PRIMARY KEY, first_id INTEGER, last_id INTEGER, data TEXT, retained INTEGER DEFAULT 0,"
+	" base TEXT);"
 	"CREATE TABLE IF NOT EXISTS epoch_retired (first_id INTEGER PRIMARY KEY, last_id INTEGER, retired_ms INTEGER);"
 	"CREATE TABLE IF NOT EXISTS raw_records ("
 	" id INTEGER PRIMARY KEY, session_id INTEGER, received_ms INTEGER, domain INTEGER,"
@@ -139,11 +150,6 @@ static const char schema[] =
 	" last_detail TEXT, PRIMARY KEY(minute_ms, source, outcome));"
 	"CREATE TABLE IF NOT EXISTS run_limits ("
 	" run_id INTEGER, name TEXT, value INTEGER, PRIMARY KEY(run_id, name));";
-
-/* The retirement time of the packed epoch whose row ID is the SQL expression X, from epoch_retired, or NULL. */
-#define RETIREMENT_OF(X)                                                                                         \
-	"(SELECT CASE WHEN r.last_id >= " X " THEN r.retired_ms END FROM epoch_retired r WHERE r.first_id <= " X \
-	" ORDER BY r.first_id DESC LIMIT 1)"
 
 enum {
 	Q_EPOCH_INSERT,
@@ -185,7 +191,7 @@ static const char *const queries[Q__N] = {
 			 " WHERE id = ?1 AND retired_ms IS NULL",
 	/* A settled epoch whose row is up to date: its retirement sets only retired_ms. */
 	[Q_EPOCH_RETIRE] = "UPDATE epoch_rows SET retired_ms = ?2 WHERE id = ?1",
-	[Q_ARCHIVE] = "INSERT INTO epoch_archive (first_id, last_id, data, retained) VALUES (?1, ?2, ?3, ?4)",
+	[Q_ARCHIVE] = "INSERT INTO epoch_archive (first_id, last_id, data, retained, base) VALUES (?1, ?2, ?3, ?4, ?5)",
 	[Q_RETIRED] = "INSERT INTO epoch_retired (first_id, last_id, retired_ms) VALUES (?1, ?2, ?3)",
 	[Q_SESSION] =
 		"INSERT INTO sessions (id, run_id, peer, peer_subject, transport, started_ms, ended_ms, end_reason,"
@@ -280,6 +286,17 @@ struct retire_range {
 /* e->store_row: 0 nothing written, ROW_TABLE a row in epoch_rows, ROW_PACKED a copy in epoch_archive only. */
 enum { ROW_NONE = 0, ROW_TABLE = 1, ROW_PACKED = 2 };
 
+/* One column value of an epoch: an integer (SQLite's signed 64 bits, same bits as unsigned64), text, or NULL. */
+struct val {
+	enum { V_NULL, V_INT, V_TEXT } t;
+	int64_t i;
+	const char *s;
+};
+
+/* Bound of one packed epoch in JSON: 21 octets per integer and separator, 6 per character of text (\\u00XX), keys. */
+#define ARC_ENTRY_MAX (8 + EC__N * 26 + 6 * (2 * INET6_ADDRSTRLEN + sizeof(((struct rm_epoch *)0)->reason) + 32))
+_Static_assert(sizeof(ARC_KEYS) - 1 >= EC__N, "a key letter per epoch column");
+
 struct rm_store {
 	sqlite3 *db;
 	sqlite3_stmt *q[Q__N];
@@ -306,8 +323,11 @@ struct rm_store {
 	char *arc;         /* the epoch_archive chunk being built (JSON) */
 	size_t arc_len, arc_cap;
 	int64_t arc_first, arc_last;
-	uint32_t arc_retained; /* of the chunk's epochs, those not retired */
-	int64_t stop_run;      /* runs row to mark stopped, 0: none */
+	uint32_t arc_retained;      /* of the chunk's epochs, those not retired */
+	struct val arc_base[EC__N]; /* the chunk's first epoch (texts owned: g_strdup) */
+	char arc_base_json[ARC_ENTRY_MAX];
+	size_t arc_base_len;
+	int64_t stop_run; /* runs row to mark stopped, 0: none */
 	uint64_t stop_ms;
 
 	/* Health. */
@@ -463,13 +483,6 @@ static int step_reset(sqlite3_stmt *q)
 	sqlite3_reset(q);
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -1;
 }
-
-/* One column value of an epoch: an integer (SQLite's signed 64 bits, same bits as unsigned64), text, or NULL. */
-struct val {
-	enum { V_NULL, V_INT, V_TEXT } t;
-	int64_t i;
-	const char *s;
-};
 
 /* Dotted IPv4 without printf (it is on the path of every epoch). */
 static void ipv4_text(const uint8_t *a, char *buf)
@@ -673,34 +686,98 @@ static char *put_str(char *p, const char *s)
 	return p;
 }
 
-/* Append a retired, never written epoch to the archive chunk: [v0,v1,...]. */
-static int archive_add(struct rm_store *st, const struct rm_epoch *e)
+/* One value in JSON. */
+static char *put_val(char *p, const struct val *v)
 {
-	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
-	struct val v[EC__N];
-	/* Bound: 21 octets per integer and separator, 6 per character of text (\\u00XX), the brackets. */
-	size_t need = 4 + EC__N * 22 + 6 * (2 * INET6_ADDRSTRLEN + sizeof(e->reason) + 32);
-	char *p;
+	if (v->t == V_INT)
+		return put_i64(p, v->i);
+	if (v->t == V_TEXT)
+		return put_str(p, v->s);
+	memcpy(p, "null", 4);
+	return p + 4;
+}
 
-	epoch_values(e, v, src, dst);
-	if (buf_reserve(st, need) < 0)
-		return -1;
-	p = st->arc + st->arc_len;
-	*p++ = st->arc_len == 0 ? '[' : ',';
+/* All columns as a JSON array: [v0,v1,...]. */
+static char *put_values(char *p, const struct val v[EC__N])
+{
 	*p++ = '[';
 	for (int c = 0; c < EC__N; c++) {
 		if (c)
 			*p++ = ',';
-		if (v[c].t == V_INT)
-			p = put_i64(p, v[c].i);
-		else if (v[c].t == V_TEXT)
-			p = put_str(p, v[c].s);
-		else {
-			memcpy(p, "null", 4);
-			p += 4;
-		}
+		p = put_val(p, &v[c]);
 	}
 	*p++ = ']';
+	return p;
+}
+
+static int val_equal(const struct val *a, const struct val *b)
+{
+	return a->t == b->t && (a->t == V_NULL || (a->t == V_INT ? a->i == b->i : !strcmp(a->s, b->s)));
+}
+
+static void base_clear(struct rm_store *st)
+{
+	for (int c = 0; c < EC__N; c++)
+		if (st->arc_base[c].t == V_TEXT)
+			g_free((char *)st->arc_base[c].s);
+	memset(st->arc_base, 0, sizeof(st->arc_base));
+	st->arc_base_len = 0;
+}
+
+/* The chunk's first epoch becomes its base (texts copied, its JSON array kept for the row). */
+static void base_set(struct rm_store *st, const struct val v[EC__N])
+{
+	base_clear(st);
+	for (int c = 0; c < EC__N; c++) {
+		st->arc_base[c] = v[c];
+		if (v[c].t == V_TEXT)
+			st->arc_base[c].s = g_strdup(v[c].s);
+	}
+	st->arc_base_len = (size_t)(put_values(st->arc_base_json, v) - st->arc_base_json);
+}
+
+/*
+ * Append an epoch to the archive chunk: the columns that differ from the
+ * chunk's base as an object ({"a":1,...}), or all of them as an array when
+ * it is NULL where the base is not (an object cannot say "NULL here").
+ */
+static int archive_add(struct rm_store *st, const struct rm_epoch *e)
+{
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	struct val v[EC__N];
+	const struct val *b = st->arc_base;
+	int full = 0;
+	char *p;
+
+	epoch_values(e, v, src, dst);
+	if (buf_reserve(st, ARC_ENTRY_MAX + 2) < 0)
+		return -1;
+	if (st->arc_len == 0)
+		base_set(st, v);
+	p = st->arc + st->arc_len;
+	*p++ = st->arc_len == 0 ? '[' : ',';
+	for (int c = 0; c < EC__N && !full; c++)
+		full = v[c].t == V_NULL && b[c].t != V_NULL;
+	if (full) {
+		p = put_values(p, v);
+	} else {
+		char sep = '{';
+
+		for (int c = 0; c < EC__N; c++) {
+			if (val_equal(&v[c], &b[c]))
+				continue;
+			*p++ = sep;
+			*p++ = '"';
+			*p++ = ARC_KEYS[c];
+			*p++ = '"';
+			*p++ = ':';
+			p = put_val(p, &v[c]);
+			sep = ',';
+		}
+		if (sep == '{')
+			*p++ = '{';
+		*p++ = '}';
+	}
 	st->arc_len = (size_t)(p - st->arc);
 	st->arc_retained += !e->retired_ms;
 	if (!st->arc_first)
@@ -724,6 +801,7 @@ static int archive_write(struct rm_store *st)
 	sqlite3_bind_int64(q, 2, st->arc_last);
 	sqlite3_bind_text(q, 3, st->arc, (int)st->arc_len, SQLITE_STATIC);
 	sqlite3_bind_int64(q, 4, st->arc_retained);
+	sqlite3_bind_text(q, 5, st->arc_base_json, (int)st->arc_base_len, SQLITE_STATIC);
 	rc = step_reset(q);
 	st->arc_len = 0;
 	st->arc_first = st->arc_last = 0;
@@ -1340,6 +1418,24 @@ static int64_t exec_args(struct rm_store *st, const char *sql, const char *fmt, 
 	return rc == SQLITE_DONE ? sqlite3_changes(st->db) : -1;
 }
 
+/* Column c of a packed epoch, in SQL (j: its json_each row, a: its epoch_archive row). */
+static void packed_col(GString *g, int c)
+{
+	g_string_append_printf(g,
+			       "CASE WHEN j.type = 'array' THEN json_extract(j.value, '$[%d]') ELSE coalesce("
+			       "json_extract(j.value, '$.%c'), json_extract(a.base, '$[%d]')) END",
+			       c, ARC_KEYS[c], c);
+}
+
+/* The retirement time, from epoch_retired, of the packed epoch whose row ID is the SQL expression id; or NULL. */
+static void retirement_of(GString *g, const char *id)
+{
+	g_string_append_printf(g,
+			       "(SELECT CASE WHEN r.last_id >= %s THEN r.retired_ms END FROM epoch_retired r"
+			       " WHERE r.first_id <= %s ORDER BY r.first_id DESC LIMIT 1)",
+			       id, id);
+}
+
 /*
  * Sessions that an earlier run left open (it was killed, or crashed): a
  * session failure for [SEQOBS] ("Collector Processing": a session failure
@@ -1351,7 +1447,7 @@ static int recover(struct rm_store *st, uint64_t now_ms, int64_t *n_sessions, in
 	static const char cause[] = "session ended: collector restarted (the run that received it ended without "
 				    "closing its session)";
 	int64_t packed;
-	char sql[600];
+	GString *sql = g_string_new(NULL);
 
 	*n_sessions = exec_args(st, "UPDATE sessions SET ended_ms = ?1, end_reason = ?2 WHERE ended_ms IS NULL", "is",
 				(int64_t)now_ms,
@@ -1367,14 +1463,16 @@ static int recover(struct rm_store *st, uint64_t now_ms, int64_t *n_sessions, in
 	*n_settled =
 		exec_args(st, "UPDATE epoch_rows SET retired_ms = ?1 WHERE retired_ms IS NULL", "i", (int64_t)now_ms);
 	/* Packed copies written before their retirement (only settled epochs are), in chunks with retained > 0. */
-	snprintf(sql, sizeof(sql),
-		 "INSERT INTO epoch_retired (first_id, last_id, retired_ms) SELECT p.id, p.id, ?1 FROM"
-		 " (SELECT json_extract(j.value, '$[0]') AS id FROM epoch_archive a, json_each(a.data) j"
-		 " WHERE a.retained > 0 AND json_extract(j.value, '$[%d]') IS NULL) p"
-		 " WHERE NOT EXISTS (SELECT 1 FROM epoch_rows o WHERE o.id = p.id)"
-		 " AND " RETIREMENT_OF("p.id") " IS NULL ORDER BY p.id",
-		 EC_RETIRED);
-	packed = exec_args(st, sql, "i", (int64_t)now_ms);
+	g_string_append(
+		sql, "INSERT INTO epoch_retired (first_id, last_id, retired_ms) SELECT p.id, p.id, ?1 FROM (SELECT ");
+	packed_col(sql, EC_ID);
+	g_string_append(sql, " AS id FROM epoch_archive a, json_each(a.data) j WHERE a.retained > 0 AND ");
+	packed_col(sql, EC_RETIRED);
+	g_string_append(sql, " IS NULL) p WHERE NOT EXISTS (SELECT 1 FROM epoch_rows o WHERE o.id = p.id) AND ");
+	retirement_of(sql, "p.id");
+	g_string_append(sql, " IS NULL ORDER BY p.id");
+	packed = exec_args(st, sql->str, "i", (int64_t)now_ms);
+	g_string_free(sql, TRUE);
 	if (packed < 0 || exec_args(st, "UPDATE epoch_archive SET retained = 0 WHERE retained > 0", "") < 0)
 		return -1;
 	*n_settled += packed;
@@ -1464,36 +1562,39 @@ static int create_view(struct rm_store *st, char **msg)
 	static const char cols[] = EPOCH_COLUMNS;
 	GString *sql = g_string_new("DROP VIEW IF EXISTS epochs; CREATE VIEW epochs AS SELECT " EPOCH_COLUMNS
 				    " FROM epoch_rows UNION ALL SELECT ");
+	GString *id = g_string_new(NULL);
 	const char *p = cols;
 	int rc;
 
+	packed_col(id, EC_ID);
 	for (int c = 0; c < EC__N; c++) {
 		size_t n = strcspn(p, ",");
 
 		while (*p == ' ')
 			p++, n--;
-		if (c == EC_RETIRED)
-			g_string_append_printf(sql,
-					       ", coalesce(json_extract(j.value, '$[%d]'), " RETIREMENT_OF(
-						       "json_extract(j.value, '$[0]')") ") AS %.*s",
-					       c, (int)n, p);
-		else
-			g_string_append_printf(sql, "%sjson_extract(j.value, '$[%d]') AS %.*s", c ? ", " : "", c,
-					       (int)n, p);
+		g_string_append(sql, c ? ", " : "");
+		if (c == EC_RETIRED) {
+			g_string_append(sql, "coalesce(");
+			packed_col(sql, c);
+			g_string_append(sql, ", ");
+			retirement_of(sql, id->str);
+			g_string_append(sql, ")");
+		} else {
+			packed_col(sql, c);
+		}
+		g_string_append_printf(sql, " AS %.*s", (int)n, p);
 		p += n + (p[n] == ',');
 	}
-	g_string_append_printf(
-		sql,
-		" FROM epoch_archive a, json_each(a.data) j WHERE json_extract(j.value, '$[%d]')"
-		" IS NOT NULL OR NOT EXISTS (SELECT 1 FROM epoch_rows o WHERE o.id = json_extract(j.value,"
-		" '$[0]'))",
-		EC_RETIRED);
+	g_string_append(sql, " FROM epoch_archive a, json_each(a.data) j WHERE ");
+	packed_col(sql, EC_RETIRED);
+	g_string_append_printf(sql, " IS NOT NULL OR NOT EXISTS (SELECT 1 FROM epoch_rows o WHERE o.id = %s)", id->str);
 	rc = sqlite3_exec(st->db, sql->str, NULL, NULL, msg);
 	g_string_free(sql, TRUE);
+	g_string_free(id, TRUE);
 	return rc;
 }
 
-static int add_column(struct rm_store *st, const char *table, const char *column, char **msg)
+static int add_column(struct rm_store *st, const char *table, const char *column, const char *decl, char **msg)
 {
 	char sql[200];
 	sqlite3_stmt *q;
@@ -1503,7 +1604,7 @@ static int add_column(struct rm_store *st, const char *table, const char *column
 		sqlite3_finalize(q);
 		return SQLITE_OK;
 	}
-	snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s INTEGER DEFAULT 0", table, column);
+	snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s %s", table, column, decl);
 	return sqlite3_exec(st->db, sql, NULL, NULL, msg);
 }
 
@@ -1524,6 +1625,7 @@ void rm_store_close(struct rm_store *st)
 		sqlite3_finalize(st->q[i]);
 	sqlite3_close(st->db);
 	free(st->arc);
+	base_clear(st);
 	if (st->lock_fd >= 0)
 		close(st->lock_fd); /* after SQLite closed its own descriptors: a close drops this process's locks */
 	if (st->epochs) {
@@ -1617,11 +1719,12 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 		 RM_STORE_CACHE_KIB);
 	sqlite3_busy_timeout(st->db, 5000);
 	if (sqlite3_exec(st->db, pragmas, NULL, NULL, &msg) != SQLITE_OK || convert_epochs(st, &msg) != SQLITE_OK ||
-	    sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK || create_view(st, &msg) != SQLITE_OK ||
-	    add_column(st, "sessions", "seq_gaps", &msg) != SQLITE_OK ||
-	    add_column(st, "sessions", "seq_missing", &msg) != SQLITE_OK ||
-	    add_column(st, "sessions", "export_time_backwards", &msg) != SQLITE_OK ||
-	    add_column(st, "epoch_archive", "retained", &msg) != SQLITE_OK) {
+	    sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK ||
+	    add_column(st, "sessions", "seq_gaps", "INTEGER DEFAULT 0", &msg) != SQLITE_OK ||
+	    add_column(st, "sessions", "seq_missing", "INTEGER DEFAULT 0", &msg) != SQLITE_OK ||
+	    add_column(st, "sessions", "export_time_backwards", "INTEGER DEFAULT 0", &msg) != SQLITE_OK ||
+	    add_column(st, "epoch_archive", "retained", "INTEGER DEFAULT 0", &msg) != SQLITE_OK ||
+	    add_column(st, "epoch_archive", "base", "TEXT", &msg) != SQLITE_OK || create_view(st, &msg) != SQLITE_OK) {
 		snprintf(err, errlen, "%s: %s", path, msg ? msg : sqlite3_errmsg(st->db));
 		sqlite3_free(msg);
 		rm_store_close(st);
