@@ -53,11 +53,14 @@
  *   epochs      (a view) one row per epoch: full key, outcome and reason,
  *               state, qualification flags, report coverage (first/last
  *               report ID, missing reports, gaps), latest accepted counters
- *               (NULL when no report was accepted), times. It reads two
+ *               (NULL when no report was accepted), times. It reads three
  *               tables: epoch_rows, one row per epoch written while it was
- *               retained (updated in place until retired), and
- *               epoch_archive, the epochs retired before their first write,
- *               packed (a JSON array of arrays per row, written once)
+ *               open (updated in place until retired) or changed after it
+ *               was packed; epoch_archive, the epochs settled or retired at
+ *               their first write, packed (JSON, each epoch as its
+ *               differences from the chunk's first, written once); and
+ *               epoch_retired, the retirement times of packed epochs
+ *               written before it, as ranges of IDs
  *   raw_records records kept raw (unsupported qualifications, invalid,
  *               orphan, unbound and undecodable records), at most
  *               max_raw_records rows in the database
