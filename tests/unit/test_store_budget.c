@@ -52,7 +52,13 @@ static void on_refused(void *arg, const char *what, uint64_t bytes)
 	((struct fixture *)arg)->refusals++;
 }
 
-static const struct rm_rules_sink sink = { on_epoch, on_drop, NULL };
+/* As `rocemeter collect` wires it: a full budget asks the store to write what it keeps. */
+static int on_room(void *arg)
+{
+	return rm_store_make_room(((struct fixture *)arg)->st);
+}
+
+static const struct rm_rules_sink sink = { on_epoch, on_drop, NULL, on_room };
 
 static struct rm_report rep(uint64_t epoch, int final)
 {
@@ -183,7 +189,8 @@ static void test_epochs_waiting_for_the_database_are_charged(void **state)
  * The database available, the budget full of settled epochs: each new
  * epoch retires the oldest closed one (docs/collector.md "Memory budget"),
  * and the store writes what waits rather than let the retired epochs hold
- * the budget: every epoch is accepted, none refused.
+ * the budget (the rules' sink->room): every epoch is accepted, none
+ * refused.
  */
 static void test_full_budget_with_the_database_available(void **state)
 {

@@ -492,6 +492,10 @@ static int budget_epoch(struct rm_rsession *s, uint64_t now_ms)
 		if (rm_budget_try(b, RM_BUDGET_EPOCH_BYTES) == 0)
 			return 0;
 	}
+	/* Retired epochs the sink keeps until its write still hold their charges: it may free them now. */
+	if (s->rules->sink.room && s->rules->sink.room(s->rules->arg) == 0 &&
+	    rm_budget_try(b, RM_BUDGET_EPOCH_BYTES) == 0)
+		return 0;
 	rm_budget_refuse(b, "epoch", RM_BUDGET_EPOCH_BYTES);
 	return -1;
 }

@@ -112,16 +112,21 @@ struct rm_rules_sink {
 	 * is retired (retired_ms != 0, outcome settled; e->dirty says whether
 	 * it changed since the last rm_rules_flush; e is freed afterwards,
 	 * unless the sink sets e->sink_keeps: then it is the sink's, detached
-	 * (with its RM_BUDGET_EPOCH_BYTES charge, which the sink returns when
-	 * it frees it),
 	 * from the session (e->sess is not to be used), to be freed with
-	 * rm_rules_epoch_free).
+	 * rm_rules_epoch_free, and keeps its RM_BUDGET_EPOCH_BYTES charge,
+	 * which the sink returns when it frees it).
 	 */
 	void (*epoch)(void *arg, struct rm_epoch *e);
 	/* A collector resource drop (admission refused by a limit). */
 	void (*drop)(void *arg, uint64_t session_id, uint32_t domain, uint64_t epoch_id, const char *detail);
 	/* One log line (invalid epochs, refused admissions). May be NULL. */
 	void (*log)(void *arg, const char *line);
+	/*
+	 * A new epoch does not fit the budget, even after the oldest closed
+	 * epoch was retired: free what the sink keeps (write it) if it can.
+	 * 0 if it freed something (the rules try again), -1 if not. May be NULL.
+	 */
+	int (*room)(void *arg);
 };
 
 struct rm_rules;

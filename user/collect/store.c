@@ -1153,13 +1153,12 @@ int rm_store_flush(struct rm_store *st)
 
 /* ---------------- writes (deferred) ---------------- */
 
-/* 1 if the budget has room for one more epoch (or there is no budget). */
-static int budget_room(struct rm_store *st)
+int rm_store_make_room(struct rm_store *st)
 {
-	if (rm_budget_try(st->budget, RM_BUDGET_EPOCH_BYTES) < 0)
-		return 0;
-	rm_budget_give(st->budget, RM_BUDGET_EPOCH_BYTES);
-	return 1;
+	if (st->readonly || st->down || (!st->kept && !st->raw->len))
+		return -1;
+	attempt(st);
+	return st->down ? -1 : 0;
 }
 
 /* The retirement of a written epoch: its row's retired_ms, or a range of packed copies (extended when it can). */
@@ -1192,21 +1191,6 @@ int rm_store_epoch(struct rm_store *st, struct rm_epoch *e)
 		/* Settled and written as it is: it needs only its retirement time, the epoch is not kept. */
 		retire_only(st, e->store_id, e->store_row, e->retired_ms);
 		return 0;
-	}
-	if (e->retired_ms && !e->sink_keeps && !st->down && !budget_room(st)) {
-		/*
-		 * Kept, it would keep its charge, and the budget has no room for
-		 * one more epoch: write it now with what waits (the retired epochs
-		 * written give their charges back), so that the rules find room.
-		 * Written, it is not kept: the rules free it and return its charge.
-		 */
-		if (!e->store_slot) {
-			g_ptr_array_add(st->epochs, e);
-			e->store_slot = st->epochs->len;
-		}
-		attempt(st);
-		if (!e->store_slot)
-			return 0;
 	}
 	if (e->retired_ms && !e->store_slot && st->kept >= RM_STORE_MAX_KEPT_EPOCHS) {
 		if (!st->down)

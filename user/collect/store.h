@@ -185,12 +185,17 @@ struct rm_budget;
  * its retained epoch was charged (the rules pass the charge on with
  * sink_keeps) until it is written; a raw record waiting is charged its
  * octets (record, reason, Template, bookkeeping) when queued, refused past
- * the budget (rm_budget_take: the budget's callback counts it). When the
- * budget has no room left for one more epoch and the database is
- * available, the store writes what waits at once. Set before the first
- * session.
+ * the budget (rm_budget_take: the budget's callback counts it) unless
+ * writing what waits makes room. Set before the first session.
  */
 void rm_store_set_budget(struct rm_store *st, struct rm_budget *b);
+/*
+ * The budget is full (the rules' sink->room): write what waits now, if
+ * retired epochs or raw records hold charges and the database is
+ * available, in the middle of a Message if it must. 0 if charges were
+ * returned, -1 if not.
+ */
+int rm_store_make_room(struct rm_store *st);
 
 /* Raw record bound (set from the run's limits). */
 void rm_store_set_raw_limit(struct rm_store *st, uint32_t max_raw_records);
