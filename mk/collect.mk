@@ -15,6 +15,8 @@ CHECK_PROGS    += $(BUILD)/tests/unit/test_collector_rules $(BUILD)/tests/unit/t
 CHECK_PROGS    += $(BUILD)/tests/unit/test_budget
 # The store interface: the store chosen by its spec, SQLite writes through it.
 CHECK_PROGS    += $(BUILD)/tests/unit/test_backend
+# What the store holds for its next transaction, charged to the same budget.
+CHECK_PROGS    += $(BUILD)/tests/unit/test_store_budget
 CHECK_SCRIPTS  += selftests/system/test_collector.py
 # Availability and bounded resources on a hostile network (docs/collector.md).
 CHECK_SCRIPTS  += selftests/system/test_collector_limits.py

@@ -10,21 +10,34 @@
  * mutual authentication (certificates from scripts/gen-certs), then once
  * more over plain TCP (stated as such). The clock runs from the first Data
  * Message written to the moment the collector has committed the end of the
- * session (sessions.ended_ms set). Figures are printed, never asserted.
+ * session (sessions.ended_ms set); the collector's CPU time (user and
+ * system, start-up and shutdown included) is printed apart: on a shared
+ * machine it varies less than the clock. Figures are printed, never
+ * asserted.
  *
  * Workloads: E epochs x R reports, sent round by round (report r of every
  * epoch, then report r + 1; the last one final), one session:
  *   1,000 x 1,000   few epochs, many reports each
  *   90,000 x 10     many epochs, a few reports each
  *   95,000 x 1      one (final) report per epoch
+ *   500,000 x 1     sustained: one report per epoch for a longer session,
+ *                   the collector at --max-epochs 100000 and
+ *                   --inactivity-timeout-ms 1000: every tenth epoch's
+ *                   report is not final (the epoch stays open and is
+ *                   retired as incomplete by the inactivity timeout or the
+ *                   session's end), the others settle as complete and are
+ *                   retired to make room (max_epochs) or at the end; so
+ *                   epochs are written while retained, then retired, many
+ *                   transactions long
  * After each run every record's outcome is checked in the database: each
  * epoch complete with reports 1..R, the counters of its report R (as
- * fill() makes them), retired; the session's accepted count equal to the
- * records sent. A run that fails the check stops the program (exit 1)
+ * fill() makes them), retired; in the sustained workload the tenth
+ * epochs incomplete with their one report, retired; the session's accepted
+ * count equal to the records sent. A run that fails the check stops the program (exit 1)
  * instead of printing a figure.
  *
- * Usage: bench_collect [RECORDS EPOCHS]   (run from the repository root;
- * without arguments, the three workloads above)
+ * Usage: bench_collect [RECORDS EPOCHS [sustained]]   (run from the
+ * repository root; without arguments, the four workloads above)
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -115,6 +129,35 @@ static long long outcomes_checked(const char *db, uint64_t rounds)
 	return r;
 }
 
+/*
+ * The sustained workload's open epochs (fill(): every tenth, its one report
+ * not final): incomplete with that report, a reason, retired. Returns how
+ * many pass, or -1 on a database error.
+ */
+static long long open_ones_checked(const char *db)
+{
+	sqlite3 *d;
+	sqlite3_stmt *q;
+	long long r = -1;
+
+	if (sqlite3_open_v2(db, &d, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+		sqlite3_close(d);
+		return -1;
+	}
+	if (sqlite3_prepare_v2(
+		    d,
+		    "SELECT count(*) FROM epochs WHERE session_id = 1 AND outcome = 'incomplete'"
+		    " AND state = 'open' AND epoch_id % 10 = 0 AND first_report_id = 1 AND last_report_id = 1"
+		    " AND reports_accepted = 1 AND requests = 7 AND reason <> '' AND retired_ms IS NOT NULL",
+		    -1, &q, NULL) == SQLITE_OK) {
+		if (sqlite3_step(q) == SQLITE_ROW)
+			r = sqlite3_column_int64(q, 0);
+		sqlite3_finalize(q);
+	}
+	sqlite3_close(d);
+	return r;
+}
+
 /* Session 1's end as committed by the collector: accepted records, or -1 while open. */
 static long long session_done(const char *db)
 {
@@ -173,7 +216,8 @@ static int send_all(SSL *ssl, int fd, const uint8_t *b, size_t n)
 	return 0;
 }
 
-static int run(const char *dir, int tls, uint64_t nrec, uint64_t nepochs)
+/* One workload over TLS (tls) or plain TCP; sustained: see the file comment. 0, or -1 (nothing printed). */
+static int run(const char *dir, int tls, uint64_t nrec, uint64_t nepochs, int sustained)
 {
 	char db[512], logp[512], listen_s[64], port_s[16], err[512];
 	char cert[512], key[512], ca[512];
@@ -186,8 +230,9 @@ static int run(const char *dir, int tls, uint64_t nrec, uint64_t nepochs)
 	static uint8_t buf[RM_IPFIX_MSG_MAX];
 	struct rm_ipfix_encoder enc;
 	struct rm_report *batch;
-	double t0, t1;
+	double t0, t1, cpu;
 	long long acc;
+	struct rusage ru;
 
 	snprintf(db, sizeof(db), "%s/%s.db", dir, tls ? "tls" : "tcp");
 	snprintf(logp, sizeof(logp), "%s/%s.log", dir, tls ? "tls" : "tcp");
@@ -202,15 +247,26 @@ static int run(const char *dir, int tls, uint64_t nrec, uint64_t nepochs)
 	pid = fork();
 	if (pid == 0) {
 		int lfd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		const char *args[32] = { "rocemeter", "collect", "--listen", listen_s, "--db", db }, **a = args + 6;
 
 		dup2(lfd, 2);
-		if (tls)
-			execl("build/rocemeter", "rocemeter", "collect", "--listen", listen_s, "--db", db, "--cert", cert,
-			      "--key", key, "--ca", ca, "--peer-name", "exporter.rocemeter.test", "--max-epochs", "1000000",
-			      (char *)NULL);
-		else
-			execl("build/rocemeter", "rocemeter", "collect", "--listen", listen_s, "--db", db, "--plain-tcp",
-			      "--max-epochs", "1000000", (char *)NULL);
+		if (tls) {
+			const char *t[] = { "--cert", cert, "--key",       key,
+					    "--ca",   ca,   "--peer-name", "exporter.rocemeter.test" };
+
+			memcpy(a, t, sizeof(t));
+			a += sizeof(t) / sizeof(t[0]);
+		} else {
+			*a++ = "--plain-tcp";
+		}
+		*a++ = "--max-epochs";
+		*a++ = sustained ? "100000" : "1000000";
+		if (sustained) {
+			*a++ = "--inactivity-timeout-ms";
+			*a++ = "1000";
+		}
+		*a = NULL;
+		execv("build/rocemeter", (char *const *)args);
 		_exit(127);
 	}
 	for (int i = 0; i < 1000 && !file_contains(logp, "listening on"); i++)
@@ -222,7 +278,8 @@ static int run(const char *dir, int tls, uint64_t nrec, uint64_t nepochs)
 		return -1;
 	}
 
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
@@ -263,7 +320,9 @@ static int run(const char *dir, int tls, uint64_t nrec, uint64_t nepochs)
 			uint64_t j = i + k;
 			uint64_t rid = 1 + j / nepochs;
 
-			fill(&batch[k], 1 + j % nepochs, rid, rid == rounds);
+			uint64_t epoch = 1 + j % nepochs;
+
+			fill(&batch[k], epoch, rid, rid == rounds && !(sustained && epoch % 10 == 0));
 		}
 		for (size_t off = 0; off < k; off += used) {
 			n = rm_ipfix_data_msg(&enc, 1700000000, batch + off, k - off, &used, buf, sizeof(buf));
@@ -283,35 +342,51 @@ static int run(const char *dir, int tls, uint64_t nrec, uint64_t nepochs)
 		usleep(2000);
 	t1 = now_s();
 	kill(pid, SIGTERM);
-	waitpid(pid, NULL, 0);
-	long long ok = outcomes_checked(db, rounds);
+	wait4(pid, NULL, 0, &ru);
+	cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+	      (double)ru.ru_stime.tv_usec / 1e6;
+	long long ok = outcomes_checked(db, rounds), n_open = sustained ? open_ones_checked(db) : 0;
+	uint64_t want_open = sustained ? nepochs / 10 : 0;
 	if (ssl)
 		SSL_free(ssl);
 	if (ctx)
 		SSL_CTX_free(ctx);
 	close(fd);
 	free(batch);
-	if (acc != (long long)sent || ok != (long long)nepochs) {
+	if (acc != (long long)sent || ok != (long long)(nepochs - want_open) || n_open != (long long)want_open) {
 		fprintf(stderr,
 			"bench_collect: outcome check failed: %lld of %llu records accepted, %lld of %llu epochs "
-			"complete "
-			"with the expected counters (database %s kept)\n",
-			acc, (unsigned long long)sent, ok, (unsigned long long)nepochs, db);
+			"complete and %lld of %llu incomplete with the expected counters (database %s kept)\n",
+			acc, (unsigned long long)sent, ok, (unsigned long long)(nepochs - want_open), n_open,
+			(unsigned long long)want_open, db);
 		return -1;
 	}
-	printf("collector ingest, %s, %llu epochs x %llu reports, loopback, one collector thread: %llu records "
+	printf("collector ingest, %s, %s%llu epochs x %llu reports%s, loopback, one collector thread: %llu records "
 	       "in %.3f s = %.0f records/s validated and stored; outcomes checked: %lld of %llu epochs complete "
-	       "with reports 1..%llu\n",
-	       tls ? "TLS 1.3 (mutual authentication)" : "plain TCP (no TLS)", (unsigned long long)nepochs,
-	       (unsigned long long)rounds, (unsigned long long)sent, t1 - t0, (double)sent / (t1 - t0), ok,
-	       (unsigned long long)nepochs, (unsigned long long)rounds);
+	       "with reports 1..%llu, %lld of %llu incomplete\n",
+	       tls ? "TLS 1.3 (mutual authentication)" : "plain TCP (no TLS)", sustained ? "sustained, " : "",
+	       (unsigned long long)nepochs, (unsigned long long)rounds,
+	       sustained ? " (every tenth not final; max_epochs 100000, inactivity timeout 1 s)" : "",
+	       (unsigned long long)sent, t1 - t0, (double)sent / (t1 - t0), ok,
+	       (unsigned long long)(nepochs - want_open), (unsigned long long)rounds, n_open,
+	       (unsigned long long)want_open);
+	/* The collector's own CPU time (user + system, wait4): what one core spends, whatever else the machine runs. */
+	printf("collector CPU, %s, %s%llu epochs x %llu reports: %.3f s for %llu records = %.0f records/s of one "
+	       "core's "
+	       "time (start-up and shutdown included)\n",
+	       tls ? "TLS 1.3 (mutual authentication)" : "plain TCP (no TLS)", sustained ? "sustained, " : "",
+	       (unsigned long long)nepochs, (unsigned long long)rounds, cpu, (unsigned long long)sent,
+	       (double)sent / cpu);
 	unlink(db);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	static const uint64_t workloads[][2] = { { 1000, 1000 }, { 90000, 10 }, { 95000, 1 } }; /* epochs, reports */
+	/* epochs, reports, sustained */
+	static const uint64_t workloads[][3] = {
+		{ 1000, 1000, 0 }, { 90000, 10, 0 }, { 95000, 1, 0 }, { 500000, 1, 1 }
+	};
 	char dir[] = "/tmp/rm-bench-collect.XXXXXX", cmd[600];
 	int rc = 0;
 
@@ -320,8 +395,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_collect: run from the repository root after make\n");
 		return 1;
 	}
-	if (argc != 1 && argc != 3) {
-		fprintf(stderr, "usage: bench_collect [RECORDS EPOCHS]\n");
+	if (argc != 1 && argc != 3 && !(argc == 4 && !strcmp(argv[3], "sustained"))) {
+		fprintf(stderr, "usage: bench_collect [RECORDS EPOCHS [sustained]]\n");
 		return 1;
 	}
 	if (!mkdtemp(dir))
@@ -331,15 +406,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_collect: scripts/gen-certs failed\n");
 		return 1;
 	}
-	if (argc == 3) {
+	if (argc >= 3) {
 		uint64_t nrec = strtoull(argv[1], NULL, 0), nepochs = strtoull(argv[2], NULL, 0);
+		int sus = argc == 4;
 
-		rc = !nrec || !nepochs || nrec % nepochs || run(dir, 1, nrec, nepochs) || run(dir, 0, nrec, nepochs);
+		rc = !nrec || !nepochs || nrec % nepochs || run(dir, 1, nrec, nepochs, sus) ||
+		     run(dir, 0, nrec, nepochs, sus);
 	}
 	for (size_t i = 0; argc == 1 && !rc && i < sizeof(workloads) / sizeof(workloads[0]); i++) {
 		uint64_t ne = workloads[i][0], nrec = workloads[i][0] * workloads[i][1];
 
-		rc = run(dir, 1, nrec, ne) || run(dir, 0, nrec, ne);
+		rc = run(dir, 1, nrec, ne, (int)workloads[i][2]) || run(dir, 0, nrec, ne, (int)workloads[i][2]);
 	}
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)

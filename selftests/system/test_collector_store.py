@@ -344,3 +344,131 @@ def test_earlier_layout_converted(tmp_path, pki):
     assert old["outcome"] == "incomplete" and "collector restarted" in old["reason"]
     assert es[1]["session_id"] == 2 and es[1]["outcome"] == "incomplete"
     assert c.query("SELECT count(*) AS n FROM sqlite_master WHERE name IN ('epoch_keys', 'epoch_state')")[0]["n"] == 0
+
+
+# ------------------------------------------------------------ settled while retained: packed
+
+def test_settled_epochs_stored_packed(tmp_path, pki):
+    """Epochs settled by their final report stay retained (closure state, [SEQOBS] "Collector
+    Processing") after the transaction that stores them: they are written packed, not as a row
+    each (docs/collector.md "When the database is written"), and their retirement is recorded
+    apart. Through the view epochs they read as rows would: a repeat after the write counts, the
+    retirement time is the session's end, nothing is listed twice."""
+    c = start(tmp_path / "c.db", tmp_path, pki)
+    try:
+        s = c.connect()
+        s.sendall(templates_msg() + b"".join(epoch_stream(300, final=True)))
+        c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE retired_ms IS NULL") == 300,
+                   "300 settled epochs stored while retained")
+        assert count(c, "SELECT count(*) FROM epoch_rows") == 0  # no row per settled epoch
+        s.sendall(data_msg(later(report(epoch=5, rid=1), 1, final=True), seq=0))  # identical repeat
+        c.wait_for(lambda: count(c, "SELECT repeats FROM epochs WHERE epoch_id = 5") == 1, "the repeat stored")
+        assert count(c, "SELECT count(*) FROM epochs") == 300
+        close_tls(s)
+        (sess,) = c.wait_ended(1)
+        c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE retired_ms IS NOT NULL") == 300,
+                   "300 epochs retired")
+    finally:
+        assert c.stop() == 0
+    es = epochs(c)
+    assert [e["epoch_id"] for e in es] == list(range(1, 301))
+    assert len({e["id"] for e in es}) == 300
+    for e in es:
+        assert (e["outcome"], e["state"], e["reason"]) == ("complete", "final", "")
+        assert (e["reports_accepted"], e["first_report_id"], e["last_report_id"], e["missing_reports"]) == (1, 1, 1, 0)
+        assert (e["requests"], e["skipped"], e["filled"], e["repeated"], e["pending"]) == (5, 1, 1, 1, 0)
+        assert e["repeats"] == (1 if e["epoch_id"] == 5 else 0)
+        assert e["retired_ms"] == sess["ended_ms"]  # retired by the session's end, at its time
+    assert count(c, "SELECT count(*) FROM epoch_rows") <= 1  # at most the one changed after its write
+    p = subprocess.run([BIN, "report", "--db", str(tmp_path / "c.db"), "--outcome", "complete", "--json"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.count('"retired_ms": null') == 0
+
+
+def test_restart_after_kill_retires_packed_epochs(tmp_path, pki):
+    """kill -9 after settled epochs were stored packed while retained: the restart retires them with
+    their outcome (complete), and the open one as incomplete ("collector restarted")."""
+    db = tmp_path / "c.db"
+    c = start(db, tmp_path, pki)
+    s = c.connect()
+    s.sendall(templates_msg() + b"".join(epoch_stream(50, final=True)) + data_msg(report(epoch=51, rid=1), seq=0))
+    c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE retired_ms IS NULL") == 51, "epochs committed")
+    c.proc.send_signal(signal.SIGKILL)
+    c.proc.wait(timeout=WAIT)
+    s.close()
+    c.err.close()
+    c2 = start(db, tmp_path, pki)
+    try:
+        c2.wait_for(lambda: "collector restarted" in c2.log(), "the recovery logged")
+        assert "50 settled epochs retired with their outcome" in c2.log()
+    finally:
+        assert c2.stop() == 0
+    es = epochs(c2)
+    assert len(es) == 51 and all(e["retired_ms"] is not None for e in es)
+    assert all(e["outcome"] == "complete" for e in es[:50])
+    assert es[50]["outcome"] == "incomplete" and "collector restarted" in es[50]["reason"]
+    p = subprocess.run([BIN, "report", "--db", str(db), "--outcome", "open"], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout == ""
+
+
+def test_packed_epochs_share_their_common_columns(tmp_path, pki):
+    """Epochs packed in one transaction share most columns (session, key, times, outcome): each is
+    stored as its differences from the chunk's first (docs/collector.md "What is stored"), some
+    tens of octets instead of some two hundred, and reads back whole through the view epochs."""
+    c = start(tmp_path / "c.db", tmp_path, pki)
+    try:
+        s = c.connect()
+        rs = [later(report(epoch=e, rid=1, qp=0x100 + e), 1, final=True) for e in range(1, 301)]
+        rs.append(report(epoch=301, rid=1))  # open: retired without a final, its own reason
+        s.sendall(templates_msg() + b"".join(data_msg(*rs[i:i + 100], seq=0) for i in range(0, len(rs), 100)))
+        close_tls(s)
+        (sess,) = c.wait_ended(1)
+    finally:
+        assert c.stop() == 0
+    es = epochs(c)
+    assert [(e["epoch_id"], e["dest_qp"]) for e in es[:300]] == [(n, 0x100 + n) for n in range(1, 301)]
+    assert all(e["outcome"] == "complete" and e["retired_ms"] == sess["ended_ms"] for e in es[:300])
+    assert es[300]["outcome"] == "incomplete" and "without a final report" in es[300]["reason"]
+    assert es[300]["requests"] == 5 and es[300]["retired_ms"] == sess["ended_ms"]
+    (n, octets), = c.query("SELECT count(*), sum(length(data)) FROM epoch_archive")
+    assert n >= 1 and octets / 301 < 80, octets / 301
+
+
+EARLIER_ARCHIVE = """
+CREATE TABLE runs (id INTEGER PRIMARY KEY, started_ms INTEGER, stopped_ms INTEGER, listen TEXT, transport TEXT,
+ max_sessions INTEGER, max_epochs INTEGER, max_raw_records INTEGER, inactivity_timeout_ms INTEGER, pen INTEGER);
+CREATE TABLE sessions (id INTEGER PRIMARY KEY, run_id INTEGER, peer TEXT, peer_subject TEXT, transport TEXT,
+ started_ms INTEGER, ended_ms INTEGER, end_reason TEXT, messages INTEGER DEFAULT 0, records INTEGER DEFAULT 0,
+ octets INTEGER DEFAULT 0, rejected INTEGER DEFAULT 0, accepted INTEGER DEFAULT 0, repeats INTEGER DEFAULT 0,
+ stale INTEGER DEFAULT 0, orphans INTEGER DEFAULT 0, unsupported INTEGER DEFAULT 0, invalid INTEGER DEFAULT 0,
+ after_invalid INTEGER DEFAULT 0, key_conflicts INTEGER DEFAULT 0, resource_drops INTEGER DEFAULT 0,
+ unbound INTEGER DEFAULT 0);
+CREATE TABLE epoch_archive (id INTEGER PRIMARY KEY, first_id INTEGER, last_id INTEGER, data TEXT);
+INSERT INTO runs (id, started_ms, stopped_ms, listen, transport) VALUES (1, 1700000000000, 1700000009000, 'x', 'tls');
+INSERT INTO sessions (id, run_id, peer, started_ms, ended_ms) VALUES (1, 1, '127.0.0.1:1', 1700000000000,
+ 1700000009000);
+INSERT INTO epoch_archive (first_id, last_id, data) VALUES (1, 2, '[[1,1,0,7,4,"192.0.2.1","192.0.2.2",291,65535,0,0,0,9,4,33,33,1700000000000,1700000000500,1,3,3,0,0,0,0,0,0,0,9,3,3,0,0,0,1,0,"final","complete","",1700000000100,1700000000200,1700000009000],[2,1,0,7,4,"192.0.2.1","192.0.2.2",292,65535,0,0,0,10,null,null,0,null,null,null,null,0,0,0,0,0,0,0,0,null,null,null,null,null,null,null,null,"open","incomplete","no accepted report",1700000000300,1700000000300,1700000009000]]');
+"""
+
+
+def test_archive_of_an_earlier_version_read(tmp_path, pki):
+    """Packed epochs written by an earlier version (epoch_archive without base: arrays of all columns)
+    read back unchanged through the view epochs after a start, and new IDs continue after them."""
+    db = tmp_path / "old.db"
+    con = sqlite3.connect(str(db))
+    con.executescript(EARLIER_ARCHIVE)
+    con.close()
+    c = start(db, tmp_path, pki)
+    try:
+        s = c.connect()
+        s.sendall(templates_msg() + data_msg(later(report(epoch=1, rid=1), 1, final=True), seq=0))
+        close_tls(s)
+        c.wait_ended(2)
+    finally:
+        assert c.stop() == 0
+    e1, e2, e3 = epochs(c)
+    assert (e1["id"], e1["dest_qp"], e1["epoch_id"], e1["requests"], e1["last_report_id"]) == (1, 291, 9, 9, 3)
+    assert (e1["outcome"], e1["state"], e1["retired_ms"], e1["flags"]) == ("complete", "final", 1700000009000, 33)
+    assert (e2["id"], e2["requests"], e2["window"], e2["outcome"]) == (2, None, None, "incomplete")
+    assert e2["reason"] == "no accepted report" and e2["last_seen_ms"] == 1700000000300
+    assert (e3["id"], e3["session_id"], e3["outcome"]) == (3, 2, "complete")

@@ -55,7 +55,7 @@ static void on_log(void *arg, const char *line)
 	n_logs++;
 }
 
-static const struct rm_rules_sink sink = { on_epoch, on_drop, on_log };
+static const struct rm_rules_sink sink = { on_epoch, on_drop, on_log, NULL };
 
 struct fx {
 	struct rm_rules *rules;

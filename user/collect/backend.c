@@ -92,6 +92,14 @@ static uint64_t sq_raw_bytes(void *st)
 {
 	return rm_store_raw_bytes(st);
 }
+static void sq_set_budget(void *st, struct rm_budget *b)
+{
+	rm_store_set_budget(st, b);
+}
+static int sq_make_room(void *st)
+{
+	return rm_store_make_room(st);
+}
 
 const struct rm_backend_ops rm_backend_sqlite = {
 	.name = "sqlite",
@@ -114,6 +122,8 @@ const struct rm_backend_ops rm_backend_sqlite = {
 	.connections = sq_connections,
 	.run_limit = sq_run_limit,
 	.raw_bytes = sq_raw_bytes,
+	.set_budget = sq_set_budget,
+	.make_room = sq_make_room,
 };
 
 /* ---------------- the choice ---------------- */

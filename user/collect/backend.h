@@ -44,6 +44,9 @@ struct rm_backend_ops {
 			   uint64_t first_ms, uint64_t last_ms, const char *detail);
 	int (*run_limit)(void *st, int64_t run_id, const char *name, uint64_t value);
 	uint64_t (*raw_bytes)(void *st);
+	/* Optional (NULL: the store keeps nothing charged to the budget): rm_store_set_budget, rm_store_make_room. */
+	void (*set_budget)(void *st, struct rm_budget *b);
+	int (*make_room)(void *st);
 };
 
 /* A store and its implementation. */
@@ -118,6 +121,16 @@ static inline int rm_backend_session_end(struct rm_backend *b, int64_t session_i
 					 const struct rm_session_counts *c)
 {
 	return b->ops->session_end(b->st, session_id, reason, now_ms, c);
+}
+static inline void rm_backend_set_budget(struct rm_backend *b, struct rm_budget *budget)
+{
+	if (b->ops->set_budget)
+		b->ops->set_budget(b->st, budget);
+}
+/* The budget is full: 0 if the store returned charges (by writing what waits), -1 if not. */
+static inline int rm_backend_make_room(struct rm_backend *b)
+{
+	return b->ops->make_room ? b->ops->make_room(b->st) : -1;
 }
 static inline int rm_backend_epoch(struct rm_backend *b, struct rm_epoch *e)
 {

@@ -391,6 +391,12 @@ static void rules_epoch(void *arg, struct rm_epoch *e)
 	store_check(s, rm_backend_epoch(s->st, e), "epoch");
 }
 
+/* The budget is full: the retired epochs waiting for the store's write give their charges back. */
+static int rules_room(void *arg)
+{
+	return rm_backend_make_room(((struct server *)arg)->st);
+}
+
 static void rules_drop(void *arg, uint64_t session_id, uint32_t domain, uint64_t epoch_id, const char *detail)
 {
 	struct server *s = arg;
@@ -1133,7 +1139,7 @@ int rm_collector_run(const struct rm_collect_settings *cs, const struct rm_store
 {
 	struct server srv = { .cs = cs, .pen = pen, .lfd = -1 };
 	struct rm_rules_limits lim = { cs->max_sessions, cs->max_epochs, cs->inactivity_timeout_ms };
-	struct rm_rules_sink rsink = { rules_epoch, rules_drop, rules_log };
+	struct rm_rules_sink rsink = { rules_epoch, rules_drop, rules_log, rules_room };
 	uint64_t reserve = (uint64_t)cs->max_handshakes * RM_BUDGET_HANDSHAKE_BYTES;
 	char err[512];
 	struct pollfd *pfd = NULL;
@@ -1166,6 +1172,7 @@ int rm_collector_run(const struct rm_collect_settings *cs, const struct rm_store
 	if (!srv.rules)
 		goto out;
 	rm_rules_set_budget(srv.rules, srv.budget);
+	rm_backend_set_budget(srv.st, srv.budget);
 	srv.lfd = open_listener(cs->listen, srv.ctx ? (int)((cs->handshake_timeout_ms + 999) / 1000) : 0);
 	if (srv.lfd < 0)
 		goto out;

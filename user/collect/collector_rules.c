@@ -350,10 +350,11 @@ static void retire(struct rm_epoch *e, const char *cause, uint64_t now_ms)
 	if (e->in_closed)
 		g_queue_unlink(&s->closed, &e->closed_link);
 	g_hash_table_remove(s->epochs, &e->hkey);
-	if (!e->sink_keeps)
+	/* A kept epoch keeps its charge until the sink's write: the sink returns it (docs/collector.md "Memory budget"). */
+	if (!e->sink_keeps) {
 		free(e);
-	/* A kept epoch waits for the sink's write outside the budget (docs/collector.md "Memory budget"). */
-	rm_budget_give(s->rules->budget, RM_BUDGET_EPOCH_BYTES);
+		rm_budget_give(s->rules->budget, RM_BUDGET_EPOCH_BYTES);
+	}
 }
 
 void rm_rules_epoch_free(struct rm_epoch *e)
@@ -491,6 +492,10 @@ static int budget_epoch(struct rm_rsession *s, uint64_t now_ms)
 		if (rm_budget_try(b, RM_BUDGET_EPOCH_BYTES) == 0)
 			return 0;
 	}
+	/* Retired epochs the sink keeps until its write still hold their charges: it may free them now. */
+	if (s->rules->sink.room && s->rules->sink.room(s->rules->arg) == 0 &&
+	    rm_budget_try(b, RM_BUDGET_EPOCH_BYTES) == 0)
+		return 0;
 	rm_budget_refuse(b, "epoch", RM_BUDGET_EPOCH_BYTES);
 	return -1;
 }

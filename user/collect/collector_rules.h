@@ -96,7 +96,8 @@ struct rm_epoch {
 	int64_t store_id;           /* free for the sink (the SQLite row) */
 	uint32_t store_slot;        /* free for the sink (its place in a write queue) */
 	uint8_t store_row;          /* free for the sink (1: the row exists) */
-	uint8_t sink_keeps;         /* set by sink->epoch on a retired epoch: the sink frees it (rm_rules_epoch_free) */
+	uint8_t sink_keeps;         /* set by sink->epoch on a retired epoch: the sink frees it (rm_rules_epoch_free),
+				       and its budget charge passes to the sink (rm_rules_set_budget) */
 
 	/* internal */
 	struct rm_epoch_hkey { uint32_t domain; uint64_t epoch_id; } hkey;
@@ -112,13 +113,20 @@ struct rm_rules_sink {
 	 * it changed since the last rm_rules_flush; e is freed afterwards,
 	 * unless the sink sets e->sink_keeps: then it is the sink's, detached
 	 * from the session (e->sess is not to be used), to be freed with
-	 * rm_rules_epoch_free).
+	 * rm_rules_epoch_free, and keeps its RM_BUDGET_EPOCH_BYTES charge,
+	 * which the sink returns when it frees it).
 	 */
 	void (*epoch)(void *arg, struct rm_epoch *e);
 	/* A collector resource drop (admission refused by a limit). */
 	void (*drop)(void *arg, uint64_t session_id, uint32_t domain, uint64_t epoch_id, const char *detail);
 	/* One log line (invalid epochs, refused admissions). May be NULL. */
 	void (*log)(void *arg, const char *line);
+	/*
+	 * A new epoch does not fit the budget, even after the oldest closed
+	 * epoch was retired: free what the sink keeps (write it) if it can.
+	 * 0 if it freed something (the rules try again), -1 if not. May be NULL.
+	 */
+	int (*room)(void *arg);
 };
 
 struct rm_rules;

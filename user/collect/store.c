@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "common/log.h"
 #include "store.h"
 
@@ -81,16 +82,33 @@ enum {
 };
 
 /*
- * Epochs live in two tables, read together through the view epochs:
- *   epoch_rows     one row per epoch written while retained (open, or
- *                  settled and waiting for retirement), updated in place
- *                  until retired;
- *   epoch_archive  epochs retired before their first write, packed: one
- *                  row per transaction chunk, data a JSON array of arrays
- *                  (the EC_* columns of one epoch each), written once.
- * Most epochs of a busy collector live less than a transaction interval,
- * so most are written once, packed; a row each costs several times more.
+ * Epochs live in three tables, read together through the view epochs:
+ *   epoch_rows     one row per epoch written while open, updated in place
+ *                  until retired; also an epoch changed after it was
+ *                  packed while retained (the row then replaces the packed
+ *                  copy);
+ *   epoch_archive  epochs settled (final or invalid) or retired at their
+ *                  first write, packed: one row per transaction chunk,
+ *                  written once. base is a JSON array of the EC_* columns
+ *                  of the chunk's first epoch; data a JSON array with one
+ *                  element per epoch: an object of the columns that differ
+ *                  from base (key: the column's letter in ARC_KEYS, value
+ *                  never null), or, when the epoch is NULL where base is
+ *                  not (and in chunks of earlier versions), the array of
+ *                  all its columns; retained counts the epochs of the chunk
+ *                  written before their retirement (retired_ms null);
+ *   epoch_retired  the retirement times of those: ranges of row IDs
+ *                  (first_id..last_id) retired at one time.
+ * A settled epoch stays retained (closure state) until a limit, the
+ * inactivity timeout or its session's end retires it, and rarely changes
+ * after: so most epochs are written once, packed, and their retirement
+ * costs a share of one range; a row each costs several times more. The
+ * epochs of a chunk share most columns (session, addresses, times to the
+ * millisecond, outcome): packed as differences, an epoch takes some 40
+ * octets instead of some 200.
  */
+#define ARC_KEYS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS runs ("
 	" id INTEGER PRIMARY KEY, started_ms INTEGER, stopped_ms INTEGER, listen TEXT, transport TEXT,"
@@ -116,7 +134,9 @@ static const char schema[] =
 	" unclassified_late INTEGER, state TEXT, outcome TEXT, reason TEXT, first_seen_ms INTEGER,"
 	" last_seen_ms INTEGER, retired_ms INTEGER);"
 	"CREATE TABLE IF NOT EXISTS epoch_archive ("
-	" id INTEGER PRIMARY KEY, first_id INTEGER, last_id INTEGER, data TEXT);"
+	" id INTEGER PRIMARY KEY, first_id INTEGER, last_id INTEGER, data TEXT, retained INTEGER DEFAULT 0,"
+	" base TEXT);"
+	"CREATE TABLE IF NOT EXISTS epoch_retired (first_id INTEGER PRIMARY KEY, last_id INTEGER, retired_ms INTEGER);"
 	"CREATE TABLE IF NOT EXISTS raw_records ("
 	" id INTEGER PRIMARY KEY, session_id INTEGER, received_ms INTEGER, domain INTEGER,"
 	" template_id INTEGER, epoch_id INTEGER, report_id INTEGER, flags INTEGER, verdict TEXT,"
@@ -137,6 +157,7 @@ enum {
 	Q_EPOCH_LOST,
 	Q_EPOCH_RETIRE,
 	Q_ARCHIVE,
+	Q_RETIRED,
 	Q_SESSION,
 	Q_RAW,
 	Q_DROP,
@@ -170,7 +191,8 @@ static const char *const queries[Q__N] = {
 			 " WHERE id = ?1 AND retired_ms IS NULL",
 	/* A settled epoch whose row is up to date: its retirement sets only retired_ms. */
 	[Q_EPOCH_RETIRE] = "UPDATE epoch_rows SET retired_ms = ?2 WHERE id = ?1",
-	[Q_ARCHIVE] = "INSERT INTO epoch_archive (first_id, last_id, data) VALUES (?1, ?2, ?3)",
+	[Q_ARCHIVE] = "INSERT INTO epoch_archive (first_id, last_id, data, retained, base) VALUES (?1, ?2, ?3, ?4, ?5)",
+	[Q_RETIRED] = "INSERT INTO epoch_retired (first_id, last_id, retired_ms) VALUES (?1, ?2, ?3)",
 	[Q_SESSION] =
 		"INSERT INTO sessions (id, run_id, peer, peer_subject, transport, started_ms, ended_ms, end_reason,"
 		" messages, records, octets, rejected, accepted, repeats, stale, orphans, unsupported, invalid,"
@@ -255,6 +277,26 @@ struct retire_only {
 	uint64_t retired_ms;
 };
 
+/* Packed epochs first..last retired at retired_ms (epoch_retired). */
+struct retire_range {
+	int64_t first, last;
+	uint64_t retired_ms;
+};
+
+/* e->store_row: 0 nothing written, ROW_TABLE a row in epoch_rows, ROW_PACKED a copy in epoch_archive only. */
+enum { ROW_NONE = 0, ROW_TABLE = 1, ROW_PACKED = 2 };
+
+/* One column value of an epoch: an integer (SQLite's signed 64 bits, same bits as unsigned64), text, or NULL. */
+struct val {
+	enum { V_NULL, V_INT, V_TEXT } t;
+	int64_t i;
+	const char *s;
+};
+
+/* Bound of one packed epoch in JSON: 21 octets per integer and separator, 6 per character of text (\\u00XX), keys. */
+#define ARC_ENTRY_MAX (8 + EC__N * 26 + 6 * (2 * INET6_ADDRSTRLEN + sizeof(((struct rm_epoch *)0)->reason) + 32))
+_Static_assert(sizeof(ARC_KEYS) - 1 >= EC__N, "a key letter per epoch column");
+
 struct rm_store {
 	sqlite3 *db;
 	sqlite3_stmt *q[Q__N];
@@ -277,9 +319,14 @@ struct rm_store {
 	GArray *limits;    /* struct limit_row */
 	GArray *lost;      /* int64 row IDs of epochs whose outcome was not kept */
 	GArray *retire;    /* struct retire_only: settled epochs whose rows need only retired_ms */
+	GArray *ranges;    /* struct retire_range: packed epochs whose copies need only retired_ms */
 	char *arc;         /* the epoch_archive chunk being built (JSON) */
 	size_t arc_len, arc_cap;
 	int64_t arc_first, arc_last;
+	uint32_t arc_retained;      /* of the chunk's epochs, those not retired */
+	struct val arc_base[EC__N]; /* the chunk's first epoch (texts owned: g_strdup) */
+	char arc_base_json[ARC_ENTRY_MAX];
+	size_t arc_base_len;
 	int64_t stop_run; /* runs row to mark stopped, 0: none */
 	uint64_t stop_ms;
 
@@ -291,6 +338,7 @@ struct rm_store {
 	uint64_t database_drops; /* "database" drops since the store was opened */
 	char down_why[200];
 	int wal_pages;
+	struct rm_budget *budget; /* charged for kept epochs and raw records waiting (NULL: none) */
 };
 
 static uint64_t mono_ms(void)
@@ -319,6 +367,11 @@ int rm_store_unavailable(const struct rm_store *st)
 uint64_t rm_store_database_drops(const struct rm_store *st)
 {
 	return st->database_drops;
+}
+
+void rm_store_set_budget(struct rm_store *st, struct rm_budget *b)
+{
+	st->budget = b;
 }
 
 void rm_store_set_raw_limit(struct rm_store *st, uint32_t max_raw_records)
@@ -380,7 +433,8 @@ static void limit_row_clear(gpointer p)
 static int waiting(const struct rm_store *st)
 {
 	return st->epochs->len || st->sessions_dirty || st->raw->len || g_hash_table_size(st->drops) ||
-	       g_hash_table_size(st->conns) || st->limits->len || st->lost->len || st->retire->len || st->stop_run;
+	       g_hash_table_size(st->conns) || st->limits->len || st->lost->len || st->retire->len || st->ranges->len ||
+	       st->stop_run;
 }
 
 static int count_drop(struct rm_store *st, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms)
@@ -429,13 +483,6 @@ static int step_reset(sqlite3_stmt *q)
 	sqlite3_reset(q);
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -1;
 }
-
-/* One column value of an epoch: an integer (SQLite's signed 64 bits, same bits as unsigned64), text, or NULL. */
-struct val {
-	enum { V_NULL, V_INT, V_TEXT } t;
-	int64_t i;
-	const char *s;
-};
 
 /* Dotted IPv4 without printf (it is on the path of every epoch). */
 static void ipv4_text(const uint8_t *a, char *buf)
@@ -528,10 +575,21 @@ static void epoch_values(const struct rm_epoch *e, struct val v[EC__N], char *sr
 	}
 }
 
+/*
+ * Written packed (epoch_archive) rather than as a row: an epoch retired or
+ * settled at its first write. A settled epoch changes afterwards only by
+ * the counts of ignored records (repeats, stale, ...) or by invalidation;
+ * then it gets a row, which replaces its packed copy in the view.
+ */
+static int packs(const struct rm_epoch *e)
+{
+	return e->store_row == ROW_NONE && (e->retired_ms || e->state != RM_EPOCH_OPEN);
+}
+
 /* A row in epoch_rows: inserted, or its state columns updated (the key columns are written once). */
 static int write_epoch(struct rm_store *st, const struct rm_epoch *e)
 {
-	int fresh = !e->store_row;
+	int fresh = e->store_row != ROW_TABLE;
 	sqlite3_stmt *q = st->q[fresh ? Q_EPOCH_INSERT : Q_EPOCH_UPDATE];
 	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
 	struct val v[EC__N];
@@ -628,35 +686,100 @@ static char *put_str(char *p, const char *s)
 	return p;
 }
 
-/* Append a retired, never written epoch to the archive chunk: [v0,v1,...]. */
-static int archive_add(struct rm_store *st, const struct rm_epoch *e)
+/* One value in JSON. */
+static char *put_val(char *p, const struct val *v)
 {
-	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
-	struct val v[EC__N];
-	/* Bound: 21 octets per integer and separator, 6 per character of text (\\u00XX), the brackets. */
-	size_t need = 4 + EC__N * 22 + 6 * (2 * INET6_ADDRSTRLEN + sizeof(e->reason) + 32);
-	char *p;
+	if (v->t == V_INT)
+		return put_i64(p, v->i);
+	if (v->t == V_TEXT)
+		return put_str(p, v->s);
+	memcpy(p, "null", 4);
+	return p + 4;
+}
 
-	epoch_values(e, v, src, dst);
-	if (buf_reserve(st, need) < 0)
-		return -1;
-	p = st->arc + st->arc_len;
-	*p++ = st->arc_len == 0 ? '[' : ',';
+/* All columns as a JSON array: [v0,v1,...]. */
+static char *put_values(char *p, const struct val v[EC__N])
+{
 	*p++ = '[';
 	for (int c = 0; c < EC__N; c++) {
 		if (c)
 			*p++ = ',';
-		if (v[c].t == V_INT)
-			p = put_i64(p, v[c].i);
-		else if (v[c].t == V_TEXT)
-			p = put_str(p, v[c].s);
-		else {
-			memcpy(p, "null", 4);
-			p += 4;
-		}
+		p = put_val(p, &v[c]);
 	}
 	*p++ = ']';
+	return p;
+}
+
+static int val_equal(const struct val *a, const struct val *b)
+{
+	return a->t == b->t && (a->t == V_NULL || (a->t == V_INT ? a->i == b->i : !strcmp(a->s, b->s)));
+}
+
+static void base_clear(struct rm_store *st)
+{
+	for (int c = 0; c < EC__N; c++)
+		if (st->arc_base[c].t == V_TEXT)
+			g_free((char *)st->arc_base[c].s);
+	memset(st->arc_base, 0, sizeof(st->arc_base));
+	st->arc_base_len = 0;
+}
+
+/* The chunk's first epoch becomes its base (texts copied, its JSON array kept for the row). */
+static void base_set(struct rm_store *st, const struct val v[EC__N])
+{
+	base_clear(st);
+	for (int c = 0; c < EC__N; c++) {
+		st->arc_base[c] = v[c];
+		if (v[c].t == V_TEXT)
+			st->arc_base[c].s = g_strdup(v[c].s);
+	}
+	st->arc_base_len = (size_t)(put_values(st->arc_base_json, v) - st->arc_base_json);
+}
+
+/*
+ * Append an epoch to the archive chunk: the columns that differ from the
+ * chunk's base as an object ({"a":1,...}), or all of them as an array when
+ * it is NULL where the base is not (an object cannot say "NULL here").
+ */
+static int archive_add(struct rm_store *st, const struct rm_epoch *e)
+{
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	struct val v[EC__N];
+	const struct val *b = st->arc_base;
+	int full = 0;
+	char *p;
+
+	epoch_values(e, v, src, dst);
+	if (buf_reserve(st, ARC_ENTRY_MAX + 2) < 0)
+		return -1;
+	if (st->arc_len == 0)
+		base_set(st, v);
+	p = st->arc + st->arc_len;
+	*p++ = st->arc_len == 0 ? '[' : ',';
+	for (int c = 0; c < EC__N && !full; c++)
+		full = v[c].t == V_NULL && b[c].t != V_NULL;
+	if (full) {
+		p = put_values(p, v);
+	} else {
+		char sep = '{';
+
+		for (int c = 0; c < EC__N; c++) {
+			if (val_equal(&v[c], &b[c]))
+				continue;
+			*p++ = sep;
+			*p++ = '"';
+			*p++ = ARC_KEYS[c];
+			*p++ = '"';
+			*p++ = ':';
+			p = put_val(p, &v[c]);
+			sep = ',';
+		}
+		if (sep == '{')
+			*p++ = '{';
+		*p++ = '}';
+	}
 	st->arc_len = (size_t)(p - st->arc);
+	st->arc_retained += !e->retired_ms;
 	if (!st->arc_first)
 		st->arc_first = e->store_id;
 	st->arc_last = e->store_id;
@@ -677,9 +800,12 @@ static int archive_write(struct rm_store *st)
 	sqlite3_bind_int64(q, 1, st->arc_first);
 	sqlite3_bind_int64(q, 2, st->arc_last);
 	sqlite3_bind_text(q, 3, st->arc, (int)st->arc_len, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 4, st->arc_retained);
+	sqlite3_bind_text(q, 5, st->arc_base_json, (int)st->arc_base_len, SQLITE_STATIC);
 	rc = step_reset(q);
 	st->arc_len = 0;
 	st->arc_first = st->arc_last = 0;
+	st->arc_retained = 0;
 	return rc;
 }
 
@@ -815,8 +941,9 @@ static void written(struct rm_store *st)
 
 		if (e->sink_keeps) {
 			rm_rules_epoch_free(e);
+			rm_budget_give(st->budget, RM_BUDGET_EPOCH_BYTES); /* the charge the rules passed on */
 		} else {
-			e->store_row = 1;
+			e->store_row = packs(e) ? ROW_PACKED : ROW_TABLE;
 			e->store_slot = 0;
 		}
 	}
@@ -833,12 +960,14 @@ static void written(struct rm_store *st)
 	st->sessions_dirty = 0;
 	st->raw_rows += st->raw->len;
 	g_ptr_array_set_size(st->raw, 0); /* frees the rows */
+	rm_budget_give(st->budget, st->raw_bytes);
 	st->raw_bytes = 0;
 	g_hash_table_remove_all(st->drops);
 	g_hash_table_remove_all(st->conns);
 	g_array_set_size(st->limits, 0); /* frees the names */
 	g_array_set_size(st->lost, 0);
 	g_array_set_size(st->retire, 0);
+	g_array_set_size(st->ranges, 0);
 	st->stop_run = 0;
 }
 
@@ -861,7 +990,7 @@ static int flush(struct rm_store *st)
 	for (guint i = 0; i < st->epochs->len; i++) {
 		struct rm_epoch *e = g_ptr_array_index(st->epochs, i);
 
-		if (e->retired_ms && !e->store_row) {
+		if (packs(e)) {
 			if (archive_add(st, e) < 0 || (st->arc_len >= RM_STORE_ARCHIVE_CHUNK && archive_write(st) < 0))
 				goto fail;
 		} else if (write_epoch(st, e) < 0) {
@@ -876,6 +1005,15 @@ static int flush(struct rm_store *st)
 		sqlite3_bind_int64(st->q[Q_EPOCH_RETIRE], 1, r->id);
 		sqlite3_bind_int64(st->q[Q_EPOCH_RETIRE], 2, (int64_t)r->retired_ms);
 		if (step_reset(st->q[Q_EPOCH_RETIRE]) < 0)
+			goto fail;
+	}
+	for (guint i = 0; i < st->ranges->len; i++) {
+		const struct retire_range *r = &g_array_index(st->ranges, struct retire_range, i);
+
+		sqlite3_bind_int64(st->q[Q_RETIRED], 1, r->first);
+		sqlite3_bind_int64(st->q[Q_RETIRED], 2, r->last);
+		sqlite3_bind_int64(st->q[Q_RETIRED], 3, (int64_t)r->retired_ms);
+		if (step_reset(st->q[Q_RETIRED]) < 0)
 			goto fail;
 	}
 	for (guint i = 0; i < st->lost->len; i++)
@@ -908,6 +1046,7 @@ static int flush(struct rm_store *st)
 fail:
 	st->arc_len = 0;
 	st->arc_first = st->arc_last = 0;
+	st->arc_retained = 0;
 	snprintf(st->down_why, sizeof(st->down_why), "%s", sqlite3_errmsg(st->db));
 	if (!sqlite3_get_autocommit(st->db))
 		step_reset(st->q[Q_ROLLBACK]);
@@ -1014,16 +1153,43 @@ int rm_store_flush(struct rm_store *st)
 
 /* ---------------- writes (deferred) ---------------- */
 
+int rm_store_make_room(struct rm_store *st)
+{
+	if (st->readonly || st->down || (!st->kept && !st->raw->len))
+		return -1;
+	attempt(st);
+	return st->down ? -1 : 0;
+}
+
+/* The retirement of a written epoch: its row's retired_ms, or a range of packed copies (extended when it can). */
+static void retire_only(struct rm_store *st, int64_t id, int row, uint64_t retired_ms)
+{
+	if (row == ROW_PACKED) {
+		struct retire_range *last =
+			st->ranges->len ? &g_array_index(st->ranges, struct retire_range, st->ranges->len - 1) : NULL;
+		struct retire_range r = { id, id, retired_ms };
+
+		if (last && last->retired_ms == retired_ms && last->last + 1 == id)
+			last->last = id;
+		else if (last && last->retired_ms == retired_ms && last->first - 1 == id)
+			last->first = id;
+		else
+			g_array_append_val(st->ranges, r);
+	} else {
+		struct retire_only r = { id, retired_ms };
+
+		g_array_append_val(st->retire, r);
+	}
+}
+
 int rm_store_epoch(struct rm_store *st, struct rm_epoch *e)
 {
 	if (!e->store_id)
 		e->store_id = st->next_epoch++;
 	if (e->retired_ms && e->store_row && !e->store_slot && !e->dirty && e->state != RM_EPOCH_OPEN &&
-	    st->retire->len < RM_STORE_MAX_RETIREMENTS) {
-		/* Settled and written as it is: the row needs only its retirement time, the epoch is not kept. */
-		struct retire_only r = { e->store_id, e->retired_ms };
-
-		g_array_append_val(st->retire, r);
+	    st->retire->len + st->ranges->len < RM_STORE_MAX_RETIREMENTS) {
+		/* Settled and written as it is: it needs only its retirement time, the epoch is not kept. */
+		retire_only(st, e->store_id, e->store_row, e->retired_ms);
 		return 0;
 	}
 	if (e->retired_ms && !e->store_slot && st->kept >= RM_STORE_MAX_KEPT_EPOCHS) {
@@ -1035,7 +1201,9 @@ int rm_store_epoch(struct rm_store *st, struct rm_epoch *e)
 			snprintf(d, sizeof(d), "epoch %" PRIu64 " (%s) not stored: database unavailable",
 				 e->key.epoch_id, rm_outcome_name(e->outcome));
 			database_drop(st, (int64_t)e->session_id, d);
-			if (e->store_row)
+			if (e->store_row == ROW_PACKED) /* settled: the copy keeps its outcome, and is retired */
+				retire_only(st, e->store_id, ROW_PACKED, e->retired_ms);
+			else if (e->store_row)
 				g_array_append_val(st->lost, e->store_id);
 			return 0;
 		}
@@ -1148,9 +1316,17 @@ int rm_store_raw(struct rm_store *st, int64_t session_id, uint32_t domain, uint1
 		}
 		share = 0;
 	}
+	if (rm_budget_try(st->budget, cost) < 0) {
+		if (!st->down && st->raw->len)
+			attempt(st); /* the raw records waiting give their charges back */
+		if (rm_budget_take(st->budget, cost, "raw record") < 0)
+			return 0; /* counted by the budget's callback */
+	}
 	row = malloc(sizeof(*row) + len);
-	if (!row)
+	if (!row) {
+		rm_budget_give(st->budget, cost);
 		return -1;
+	}
 	memset(row, 0, sizeof(*row));
 	row->session_id = session_id;
 	row->received_ms = now_ms;
@@ -1172,6 +1348,7 @@ int rm_store_raw(struct rm_store *st, int64_t session_id, uint32_t domain, uint1
 
 			if (!t) {
 				raw_free(row);
+				rm_budget_give(st->budget, cost);
 				return -1;
 			}
 			t->refs = 1; /* last_tmpl's reference */
@@ -1225,6 +1402,24 @@ static int64_t exec_args(struct rm_store *st, const char *sql, const char *fmt, 
 	return rc == SQLITE_DONE ? sqlite3_changes(st->db) : -1;
 }
 
+/* Column c of a packed epoch, in SQL (j: its json_each row, a: its epoch_archive row). */
+static void packed_col(GString *g, int c)
+{
+	g_string_append_printf(g,
+			       "CASE WHEN j.type = 'array' THEN json_extract(j.value, '$[%d]') ELSE coalesce("
+			       "json_extract(j.value, '$.%c'), json_extract(a.base, '$[%d]')) END",
+			       c, ARC_KEYS[c], c);
+}
+
+/* The retirement time, from epoch_retired, of the packed epoch whose row ID is the SQL expression id; or NULL. */
+static void retirement_of(GString *g, const char *id)
+{
+	g_string_append_printf(g,
+			       "(SELECT CASE WHEN r.last_id >= %s THEN r.retired_ms END FROM epoch_retired r"
+			       " WHERE r.first_id <= %s ORDER BY r.first_id DESC LIMIT 1)",
+			       id, id);
+}
+
 /*
  * Sessions that an earlier run left open (it was killed, or crashed): a
  * session failure for [SEQOBS] ("Collector Processing": a session failure
@@ -1235,6 +1430,8 @@ static int recover(struct rm_store *st, uint64_t now_ms, int64_t *n_sessions, in
 {
 	static const char cause[] = "session ended: collector restarted (the run that received it ended without "
 				    "closing its session)";
+	int64_t packed;
+	GString *sql = g_string_new(NULL);
 
 	*n_sessions = exec_args(st, "UPDATE sessions SET ended_ms = ?1, end_reason = ?2 WHERE ended_ms IS NULL", "is",
 				(int64_t)now_ms,
@@ -1249,6 +1446,20 @@ static int recover(struct rm_store *st, uint64_t now_ms, int64_t *n_sessions, in
 		"is", (int64_t)now_ms, cause);
 	*n_settled =
 		exec_args(st, "UPDATE epoch_rows SET retired_ms = ?1 WHERE retired_ms IS NULL", "i", (int64_t)now_ms);
+	/* Packed copies written before their retirement (only settled epochs are), in chunks with retained > 0. */
+	g_string_append(
+		sql, "INSERT INTO epoch_retired (first_id, last_id, retired_ms) SELECT p.id, p.id, ?1 FROM (SELECT ");
+	packed_col(sql, EC_ID);
+	g_string_append(sql, " AS id FROM epoch_archive a, json_each(a.data) j WHERE a.retained > 0 AND ");
+	packed_col(sql, EC_RETIRED);
+	g_string_append(sql, " IS NULL) p WHERE NOT EXISTS (SELECT 1 FROM epoch_rows o WHERE o.id = p.id) AND ");
+	retirement_of(sql, "p.id");
+	g_string_append(sql, " IS NULL ORDER BY p.id");
+	packed = exec_args(st, sql->str, "i", (int64_t)now_ms);
+	g_string_free(sql, TRUE);
+	if (packed < 0 || exec_args(st, "UPDATE epoch_archive SET retained = 0 WHERE retained > 0", "") < 0)
+		return -1;
+	*n_settled += packed;
 	return *n_sessions < 0 || *n_open < 0 || *n_settled < 0 ? -1 : 0;
 }
 
@@ -1323,30 +1534,51 @@ static int convert_epochs(struct rm_store *st, char **msg)
 	return rc;
 }
 
-/* The view epochs: epoch_rows and, unpacked, epoch_archive, with the same columns. */
+/*
+ * The view epochs: epoch_rows and, unpacked, epoch_archive, with the same
+ * columns. A packed copy written before its retirement takes its retired_ms
+ * from epoch_retired, and gives way to a row of the same ID (written when
+ * the epoch changed after it was packed). Recreated at every read-write
+ * open, so a database of an earlier version reads its new tables.
+ */
 static int create_view(struct rm_store *st, char **msg)
 {
 	static const char cols[] = EPOCH_COLUMNS;
-	GString *sql = g_string_new("CREATE VIEW IF NOT EXISTS epochs AS SELECT " EPOCH_COLUMNS
+	GString *sql = g_string_new("DROP VIEW IF EXISTS epochs; CREATE VIEW epochs AS SELECT " EPOCH_COLUMNS
 				    " FROM epoch_rows UNION ALL SELECT ");
+	GString *id = g_string_new(NULL);
 	const char *p = cols;
 	int rc;
 
+	packed_col(id, EC_ID);
 	for (int c = 0; c < EC__N; c++) {
 		size_t n = strcspn(p, ",");
 
 		while (*p == ' ')
 			p++, n--;
-		g_string_append_printf(sql, "%sjson_extract(j.value, '$[%d]') AS %.*s", c ? ", " : "", c, (int)n, p);
+		g_string_append(sql, c ? ", " : "");
+		if (c == EC_RETIRED) {
+			g_string_append(sql, "coalesce(");
+			packed_col(sql, c);
+			g_string_append(sql, ", ");
+			retirement_of(sql, id->str);
+			g_string_append(sql, ")");
+		} else {
+			packed_col(sql, c);
+		}
+		g_string_append_printf(sql, " AS %.*s", (int)n, p);
 		p += n + (p[n] == ',');
 	}
-	g_string_append(sql, " FROM epoch_archive a, json_each(a.data) j");
+	g_string_append(sql, " FROM epoch_archive a, json_each(a.data) j WHERE ");
+	packed_col(sql, EC_RETIRED);
+	g_string_append_printf(sql, " IS NOT NULL OR NOT EXISTS (SELECT 1 FROM epoch_rows o WHERE o.id = %s)", id->str);
 	rc = sqlite3_exec(st->db, sql->str, NULL, NULL, msg);
 	g_string_free(sql, TRUE);
+	g_string_free(id, TRUE);
 	return rc;
 }
 
-static int add_column(struct rm_store *st, const char *table, const char *column, char **msg)
+static int add_column(struct rm_store *st, const char *table, const char *column, const char *decl, char **msg)
 {
 	char sql[200];
 	sqlite3_stmt *q;
@@ -1356,7 +1588,7 @@ static int add_column(struct rm_store *st, const char *table, const char *column
 		sqlite3_finalize(q);
 		return SQLITE_OK;
 	}
-	snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s INTEGER DEFAULT 0", table, column);
+	snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s %s", table, column, decl);
 	return sqlite3_exec(st->db, sql, NULL, NULL, msg);
 }
 
@@ -1377,21 +1609,25 @@ void rm_store_close(struct rm_store *st)
 		sqlite3_finalize(st->q[i]);
 	sqlite3_close(st->db);
 	free(st->arc);
+	base_clear(st);
 	if (st->lock_fd >= 0)
 		close(st->lock_fd); /* after SQLite closed its own descriptors: a close drops this process's locks */
 	if (st->epochs) {
 		for (guint i = 0; i < st->epochs->len; i++) {
 			struct rm_epoch *e = g_ptr_array_index(st->epochs, i);
 
-			if (e->sink_keeps)
+			if (e->sink_keeps) {
 				rm_rules_epoch_free(e);
-			else
+				rm_budget_give(st->budget, RM_BUDGET_EPOCH_BYTES);
+			} else {
 				e->store_slot = 0;
+			}
 		}
 		g_ptr_array_free(st->epochs, TRUE);
 	}
 	if (st->raw)
 		g_ptr_array_free(st->raw, TRUE);
+	rm_budget_give(st->budget, st->raw_bytes);
 	tmpl_put(st->last_tmpl);
 	if (st->sessions)
 		g_hash_table_destroy(st->sessions);
@@ -1405,6 +1641,8 @@ void rm_store_close(struct rm_store *st)
 		g_array_free(st->lost, TRUE);
 	if (st->retire)
 		g_array_free(st->retire, TRUE);
+	if (st->ranges)
+		g_array_free(st->ranges, TRUE);
 	free(st);
 }
 
@@ -1458,16 +1696,19 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 	g_array_set_clear_func(st->limits, limit_row_clear);
 	st->lost = g_array_new(FALSE, FALSE, sizeof(int64_t));
 	st->retire = g_array_new(FALSE, FALSE, sizeof(struct retire_only));
+	st->ranges = g_array_new(FALSE, FALSE, sizeof(struct retire_range));
 	snprintf(pragmas, sizeof(pragmas),
 		 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;"
 		 " PRAGMA cache_size=-%u;",
 		 RM_STORE_CACHE_KIB);
 	sqlite3_busy_timeout(st->db, 5000);
 	if (sqlite3_exec(st->db, pragmas, NULL, NULL, &msg) != SQLITE_OK || convert_epochs(st, &msg) != SQLITE_OK ||
-	    sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK || create_view(st, &msg) != SQLITE_OK ||
-	    add_column(st, "sessions", "seq_gaps", &msg) != SQLITE_OK ||
-	    add_column(st, "sessions", "seq_missing", &msg) != SQLITE_OK ||
-	    add_column(st, "sessions", "export_time_backwards", &msg) != SQLITE_OK) {
+	    sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK ||
+	    add_column(st, "sessions", "seq_gaps", "INTEGER DEFAULT 0", &msg) != SQLITE_OK ||
+	    add_column(st, "sessions", "seq_missing", "INTEGER DEFAULT 0", &msg) != SQLITE_OK ||
+	    add_column(st, "sessions", "export_time_backwards", "INTEGER DEFAULT 0", &msg) != SQLITE_OK ||
+	    add_column(st, "epoch_archive", "retained", "INTEGER DEFAULT 0", &msg) != SQLITE_OK ||
+	    add_column(st, "epoch_archive", "base", "TEXT", &msg) != SQLITE_OK || create_view(st, &msg) != SQLITE_OK) {
 		snprintf(err, errlen, "%s: %s", path, msg ? msg : sqlite3_errmsg(st->db));
 		sqlite3_free(msg);
 		rm_store_close(st);

@@ -53,11 +53,14 @@
  *   epochs      (a view) one row per epoch: full key, outcome and reason,
  *               state, qualification flags, report coverage (first/last
  *               report ID, missing reports, gaps), latest accepted counters
- *               (NULL when no report was accepted), times. It reads two
+ *               (NULL when no report was accepted), times. It reads three
  *               tables: epoch_rows, one row per epoch written while it was
- *               retained (updated in place until retired), and
- *               epoch_archive, the epochs retired before their first write,
- *               packed (a JSON array of arrays per row, written once)
+ *               open (updated in place until retired) or changed after it
+ *               was packed; epoch_archive, the epochs settled or retired at
+ *               their first write, packed (JSON, each epoch as its
+ *               differences from the chunk's first, written once); and
+ *               epoch_retired, the retirement times of packed epochs
+ *               written before it, as ranges of IDs
  *   raw_records records kept raw (unsupported qualifications, invalid,
  *               orphan, unbound and undecodable records), at most
  *               max_raw_records rows in the database
@@ -174,6 +177,25 @@ int rm_store_raw(struct rm_store *st, int64_t session_id, uint32_t domain, uint1
 
 /* Count a collector resource drop of kind for a session (added to its row by the next transaction). 0 or -1. */
 int rm_store_drop(struct rm_store *st, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms);
+
+struct rm_budget;
+/*
+ * Charge what waits for the next transaction to b (budget.h; NULL: no
+ * budget): a retired epoch the store keeps holds the RM_BUDGET_EPOCH_BYTES
+ * its retained epoch was charged (the rules pass the charge on with
+ * sink_keeps) until it is written; a raw record waiting is charged its
+ * octets (record, reason, Template, bookkeeping) when queued, refused past
+ * the budget (rm_budget_take: the budget's callback counts it) unless
+ * writing what waits makes room. Set before the first session.
+ */
+void rm_store_set_budget(struct rm_store *st, struct rm_budget *b);
+/*
+ * The budget is full (the rules' sink->room): write what waits now, if
+ * retired epochs or raw records hold charges and the database is
+ * available, in the middle of a Message if it must. 0 if charges were
+ * returned, -1 if not.
+ */
+int rm_store_make_room(struct rm_store *st);
 
 /* Raw record bound (set from the run's limits). */
 void rm_store_set_raw_limit(struct rm_store *st, uint32_t max_raw_records);
