@@ -88,7 +88,7 @@ def test_collect_section_must_be_complete(tmp_path, pki):
     f = tmp_path / "c.conf"
     f.write_text("[collect]\nlisten = :4740\ncert = %s/collector.pem\n" % pki)
     p = check(f)
-    assert p.returncode == 2 and "[collect] db: missing" in p.stderr, p.stderr
+    assert p.returncode == 2 and "[collect] store: missing" in p.stderr, p.stderr
     f.write_text("[collect]\nlisten = :4740\ndb = x.db\ncert = %s/collector.pem\n" % pki)
     p = check(f)
     assert p.returncode == 2 and "no peer_name configured" in p.stderr, p.stderr
@@ -113,6 +113,58 @@ def test_collect_memory_budget_as_collect_refuses_it(tmp_path):
     f.write_text("[collect]\nlisten = :4740\ndb = x.db\ntransport = tcp\nmax_handshakes = 100\n"
                  "max_memory_bytes = 6815744\n")
     assert check(f).returncode == 0
+
+
+STORE_KEYS = ("store_credentials = /etc/rocemeter/clickhouse.credentials\ncollector_id = collector-1\n"
+              "store_buffer_bytes = 16777216\n")
+
+
+@pytest.mark.parametrize("store,keys", [
+    ("clickhouse:http://127.0.0.1:8123/?database=rocemeter", STORE_KEYS),
+    ("clickhouse:https://ch.example.net/?database=rocemeter", STORE_KEYS + "store_ca = /etc/ssl/ch-ca.pem\n"),
+    ("sqlite:/var/lib/rocemeter/collector.db", ""),
+])
+def test_collect_store_without_db(tmp_path, store, keys):
+    """docs/configuration.md [collect]: store (and its keys) names the store on its own, as
+    rocemeter-collect.service reads the file; the summary names that store."""
+    f = tmp_path / "c.conf"
+    f.write_text("[collect]\nlisten = :4740\nstore = %s\n%stransport = tcp\n" % (store, keys))
+    p = check(f)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "%s: accepted: [collect] on :4740 into %s over plain TCP\n" % (f, store)
+
+
+@pytest.mark.parametrize("first,second", [
+    ("db = /var/lib/rocemeter/y.db", "store = clickhouse:http://127.0.0.1:8123/?database=rocemeter"),
+    ("store = clickhouse:http://127.0.0.1:8123/", "db = /var/lib/rocemeter/y.db"),
+    ("db = /var/lib/rocemeter/y.db", "store = sqlite:/var/lib/rocemeter/y.db"),
+])
+def test_collect_db_and_store_refused(tmp_path, first, second):
+    """docs/configuration.md [collect]: db is the older name of store = sqlite:FILE; a file with
+    both names its store twice and is refused at the second, by check-config and by collect alike."""
+    f = tmp_path / "c.conf"
+    f.write_text("[collect]\nlisten = :4740\n%s\n%s\ntransport = tcp\n" % (first, second))
+    key = second.split(" ")[0]
+    want = "%s:4: %s: [collect] has both db and store: keep store (db = FILE is store = sqlite:FILE)" % (f, key)
+    p = check(f)
+    assert p.returncode == 2, p.stdout
+    assert p.stderr == "rocemeter check-config: %s\n" % want, p.stderr
+    c = subprocess.run([ROCEMETER, "collect", "--config", str(f)], capture_output=True, text=True, timeout=30)
+    assert c.returncode == 2 and c.stderr == "rocemeter collect: %s\n" % want, c.stderr
+
+
+@pytest.mark.parametrize("text,line,message", [
+    ("store = mysql://h/\n", 3, "store: 'mysql://h/' is not sqlite:FILE or clickhouse:URL"),
+    ("store = sqlite:\n", 3, "store: 'sqlite:' is not sqlite:FILE or clickhouse:URL"),
+    ("db = x.db\nstore_credentials = /etc/c\n", None,
+     "[collect] store_credentials and store_ca are for a clickhouse: store"),
+])
+def test_collect_store_refused(tmp_path, text, line, message):
+    f = tmp_path / "c.conf"
+    f.write_text("[collect]\nlisten = :4740\n%stransport = tcp\n" % text)
+    p = check(f)
+    where = "%s:%d: " % (f, line) if line else "%s: " % f
+    assert p.returncode == 2 and p.stderr.startswith("rocemeter check-config: " + where + message), p.stderr
 
 
 @pytest.mark.parametrize("path", ["/tmp", "/dev/zero"])

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -57,7 +58,7 @@ static void test_url(void **state)
 	assert_url("clickhouse:https://ch.example.net:8443/?database=fleet", "https://ch.example.net:8443/", "fleet");
 	assert_url("clickhouse:http://[::1]:8123?database=rm_2", "http://[::1]:8123/", "rm_2");
 	assert_url("http://ch:8123/", "http://ch:8123/", "default"); /* the scheme prefix is optional */
-	assert_bad_url("clickhouse:ftp://h:21/", "clickhouse:http[s]://HOST:PORT");
+	assert_bad_url("clickhouse:ftp://h:21/", "clickhouse:http[s]://HOST[:PORT]");
 	assert_bad_url("clickhouse:http://:8123/", NULL);
 	assert_bad_url("clickhouse:http://h:0/", NULL);
 	assert_bad_url("clickhouse:http://h:65536/", NULL);
@@ -98,6 +99,90 @@ static void test_credentials(void **state)
 	unlink(path);
 	assert_int_equal(rm_ch_load_credentials(path, &c, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, path));
+}
+
+/* docs/fleet.md "The store option": no port means ClickHouse's HTTP ports, 8123 (http) and 8443 (https). */
+static void test_url_default_port(void **state)
+{
+	assert_url("clickhouse:http://127.0.0.1/?database=rocemeter", "http://127.0.0.1:8123/", "rocemeter");
+	assert_url("clickhouse:http://ch.example.net", "http://ch.example.net:8123/", "default");
+	assert_url("clickhouse:https://ch.example.net/", "https://ch.example.net:8443/", "default");
+	assert_url("clickhouse:https://[2001:db8::1]?database=f", "https://[2001:db8::1]:8443/", "f");
+	assert_url("clickhouse:http://[::1]:9000/", "http://[::1]:9000/", "default"); /* a port given is kept */
+	assert_bad_url("clickhouse:http://h:/", NULL);
+}
+
+/* A new credentials file with text and mode; its name in path (at least 32 octets). */
+static void credentials_file(char *path, const char *text, mode_t mode)
+{
+	int fd;
+
+	strcpy(path, "/tmp/test_clickhouse_credXXXXXX");
+	fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	close(fd);
+	write_file(path, text);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+/*
+ * docs/fleet.md "The store option": a credentials file readable or writable
+ * by group or others is refused, as OpenSSH refuses such a private key.
+ */
+static void test_credentials_mode(void **state)
+{
+	static const mode_t refused[] = { 0644, 0640, 0604, 0660, 0620, 0602, 0666 };
+	char path[64], err[512];
+	struct rm_ch_conf c = { 0 };
+
+	credentials_file(path, "user=rocemeter\npassword=s\n", 0600);
+	assert_int_equal(rm_ch_load_credentials(path, &c, err, sizeof(err)), 0);
+	assert_int_equal(chmod(path, 0400), 0);
+	assert_int_equal(rm_ch_load_credentials(path, &c, err, sizeof(err)), 0);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		char mode[8];
+
+		memset(&c, 0, sizeof(c));
+		err[0] = 0;
+		assert_int_equal(chmod(path, refused[i]), 0);
+		assert_int_equal(rm_ch_load_credentials(path, &c, err, sizeof(err)), -EPERM);
+		snprintf(mode, sizeof(mode), "%04o", (unsigned)refused[i]);
+		assert_non_null(strstr(err, path));
+		assert_non_null(strstr(err, mode));
+		assert_non_null(strstr(err, "chmod 600"));
+		assert_string_equal(c.password, ""); /* nothing read */
+	}
+	unlink(path);
+}
+
+/*
+ * docs/fleet.md "The store option": spaces around the key and '=' do not
+ * count; password= without user= is ClickHouse's user "default".
+ */
+static void test_credentials_forms(void **state)
+{
+	char path[64], err[512];
+	struct rm_ch_conf c = { 0 };
+
+	credentials_file(path, "  user = collector\t\npassword\t=  s e=c  \n", 0600);
+	assert_int_equal(rm_ch_load_credentials(path, &c, err, sizeof(err)), 0);
+	assert_string_equal(c.user, "collector");
+	assert_string_equal(c.password, "s e=c");
+	unlink(path);
+
+	memset(&c, 0, sizeof(c));
+	credentials_file(path, "password=secret\n", 0600);
+	assert_int_equal(rm_ch_load_credentials(path, &c, err, sizeof(err)), 0);
+	assert_string_equal(c.user, "default");
+	assert_string_equal(c.password, "secret");
+	unlink(path);
+
+	memset(&c, 0, sizeof(c));
+	credentials_file(path, "user = x y\n", 0600); /* a user name has no space */
+	assert_int_equal(rm_ch_load_credentials(path, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, ":1:"));
+	unlink(path);
 }
 
 /* The CREATE TABLE statements of a DDL text, by table name, in order. */
@@ -243,6 +328,8 @@ int main(void)
 		cmocka_unit_test(test_ddl),        cmocka_unit_test(test_statements),
 		cmocka_unit_test(test_quote),      cmocka_unit_test(test_quote_space),
 		cmocka_unit_test(test_store_spec), cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_url_default_port), cmocka_unit_test(test_credentials_mode),
+		cmocka_unit_test(test_credentials_forms),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "clickhouse.h"
 
@@ -47,7 +48,7 @@ int rm_ch_parse_url(const char *url, struct rm_ch_conf *c, char *err, size_t err
 {
 	const char *p = url, *host, *rest, *q;
 	size_t hostlen, n;
-	int https;
+	int https, has_port;
 
 	if (!strncmp(p, "clickhouse:", 11))
 		p += 11;
@@ -77,6 +78,7 @@ int rm_ch_parse_url(const char *url, struct rm_ch_conf *c, char *err, size_t err
 		colon = memchr(colon, ':', (size_t)(rest - colon));
 		if (colon == host)
 			goto bad; /* no host */
+		has_port = colon != NULL;
 		if (colon) {
 			const char *d = colon + 1;
 
@@ -89,7 +91,13 @@ int rm_ch_parse_url(const char *url, struct rm_ch_conf *c, char *err, size_t err
 				goto bad;
 		}
 	}
-	n = (size_t)snprintf(c->base, sizeof(c->base), "%s://%.*s/", https ? "https" : "http", (int)hostlen, host);
+	/* No port: ClickHouse's HTTP ports, not the scheme's 80 and 443 */
+	if (has_port)
+		n = (size_t)snprintf(c->base, sizeof(c->base), "%s://%.*s/", https ? "https" : "http", (int)hostlen,
+				     host);
+	else
+		n = (size_t)snprintf(c->base, sizeof(c->base), "%s://%.*s:%u/", https ? "https" : "http", (int)hostlen,
+				     host, https ? RM_CH_HTTPS_PORT : RM_CH_HTTP_PORT);
 	if (n >= sizeof(c->base))
 		goto bad;
 	snprintf(c->database, sizeof(c->database), "%s", RM_CH_DEFAULT_DATABASE);
@@ -122,15 +130,30 @@ int rm_ch_parse_url(const char *url, struct rm_ch_conf *c, char *err, size_t err
 	return 0;
 bad:
 	snprintf(err, errlen,
-		 "store URL '%s' is not clickhouse:http[s]://HOST:PORT[/][?database=DB] (DB: letters, digits, '_')",
+		 "store URL '%s' is not clickhouse:http[s]://HOST[:PORT][/][?database=DB] (DB: letters, digits, '_')",
 		 url);
 	return -EINVAL;
 }
 
+/* s without the spaces and tabs at both ends, in place. */
+static char *trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	*e = 0;
+	return s;
+}
+
 int rm_ch_load_credentials(const char *path, struct rm_ch_conf *c, char *err, size_t errlen)
 {
-	char line[512];
+	char line[512], user[sizeof(c->user)] = "", password[sizeof(c->password)] = "";
 	int lineno = 0, rc = 0;
+	struct stat sb;
 	FILE *f = fopen(path, "re");
 
 	if (!f) {
@@ -138,9 +161,24 @@ int rm_ch_load_credentials(const char *path, struct rm_ch_conf *c, char *err, si
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return rc;
 	}
+	/* A secret others can read is no secret: refused before it is read, as OpenSSH refuses such a key. */
+	if (fstat(fileno(f), &sb)) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		fclose(f);
+		return rc;
+	}
+	if (sb.st_mode & (S_IRWXG | S_IRWXO)) {
+		snprintf(err, errlen,
+			 "credentials file %s: permissions %04o are too open: it must be readable by its owner "
+			 "only (chmod 600)",
+			 path, (unsigned)(sb.st_mode & 07777));
+		fclose(f);
+		return -EPERM;
+	}
 	while (fgets(line, sizeof(line), f)) {
 		size_t len = strcspn(line, "\r\n");
-		char *eq;
+		char *eq, *key, *value;
 
 		lineno++;
 		if (line[len] == 0 && !feof(f)) {
@@ -149,22 +187,36 @@ int rm_ch_load_credentials(const char *path, struct rm_ch_conf *c, char *err, si
 			break;
 		}
 		line[len] = 0;
-		if (!line[0] || line[0] == '#')
+		key = trim(line);
+		if (!key[0] || key[0] == '#')
 			continue;
-		eq = strchr(line, '=');
-		if (eq && eq - line == 4 && !strncmp(line, "user", 4) && strlen(eq + 1) < sizeof(c->user)) {
-			snprintf(c->user, sizeof(c->user), "%s", eq + 1);
-		} else if (eq && eq - line == 8 && !strncmp(line, "password", 8) &&
-			   strlen(eq + 1) < sizeof(c->password)) {
-			snprintf(c->password, sizeof(c->password), "%s", eq + 1);
+		eq = strchr(key, '=');
+		if (eq) {
+			*eq = 0;
+			key = trim(key);
+			value = trim(eq + 1);
+		}
+		if (eq && !strcmp(key, "user") && value[0] && !strpbrk(value, " \t") && strlen(value) < sizeof(user)) {
+			snprintf(user, sizeof(user), "%s", value);
+		} else if (eq && !strcmp(key, "password") && strlen(value) < sizeof(password)) {
+			snprintf(password, sizeof(password), "%s", value);
 		} else {
-			snprintf(err, errlen, "%s:%d: not 'user=NAME' or 'password=SECRET' (or the value is too long)",
+			snprintf(err, errlen,
+				 "%s:%d: not 'user=NAME' or 'password=SECRET' (or the name has a space, or the value "
+				 "is too long)",
 				 path, lineno);
 			rc = -EINVAL;
 			break;
 		}
 	}
 	fclose(f);
+	if (!rc) {
+		/* A password alone is ClickHouse's user "default" with that password (sent, not dropped). */
+		snprintf(c->user, sizeof(c->user), "%s", user[0] || !password[0] ? user : RM_CH_DEFAULT_USER);
+		snprintf(c->password, sizeof(c->password), "%s", password);
+	}
+	explicit_bzero(line, sizeof(line));
+	explicit_bzero(password, sizeof(password));
 	return rc;
 }
 

@@ -15,6 +15,9 @@
 #define RM_CH_CONNECT_TIMEOUT_MS 5000  /* TCP and TLS connect, per request */
 #define RM_CH_TIMEOUT_MS         30000 /* a whole request, body and result included */
 #define RM_CH_DEFAULT_DATABASE   "default"
+#define RM_CH_DEFAULT_USER       "default" /* ClickHouse's user when a credentials file names none */
+#define RM_CH_HTTP_PORT          8123      /* a URL without a port: ClickHouse's HTTP ports */
+#define RM_CH_HTTPS_PORT         8443
 #define RM_CH_MAX_RESULT         (256u << 20) /* octets of one result kept in memory */
 
 /* Where a ClickHouse server is and how to log in. Plain data: copy freely. */
@@ -31,19 +34,25 @@ struct rm_ch_conf {
 };
 
 /*
- * Parse "clickhouse:http[s]://HOST:PORT[/][?database=DB]" (the value of
+ * Parse "clickhouse:http[s]://HOST[:PORT][/][?database=DB]" (the value of
  * --store after "clickhouse:", or with it) into c's base and database;
- * HOST may be a name, an IPv4 address or [IPv6]. A user or password in the
- * URL is refused (credentials come from a file). c's other fields are left
- * alone. 0, or -EINVAL with err naming the value.
+ * HOST may be a name, an IPv4 address or [IPv6]; no PORT is ClickHouse's
+ * RM_CH_HTTP_PORT (http) or RM_CH_HTTPS_PORT (https), written into base. A
+ * user or password in the URL is refused (credentials come from a file).
+ * c's other fields are left alone. 0, or -EINVAL with err naming the value.
  */
 int rm_ch_parse_url(const char *url, struct rm_ch_conf *c, char *err, size_t errlen);
 
 /*
  * Read a credentials file: lines "user=NAME" and "password=SECRET"
- * (blank lines and lines starting with '#' are skipped; the value is the
- * rest of the line, spaces included, without the line break). 0, or
- * -errno / -EINVAL with err naming the file and line.
+ * (blank lines and lines starting with '#' are skipped; spaces and tabs
+ * around the key, the '=' and the value do not count; a NAME has none
+ * inside, a SECRET may). A password without a user is for ClickHouse's
+ * user RM_CH_DEFAULT_USER. c's user and password are set only on success.
+ * 0, or -errno / -EINVAL with err naming the file and line; -EPERM when the
+ * file is readable or writable by its group or others (mode & 077, as
+ * OpenSSH refuses a private key), with err naming the file, its mode and
+ * "chmod 600".
  */
 int rm_ch_load_credentials(const char *path, struct rm_ch_conf *c, char *err, size_t errlen);
 

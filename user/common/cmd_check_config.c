@@ -26,9 +26,11 @@ static void usage(FILE *f)
 		   "Check a configuration file as `rocemeter attach` and `rocemeter collect`\n"
 		   "read it: every section and key, and for [export] and [collect] the TLS\n"
 		   "files (readable, key matching the certificate, not encrypted, CA loadable)\n"
-		   "and the peer names. [collect] must be complete on its own (db, and cert,\n"
-		   "key, ca and peer_name unless transport = tcp), as rocemeter-collect.service\n"
-		   "reads it without options. Nothing is attached, opened or listened on.\n\n"
+		   "and the peer names. [collect] must be complete on its own (store, or db,\n"
+		   "and cert, key, ca and peer_name unless transport = tcp), as\n"
+		   "rocemeter-collect.service reads it without options; db and store together\n"
+		   "are refused. Nothing is attached, opened or listened on (a clickhouse:\n"
+		   "store is not contacted, its credentials file not read).\n\n"
 		   "Exit status: 0 the file is accepted, 2 it is refused (the reason on\n"
 		   "stderr, naming the file, key and value).\n\n"
 		   "  -q, --quiet   no summary line when the file is accepted\n"
@@ -90,9 +92,8 @@ static int cmd_check_config(int argc, char **argv)
 	if (cfg.sections & RM_CONFIG_EXPORT && !cfg.export.enabled && cfg.export.tls.n_peer_names)
 		rm_log_cmd(RM_LOG_WARNING, "%s: [export] has no collector: reports are printed, not exported", path);
 	if (cfg.sections & RM_CONFIG_COLLECT) {
-		if (!cfg.collect.db[0]) {
-			rm_log_cmd(RM_LOG_ERR, "%s: [collect] db: missing (the SQLite file the collector stores into)",
-				   path);
+		if (rm_collect_store_check(&cfg.collect, err, sizeof(err))) {
+			rm_log_cmd(RM_LOG_ERR, "%s: [collect] %s", path, err);
 			return RM_EXIT_USAGE;
 		}
 		if (rm_collect_memory_check(&cfg.collect, err, sizeof(err))) {
@@ -126,7 +127,8 @@ static int cmd_check_config(int argc, char **argv)
 			printf("; [export] to %s port %u over %s", cfg.export.collector, cfg.export.port,
 			       cfg.export.tls.plain_tcp ? "plain TCP" : "TLS 1.3");
 		if (cfg.sections & RM_CONFIG_COLLECT)
-			printf("%s[collect] on %s into %s over %s", sep, cfg.collect.listen, cfg.collect.db,
+			printf("%s[collect] on %s into %s over %s", sep, cfg.collect.listen,
+			       rm_collect_store_name(&cfg.collect),
 			       cfg.collect.tls.plain_tcp ? "plain TCP" : "TLS 1.3");
 		printf("\n");
 	}

@@ -384,10 +384,17 @@ static int handler(void *user, const char *section, const char *name, const char
 				return fail(ps, "listen: %s%s", why, "");
 			return copy_str(ps, cfg->collect.listen, sizeof(cfg->collect.listen), name, value);
 		}
+		/* db is the older name of store = sqlite:FILE: a file names its store once (docs/configuration.md) */
+		if ((!strcmp(name, "db") && cfg->collect.store[0]) || (!strcmp(name, "store") && cfg->collect.db[0]))
+			return fail(ps, "%s: [collect] has both db and store: keep store (db = FILE is store = sqlite:FILE)%s",
+				    name, "");
 		if (!strcmp(name, "db"))
 			return copy_str(ps, cfg->collect.db, sizeof(cfg->collect.db), name, value);
-		if (!strcmp(name, "store"))
+		if (!strcmp(name, "store")) {
+			if (!(!strncmp(value, "sqlite:", 7) && value[7]) && strncmp(value, "clickhouse:", 11))
+				return fail(ps, "store: '%s' is not sqlite:FILE or clickhouse:URL%s", value, "");
 			return copy_str(ps, cfg->collect.store, sizeof(cfg->collect.store), name, value);
+		}
 		if (!strcmp(name, "store_credentials"))
 			return copy_str(ps, cfg->collect.store_credentials, sizeof(cfg->collect.store_credentials),
 					name, value);
@@ -476,6 +483,25 @@ int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size
 	if (cfg->export.enabled && !cfg->export.port)
 		cfg->export.port = cfg->export.tls.plain_tcp ? RM_IPFIX_PORT_TCP : RM_IPFIX_PORT_TLS;
 	return 0;
+}
+
+int rm_collect_store_check(const struct rm_collect_settings *cs, char *err, size_t errlen)
+{
+	if (!cs->store[0] && !cs->db[0]) {
+		snprintf(err, errlen,
+			 "store: missing (store = sqlite:FILE or clickhouse:URL, or db = FILE: where the collector stores)");
+		return -EINVAL;
+	}
+	if (strncmp(cs->store, "clickhouse:", 11) && (cs->store_credentials[0] || cs->store_ca[0])) {
+		snprintf(err, errlen, "store_credentials and store_ca are for a clickhouse: store");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+const char *rm_collect_store_name(const struct rm_collect_settings *cs)
+{
+	return cs->store[0] ? cs->store : cs->db;
 }
 
 int rm_collect_memory_check(const struct rm_collect_settings *cs, char *err, size_t errlen)

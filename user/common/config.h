@@ -82,7 +82,7 @@ struct rm_export_settings {
 struct rm_collect_settings {
 	char listen[256];              /* ADDR:PORT, default [::]:4740 */
 	char db[256];                  /* SQLite file (the same as store = sqlite:FILE) */
-	char store[600];               /* sqlite:FILE or clickhouse:URL; "": db (docs/fleet.md) */
+	char store[600];               /* sqlite:FILE or clickhouse:URL; "": db (never both in a file) */
 	char store_credentials[256];   /* clickhouse: file of user= and password= lines */
 	char store_ca[256];            /* clickhouse over https: CA certificates, PEM */
 	char collector_id[72];         /* clickhouse: every row's collector_id; "": the host name (docs/fleet.md) */
@@ -176,6 +176,17 @@ int rm_parse_listen(const char *text, char *host, size_t hlen, uint16_t *port, c
  * max_memory_bytes in err. `collect` and `check-config` refuse such a file.
  */
 int rm_collect_memory_check(const struct rm_collect_settings *cs, char *err, size_t errlen);
+
+/*
+ * [collect]: a store is named (store, or its older name db; the loader
+ * refuses both in one file) and store_credentials / store_ca go with a
+ * clickhouse: store only. 0, or -EINVAL with a one-line reason naming the
+ * key in err. The URL itself is parsed by `collect` (store_spec.h).
+ */
+int rm_collect_store_check(const struct rm_collect_settings *cs, char *err, size_t errlen);
+
+/* [collect]: the store as the configuration names it (store, else db), for summaries. */
+const char *rm_collect_store_name(const struct rm_collect_settings *cs);
 
 /* IPv4 or IPv6 address text into 16 bytes, network order (IPv4 in the
  * first 4, rest zero). Returns 4, 6, or -1 if s is neither. */
