@@ -269,8 +269,30 @@ def assert_fleet(db, servers, cids):
     rc, out, err = ch_report(entry, "--limits", "--format", "json")
     assert [json.loads(x) for x in out.decode().splitlines()] == [{"collector_id": cid, **want}
                                                                    for cid in sorted(cids)]
+    # report --help: nothing to report is exit 0
     rc, out, err = ch_report(entry, "--collector", "nobody", "--limits")
-    assert rc == 1 and "no collector run" in err
+    assert rc == 0 and out == b"no collector run recorded for collector nobody\n", err
+
+
+def test_report_uninitialised_and_empty(tmp_path):
+    """report --help: a database without the schema says how to create it (exit 1); an initialised
+    store no collector has run on is nothing to report (exit 0), as a SQLite store
+    (tests/unit/test_store_cli.py)."""
+    with server(tmp_path / "ch") as ch:
+        for url in (ch.url, ch.url.replace("database=" + DATABASE, "database=nosuchdb")):
+            for args in ((), ("--limits",)):
+                rc, out, err = run_report("--store", url, "--store-credentials", ch.credentials, *args)
+                assert rc == 1 and out == b"", err
+                assert ("not a rocemeter store (no table runs): run 'rocemeter collect --store-init --store %s'"
+                        % url) in err, err
+        assert subprocess.run([BIN, "collect", "--store-init", "--store", ch.url, "--store-credentials",
+                               ch.credentials]).returncode == 0
+        rc, out, err = ch_report(ch, "--limits")
+        assert (rc, out, err) == (0, b"no collector run recorded\n", "")
+        rc, out, err = ch_report(ch, "--limits", "--format", "json")
+        assert (rc, out, err) == (0, b"", "")
+        rc, out, err = ch_report(ch)
+        assert (rc, out, err) == (0, b"", "")
 
 
 def test_report_two_collectors(sqlite_store, tmp_path):

@@ -80,19 +80,37 @@ def test_store_init_errors(tmp_path):
     with server(tmp_path / "ch") as ch:
         bad = tmp_path / "bad-credentials"
         bad.write_text("user=rocemeter\npassword=wrong\n")
+        bad.chmod(0o600)
         r = store_init(ch, credentials=str(bad))
         assert r.returncode == 1
         # ClickHouse's own message (Code 192/193: unknown user or wrong password)
         assert "HTTP " in r.stderr and "password" in r.stderr.lower(), r.stderr
         assert "wrong" not in r.stderr  # the password is never shown
         assert tables(ch) == {}
-        # --cluster naming a cluster the server does not know: ClickHouse says so, with the table
-        r = store_init(ch, "--cluster", "nosuchcluster")
-        assert r.returncode == 1
-        assert "nosuchcluster" in r.stderr and "runs" in r.stderr, r.stderr
+        # a credentials file others may read: refused before any request (docs/fleet.md)
+        bad.chmod(0o644)
+        r = store_init(ch, credentials=str(bad))
+        assert r.returncode == 2, r.stderr
+        assert ("credentials file %s: permissions 0644 are too open" % bad) in r.stderr, r.stderr
     # nobody listening any more
     r = rocemeter("collect", "--store-init", "--store", ch.url, "--store-credentials", ch.credentials)
     assert r.returncode == 1 and "127.0.0.1" in r.stderr, r.stderr
+
+
+@needs_ch
+def test_store_init_unknown_cluster_creates_nothing(tmp_path):
+    """--cluster NAME is checked in system.clusters before anything is created (no database, no
+    table left half made)."""
+    with server(tmp_path / "ch") as ch:
+        url = ch.url.replace("database=" + DATABASE, "database=fresh")
+        r = rocemeter("collect", "--store-init", "--store", url, "--store-credentials", ch.credentials,
+                      "--cluster", "nosuchcluster")
+        assert r.returncode == 1
+        assert ("--cluster nosuchcluster: the server has no such cluster in system.clusters "
+                "(remote_servers)") in r.stderr, r.stderr
+        assert "Code:" not in r.stderr
+        assert ch.rows("SELECT name FROM system.databases WHERE name = 'fresh'") == []
+        assert ch.rows("SELECT name FROM system.tables WHERE database IN ('fresh', '%s')" % DATABASE) == []
 
 
 @needs_ch

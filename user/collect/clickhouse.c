@@ -483,6 +483,24 @@ int rm_ch_create_schema(struct rm_ch *ch, const char *cluster, char *err, size_t
 		snprintf(err, errlen, "--cluster: name too long");
 		return -EINVAL;
 	}
+	/* The cluster first: ClickHouse checks it at the first Distributed table, after the local ones exist. */
+	if (cluster) {
+		struct rm_ch_result res = { 0 };
+		char q[400];
+
+		snprintf(q, sizeof(q), "SELECT count() FROM system.clusters WHERE cluster = %s", qcluster);
+		rc = rm_ch_query(ch, q, NULL, 0, "", &res, e2, sizeof(e2));
+		if (!rc && strtoul(res.data, NULL, 10) == 0) {
+			snprintf(err, errlen, "--cluster %s: the server has no such cluster in system.clusters (remote_servers)",
+				 cluster);
+			rc = -ENOENT;
+		} else if (rc) {
+			snprintf(err, errlen, "--cluster %s: %s", cluster, e2);
+		}
+		rm_ch_result_free(&res);
+		if (rc)
+			return rc;
+	}
 	/* The database: created without one selected (it may not exist yet). */
 	snprintf(db, sizeof(db), "CREATE DATABASE IF NOT EXISTS %s", ch->conf.database);
 	rc = rm_ch_query(ch, db, NULL, 0, "", NULL, e2, sizeof(e2));

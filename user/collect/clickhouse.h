@@ -91,7 +91,9 @@ int rm_ch_query(struct rm_ch *ch, const char *sql, const void *body, size_t len,
  * (local tables and Distributed tables over the cluster NAME of the
  * server's remote_servers), created in the configured database, which is
  * created first when missing. Idempotent (IF NOT EXISTS): run it again, or
- * on every server of a cluster. 0, or negative with err naming the
+ * on every server of a cluster. A cluster is looked up in
+ * system.clusters first: -ENOENT with err naming it, nothing created, when
+ * the server does not know it. 0, or negative with err naming the
  * statement's table and ClickHouse's message.
  */
 int rm_ch_create_schema(struct rm_ch *ch, const char *cluster, char *err, size_t errlen);

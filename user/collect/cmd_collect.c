@@ -38,21 +38,23 @@ static void collect_usage(FILE *f)
 		"       rocemeter collect --store-init --store STORE [--cluster NAME]\n"
 		"\n"
 		"Receive IPFIX reports of RoCEv2 sequence observations from one or\n"
-		"more exporters, validate them and store epoch outcomes in SQLite. Every TCP\n"
-		"connection is its own Transport Session. Stops cleanly on SIGINT/SIGTERM:\n"
+		"more exporters, validate them and store epoch outcomes in the store (SQLite\n"
+		"or ClickHouse, --store). Every TCP connection is its own Transport Session. Stops cleanly on SIGINT/SIGTERM:\n"
 		"open epochs are retired as incomplete. SIGHUP, SIGUSR1 and SIGUSR2 are\n"
 		"ignored (a changed configuration needs a restart).\n"
 		"\n"
 		"Options (they override the [collect] section of --config):\n"
 		"  -l, --listen ADDR:PORT     address to listen on, e.g. 127.0.0.1:%d,\n"
 		"                             [::1]:%d, :%d (default [::]:%d)\n"
-		"  -s, --store STORE          where epochs are stored: sqlite:FILE (SQLite,\n"
+		"  -S, --store STORE          where epochs are stored: sqlite:FILE (SQLite,\n"
 		"                             created when missing) or\n"
-		"                             clickhouse:http[s]://HOST:PORT[/?database=DB]\n"
-		"                             (ClickHouse's HTTP interface; docs/fleet.md)\n"
+		"                             clickhouse:http[s]://HOST[:PORT][/?database=DB]\n"
+		"                             (ClickHouse's HTTP interface, PORT 8123, https\n"
+		"                             8443 when not given; docs/fleet.md)\n"
 		"  -d, --db FILE              the same as --store sqlite:FILE\n"
 		"      --store-credentials FILE  ClickHouse user and password: lines user=NAME\n"
-		"                             and password=SECRET (never on the command line)\n"
+		"                             and password=SECRET (never on the command line;\n"
+		"                             mode 600: refused when group or others may read)\n"
 		"      --store-ca FILE        CA certificates (PEM) for clickhouse:https://\n"
 		"      --store-init           create the store's tables (idempotent) and exit\n"
 		"      --cluster NAME         with --store-init, clickhouse: local tables and\n"
@@ -171,7 +173,7 @@ static int cmd_collect(int argc, char **argv)
 		{ "max-memory-bytes", required_argument, NULL, O_MEM },
 		{ "metrics", required_argument, NULL, O_METRICS },
 		{ "log-level", required_argument, NULL, O_LOG },
-		{ "store", required_argument, NULL, 's' },
+		{ "store", required_argument, NULL, 'S' },
 		{ "store-credentials", required_argument, NULL, O_STORE_CRED },
 		{ "store-ca", required_argument, NULL, O_STORE_CA },
 		{ "store-init", no_argument, NULL, O_STORE_INIT },
@@ -198,7 +200,7 @@ static int cmd_collect(int argc, char **argv)
 	/* First pass: --config and --help, so that command-line options override the file. */
 	optind = 1;
 	opterr = 0;
-	while ((o = getopt_long(argc, argv, "l:d:s:c:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "l:d:S:c:h", opts, NULL)) != -1) {
 		if (o == 'c')
 			config = optarg;
 		else if (o == 'h') {
@@ -213,7 +215,7 @@ static int cmd_collect(int argc, char **argv)
 	}
 	optind = 1;
 	opterr = 1;
-	while ((o = getopt_long(argc, argv, "l:d:s:c:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "l:d:S:c:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'l':
 			if (rm_parse_listen(optarg, host, sizeof(host), &port, err, sizeof(err))) {
@@ -226,7 +228,7 @@ static int cmd_collect(int argc, char **argv)
 			snprintf(cs->db, sizeof(cs->db), "%s", optarg);
 			cs->store[0] = 0; /* the command line's --db replaces the file's store */
 			break;
-		case 's':
+		case 'S':
 			if (strlen(optarg) >= sizeof(cs->store)) {
 				rm_log_cmd(RM_LOG_ERR, "--store: value too long");
 				return RM_EXIT_USAGE;
@@ -386,4 +388,4 @@ bad_value:
 	return RM_EXIT_USAGE;
 }
 
-RM_COMMAND(collect, 60, "receive IPFIX reports over TLS 1.3, validate, store in SQLite", cmd_collect);
+RM_COMMAND(collect, 60, "receive IPFIX reports over TLS 1.3, validate, store (SQLite or ClickHouse)", cmd_collect);

@@ -347,11 +347,12 @@ static void report_usage(FILE *f)
 		   "proof of reordering. Times are ISO-8601 UTC in text.\n"
 		   "\n"
 		   "  -S, --store STORE      the store 'rocemeter collect' writes: sqlite:FILE\n"
-		   "                         or clickhouse:http[s]://HOST:PORT[/?database=DB]\n"
+		   "                         or clickhouse:http[s]://HOST[:PORT][/?database=DB]\n"
 		   "                         (every collector of the fleet; docs/fleet.md)\n"
 		   "  -d, --db FILE          the same as --store sqlite:FILE\n"
 		   "      --store-credentials FILE  ClickHouse user and password: lines user=NAME\n"
-		   "                         and password=SECRET (never on the command line)\n"
+		   "                         and password=SECRET (never on the command line;\n"
+		   "                         mode 600: refused when group or others may read)\n"
 		   "      --store-ca FILE    CA certificates (PEM) for clickhouse:https://\n"
 		   "  -f, --format F         text (default), json or csv\n"
 		   "  -j, --json             the same as --format json\n"
@@ -376,7 +377,9 @@ static void report_usage(FILE *f)
 		   "key collector_id); session IDs are per collector.\n"
 		   "  -h, --help             this help\n"
 		   "\n"
-		   "Exit status: 0 ok, 1 the store cannot be read, 2 usage error.\n");
+		   "Exit status: 0 ok (also nothing to report: no epoch matches, or --limits on a store\n"
+		   "without a collector run), 1 the store cannot be read (missing, not initialised,\n"
+		   "ClickHouse unreachable or refusing), 2 usage error.\n");
 }
 
 /* The connection filter "SRC,DST,QP[,PKEY]". 0, or -EINVAL with err. */
@@ -563,7 +566,13 @@ static int cmd_report(int argc, char **argv)
 	if (limits) {
 		struct limits_ctx lc = { format == FMT_JSON, show_collector };
 
-		if (rm_store_reader_limits(reader, filter.collector_id, show_limits, &lc, err, sizeof(err))) {
+		int r = rm_store_reader_limits(reader, filter.collector_id, show_limits, &lc, err, sizeof(err));
+
+		if (r == -ENOENT) {
+			/* nothing to report, as an epoch listing that matches nothing: text says so, JSON has no line */
+			if (format == FMT_TEXT)
+				printf("%s\n", err);
+		} else if (r) {
 			rm_log_cmd(RM_LOG_ERR, "%s", err);
 			rc = RM_EXIT_FAIL;
 		}

@@ -114,7 +114,9 @@ struct rm_store_reader;
 
 /*
  * Open the store read-only (SQLite: without the collector's lock;
- * ClickHouse: one HTTP connection). NULL with err.
+ * ClickHouse: one HTTP connection). NULL with err: a SQLite path that is a
+ * directory or missing (strerror's text), a SQLite file without the
+ * collector's tables (err says to run `collect --store-init`).
  */
 struct rm_store_reader *rm_store_reader_open(const struct rm_store_spec *spec, char *err, size_t errlen);
 void rm_store_reader_close(struct rm_store_reader *r);
@@ -137,7 +139,8 @@ int rm_store_reader_epochs(struct rm_store_reader *r, const struct rm_read_filte
 /*
  * The last run of each collector (SQLite: the database's last run; with
  * collector_id set, ClickHouse reads that collector only), one call of fn
- * each, ordered by collector ID. -ENOENT with err when no run is recorded,
+ * each, ordered by collector ID. -ENOENT with err "no collector run
+ * recorded[ for collector ID]" when none is (nothing to report),
  * other negative values with err when the store cannot be read.
  */
 int rm_store_reader_limits(struct rm_store_reader *r, const char *collector_id,

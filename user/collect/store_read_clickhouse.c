@@ -25,6 +25,9 @@ struct ch_reader {
 static struct rm_store_reader *chr_open(const struct rm_store_spec *spec, char *err, size_t errlen)
 {
 	struct ch_reader *r = calloc(1, sizeof(*r));
+	struct rm_ch_result res = { 0 };
+	char sql[256];
+	int rc;
 
 	if (!r) {
 		snprintf(err, errlen, "out of memory");
@@ -32,6 +35,26 @@ static struct rm_store_reader *chr_open(const struct rm_store_spec *spec, char *
 	}
 	r->ch = rm_ch_open(&spec->ch, err, errlen);
 	if (!r->ch) {
+		free(r);
+		return NULL;
+	}
+	/*
+	 * A database without the schema (or no database): say how to make one, not
+	 * ClickHouse's "Table DB.runs doesn't exist". No database selected: it may not exist.
+	 */
+	snprintf(sql, sizeof(sql), "SELECT count() FROM system.tables WHERE database = '%s' AND name = 'runs'",
+		 spec->ch.database); /* letters, digits and '_' (rm_ch_parse_url) */
+	rc = rm_ch_query(r->ch, sql, NULL, 0, "", &res, err, errlen);
+	if (!rc && strtoul(res.data, NULL, 10) == 0) {
+		snprintf(err, errlen,
+			 "%s database %s: not a rocemeter store (no table runs): run 'rocemeter collect --store-init "
+			 "--store clickhouse:%s?database=%s'",
+			 spec->ch.base, spec->ch.database, spec->ch.base, spec->ch.database);
+		rc = -ENOENT;
+	}
+	rm_ch_result_free(&res);
+	if (rc) {
+		rm_ch_close(r->ch);
 		free(r);
 		return NULL;
 	}
@@ -381,7 +404,7 @@ static int chr_limits(struct rm_store_reader *base, const char *collector_id,
 	}
 	rm_ch_result_free(&res);
 	if (!rc && !rows) {
-		snprintf(err, errlen, "no collector run recorded in this store%s%s",
+		snprintf(err, errlen, "no collector run recorded%s%s",
 			 collector_id ? " for collector " : "", collector_id ? collector_id : "");
 		return -ENOENT;
 	}

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "store.h"
 #include "store_read.h"
@@ -21,9 +22,17 @@ struct sqlite_reader {
 static struct rm_store_reader *sq_open(const struct rm_store_spec *spec, char *err, size_t errlen)
 {
 	struct sqlite_reader *r = calloc(1, sizeof(*r));
+	sqlite3_stmt *q = NULL;
+	struct stat sb = { 0 };
 
 	if (!r) {
 		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	/* SQLite opens a directory and fails at the first read ("disk I/O error"): say what collect says. */
+	if (stat(spec->path, &sb) || S_ISDIR(sb.st_mode)) {
+		snprintf(err, errlen, "%s: %s", spec->path, strerror(S_ISDIR(sb.st_mode) ? EISDIR : errno));
+		free(r);
 		return NULL;
 	}
 	r->st = rm_store_open(spec->path, 1, err, errlen);
@@ -31,6 +40,19 @@ static struct rm_store_reader *sq_open(const struct rm_store_spec *spec, char *e
 		free(r);
 		return NULL;
 	}
+	/* A file the collector never initialised (empty, or another database): how to make it a store. */
+	if (sqlite3_prepare_v2(rm_store_db(r->st), "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'",
+			       -1, &q, NULL) != SQLITE_OK ||
+	    sqlite3_step(q) != SQLITE_ROW) {
+		snprintf(err, errlen,
+			 "%s: not a rocemeter store (no table runs): run 'rocemeter collect --store-init --store sqlite:%s'",
+			 spec->path, spec->path);
+		sqlite3_finalize(q);
+		rm_store_close(r->st);
+		free(r);
+		return NULL;
+	}
+	sqlite3_finalize(q);
 	snprintf(r->path, sizeof(r->path), "%s", spec->path);
 	return &r->base;
 }
@@ -172,7 +194,7 @@ static int sq_limits(struct rm_store_reader *base, const char *collector_id,
 		return -EIO;
 	}
 	if (sqlite3_step(q) != SQLITE_ROW) {
-		snprintf(err, errlen, "no collector run recorded in this database");
+		snprintf(err, errlen, "no collector run recorded");
 		sqlite3_finalize(q);
 		return -ENOENT;
 	}

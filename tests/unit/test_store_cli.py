@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""The store options of `collect` and `report` as an operator meets them, with
+a SQLite store (no server, no root, no network): the same short option for
+--store in both commands, the help and manual page naming "the store" (SQLite
+or ClickHouse), the errors of report on a directory, a missing file and an
+uninitialised file, and --limits on a store without a collector run (nothing
+to report: exit 0, as report --help documents). Expected texts come from the
+C library's strerror (os.strerror) and docs/fleet.md."""
+import errno
+import os
+import sqlite3
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROCEMETER = os.path.join(ROOT, os.environ.get("BUILD", "build"), "rocemeter")
+
+
+def run(*args):
+    return subprocess.run([ROCEMETER, *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+
+
+def tables(path):
+    with sqlite3.connect(path) as db:
+        return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def test_short_store_option_is_S_in_collect_and_report(tmp_path):
+    """-S is --store in both commands; -s stays report's --since."""
+    db = tmp_path / "s.db"
+    p = run("collect", "--store-init", "-S", "sqlite:%s" % db)
+    assert p.returncode == 0, p.stderr
+    assert "runs" in tables(db)
+    p = run("report", "-S", "sqlite:%s" % db, "-s", "1h")
+    assert p.returncode == 0 and p.stdout == "", p.stderr
+    for cmd in ("collect", "report"):
+        assert "  -S, --store STORE" in run(cmd, "--help").stdout
+    assert "  -s, --since T" in run("report", "--help").stdout
+    assert "-s, --store" not in run("collect", "--help").stdout
+
+
+def test_collect_help_and_man_say_the_store():
+    """collect stores into the store of --store, SQLite or ClickHouse, not "in SQLite"."""
+    help_text = run("collect", "--help").stdout
+    with open(os.path.join(ROOT, "docs", "man", "rocemeter-collect.8")) as f:
+        man = f.read()
+    summary = [line for line in run("--help").stdout.splitlines() if line.startswith("  collect ")]
+    for text in (help_text, man, summary[0]):
+        assert "in SQLite" not in text
+    assert "store epoch outcomes in the store (SQLite or ClickHouse" in " ".join(help_text.split())
+    assert "in the store (SQLite or ClickHouse)" in man
+    assert "ClickHouse" in summary[0]
+
+
+def test_report_on_a_directory(tmp_path):
+    p = run("report", "--store", "sqlite:%s" % tmp_path)
+    assert p.returncode == 1
+    assert p.stderr == "rocemeter report: %s: %s\n" % (tmp_path, os.strerror(errno.EISDIR)), p.stderr
+    # collect says the same
+    p = run("collect", "--store-init", "--store", "sqlite:%s" % tmp_path)
+    assert p.returncode == 1 and p.stderr.endswith("%s: %s\n" % (tmp_path, os.strerror(errno.EISDIR))), p.stderr
+
+
+def test_report_on_a_missing_file(tmp_path):
+    p = run("report", "--store", "sqlite:%s/none.db" % tmp_path)
+    assert p.returncode == 1
+    assert p.stderr == "rocemeter report: %s/none.db: %s\n" % (tmp_path, os.strerror(errno.ENOENT)), p.stderr
+    assert not os.path.exists(tmp_path / "none.db")  # report never creates a store
+
+
+def test_report_on_an_uninitialised_file(tmp_path):
+    """A SQLite file without the collector's tables: say how to create them."""
+    f = tmp_path / "zero.db"
+    f.write_bytes(b"")
+    for args in ((), ("--limits",)):
+        p = run("report", "--store", "sqlite:%s" % f, *args)
+        assert p.returncode == 1
+        assert "run 'rocemeter collect --store-init --store sqlite:%s'" % f in p.stderr, p.stderr
+
+
+def test_limits_without_a_collector_run(tmp_path):
+    """An initialised store no collector has run on: nothing to report, exit 0 (report --help)."""
+    db = tmp_path / "empty.db"
+    assert run("collect", "--store-init", "--store", "sqlite:%s" % db).returncode == 0
+    p = run("report", "--store", "sqlite:%s" % db, "--limits")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "no collector run recorded\n" and p.stderr == ""
+    p = run("report", "--store", "sqlite:%s" % db, "--limits", "--json")
+    assert p.returncode == 0 and p.stdout == "" and p.stderr == "", p.stderr
+    assert ("0 ok (also nothing to report: no epoch matches, or --limits on a store\n"
+            "without a collector run)") in run("report", "--help").stdout
