@@ -136,3 +136,18 @@ def test_progress_line_only_on_a_terminal(tmp_path):
     piped = subprocess.run([t.ROCEMETER, "replay", "-a", "--json", pcap], stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, timeout=300)
     assert piped.returncode == 0 and b"\r" not in piped.stderr and b"of %d frames" % n not in piped.stderr
+
+
+@pytest.mark.parametrize("fmt", [["--json"], []], ids=["json", "text"])
+def test_ipfix_out_also_prints(tmp_path, fmt):
+    """--ipfix-out FILE "also" writes the reports (replay --help, rocemeter-replay.8): standard
+    output keeps them, one final report per connection (3 connections, one request each)."""
+    plain = run_to(tmp_path, many_epochs(3), tmp_path / "plain.out", *fmt)
+    assert plain.returncode == 0, plain.stderr
+    ipfix = tmp_path / "o.ipfix"
+    both = run_to(tmp_path, many_epochs(3), tmp_path / "both.out", *fmt, "--ipfix-out", ipfix)
+    assert both.returncode == 0, both.stderr
+    lines = (tmp_path / "both.out").read_text().splitlines()
+    assert len(lines) == 3, lines
+    assert lines == (tmp_path / "plain.out").read_text().splitlines()
+    assert ipfix.stat().st_size > 0

@@ -248,7 +248,7 @@ static int cmd_replay(int argc, char **argv)
 		rm_log_cmd(RM_LOG_WARNING, "warning: nothing is provisioned (use --provision-all or a "
 					   "[provision] section); no connection will be metered");
 
-	ro.print = json ? print_json : ro.ipfix_out ? NULL : print_text;
+	ro.print = json ? print_json : print_text; /* --ipfix-out writes them too, it does not replace them */
 	ro.print_name = "standard output";
 	ro.print_arg = &wide;
 	ro.progress = isatty(STDERR_FILENO);
