@@ -33,3 +33,7 @@ BENCH_PROGS    += selftests/bench/bench_collect_clickhouse.py
 CHECK_SCRIPTS  += selftests/system/test_clickhouse_schema.py
 # report from ClickHouse equals report from SQLite on the same data (one server, two collectors, two shards).
 CHECK_SCRIPTS  += selftests/system/test_clickhouse_report.py
+# docs/fleet.md "Running ClickHouse for rocemeter" as written, on a clickhouse-server process.
+CHECK_SCRIPTS  += selftests/system/test_clickhouse_docs.py
+# collect's and report's store options with SQLite: short options, help, errors, nothing to report.
+CHECK_SCRIPTS  += tests/unit/test_store_cli.py
