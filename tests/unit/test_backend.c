@@ -61,7 +61,7 @@ static struct rm_backend *open_spec(const char *store, char *err, size_t errlen)
 
 	if (rm_store_spec_resolve(store, NULL, NULL, NULL, &spec, err, errlen) < 0)
 		return NULL;
-	return rm_backend_open(&spec, "unit-test", 0, err, errlen);
+	return rm_backend_open(&spec, "unit-test", 0, NULL, err, errlen);
 }
 
 static void test_specs(void **state)
@@ -90,7 +90,7 @@ static void test_specs(void **state)
 		assert_int_equal(rm_store_spec_resolve("clickhouse:http://127.0.0.1:9/", NULL, NULL, NULL, &chs, err,
 						       sizeof(err)),
 				 0);
-		assert_null(rm_backend_open(&chs, "bad id", 0, err, sizeof(err)));
+		assert_null(rm_backend_open(&chs, "bad id", 0, NULL, err, sizeof(err)));
 		assert_non_null(strstr(err, "ClickHouse store: collector_id: 'bad id'"));
 	}
 	/* an unwritable SQLite path: the error names the database */
