@@ -592,6 +592,39 @@ def test_sigterm_while_clickhouse_down_spooled(tmp_path, pki):
         assert d["n"] == 0
 
 
+def test_spool_waits_while_clickhouse_stays_down(tmp_path, pki):
+    """A start while ClickHouse is still down: the spool waits (queued first, IDs from the clock),
+    a second SIGTERM writes it again with the new rows, and the start after ClickHouse is back sends
+    everything: 50 + 30 one-report final epochs, all complete, the spool file removed."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"respool-{os.getpid()}"
+        c = CHCollector(tmp_path, pki, ch, cid)
+        ch.stop()
+        spool = os.path.join(c.spool, f"{cid}.spool")
+        for first, n in ((1, 50), (51, 30)):
+            if first > 1:
+                c = CHCollector(tmp_path, pki, ch, cid)
+                c.wait_for(lambda: "the spool" in c.log() and "waits" in c.log(), "the spool waiting")
+            recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(first, first + n)]
+            tc.send_session(c, tc.templates_msg(), tc.data_msg(*recs))
+            c.wait_for(lambda: "ClickHouse store unavailable" in c.log(), "the store unavailable")
+            assert c.stop() == 0
+            assert os.path.exists(spool) and "spooled to" in c.log(), c.log()
+        ch.start()
+        c = CHCollector(tmp_path, pki, ch, cid)
+        c.wait_for(lambda: not os.path.exists(spool), "the spool sent and removed")
+        assert c.stop() == 0
+        q = f"collector_id = '{cid}'"
+        got = jrows(ch, f"SELECT epoch_id, outcome FROM epochs FINAL WHERE {q} ORDER BY epoch_id")
+        assert [(e["epoch_id"], e["outcome"]) for e in got] == [(x, "complete") for x in range(1, 81)]
+        (s,) = jrows(ch, f"SELECT count() AS n, sum(accepted) AS acc, countIf(isNull(ended_ms)) AS open"
+                         f" FROM sessions FINAL WHERE {q}")
+        assert (s["n"], s["acc"], s["open"]) == (2, 80, 0)
+        (r,) = jrows(ch, f"SELECT count() AS n, countIf(isNull(stopped_ms)) AS open FROM runs FINAL WHERE {q}")
+        assert (r["n"], r["open"]) == (3, 0)
+
+
 def test_sigterm_spool_impossible_counts_drops(tmp_path, pki):
     """A spool directory that cannot be made (its parent is missing): what waits at close is a
     counted store drop, logged with the count (50 epoch outcomes)."""
