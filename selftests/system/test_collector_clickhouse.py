@@ -712,6 +712,43 @@ def test_refusal_at_start_is_configuration_error(tmp_path):
     assert re.search(r"warning.*ClickHouse store", (d / "log").read_text(), re.I | re.S)
 
 
+def test_refusal_at_run_time_retried_and_named(tmp_path, pki):
+    """The collector's password changed on the server while it runs: its INSERTs are refused, it
+    keeps running and retrying, logs an error naming the cause and the fix (store_credentials),
+    and once the password is back every epoch arrives."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"runrefused-{os.getpid()}"
+        c = CHCollector(tmp_path, pki, ch, cid)
+        users = os.path.join(ch.root, "users.xml")
+        with open(users) as f:
+            orig = f.read()
+        old = ch.password
+
+        def restart_with(text, password):
+            """The server restarted with another users file (18.16 reads it at start)."""
+            ch.stop()
+            with open(users, "w") as f:
+                f.write(text)
+            ch.password = password
+            ch.start()
+        restart_with(orig.replace(f"<password>{old}</password>", "<password>changed-password</password>"),
+                     "changed-password")
+        try:
+            recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(1, 21)]
+            tc.send_session(c, tc.templates_msg(), tc.data_msg(*recs))
+            c.wait_for(lambda: "refused, check store_credentials" in c.log(), "the refusal logged")
+            line = next(x for x in c.log().splitlines() if "refused, check store_credentials" in x)
+            assert re.search(r"Z err(or)? ", line) and "ClickHouse store" in line, line
+        finally:
+            restart_with(orig, old)
+        c.wait_for(lambda: "ClickHouse store available again" in c.log(), "the store back")
+        assert c.stop() == 0
+        got = jrows(ch, f"SELECT count() AS n FROM epochs FINAL WHERE collector_id = '{cid}'"
+                        " AND outcome = 'complete'")
+        assert got[0]["n"] == 20
+
+
 def test_startup_log_and_buffer_metrics(tmp_path, pki):
     """The start-up log line names the store, the collector ID and the buffer size; the metrics
     give the buffer's capacity (--store-buffer-bytes) and the octets waiting in it (more than 0

@@ -589,6 +589,7 @@ static void *sender(void *arg)
 	char err[512];
 	struct rm_ch *ch = rm_ch_open(&cs->conf, err, sizeof(err));
 	uint64_t backoff = RM_CHSTORE_RETRY_MIN_MS, down_since = 0, last_remind = 0;
+	int refused = 0; /* the last failure was a refusal of rm_chstore_refusal_hint */
 
 	if (!ch)
 		rm_log(RM_LOG_ERR, "ClickHouse store: %s", err);
@@ -632,13 +633,16 @@ static void *sender(void *arg)
 						       table_names[t], err, hint ? ": refused, " : "",
 						       hint ? hint : "");
 						down_since = last_remind = mono_ms();
-					} else if (mono_ms() - last_remind >= RM_CHSTORE_REMIND_MS) {
+					} else if (mono_ms() - last_remind >= RM_CHSTORE_REMIND_MS ||
+						   (hint && !refused)) {
+						/* a refusal after an outage: at once, it needs the operator */
 						rm_log(hint ? RM_LOG_ERR : RM_LOG_WARNING,
 						       "ClickHouse store still unavailable after %" PRIu64 " s: %s%s%s",
 						       (mono_ms() - down_since) / 1000, err, hint ? ": refused, " : "",
 						       hint ? hint : "");
 						last_remind = mono_ms();
 					}
+					refused = hint != NULL;
 				}
 			}
 			pthread_mutex_lock(&cs->mu);
@@ -656,6 +660,7 @@ static void *sender(void *arg)
 			rm_log(RM_LOG_NOTICE, "ClickHouse store available again after %" PRIu64 " s",
 			       (mono_ms() - down_since) / 1000);
 			down_since = 0;
+			refused = 0;
 		}
 		backoff = RM_CHSTORE_RETRY_MIN_MS;
 		cs->inflight = NULL;
