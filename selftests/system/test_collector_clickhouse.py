@@ -67,10 +67,11 @@ def jrows(ch, sql):
 class CHCollector(tc.Collector):
     """The harness of test_collector.py with --store clickhouse:URL (the --db it passes is replaced)."""
 
-    def __init__(self, tmp, pki, ch, cid, *extra):
+    def __init__(self, tmp, pki, ch, cid, *extra, spool=None):
         self.ch, self.cid = ch, cid
+        self.spool = spool or os.path.join(str(tmp), "spool")
         super().__init__(tmp, pki, "--store", ch.url, "--store-credentials", ch.credentials,
-                         "--collector-id", cid, *extra)
+                         "--collector-id", cid, "--store-spool-dir", self.spool, *extra)
 
     def ended(self):
         return jrows(self.ch, f"SELECT id FROM sessions FINAL WHERE collector_id = '{self.cid}'"
@@ -521,7 +522,11 @@ def test_outage_under_load(tmp_path, pki):
         assert c.stop() == 0
         log = c.log()
         assert "ClickHouse store unavailable" in log and "ClickHouse store available again" in log
-        assert "collector resource drop of kind store" in log
+        assert "collector resource drops of kind store" in log
+        # every drop is in a log line (a summary is due on a timer, not only at the next drop),
+        # with the sessions named
+        assert log_drops(log) == m['rocemeter_collector_resource_drops_total{limit="store"}'], log
+        assert re.search(r"store drops? since the last line \([^)]*session \d+: \d+", log), log
         dropped = m['rocemeter_collector_resource_drops_total{limit="store"}']
         q = f"collector_id = '{cid}'"
         # the sum check: every retired epoch is stored with its outcome or counted
@@ -532,18 +537,236 @@ def test_outage_under_load(tmp_path, pki):
         assert d["n"] == dropped
 
 
-def test_sigterm_while_clickhouse_down(tmp_path, pki):
-    """In memory, not spooled: SIGTERM waits a bounded time for ClickHouse, then logs and counts
-    what it could not send (docs/fleet.md "Writing")."""
+def collect_once(tmp, url, *extra):
+    """`collect --store URL` (plain TCP) expected to refuse at start: its CompletedProcess (one that
+    is still running after WAIT s is stopped and reported as it ended)."""
+    port = tc.free_port()
+    p = subprocess.Popen([BIN, "collect", "--listen", f"127.0.0.1:{port}", "--plain-tcp", "--store", url,
+                          "--store-spool-dir", os.path.join(str(tmp), "spool"), *extra],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate()
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+def log_drops(log):
+    """The store drops the collector's log lines account for: each "N store drops since the last line"."""
+    return sum(int(n) for n in re.findall(r"ClickHouse store: (\d+) store drops? since the last line", log))
+
+
+def test_sigterm_while_clickhouse_down_spooled(tmp_path, pki):
+    """SIGTERM while ClickHouse is down: what waits is spooled to a file (one per collector ID in
+    --store-spool-dir) and sent first at the next start, then the file is removed: every epoch sent
+    is in ClickHouse (first principles: 50 one-report final epochs = 50 complete outcomes), the first
+    run's stop and its session's end included; nothing is a store drop."""
     with server(tmp_path / "ch") as ch:
         store_init(ch)
-        cid = f"down-{os.getpid()}"
+        cid = f"spool-{os.getpid()}"
         c = CHCollector(tmp_path, pki, ch, cid)
         ch.stop()
         recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(1, 51)]
         tc.send_session(c, tc.templates_msg(), tc.data_msg(*recs))
         c.wait_for(lambda: "ClickHouse store unavailable" in c.log(), "the store unavailable")
         assert c.stop() == 0
-        m = re.search(r"not sent within \d+ ms at close \(collector resource drops of kind store\): "
-                      r"(\d+) epoch outcomes", c.log())
+        log = c.log()
+        spool = os.path.join(c.spool, f"{cid}.spool")
+        assert os.path.exists(spool), log
+        assert "spooled to" in log and "not spooled" not in log and "since the last line" not in log, log
+        ch.start()
+        c = CHCollector(tmp_path, pki, ch, cid)
+        c.wait_for(lambda: not os.path.exists(spool), "the spool sent and removed")
+        assert c.stop() == 0
+        q = f"collector_id = '{cid}'"
+        got = jrows(ch, f"SELECT epoch_id, outcome, session_id FROM epochs FINAL WHERE {q} ORDER BY epoch_id")
+        assert [(e["epoch_id"], e["outcome"], e["session_id"]) for e in got] == [(x, "complete", 1)
+                                                                               for x in range(1, 51)]
+        sessions = jrows(ch, f"SELECT id, accepted, end_reason FROM sessions FINAL WHERE {q} ORDER BY id")
+        assert [(s["id"], s["accepted"]) for s in sessions] == [(1, 50)]
+        assert "restarted" not in (sessions[0]["end_reason"] or "")
+        runs = jrows(ch, f"SELECT id, stopped_ms FROM runs FINAL WHERE {q} ORDER BY id")
+        assert [r["id"] for r in runs] == [1, 2] and all(r["stopped_ms"] is not None for r in runs)
+        (d,) = jrows(ch, f"SELECT count() AS n FROM drops WHERE {q}")
+        assert d["n"] == 0
+
+
+def test_spool_waits_while_clickhouse_stays_down(tmp_path, pki):
+    """A start while ClickHouse is still down: the spool waits (queued first, IDs from the clock),
+    a second SIGTERM writes it again with the new rows, and the start after ClickHouse is back sends
+    everything: 50 + 30 one-report final epochs, all complete, the spool file removed."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"respool-{os.getpid()}"
+        c = CHCollector(tmp_path, pki, ch, cid)
+        ch.stop()
+        spool = os.path.join(c.spool, f"{cid}.spool")
+        for first, n in ((1, 50), (51, 30)):
+            if first > 1:
+                c = CHCollector(tmp_path, pki, ch, cid)
+                c.wait_for(lambda: "the spool" in c.log() and "waits" in c.log(), "the spool waiting")
+            recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(first, first + n)]
+            tc.send_session(c, tc.templates_msg(), tc.data_msg(*recs))
+            c.wait_for(lambda: "ClickHouse store unavailable" in c.log(), "the store unavailable")
+            assert c.stop() == 0
+            assert os.path.exists(spool) and "spooled to" in c.log(), c.log()
+        ch.start()
+        c = CHCollector(tmp_path, pki, ch, cid)
+        c.wait_for(lambda: not os.path.exists(spool), "the spool sent and removed")
+        assert c.stop() == 0
+        q = f"collector_id = '{cid}'"
+        got = jrows(ch, f"SELECT epoch_id, outcome FROM epochs FINAL WHERE {q} ORDER BY epoch_id")
+        assert [(e["epoch_id"], e["outcome"]) for e in got] == [(x, "complete") for x in range(1, 81)]
+        (s,) = jrows(ch, f"SELECT count() AS n, sum(accepted) AS acc, countIf(isNull(ended_ms)) AS open"
+                         f" FROM sessions FINAL WHERE {q}")
+        assert (s["n"], s["acc"], s["open"]) == (2, 80, 0)
+        (r,) = jrows(ch, f"SELECT count() AS n, countIf(isNull(stopped_ms)) AS open FROM runs FINAL WHERE {q}")
+        assert (r["n"], r["open"]) == (3, 0)
+
+
+def test_sigterm_spool_impossible_counts_drops(tmp_path, pki):
+    """A spool directory that cannot be made (its parent is missing): what waits at close is a
+    counted store drop, logged with the count (50 epoch outcomes)."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"nospool-{os.getpid()}"
+        c = CHCollector(tmp_path, pki, ch, cid, spool=str(tmp_path / "missing" / "spool"))
+        ch.stop()
+        recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(1, 51)]
+        tc.send_session(c, tc.templates_msg(), tc.data_msg(*recs))
+        c.wait_for(lambda: "ClickHouse store unavailable" in c.log(), "the store unavailable")
+        assert c.stop() == 0
+        m = re.search(r"not spooled \(collector resource drops of kind store\): (\d+) epoch outcomes", c.log())
         assert m and int(m.group(1)) == 50, c.log()
+
+
+def test_same_collector_id_refused(tmp_path, pki):
+    """A second collector with the collector ID of a running one exits 2 with the reason, and leaves
+    the running one's session open (not ended as "collector restarted"); once the first stopped,
+    the ID is free again."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"twin-{os.getpid()}"
+        (tmp_path / "a").mkdir()
+        a = CHCollector(tmp_path / "a", pki, ch, cid)
+        try:
+            s = a.connect()
+            s.sendall(tc.templates_msg() + tc.data_msg(tc.report(epoch=1)))
+            q = f"collector_id = '{cid}'"
+            wait_for(lambda: jrows(ch, f"SELECT id FROM sessions WHERE {q}"), "the session stored")
+            r = collect_once(tmp_path, ch.url, "--store-credentials", ch.credentials, "--collector-id", cid)
+            assert r.returncode == 2, r.stderr
+            assert f"collector ID {cid} is in use by a running collector (run 1" in r.stderr, r.stderr
+            assert "--collector-id" in r.stderr
+            time.sleep(1.5)  # order, not speed: a recovery would have written by now
+            got = jrows(ch, f"SELECT id, ended_ms FROM sessions FINAL WHERE {q}")
+            assert [(x["id"], x["ended_ms"]) for x in got] == [(1, None)]
+            assert jrows(ch, f"SELECT count() AS n FROM runs FINAL WHERE {q}")[0]["n"] == 1
+            tc.close_tls(s)
+        finally:
+            assert a.stop() == 0
+        (tmp_path / "b").mkdir()
+        b = CHCollector(tmp_path / "b", pki, ch, cid)
+        assert b.stop() == 0
+        runs = jrows(ch, f"SELECT id FROM runs FINAL WHERE {q} ORDER BY id")
+        assert [x["id"] for x in runs] == [1, 2]
+
+
+def test_refusal_at_start_is_configuration_error(tmp_path):
+    """What a retry cannot mend exits 2 at start with the fix to make: a wrong password, no
+    credentials (ClickHouse's user default has its own password here), an unknown database, a
+    database without the tables. An unreachable server is an outage: the collector starts."""
+    with server(tmp_path / "ch") as ch:
+        wrong = tmp_path / "wrong"
+        wrong.write_text("user=rocemeter\npassword=not-the-password\n")
+        wrong.chmod(0o600)
+        ch.query("CREATE DATABASE IF NOT EXISTS empty")
+        base = ch.url.split("?")[0]
+        cases = [
+            ("wrong password", ch.url, ["--store-credentials", str(wrong)], "store_credentials"),
+            ("no credentials", ch.url, [], "store_credentials"),
+            ("unknown database", base + "?database=nosuch", ["--store-credentials", ch.credentials],
+             "--store-init"),
+            ("no tables", base + "?database=empty", ["--store-credentials", ch.credentials], "--store-init"),
+        ]
+        for what, url, extra, hint in cases:
+            r = collect_once(tmp_path, url, "--collector-id", "refused", *extra)
+            assert r.returncode == 2, (what, r.returncode, r.stderr)
+            assert "listening on" not in r.stderr and hint in r.stderr, (what, r.stderr)
+    # unreachable at start: an outage (start, buffer, retry), not a configuration error
+    (tmp_path / "down").mkdir()
+    port = tc.free_port()
+    d = tmp_path / "down"
+    err = open(d / "log", "w")
+    p = subprocess.Popen([BIN, "collect", "--listen", f"127.0.0.1:{tc.free_port()}", "--plain-tcp", "--store",
+                          f"clickhouse:http://127.0.0.1:{port}/?database={DATABASE}",
+                          "--store-spool-dir", str(d / "spool"), "--collector-id", "down"], stderr=err)
+    try:
+        wait_for(lambda: "listening on" in (d / "log").read_text() or p.poll() is not None, "start")
+        assert p.poll() is None, (d / "log").read_text()
+    finally:
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=WAIT) == 0
+        err.close()
+    assert re.search(r"warning.*ClickHouse store", (d / "log").read_text(), re.I | re.S)
+
+
+def test_refusal_at_run_time_retried_and_named(tmp_path, pki):
+    """The collector's password changed on the server while it runs: its INSERTs are refused, it
+    keeps running and retrying, logs an error naming the cause and the fix (store_credentials),
+    and once the password is back every epoch arrives."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"runrefused-{os.getpid()}"
+        c = CHCollector(tmp_path, pki, ch, cid)
+        users = os.path.join(ch.root, "users.xml")
+        with open(users) as f:
+            orig = f.read()
+        old = ch.password
+
+        def restart_with(text, password):
+            """The server restarted with another users file (18.16 reads it at start)."""
+            ch.stop()
+            with open(users, "w") as f:
+                f.write(text)
+            ch.password = password
+            ch.start()
+        restart_with(orig.replace(f"<password>{old}</password>", "<password>changed-password</password>"),
+                     "changed-password")
+        try:
+            recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(1, 21)]
+            tc.send_session(c, tc.templates_msg(), tc.data_msg(*recs))
+            c.wait_for(lambda: "refused, check store_credentials" in c.log(), "the refusal logged")
+            line = next(x for x in c.log().splitlines() if "refused, check store_credentials" in x)
+            assert re.search(r"Z err(or)? ", line) and "ClickHouse store" in line, line
+        finally:
+            restart_with(orig, old)
+        c.wait_for(lambda: "ClickHouse store available again" in c.log(), "the store back")
+        assert c.stop() == 0
+        got = jrows(ch, f"SELECT count() AS n FROM epochs FINAL WHERE collector_id = '{cid}'"
+                        " AND outcome = 'complete'")
+        assert got[0]["n"] == 20
+
+
+def test_startup_log_and_buffer_metrics(tmp_path, pki):
+    """The start-up log line names the store, the collector ID and the buffer size; the metrics
+    give the buffer's capacity (--store-buffer-bytes) and the octets waiting in it (more than 0
+    while ClickHouse is down and a session's rows wait)."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"metrics-{os.getpid()}"
+        c = CHCollector(tmp_path, pki, ch, cid, "--metrics", "127.0.0.1:0", "--store-buffer-bytes", "262144")
+        line = next(x for x in c.log().splitlines() if "listening on" in x)
+        assert f"collector ID {cid}" in line and "store_buffer_bytes 262144" in line and f"127.0.0.1:{ch.http}" in line, line
+        m = metrics(c)
+        assert m["rocemeter_collector_store_buffer_capacity_bytes"] == 262144
+        wait_for(lambda: metrics(c)["rocemeter_collector_store_buffer_bytes"] == 0, "the run's rows sent")
+        ch.stop()
+        recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(1, 11)]
+        tc.send_session(c, tc.templates_msg(), tc.data_msg(*recs))
+        wait_for(lambda: metrics(c)["rocemeter_collector_store_buffer_bytes"] > 0, "rows waiting")
+        assert metrics(c)["rocemeter_collector_store_buffer_bytes"] <= 262144
+        ch.start()
+        wait_for(lambda: metrics(c)["rocemeter_collector_store_buffer_bytes"] == 0, "rows sent")
+        assert c.stop() == 0

@@ -61,7 +61,7 @@ static struct rm_backend *open_spec(const char *store, char *err, size_t errlen)
 
 	if (rm_store_spec_resolve(store, NULL, NULL, NULL, &spec, err, errlen) < 0)
 		return NULL;
-	return rm_backend_open(&spec, "unit-test", 0, err, errlen);
+	return rm_backend_open(&spec, "unit-test", 0, NULL, err, errlen);
 }
 
 static void test_specs(void **state)
@@ -90,7 +90,7 @@ static void test_specs(void **state)
 		assert_int_equal(rm_store_spec_resolve("clickhouse:http://127.0.0.1:9/", NULL, NULL, NULL, &chs, err,
 						       sizeof(err)),
 				 0);
-		assert_null(rm_backend_open(&chs, "bad id", 0, err, sizeof(err)));
+		assert_null(rm_backend_open(&chs, "bad id", 0, NULL, err, sizeof(err)));
 		assert_non_null(strstr(err, "ClickHouse store: collector_id: 'bad id'"));
 	}
 	/* an unwritable SQLite path: the error names the database */
@@ -321,6 +321,46 @@ static void test_sqlite_writes(void **state)
 	assert_int_equal(scalar(path, "SELECT value FROM run_limits WHERE name = 'max_sessions'"), 4);
 }
 
+/*
+ * Which refusals no retry mends: ClickHouse's error codes (its
+ * src/Common/ErrorCodes.cpp: 192 UNKNOWN_USER, 193 WRONG_PASSWORD, 194
+ * REQUIRED_PASSWORD, 497 ACCESS_DENIED, 516 AUTHENTICATION_FAILED, 81
+ * UNKNOWN_DATABASE, 60 UNKNOWN_TABLE) and HTTP 401/403 (RFC 9110); a
+ * transport error, a server error (HTTP 500, code 241 MEMORY_LIMIT_EXCEEDED)
+ * or a timeout is an outage.
+ */
+static void test_refusal_hint(void **state)
+{
+	static const struct {
+		const char *err;
+		const char *fix; /* a word of the hint, NULL: none */
+	} cases[] = {
+		{ "http://h:8123/: HTTP 516: Code: 516. DB::Exception: default: Authentication failed", "store_credentials" },
+		{ "http://h:8123/: HTTP 500: Code: 193, e.displayText() = DB::Exception: Wrong password", "store_credentials" },
+		{ "http://h:8123/: HTTP 500: Code: 192, e.displayText() = DB::Exception: Unknown user x", "store_credentials" },
+		{ "http://h:8123/: HTTP 500: Code: 194, e.displayText() = DB::Exception: Password required", "store_credentials" },
+		{ "http://h:8123/: HTTP 403: Code: 497. DB::Exception: x: Not enough privileges", "store_credentials" },
+		{ "http://h:8123/: HTTP 401: Unauthorized", "store_credentials" },
+		{ "http://h:8123/: HTTP 404: Code: 81, e.displayText() = DB::Exception: Database nosuch doesn't exist",
+		  "--store-init" },
+		{ "http://h:8123/: HTTP 404: Code: 60, e.displayText() = DB::Exception: Table e.runs doesn't exist",
+		  "--store-init" },
+		{ "http://h:8123/: Couldn't connect to server", NULL },
+		{ "http://h:8123/: Timeout was reached", NULL },
+		{ "http://h:8123/: HTTP 500: Code: 241. DB::Exception: Memory limit exceeded", NULL },
+		{ "http://h:8123/: HTTP 500: Code: 1600. DB::Exception: x", NULL },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *h = rm_chstore_refusal_hint(cases[i].err);
+
+		if (!cases[i].fix)
+			assert_null(h);
+		else
+			assert_non_null(strstr(h ? h : "", cases[i].fix));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,6 +368,7 @@ int main(void)
 		cmocka_unit_test(test_sqlite_writes),
 		cmocka_unit_test(test_collector_id),
 		cmocka_unit_test(test_epoch_row),
+		cmocka_unit_test(test_refusal_hint),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

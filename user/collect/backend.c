@@ -129,7 +129,7 @@ const struct rm_backend_ops rm_backend_sqlite = {
 /* ---------------- the choice ---------------- */
 
 struct rm_backend *rm_backend_open(const struct rm_store_spec *spec, const char *collector_id, uint64_t buffer_bytes,
-				   char *err, size_t errlen)
+				   const char *spool_dir, char *err, size_t errlen)
 {
 	struct rm_backend *b = calloc(1, sizeof(*b));
 	char e[400] = "";
@@ -143,7 +143,7 @@ struct rm_backend *rm_backend_open(const struct rm_store_spec *spec, const char 
 		b->st = rm_store_open(spec->path, 0, e, sizeof(e));
 	} else {
 		b->ops = &rm_backend_clickhouse;
-		b->st = rm_chstore_open(&spec->ch, collector_id, buffer_bytes, e, sizeof(e));
+		b->st = rm_chstore_open(&spec->ch, collector_id, buffer_bytes, spool_dir, e, sizeof(e));
 	}
 	if (!b->st) {
 		snprintf(err, errlen, "%s: %s", spec->kind == RM_STORE_SQLITE ? "database" : "ClickHouse store", e);

@@ -47,7 +47,19 @@ struct rm_backend_ops {
 	/* Optional (NULL: the store keeps nothing charged to the budget): rm_store_set_budget, rm_store_make_room. */
 	void (*set_budget)(void *st, struct rm_budget *b);
 	int (*make_room)(void *st);
+	/* Optional (NULL: no buffer): octets of rows waiting to be written, and the most that may wait. */
+	uint64_t (*buffer_bytes)(void *st);
+	uint64_t (*buffer_capacity)(void *st);
+	/* Optional (NULL: none): the collector ID every row carries. */
+	const char *(*collector_id)(void *st);
 };
+
+/*
+ * run_start's result for a refusal that no retry mends (a configuration
+ * error: exit status 2); the error names the fix. Any other negative
+ * result is a setup error.
+ */
+#define RM_BACKEND_REFUSED (-2)
 
 /* A store and its implementation. */
 struct rm_backend {
@@ -62,13 +74,14 @@ extern const struct rm_backend_ops rm_backend_clickhouse; /* chstore.c */
  * Open the store of spec (store_spec.h) for writing: the SQLite database
  * (created when missing) or a ClickHouse store (chstore.h) whose rows
  * carry collector_id (NULL or "": the host name, docs/fleet.md "Collector
- * ID") with at most buffer_bytes of rows waiting (0: the default). NULL
- * with err on failure: "database: PATH: why" (SQLite) or "ClickHouse
+ * ID") with at most buffer_bytes of rows waiting (0: the default) and its
+ * unsent rows spooled at close into spool_dir (NULL or "": the default).
+ * NULL with err on failure: "database: PATH: why" (SQLite) or "ClickHouse
  * store: why".
  */
 struct rm_store_spec;
 struct rm_backend *rm_backend_open(const struct rm_store_spec *spec, const char *collector_id, uint64_t buffer_bytes,
-				   char *err, size_t errlen);
+				   const char *spool_dir, char *err, size_t errlen);
 /* Close the store (its close: what waits is written or counted) and free b. NULL is a no-op. */
 void rm_backend_close(struct rm_backend *b);
 
@@ -160,6 +173,20 @@ static inline int rm_backend_run_limit(struct rm_backend *b, int64_t run_id, con
 static inline uint64_t rm_backend_raw_bytes(struct rm_backend *b)
 {
 	return b->ops->raw_bytes(b->st);
+}
+/* Octets of rows waiting in the store's buffer, and its capacity; 0 for a store without one. */
+static inline uint64_t rm_backend_buffer_bytes(struct rm_backend *b)
+{
+	return b->ops->buffer_bytes ? b->ops->buffer_bytes(b->st) : 0;
+}
+static inline uint64_t rm_backend_buffer_capacity(struct rm_backend *b)
+{
+	return b->ops->buffer_capacity ? b->ops->buffer_capacity(b->st) : 0;
+}
+/* The collector ID of the store's rows; "" for a store without one. */
+static inline const char *rm_backend_collector_id(struct rm_backend *b)
+{
+	return b->ops->collector_id ? b->ops->collector_id(b->st) : "";
 }
 
 #endif /* ROCEMETER_BACKEND_H */

@@ -5,15 +5,18 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "chstore.h"
+#include "common/limits.h"
 #include "common/log.h"
 
 enum table { T_RUNS, T_SESSIONS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS, T_LIMITS, T__N };
@@ -52,6 +55,7 @@ struct batch {
 	uint8_t sent[T__N];
 	uint32_t retired, raw, conns; /* epoch outcomes, raw records, counts of refused connections in it */
 	size_t bytes;
+	int from_spool; /* read from the spool file at the start */
 	struct batch *next;
 };
 
@@ -76,7 +80,7 @@ struct drop_row {
 struct rm_chstore {
 	struct rm_ch_conf conf;
 	char id[RM_CHSTORE_COLLECTOR_ID_MAX + 1];
-	char err[512];
+	char err[1400];
 	uint64_t bound;
 
 	/* The collector's thread. */
@@ -91,7 +95,11 @@ struct rm_chstore {
 	uint32_t raw_limit;
 	uint64_t raw_rows, raw_bytes;
 	uint64_t store_drops;
-	uint64_t drops_logged_ms, drops_unlogged;
+	uint64_t drops_logged_ms, drops_unlogged; /* the last "store drops" log line, the drops since */
+	GHashTable *drops_unlogged_by_session;    /* int64 session ID -> uint64 drops since that line */
+	char drops_last[200];                     /* the last drop's detail */
+	uint64_t last_heartbeat_ms;
+	char spool_path[512];
 	int recovered;
 	struct {
 		uint64_t started_ms, stopped_ms;
@@ -107,8 +115,9 @@ struct rm_chstore {
 	struct batch *inflight;     /* batches the sender is inserting */
 	uint64_t queued_bytes;      /* octets in the queue and in flight */
 	uint64_t inserted_rows;
-	int down;     /* the last INSERT failed */
-	int stopping; /* close: insert what waits until stop_at_ms, then end */
+	int down;            /* the last INSERT failed */
+	unsigned spool_left; /* batches of the spool file not inserted yet: the file is removed at 0 */
+	int stopping;        /* close: insert what waits until stop_at_ms, then end */
 	uint64_t stop_at_ms;
 	pthread_t thread;
 	int thread_up;
@@ -373,23 +382,70 @@ static void drop_free(gpointer p)
 	free(d);
 }
 
-/* Something the buffer could not take: a "store" drop, logged once a minute. */
+static gint by_session(gconstpointer a, gconstpointer b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The line for the "store" drops since the last one: their count, per
+ * session (8 named at most), and the last one's detail. Every drop is in
+ * exactly one such line.
+ */
+static void log_drops(struct rm_chstore *cs)
+{
+	GList *ids, *l;
+	GString *per = g_string_new(NULL);
+	unsigned named = 0;
+
+	if (!cs->drops_unlogged)
+		return;
+	ids = g_list_sort(g_hash_table_get_keys(cs->drops_unlogged_by_session), by_session);
+	for (l = ids; l; l = l->next, named++) {
+		const uint64_t *n = g_hash_table_lookup(cs->drops_unlogged_by_session, l->data);
+
+		if (named == 8) {
+			g_string_append_printf(per, ", %u more sessions", g_list_length(l));
+			break;
+		}
+		if (*(const int64_t *)l->data)
+			g_string_append_printf(per, "%ssession %" PRId64 ": %" PRIu64, named ? ", " : "",
+					       *(const int64_t *)l->data, *n);
+		else
+			g_string_append_printf(per, "%srefused connections: %" PRIu64, named ? ", " : "", *n);
+	}
+	g_list_free(ids);
+	rm_log(RM_LOG_WARNING,
+	       "ClickHouse store: %" PRIu64 " store drop%s since the last line (%s); last: %s (collector "
+	       "resource drops of kind store; the buffer holds %" PRIu64 " octets: store_buffer_bytes)",
+	       cs->drops_unlogged, cs->drops_unlogged == 1 ? "" : "s", per->str, cs->drops_last, cs->bound);
+	g_string_free(per, TRUE);
+	g_hash_table_remove_all(cs->drops_unlogged_by_session);
+	cs->drops_unlogged = 0;
+	cs->drops_logged_ms = mono_ms();
+}
+
+/* Something the buffer could not take: a "store" drop, in a log line at most every RM_CHSTORE_DROP_LOG_MS. */
 static void store_drop(struct rm_chstore *cs, int64_t session_id, const char *detail)
 {
-	uint64_t m = mono_ms();
+	uint64_t *n = g_hash_table_lookup(cs->drops_unlogged_by_session, &session_id);
 
 	count_drop(cs, session_id, "store", detail, real_us() / 1000);
 	cs->store_drops++;
-	if (!cs->drops_logged_ms || m - cs->drops_logged_ms >= 60000) {
-		rm_log(RM_LOG_WARNING,
-		       "ClickHouse store: %s (collector resource drop of kind store; %" PRIu64
-		       " more since the last line; the buffer holds %" PRIu64 " octets: store_buffer_bytes)",
-		       detail, cs->drops_unlogged, cs->bound);
-		cs->drops_logged_ms = m;
-		cs->drops_unlogged = 0;
-	} else {
-		cs->drops_unlogged++;
+	cs->drops_unlogged++;
+	if (!n) {
+		int64_t *k = g_new(int64_t, 1);
+
+		*k = session_id;
+		n = g_new0(uint64_t, 1);
+		g_hash_table_insert(cs->drops_unlogged_by_session, k, n);
 	}
+	(*n)++;
+	snprintf(cs->drops_last, sizeof(cs->drops_last), "%s", detail);
+	if (!cs->drops_logged_ms || mono_ms() - cs->drops_logged_ms >= RM_CHSTORE_DROP_LOG_MS)
+		log_drops(cs);
 }
 
 /* ---------------- hand-over ---------------- */
@@ -533,6 +589,7 @@ static void *sender(void *arg)
 	char err[512];
 	struct rm_ch *ch = rm_ch_open(&cs->conf, err, sizeof(err));
 	uint64_t backoff = RM_CHSTORE_RETRY_MIN_MS, down_since = 0, last_remind = 0;
+	int refused = 0; /* the last failure was a refusal of rm_chstore_refusal_hint */
 
 	if (!ch)
 		rm_log(RM_LOG_ERR, "ClickHouse store: %s", err);
@@ -567,19 +624,25 @@ static void *sender(void *arg)
 					ch = rm_ch_open(&cs->conf, err, sizeof(err));
 				if (!ch || send_table(cs, ch, group, t, err, sizeof(err)) < 0) {
 					failed = 1;
+					const char *hint = rm_chstore_refusal_hint(err);
+
 					if (!down_since) {
 						rm_log(RM_LOG_ERR,
-						       "ClickHouse store unavailable (INSERT INTO %s): %s; rows wait "
-						       "in "
-						       "memory (at most store_buffer_bytes) and are retried",
-						       table_names[t], err);
+						       "ClickHouse store unavailable (INSERT INTO %s): %s%s%s; rows "
+						       "wait in memory (at most store_buffer_bytes) and are retried",
+						       table_names[t], err, hint ? ": refused, " : "",
+						       hint ? hint : "");
 						down_since = last_remind = mono_ms();
-					} else if (mono_ms() - last_remind >= RM_CHSTORE_REMIND_MS) {
-						rm_log(RM_LOG_WARNING,
-						       "ClickHouse store still unavailable after %" PRIu64 " s: %s",
-						       (mono_ms() - down_since) / 1000, err);
+					} else if (mono_ms() - last_remind >= RM_CHSTORE_REMIND_MS ||
+						   (hint && !refused)) {
+						/* a refusal after an outage: at once, it needs the operator */
+						rm_log(hint ? RM_LOG_ERR : RM_LOG_WARNING,
+						       "ClickHouse store still unavailable after %" PRIu64 " s: %s%s%s",
+						       (mono_ms() - down_since) / 1000, err, hint ? ": refused, " : "",
+						       hint ? hint : "");
 						last_remind = mono_ms();
 					}
+					refused = hint != NULL;
 				}
 			}
 			pthread_mutex_lock(&cs->mu);
@@ -597,6 +660,7 @@ static void *sender(void *arg)
 			rm_log(RM_LOG_NOTICE, "ClickHouse store available again after %" PRIu64 " s",
 			       (mono_ms() - down_since) / 1000);
 			down_since = 0;
+			refused = 0;
 		}
 		backoff = RM_CHSTORE_RETRY_MIN_MS;
 		cs->inflight = NULL;
@@ -604,6 +668,9 @@ static void *sender(void *arg)
 			struct batch *next = group->next;
 
 			cs->queued_bytes -= group->bytes;
+			if (group->from_spool && cs->spool_left && !--cs->spool_left && unlink(cs->spool_path) == 0)
+				rm_log(RM_LOG_NOTICE, "ClickHouse store: the spool %s sent and removed",
+				       cs->spool_path);
 			batch_free(group);
 			group = next;
 		}
@@ -627,10 +694,19 @@ static int ch_begin(void *p)
 	return 0;
 }
 
+static void run_row(struct rm_chstore *cs);
+
 static int ch_commit(void *p)
 {
 	struct rm_chstore *cs = p;
+	uint64_t m = mono_ms();
 
+	if (cs->run_id && !cs->run.stopped_ms && m - cs->last_heartbeat_ms >= RM_CHSTORE_HEARTBEAT_MS) {
+		run_row(cs); /* the heartbeat: this collector ID is in use (chstore.h) */
+		cs->last_heartbeat_ms = m;
+	}
+	if (cs->drops_unlogged && m - cs->drops_logged_ms >= RM_CHSTORE_DROP_LOG_MS)
+		log_drops(cs);
 	if (mono_ms() - cs->last_handoff_ms < RM_CHSTORE_FLUSH_MS && batch_size(cs->cur) < RM_CHSTORE_FLUSH_BYTES)
 		return 0;
 	return handoff(cs);
@@ -729,33 +805,348 @@ static int recover(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, uin
 	return rc;
 }
 
+const char *rm_chstore_refusal_hint(const char *err)
+{
+	const char *h = strstr(err, "HTTP "), *c = strstr(err, "Code: ");
+	long status = h ? strtol(h + 5, NULL, 10) : 0, code = c ? strtol(c + 6, NULL, 10) : 0;
+
+	if (status == 401 || status == 403 || (code >= 192 && code <= 194) || code == 497 || code == 516)
+		return "check store_credentials (--store-credentials: user=NAME and password=SECRET of a ClickHouse "
+		       "user with the privileges of docs/fleet.md)";
+	if (code == 81 || code == 60)
+		return "the database or its tables are missing: run `rocemeter collect --store-init` with this --store";
+	return NULL;
+}
+
+/* ---------------- the spool file ---------------- */
+
+static const char spool_magic[8] = { 'R', 'M', 'S', 'P', 'O', 'O', 'L', '1' };
+
+static int put_le(FILE *f, uint64_t v, int n)
+{
+	uint8_t le[8];
+
+	for (int i = 0; i < n; i++)
+		le[i] = (uint8_t)(v >> (8 * i));
+	return fwrite(le, 1, (size_t)n, f) == (size_t)n ? 0 : -1;
+}
+
+static uint64_t get_le(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+/*
+ * The unsent tables of batches (the inflight group, then the queue) into
+ * cs->spool_path: the magic, then per batch 'B', retired, raw, conns (u32
+ * LE) and per table its length (u64 LE) and rows (0 when sent). Written
+ * to a temporary name, synced and renamed: the file is whole or absent.
+ * 0, or -errno with err.
+ */
+static int spool_write(struct rm_chstore *cs, struct batch *const lists[2], char *err, size_t errlen)
+{
+	char dir[sizeof(cs->spool_path)], tmp[sizeof(cs->spool_path) + 8];
+	char *slash;
+	FILE *f;
+	int fd, rc = 0;
+
+	snprintf(dir, sizeof(dir), "%s", cs->spool_path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir)
+		*slash = '\0';
+	if (slash && mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", dir, strerror(-rc));
+		return rc;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp", cs->spool_path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || !(f = fdopen(fd, "wb"))) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", tmp, strerror(-rc));
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	if (fwrite(spool_magic, 1, sizeof(spool_magic), f) != sizeof(spool_magic))
+		rc = -1;
+	for (int q = 0; q < 2 && !rc; q++)
+		for (const struct batch *b = lists[q]; b && !rc; b = b->next) {
+			rc = fputc('B', f) == EOF || put_le(f, b->retired, 4) || put_le(f, b->raw, 4) ||
+			     put_le(f, b->conns, 4);
+			for (int t = 0; t < T__N && !rc; t++) {
+				size_t n = b->sent[t] ? 0 : b->body[t]->len;
+
+				rc = put_le(f, n, 8) || (n && fwrite(b->body[t]->data, 1, n, f) != n);
+			}
+		}
+	if (!rc && (fflush(f) || fsync(fileno(f))))
+		rc = -1;
+	if (rc) {
+		rc = -(errno ? errno : EIO);
+		snprintf(err, errlen, "%s: %s", tmp, strerror(-rc));
+	}
+	if (fclose(f) && !rc) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", tmp, strerror(-rc));
+	}
+	if (!rc && rename(tmp, cs->spool_path) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", cs->spool_path, strerror(-rc));
+	}
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+/*
+ * The batches of the spool file (from_spool set), in order, into *out;
+ * *n their number. 0 (also when there is no file: *out NULL), or -1 when
+ * the file cannot be read or is malformed (err says why).
+ */
+static int spool_read(struct rm_chstore *cs, struct batch **out, unsigned *n, char *err, size_t errlen)
+{
+	gchar *data = NULL;
+	gsize len = 0, off = sizeof(spool_magic);
+	GError *gerr = NULL;
+	struct batch **tail = out;
+
+	*out = NULL;
+	*n = 0;
+	if (access(cs->spool_path, F_OK) < 0)
+		return 0;
+	if (!g_file_get_contents(cs->spool_path, &data, &len, &gerr)) {
+		snprintf(err, errlen, "%s", gerr->message);
+		g_error_free(gerr);
+		return -1;
+	}
+	if (len < sizeof(spool_magic) || memcmp(data, spool_magic, sizeof(spool_magic)))
+		goto bad;
+	while (off < len) {
+		const uint8_t *p = (const uint8_t *)data;
+		struct batch *b;
+
+		if (p[off] != 'B' || len - off < 13)
+			goto bad;
+		b = batch_new();
+		if (!b)
+			goto bad;
+		b->from_spool = 1;
+		b->retired = (uint32_t)get_le(p + off + 1, 4);
+		b->raw = (uint32_t)get_le(p + off + 5, 4);
+		b->conns = (uint32_t)get_le(p + off + 9, 4);
+		off += 13;
+		*tail = b;
+		tail = &b->next;
+		(*n)++;
+		for (int t = 0; t < T__N; t++) {
+			uint64_t l;
+
+			if (len - off < 8)
+				goto bad;
+			l = get_le(p + off, 8);
+			off += 8;
+			if (l > len - off)
+				goto bad;
+			g_byte_array_append(b->body[t], p + off, (guint)l);
+			b->sent[t] = !l;
+			off += l;
+		}
+		b->bytes = batch_size(b);
+	}
+	g_free(data);
+	return 0;
+bad:
+	snprintf(err, errlen, "%s: not a spool file of this version, or cut short", cs->spool_path);
+	g_free(data);
+	while (*out) {
+		struct batch *next = (*out)->next;
+
+		batch_free(*out);
+		*out = next;
+	}
+	*n = 0;
+	return -1;
+}
+
+/* Every unsent table of group, in table order; 0, or the first failure's rm_ch_query result with err. */
+static int send_group(struct rm_chstore *cs, struct rm_ch *ch, struct batch *group, char *err, size_t errlen)
+{
+	int rc = 0;
+
+	for (int t = 0; t < T__N && !rc; t++)
+		rc = send_table(cs, ch, group, t, err, errlen);
+	return rc;
+}
+
+/*
+ * What an earlier run of this collector ID spooled at its stop: sent now,
+ * before the IDs are read (they continue after the spooled ones), and the
+ * file removed. Not sent: queued first for the sender, which removes the
+ * file once it inserted them. 1 sent or no spool, 0 queued, RM_BACKEND_REFUSED
+ * (cs->err) when ClickHouse refuses for a reason no retry mends.
+ */
+static int spool_send(struct rm_chstore *cs, struct rm_ch *ch)
+{
+	char err[640];
+	struct batch *group, *last;
+	unsigned n;
+	int rc;
+
+	if (spool_read(cs, &group, &n, err, sizeof(err)) < 0) {
+		char bad[sizeof(cs->spool_path) + 8];
+
+		snprintf(bad, sizeof(bad), "%s.bad", cs->spool_path);
+		rename(cs->spool_path, bad);
+		rm_log(RM_LOG_ERR, "ClickHouse store: spool %s; kept as %s, not sent", err, bad);
+		return 1;
+	}
+	if (!group)
+		return 1;
+	rc = ch ? send_group(cs, ch, group, err, sizeof(err)) : -1;
+	if (rc == 0) {
+		unlink(cs->spool_path);
+		rm_log(RM_LOG_NOTICE, "ClickHouse store: the spool %s (%u batches of an earlier run) sent and removed",
+		       cs->spool_path, n);
+		while (group) {
+			struct batch *next = group->next;
+
+			batch_free(group);
+			group = next;
+		}
+		return 1;
+	}
+	if (ch && rm_chstore_refusal_hint(err)) {
+		snprintf(cs->err, sizeof(cs->err), "ClickHouse store: sending the spool %s: %s: refused, %s",
+			 cs->spool_path, err, rm_chstore_refusal_hint(err));
+		while (group) {
+			struct batch *next = group->next;
+
+			batch_free(group);
+			group = next;
+		}
+		return RM_BACKEND_REFUSED;
+	}
+	for (last = group; last->next; last = last->next)
+		;
+	pthread_mutex_lock(&cs->mu);
+	last->next = cs->head;
+	if (!cs->head)
+		cs->tail = &last->next;
+	cs->head = group;
+	for (struct batch *b = group; b; b = b->next)
+		cs->queued_bytes += b->bytes;
+	cs->spool_left = n;
+	pthread_cond_signal(&cs->cv);
+	pthread_mutex_unlock(&cs->mu);
+	rm_log(RM_LOG_WARNING, "ClickHouse store: the spool %s (%u batches of an earlier run) waits: %s",
+	       cs->spool_path, n, ch ? err : "no connection");
+	return 0;
+}
+
+/*
+ * Is the latest run of this collector ID held by a running collector
+ * (chstore.h)? 0 no (stopped, or silent for RM_CHSTORE_LIVE_MS), 1 yes
+ * (cs->err says which run), -1 ClickHouse did not answer (err).
+ */
+static int id_in_use(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, char *err, size_t errlen)
+{
+	char *sql = g_strdup_printf("SELECT id, argMax(isNull(stopped_ms), version), max(version) FROM runs"
+				    " WHERE collector_id = %s GROUP BY id ORDER BY id DESC LIMIT 1 FORMAT TabSeparated",
+				    qid);
+	uint64_t v[3], w[3], age_ms, until;
+	int rc = query_u64(ch, sql, v, 3, err, errlen);
+
+	if (rc < 0 || !v[0] || !v[1])
+		goto out;
+	age_ms = real_us() > v[2] ? (real_us() - v[2]) / 1000 : 0;
+	if (age_ms >= RM_CHSTORE_LIVE_MS)
+		goto out;
+	/* Written lately: alive if it writes again before RM_CHSTORE_LIVE_MS passed since (a clock ahead: at most that). */
+	until = mono_ms() + (RM_CHSTORE_LIVE_MS - age_ms);
+	while (mono_ms() < until) {
+		usleep(RM_CHSTORE_WATCH_POLL_MS * 1000);
+		if (query_u64(ch, sql, w, 3, err, errlen) < 0) {
+			rc = -1;
+			goto out;
+		}
+		if (w[0] == v[0] && w[2] == v[2])
+			continue;
+		if (w[1]) {
+			char when[64];
+			time_t t = (time_t)(w[2] / 1000000);
+			struct tm tm;
+
+			gmtime_r(&t, &tm);
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+			snprintf(cs->err, sizeof(cs->err),
+				 "collector ID %s is in use by a running collector (run %" PRIu64
+				 ", last written %s): give each collector its own --collector-id",
+				 cs->id, w[0], when);
+			rc = 1;
+		}
+		goto out;
+	}
+out:
+	g_free(sql);
+	return rc;
+}
+
 /*
  * IDs after the largest ones of this collector, and what an earlier run
  * left open ended: one blocking exchange at a run's start (before the
- * loop). When ClickHouse does not answer, IDs from the clock (chstore.h).
+ * loop): the spool first, then whether the ID is in use. When ClickHouse
+ * does not answer (or the spool waits), IDs from the clock (chstore.h).
+ * 0, or RM_BACKEND_REFUSED with cs->err.
  */
-static void start_ids(struct rm_chstore *cs, uint64_t now_ms)
+static int start_ids(struct rm_chstore *cs, uint64_t now_ms)
 {
-	char err[512], qid[2 * RM_CHSTORE_COLLECTOR_ID_MAX + 8], *sql;
+	char err[512] = "", qid[2 * RM_CHSTORE_COLLECTOR_ID_MAX + 8], *sql;
 	struct rm_ch_conf conf = cs->conf;
 	struct rm_ch *ch;
 	uint64_t v[6] = { 0 };
-	int rc;
+	int rc, spooled;
 
 	conf.timeout_ms = RM_CHSTORE_REQUEST_MS;
 	conf.connect_timeout_ms = RM_CHSTORE_CONNECT_MS;
 	ch = rm_ch_open(&conf, err, sizeof(err));
 	rm_ch_quote(cs->id, qid, sizeof(qid));
-	sql = g_strdup_printf("SELECT (SELECT max(id) FROM runs WHERE collector_id = %s),"
-			      " (SELECT max(id) FROM sessions WHERE collector_id = %s),"
-			      " (SELECT max(id) FROM epochs WHERE collector_id = %s),"
-			      " (SELECT max(id) FROM raw_records WHERE collector_id = %s),"
-			      " (SELECT count() FROM raw_records WHERE collector_id = %s),"
-			      " (SELECT sum(length(record) + length(ifNull(template, ''))) FROM raw_records"
-			      " WHERE collector_id = %s) FORMAT TabSeparated",
-			      qid, qid, qid, qid, qid, qid);
-	rc = ch ? query_u64(ch, sql, v, 6, err, sizeof(err)) : -1;
-	g_free(sql);
+	spooled = spool_send(cs, ch);
+	if (spooled == RM_BACKEND_REFUSED) {
+		rm_ch_close(ch);
+		return RM_BACKEND_REFUSED;
+	}
+	rc = ch ? id_in_use(cs, ch, qid, err, sizeof(err)) : -1;
+	if (rc == 1) {
+		rm_ch_close(ch);
+		return RM_BACKEND_REFUSED;
+	}
+	if (rc == 0) {
+		sql = g_strdup_printf("SELECT (SELECT max(id) FROM runs WHERE collector_id = %s),"
+				      " (SELECT max(id) FROM sessions WHERE collector_id = %s),"
+				      " (SELECT max(id) FROM epochs WHERE collector_id = %s),"
+				      " (SELECT max(id) FROM raw_records WHERE collector_id = %s),"
+				      " (SELECT count() FROM raw_records WHERE collector_id = %s),"
+				      " (SELECT sum(length(record) + length(ifNull(template, ''))) FROM raw_records"
+				      " WHERE collector_id = %s) FORMAT TabSeparated",
+				      qid, qid, qid, qid, qid, qid);
+		rc = query_u64(ch, sql, v, 6, err, sizeof(err));
+		g_free(sql);
+	}
+	if (rc < 0 && ch && rm_chstore_refusal_hint(err)) {
+		snprintf(cs->err, sizeof(cs->err), "ClickHouse store: %s: refused, %s", err,
+			 rm_chstore_refusal_hint(err));
+		rm_ch_close(ch);
+		return RM_BACKEND_REFUSED;
+	}
+	if (rc == 0 && !spooled) {
+		rc = -1;
+		snprintf(err, sizeof(err), "the spool of an earlier run waits");
+	}
 	if (rc == 0 && (rc = recover(cs, ch, qid, now_ms, err, sizeof(err))) == 0) {
 		cs->next_run = (int64_t)v[0] + 1;
 		cs->next_session = (int64_t)v[1] + 1;
@@ -774,6 +1165,7 @@ static void start_ids(struct rm_chstore *cs, uint64_t now_ms)
 		cs->next_run = cs->next_session = cs->next_epoch = cs->next_raw = base;
 	}
 	rm_ch_close(ch);
+	return 0;
 }
 
 /* The runs row, whole (ReplacingMergeTree keeps whole rows): at the start, and with stopped_ms at the stop. */
@@ -800,7 +1192,8 @@ static int64_t ch_run_start(void *p, const char *listen, const char *transport, 
 {
 	struct rm_chstore *cs = p;
 
-	start_ids(cs, now_ms);
+	if (start_ids(cs, now_ms) == RM_BACKEND_REFUSED)
+		return RM_BACKEND_REFUSED;
 	cs->raw_limit = max_raw_records;
 	cs->run_id = cs->next_run++;
 	cs->run.started_ms = now_ms;
@@ -814,6 +1207,7 @@ static int64_t ch_run_start(void *p, const char *listen, const char *transport, 
 		return -1;
 	}
 	run_row(cs);
+	cs->last_heartbeat_ms = mono_ms();
 	return cs->run_id;
 }
 
@@ -1028,6 +1422,21 @@ uint64_t rm_chstore_waiting(struct rm_chstore *cs)
 	return batch_size(cs->cur) + queued(cs);
 }
 
+static uint64_t ch_buffer_bytes(void *p)
+{
+	return rm_chstore_waiting(p);
+}
+
+static uint64_t ch_buffer_capacity(void *p)
+{
+	return ((struct rm_chstore *)p)->bound;
+}
+
+static const char *ch_collector_id(void *p)
+{
+	return ((struct rm_chstore *)p)->id;
+}
+
 /* ---------------- open, close ---------------- */
 
 static void ch_close(void *p)
@@ -1066,13 +1475,33 @@ static void ch_close(void *p)
 			}
 		pthread_mutex_unlock(&cs->mu);
 	}
+	log_drops(cs);
 	if (retired + raw + conns + other) {
-		cs->store_drops += retired + raw + conns;
-		rm_log(RM_LOG_ERR,
-		       "ClickHouse store: not sent within %u ms at close (collector resource drops of kind store): "
-		       "%" PRIu64 " epoch outcomes, %" PRIu64 " raw records, %" PRIu64 " counts of refused "
-		       "connections; and %" PRIu64 " batches of session, run, limit or drop rows",
-		       RM_CHSTORE_CLOSE_WAIT_MS, retired, raw, conns, other);
+		struct batch *lists[2];
+		char err[600];
+		int rc;
+
+		pthread_mutex_lock(&cs->mu);
+		lists[0] = cs->inflight;
+		lists[1] = cs->head;
+		rc = spool_write(cs, lists, err, sizeof(err));
+		pthread_mutex_unlock(&cs->mu);
+		if (rc == 0) {
+			rm_log(RM_LOG_NOTICE,
+			       "ClickHouse store: not sent within %u ms at close, spooled to %s (sent at the next "
+			       "start of collector ID %s): %" PRIu64 " epoch outcomes, %" PRIu64
+			       " raw records, %" PRIu64 " counts of refused connections; and %" PRIu64
+			       " batches of session, run, limit or drop rows",
+			       RM_CHSTORE_CLOSE_WAIT_MS, cs->spool_path, cs->id, retired, raw, conns, other);
+		} else {
+			cs->store_drops += retired + raw + conns;
+			rm_log(RM_LOG_ERR,
+			       "ClickHouse store: not sent within %u ms at close and not spooled (collector resource "
+			       "drops of kind store): %" PRIu64 " epoch outcomes, %" PRIu64 " raw records, %" PRIu64
+			       " counts of refused connections; and %" PRIu64
+			       " batches of session, run, limit or drop rows; spool: %s",
+			       RM_CHSTORE_CLOSE_WAIT_MS, retired, raw, conns, other, err);
+		}
 	}
 	if (cs->thread_up)
 		rm_log(RM_LOG_INFO, "ClickHouse store closed: %" PRIu64 " store drops", cs->store_drops);
@@ -1095,6 +1524,7 @@ static void ch_close(void *p)
 	g_ptr_array_free(cs->live, TRUE);
 	g_hash_table_destroy(cs->sessions);
 	g_hash_table_destroy(cs->drops);
+	g_hash_table_destroy(cs->drops_unlogged_by_session);
 	pthread_mutex_destroy(&cs->mu);
 	pthread_cond_destroy(&cs->cv);
 	free(cs->run.listen);
@@ -1134,7 +1564,7 @@ int rm_chstore_default_id(char *buf, size_t len, char *err, size_t errlen)
 }
 
 struct rm_chstore *rm_chstore_open(const struct rm_ch_conf *conf, const char *collector_id, uint64_t buffer_bytes,
-				   char *err, size_t errlen)
+				   const char *spool_dir, char *err, size_t errlen)
 {
 	struct rm_chstore *cs = calloc(1, sizeof(*cs));
 
@@ -1157,6 +1587,7 @@ struct rm_chstore *rm_chstore_open(const struct rm_ch_conf *conf, const char *co
 	cs->live = g_ptr_array_new();
 	cs->sessions = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, sess_free);
 	cs->drops = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, drop_free);
+	cs->drops_unlogged_by_session = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
 	cs->tail = &cs->head;
 	cs->last_handoff_ms = mono_ms();
 	pthread_mutex_init(&cs->mu, NULL);
@@ -1170,6 +1601,13 @@ struct rm_chstore *rm_chstore_open(const struct rm_ch_conf *conf, const char *co
 			goto fail;
 		snprintf(cs->id, sizeof(cs->id), "%s", collector_id);
 	} else if (rm_chstore_default_id(cs->id, sizeof(cs->id), err, errlen) < 0) {
+		goto fail;
+	}
+	if (!spool_dir || !*spool_dir)
+		spool_dir = RM_STORE_SPOOL_DIR_DEFAULT;
+	if ((size_t)snprintf(cs->spool_path, sizeof(cs->spool_path), "%s/%s.spool", spool_dir, cs->id) >=
+	    sizeof(cs->spool_path) - 8) {
+		snprintf(err, errlen, "store_spool_dir: '%s' is too long", spool_dir);
 		goto fail;
 	}
 	if (pthread_create(&cs->thread, NULL, sender, cs) != 0) {
@@ -1204,4 +1642,7 @@ const struct rm_backend_ops rm_backend_clickhouse = {
 	.connections = ch_connections,
 	.run_limit = ch_run_limit,
 	.raw_bytes = ch_raw_bytes,
+	.buffer_bytes = ch_buffer_bytes,
+	.buffer_capacity = ch_buffer_capacity,
+	.collector_id = ch_collector_id,
 };

@@ -38,9 +38,30 @@
  *
  * Close (SIGTERM): what waits is handed over and the sender gets at most
  * RM_CHSTORE_CLOSE_WAIT_MS to insert it; what is still unsent then is
- * logged and counted as "store" drops (epoch outcomes, raw records,
- * counts). A kill -9 loses what was buffered (at most about a second of
- * rows while ClickHouse answers, the buffer while it does not).
+ * written to the spool file SPOOL_DIR/COLLECTOR_ID.spool (rename of a
+ * complete file), which the next run_start of this collector ID sends
+ * before anything else, then removes. Only what cannot be spooled (no
+ * directory, no space) is logged and counted as "store" drops (epoch
+ * outcomes, raw records, counts). A kill -9 loses what was buffered (at
+ * most about a second of rows while ClickHouse answers, the buffer while
+ * it does not).
+ *
+ * One writer per collector ID: the runs row is written again every
+ * RM_CHSTORE_HEARTBEAT_MS (a heartbeat: a newer version). run_start reads
+ * the latest run of its collector ID: not stopped and last written less
+ * than RM_CHSTORE_LIVE_MS ago, it watches that run for at most the rest of
+ * RM_CHSTORE_LIVE_MS; a newer heartbeat means a running collector holds the
+ * ID and run_start refuses (RM_BACKEND_REFUSED); none means it died.
+ *
+ * Refusals: a refusal that no retry mends (rm_chstore_refusal_hint: the
+ * credentials, the database or its tables) makes run_start return
+ * RM_BACKEND_REFUSED with the fix in the error; an unreachable server is an
+ * outage (IDs from the clock, rows wait). At run time every refusal is
+ * retried; one of credentials is logged as an error naming the cause.
+ *
+ * Drops are logged at most every RM_CHSTORE_DROP_LOG_MS, each line with
+ * the count since the previous one per session; a line is due once the
+ * interval passed (checked at every commit, and at close).
  *
  * Delivery: an INSERT that timed out after ClickHouse had written it is
  * sent again: rows of runs, sessions and epochs then collapse by version;
@@ -68,17 +89,33 @@
 #define RM_CHSTORE_REQUEST_MS       10000       /* the sender's timeout per INSERT */
 #define RM_CHSTORE_BUFFER_DEFAULT   (64u << 20) /* buffer_bytes by default (store_buffer_bytes) */
 #define RM_CHSTORE_COLLECTOR_ID_MAX 64          /* octets of a collector ID */
+#define RM_CHSTORE_HEARTBEAT_MS     2000        /* the runs row written again this often */
+/* A run written within this may be running: run_start watches it. */
+#define RM_CHSTORE_LIVE_MS       (3 * RM_CHSTORE_HEARTBEAT_MS)
+#define RM_CHSTORE_WATCH_POLL_MS 500   /* run_start's re-reads while it watches such a run */
+#define RM_CHSTORE_DROP_LOG_MS   10000 /* at most one "store drops" log line this often */
 
 struct rm_chstore;
 
 /*
  * A ClickHouse store for the server of conf (clickhouse.h) with rows of
- * collector_id (NULL: the default, rm_chstore_default_id) and at most
- * buffer_bytes of rows waiting (0: RM_CHSTORE_BUFFER_DEFAULT). Starts the
- * sender thread; contacts no server (run_start does). NULL with err.
+ * collector_id (NULL: the default, rm_chstore_default_id), at most
+ * buffer_bytes of rows waiting (0: RM_CHSTORE_BUFFER_DEFAULT) and its spool
+ * file in spool_dir (NULL or "": RM_STORE_SPOOL_DIR_DEFAULT; created, mode
+ * 0700, at close when missing, its parent not). Starts the sender thread;
+ * contacts no server (run_start does). NULL with err.
  */
 struct rm_chstore *rm_chstore_open(const struct rm_ch_conf *conf, const char *collector_id, uint64_t buffer_bytes,
-				   char *err, size_t errlen);
+				   const char *spool_dir, char *err, size_t errlen);
+
+/*
+ * Is err (an error of rm_ch_query: "BASE: HTTP N: Code: C. ...") a refusal
+ * that no retry mends? The fix to make as a phrase, else NULL: HTTP 401 or
+ * 403 and ClickHouse codes 192-194, 497 and 516 (user, password,
+ * privileges: check store_credentials); codes 81 and 60 (unknown database,
+ * missing table: run `rocemeter collect --store-init`).
+ */
+const char *rm_chstore_refusal_hint(const char *err);
 
 /*
  * The default collector ID: the host name (gethostname), cut at
@@ -101,7 +138,7 @@ int rm_chstore_check_id(const char *id, char *err, size_t errlen);
  */
 void rm_chstore_epoch_row(GByteArray *out, const char *collector_id, const struct rm_epoch *e, uint64_t version);
 
-/* Octets of rows waiting (batch and queue). */
+/* Octets of rows waiting (batch and queue); the collector's thread (or while it waits for the metrics lock). */
 uint64_t rm_chstore_waiting(struct rm_chstore *cs);
 
 #endif /* ROCEMETER_CHSTORE_H */

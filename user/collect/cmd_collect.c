@@ -65,6 +65,9 @@ static void collect_usage(FILE *f)
 		"                             the host name)\n"
 		"      --store-buffer-bytes N clickhouse: rows waiting to be inserted, at most\n"
 		"                             N octets; beyond, store drops (default %llu)\n"
+		"      --store-spool-dir DIR  clickhouse: rows still unsent at a stop go to\n"
+		"                             DIR/COLLECTOR_ID.spool, sent at the next start\n"
+		"                             (default %s)\n"
 		"  -c, --config FILE          configuration file (INI), section [collect]\n"
 		"      --cert FILE            own certificate chain, PEM\n"
 		"      --key FILE             own private key, PEM\n"
@@ -106,7 +109,7 @@ static void collect_usage(FILE *f)
 		"shown by 'rocemeter report --limits'. Refusals because of a limit are stored\n"
 		"as collector resource drops.\n",
 		RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS,
-		(unsigned long long)RM_STORE_BUFFER_BYTES_DEFAULT, RM_MAX_SESSIONS_DEFAULT,
+		(unsigned long long)RM_STORE_BUFFER_BYTES_DEFAULT, RM_STORE_SPOOL_DIR_DEFAULT, RM_MAX_SESSIONS_DEFAULT,
 		RM_MAX_EPOCHS_DEFAULT, RM_MAX_RAW_RECORDS_DEFAULT, RM_INACTIVITY_TIMEOUT_MS_DEFAULT,
 		RM_IPFIX_DEFAULT_PEN, RM_MAX_HANDSHAKES_DEFAULT, RM_MAX_HANDSHAKES_PER_SOURCE_DEFAULT,
 		RM_HANDSHAKE_TIMEOUT_MS_DEFAULT, RM_SESSION_TIMEOUT_MS_DEFAULT, RM_MESSAGE_TIMEOUT_MS_DEFAULT,
@@ -153,7 +156,8 @@ static int cmd_collect(int argc, char **argv)
 {
 	enum { O_CERT = 256, O_KEY, O_CA, O_PEER, O_PLAIN, O_MAXS, O_MAXE, O_MAXR, O_INACT, O_PEN, O_MAXH, O_MAXHS,
 	       O_HST, O_SESST, O_MSGT, O_DEADT, O_RAWB, O_RAWBS, O_MEM,
-	       O_METRICS, O_LOG, O_STORE_CRED, O_STORE_CA, O_STORE_INIT, O_CLUSTER, O_COLLECTOR_ID, O_STORE_BUF };
+	       O_METRICS, O_LOG, O_STORE_CRED, O_STORE_CA, O_STORE_INIT, O_CLUSTER, O_COLLECTOR_ID, O_STORE_BUF,
+	       O_STORE_SPOOL };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' }, { "db", required_argument, NULL, 'd' },
 		{ "config", required_argument, NULL, 'c' }, { "cert", required_argument, NULL, O_CERT },
@@ -180,6 +184,7 @@ static int cmd_collect(int argc, char **argv)
 		{ "cluster", required_argument, NULL, O_CLUSTER },
 		{ "collector-id", required_argument, NULL, O_COLLECTOR_ID },
 		{ "store-buffer-bytes", required_argument, NULL, O_STORE_BUF },
+		{ "store-spool-dir", required_argument, NULL, O_STORE_SPOOL },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	struct rm_collect_settings *cs = &cfg_file.collect;
@@ -238,6 +243,13 @@ static int cmd_collect(int argc, char **argv)
 			break;
 		case O_STORE_CRED: snprintf(cs->store_credentials, sizeof(cs->store_credentials), "%s", optarg); break;
 		case O_STORE_CA: snprintf(cs->store_ca, sizeof(cs->store_ca), "%s", optarg); break;
+		case O_STORE_SPOOL:
+			if (!*optarg || strlen(optarg) >= sizeof(cs->store_spool_dir)) {
+				rm_log_cmd(RM_LOG_ERR, "--store-spool-dir: value empty or too long");
+				return RM_EXIT_USAGE;
+			}
+			snprintf(cs->store_spool_dir, sizeof(cs->store_spool_dir), "%s", optarg);
+			break;
 		case O_STORE_INIT: store_init = 1; break;
 		case O_CLUSTER: cluster = optarg; break;
 		case O_COLLECTOR_ID:
@@ -381,7 +393,11 @@ static int cmd_collect(int argc, char **argv)
 	stop_flag = 0;
 	/* What arrived while starting is acted on now: a stop stops, the others are dropped. */
 	sigprocmask(SIG_UNBLOCK, &sigs, NULL);
-	return rm_collector_run(cs, &spec, (uint32_t)pen, &stop_flag) ? RM_EXIT_FAIL : RM_EXIT_OK;
+	switch (rm_collector_run(cs, &spec, (uint32_t)pen, &stop_flag)) {
+	case 0: return RM_EXIT_OK;
+	case 2: return RM_EXIT_USAGE; /* the store refused: credentials, database, collector ID (docs/fleet.md) */
+	default: return RM_EXIT_FAIL;
+	}
 
 bad_value:
 	rm_log_cmd(RM_LOG_ERR, "%s", err);

@@ -1104,6 +1104,8 @@ static void render_metrics(void *arg, FILE *f)
 		st.drops_store = rm_backend_drops(s->st);
 		st.store_unavailable = (uint64_t)rm_backend_unavailable(s->st);
 	}
+	st.store_buffer_bytes = rm_backend_buffer_bytes(s->st);
+	st.store_buffer_capacity_bytes = rm_backend_buffer_capacity(s->st);
 	for (size_t i = 0; i < s->nconns; i++) {
 		if (s->conns[i]->closing)
 			continue;
@@ -1144,6 +1146,7 @@ int rm_collector_run(const struct rm_collect_settings *cs, const struct rm_store
 	char err[512];
 	struct pollfd *pfd = NULL;
 	uint64_t last_tick = 0;
+	char store_desc[1400];
 	int ret = 1;
 
 	if (cs->tls.plain_tcp) {
@@ -1161,7 +1164,7 @@ int rm_collector_run(const struct rm_collect_settings *cs, const struct rm_store
 		rm_log(RM_LOG_ERR, "%s", srv.budget ? err : "out of memory");
 		goto out;
 	}
-	srv.st = rm_backend_open(spec, cs->collector_id, cs->store_buffer_bytes, err, sizeof(err));
+	srv.st = rm_backend_open(spec, cs->collector_id, cs->store_buffer_bytes, cs->store_spool_dir, err, sizeof(err));
 	if (!srv.st) {
 		rm_log(RM_LOG_ERR, "%s", err);
 		goto out;
@@ -1178,19 +1181,29 @@ int rm_collector_run(const struct rm_collect_settings *cs, const struct rm_store
 		goto out;
 	srv.run_id = rm_backend_run_start(srv.st, cs->listen, srv.ctx ? "tls" : "tcp", &lim, cs->max_raw_records, pen,
 					now_ms());
+	if (srv.run_id == RM_BACKEND_REFUSED) {
+		rm_log(RM_LOG_ERR, "%s", rm_backend_error(srv.st));
+		ret = 2; /* a configuration error: a restart cannot mend it */
+		goto out;
+	}
 	if (srv.run_id < 0) {
 		rm_log(RM_LOG_ERR, "%s: %s", srv.st->ops->drop_kind, rm_backend_error(srv.st));
 		goto out;
 	}
 	store_limits(&srv);
 	srv.raw_bytes = rm_backend_raw_bytes(srv.st);
-	rm_log(RM_LOG_NOTICE, "listening on %s (%s), %s %s%s%s; limits: max_sessions %u, max_epochs %u per session, "
+	if (spec->kind == RM_STORE_SQLITE)
+		snprintf(store_desc, sizeof(store_desc), "database %s", spec->path);
+	else
+		snprintf(store_desc, sizeof(store_desc),
+			 "ClickHouse store %s database %s, collector ID %s, store_buffer_bytes %" PRIu64
+			 ", store_spool_dir %s",
+			 spec->ch.base, spec->ch.database, rm_backend_collector_id(srv.st),
+			 rm_backend_buffer_capacity(srv.st), cs->store_spool_dir);
+	rm_log(RM_LOG_NOTICE, "listening on %s (%s), %s; limits: max_sessions %u, max_epochs %u per session, "
 	       "max_raw_records %u, inactivity_timeout_ms %" PRIu64 ", %u Templates and %u Observation Domains "
 	       "per session; PEN %u",
-	       cs->listen, srv.ctx ? "TLS 1.3, mutual authentication" : "plain TCP",
-	       spec->kind == RM_STORE_SQLITE ? "database" : "ClickHouse store",
-	       spec->kind == RM_STORE_SQLITE ? spec->path : spec->ch.base,
-	       spec->kind == RM_STORE_SQLITE ? "" : " database ", spec->kind == RM_STORE_SQLITE ? "" : spec->ch.database,
+	       cs->listen, srv.ctx ? "TLS 1.3, mutual authentication" : "plain TCP", store_desc,
 	       cs->max_sessions,
 	       cs->max_epochs, cs->max_raw_records, cs->inactivity_timeout_ms, RM_IPFIX_MAX_TEMPLATES,
 	       RM_RULES_MAX_DOMAINS, pen);

@@ -95,6 +95,10 @@
 	  "1 while the database cannot be written (writes wait in memory and are retried)")                \
 	X(store_unavailable, GAUGE, "store_unavailable", NULL, NULL,                                       \
 	  "1 while the ClickHouse store cannot be written (rows wait in its buffer and are retried)")      \
+	X(store_buffer_bytes, GAUGE, "store_buffer_bytes", NULL, NULL,                                     \
+	  "octets of rows waiting in the ClickHouse store's buffer (0 with SQLite)")                       \
+	X(store_buffer_capacity_bytes, GAUGE, "store_buffer_capacity_bytes", NULL, NULL,                   \
+	  "octets of rows the ClickHouse store's buffer holds at most: store_buffer_bytes (0 with SQLite)") \
 	X(sequence_gaps, COUNTER, "sequence_gaps", NULL, NULL,                                             \
 	  "IPFIX Messages whose Sequence Number was not the expected one")                                 \
 	X(sequence_missing_records, COUNTER, "sequence_missing_records", NULL, NULL,                       \
@@ -110,7 +114,7 @@ struct rm_collector_stats {
 
 /*
  * Run the collector with settings cs (listen "ADDR:PORT", "[V6]:PORT" or
- * ":PORT"; tls; limits; collector_id and store_buffer_bytes for a
+ * ":PORT"; tls; limits; collector_id, store_buffer_bytes and store_spool_dir for a
  * ClickHouse store), writing to the store spec (store_spec.h), and
  * enterprise IEs under pen, until *stop
  * becomes nonzero (SIGINT/SIGTERM handlers set it); then every open
@@ -118,7 +122,9 @@ struct rm_collector_stats {
  * shutdown"). With cs->metrics set, serves Prometheus metrics there
  * (RM_COLLECTOR_STATS and per-session series; the loop holds the metrics
  * server's lock except while it waits in poll()). Logs through
- * user/common/log.h. Returns 0, or 1 on a setup error (message logged).
+ * user/common/log.h. Returns 0, 1 on a setup error or 2 on a
+ * configuration error (the store refused for a reason no retry mends,
+ * RM_BACKEND_REFUSED; message logged).
  */
 struct rm_store_spec;
 int rm_collector_run(const struct rm_collect_settings *cs, const struct rm_store_spec *spec, uint32_t pen,

@@ -48,6 +48,7 @@ void rm_config_defaults(struct rm_config_file *cfg)
 	cfg->collect.max_raw_bytes_per_session = RM_MAX_RAW_BYTES_PER_SESSION_DEFAULT;
 	cfg->collect.max_memory_bytes = RM_MAX_MEMORY_BYTES_DEFAULT;
 	cfg->collect.store_buffer_bytes = RM_STORE_BUFFER_BYTES_DEFAULT;
+	snprintf(cfg->collect.store_spool_dir, sizeof(cfg->collect.store_spool_dir), "%s", RM_STORE_SPOOL_DIR_DEFAULT);
 }
 
 void rm_config_overrides_init(struct rm_config_overrides *o)
@@ -402,6 +403,9 @@ static int handler(void *user, const char *section, const char *name, const char
 			return copy_str(ps, cfg->collect.store_ca, sizeof(cfg->collect.store_ca), name, value);
 		if (!strcmp(name, "collector_id"))
 			return copy_str(ps, cfg->collect.collector_id, sizeof(cfg->collect.collector_id), name, value);
+		if (!strcmp(name, "store_spool_dir"))
+			return copy_str(ps, cfg->collect.store_spool_dir, sizeof(cfg->collect.store_spool_dir), name,
+					value);
 		U64_KEY("store_buffer_bytes", RM_STORE_BUFFER_BYTES_MIN, RM_STORE_BUFFER_BYTES_MAX,
 			cfg->collect.store_buffer_bytes);
 		if (!strcmp(name, "metrics"))

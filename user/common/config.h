@@ -14,6 +14,7 @@
  *              peer_name (repeatable), pen, observation_domain,
  *              report_interval_ms, queue_records
  *   [collect]  listen, db, store, store_credentials, store_ca, collector_id, store_buffer_bytes,
+ *              store_spool_dir,
  *              transport, ca, cert, key, peer_name (repeatable),
  *              max_sessions, max_epochs, max_raw_records, inactivity_timeout_ms,
  *              max_handshakes, max_handshakes_per_source, handshake_timeout_ms,
@@ -87,6 +88,7 @@ struct rm_collect_settings {
 	char store_ca[256];            /* clickhouse over https: CA certificates, PEM */
 	char collector_id[72];         /* clickhouse: every row's collector_id; "": the host name (docs/fleet.md) */
 	uint64_t store_buffer_bytes;   /* clickhouse: octets of rows waiting, default 64 MiB */
+	char store_spool_dir[256];     /* clickhouse: where unsent rows go at a stop, one file per collector ID */
 	struct rm_tls_settings tls;
 	uint32_t max_sessions;         /* default 64 */
 	uint32_t max_epochs;           /* retained epochs per session, default 100000 */

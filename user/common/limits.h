@@ -99,5 +99,7 @@
 #define RM_STORE_BUFFER_BYTES_MIN (1ull << 16)
 #define RM_STORE_BUFFER_BYTES_MAX (1ull << 36)
 #define RM_STORE_BUFFER_BYTES_DEFAULT (64ull << 20)
+/* [collect] store_spool_dir: a clickhouse: store's unsent rows at a stop (docs/fleet.md "Writing"). */
+#define RM_STORE_SPOOL_DIR_DEFAULT "/var/lib/rocemeter/spool"
 
 #endif /* ROCEMETER_LIMITS_H */
