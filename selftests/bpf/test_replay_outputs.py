@@ -83,9 +83,10 @@ def iso(ms, digits=3):
 def test_text_lines_compact_and_wide(tmp_path):
     """Text reports: times in ISO-8601 UTC, the state and the closure reason in
     words; the compact default fits a terminal, --wide carries every field."""
-    # Two connections: qp 0x11 in order (closed at the end of input), qp 0x12 an RDMA READ
-    # after a SEND: a profile violation closes its epoch ([SEQOBS] "Applicability").
-    frames = [Frame(t.roce_frame(SRC, DST, 0x11, 1), t.T0), Frame(t.roce_frame(SRC, DST, 0x11, 2), t.T0 + MS),
+    # Two connections: qp 0x11 PSN 1 then 3 (closed at the end of input with position 2
+    # never filled: skipped 1, abandoned 1 at closure), qp 0x12 an RDMA READ after a SEND: a
+    # profile violation closes its epoch ([SEQOBS] "Applicability").
+    frames = [Frame(t.roce_frame(SRC, DST, 0x11, 1), t.T0), Frame(t.roce_frame(SRC, DST, 0x11, 3), t.T0 + MS),
               Frame(t.roce_frame(SRC, DST, 0x12, 7), t.T0 + 2 * MS),
               Frame(t.roce_frame(SRC, DST, 0x12, 8, opcode=t.READ_REQUEST), t.T0 + 3 * MS)]
     pcap = str(tmp_path / "t.pcap")
@@ -99,14 +100,15 @@ def test_text_lines_compact_and_wide(tmp_path):
     assert len(js) == len(compact) == len(wide) == 2
     by_qp = {r["rdmaDestinationQP"]: (r, c, w) for r, c, w in zip(js, compact, wide)}
     r, c, w = by_qp[0x12]
-    assert c == "%s %s > %s qp 0x000012 e%d r1 closed: profile violation req=1 skip=0 exp=0 rep=0 late=0" % (
+    assert c == "%s %s > %s qp 0x000012 e%d r1 closed: profile violation req=1 skip=0 exp=0 aban=0 rep=0 late=0" % (
         iso(r["flowEndMilliseconds"], 0), SRC, DST, r["rdmaSequenceEpochId"])
-    assert len(c) <= 120  # IPv4 addresses: one line of a wide terminal
+    assert len(c) <= 132  # IPv4 addresses: one line of a wide (132-column) terminal
     assert "%s .. %s" % (iso(r["flowStartMilliseconds"]), iso(r["flowEndMilliseconds"])) in w
     assert "closed: profile violation [finalEpoch,profileViolation,generationUnverified]" in w
     assert "pkey 0xffff" in w and "abandoned=0" in w and "pending=0" in w
     r, c, w = by_qp[0x11]
-    assert c.endswith("qp 0x000011 e%d r1 closed req=2 skip=0 exp=0 rep=0 late=0" % r["rdmaSequenceEpochId"])
+    assert c.endswith("qp 0x000011 e%d r1 closed req=2 skip=1 exp=0 aban=1 rep=0 late=0" % r["rdmaSequenceEpochId"])
+    assert "skipped=1 filled=0 expired=0 abandoned=1 pending=0" in w
 
 
 def test_progress_line_only_on_a_terminal(tmp_path):

@@ -61,13 +61,16 @@ void rm_report_write_text(FILE *f, const struct rm_report *r, int wide)
 	inet_ntop(af, r->dst, dst, sizeof(dst));
 	rm_time_format(r->flow_end_ms, t1, sizeof(t1));
 	if (!wide) {
-		/* The end time to the second, the key, the state in words, the counters that are not 0 most often. */
+		/*
+		 * The end time to the second, the key, the state in words, the counters that are not 0
+		 * most often, and the losses: positions expired from the window or abandoned at closure.
+		 */
 		t1[19] = 0;
 		fprintf(f,
 			"%s %s > %s qp 0x%06" PRIx32 " e%" PRIu64 " r%" PRIu64 " %s req=%" PRIu64 " skip=%" PRIu64
-			" exp=%" PRIu64 " rep=%" PRIu64 " late=%" PRIu64 "\n",
+			" exp=%" PRIu64 " aban=%" PRIu64 " rep=%" PRIu64 " late=%" PRIu64 "\n",
 			t1, src, dst, r->dest_qp, r->epoch_id, r->report_id, rm_report_state_text(r->flags), r->requests,
-			r->skipped, r->expired, r->repeated, r->unclassified_late);
+			r->skipped, r->expired, r->abandoned, r->repeated, r->unclassified_late);
 		return;
 	}
 	rm_flags_to_text(r->flags, flags, sizeof(flags));
