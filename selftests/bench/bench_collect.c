@@ -37,7 +37,9 @@
  * instead of printing a figure.
  *
  * Usage: bench_collect [RECORDS EPOCHS [sustained]]   (run from the
- * repository root; without arguments, the four workloads above)
+ * repository root; without arguments, the four workloads above).
+ * RM_BENCH_COLLECTOR=PATH runs that collector binary instead of
+ * build/rocemeter (to alternate an old and a new build in one session).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -59,6 +61,9 @@
 #include "export/ipfix.h"
 #include "rocemeter/seqobs.h"
 #include "common/tls.h"
+
+/* The collector under test: build/rocemeter, or $RM_BENCH_COLLECTOR. */
+static const char *collector_bin = "build/rocemeter";
 
 static double now_s(void)
 {
@@ -266,7 +271,7 @@ static int run(const char *dir, int tls, uint64_t nrec, uint64_t nepochs, int su
 			*a++ = "1000";
 		}
 		*a = NULL;
-		execv("build/rocemeter", (char *const *)args);
+		execv(collector_bin, (char *const *)args);
 		_exit(127);
 	}
 	for (int i = 0; i < 1000 && !file_contains(logp, "listening on"); i++)
@@ -391,7 +396,9 @@ int main(int argc, char **argv)
 	int rc = 0;
 
 	signal(SIGPIPE, SIG_IGN);
-	if (access("build/rocemeter", X_OK) || access("scripts/gen-certs", X_OK)) {
+	if (getenv("RM_BENCH_COLLECTOR") && *getenv("RM_BENCH_COLLECTOR"))
+		collector_bin = getenv("RM_BENCH_COLLECTOR");
+	if (access(collector_bin, X_OK) || access("scripts/gen-certs", X_OK)) {
 		fprintf(stderr, "bench_collect: run from the repository root after make\n");
 		return 1;
 	}

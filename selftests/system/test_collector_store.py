@@ -20,6 +20,7 @@ IPFIX Messages are written by hand (the helpers of test_collector.py,
 from RFC 7011 and [SEQOBS]); expected values come from what was sent.
 Needs root for the tmpfs mount (the other tests do not).
 """
+import ipaddress
 import os
 import re
 import shutil
@@ -31,7 +32,7 @@ import urllib.request
 
 import pytest
 
-from test_collector import (BIN, EXPORTER, WAIT, Collector, close_tls, data_msg, epochs, free_port, later, pki,
+from test_collector import (BIN, EXPORTER, V6, WAIT, Collector, close_tls, data_msg, epochs, free_port, later, pki,
                             report, templates_msg)
 
 pytestmark = pytest.mark.skipif(not os.path.exists(BIN), reason="build/rocemeter not built")
@@ -432,6 +433,52 @@ def test_packed_epochs_share_their_common_columns(tmp_path, pki):
     assert es[300]["requests"] == 5 and es[300]["retired_ms"] == sess["ended_ms"]
     (n, octets), = c.query("SELECT count(*), sum(length(data)) FROM epoch_archive")
     assert n >= 1 and octets / 301 < 80, octets / 301
+
+
+def test_packed_epochs_with_their_own_addresses(tmp_path, pki):
+    """Epochs packed in one chunk whose addresses differ from the chunk's first epoch (another IPv4
+    source or destination, IPv6 in another Observation Domain, IPv6 octets equal to an IPv4 epoch's
+    first four), one invalid, one with no accepted report (all columns: NULL where the base has
+    values): each reads back through the view epochs with its own addresses, written as Python's
+    ipaddress writes them, and its own state and outcome."""
+    def v6(text):
+        return ipaddress.ip_address(text).packed
+
+    sent = [  # (domain, report): epoch IDs are per domain
+        (0, later(report(epoch=1, rid=1), 1, final=True)),
+        (0, later(report(epoch=2, rid=1, src=bytes([198, 51, 100, 7])), 1, final=True)),
+        (0, later(report(epoch=3, rid=1, dst=bytes([203, 0, 113, 255])), 1, final=True)),
+        (0, report(epoch=4, rid=1, window=0)),  # invalid: rdmaSequenceWindow 0
+        (0, report(epoch=5, rid=1, flags=report()["flags"] | 0x0040)),  # unsupported only: no measurement
+        (1, later(report(epoch=1, rid=1, src=v6("2001:db8::1"), dst=v6("2001:db8::2")), 1, final=True)),
+        (1, later(report(epoch=2, rid=1, src=bytes([192, 0, 2, 1]) + bytes(12), dst=v6("2001:db8::ffff")), 1,
+                  final=True)),
+        (0, later(report(epoch=6, rid=1), 1, final=True)),  # the base's addresses again
+    ]
+    c = start(tmp_path / "c.db", tmp_path, pki)
+    try:
+        s = c.connect()
+        msgs = templates_msg() + templates_msg(fields=V6, tid=300, domain=1)
+        for dom, r in sent:
+            msgs += data_msg(r, domain=dom, seq=0) if dom == 0 else data_msg(r, tid=300, fields=V6, domain=1, seq=0)
+        s.sendall(msgs)
+        close_tls(s)
+        c.wait_ended(1)
+    finally:
+        assert c.stop() == 0
+    assert count(c, "SELECT count(*) FROM epoch_archive") >= 1
+    got = {(e["domain"], e["epoch_id"]): e for e in epochs(c)}
+    assert len(got) == len(sent)
+    for dom, r in sent:
+        e = got[(dom, r["epoch"])]
+        fam = 4 if len(r["src"]) == 4 else 6
+        assert (e["family"], e["src"], e["dst"]) == (fam, str(ipaddress.ip_address(r["src"])),
+                                                     str(ipaddress.ip_address(r["dst"]))), e
+    assert (got[(0, 4)]["state"], got[(0, 4)]["outcome"]) == ("invalid", "invalid")
+    assert got[(0, 5)]["outcome"] == "incomplete" and got[(0, 5)]["requests"] is None
+    assert got[(0, 5)]["window"] is None and got[(0, 5)]["unsupported"] == 1
+    for k in [(0, 1), (0, 2), (0, 3), (0, 6), (1, 1), (1, 2)]:
+        assert (got[k]["state"], got[k]["outcome"], got[k]["requests"]) == ("final", "complete", 5), got[k]
 
 
 EARLIER_ARCHIVE = """

@@ -788,6 +788,143 @@ static void test_unbound(void **state)
 	fx_free(f);
 }
 
+/*
+ * Many epochs against a model of [SEQOBS] "Collector Processing"'s
+ * bookkeeping: three domains that reuse the same epoch IDs, IDs that are
+ * consecutive, spaced by powers of two (k << 20: one home slot for every
+ * one of them in a table indexed by the low bits) or sparse, a final
+ * report for two epochs in three (closed: retired first, oldest closure
+ * first, when max_epochs is reached), repeats that move an epoch to the
+ * end of the inactivity order. Checks after every step: the retained count,
+ * every retained epoch found with its own key, every retired one gone, and
+ * which epochs each inactivity sweep retires.
+ */
+#define MANY_MAX 700
+#define MANY_N   60000
+
+struct many_model {
+	uint32_t domain[MANY_N];
+	uint64_t id[MANY_N];
+	uint8_t alive[MANY_N], closed[MANY_N];
+	uint64_t closed_seq[MANY_N], seen[MANY_N];
+	uint32_t n, retained;
+	uint64_t retired_by_sink;
+};
+
+static struct many_model *many;
+
+static void many_epoch(void *arg, struct rm_epoch *e)
+{
+	if (e->retired_ms)
+		many->retired_by_sink++;
+}
+
+static void many_drop(void *arg, uint64_t session_id, uint32_t domain, uint64_t epoch_id, const char *detail)
+{
+	fail_msg("unexpected drop of epoch %llu", (unsigned long long)epoch_id);
+}
+
+static const struct rm_rules_sink many_sink = { many_epoch, many_drop, NULL, NULL };
+
+/* The model's choice when max_epochs is reached: the closed epoch closed first. */
+static void many_make_room(void)
+{
+	uint32_t oldest = UINT32_MAX;
+
+	if (many->retained < MANY_MAX)
+		return;
+	for (uint32_t i = 0; i < many->n; i++)
+		if (many->alive[i] && many->closed[i] &&
+		    (oldest == UINT32_MAX || many->closed_seq[i] < many->closed_seq[oldest]))
+			oldest = i;
+	assert_true(oldest != UINT32_MAX);
+	many->alive[oldest] = 0;
+	many->retained--;
+}
+
+static void test_many_epochs_against_model(void **state)
+{
+	struct rm_rules_limits lim = { 1, MANY_MAX, 50 };
+	struct rm_rules *rules = rm_rules_new(&lim, &many_sink, NULL);
+	struct rm_rsession *s;
+	uint64_t next_id[3] = { 1, 1, 1 }, seq = 0, now = 1000;
+	char why[256];
+
+	many = calloc(1, sizeof(*many));
+	assert_non_null(many);
+	s = rm_rules_session_open(rules, 9);
+	for (uint32_t i = 0; i < MANY_N; i++) {
+		uint32_t d = i % 3;
+		uint64_t id;
+		struct rm_report r;
+
+		/* domain 0 consecutive, domain 1 the same IDs k << 20, domain 2 sparse (gaps of 1..97) */
+		if (d == 0)
+			id = next_id[0]++;
+		else if (d == 1)
+			id = (next_id[1]++) << 20;
+		else
+			id = next_id[2] += 1 + (i * 2654435761u) % 97;
+		r = rep(id, 1);
+		r.dest_qp = (uint32_t)(id & 0xffffff);
+		if (i % 3 != 2)
+			r = finalize(r, 1);
+		many_make_room();
+		many->domain[i] = d + 100;
+		many->id[i] = id;
+		many->alive[i] = 1;
+		many->closed[i] = (r.flags & RM_FLAG_FINAL_EPOCH) != 0;
+		many->closed_seq[i] = seq++;
+		many->seen[i] = now;
+		many->n++;
+		many->retained++;
+		assert_int_equal(rm_rules_record(s, d + 100, &r, now, why, sizeof(why)), RM_V_ACCEPTED);
+		/* every 7th step, a repeat of an earlier retained epoch (moves it to the end of the LRU) */
+		if (i % 7 == 6) {
+			uint32_t j = (uint32_t)((i * 40503u) % (i + 1));
+
+			if (many->alive[j]) {
+				struct rm_report again = rep(many->id[j], 1);
+
+				again.dest_qp = (uint32_t)(many->id[j] & 0xffffff);
+				if (many->closed[j])
+					again = finalize(again, 1);
+				assert_int_equal(rm_rules_record(s, many->domain[j], &again, now, why, sizeof(why)),
+						 RM_V_REPEAT);
+				many->seen[j] = now;
+			}
+		}
+		if (i % 500 == 499) {
+			now += 30;
+			/* inactivity sweep: everything not seen within the last 50 ms */
+			rm_rules_tick(s, now);
+			for (uint32_t j = 0; j < many->n; j++)
+				if (many->alive[j] && many->seen[j] + 50 <= now) {
+					many->alive[j] = 0;
+					many->retained--;
+				}
+		}
+		assert_int_equal(rm_rules_retained(s), many->retained);
+		if (i % 97 == 0 || i == MANY_N - 1)
+			for (uint32_t j = 0; j < many->n; j++) {
+				struct rm_epoch *e = rm_rules_find(s, many->domain[j], many->id[j]);
+
+				if (!many->alive[j]) {
+					assert_null(e);
+					continue;
+				}
+				assert_non_null(e);
+				assert_int_equal(e->domain, many->domain[j]);
+				assert_int_equal(e->key.epoch_id, many->id[j]);
+			}
+	}
+	assert_int_equal(many->retired_by_sink, many->n - many->retained);
+	rm_rules_session_close(s, "test end", now);
+	assert_int_equal(many->retired_by_sink, many->n);
+	rm_rules_free(rules);
+	free(many);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -816,6 +953,7 @@ int main(void)
 		cmocka_unit_test(test_inactivity),
 		cmocka_unit_test(test_session_end_outcomes),
 		cmocka_unit_test(test_unbound),
+		cmocka_unit_test(test_many_epochs_against_model),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
  */
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,33 +28,159 @@ struct domain_state {
 	uint64_t high_water; /* epoch-admission high-water ID; 0: none yet (IDs are nonzero) */
 };
 
-#define ekey rm_epoch_hkey
+/*
+ * The retained epochs of a session by epoch ID: open addressing with
+ * linear probing, the epoch ID inline beside the pointer (a lookup reads
+ * one cache line of the table, not the epoch, until the ID matches), at
+ * most half full, backward-shift deletion (no tombstones). The home slot
+ * (ehome) depends on the epoch ID only: epochs of several domains with one ID
+ * share a probe run and are told apart by e->domain.
+ */
+struct eslot {
+	uint64_t epoch_id; /* 0: empty (epoch IDs are nonzero) */
+	struct rm_epoch *e;
+};
+
+struct etable {
+	struct eslot *slot;
+	uint32_t bits; /* 1 << bits slots */
+	uint32_t n;
+};
+
+/* An epoch list threaded through the epochs (prev/next fields chosen by the macros below). */
+struct elist {
+	struct rm_epoch *head, *tail;
+};
 
 struct rm_rsession {
 	struct rm_rules *rules;
 	uint64_t id;
 	GHashTable *domains; /* uint32 domain -> struct domain_state */
-	GHashTable *epochs;  /* struct ekey -> struct rm_epoch */
-	GQueue lru;          /* every retained epoch, least recently reported first */
-	GQueue closed;       /* final or invalid epochs, oldest closure first */
-	GPtrArray *dirty;
+	struct domain_state *last_domain; /* the domain of the last admission (most sessions use one) */
+	struct etable epochs;
+	struct elist lru;    /* every retained epoch, least recently reported first */
+	struct elist closed; /* final or invalid epochs, oldest closure first */
+	struct rm_epoch **dirty;
+	uint32_t n_dirty, dirty_cap;
 	uint64_t verdicts[RM_V__COUNT];
 };
 
-static guint ekey_hash(gconstpointer p)
-{
-	const struct ekey *k = p;
-	uint64_t h = k->epoch_id * 0x9e3779b97f4a7c15ULL ^ k->domain;
+#define ETABLE_MIN_BITS 10
 
-	return (guint)(h ^ h >> 32);
+/*
+ * Home slot: blocks of ETABLE_RUN consecutive epoch IDs (exporters number
+ * epochs upwards) take consecutive slots, so a burst of new epochs, and
+ * their retirement in the same order, read the table a cache line after
+ * the other instead of a line at random per epoch; the blocks are spread
+ * by a multiplicative (Fibonacci) hash of the block number.
+ */
+#define ETABLE_RUN_BITS 4
+
+static inline uint32_t ehome(const struct etable *t, uint64_t epoch_id)
+{
+	uint32_t block = (uint32_t)(((epoch_id >> ETABLE_RUN_BITS) * 0x9e3779b97f4a7c15ULL) >>
+				    (64 - (t->bits - ETABLE_RUN_BITS)));
+
+	return block << ETABLE_RUN_BITS | (uint32_t)(epoch_id & ((1u << ETABLE_RUN_BITS) - 1));
 }
 
-static gboolean ekey_equal(gconstpointer a, gconstpointer b)
+static int etable_init(struct etable *t)
 {
-	const struct ekey *x = a, *y = b;
-
-	return x->domain == y->domain && x->epoch_id == y->epoch_id;
+	t->bits = ETABLE_MIN_BITS;
+	t->n = 0;
+	t->slot = calloc((size_t)1 << t->bits, sizeof(*t->slot));
+	return t->slot ? 0 : -1;
 }
+
+static struct rm_epoch *etable_find(const struct etable *t, uint32_t domain, uint64_t epoch_id)
+{
+	uint32_t mask = (1u << t->bits) - 1;
+
+	for (uint32_t i = ehome(t, epoch_id);; i = (i + 1) & mask) {
+		const struct eslot *sl = &t->slot[i];
+
+		if (!sl->epoch_id)
+			return NULL;
+		if (sl->epoch_id == epoch_id && sl->e->domain == domain)
+			return sl->e;
+	}
+}
+
+static void etable_put(struct etable *t, struct rm_epoch *e)
+{
+	uint32_t mask = (1u << t->bits) - 1, i = ehome(t, e->key.epoch_id);
+
+	while (t->slot[i].epoch_id)
+		i = (i + 1) & mask;
+	t->slot[i].epoch_id = e->key.epoch_id;
+	t->slot[i].e = e;
+	t->n++;
+}
+
+/* Room for one more at most half full: 0, or -1 (out of memory; the table is unchanged). */
+static int etable_reserve(struct etable *t)
+{
+	struct etable big;
+	uint32_t old = 1u << t->bits;
+
+	if ((t->n + 1) * 2 <= old)
+		return 0;
+	big.bits = t->bits + 1;
+	big.n = 0;
+	big.slot = calloc((size_t)1 << big.bits, sizeof(*big.slot));
+	if (!big.slot)
+		return -1;
+	for (uint32_t i = 0; i < old; i++)
+		if (t->slot[i].epoch_id)
+			etable_put(&big, t->slot[i].e);
+	free(t->slot);
+	*t = big;
+	return 0;
+}
+
+static void etable_remove(struct etable *t, const struct rm_epoch *e)
+{
+	uint32_t mask = (1u << t->bits) - 1, i = ehome(t, e->key.epoch_id), j;
+
+	while (t->slot[i].e != e)
+		i = (i + 1) & mask;
+	/* Backward shift: move later entries of the run into the hole unless that would put one before its home. */
+	for (j = (i + 1) & mask; t->slot[j].epoch_id; j = (j + 1) & mask) {
+		uint32_t h = ehome(t, t->slot[j].epoch_id);
+
+		if (((j - h) & mask) >= ((j - i) & mask)) {
+			t->slot[i] = t->slot[j];
+			i = j;
+		}
+	}
+	t->slot[i].epoch_id = 0;
+	t->slot[i].e = NULL;
+	t->n--;
+}
+
+#define ELIST_PUSH_TAIL(l, e, prev, next)      \
+	do {                                   \
+		(e)->prev = (l)->tail;         \
+		(e)->next = NULL;              \
+		if ((l)->tail)                 \
+			(l)->tail->next = (e); \
+		else                           \
+			(l)->head = (e);       \
+		(l)->tail = (e);               \
+	} while (0)
+
+#define ELIST_UNLINK(l, e, prev, next)               \
+	do {                                         \
+		if ((e)->prev)                       \
+			(e)->prev->next = (e)->next; \
+		else                                 \
+			(l)->head = (e)->next;       \
+		if ((e)->next)                       \
+			(e)->next->prev = (e)->prev; \
+		else                                 \
+			(l)->tail = (e)->prev;       \
+		(e)->prev = (e)->next = NULL;        \
+	} while (0)
 
 const char *rm_outcome_name(enum rm_outcome o)
 {
@@ -131,17 +258,18 @@ struct rm_rsession *rm_rules_session_open(struct rm_rules *r, uint64_t session_i
 	s->rules = r;
 	s->id = session_id;
 	s->domains = g_hash_table_new_full(g_int_hash, g_int_equal, NULL, free);
-	s->epochs = g_hash_table_new(ekey_hash, ekey_equal);
-	g_queue_init(&s->lru);
-	g_queue_init(&s->closed);
-	s->dirty = g_ptr_array_new();
+	if (etable_init(&s->epochs) < 0) {
+		g_hash_table_destroy(s->domains);
+		free(s);
+		return NULL;
+	}
 	r->sessions++;
 	return s;
 }
 
 uint32_t rm_rules_retained(const struct rm_rsession *s)
 {
-	return g_hash_table_size(s->epochs);
+	return s->epochs.n;
 }
 
 const uint64_t *rm_rules_verdict_counts(const struct rm_rsession *s)
@@ -151,9 +279,7 @@ const uint64_t *rm_rules_verdict_counts(const struct rm_rsession *s)
 
 struct rm_epoch *rm_rules_find(struct rm_rsession *s, uint32_t domain, uint64_t epoch_id)
 {
-	struct ekey k = { .domain = domain, .epoch_id = epoch_id };
-
-	return g_hash_table_lookup(s->epochs, &k);
+	return epoch_id ? etable_find(&s->epochs, domain, epoch_id) : NULL;
 }
 
 uint64_t rm_rules_high_water(struct rm_rsession *s, uint32_t domain)
@@ -256,17 +382,40 @@ static int same_content(const struct rm_report *a, const struct rm_report *b)
 
 static void mark_dirty(struct rm_epoch *e)
 {
-	if (!e->dirty) {
-		e->dirty = 1;
-		g_ptr_array_add(e->sess->dirty, e);
+	struct rm_rsession *s = e->sess;
+
+	if (e->dirty)
+		return;
+	if (s->n_dirty == s->dirty_cap) {
+		uint32_t cap = s->dirty_cap ? s->dirty_cap * 2 : 1024;
+		struct rm_epoch **d = realloc(s->dirty, cap * sizeof(*d));
+
+		if (!d)
+			abort(); /* as glib does on ENOMEM */
+		s->dirty = d;
+		s->dirty_cap = cap;
 	}
+	e->dirty = 1;
+	e->dirty_slot = s->n_dirty;
+	s->dirty[s->n_dirty++] = e;
+}
+
+/* Off the dirty array in O(1): the last entry takes its place. */
+static void unmark_dirty(struct rm_epoch *e)
+{
+	struct rm_rsession *s = e->sess;
+	struct rm_epoch *last = s->dirty[--s->n_dirty];
+
+	s->dirty[e->dirty_slot] = last;
+	last->dirty_slot = e->dirty_slot;
+	e->dirty = 0;
 }
 
 static void push_closed(struct rm_epoch *e)
 {
 	if (!e->in_closed) {
 		e->in_closed = 1;
-		g_queue_push_tail_link(&e->sess->closed, &e->closed_link);
+		ELIST_PUSH_TAIL(&e->sess->closed, e, closed_prev, closed_next);
 	}
 }
 
@@ -342,14 +491,12 @@ static void retire(struct rm_epoch *e, const char *cause, uint64_t now_ms)
 	}
 	e->retired_ms = now_ms ? now_ms : 1;
 	s->rules->sink.epoch(s->rules->arg, e); /* e->dirty still says whether it changed since the last flush */
-	if (e->dirty) {
-		g_ptr_array_remove_fast(s->dirty, e);
-		e->dirty = 0;
-	}
-	g_queue_unlink(&s->lru, &e->lru_link);
+	if (e->dirty)
+		unmark_dirty(e);
+	ELIST_UNLINK(&s->lru, e, lru_prev, lru_next);
 	if (e->in_closed)
-		g_queue_unlink(&s->closed, &e->closed_link);
-	g_hash_table_remove(s->epochs, &e->hkey);
+		ELIST_UNLINK(&s->closed, e, closed_prev, closed_next);
+	etable_remove(&s->epochs, e);
 	/* A kept epoch keeps its charge until the sink's write: the sink returns it (docs/collector.md "Memory budget"). */
 	if (!e->sink_keeps) {
 		free(e);
@@ -364,9 +511,13 @@ void rm_rules_epoch_free(struct rm_epoch *e)
 
 static void touch(struct rm_epoch *e, uint64_t now_ms)
 {
+	struct elist *l = &e->sess->lru;
+
 	e->last_seen_ms = now_ms;
-	g_queue_unlink(&e->sess->lru, &e->lru_link);
-	g_queue_push_tail_link(&e->sess->lru, &e->lru_link);
+	if (l->tail == e)
+		return;
+	ELIST_UNLINK(l, e, lru_prev, lru_next);
+	ELIST_PUSH_TAIL(l, e, lru_prev, lru_next);
 }
 
 static void accept_report(struct rm_epoch *e, const struct rm_report *r)
@@ -467,11 +618,11 @@ bad:
 /* Make room for one more epoch: retire the oldest closed one. 0 if room. */
 static int make_room(struct rm_rsession *s, uint64_t now_ms)
 {
-	if (g_hash_table_size(s->epochs) < s->rules->lim.max_epochs)
+	if (s->epochs.n < s->rules->lim.max_epochs)
 		return 0;
 	if (!s->closed.head)
 		return -1;
-	retire(s->closed.head->data, "retired to make room (max_epochs)", now_ms);
+	retire(s->closed.head, "retired to make room (max_epochs)", now_ms);
 	return 0;
 }
 
@@ -488,7 +639,7 @@ static int budget_epoch(struct rm_rsession *s, uint64_t now_ms)
 	if (rm_budget_try(b, RM_BUDGET_EPOCH_BYTES) == 0)
 		return 0;
 	if (s->closed.head) {
-		retire(s->closed.head->data, "retired to make room (max_memory_bytes)", now_ms);
+		retire(s->closed.head, "retired to make room (max_memory_bytes)", now_ms);
 		if (rm_budget_try(b, RM_BUDGET_EPOCH_BYTES) == 0)
 			return 0;
 	}
@@ -560,7 +711,8 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 	}
 
 	/* Unknown epoch ID: admission against the high-water. */
-	d = g_hash_table_lookup(s->domains, &domain);
+	d = s->last_domain && s->last_domain->domain == domain ? s->last_domain
+							       : g_hash_table_lookup(s->domains, &domain);
 	if (!d && g_hash_table_size(s->domains) >= RM_RULES_MAX_DOMAINS) {
 		rm_errf(why, whylen, "Observation Domain %" PRIu32 ": the session already uses %u domains (collector limit)",
 			domain, RM_RULES_MAX_DOMAINS);
@@ -577,13 +729,14 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 		d->domain = domain;
 		g_hash_table_insert(s->domains, &d->domain, d);
 	}
+	s->last_domain = d;
 	if (r->epoch_id <= d->high_water) {
 		rm_errf(why, whylen, "epoch %" PRIu64 " is not retained and not above the high-water ID %" PRIu64
 			" (orphan)", r->epoch_id, d->high_water);
 		return RM_V_ORPHAN;
 	}
 	d->high_water = r->epoch_id;
-	if (make_room(s, now_ms) < 0 || !(e = calloc(1, sizeof(*e)))) {
+	if (make_room(s, now_ms) < 0 || etable_reserve(&s->epochs) < 0 || !(e = malloc(sizeof(*e)))) {
 		char b[200];
 
 		snprintf(b, sizeof(b), "epoch %" PRIu64 " refused: max_epochs %u retained epochs in this session",
@@ -598,17 +751,17 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 		rm_errf(why, whylen, "epoch %" PRIu64 " refused: memory budget (max_memory_bytes)", r->epoch_id);
 		return RM_V_RESOURCE_DROP;
 	}
+	/* Every field but the report copied in: cheaper than clearing all of it first. */
+	memset(e, 0, offsetof(struct rm_epoch, key));
+	memset((char *)e + offsetof(struct rm_epoch, key) + sizeof(e->key), 0,
+	       sizeof(*e) - offsetof(struct rm_epoch, key) - sizeof(e->key));
 	e->sess = s;
 	e->session_id = s->id;
 	e->domain = domain;
 	e->key = *r;
 	e->first_seen_ms = e->last_seen_ms = now_ms;
-	e->lru_link.data = e;
-	e->closed_link.data = e;
-	e->hkey.domain = domain;
-	e->hkey.epoch_id = r->epoch_id;
-	g_hash_table_insert(s->epochs, &e->hkey, e);
-	g_queue_push_tail_link(&s->lru, &e->lru_link);
+	etable_put(&s->epochs, e);
+	ELIST_PUSH_TAIL(&s->lru, e, lru_prev, lru_next);
 	mark_dirty(e);
 	if (chk > 0) {
 		e->unsupported = 1;
@@ -635,13 +788,13 @@ enum rm_verdict rm_rules_record(struct rm_rsession *s, uint32_t domain, const st
 
 void rm_rules_flush(struct rm_rsession *s)
 {
-	for (guint i = 0; i < s->dirty->len; i++) {
-		struct rm_epoch *e = g_ptr_array_index(s->dirty, i);
+	for (uint32_t i = 0; i < s->n_dirty; i++) {
+		struct rm_epoch *e = s->dirty[i];
 
 		e->dirty = 0;
 		s->rules->sink.epoch(s->rules->arg, e);
 	}
-	g_ptr_array_set_size(s->dirty, 0);
+	s->n_dirty = 0;
 }
 
 void rm_rules_tick(struct rm_rsession *s, uint64_t now_ms)
@@ -651,7 +804,7 @@ void rm_rules_tick(struct rm_rsession *s, uint64_t now_ms)
 	if (!t)
 		return;
 	while (s->lru.head) {
-		struct rm_epoch *e = s->lru.head->data;
+		struct rm_epoch *e = s->lru.head;
 
 		if (e->last_seen_ms + t > now_ms)
 			break;
@@ -665,10 +818,10 @@ void rm_rules_session_close(struct rm_rsession *s, const char *reason, uint64_t 
 		return;
 	rm_rules_flush(s);
 	while (s->lru.head)
-		retire(s->lru.head->data, reason, now_ms);
-	g_hash_table_destroy(s->epochs);
+		retire(s->lru.head, reason, now_ms);
+	free(s->epochs.slot);
 	g_hash_table_destroy(s->domains);
-	g_ptr_array_free(s->dirty, TRUE);
+	free(s->dirty);
 	s->rules->sessions--;
 	free(s);
 }

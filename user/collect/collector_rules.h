@@ -99,10 +99,11 @@ struct rm_epoch {
 	uint8_t sink_keeps;         /* set by sink->epoch on a retired epoch: the sink frees it (rm_rules_epoch_free),
 				       and its budget charge passes to the sink (rm_rules_set_budget) */
 
-	/* internal */
-	struct rm_epoch_hkey { uint32_t domain; uint64_t epoch_id; } hkey;
+	/* internal: intrusive lists (no allocation per epoch), the place in the dirty array */
 	struct rm_rsession *sess;
-	GList lru_link, closed_link;
+	struct rm_epoch *lru_prev, *lru_next;       /* every retained epoch, least recently reported first */
+	struct rm_epoch *closed_prev, *closed_next; /* final or invalid epochs, oldest closure first */
+	uint32_t dirty_slot;                        /* index in the session's dirty array while dirty */
 	uint8_t dirty, in_closed;
 };
 

@@ -296,6 +296,7 @@ struct val {
 /* Bound of one packed epoch in JSON: 21 octets per integer and separator, 6 per character of text (\\u00XX), keys. */
 #define ARC_ENTRY_MAX (8 + EC__N * 26 + 6 * (2 * INET6_ADDRSTRLEN + sizeof(((struct rm_epoch *)0)->reason) + 32))
 _Static_assert(sizeof(ARC_KEYS) - 1 >= EC__N, "a key letter per epoch column");
+_Static_assert(EC__N <= 64, "a bit per epoch column (archive_add)");
 
 struct rm_store {
 	sqlite3 *db;
@@ -326,6 +327,7 @@ struct rm_store {
 	uint32_t arc_retained;      /* of the chunk's epochs, those not retired */
 	struct val arc_base[EC__N]; /* the chunk's first epoch (texts owned: g_strdup) */
 	char arc_base_json[ARC_ENTRY_MAX];
+	uint8_t arc_base_family, arc_base_src[16], arc_base_dst[16]; /* the base's addresses as octets */
 	size_t arc_base_len;
 	int64_t stop_run; /* runs row to mark stopped, 0: none */
 	uint64_t stop_ms;
@@ -515,20 +517,22 @@ static const char *state_name(enum rm_epoch_state s)
 #define VI(c, x) (v[c] = (struct val){ V_INT, (int64_t)(x), NULL })
 #define VT(c, x) (v[c] = (struct val){ V_TEXT, 0, (x) })
 
-/* The columns of an epoch's row; src and dst hold the address texts (INET6_ADDRSTRLEN). */
-static void epoch_values(const struct rm_epoch *e, struct val v[EC__N], char *src, char *dst)
+/*
+ * The columns of an epoch's row from its fields; the address columns are
+ * texts still to be written (s NULL): epoch_values writes them, the
+ * archive only when they differ from its base's.
+ */
+static void epoch_fields(const struct rm_epoch *e, struct val v[EC__N])
 {
 	const struct rm_report *k = &e->key;
 
-	addr_text(k, k->src, src, INET6_ADDRSTRLEN);
-	addr_text(k, k->dst, dst, INET6_ADDRSTRLEN);
 	VI(EC_ID, e->store_id);
 	VI(EC_SESSION, e->session_id);
 	VI(EC_DOMAIN, e->domain);
 	VI(EC_OBS, k->observation_point_id);
 	VI(EC_FAMILY, k->family);
-	VT(EC_SRC, src);
-	VT(EC_DST, dst);
+	VT(EC_SRC, NULL);
+	VT(EC_DST, NULL);
 	VI(EC_QP, k->dest_qp);
 	VI(EC_PKEY, k->pkey);
 	VI(EC_HAS_VLAN, k->has_vlan_ns);
@@ -573,6 +577,16 @@ static void epoch_values(const struct rm_epoch *e, struct val v[EC__N], char *sr
 		for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
 			v[none[i]].t = V_NULL;
 	}
+}
+
+/* The columns of an epoch's row; src and dst hold the address texts (INET6_ADDRSTRLEN). */
+static void epoch_values(const struct rm_epoch *e, struct val v[EC__N], char *src, char *dst)
+{
+	epoch_fields(e, v);
+	addr_text(&e->key, e->key.src, src, INET6_ADDRSTRLEN);
+	addr_text(&e->key, e->key.dst, dst, INET6_ADDRSTRLEN);
+	v[EC_SRC].s = src;
+	v[EC_DST].s = dst;
 }
 
 /*
@@ -712,25 +726,36 @@ static char *put_values(char *p, const struct val v[EC__N])
 
 static int val_equal(const struct val *a, const struct val *b)
 {
-	return a->t == b->t && (a->t == V_NULL || (a->t == V_INT ? a->i == b->i : !strcmp(a->s, b->s)));
+	return a->t == b->t &&
+	       (a->t == V_NULL ||
+		(a->t == V_INT ? a->i == b->i : a->s == b->s || (a->s[0] == b->s[0] && !strcmp(a->s, b->s))));
+}
+
+/* Columns whose texts are static names (state_name, rm_outcome_name): the base keeps the pointer, not a copy. */
+static int static_text(int c)
+{
+	return c == EC_STATE || c == EC_OUTCOME;
 }
 
 static void base_clear(struct rm_store *st)
 {
 	for (int c = 0; c < EC__N; c++)
-		if (st->arc_base[c].t == V_TEXT)
+		if (st->arc_base[c].t == V_TEXT && !static_text(c))
 			g_free((char *)st->arc_base[c].s);
 	memset(st->arc_base, 0, sizeof(st->arc_base));
 	st->arc_base_len = 0;
 }
 
 /* The chunk's first epoch becomes its base (texts copied, its JSON array kept for the row). */
-static void base_set(struct rm_store *st, const struct val v[EC__N])
+static void base_set(struct rm_store *st, const struct rm_epoch *e, const struct val v[EC__N])
 {
+	st->arc_base_family = e->key.family;
+	memcpy(st->arc_base_src, e->key.src, sizeof(st->arc_base_src));
+	memcpy(st->arc_base_dst, e->key.dst, sizeof(st->arc_base_dst));
 	base_clear(st);
 	for (int c = 0; c < EC__N; c++) {
 		st->arc_base[c] = v[c];
-		if (v[c].t == V_TEXT)
+		if (v[c].t == V_TEXT && !static_text(c))
 			st->arc_base[c].s = g_strdup(v[c].s);
 	}
 	st->arc_base_len = (size_t)(put_values(st->arc_base_json, v) - st->arc_base_json);
@@ -740,31 +765,65 @@ static void base_set(struct rm_store *st, const struct val v[EC__N])
  * Append an epoch to the archive chunk: the columns that differ from the
  * chunk's base as an object ({"a":1,...}), or all of them as an array when
  * it is NULL where the base is not (an object cannot say "NULL here").
+ * Built from the epoch's fields: an address is written as text only when
+ * its octets differ from the base's (the same octets and family give the
+ * same text), which in a chunk of one exporter is almost never.
  */
 static int archive_add(struct rm_store *st, const struct rm_epoch *e)
 {
 	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
 	struct val v[EC__N];
 	const struct val *b = st->arc_base;
-	int full = 0;
+	int full = 0, same_src, same_dst;
+	uint64_t diff = 0; /* bit c: column c differs from the base */
 	char *p;
 
-	epoch_values(e, v, src, dst);
 	if (buf_reserve(st, ARC_ENTRY_MAX + 2) < 0)
 		return -1;
-	if (st->arc_len == 0)
-		base_set(st, v);
+	if (st->arc_len == 0) {
+		epoch_values(e, v, src, dst);
+		base_set(st, e, v);
+	} else {
+		epoch_fields(e, v);
+	}
+	same_src = st->arc_base_family == e->key.family && !memcmp(st->arc_base_src, e->key.src, 16);
+	same_dst = st->arc_base_family == e->key.family && !memcmp(st->arc_base_dst, e->key.dst, 16);
+	if (!v[EC_SRC].s) {
+		v[EC_SRC].s = src;
+		if (!same_src)
+			addr_text(&e->key, e->key.src, src, INET6_ADDRSTRLEN);
+	}
+	if (!v[EC_DST].s) {
+		v[EC_DST].s = dst;
+		if (!same_dst)
+			addr_text(&e->key, e->key.dst, dst, INET6_ADDRSTRLEN);
+	}
+	/* One pass: which columns differ from the base, and whether one is NULL where the base is not. */
+	for (int c = 0; c < EC__N; c++) {
+		if (c == EC_SRC || c == EC_DST) {
+			if (!(c == EC_SRC ? same_src : same_dst))
+				diff |= 1ULL << c;
+		} else if (v[c].t == V_INT && b[c].t == V_INT) {
+			if (v[c].i != b[c].i)
+				diff |= 1ULL << c;
+		} else if (!val_equal(&v[c], &b[c])) {
+			diff |= 1ULL << c;
+			full |= v[c].t == V_NULL;
+		}
+	}
 	p = st->arc + st->arc_len;
 	*p++ = st->arc_len == 0 ? '[' : ',';
-	for (int c = 0; c < EC__N && !full; c++)
-		full = v[c].t == V_NULL && b[c].t != V_NULL;
 	if (full) {
+		if (same_src) /* the texts were not written: they are the base's */
+			v[EC_SRC].s = b[EC_SRC].s;
+		if (same_dst)
+			v[EC_DST].s = b[EC_DST].s;
 		p = put_values(p, v);
 	} else {
 		char sep = '{';
 
-		for (int c = 0; c < EC__N; c++) {
-			if (val_equal(&v[c], &b[c]))
+		for (int c = 0; diff; c++, diff >>= 1) {
+			if (!(diff & 1))
 				continue;
 			*p++ = sep;
 			*p++ = '"';
