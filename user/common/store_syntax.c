@@ -99,8 +99,8 @@ int rm_store_url_parse(const char *url, char *base, size_t baselen, char *databa
 		snprintf(database, dblen, "%s", db);
 	return 0;
 bad:
-	snprintf(err, errlen, "'%s' is not clickhouse:http[s]://HOST[:PORT][/][?database=DB] (DB: letters, digits, '_')",
-		 url);
+	snprintf(err, errlen,
+		 "'%s' is not clickhouse:http[s]://HOST[:PORT][/][?database=DB] (DB: letters, digits, '_')", url);
 	return -EINVAL;
 }
 

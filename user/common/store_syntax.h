@@ -10,9 +10,9 @@
 
 #include <stddef.h>
 
-#define RM_COLLECTOR_ID_MAX 64 /* octets of a collector ID */
-#define RM_CH_HTTP_PORT     8123 /* a URL without a port: ClickHouse's HTTP ports */
-#define RM_CH_HTTPS_PORT    8443
+#define RM_COLLECTOR_ID_MAX    64   /* octets of a collector ID */
+#define RM_CH_HTTP_PORT        8123 /* a URL without a port: ClickHouse's HTTP ports */
+#define RM_CH_HTTPS_PORT       8443
 #define RM_CH_DEFAULT_DATABASE "default"
 
 /*
