@@ -121,8 +121,9 @@ struct rm_chstore {
 	int down;            /* the last INSERT failed */
 	int reached;         /* ClickHouse answered in this run (a query at the start or an INSERT) */
 	unsigned spool_left; /* batches of the spool file not inserted yet: the file is removed at 0 */
-	char spool_what[200]; /* what the spool file read at the start holds, in the words of the logs */
 	int stopping;        /* close: insert what waits until stop_at_ms, then end */
+	/* what the spool file read at the start holds, in the words of the logs */
+	char spool_what[200];
 	uint64_t stop_at_ms;
 	pthread_t thread;
 	int thread_up;
@@ -1041,7 +1042,8 @@ static int spool_read(struct rm_chstore *cs, struct batch **out, unsigned *n, ch
 	if (!off)
 		goto bad;
 	if (*store && strcmp(store, cs->store_name)) {
-		snprintf(err, errlen, "%s: rows of the store %.300s, not of %.300s", cs->spool_path, store, cs->store_name);
+		snprintf(err, errlen, "%s: rows of the store %.300s, not of %.300s", cs->spool_path, store,
+			 cs->store_name);
 		g_free(data);
 		return -1;
 	}
@@ -1113,23 +1115,26 @@ static void spool_others(struct rm_chstore *cs)
 		const char *rest = name + idlen + 1; /* "spool" (the first version) or "TAG.spool" */
 
 		if (strncmp(name, cs->id, idlen) || name[idlen] != '.' || !strcmp(name, mine) ||
-		    (strcmp(rest, "spool") &&
-		     (strlen(rest) != RM_CHSTORE_SPOOL_TAG_LEN + 6 || strcmp(rest + RM_CHSTORE_SPOOL_TAG_LEN, ".spool") ||
-		      strspn(rest, "0123456789abcdef") != RM_CHSTORE_SPOOL_TAG_LEN)))
+		    (strcmp(rest, "spool") && (strlen(rest) != RM_CHSTORE_SPOOL_TAG_LEN + 6 ||
+					       strcmp(rest + RM_CHSTORE_SPOOL_TAG_LEN, ".spool") ||
+					       strspn(rest, "0123456789abcdef") != RM_CHSTORE_SPOOL_TAG_LEN)))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", cs->spool_dir, name);
 		if (!g_file_get_contents(path, &data, &len, NULL))
 			continue;
 		if (!spool_header(data, len, store, sizeof(store)))
-			rm_log(RM_LOG_WARNING, "ClickHouse store: %s is not a spool file of this version: not sent", path);
+			rm_log(RM_LOG_WARNING, "ClickHouse store: %s is not a spool file of this version: not sent",
+			       path);
 		else if (!*store)
 			rm_log(RM_LOG_WARNING,
 			       "ClickHouse store: the spool %s of an earlier version names no store: not sent; if its "
-			       "rows belong to this store (%s), rename it to %s and start collect again; else remove it",
+			       "rows belong to this store (%s), rename it to %s and start collect again; else remove "
+			       "it",
 			       path, cs->store_name, cs->spool_path);
 		else
 			rm_log(RM_LOG_WARNING,
-			       "ClickHouse store: the spool %s holds rows of another store (%s): not sent here; to send "
+			       "ClickHouse store: the spool %s holds rows of another store (%s): not sent here; to "
+			       "send "
 			       "them, run collect once with --store clickhouse:%s, the same --collector-id and "
 			       "--store-spool-dir (and that store's credentials); or remove the file to give them up",
 			       path, store, store);

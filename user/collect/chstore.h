@@ -96,7 +96,7 @@
 #define RM_CHSTORE_CONNECT_MS       2000        /* the sender's connect timeout */
 #define RM_CHSTORE_REQUEST_MS       10000       /* the sender's timeout per INSERT */
 #define RM_CHSTORE_BUFFER_DEFAULT   (64u << 20) /* buffer_bytes by default (store_buffer_bytes) */
-#define RM_CHSTORE_COLLECTOR_ID_MAX RM_COLLECTOR_ID_MAX /* octets of a collector ID */
+#define RM_CHSTORE_COLLECTOR_ID_MAX 64          /* octets of a collector ID: RM_COLLECTOR_ID_MAX */
 #define RM_CHSTORE_HEARTBEAT_MS     2000        /* the runs row written again this often */
 /* A run written within this may be running: run_start watches it. */
 #define RM_CHSTORE_LIVE_MS       (3 * RM_CHSTORE_HEARTBEAT_MS)

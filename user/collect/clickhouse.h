@@ -14,9 +14,9 @@
 
 #include "common/store_syntax.h" /* the URL syntax, RM_CH_*_PORT, RM_CH_DEFAULT_DATABASE */
 
-#define RM_CH_CONNECT_TIMEOUT_MS 5000  /* TCP and TLS connect, per request */
-#define RM_CH_TIMEOUT_MS         30000 /* a whole request, body and result included */
-#define RM_CH_DEFAULT_USER       "default" /* ClickHouse's user when a credentials file names none */
+#define RM_CH_CONNECT_TIMEOUT_MS 5000         /* TCP and TLS connect, per request */
+#define RM_CH_TIMEOUT_MS         30000        /* a whole request, body and result included */
+#define RM_CH_DEFAULT_USER       "default"    /* ClickHouse's user when a credentials file names none */
 #define RM_CH_MAX_RESULT         (256u << 20) /* octets of one result kept in memory */
 
 /* Where a ClickHouse server is and how to log in. Plain data: copy freely. */
