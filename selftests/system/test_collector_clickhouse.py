@@ -885,18 +885,20 @@ def test_heartbeat_replaces_waiting_runs_row(tmp_path, pki):
         store_init(ch)
         cid = f"beat-{os.getpid()}"
         c = CHCollector(tmp_path, pki, ch, cid, "--metrics", "127.0.0.1:0")
-        wait_for(lambda: metrics(c)["rocemeter_collector_store_buffer_bytes"] == 0, "the run's rows sent")
-        ch.stop()
-        wait_for(lambda: metrics(c)["rocemeter_collector_store_buffer_bytes"] > 0, "a heartbeat waiting")
-        time.sleep(5)  # two more heartbeats: one in flight, one waiting
-        first = metrics(c)["rocemeter_collector_store_buffer_bytes"]
-        time.sleep(7)  # three more heartbeats
-        last = metrics(c)["rocemeter_collector_store_buffer_bytes"]
-        assert last == first, (first, last)
-        assert last <= metrics(c)["rocemeter_collector_store_buffer_capacity_bytes"]
-        ch.start()
-        wait_for(lambda: metrics(c)["rocemeter_collector_store_buffer_bytes"] == 0, "rows sent")
-        assert c.stop() == 0
+        try:
+            wait_for(lambda: metrics(c)["rocemeter_collector_store_buffer_bytes"] == 0, "the run's rows sent")
+            ch.stop()
+            wait_for(lambda: metrics(c)["rocemeter_collector_store_buffer_bytes"] > 0, "a heartbeat waiting")
+            time.sleep(5)  # two more heartbeats: one in flight, one waiting
+            first = metrics(c)["rocemeter_collector_store_buffer_bytes"]
+            time.sleep(7)  # three more heartbeats
+            last = metrics(c)["rocemeter_collector_store_buffer_bytes"]
+            assert last == first, (first, last)
+            assert last <= metrics(c)["rocemeter_collector_store_buffer_capacity_bytes"]
+            ch.start()
+            wait_for(lambda: metrics(c)["rocemeter_collector_store_buffer_bytes"] == 0, "rows sent")
+        finally:
+            assert c.stop() == 0
 
 
 def test_spool_dir_unsafe_refused(tmp_path):
