@@ -572,7 +572,7 @@ def test_sigterm_while_clickhouse_down_spooled(tmp_path, pki):
         c.wait_for(lambda: "ClickHouse store unavailable" in c.log(), "the store unavailable")
         assert c.stop() == 0
         log = c.log()
-        spool = os.path.join(c.spool, f"{cid}.spool")
+        spool = os.path.join(c.spool, spool_name(ch.url, cid))
         assert os.path.exists(spool), log
         assert "spooled to" in log and "not spooled" not in log and "since the last line" not in log, log
         ch.start()
@@ -601,7 +601,7 @@ def test_spool_waits_while_clickhouse_stays_down(tmp_path, pki):
         cid = f"respool-{os.getpid()}"
         c = CHCollector(tmp_path, pki, ch, cid)
         ch.stop()
-        spool = os.path.join(c.spool, f"{cid}.spool")
+        spool = os.path.join(c.spool, spool_name(ch.url, cid))
         for first, n in ((1, 50), (51, 30)):
             if first > 1:
                 c = CHCollector(tmp_path, pki, ch, cid)
@@ -770,3 +770,168 @@ def test_startup_log_and_buffer_metrics(tmp_path, pki):
         ch.start()
         wait_for(lambda: metrics(c)["rocemeter_collector_store_buffer_bytes"] == 0, "rows sent")
         assert c.stop() == 0
+
+
+# ------------------------------------------------------------ a second operator trial
+
+def spool_name(url, cid):
+    """docs/fleet.md "Spool": COLLECTOR_ID.STORE.spool, STORE the first 12 hexadecimal digits of the
+    SHA-256 of the store's base URL and database as "http[s]://HOST:PORT/?database=DB"."""
+    import hashlib
+    base, db = url[len("clickhouse:"):].split("?database=")
+    return f"{cid}.{hashlib.sha256(f'{base}?database={db}'.encode()).hexdigest()[:12]}.spool"
+
+
+def spool_files(c):
+    return sorted(f for f in os.listdir(c.spool) if f.endswith(".spool")) if os.path.isdir(c.spool) else []
+
+
+def test_spool_counts_same_at_close_and_start(tmp_path, pki):
+    """docs/fleet.md "Spool": the spool's close line and the next start's line count the same things
+    (first principles: 50 one-report final epochs = 50 epoch outcomes in both lines)."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"counts-{os.getpid()}"
+        c = CHCollector(tmp_path, pki, ch, cid)
+        ch.stop()
+        recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(1, 51)]
+        tc.send_session(c, tc.templates_msg(), tc.data_msg(*recs))
+        c.wait_for(lambda: "ClickHouse store unavailable" in c.log(), "the store unavailable")
+        assert c.stop() == 0
+        m = re.search(r"spooled to \S+ .*?: (\d+) epoch outcomes, (\d+) raw records", c.log())
+        assert m and int(m.group(1)) == 50, c.log()
+        ch.start()
+        c = CHCollector(tmp_path, pki, ch, cid)
+        c.wait_for(lambda: not spool_files(c), "the spool sent and removed")
+        assert c.stop() == 0
+        s = re.search(r"the spool \S+ \((\d+) epoch outcomes, (\d+) raw records[^)]*\) sent and removed", c.log())
+        assert s and s.groups() == m.groups(), c.log()
+
+
+def test_spool_of_another_store_not_sent(tmp_path, pki):
+    """A spool written by runs against another store (here ?database=nosuch while ClickHouse was
+    down) is not sent to this one: it is kept, and the log names its store and how to send or
+    remove it; nothing of those runs arrives in this database. Runs that never reached ClickHouse
+    and received no session leave nothing to spool."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"other-{os.getpid()}"
+        ch.stop()
+        nosuch = ch.url.split("?")[0] + "?database=nosuch"
+        spool = str(tmp_path / "spool")
+
+        def collector(url):
+            c = tc.Collector(tmp_path, pki, "--store", url, "--store-credentials", ch.credentials,
+                             "--collector-id", cid, "--store-spool-dir", spool)
+            c.spool, c.ch, c.cid = spool, ch, cid
+            return c
+        for _ in range(3):  # runs without a session: nothing to keep
+            c = collector(nosuch)
+            assert c.stop() == 0
+        assert spool_files(c) == [], (spool_files(c), c.log())
+        c = collector(nosuch)
+        recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(1, 21)]
+        tc.send_session(c, tc.templates_msg(), tc.data_msg(*recs))
+        c.wait_for(lambda: "ClickHouse store unavailable" in c.log(), "the store unavailable")
+        assert c.stop() == 0
+        (theirs,) = spool_files(c)
+        ch.start()
+        c = collector(ch.url)
+        c.wait_for(lambda: "database=nosuch" in c.log(), "the other store's spool named")
+        assert c.stop() == 0
+        line = next(x for x in c.log().splitlines() if "database=nosuch" in x)
+        assert theirs in line and "not sent" in line and "--store" in line and "remove" in line, line
+        assert theirs in spool_files(c)
+        got = jrows(ch, f"SELECT count() AS n FROM epochs WHERE collector_id = '{cid}'")
+        assert got[0]["n"] == 0
+
+
+def test_refusal_291_and_164_at_start(tmp_path):
+    """ClickHouse codes 291 (a user restricted with allow_databases given another ?database=) and
+    164 (a readonly user, such as the report user, given to collect) are configuration errors at
+    start: exit 2 with the fix, as the codes of test_refusal_at_start_is_configuration_error."""
+    with server(tmp_path / "ch") as ch:
+        users = os.path.join(ch.root, "users.xml")
+        with open(users) as f:
+            text = f.read()
+        net = "<networks><ip>127.0.0.1</ip></networks><profile>{p}</profile><quota>default</quota>"
+        extra = (f"<limited><password>pw-limited</password>{net.format(p='default')}"
+                 f"<allow_databases><database>{DATABASE}</database></allow_databases></limited>"
+                 f"<ro><password>pw-ro</password>{net.format(p='ro')}</ro>")
+        text = text.replace("</users>", extra + "</users>")
+        text = text.replace("</profiles>", "<ro><readonly>1</readonly></ro></profiles>")
+        ch.stop()
+        with open(users, "w") as f:
+            f.write(text)
+        ch.start()
+        store_init(ch)
+        ch.query("CREATE DATABASE IF NOT EXISTS other")
+        base = ch.url.split("?")[0]
+        for user, url, code, hint in (("limited", base + "?database=other", "291", "allow_databases"),
+                                      ("ro", ch.url, "164", "readonly")):
+            cred = tmp_path / f"{user}.cred"
+            cred.write_text(f"user={user}\npassword=pw-{user}\n")
+            cred.chmod(0o600)
+            r = collect_once(tmp_path, url, "--store-credentials", str(cred), "--collector-id", f"c-{user}")
+            assert r.returncode == 2, (user, r.returncode, r.stderr)
+            assert "listening on" not in r.stderr and f"Code: {code}" in r.stderr and hint in r.stderr, r.stderr
+
+
+def test_heartbeat_replaces_waiting_runs_row(tmp_path, pki):
+    """During an outage the runs row's heartbeat replaces the one waiting: the buffer gauge stays the
+    same across heartbeats (RM_CHSTORE_HEARTBEAT_MS 2 s; waits of several heartbeats are an order,
+    not a speed) and within store_buffer_bytes."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"beat-{os.getpid()}"
+        c = CHCollector(tmp_path, pki, ch, cid, "--metrics", "127.0.0.1:0")
+        try:
+            wait_for(lambda: metrics(c)["rocemeter_collector_store_buffer_bytes"] == 0, "the run's rows sent")
+            ch.stop()
+            wait_for(lambda: metrics(c)["rocemeter_collector_store_buffer_bytes"] > 0, "a heartbeat waiting")
+            time.sleep(5)  # two more heartbeats: one in flight, one waiting
+            first = metrics(c)["rocemeter_collector_store_buffer_bytes"]
+            time.sleep(7)  # three more heartbeats
+            last = metrics(c)["rocemeter_collector_store_buffer_bytes"]
+            assert last == first, (first, last)
+            assert last <= metrics(c)["rocemeter_collector_store_buffer_capacity_bytes"]
+            ch.start()
+            wait_for(lambda: metrics(c)["rocemeter_collector_store_buffer_bytes"] == 0, "rows sent")
+        finally:
+            assert c.stop() == 0
+
+
+def test_spool_dir_unsafe_refused(tmp_path):
+    """A spool directory writable by group or others is refused at start (exit 2, its path, its mode
+    and the fix): another user could plant or replace the rows sent at the next start. No server is
+    needed: the check comes before ClickHouse is contacted."""
+    d = tmp_path / "spool"
+    d.mkdir()
+    d.chmod(0o777)
+    port = tc.free_port()
+    r = collect_once(tmp_path, f"clickhouse:http://127.0.0.1:{port}/?database={DATABASE}", "--collector-id", "unsafe")
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert str(d) in r.stderr and "0777" in r.stderr and "chmod" in r.stderr, r.stderr
+
+
+def test_spool_tmp_symlink_not_followed(tmp_path, pki):
+    """The spool's temporary file is created anew (O_EXCL after removing a stale one, O_NOFOLLOW): a
+    symbolic link planted at its name is not written through."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"link-{os.getpid()}"
+        c = CHCollector(tmp_path, pki, ch, cid)
+        target = tmp_path / "target"
+        target.write_text("untouched")
+        ch.stop()
+        recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(1, 6)]
+        tc.send_session(c, tc.templates_msg(), tc.data_msg(*recs))
+        c.wait_for(lambda: "ClickHouse store unavailable" in c.log(), "the store unavailable")
+        os.makedirs(c.spool, mode=0o700, exist_ok=True)
+        for name in os.listdir(c.spool):
+            os.unlink(os.path.join(c.spool, name))
+        for n in (f"{cid}.spool.tmp", spool_name(ch.url, cid) + ".tmp"):
+            os.symlink(target, os.path.join(c.spool, n))
+        assert c.stop() == 0
+        assert target.read_bytes() == b"untouched"
+        assert "spooled to" in c.log(), c.log()

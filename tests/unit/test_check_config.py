@@ -167,6 +167,28 @@ def test_collect_store_refused(tmp_path, text, line, message):
     assert p.returncode == 2 and p.stderr.startswith("rocemeter check-config: " + where + message), p.stderr
 
 
+@pytest.mark.parametrize("text,line,message", [
+    ("store = clickhouse:http://127.0.0.1:8123/?database=bad-name\n", 3,
+     "store: 'clickhouse:http://127.0.0.1:8123/?database=bad-name' is not "
+     "clickhouse:http[s]://HOST[:PORT][/][?database=DB] (DB: letters, digits, '_')"),
+    ("store = clickhouse:http://user:pw@127.0.0.1:8123/\n", 3,
+     "store: 'clickhouse:http://user:pw@127.0.0.1:8123/': no user or password in the URL"),
+    ("store = clickhouse:http://127.0.0.1:8123/?database=rocemeter\ncollector_id = bad id!\n", 4,
+     "collector_id: 'bad id!' is not 1..64 letters, digits, '.', '-', '_' or ':'"),
+])
+def test_collect_store_syntax_as_collect(tmp_path, text, line, message):
+    """docs/configuration.md: check-config and collect never disagree: a store URL or a collector ID
+    that collect refuses with exit 2 is refused by check-config too, with the file, line and reason
+    (the syntax of docs/fleet.md; no server is contacted)."""
+    f = tmp_path / "c.conf"
+    f.write_text("[collect]\nlisten = :4740\n%stransport = tcp\n" % text)
+    where = "%s:%d: " % (f, line)
+    p = check(f)
+    assert p.returncode == 2 and p.stderr.startswith("rocemeter check-config: " + where + message), p.stderr
+    c = subprocess.run([ROCEMETER, "collect", "--config", str(f)], capture_output=True, text=True, timeout=30)
+    assert c.returncode == 2 and c.stderr.startswith("rocemeter collect: " + where + message), c.stderr
+
+
 @pytest.mark.parametrize("path", ["/tmp", "/dev/zero"])
 def test_not_a_file(path):
     p = check(path)

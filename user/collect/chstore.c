@@ -80,7 +80,7 @@ struct drop_row {
 struct rm_chstore {
 	struct rm_ch_conf conf;
 	char id[RM_CHSTORE_COLLECTOR_ID_MAX + 1];
-	char err[1400];
+	char err[4096];
 	uint64_t bound;
 
 	/* The collector's thread. */
@@ -99,8 +99,11 @@ struct rm_chstore {
 	GHashTable *drops_unlogged_by_session;    /* int64 session ID -> uint64 drops since that line */
 	char drops_last[200];                     /* the last drop's detail */
 	uint64_t last_heartbeat_ms;
-	char spool_path[512];
+	char store_name[700]; /* "BASE?database=DB": the store a spool file belongs to */
+	char spool_dir[512];
+	char spool_path[640]; /* spool_dir/ID.TAG.spool, TAG from store_name (chstore.h) */
 	int recovered;
+	uint64_t sessions_started; /* in this run */
 	struct {
 		uint64_t started_ms, stopped_ms;
 		char *listen, *transport;
@@ -116,8 +119,11 @@ struct rm_chstore {
 	uint64_t queued_bytes;      /* octets in the queue and in flight */
 	uint64_t inserted_rows;
 	int down;            /* the last INSERT failed */
+	int reached;         /* ClickHouse answered in this run (a query at the start or an INSERT) */
 	unsigned spool_left; /* batches of the spool file not inserted yet: the file is removed at 0 */
 	int stopping;        /* close: insert what waits until stop_at_ms, then end */
+	/* what the spool file read at the start holds, in the words of the logs */
+	char spool_what[200];
 	uint64_t stop_at_ms;
 	pthread_t thread;
 	int thread_up;
@@ -664,13 +670,14 @@ static void *sender(void *arg)
 		}
 		backoff = RM_CHSTORE_RETRY_MIN_MS;
 		cs->inflight = NULL;
+		cs->reached = 1;
 		while (group) {
 			struct batch *next = group->next;
 
 			cs->queued_bytes -= group->bytes;
 			if (group->from_spool && cs->spool_left && !--cs->spool_left && unlink(cs->spool_path) == 0)
-				rm_log(RM_LOG_NOTICE, "ClickHouse store: the spool %s sent and removed",
-				       cs->spool_path);
+				rm_log(RM_LOG_NOTICE, "ClickHouse store: the spool %s (%s) sent and removed",
+				       cs->spool_path, cs->spool_what);
 			batch_free(group);
 			group = next;
 		}
@@ -815,12 +822,19 @@ const char *rm_chstore_refusal_hint(const char *err)
 		       "user with the privileges of docs/fleet.md)";
 	if (code == 81 || code == 60)
 		return "the database or its tables are missing: run `rocemeter collect --store-init` with this --store";
+	if (code == 291)
+		return "the user of store_credentials may not use this database (its allow_databases): check the "
+		       "store URL's ?database= or the user's allow_databases (docs/fleet.md)";
+	if (code == 164)
+		return "the user of store_credentials is readonly (such as the report user): give collect the writer "
+		       "user of docs/fleet.md";
 	return NULL;
 }
 
 /* ---------------- the spool file ---------------- */
 
-static const char spool_magic[8] = { 'R', 'M', 'S', 'P', 'O', 'O', 'L', '1' };
+static const char spool_magic_v1[8] = { 'R', 'M', 'S', 'P', 'O', 'O', 'L', '1' };
+static const char spool_magic[8] = { 'R', 'M', 'S', 'P', 'O', 'O', 'L', '2' };
 
 static int put_le(FILE *f, uint64_t v, int n)
 {
@@ -841,30 +855,103 @@ static uint64_t get_le(const uint8_t *p, int n)
 }
 
 /*
- * The unsent tables of batches (the inflight group, then the queue) into
- * cs->spool_path: the magic, then per batch 'B', retired, raw, conns (u32
- * LE) and per table its length (u64 LE) and rows (0 when sent). Written
- * to a temporary name, synced and renamed: the file is whole or absent.
- * 0, or -errno with err.
+ * The spool directory may hold rows that the next start sends with this
+ * collector's credentials: it must be this user's and writable by nobody
+ * else (as OpenSSH's checks of ~/.ssh). Missing is fine (created at close,
+ * mode 0700). 0, or -EPERM / -errno with err naming it, its owner or mode
+ * and the fix.
  */
-static int spool_write(struct rm_chstore *cs, struct batch *const lists[2], char *err, size_t errlen)
+static int spool_dir_check(const char *dir, char *err, size_t errlen)
 {
-	char dir[sizeof(cs->spool_path)], tmp[sizeof(cs->spool_path) + 8];
-	char *slash;
+	struct stat st;
+
+	if (lstat(dir, &st) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "store_spool_dir %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "store_spool_dir %s: not a directory (a symbolic link is not followed)", dir);
+		return -ENOTDIR;
+	}
+	if (st.st_uid != geteuid()) {
+		snprintf(err, errlen,
+			 "store_spool_dir %s: owned by uid %u, not by the collector's user (uid %u): chown it, or "
+			 "use a directory of the collector's user",
+			 dir, (unsigned)st.st_uid, (unsigned)geteuid());
+		return -EPERM;
+	}
+	if (st.st_mode & 022) {
+		snprintf(err, errlen,
+			 "store_spool_dir %s: mode %04o: writable by group or others, who could plant the rows sent "
+			 "at the next start: chmod 700 %s",
+			 dir, (unsigned)(st.st_mode & 07777), dir);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Does table t of batch b go to the spool? Unsent rows; not the run's own runs and limits rows when skip_run. */
+static int spool_table(const struct batch *b, int t, int skip_run)
+{
+	if (b->sent[t] || !b->body[t]->len)
+		return 0;
+	return !(skip_run && !b->from_spool && (t == T_RUNS || t == T_LIMITS));
+}
+
+/*
+ * The unsent tables of batches (the inflight group, then the queue) into
+ * cs->spool_path as ONE batch (the rows of each table in their order; so a
+ * spool written again and again does not grow by batches): the magic, the
+ * store's name (u32 LE length, octets), then 'B', retired, raw, conns (u32
+ * LE) and per table its length (u64 LE) and rows. skip_run: leave out the
+ * run's own runs and limits rows (a run that never reached ClickHouse and
+ * received no session). Written to a temporary name created anew
+ * (O_EXCL after removing a stale one, O_NOFOLLOW), synced and renamed:
+ * the file is whole or absent. *what gets the counts in words. 0 (also
+ * when there is nothing to write: no file, *what empty), or -errno with err.
+ */
+static int spool_write(struct rm_chstore *cs, struct batch *const lists[2], int skip_run, char *what, size_t whatlen,
+		       char *err, size_t errlen)
+{
+	char tmp[sizeof(cs->spool_path) + 8];
+	uint64_t len[T__N] = { 0 }, retired = 0, raw = 0, conns = 0, total = 0;
 	FILE *f;
 	int fd, rc = 0;
 
-	snprintf(dir, sizeof(dir), "%s", cs->spool_path);
-	slash = strrchr(dir, '/');
-	if (slash && slash != dir)
-		*slash = '\0';
-	if (slash && mkdir(dir, 0700) < 0 && errno != EEXIST) {
+	*what = '\0';
+	for (int q = 0; q < 2; q++)
+		for (const struct batch *b = lists[q]; b; b = b->next) {
+			for (int t = 0; t < T__N; t++)
+				if (spool_table(b, t, skip_run))
+					len[t] += b->body[t]->len;
+			retired += b->sent[T_EPOCHS] ? 0 : b->retired;
+			raw += b->sent[T_RAW] ? 0 : b->raw;
+			conns += b->sent[T_CONNS] ? 0 : b->conns;
+		}
+	for (int t = 0; t < T__N; t++)
+		total += len[t];
+	if (!total)
+		return 0;
+	snprintf(what, whatlen,
+		 "%" PRIu64 " epoch outcomes, %" PRIu64 " raw records, %" PRIu64 " counts of refused connections, "
+		 "%" PRIu64 " octets of rows in all",
+		 retired, raw, conns, total);
+	if (mkdir(cs->spool_dir, 0700) < 0 && errno != EEXIST) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: %s", dir, strerror(-rc));
+		snprintf(err, errlen, "%s: %s", cs->spool_dir, strerror(-rc));
 		return rc;
 	}
+	if ((rc = spool_dir_check(cs->spool_dir, err, errlen)) < 0)
+		return rc;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", cs->spool_path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (unlink(tmp) < 0 && errno != ENOENT) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", tmp, strerror(-rc));
+		return rc;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 || !(f = fdopen(fd, "wb"))) {
 		rc = -errno;
 		snprintf(err, errlen, "%s: %s", tmp, strerror(-rc));
@@ -872,18 +959,21 @@ static int spool_write(struct rm_chstore *cs, struct batch *const lists[2], char
 			close(fd);
 		return rc;
 	}
-	if (fwrite(spool_magic, 1, sizeof(spool_magic), f) != sizeof(spool_magic))
+	errno = 0;
+	if (fwrite(spool_magic, 1, sizeof(spool_magic), f) != sizeof(spool_magic) ||
+	    put_le(f, strlen(cs->store_name), 4) ||
+	    fwrite(cs->store_name, 1, strlen(cs->store_name), f) != strlen(cs->store_name))
 		rc = -1;
-	for (int q = 0; q < 2 && !rc; q++)
-		for (const struct batch *b = lists[q]; b && !rc; b = b->next) {
-			rc = fputc('B', f) == EOF || put_le(f, b->retired, 4) || put_le(f, b->raw, 4) ||
-			     put_le(f, b->conns, 4);
-			for (int t = 0; t < T__N && !rc; t++) {
-				size_t n = b->sent[t] ? 0 : b->body[t]->len;
-
-				rc = put_le(f, n, 8) || (n && fwrite(b->body[t]->data, 1, n, f) != n);
-			}
-		}
+	if (!rc)
+		rc = fputc('B', f) == EOF || put_le(f, retired, 4) || put_le(f, raw, 4) || put_le(f, conns, 4);
+	for (int t = 0; t < T__N && !rc; t++) {
+		rc = put_le(f, len[t], 8);
+		for (int q = 0; q < 2 && !rc; q++)
+			for (const struct batch *b = lists[q]; b && !rc; b = b->next)
+				if (spool_table(b, t, skip_run) &&
+				    fwrite(b->body[t]->data, 1, b->body[t]->len, f) != b->body[t]->len)
+					rc = -1;
+	}
 	if (!rc && (fflush(f) || fsync(fileno(f))))
 		rc = -1;
 	if (rc) {
@@ -904,6 +994,29 @@ static int spool_write(struct rm_chstore *cs, struct batch *const lists[2], char
 }
 
 /*
+ * The store a spool file's contents belong to: after the magic of this
+ * version, its name into store; "" for a file of the first version (no
+ * name). Returns the offset of the first batch, or 0 when data is not a
+ * spool file.
+ */
+static size_t spool_header(const char *data, size_t len, char *store, size_t storelen)
+{
+	uint64_t n;
+
+	*store = '\0';
+	if (len >= sizeof(spool_magic_v1) && !memcmp(data, spool_magic_v1, sizeof(spool_magic_v1)))
+		return sizeof(spool_magic_v1);
+	if (len < sizeof(spool_magic) + 4 || memcmp(data, spool_magic, sizeof(spool_magic)))
+		return 0;
+	n = get_le((const uint8_t *)data + sizeof(spool_magic), 4);
+	if (n > len - sizeof(spool_magic) - 4 || n >= storelen)
+		return 0;
+	memcpy(store, data + sizeof(spool_magic) + 4, n);
+	store[n] = '\0';
+	return sizeof(spool_magic) + 4 + n;
+}
+
+/*
  * The batches of the spool file (from_spool set), in order, into *out;
  * *n their number. 0 (also when there is no file: *out NULL), or -1 when
  * the file cannot be read or is malformed (err says why).
@@ -911,9 +1024,10 @@ static int spool_write(struct rm_chstore *cs, struct batch *const lists[2], char
 static int spool_read(struct rm_chstore *cs, struct batch **out, unsigned *n, char *err, size_t errlen)
 {
 	gchar *data = NULL;
-	gsize len = 0, off = sizeof(spool_magic);
+	gsize len = 0, off;
 	GError *gerr = NULL;
 	struct batch **tail = out;
+	char store[sizeof(cs->store_name)];
 
 	*out = NULL;
 	*n = 0;
@@ -924,8 +1038,15 @@ static int spool_read(struct rm_chstore *cs, struct batch **out, unsigned *n, ch
 		g_error_free(gerr);
 		return -1;
 	}
-	if (len < sizeof(spool_magic) || memcmp(data, spool_magic, sizeof(spool_magic)))
+	off = spool_header(data, len, store, sizeof(store));
+	if (!off)
 		goto bad;
+	if (*store && strcmp(store, cs->store_name)) {
+		snprintf(err, errlen, "%s: rows of the store %.300s, not of %.300s", cs->spool_path, store,
+			 cs->store_name);
+		g_free(data);
+		return -1;
+	}
 	while (off < len) {
 		const uint8_t *p = (const uint8_t *)data;
 		struct batch *b;
@@ -973,6 +1094,55 @@ bad:
 	return -1;
 }
 
+/*
+ * Spool files of this collector ID for other stores (another URL or
+ * database: other names, chstore.h), and one of the first version (no
+ * store named): not sent here, logged with their store and what to do.
+ */
+static void spool_others(struct rm_chstore *cs)
+{
+	GDir *d = g_dir_open(cs->spool_dir, 0, NULL);
+	const char *name, *mine = strrchr(cs->spool_path, '/') + 1;
+	size_t idlen = strlen(cs->id);
+
+	if (!d)
+		return;
+	while ((name = g_dir_read_name(d))) {
+		char path[sizeof(cs->spool_path) + 256], store[sizeof(cs->store_name)];
+		gchar *data = NULL;
+		gsize len = 0;
+
+		const char *rest = name + idlen + 1; /* "spool" (the first version) or "TAG.spool" */
+
+		if (strncmp(name, cs->id, idlen) || name[idlen] != '.' || !strcmp(name, mine) ||
+		    (strcmp(rest, "spool") && (strlen(rest) != RM_CHSTORE_SPOOL_TAG_LEN + 6 ||
+					       strcmp(rest + RM_CHSTORE_SPOOL_TAG_LEN, ".spool") ||
+					       strspn(rest, "0123456789abcdef") != RM_CHSTORE_SPOOL_TAG_LEN)))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", cs->spool_dir, name);
+		if (!g_file_get_contents(path, &data, &len, NULL))
+			continue;
+		if (!spool_header(data, len, store, sizeof(store)))
+			rm_log(RM_LOG_WARNING, "ClickHouse store: %s is not a spool file of this version: not sent",
+			       path);
+		else if (!*store)
+			rm_log(RM_LOG_WARNING,
+			       "ClickHouse store: the spool %s of an earlier version names no store: not sent; if its "
+			       "rows belong to this store (%s), rename it to %s and start collect again; else remove "
+			       "it",
+			       path, cs->store_name, cs->spool_path);
+		else
+			rm_log(RM_LOG_WARNING,
+			       "ClickHouse store: the spool %s holds rows of another store (%s): not sent here; to "
+			       "send "
+			       "them, run collect once with --store clickhouse:%s, the same --collector-id and "
+			       "--store-spool-dir (and that store's credentials); or remove the file to give them up",
+			       path, store, store);
+		g_free(data);
+	}
+	g_dir_close(d);
+}
+
 /* Every unsent table of group, in table order; 0, or the first failure's rm_ch_query result with err. */
 static int send_group(struct rm_chstore *cs, struct rm_ch *ch, struct batch *group, char *err, size_t errlen)
 {
@@ -992,8 +1162,9 @@ static int send_group(struct rm_chstore *cs, struct rm_ch *ch, struct batch *gro
  */
 static int spool_send(struct rm_chstore *cs, struct rm_ch *ch)
 {
-	char err[640];
+	char err[1600];
 	struct batch *group, *last;
+	uint64_t retired = 0, raw = 0, conns = 0, total = 0;
 	unsigned n;
 	int rc;
 
@@ -1007,11 +1178,22 @@ static int spool_send(struct rm_chstore *cs, struct rm_ch *ch)
 	}
 	if (!group)
 		return 1;
+	/* the words of spool_write's line at the close that wrote the file */
+	for (struct batch *b = group; b; b = b->next) {
+		retired += b->retired;
+		raw += b->raw;
+		conns += b->conns;
+		total += b->bytes;
+	}
+	snprintf(cs->spool_what, sizeof(cs->spool_what),
+		 "%" PRIu64 " epoch outcomes, %" PRIu64 " raw records, %" PRIu64 " counts of refused connections, "
+		 "%" PRIu64 " octets of rows in all",
+		 retired, raw, conns, total);
 	rc = ch ? send_group(cs, ch, group, err, sizeof(err)) : -1;
 	if (rc == 0) {
 		unlink(cs->spool_path);
-		rm_log(RM_LOG_NOTICE, "ClickHouse store: the spool %s (%u batches of an earlier run) sent and removed",
-		       cs->spool_path, n);
+		rm_log(RM_LOG_NOTICE, "ClickHouse store: the spool %s (%s) sent and removed", cs->spool_path,
+		       cs->spool_what);
 		while (group) {
 			struct batch *next = group->next;
 
@@ -1043,8 +1225,8 @@ static int spool_send(struct rm_chstore *cs, struct rm_ch *ch)
 	cs->spool_left = n;
 	pthread_cond_signal(&cs->cv);
 	pthread_mutex_unlock(&cs->mu);
-	rm_log(RM_LOG_WARNING, "ClickHouse store: the spool %s (%u batches of an earlier run) waits: %s",
-	       cs->spool_path, n, ch ? err : "no connection");
+	rm_log(RM_LOG_WARNING, "ClickHouse store: the spool %s (%s) waits: %s", cs->spool_path, cs->spool_what,
+	       ch ? err : "no connection");
 	return 0;
 }
 
@@ -1113,6 +1295,9 @@ static int start_ids(struct rm_chstore *cs, uint64_t now_ms)
 
 	conf.timeout_ms = RM_CHSTORE_REQUEST_MS;
 	conf.connect_timeout_ms = RM_CHSTORE_CONNECT_MS;
+	if (spool_dir_check(cs->spool_dir, cs->err, sizeof(cs->err)) < 0)
+		return RM_BACKEND_REFUSED;
+	spool_others(cs);
 	ch = rm_ch_open(&conf, err, sizeof(err));
 	rm_ch_quote(cs->id, qid, sizeof(qid));
 	spooled = spool_send(cs, ch);
@@ -1121,6 +1306,11 @@ static int start_ids(struct rm_chstore *cs, uint64_t now_ms)
 		return RM_BACKEND_REFUSED;
 	}
 	rc = ch ? id_in_use(cs, ch, qid, err, sizeof(err)) : -1;
+	if (rc >= 0) {
+		pthread_mutex_lock(&cs->mu);
+		cs->reached = 1;
+		pthread_mutex_unlock(&cs->mu);
+	}
 	if (rc == 1) {
 		rm_ch_close(ch);
 		return RM_BACKEND_REFUSED;
@@ -1168,10 +1358,30 @@ static int start_ids(struct rm_chstore *cs, uint64_t now_ms)
 	return 0;
 }
 
-/* The runs row, whole (ReplacingMergeTree keeps whole rows): at the start, and with stopped_ms at the stop. */
+/*
+ * The runs row, whole (ReplacingMergeTree keeps whole rows): at the start,
+ * at each heartbeat, and with stopped_ms at the stop. A new one replaces
+ * the one still waiting in the batch or the queue (only the latest version
+ * counts), so that an outage does not fill the buffer with heartbeats; a
+ * row the sender holds in flight stays (at most one more). Runs rows of
+ * the spool (earlier runs) are not touched.
+ */
 static void run_row(struct rm_chstore *cs)
 {
 	GByteArray *b = cs->cur->body[T_RUNS];
+
+	g_byte_array_set_size(b, 0);
+	pthread_mutex_lock(&cs->mu);
+	for (struct batch *q = cs->head; q; q = q->next) {
+		size_t n = q->body[T_RUNS]->len;
+
+		if (q->from_spool || !n)
+			continue;
+		g_byte_array_set_size(q->body[T_RUNS], 0);
+		q->bytes -= n;
+		cs->queued_bytes -= n;
+	}
+	pthread_mutex_unlock(&cs->mu);
 
 	put_str(b, cs->id);
 	put_u64(b, (uint64_t)cs->run_id);
@@ -1255,6 +1465,7 @@ static int64_t ch_session_start(void *p, int64_t run_id, const char *peer, const
 	if (!s)
 		return -1;
 	cs->next_session++;
+	cs->sessions_started++;
 	s->run_id = run_id;
 	s->peer = peer ? strdup(peer) : NULL;
 	s->transport = transport ? strdup(transport) : NULL;
@@ -1442,8 +1653,7 @@ static const char *ch_collector_id(void *p)
 static void ch_close(void *p)
 {
 	struct rm_chstore *cs = p;
-	uint64_t retired = 0, raw = 0, conns = 0, other = 0;
-	int joined = 1;
+	int joined = 1, waits = 0;
 
 	if (!cs)
 		return;
@@ -1461,46 +1671,43 @@ static void ch_close(void *p)
 		ts.tv_sec += (RM_CHSTORE_CLOSE_WAIT_MS + RM_CHSTORE_REQUEST_MS) / 1000 + 1;
 		joined = pthread_timedjoin_np(cs->thread, NULL, &ts) == 0;
 		pthread_mutex_lock(&cs->mu);
-		for (int q = 0; q < 2; q++)
-			for (struct batch *b = q ? cs->head : cs->inflight; b; b = b->next) {
-				if (!b->sent[T_EPOCHS])
-					retired += b->retired;
-				if (!b->sent[T_RAW])
-					raw += b->raw;
-				if (!b->sent[T_CONNS])
-					conns += b->conns;
-				for (int t = 0; t < T__N; t++)
-					other += !b->sent[t] && b->body[t]->len && t != T_EPOCHS && t != T_RAW &&
-						 t != T_CONNS;
-			}
+		waits = cs->inflight || cs->head;
 		pthread_mutex_unlock(&cs->mu);
 	}
 	log_drops(cs);
-	if (retired + raw + conns + other) {
+	if (waits) {
 		struct batch *lists[2];
-		char err[600];
-		int rc;
+		char err[800], what[200];
+		int rc, skip_run;
 
 		pthread_mutex_lock(&cs->mu);
 		lists[0] = cs->inflight;
 		lists[1] = cs->head;
-		rc = spool_write(cs, lists, err, sizeof(err));
+		/* a run that never reached ClickHouse and received no session: its runs and limits rows are not kept */
+		skip_run = !cs->reached && !cs->sessions_started;
+		rc = spool_write(cs, lists, skip_run, what, sizeof(what), err, sizeof(err));
 		pthread_mutex_unlock(&cs->mu);
-		if (rc == 0) {
+		if (rc == 0 && *what) {
 			rm_log(RM_LOG_NOTICE,
 			       "ClickHouse store: not sent within %u ms at close, spooled to %s (sent at the next "
-			       "start of collector ID %s): %" PRIu64 " epoch outcomes, %" PRIu64
-			       " raw records, %" PRIu64 " counts of refused connections; and %" PRIu64
-			       " batches of session, run, limit or drop rows",
-			       RM_CHSTORE_CLOSE_WAIT_MS, cs->spool_path, cs->id, retired, raw, conns, other);
-		} else {
-			cs->store_drops += retired + raw + conns;
+			       "start of collector ID %s with this store): %s",
+			       RM_CHSTORE_CLOSE_WAIT_MS, cs->spool_path, cs->id, what);
+		} else if (rc == 0 && skip_run) {
+			rm_log(RM_LOG_NOTICE,
+			       "ClickHouse store: this run never reached ClickHouse and received no session: its runs "
+			       "row is not spooled");
+		} else if (rc < 0) {
+			uint64_t lost = 0;
+
+			for (int q = 0; q < 2; q++)
+				for (const struct batch *b = lists[q]; b; b = b->next)
+					lost += (b->sent[T_EPOCHS] ? 0 : b->retired) + (b->sent[T_RAW] ? 0 : b->raw) +
+						(b->sent[T_CONNS] ? 0 : b->conns);
+			cs->store_drops += lost;
 			rm_log(RM_LOG_ERR,
 			       "ClickHouse store: not sent within %u ms at close and not spooled (collector resource "
-			       "drops of kind store): %" PRIu64 " epoch outcomes, %" PRIu64 " raw records, %" PRIu64
-			       " counts of refused connections; and %" PRIu64
-			       " batches of session, run, limit or drop rows; spool: %s",
-			       RM_CHSTORE_CLOSE_WAIT_MS, retired, raw, conns, other, err);
+			       "drops of kind store): %s; spool: %s",
+			       RM_CHSTORE_CLOSE_WAIT_MS, what, err);
 		}
 	}
 	if (cs->thread_up)
@@ -1534,16 +1741,7 @@ static void ch_close(void *p)
 
 int rm_chstore_check_id(const char *id, char *err, size_t errlen)
 {
-	size_t n = strlen(id);
-
-	if (!n || n > RM_CHSTORE_COLLECTOR_ID_MAX ||
-	    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		       "0123456789.-_:") != n) {
-		snprintf(err, errlen, "collector_id: '%s' is not 1..%d letters, digits, '.', '-', '_' or ':'", id,
-			 RM_CHSTORE_COLLECTOR_ID_MAX);
-		return -EINVAL;
-	}
-	return 0;
+	return rm_collector_id_check(id, err, errlen);
 }
 
 int rm_chstore_default_id(char *buf, size_t len, char *err, size_t errlen)
@@ -1605,10 +1803,19 @@ struct rm_chstore *rm_chstore_open(const struct rm_ch_conf *conf, const char *co
 	}
 	if (!spool_dir || !*spool_dir)
 		spool_dir = RM_STORE_SPOOL_DIR_DEFAULT;
-	if ((size_t)snprintf(cs->spool_path, sizeof(cs->spool_path), "%s/%s.spool", spool_dir, cs->id) >=
-	    sizeof(cs->spool_path) - 8) {
-		snprintf(err, errlen, "store_spool_dir: '%s' is too long", spool_dir);
-		goto fail;
+	snprintf(cs->store_name, sizeof(cs->store_name), "%s?database=%s", conf->base, conf->database);
+	{
+		/* the spool belongs to its store: ID.TAG.spool, TAG the start of SHA-256 over the store's name */
+		gchar *sum = g_compute_checksum_for_string(G_CHECKSUM_SHA256, cs->store_name, -1);
+		size_t n = (size_t)snprintf(cs->spool_path, sizeof(cs->spool_path), "%s/%s.%.*s.spool", spool_dir,
+					    cs->id, RM_CHSTORE_SPOOL_TAG_LEN, sum);
+
+		g_free(sum);
+		if (n >= sizeof(cs->spool_path) - 8 || strlen(spool_dir) >= sizeof(cs->spool_dir)) {
+			snprintf(err, errlen, "store_spool_dir: '%s' is too long", spool_dir);
+			goto fail;
+		}
+		snprintf(cs->spool_dir, sizeof(cs->spool_dir), "%s", spool_dir);
 	}
 	if (pthread_create(&cs->thread, NULL, sender, cs) != 0) {
 		snprintf(err, errlen, "the sender thread: %s", strerror(errno));

@@ -38,16 +38,24 @@
  *
  * Close (SIGTERM): what waits is handed over and the sender gets at most
  * RM_CHSTORE_CLOSE_WAIT_MS to insert it; what is still unsent then is
- * written to the spool file SPOOL_DIR/COLLECTOR_ID.spool (rename of a
- * complete file), which the next run_start of this collector ID sends
- * before anything else, then removes. Only what cannot be spooled (no
- * directory, no space) is logged and counted as "store" drops (epoch
- * outcomes, raw records, counts). A kill -9 loses what was buffered (at
+ * written to the spool file SPOOL_DIR/COLLECTOR_ID.TAG.spool as one batch
+ * (rename of a complete file made with O_EXCL | O_NOFOLLOW), TAG the first
+ * RM_CHSTORE_SPOOL_TAG_LEN hexadecimal digits of the SHA-256 of
+ * "BASE?database=DB" (the store; the file's header holds it too). The next
+ * run_start of this collector ID and store sends it before anything else,
+ * then removes it; spools of other stores are kept and logged, not sent.
+ * A run that never reached ClickHouse and started no session spools none
+ * of its own runs and run_limits rows. run_start refuses a spool directory
+ * not owned by the effective user or writable by group or others
+ * (RM_BACKEND_REFUSED). Only what cannot be spooled (no directory, no
+ * space) is logged and counted as "store" drops (epoch outcomes, raw
+ * records, counts). A kill -9 loses what was buffered (at
  * most about a second of rows while ClickHouse answers, the buffer while
  * it does not).
  *
  * One writer per collector ID: the runs row is written again every
- * RM_CHSTORE_HEARTBEAT_MS (a heartbeat: a newer version). run_start reads
+ * RM_CHSTORE_HEARTBEAT_MS (a heartbeat: a newer version), replacing the
+ * runs row still waiting in the batch or the queue (one in flight may stay). run_start reads
  * the latest run of its collector ID: not stopped and last written less
  * than RM_CHSTORE_LIVE_MS ago, it watches that run for at most the rest of
  * RM_CHSTORE_LIVE_MS; a newer heartbeat means a running collector holds the
@@ -88,12 +96,13 @@
 #define RM_CHSTORE_CONNECT_MS       2000        /* the sender's connect timeout */
 #define RM_CHSTORE_REQUEST_MS       10000       /* the sender's timeout per INSERT */
 #define RM_CHSTORE_BUFFER_DEFAULT   (64u << 20) /* buffer_bytes by default (store_buffer_bytes) */
-#define RM_CHSTORE_COLLECTOR_ID_MAX 64          /* octets of a collector ID */
+#define RM_CHSTORE_COLLECTOR_ID_MAX 64          /* octets of a collector ID: RM_COLLECTOR_ID_MAX */
 #define RM_CHSTORE_HEARTBEAT_MS     2000        /* the runs row written again this often */
 /* A run written within this may be running: run_start watches it. */
 #define RM_CHSTORE_LIVE_MS       (3 * RM_CHSTORE_HEARTBEAT_MS)
 #define RM_CHSTORE_WATCH_POLL_MS 500   /* run_start's re-reads while it watches such a run */
 #define RM_CHSTORE_DROP_LOG_MS   10000 /* at most one "store drops" log line this often */
+#define RM_CHSTORE_SPOOL_TAG_LEN 12    /* hexadecimal digits of the store's tag in a spool file's name */
 
 struct rm_chstore;
 
@@ -112,8 +121,9 @@ struct rm_chstore *rm_chstore_open(const struct rm_ch_conf *conf, const char *co
  * Is err (an error of rm_ch_query: "BASE: HTTP N: Code: C. ...") a refusal
  * that no retry mends? The fix to make as a phrase, else NULL: HTTP 401 or
  * 403 and ClickHouse codes 192-194, 497 and 516 (user, password,
- * privileges: check store_credentials); codes 81 and 60 (unknown database,
- * missing table: run `rocemeter collect --store-init`).
+ * privileges: check store_credentials); 291 (the user's allow_databases
+ * lacks the database); 164 (a readonly user); codes 81 and 60 (unknown
+ * database, missing table: run `rocemeter collect --store-init`).
  */
 const char *rm_chstore_refusal_hint(const char *err);
 
@@ -125,7 +135,9 @@ int rm_chstore_default_id(char *buf, size_t len, char *err, size_t errlen);
 
 /*
  * A collector ID is 1..RM_CHSTORE_COLLECTOR_ID_MAX octets of letters,
- * digits, '.', '-', '_' and ':'. 0, or -EINVAL with err naming it.
+ * digits, '.', '-', '_' and ':' (rm_collector_id_check of
+ * common/store_syntax.h, which the configuration loader uses too). 0, or
+ * -EINVAL with err naming it.
  */
 int rm_chstore_check_id(const char *id, char *err, size_t errlen);
 

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "clickhouse.h"
+#include "common/store_syntax.h"
 
 /* The DDL files, NUL-terminated (the build runs from the repository's root; mk/collect.mk: dependencies). */
 __asm__(".section .rodata\n"
@@ -46,93 +47,12 @@ static void global_init(void)
 
 int rm_ch_parse_url(const char *url, struct rm_ch_conf *c, char *err, size_t errlen)
 {
-	const char *p = url, *host, *rest, *q;
-	size_t hostlen, n;
-	int https, has_port;
+	char why[700];
+	int rc = rm_store_url_parse(url, c->base, sizeof(c->base), c->database, sizeof(c->database), why, sizeof(why));
 
-	if (!strncmp(p, "clickhouse:", 11))
-		p += 11;
-	if (!strncmp(p, "http://", 7))
-		https = 0, host = p + 7;
-	else if (!strncmp(p, "https://", 8))
-		https = 1, host = p + 8;
-	else
-		goto bad;
-	rest = host + strcspn(host, "/?");
-	hostlen = (size_t)(rest - host);
-	if (memchr(host, '@', hostlen)) {
-		snprintf(err, errlen,
-			 "store URL '%s': no user or password in the URL (they would show in the process list): "
-			 "use a credentials file",
-			 url);
-		return -EINVAL;
-	}
-	if (!hostlen)
-		goto bad;
-	/* HOST[:PORT], HOST a name, an IPv4 address or [IPv6] */
-	{
-		const char *colon = host[0] == '[' ? memchr(host, ']', hostlen) : host;
-
-		if (!colon)
-			goto bad;
-		colon = memchr(colon, ':', (size_t)(rest - colon));
-		if (colon == host)
-			goto bad; /* no host */
-		has_port = colon != NULL;
-		if (colon) {
-			const char *d = colon + 1;
-
-			if (d == rest)
-				goto bad;
-			for (; d < rest; d++)
-				if (!isdigit((unsigned char)*d))
-					goto bad;
-			if (atoi(colon + 1) < 1 || atoi(colon + 1) > 65535 || rest - colon > 6)
-				goto bad;
-		}
-	}
-	/* No port: ClickHouse's HTTP ports, not the scheme's 80 and 443 */
-	if (has_port)
-		n = (size_t)snprintf(c->base, sizeof(c->base), "%s://%.*s/", https ? "https" : "http", (int)hostlen,
-				     host);
-	else
-		n = (size_t)snprintf(c->base, sizeof(c->base), "%s://%.*s:%u/", https ? "https" : "http", (int)hostlen,
-				     host, https ? RM_CH_HTTPS_PORT : RM_CH_HTTP_PORT);
-	if (n >= sizeof(c->base))
-		goto bad;
-	snprintf(c->database, sizeof(c->database), "%s", RM_CH_DEFAULT_DATABASE);
-	if (*rest == '/')
-		rest++;
-	if (!*rest)
-		return 0;
-	if (*rest != '?')
-		goto bad;
-	for (q = rest + 1; *q;) {
-		size_t len = strcspn(q, "&");
-
-		if (len > 9 && !strncmp(q, "database=", 9)) {
-			size_t dl = len - 9;
-
-			if (dl >= sizeof(c->database))
-				goto bad;
-			for (size_t i = 0; i < dl; i++)
-				if (!isalnum((unsigned char)q[9 + i]) && q[9 + i] != '_')
-					goto bad;
-			memcpy(c->database, q + 9, dl);
-			c->database[dl] = 0;
-		} else {
-			goto bad;
-		}
-		q += len;
-		if (*q == '&')
-			q++;
-	}
-	return 0;
-bad:
-	snprintf(err, errlen,
-		 "store URL '%s' is not clickhouse:http[s]://HOST[:PORT][/][?database=DB] (DB: letters, digits, '_')",
-		 url);
-	return -EINVAL;
+	if (rc)
+		snprintf(err, errlen, "store URL %s", why);
+	return rc;
 }
 
 /* s without the spaces and tabs at both ends, in place. */

@@ -12,12 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RM_CH_CONNECT_TIMEOUT_MS 5000  /* TCP and TLS connect, per request */
-#define RM_CH_TIMEOUT_MS         30000 /* a whole request, body and result included */
-#define RM_CH_DEFAULT_DATABASE   "default"
-#define RM_CH_DEFAULT_USER       "default" /* ClickHouse's user when a credentials file names none */
-#define RM_CH_HTTP_PORT          8123      /* a URL without a port: ClickHouse's HTTP ports */
-#define RM_CH_HTTPS_PORT         8443
+#include "common/store_syntax.h" /* the URL syntax, RM_CH_*_PORT, RM_CH_DEFAULT_DATABASE */
+
+#define RM_CH_CONNECT_TIMEOUT_MS 5000         /* TCP and TLS connect, per request */
+#define RM_CH_TIMEOUT_MS         30000        /* a whole request, body and result included */
+#define RM_CH_DEFAULT_USER       "default"    /* ClickHouse's user when a credentials file names none */
 #define RM_CH_MAX_RESULT         (256u << 20) /* octets of one result kept in memory */
 
 /* Where a ClickHouse server is and how to log in. Plain data: copy freely. */
@@ -39,7 +38,8 @@ struct rm_ch_conf {
  * HOST may be a name, an IPv4 address or [IPv6]; no PORT is ClickHouse's
  * RM_CH_HTTP_PORT (http) or RM_CH_HTTPS_PORT (https), written into base. A
  * user or password in the URL is refused (credentials come from a file).
- * c's other fields are left alone. 0, or -EINVAL with err naming the value.
+ * c's other fields are left alone. The syntax is rm_store_url_parse's
+ * (common/store_syntax.h). 0, or -EINVAL with err "store URL 'URL' ...".
  */
 int rm_ch_parse_url(const char *url, struct rm_ch_conf *c, char *err, size_t errlen);
 

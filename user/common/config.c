@@ -20,6 +20,7 @@
 #include "metrics.h"
 #include "opts.h"
 #include "rocemeter/ipfix_ie.h"
+#include "store_syntax.h"
 
 void rm_config_defaults(struct rm_config_file *cfg)
 {
@@ -392,8 +393,14 @@ static int handler(void *user, const char *section, const char *name, const char
 		if (!strcmp(name, "db"))
 			return copy_str(ps, cfg->collect.db, sizeof(cfg->collect.db), name, value);
 		if (!strcmp(name, "store")) {
+			char why[240];
+
 			if (!(!strncmp(value, "sqlite:", 7) && value[7]) && strncmp(value, "clickhouse:", 11))
 				return fail(ps, "store: '%s' is not sqlite:FILE or clickhouse:URL%s", value, "");
+			/* the syntax collect applies (no server contacted): check-config agrees with it */
+			if (!strncmp(value, "clickhouse:", 11) &&
+			    rm_store_url_parse(value, NULL, 0, NULL, 0, why, sizeof(why)))
+				return fail(ps, "store: %s%s", why, "");
 			return copy_str(ps, cfg->collect.store, sizeof(cfg->collect.store), name, value);
 		}
 		if (!strcmp(name, "store_credentials"))
@@ -401,8 +408,13 @@ static int handler(void *user, const char *section, const char *name, const char
 					name, value);
 		if (!strcmp(name, "store_ca"))
 			return copy_str(ps, cfg->collect.store_ca, sizeof(cfg->collect.store_ca), name, value);
-		if (!strcmp(name, "collector_id"))
+		if (!strcmp(name, "collector_id")) {
+			char why[200];
+
+			if (rm_collector_id_check(value, why, sizeof(why)))
+				return fail(ps, "%s%s", why, "");
 			return copy_str(ps, cfg->collect.collector_id, sizeof(cfg->collect.collector_id), name, value);
+		}
 		if (!strcmp(name, "store_spool_dir"))
 			return copy_str(ps, cfg->collect.store_spool_dir, sizeof(cfg->collect.store_spool_dir), name,
 					value);
