@@ -1,7 +1,7 @@
 # user/collect/: `rocemeter collect` (IPFIX over TLS 1.3 -> decoder ->
 # collector rules -> SQLite store) and `rocemeter report`.
 ROCEMETER_SRCS += user/collect/ipfix_decode.c user/collect/collector_rules.c user/collect/store.c \
-                  user/collect/backend.c user/collect/chstore.c \
+                  user/collect/backend.c user/collect/chstore.c user/collect/store_rows.c \
                   user/collect/budget.c user/collect/clickhouse.c user/collect/store_spec.c user/collect/store_read.c \
                   user/collect/store_read_sqlite.c user/collect/store_read_clickhouse.c \
                   user/collect/collector.c user/collect/cmd_collect.c user/collect/cmd_report.c

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "chstore.h"
+#include "store_rows.h"
 #include "common/limits.h"
 #include "common/log.h"
 
@@ -59,24 +60,6 @@ struct batch {
 	struct batch *next;
 };
 
-/* A sessions row, kept while its session is open and until its end is serialized. */
-struct sess_row {
-	int64_t id, run_id;
-	char *peer, *subject, *transport, *reason;
-	uint64_t started_ms, ended_ms;
-	struct rm_session_counts c;
-	uint64_t verdicts[RM_V__COUNT];
-	uint8_t dirty;
-};
-
-/* Collector resource drops of one session and kind since the last batch (a delta row). */
-struct drop_row {
-	int64_t session_id;
-	uint64_t count, first_ms, last_ms;
-	char *detail;
-	char kind[32];
-};
-
 struct rm_chstore {
 	struct rm_ch_conf conf;
 	char id[RM_CHSTORE_COLLECTOR_ID_MAX + 1];
@@ -86,8 +69,8 @@ struct rm_chstore {
 	/* The collector's thread. */
 	struct batch *cur;
 	GPtrArray *live;      /* struct rm_epoch * changed since they were last serialized; e->store_slot = index + 1 */
-	GHashTable *sessions; /* int64 id -> struct sess_row */
-	GHashTable *drops;    /* "session/kind" -> struct drop_row */
+	GHashTable *sessions; /* int64 id -> struct rm_sess_row */
+	GHashTable *drops;    /* "session/kind" -> struct rm_drop_row */
 	int64_t next_run, next_session, next_epoch, next_raw, run_id;
 	uint64_t limit_seq;
 	uint64_t last_version;
@@ -283,7 +266,7 @@ void rm_chstore_epoch_row(GByteArray *out, const char *collector_id, const struc
 	put_nu64(out, !e->retired_ms, e->retired_ms);
 }
 
-static void session_row(struct rm_chstore *cs, GByteArray *b, const struct sess_row *s)
+static void session_row(struct rm_chstore *cs, GByteArray *b, const struct rm_sess_row *s)
 {
 	const uint64_t *v = s->verdicts;
 	const uint64_t vals[] = { s->c.messages,         s->c.records,    s->c.octets,           s->c.rejected,
@@ -357,35 +340,7 @@ static int room(struct rm_chstore *cs, size_t more)
 
 static int count_drop(struct rm_chstore *cs, int64_t session_id, const char *kind, const char *detail, uint64_t now)
 {
-	char key[96];
-	struct drop_row *d;
-
-	snprintf(key, sizeof(key), "%" PRId64 "/%s", session_id, kind);
-	d = g_hash_table_lookup(cs->drops, key);
-	if (!d) {
-		d = calloc(1, sizeof(*d));
-		if (!d)
-			return -1;
-		snprintf(d->kind, sizeof(d->kind), "%s", kind);
-		d->session_id = session_id;
-		d->first_ms = now;
-		g_hash_table_insert(cs->drops, g_strdup(key), d);
-	}
-	if (!d->count)
-		d->first_ms = now;
-	d->count++;
-	d->last_ms = now;
-	free(d->detail);
-	d->detail = strdup(detail ? detail : "");
-	return 0;
-}
-
-static void drop_free(gpointer p)
-{
-	struct drop_row *d = p;
-
-	free(d->detail);
-	free(d);
+	return rm_drop_rows_count(cs->drops, session_id, kind, detail, now);
 }
 
 static gint by_session(gconstpointer a, gconstpointer b)
@@ -463,7 +418,7 @@ static void serialize_sessions(struct rm_chstore *cs)
 
 	g_hash_table_iter_init(&it, cs->sessions);
 	while (g_hash_table_iter_next(&it, NULL, &v)) {
-		struct sess_row *s = v;
+		struct rm_sess_row *s = v;
 
 		if (!s->dirty)
 			continue;
@@ -481,7 +436,7 @@ static void serialize_drops(struct rm_chstore *cs)
 
 	g_hash_table_iter_init(&it, cs->drops);
 	while (g_hash_table_iter_next(&it, NULL, &v)) {
-		struct drop_row *d = v;
+		struct rm_drop_row *d = v;
 		GByteArray *b = cs->cur->body[T_DROPS];
 
 		if (!d->count)
@@ -1430,75 +1385,37 @@ static int ch_run_stop(void *p, int64_t run_id, uint64_t now_ms)
 	return 0;
 }
 
-static struct sess_row *sess_get(struct rm_chstore *cs, int64_t id)
+static struct rm_sess_row *sess_get(struct rm_chstore *cs, int64_t id)
 {
-	struct sess_row *s = g_hash_table_lookup(cs->sessions, &id);
-
-	if (!s) {
-		s = calloc(1, sizeof(*s));
-		if (!s)
-			return NULL;
-		s->id = id;
-		g_hash_table_insert(cs->sessions, &s->id, s);
-	}
-	s->dirty = 1;
-	return s;
-}
-
-static void sess_free(gpointer p)
-{
-	struct sess_row *s = p;
-
-	free(s->peer);
-	free(s->subject);
-	free(s->transport);
-	free(s->reason);
-	free(s);
+	return rm_sess_rows_get(cs->sessions, id, NULL);
 }
 
 static int64_t ch_session_start(void *p, int64_t run_id, const char *peer, const char *transport, uint64_t now_ms)
 {
 	struct rm_chstore *cs = p;
 	int64_t id = cs->next_session;
-	struct sess_row *s = sess_get(cs, id);
+	struct rm_sess_row *s = sess_get(cs, id);
 
 	if (!s)
 		return -1;
 	cs->next_session++;
 	cs->sessions_started++;
-	s->run_id = run_id;
-	s->peer = peer ? strdup(peer) : NULL;
-	s->transport = transport ? strdup(transport) : NULL;
-	s->started_ms = now_ms;
-	return id;
+	return rm_sess_row_start(s, run_id, peer, transport, now_ms) ? -1 : id;
 }
 
 static int ch_session_peer(void *p, int64_t session_id, const char *subject)
 {
-	struct sess_row *s = sess_get(p, session_id);
+	struct rm_sess_row *s = sess_get(p, session_id);
 
-	if (!s)
-		return -1;
-	free(s->subject);
-	s->subject = subject ? strdup(subject) : NULL;
-	return 0;
+	return s ? rm_sess_row_peer(s, subject) : -1;
 }
 
 static int ch_session_end(void *p, int64_t session_id, const char *reason, uint64_t now_ms,
 			  const struct rm_session_counts *c)
 {
-	struct sess_row *s = sess_get(p, session_id);
+	struct rm_sess_row *s = sess_get(p, session_id);
 
-	if (!s)
-		return -1;
-	s->ended_ms = now_ms ? now_ms : 1;
-	free(s->reason);
-	s->reason = reason ? strdup(reason) : NULL;
-	s->c = *c;
-	if (c->verdicts)
-		memcpy(s->verdicts, c->verdicts, sizeof(s->verdicts));
-	s->c.verdicts = NULL;
-	return 0;
+	return s ? rm_sess_row_end(s, reason, now_ms, c) : -1;
 }
 
 /*
@@ -1783,8 +1700,8 @@ struct rm_chstore *rm_chstore_open(const struct rm_ch_conf *conf, const char *co
 	cs->bound = buffer_bytes ? buffer_bytes : RM_CHSTORE_BUFFER_DEFAULT;
 	cs->cur = batch_new();
 	cs->live = g_ptr_array_new();
-	cs->sessions = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, sess_free);
-	cs->drops = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, drop_free);
+	cs->sessions = rm_sess_rows_new();
+	cs->drops = rm_drop_rows_new();
 	cs->drops_unlogged_by_session = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
 	cs->tail = &cs->head;
 	cs->last_handoff_ms = mono_ms();

@@ -21,6 +21,7 @@
 #include "budget.h"
 #include "common/log.h"
 #include "store.h"
+#include "store_rows.h"
 
 /*
  * An epoch's columns, in the order of the epochs view (that of the earlier
@@ -221,16 +222,6 @@ static const char *const queries[Q__N] = {
 	[Q_ROLLBACK] = "ROLLBACK",
 };
 
-/* A sessions row, kept while its session is open and until its end is written. */
-struct sess_row {
-	int64_t id, run_id;
-	char *peer, *subject, *transport, *reason;
-	uint64_t started_ms, ended_ms;
-	struct rm_session_counts c;
-	uint64_t verdicts[RM_V__COUNT];
-	uint8_t dirty;
-};
-
 /* A Template's octets shared by the raw records that carry it. */
 struct tmpl_copy {
 	unsigned int refs;
@@ -249,13 +240,6 @@ struct raw_row {
 	struct tmpl_copy *tmpl;
 	size_t len;
 	uint8_t rec[];
-};
-
-struct drop_row {
-	int64_t session_id;
-	uint64_t count, first_ms, last_ms;
-	char *detail;
-	char kind[]; /* hash key: "<session>/<kind>" is built apart */
 };
 
 /* Refused connections of one minute, source and outcome, added to their row. */
@@ -310,12 +294,12 @@ struct rm_store {
 	/* What waits for the next transaction. */
 	GPtrArray *epochs;    /* struct rm_epoch *; e->store_slot = index + 1 */
 	uint32_t kept;        /* of them retired, owned here */
-	GHashTable *sessions; /* int64 id -> struct sess_row */
+	GHashTable *sessions; /* int64 id -> struct rm_sess_row */
 	uint32_t sessions_dirty;
 	GPtrArray *raw; /* struct raw_row * */
 	size_t raw_bytes;
 	struct tmpl_copy *last_tmpl;
-	GHashTable *drops; /* "session/kind" -> struct drop_row */
+	GHashTable *drops; /* "session/kind" -> struct rm_drop_row */
 	GHashTable *conns; /* "minute/outcome/source" -> struct conn_row */
 	GArray *limits;    /* struct limit_row */
 	GArray *lost;      /* int64 row IDs of epochs whose outcome was not kept */
@@ -398,25 +382,6 @@ static void raw_free(gpointer p)
 	free(r);
 }
 
-static void sess_free(gpointer p)
-{
-	struct sess_row *s = p;
-
-	free(s->peer);
-	free(s->subject);
-	free(s->transport);
-	free(s->reason);
-	free(s);
-}
-
-static void drop_free(gpointer p)
-{
-	struct drop_row *d = p;
-
-	free(d->detail);
-	free(d);
-}
-
 static void conn_row_free(gpointer p)
 {
 	struct conn_row *c = p;
@@ -441,27 +406,7 @@ static int waiting(const struct rm_store *st)
 
 static int count_drop(struct rm_store *st, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms)
 {
-	char key[96];
-	struct drop_row *d;
-
-	snprintf(key, sizeof(key), "%" PRId64 "/%s", session_id, kind);
-	d = g_hash_table_lookup(st->drops, key);
-	if (!d) {
-		size_t kl = strlen(kind) + 1;
-
-		d = calloc(1, sizeof(*d) + kl);
-		if (!d)
-			return -1;
-		memcpy(d->kind, kind, kl);
-		d->session_id = session_id;
-		d->first_ms = now_ms;
-		g_hash_table_insert(st->drops, g_strdup(key), d);
-	}
-	d->count++;
-	d->last_ms = now_ms;
-	free(d->detail);
-	d->detail = strdup(detail ? detail : "");
-	return 0;
+	return rm_drop_rows_count(st->drops, session_id, kind, detail, now_ms);
 }
 
 /* A record (or an epoch's outcome) the database could not take: a collector resource drop. */
@@ -876,7 +821,7 @@ static void bind_text_or_null(sqlite3_stmt *q, int i, const char *s)
 		sqlite3_bind_null(q, i);
 }
 
-static int write_session(struct rm_store *st, const struct sess_row *s)
+static int write_session(struct rm_store *st, const struct rm_sess_row *s)
 {
 	sqlite3_stmt *q = st->q[Q_SESSION];
 	const uint64_t *v = s->verdicts;
@@ -929,7 +874,7 @@ static int write_raw(struct rm_store *st, const struct raw_row *r)
 	return step_reset(q);
 }
 
-static int write_drop(struct rm_store *st, const struct drop_row *d)
+static int write_drop(struct rm_store *st, const struct rm_drop_row *d)
 {
 	sqlite3_stmt *q = st->q[Q_DROP];
 
@@ -1010,7 +955,7 @@ static void written(struct rm_store *st)
 	st->kept = 0;
 	g_hash_table_iter_init(&it, st->sessions);
 	while (g_hash_table_iter_next(&it, NULL, &v)) {
-		struct sess_row *s = v;
+		struct rm_sess_row *s = v;
 
 		s->dirty = 0;
 		if (s->ended_ms)
@@ -1044,7 +989,7 @@ static int flush(struct rm_store *st)
 		goto fail;
 	g_hash_table_iter_init(&it, st->sessions);
 	while (st->sessions_dirty && g_hash_table_iter_next(&it, NULL, &v))
-		if (((struct sess_row *)v)->dirty && write_session(st, v) < 0)
+		if (((struct rm_sess_row *)v)->dirty && write_session(st, v) < 0)
 			goto fail;
 	for (guint i = 0; i < st->epochs->len; i++) {
 		struct rm_epoch *e = g_ptr_array_index(st->epochs, i);
@@ -1278,21 +1223,13 @@ int rm_store_epoch(struct rm_store *st, struct rm_epoch *e)
 	return 0;
 }
 
-static struct sess_row *session_row(struct rm_store *st, int64_t id)
+static struct rm_sess_row *session_row(struct rm_store *st, int64_t id)
 {
-	struct sess_row *s = g_hash_table_lookup(st->sessions, &id);
+	int was_clean;
+	struct rm_sess_row *s = rm_sess_rows_get(st->sessions, id, &was_clean);
 
-	if (!s) {
-		s = calloc(1, sizeof(*s));
-		if (!s)
-			return NULL;
-		s->id = id;
-		g_hash_table_insert(st->sessions, &s->id, s);
-	}
-	if (!s->dirty) {
-		s->dirty = 1;
+	if (s && was_clean)
 		st->sessions_dirty++;
-	}
 	return s;
 }
 
@@ -1300,44 +1237,27 @@ int64_t rm_store_session_start(struct rm_store *st, int64_t run_id, const char *
 			       uint64_t now_ms)
 {
 	int64_t id = st->next_session;
-	struct sess_row *s = session_row(st, id);
+	struct rm_sess_row *s = session_row(st, id);
 
 	if (!s)
 		return -1;
 	st->next_session++;
-	s->run_id = run_id;
-	s->peer = peer ? strdup(peer) : NULL;
-	s->transport = transport ? strdup(transport) : NULL;
-	s->started_ms = now_ms;
-	return id;
+	return rm_sess_row_start(s, run_id, peer, transport, now_ms) ? -1 : id;
 }
 
 int rm_store_session_peer(struct rm_store *st, int64_t session_id, const char *subject)
 {
-	struct sess_row *s = session_row(st, session_id);
+	struct rm_sess_row *s = session_row(st, session_id);
 
-	if (!s)
-		return -1;
-	free(s->subject);
-	s->subject = subject ? strdup(subject) : NULL;
-	return 0;
+	return s ? rm_sess_row_peer(s, subject) : -1;
 }
 
 int rm_store_session_end(struct rm_store *st, int64_t session_id, const char *reason, uint64_t now_ms,
 			 const struct rm_session_counts *c)
 {
-	struct sess_row *s = session_row(st, session_id);
+	struct rm_sess_row *s = session_row(st, session_id);
 
-	if (!s)
-		return -1;
-	s->ended_ms = now_ms ? now_ms : 1;
-	free(s->reason);
-	s->reason = reason ? strdup(reason) : NULL;
-	s->c = *c;
-	if (c->verdicts)
-		memcpy(s->verdicts, c->verdicts, sizeof(s->verdicts));
-	s->c.verdicts = NULL;
-	return 0;
+	return s ? rm_sess_row_end(s, reason, now_ms, c) : -1;
 }
 
 int rm_store_drop(struct rm_store *st, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms)
@@ -1748,8 +1668,8 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 		return st;
 	st->epochs = g_ptr_array_new();
 	st->raw = g_ptr_array_new_with_free_func(raw_free);
-	st->sessions = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, sess_free);
-	st->drops = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, drop_free);
+	st->sessions = rm_sess_rows_new();
+	st->drops = rm_drop_rows_new();
 	st->conns = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, conn_row_free);
 	st->limits = g_array_new(FALSE, FALSE, sizeof(struct limit_row));
 	g_array_set_clear_func(st->limits, limit_row_clear);

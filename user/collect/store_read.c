@@ -7,6 +7,18 @@
 
 #include "store_read.h"
 
+const char *const rm_epoch_read_names[RM_ER__N] = {
+#define NAME(name, column, kind) #column,
+	RM_EPOCH_READ_COLUMNS(NAME)
+#undef NAME
+};
+
+const char rm_epoch_read_kinds[RM_ER__N + 1] = {
+#define KIND(name, column, kind) #kind[0],
+	RM_EPOCH_READ_COLUMNS(KIND)
+#undef KIND
+};
+
 struct rm_store_reader *rm_store_reader_open(const struct rm_store_spec *spec, char *err, size_t errlen)
 {
 	const struct rm_store_reader_ops *ops =

@@ -70,6 +70,10 @@ enum rm_epoch_read_col {
 		RM_ER__N
 };
 
+/* The columns' names in both stores, and their kinds ('U' integer, 'T' text), by enum rm_epoch_read_col. */
+extern const char *const rm_epoch_read_names[RM_ER__N];
+extern const char rm_epoch_read_kinds[RM_ER__N + 1];
+
 /* One epoch. A NULL column has null[c] set, u[c] 0 and t[c] NULL. Valid during the callback only. */
 struct rm_epoch_read {
 	const char *collector_id; /* ClickHouse: the collector that stored it; SQLite: NULL */

@@ -215,16 +215,8 @@ static int add_latest(char *sql, size_t len, size_t *n, const char *table, const
 static int chr_epochs(struct rm_store_reader *base, const struct rm_read_filter *f,
 		      int (*fn)(void *arg, const struct rm_epoch_read *e), void *arg, char *err, size_t errlen)
 {
-	static const char *const cols[] = {
-#define NAME(name, column, kind) #column,
-		RM_EPOCH_READ_COLUMNS(NAME)
-#undef NAME
-	};
-	static const char kinds[] = {
-#define KIND(name, column, kind) #kind[0],
-		RM_EPOCH_READ_COLUMNS(KIND)
-#undef KIND
-	};
+	const char *const *cols = rm_epoch_read_names;
+	const char *kinds = rm_epoch_read_kinds;
 	struct ch_reader *r = (struct ch_reader *)base;
 	struct rm_ch_result res = { 0 };
 	char sql[12288], *p, *fld[RM_ER__N + 1];

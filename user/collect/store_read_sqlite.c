@@ -79,16 +79,8 @@ static int sq_collectors(struct rm_store_reader *base, char ***ids, size_t *n, c
 static int sq_epochs(struct rm_store_reader *base, const struct rm_read_filter *f,
 		     int (*fn)(void *arg, const struct rm_epoch_read *e), void *arg, char *err, size_t errlen)
 {
-	static const char *const cols[] = {
-#define NAME(name, column, kind) #column,
-		RM_EPOCH_READ_COLUMNS(NAME)
-#undef NAME
-	};
-	static const char kinds[] = {
-#define KIND(name, column, kind) #kind[0],
-		RM_EPOCH_READ_COLUMNS(KIND)
-#undef KIND
-	};
+	const char *const *cols = rm_epoch_read_names;
+	const char *kinds = rm_epoch_read_kinds;
 	struct sqlite_reader *r = (struct sqlite_reader *)base;
 	sqlite3 *db = rm_store_db(r->st);
 	char sql[2048];
