@@ -1,6 +1,6 @@
 # user/collect/: `rocemeter collect` (IPFIX over TLS 1.3 -> decoder ->
 # collector rules -> SQLite store) and `rocemeter report`.
-ROCEMETER_SRCS += user/collect/ipfix_decode.c user/collect/collector_rules.c user/collect/store.c \
+ROCEMETER_SRCS += user/collect/ipfix_decode.c user/collect/collector_rules.c user/collect/pool.c user/collect/store.c \
                   user/collect/backend.c user/collect/chstore.c user/collect/store_rows.c \
                   user/collect/budget.c user/collect/clickhouse.c user/collect/store_spec.c user/collect/store_read.c \
                   user/collect/store_read_sqlite.c user/collect/store_read_clickhouse.c \
@@ -11,6 +11,8 @@ $(BUILD)/user/collect/clickhouse.o: docs/clickhouse/single.sql docs/clickhouse/c
 # The store URL, credentials file and DDL statements without a server.
 CHECK_PROGS    += $(BUILD)/tests/unit/test_clickhouse
 CHECK_PROGS    += $(BUILD)/tests/unit/test_collector_rules $(BUILD)/tests/unit/test_ipfix_decode
+# The slab pool of the rules' epochs.
+CHECK_PROGS    += $(BUILD)/tests/unit/test_pool
 # The memory budget and its charges by the rules (epochs) and the decoder (Templates).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_budget
 # The store interface: the store chosen by its spec, SQLite writes through it.

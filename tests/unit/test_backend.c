@@ -169,6 +169,7 @@ static void test_epoch_row(void **state)
 	GByteArray *got = g_byte_array_new(), *want = g_byte_array_new();
 	struct rm_report *k = &e.key;
 
+	e.reason = ""; /* never NULL (collector_rules.h) */
 	e.store_id = 42;
 	e.session_id = 3;
 	e.domain = 9;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -22,6 +23,7 @@
 
 /* What the sink saw. */
 static struct rm_epoch retired[MAXREC];
+static char retired_reason[MAXREC][RM_EPOCH_REASON_MAX]; /* the rules free the reason after the call */
 static int n_retired;
 static int n_changed;
 static struct {
@@ -35,7 +37,10 @@ static void on_epoch(void *arg, struct rm_epoch *e)
 {
 	if (e->retired_ms) {
 		assert_true(n_retired < MAXREC);
-		retired[n_retired++] = *e;
+		snprintf(retired_reason[n_retired], RM_EPOCH_REASON_MAX, "%s", e->reason);
+		retired[n_retired] = *e;
+		retired[n_retired].reason = retired_reason[n_retired];
+		n_retired++;
 	} else {
 		n_changed++;
 	}

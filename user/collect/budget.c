@@ -8,9 +8,10 @@
 #include "collector_rules.h"
 #include "common/limits.h"
 
-/* The epoch's charge covers the struct, its malloc header, and its entries in the
- * session's hash table and dirty array and in the store's write queue. */
-_Static_assert(sizeof(struct rm_epoch) + 16 + 3 * 40 <= RM_BUDGET_EPOCH_BYTES,
+/* The epoch's charge covers the struct, its reason (on the heap when it has one),
+ * their allocator headers, and its entries in the session's hash table and dirty
+ * array and in the store's write queue. */
+_Static_assert(sizeof(struct rm_epoch) + RM_EPOCH_REASON_MAX + 2 * 16 + 3 * 40 <= RM_BUDGET_EPOCH_BYTES,
 	       "RM_BUDGET_EPOCH_BYTES (and docs/collector.md) below the size of a retained epoch");
 
 _Static_assert(RM_MAX_MEMORY_BYTES_MIN == RM_BUDGET_HANDSHAKE_BYTES + RM_BUDGET_SESSION_BYTES,

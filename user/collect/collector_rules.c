@@ -13,7 +13,11 @@
 #include "common/errmsg.h"
 #include "budget.h"
 #include "collector_rules.h"
+#include "pool.h"
 #include "rocemeter/seqobs.h"
+
+/* The reason of an epoch without one (complete or open): not on the heap. */
+static const char no_reason[] = "";
 
 struct rm_rules {
 	struct rm_rules_limits lim;
@@ -21,6 +25,7 @@ struct rm_rules {
 	void *arg;
 	uint32_t sessions;
 	struct rm_budget *budget; /* NULL: epochs are bounded by max_epochs only */
+	struct rm_pool *epochs;   /* where every struct rm_epoch lives (pool.h) */
 };
 
 struct domain_state {
@@ -63,6 +68,7 @@ struct rm_rsession {
 	struct rm_epoch **dirty;
 	uint32_t n_dirty, dirty_cap;
 	uint64_t verdicts[RM_V__COUNT];
+	int closing; /* rm_rules_session_close is retiring every epoch */
 };
 
 #define ETABLE_MIN_BITS 10
@@ -216,6 +222,11 @@ struct rm_rules *rm_rules_new(const struct rm_rules_limits *lim, const struct rm
 
 	if (!r)
 		return NULL;
+	r->epochs = rm_pool_new(sizeof(struct rm_epoch));
+	if (!r->epochs) {
+		free(r);
+		return NULL;
+	}
 	r->lim = *lim;
 	r->sink = *sink;
 	r->arg = arg;
@@ -224,6 +235,9 @@ struct rm_rules *rm_rules_new(const struct rm_rules_limits *lim, const struct rm
 
 void rm_rules_free(struct rm_rules *r)
 {
+	if (!r)
+		return;
+	rm_pool_release(r->epochs); /* freed with the last epoch a store still keeps */
 	free(r);
 }
 
@@ -419,6 +433,26 @@ static void push_closed(struct rm_epoch *e)
 	}
 }
 
+/* The reason of a settled epoch (NULL: none); a copy on the heap only when there is one. */
+static void set_reason(struct rm_epoch *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_reason(struct rm_epoch *e, const char *fmt, ...)
+{
+	char buf[RM_EPOCH_REASON_MAX];
+	va_list ap;
+
+	if (e->reason != no_reason)
+		free((char *)e->reason);
+	e->reason = no_reason;
+	if (!fmt)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	e->reason = strdup(buf);
+	if (!e->reason)
+		abort(); /* as glib does on ENOMEM */
+}
+
 static void describe_gaps(const struct rm_epoch *e, char *buf, size_t n)
 {
 	size_t used = 0;
@@ -438,11 +472,11 @@ static void settle_final(struct rm_epoch *e)
 
 	if (e->missing_reports == 0) {
 		e->outcome = RM_OUTCOME_COMPLETE;
-		e->reason[0] = 0;
+		set_reason(e, NULL);
 	} else {
 		describe_gaps(e, g, sizeof(g));
 		e->outcome = RM_OUTCOME_INCOMPLETE;
-		snprintf(e->reason, sizeof(e->reason), "final report %" PRIu64 " received; %s", e->key.report_id, g);
+		set_reason(e, "final report %" PRIu64 " received; %s", e->key.report_id, g);
 	}
 }
 
@@ -466,7 +500,7 @@ static void invalidate(struct rm_epoch *e, const char *reason)
 		return;
 	e->state = RM_EPOCH_INVALID;
 	e->outcome = RM_OUTCOME_INVALID;
-	snprintf(e->reason, sizeof(e->reason), "%s", reason);
+	set_reason(e, "%s", reason);
 	push_closed(e);
 	mark_dirty(e);
 	logf_(e->sess, "session %" PRIu64 " domain %u epoch %" PRIu64 " invalid: %s", e->sess->id, e->domain,
@@ -483,30 +517,36 @@ static void retire(struct rm_epoch *e, const char *cause, uint64_t now_ms)
 		describe_gaps(e, g, sizeof(g));
 		e->outcome = RM_OUTCOME_INCOMPLETE;
 		if (e->n_accepted == 0)
-			snprintf(e->reason, sizeof(e->reason), "%s; no accepted report%s", cause,
-				 e->unsupported ? " (only unsupported qualifications)" : "");
+			set_reason(e, "%s; no accepted report%s", cause,
+				   e->unsupported ? " (only unsupported qualifications)" : "");
 		else
-			snprintf(e->reason, sizeof(e->reason), "%s without a final report (last report %" PRIu64 ")%s%s",
-				 cause, e->key.report_id, g[0] ? "; " : "", g);
+			set_reason(e, "%s without a final report (last report %" PRIu64 ")%s%s", cause,
+				   e->key.report_id, g[0] ? "; " : "", g);
 	}
 	e->retired_ms = now_ms ? now_ms : 1;
 	s->rules->sink.epoch(s->rules->arg, e); /* e->dirty still says whether it changed since the last flush */
 	if (e->dirty)
 		unmark_dirty(e);
-	ELIST_UNLINK(&s->lru, e, lru_prev, lru_next);
-	if (e->in_closed)
-		ELIST_UNLINK(&s->closed, e, closed_prev, closed_next);
-	etable_remove(&s->epochs, e);
+	if (!s->closing) { /* a closing session drops its table and lists whole */
+		ELIST_UNLINK(&s->lru, e, lru_prev, lru_next);
+		if (e->in_closed)
+			ELIST_UNLINK(&s->closed, e, closed_prev, closed_next);
+		etable_remove(&s->epochs, e);
+	}
 	/* A kept epoch keeps its charge until the sink's write: the sink returns it (docs/collector.md "Memory budget"). */
 	if (!e->sink_keeps) {
-		free(e);
+		rm_rules_epoch_free(e);
 		rm_budget_give(s->rules->budget, RM_BUDGET_EPOCH_BYTES);
 	}
 }
 
 void rm_rules_epoch_free(struct rm_epoch *e)
 {
-	free(e);
+	if (!e)
+		return;
+	if (e->reason != no_reason)
+		free((char *)e->reason);
+	rm_pool_free(e);
 }
 
 static void touch(struct rm_epoch *e, uint64_t now_ms)
@@ -736,7 +776,7 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 		return RM_V_ORPHAN;
 	}
 	d->high_water = r->epoch_id;
-	if (make_room(s, now_ms) < 0 || etable_reserve(&s->epochs) < 0 || !(e = malloc(sizeof(*e)))) {
+	if (make_room(s, now_ms) < 0 || etable_reserve(&s->epochs) < 0 || !(e = rm_pool_alloc(s->rules->epochs))) {
 		char b[200];
 
 		snprintf(b, sizeof(b), "epoch %" PRIu64 " refused: max_epochs %u retained epochs in this session",
@@ -747,7 +787,7 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 		return RM_V_RESOURCE_DROP;
 	}
 	if (budget_epoch(s, now_ms) < 0) {
-		free(e);
+		rm_pool_free(e);
 		rm_errf(why, whylen, "epoch %" PRIu64 " refused: memory budget (max_memory_bytes)", r->epoch_id);
 		return RM_V_RESOURCE_DROP;
 	}
@@ -755,6 +795,7 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 	memset(e, 0, offsetof(struct rm_epoch, key));
 	memset((char *)e + offsetof(struct rm_epoch, key) + sizeof(e->key), 0,
 	       sizeof(*e) - offsetof(struct rm_epoch, key) - sizeof(e->key));
+	e->reason = no_reason;
 	e->sess = s;
 	e->session_id = s->id;
 	e->domain = domain;
@@ -817,8 +858,11 @@ void rm_rules_session_close(struct rm_rsession *s, const char *reason, uint64_t 
 	if (!s)
 		return;
 	rm_rules_flush(s);
-	while (s->lru.head)
-		retire(s->lru.head, reason, now_ms);
+	s->closing = 1;
+	for (struct rm_epoch *e = s->lru.head, *next; e; e = next) {
+		next = e->lru_next;
+		retire(e, reason, now_ms);
+	}
 	free(s->epochs.slot);
 	g_hash_table_destroy(s->domains);
 	free(s->dirty);

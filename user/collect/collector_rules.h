@@ -31,6 +31,9 @@
 
 #include "rocemeter/report.h"
 
+/* Longest epoch reason, with its terminating NUL (longer ones are truncated). */
+#define RM_EPOCH_REASON_MAX 240
+
 /* Observation Domains one Transport Session may use: each keeps an
  * epoch-admission high-water ID for the whole session, so their number is
  * bounded; records of a further domain are collector resource drops. */
@@ -91,7 +94,8 @@ struct rm_epoch {
 	uint16_t flags_seen;        /* OR of the flags of accepted reports */
 	enum rm_epoch_state state;
 	enum rm_outcome outcome;
-	char reason[240];           /* why incomplete or invalid; "" when complete/open */
+	const char *reason;         /* why incomplete or invalid, at most RM_EPOCH_REASON_MAX - 1 characters;
+				       "" when complete or open; never NULL; owned by the rules */
 	uint64_t first_seen_ms, last_seen_ms, retired_ms; /* collector clock; retired_ms 0 while retained */
 	int64_t store_id;           /* free for the sink (the SQLite row) */
 	uint32_t store_slot;        /* free for the sink (its place in a write queue) */

@@ -278,7 +278,7 @@ struct val {
 };
 
 /* Bound of one packed epoch in JSON: 21 octets per integer and separator, 6 per character of text (\\u00XX), keys. */
-#define ARC_ENTRY_MAX (8 + EC__N * 26 + 6 * (2 * INET6_ADDRSTRLEN + sizeof(((struct rm_epoch *)0)->reason) + 32))
+#define ARC_ENTRY_MAX (8 + EC__N * 26 + 6 * (2 * INET6_ADDRSTRLEN + RM_EPOCH_REASON_MAX + 32))
 _Static_assert(sizeof(ARC_KEYS) - 1 >= EC__N, "a key letter per epoch column");
 _Static_assert(EC__N <= 64, "a bit per epoch column (archive_add)");
 
