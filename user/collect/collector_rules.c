@@ -112,13 +112,14 @@ static struct rm_epoch *etable_find(const struct etable *t, uint32_t domain, uin
 	}
 }
 
-static void etable_put(struct etable *t, struct rm_epoch *e)
+/* Put e under epoch_id (its key's: the growth passes the slot's copy and reads no epoch). */
+static void etable_put(struct etable *t, uint64_t epoch_id, struct rm_epoch *e)
 {
-	uint32_t mask = (1u << t->bits) - 1, i = ehome(t, e->key.epoch_id);
+	uint32_t mask = (1u << t->bits) - 1, i = ehome(t, epoch_id);
 
 	while (t->slot[i].epoch_id)
 		i = (i + 1) & mask;
-	t->slot[i].epoch_id = e->key.epoch_id;
+	t->slot[i].epoch_id = epoch_id;
 	t->slot[i].e = e;
 	t->n++;
 }
@@ -138,7 +139,7 @@ static int etable_reserve(struct etable *t)
 		return -1;
 	for (uint32_t i = 0; i < old; i++)
 		if (t->slot[i].epoch_id)
-			etable_put(&big, t->slot[i].e);
+			etable_put(&big, t->slot[i].epoch_id, t->slot[i].e);
 	free(t->slot);
 	*t = big;
 	return 0;
@@ -801,7 +802,7 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 	e->domain = domain;
 	e->key = *r;
 	e->first_seen_ms = e->last_seen_ms = now_ms;
-	etable_put(&s->epochs, e);
+	etable_put(&s->epochs, e->key.epoch_id, e);
 	ELIST_PUSH_TAIL(&s->lru, e, lru_prev, lru_next);
 	mark_dirty(e);
 	if (chk > 0) {
