@@ -90,11 +90,17 @@ static inline uint32_t ehome(const struct etable *t, uint64_t epoch_id)
 	return block << ETABLE_RUN_BITS | (uint32_t)(epoch_id & ((1u << ETABLE_RUN_BITS) - 1));
 }
 
+static size_t etable_bytes(uint32_t bits)
+{
+	return ((size_t)1 << bits) * sizeof(struct eslot);
+}
+
+/* The slots are zeroes mapped and faulted in at once (pool.h): a table that grows is written throughout. */
 static int etable_init(struct etable *t)
 {
 	t->bits = ETABLE_MIN_BITS;
 	t->n = 0;
-	t->slot = calloc((size_t)1 << t->bits, sizeof(*t->slot));
+	t->slot = rm_pool_map(etable_bytes(t->bits));
 	return t->slot ? 0 : -1;
 }
 
@@ -134,13 +140,13 @@ static int etable_reserve(struct etable *t)
 		return 0;
 	big.bits = t->bits + 1;
 	big.n = 0;
-	big.slot = calloc((size_t)1 << big.bits, sizeof(*big.slot));
+	big.slot = rm_pool_map(etable_bytes(big.bits));
 	if (!big.slot)
 		return -1;
 	for (uint32_t i = 0; i < old; i++)
 		if (t->slot[i].epoch_id)
 			etable_put(&big, t->slot[i].epoch_id, t->slot[i].e);
-	free(t->slot);
+	rm_pool_unmap(t->slot, etable_bytes(t->bits));
 	*t = big;
 	return 0;
 }
@@ -864,7 +870,7 @@ void rm_rules_session_close(struct rm_rsession *s, const char *reason, uint64_t 
 		next = e->lru_next;
 		retire(e, reason, now_ms);
 	}
-	free(s->epochs.slot);
+	rm_pool_unmap(s->epochs.slot, etable_bytes(s->epochs.bits));
 	g_hash_table_destroy(s->domains);
 	free(s->dirty);
 	s->rules->sessions--;

@@ -69,6 +69,28 @@ static void partial_unlink(struct rm_pool *p, struct slab *s)
 	s->prev = s->next = NULL;
 }
 
+/* One call faults the range in, far cheaper than a page fault per page; older kernels say EINVAL: faults then. */
+static void prefault(void *mem, size_t len)
+{
+	(void)madvise(mem, len, MADV_POPULATE_WRITE);
+}
+
+void *rm_pool_map(size_t len)
+{
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		return NULL;
+	prefault(m, len);
+	return m;
+}
+
+void rm_pool_unmap(void *mem, size_t len)
+{
+	if (mem)
+		munmap(mem, len);
+}
+
 /* A new slab, aligned to its size (map twice the size, unmap the ends), written once in one go. */
 static struct slab *slab_new(struct rm_pool *p)
 {
@@ -84,8 +106,7 @@ static struct slab *slab_new(struct rm_pool *p)
 		munmap(m, (size_t)(a - m));
 	if (a + n < m + 2 * n)
 		munmap(a + n, (size_t)(m + 2 * n - (a + n)));
-	/* One call faults the slab in, far cheaper than a page fault per page; older kernels say EINVAL: faults then. */
-	(void)madvise(a, n, MADV_POPULATE_WRITE);
+	prefault(a, n);
 	s = (struct slab *)a;
 	s->pool = p;
 	s->free = NULL;

@@ -38,4 +38,13 @@ void rm_pool_release(struct rm_pool *p);
 /* Bytes mapped for slabs (what the pool holds from the system). */
 size_t rm_pool_mapped_bytes(const struct rm_pool *p);
 
+/*
+ * len bytes of zeroes in a mapping of their own, faulted in at once as a
+ * slab is: for a table that is about to be written throughout (the rules'
+ * epoch table after it grows). NULL on ENOMEM. Free with rm_pool_unmap and
+ * the same len.
+ */
+void *rm_pool_map(size_t len);
+void rm_pool_unmap(void *mem, size_t len);
+
 #endif /* ROCEMETER_POOL_H */
