@@ -307,6 +307,19 @@ static void test_packed_epochs_byte_for_byte(void **state)
 	set_reason(e, "timeout");
 	e->retired_ms = T0 + 3000;
 	store(f, e);
+	/* 11: as the base, another reason with the same first character. */
+	e = epoch(f, 1);
+	set_addrs(e, 6, "fe80::1", "fe80::2");
+	e->session_id = 2;
+	e->domain = 0;
+	e->key.observation_point_id = 0;
+	e->key.has_vlan_ns = 0;
+	e->key.vlan[0] = 0;
+	e->key.epoch_id = 23;
+	no_report(e);
+	set_reason(e, "timed out");
+	e->retired_ms = T0 + 3000;
+	store(f, e);
 	assert_int_equal(rm_store_flush(f->st), 0);
 
 	assert_chunk(f, 1, 7, 1,
@@ -325,7 +338,7 @@ static void test_packed_epochs_byte_for_byte(void **state)
 		     "2,2,2,1,1,1,0,0,0,0,5,1,1,0,0,0,1,0,\"final\",\"incomplete\",\"report 1 missing\","
 		     "1700000000100,1700000000600,null],"
 		     "{\"a\":7,\"e\":6,\"f\":\"c000:201::\",\"g\":\"c000:202::\",\"m\":16}]");
-	assert_chunk(f, 8, 10, 0,
+	assert_chunk(f, 8, 11, 0,
 		     "[8,2,0,0,6,\"fe80::1\",\"fe80::2\",291,65535,0,0,0,20,null,null,0,null,null,null,null,"
 		     "0,0,0,0,0,0,0,0,null,null,null,null,null,null,null,null,\"open\",\"incomplete\",\"timeout\","
 		     "1700000000100,1700000000600,1700000003000]",
@@ -333,7 +346,8 @@ static void test_packed_epochs_byte_for_byte(void **state)
 		     "{\"a\":9,\"e\":4,\"f\":\"192.0.2.1\",\"g\":\"192.0.2.2\",\"m\":21,\"n\":4,\"o\":3,\"p\":3,"
 		     "\"q\":1700000000000,\"r\":1700000000500,\"s\":1,\"t\":2,\"u\":2,\"C\":5,\"D\":1,\"E\":1,\"F\":0,"
 		     "\"G\":0,\"H\":0,\"I\":1,\"J\":0,\"K\":\"final\",\"L\":\"complete\",\"M\":\"\"},"
-		     "{\"a\":10,\"m\":22,\"K\":\"final\"}]");
+		     "{\"a\":10,\"m\":22,\"K\":\"final\"},"
+		     "{\"a\":11,\"m\":23,\"M\":\"timed out\"}]");
 
 	static const char *const rows[] = {
 		"1,1,5,7,4,\"192.0.2.1\",\"192.0.2.2\",291,65535,1,100,0,10,4,3,3,1700000000000,1700000000500,"
@@ -365,6 +379,9 @@ static void test_packed_epochs_byte_for_byte(void **state)
 		"1700000003000",
 		"10,2,0,0,6,\"fe80::1\",\"fe80::2\",291,65535,0,0,0,22,null,null,0,null,null,null,null,"
 		"0,0,0,0,0,0,0,0,null,null,null,null,null,null,null,null,\"final\",\"incomplete\",\"timeout\","
+		"1700000000100,1700000000600,1700000003000",
+		"11,2,0,0,6,\"fe80::1\",\"fe80::2\",291,65535,0,0,0,23,null,null,0,null,null,null,null,"
+		"0,0,0,0,0,0,0,0,null,null,null,null,null,null,null,null,\"open\",\"incomplete\",\"timed out\","
 		"1700000000100,1700000000600,1700000003000",
 	};
 	assert_view(f, rows, (int)(sizeof(rows) / sizeof(rows[0])));
