@@ -5,8 +5,9 @@
  * a JSON array of the view's columns, each epoch as an object of the
  * columns that differ from it (key: the column's letter, a for id to P
  * for retired_ms) or as the full array when it is NULL where the base is
- * not; and every column read back through the epochs view. Expected texts
- * are written out by hand from that definition.
+ * not; and every column read back through the epochs view (with two open
+ * epochs written as rows of epoch_rows). Expected texts are written out by
+ * hand from that definition.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -323,6 +324,17 @@ static void test_packed_epochs_byte_for_byte(void **state)
 	set_reason(e, "timed out");
 	e->retired_ms = T0 + 3000;
 	store(f, e);
+	/* 12, 13: open and retained, with and without an accepted report: rows of epoch_rows, not packed. */
+	e = epoch(f, 0);
+	e->key.epoch_id = 24;
+	e->state = RM_EPOCH_OPEN;
+	e->outcome = RM_OUTCOME_OPEN;
+	store(f, e);
+	e = epoch(f, 0);
+	e->key.epoch_id = 25;
+	no_report(e);
+	e->outcome = RM_OUTCOME_OPEN;
+	store(f, e);
 	assert_int_equal(rm_store_flush(f->st), 0);
 
 	assert_chunk(f, 1, 7, 1,
@@ -388,6 +400,11 @@ static void test_packed_epochs_byte_for_byte(void **state)
 		"11,2,0,0,6,\"fe80::1\",\"fe80::2\",291,65535,0,0,0,23,null,null,0,null,null,null,null,"
 		"0,0,0,0,0,0,0,0,null,null,null,null,null,null,null,null,\"open\",\"incomplete\",\"timed out\","
 		"1700000000100,1700000000600,1700000003000",
+		"12,1,5,7,4,\"192.0.2.1\",\"192.0.2.2\",291,65535,1,100,0,24,4,3,3,1700000000000,1700000000500,"
+		"1,2,2,0,0,0,0,0,0,0,5,1,1,0,0,0,1,0,\"open\",\"open\",\"\",1700000000100,1700000000600,null",
+		"13,1,5,7,4,\"192.0.2.1\",\"192.0.2.2\",291,65535,1,100,0,25,null,null,0,null,null,null,null,"
+		"0,0,0,0,0,0,0,0,null,null,null,null,null,null,null,null,\"open\",\"open\",\"\","
+		"1700000000100,1700000000600,null",
 	};
 	assert_view(f, rows, (int)(sizeof(rows) / sizeof(rows[0])));
 }
