@@ -19,6 +19,8 @@ CHECK_PROGS    += $(BUILD)/tests/unit/test_budget
 CHECK_PROGS    += $(BUILD)/tests/unit/test_backend
 # What the store holds for its next transaction, charged to the same budget.
 CHECK_PROGS    += $(BUILD)/tests/unit/test_store_budget
+# The packed form of settled epochs (epoch_archive) byte for byte, and the epochs view over it.
+CHECK_PROGS    += $(BUILD)/tests/unit/test_store_archive
 CHECK_SCRIPTS  += selftests/system/test_collector.py
 # Availability and bounded resources on a hostile network (docs/collector.md).
 CHECK_SCRIPTS  += selftests/system/test_collector_limits.py

@@ -308,10 +308,14 @@ struct rm_store {
 	char *arc;         /* the epoch_archive chunk being built (JSON) */
 	size_t arc_len, arc_cap;
 	int64_t arc_first, arc_last;
-	uint32_t arc_retained;      /* of the chunk's epochs, those not retired */
-	struct val arc_base[EC__N]; /* the chunk's first epoch (texts owned: g_strdup) */
-	char arc_base_json[ARC_ENTRY_MAX];
-	uint8_t arc_base_family, arc_base_src[16], arc_base_dst[16]; /* the base's addresses as octets */
+	uint32_t arc_retained; /* of the chunk's epochs, those not retired */
+	/* The chunk's first epoch (its base): what the next epochs are compared with. */
+	int64_t arc_base_int[EC__N]; /* EPOCH_INT_COLUMNS as written; EC_STATE, EC_OUTCOME: the enums */
+	uint64_t arc_base_nulls;     /* its NULL columns (epoch_nulls) */
+	char *arc_base_reason;       /* owned (g_strdup) */
+	uint8_t arc_base_family, arc_base_src[16], arc_base_dst[16];                   /* its addresses as octets ... */
+	char arc_base_src_text[INET6_ADDRSTRLEN], arc_base_dst_text[INET6_ADDRSTRLEN]; /* ... and as texts */
+	char arc_base_json[ARC_ENTRY_MAX];                                             /* the base column */
 	size_t arc_base_len;
 	int64_t stop_run; /* runs row to mark stopped, 0: none */
 	uint64_t stop_ms;
@@ -459,69 +463,76 @@ static const char *state_name(enum rm_epoch_state s)
 	return s == RM_EPOCH_OPEN ? "open" : s == RM_EPOCH_FINAL ? "final" : "invalid";
 }
 
-#define VI(c, x) (v[c] = (struct val){ V_INT, (int64_t)(x), NULL })
-#define VT(c, x) (v[c] = (struct val){ V_TEXT, 0, (x) })
+/*
+ * The integer columns of an epoch's row and the fields they come from; the
+ * others (EC_SRC, EC_DST, EC_STATE, EC_OUTCOME, EC_REASON) are texts.
+ */
+#define EPOCH_INT_COLUMNS(X)                \
+	X(EC_ID, store_id)                  \
+	X(EC_SESSION, session_id)           \
+	X(EC_DOMAIN, domain)                \
+	X(EC_OBS, key.observation_point_id) \
+	X(EC_FAMILY, key.family)            \
+	X(EC_QP, key.dest_qp)               \
+	X(EC_PKEY, key.pkey)                \
+	X(EC_HAS_VLAN, key.has_vlan_ns)     \
+	X(EC_VLAN0, key.vlan[0])            \
+	X(EC_VLAN1, key.vlan[1])            \
+	X(EC_EPOCH, key.epoch_id)           \
+	X(EC_WINDOW, key.window)            \
+	X(EC_FLAGS, key.flags)              \
+	X(EC_FLAGS_SEEN, flags_seen)        \
+	X(EC_START, key.flow_start_ms)      \
+	X(EC_END, key.flow_end_ms)          \
+	X(EC_FIRST, first_report_id)        \
+	X(EC_LAST, key.report_id)           \
+	X(EC_ACCEPTED, n_accepted)          \
+	X(EC_MISS_INIT, missing_initial)    \
+	X(EC_MISSING, missing_reports)      \
+	X(EC_GAPS, gaps)                    \
+	X(EC_REPEATS, repeats)              \
+	X(EC_STALE, stale)                  \
+	X(EC_UNSUP, unsupported)            \
+	X(EC_IGNORED, ignored)              \
+	X(EC_REQ, key.requests)             \
+	X(EC_SKIP, key.skipped)             \
+	X(EC_FILL, key.filled)              \
+	X(EC_EXP, key.expired)              \
+	X(EC_ABAN, key.abandoned)           \
+	X(EC_PEND, key.pending)             \
+	X(EC_REP, key.repeated)             \
+	X(EC_LATE, key.unclassified_late)   \
+	X(EC_FIRST_SEEN, first_seen_ms)     \
+	X(EC_LAST_SEEN, last_seen_ms)       \
+	X(EC_RETIRED, retired_ms)
+
+#define COL(c) (1ULL << (c))
+/* The columns of the latest accepted report: NULL without one (no measurement). */
+#define EC_MEASUREMENT                                                                                               \
+	(COL(EC_WINDOW) | COL(EC_FLAGS) | COL(EC_START) | COL(EC_END) | COL(EC_FIRST) | COL(EC_LAST) | COL(EC_REQ) | \
+	 COL(EC_SKIP) | COL(EC_FILL) | COL(EC_EXP) | COL(EC_ABAN) | COL(EC_PEND) | COL(EC_REP) | COL(EC_LATE))
+
+/* An epoch's NULL columns, a bit each: the measurement without an accepted report, retired_ms while retained. */
+static uint64_t epoch_nulls(const struct rm_epoch *e)
+{
+	return (e->n_accepted ? 0 : EC_MEASUREMENT) | (e->retired_ms ? 0 : COL(EC_RETIRED));
+}
 
 /*
  * The columns of an epoch's row from its fields; the address columns are
- * texts still to be written (s NULL): epoch_values writes them, the
- * archive only when they differ from its base's.
+ * texts still to be written (s NULL): epoch_values writes them.
  */
 static void epoch_fields(const struct rm_epoch *e, struct val v[EC__N])
 {
-	const struct rm_report *k = &e->key;
-
-	VI(EC_ID, e->store_id);
-	VI(EC_SESSION, e->session_id);
-	VI(EC_DOMAIN, e->domain);
-	VI(EC_OBS, k->observation_point_id);
-	VI(EC_FAMILY, k->family);
-	VT(EC_SRC, NULL);
-	VT(EC_DST, NULL);
-	VI(EC_QP, k->dest_qp);
-	VI(EC_PKEY, k->pkey);
-	VI(EC_HAS_VLAN, k->has_vlan_ns);
-	VI(EC_VLAN0, k->vlan[0]);
-	VI(EC_VLAN1, k->vlan[1]);
-	VI(EC_EPOCH, k->epoch_id);
-	VI(EC_WINDOW, k->window);
-	VI(EC_FLAGS, k->flags);
-	VI(EC_FLAGS_SEEN, e->flags_seen);
-	VI(EC_START, k->flow_start_ms);
-	VI(EC_END, k->flow_end_ms);
-	VI(EC_FIRST, e->first_report_id);
-	VI(EC_LAST, k->report_id);
-	VI(EC_ACCEPTED, e->n_accepted);
-	VI(EC_MISS_INIT, e->missing_initial);
-	VI(EC_MISSING, e->missing_reports);
-	VI(EC_GAPS, e->gaps);
-	VI(EC_REPEATS, e->repeats);
-	VI(EC_STALE, e->stale);
-	VI(EC_UNSUP, e->unsupported);
-	VI(EC_IGNORED, e->ignored);
-	VI(EC_REQ, k->requests);
-	VI(EC_SKIP, k->skipped);
-	VI(EC_FILL, k->filled);
-	VI(EC_EXP, k->expired);
-	VI(EC_ABAN, k->abandoned);
-	VI(EC_PEND, k->pending);
-	VI(EC_REP, k->repeated);
-	VI(EC_LATE, k->unclassified_late);
-	VT(EC_STATE, state_name(e->state));
-	VT(EC_OUTCOME, rm_outcome_name(e->outcome));
-	VT(EC_REASON, e->reason);
-	VI(EC_FIRST_SEEN, e->first_seen_ms);
-	VI(EC_LAST_SEEN, e->last_seen_ms);
-	VI(EC_RETIRED, e->retired_ms);
-	if (!e->retired_ms)
-		v[EC_RETIRED].t = V_NULL;
-	if (!e->n_accepted) { /* no accepted report: no measurement (NULL) */
-		static const int none[] = { EC_WINDOW, EC_FLAGS, EC_START, EC_END,  EC_FIRST, EC_LAST, EC_REQ,
-					    EC_SKIP,   EC_FILL,  EC_EXP,   EC_ABAN, EC_PEND,  EC_REP,  EC_LATE };
-
-		for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
-			v[none[i]].t = V_NULL;
-	}
+#define X(c, f) v[c] = (struct val){ V_INT, (int64_t)e->f, NULL };
+	EPOCH_INT_COLUMNS(X)
+#undef X
+	v[EC_SRC] = v[EC_DST] = (struct val){ V_TEXT, 0, NULL };
+	v[EC_STATE] = (struct val){ V_TEXT, 0, state_name(e->state) };
+	v[EC_OUTCOME] = (struct val){ V_TEXT, 0, rm_outcome_name(e->outcome) };
+	v[EC_REASON] = (struct val){ V_TEXT, 0, e->reason };
+	for (uint64_t n = epoch_nulls(e); n; n &= n - 1)
+		v[__builtin_ctzll(n)].t = V_NULL;
 }
 
 /* The columns of an epoch's row; src and dst hold the address texts (INET6_ADDRSTRLEN). */
@@ -588,36 +599,68 @@ static int buf_reserve(struct rm_store *st, size_t more)
 	return 0;
 }
 
-/* Decimal, two digits per division (every epoch has some 40 integers to write). */
+static const char digit_pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				  "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				  "8081828384858687888990919293949596979899";
+
+/* u < 10^8 in decimal, without leading zeros: 32-bit divisions, two digits each. */
+static char *put_u27(char *p, uint32_t u)
+{
+	unsigned n = u < 10         ? 1
+		     : u < 100      ? 2
+		     : u < 1000     ? 3
+		     : u < 10000    ? 4
+		     : u < 100000   ? 5
+		     : u < 1000000  ? 6
+		     : u < 10000000 ? 7
+				    : 8;
+	char *t = p + n;
+
+	while (u >= 100) {
+		uint32_t d = u % 100;
+
+		u /= 100;
+		t -= 2;
+		memcpy(t, digit_pairs + 2 * d, 2);
+	}
+	if (u >= 10)
+		memcpy(t - 2, digit_pairs + 2 * u, 2);
+	else
+		t[-1] = (char)('0' + u);
+	return p + n;
+}
+
+/* u < 10^8 as exactly 8 digits (leading zeros): two independent halves of four. */
+static char *put_8digits(char *p, uint32_t u)
+{
+	uint32_t hi = u / 10000, lo = u % 10000;
+
+	memcpy(p, digit_pairs + 2 * (hi / 100), 2);
+	memcpy(p + 2, digit_pairs + 2 * (hi % 100), 2);
+	memcpy(p + 4, digit_pairs + 2 * (lo / 100), 2);
+	memcpy(p + 6, digit_pairs + 2 * (lo % 100), 2);
+	return p + 8;
+}
+
+/*
+ * Decimal (every epoch has some integers to write, many of them times of 13
+ * digits): in groups of 8 digits, each written with 32-bit divisions.
+ */
 static char *put_i64(char *p, int64_t x)
 {
-	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-				    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-				    "8081828384858687888990919293949596979899";
-	char tmp[24], *t = tmp + sizeof(tmp);
 	uint64_t u = x < 0 ? -(uint64_t)x : (uint64_t)x;
 
 	if (x < 0)
 		*p++ = '-';
-	if (u < 10) {
-		*p++ = (char)('0' + u);
-		return p;
+	if (u < 100000000)
+		return put_u27(p, (uint32_t)u);
+	if (u < 10000000000000000ULL) {
+		p = put_u27(p, (uint32_t)(u / 100000000));
+		return put_8digits(p, (uint32_t)(u % 100000000));
 	}
-	while (u >= 100) {
-		unsigned d = (unsigned)(u % 100) * 2;
-
-		u /= 100;
-		*--t = pairs[d + 1];
-		*--t = pairs[d];
-	}
-	if (u >= 10) {
-		*--t = pairs[u * 2 + 1];
-		*--t = pairs[u * 2];
-	} else {
-		*--t = (char)('0' + u);
-	}
-	memcpy(p, t, (size_t)(tmp + sizeof(tmp) - t));
-	return p + (tmp + sizeof(tmp) - t);
+	p = put_u27(p, (uint32_t)(u / 10000000000000000ULL));
+	p = put_8digits(p, (uint32_t)(u / 100000000 % 100000000));
+	return put_8digits(p, (uint32_t)(u % 100000000));
 }
 
 /* A JSON string (RFC 8259): quotes, backslashes and control characters escaped. */
@@ -645,137 +688,137 @@ static char *put_str(char *p, const char *s)
 	return p;
 }
 
-/* One value in JSON. */
-static char *put_val(char *p, const struct val *v)
+/* Column c of an epoch, not NULL, in JSON; src and dst: its address texts. */
+static char *put_column(char *p, const struct rm_epoch *e, int c, const char *src, const char *dst)
 {
-	if (v->t == V_INT)
-		return put_i64(p, v->i);
-	if (v->t == V_TEXT)
-		return put_str(p, v->s);
-	memcpy(p, "null", 4);
-	return p + 4;
+	switch (c) {
+#define X(col, f) \
+	case col: \
+		return put_i64(p, (int64_t)e->f);
+		EPOCH_INT_COLUMNS(X)
+#undef X
+	case EC_SRC:
+		return put_str(p, src);
+	case EC_DST:
+		return put_str(p, dst);
+	case EC_STATE:
+		return put_str(p, state_name(e->state));
+	case EC_OUTCOME:
+		return put_str(p, rm_outcome_name(e->outcome));
+	default:
+		return put_str(p, e->reason);
+	}
 }
 
-/* All columns as a JSON array: [v0,v1,...]. */
-static char *put_values(char *p, const struct val v[EC__N])
+/* All columns as a JSON array, [v0,v1,...]; nulls: the NULL ones (epoch_nulls). */
+static char *put_columns(char *p, const struct rm_epoch *e, uint64_t nulls, const char *src, const char *dst)
 {
 	*p++ = '[';
 	for (int c = 0; c < EC__N; c++) {
 		if (c)
 			*p++ = ',';
-		p = put_val(p, &v[c]);
+		if (nulls & COL(c)) {
+			memcpy(p, "null", 4);
+			p += 4;
+		} else {
+			p = put_column(p, e, c, src, dst);
+		}
 	}
 	*p++ = ']';
 	return p;
 }
 
-static int val_equal(const struct val *a, const struct val *b)
-{
-	return a->t == b->t &&
-	       (a->t == V_NULL ||
-		(a->t == V_INT ? a->i == b->i : a->s == b->s || (a->s[0] == b->s[0] && !strcmp(a->s, b->s))));
-}
-
-/* Columns whose texts are static names (state_name, rm_outcome_name): the base keeps the pointer, not a copy. */
-static int static_text(int c)
-{
-	return c == EC_STATE || c == EC_OUTCOME;
-}
-
 static void base_clear(struct rm_store *st)
 {
-	for (int c = 0; c < EC__N; c++)
-		if (st->arc_base[c].t == V_TEXT && !static_text(c))
-			g_free((char *)st->arc_base[c].s);
-	memset(st->arc_base, 0, sizeof(st->arc_base));
+	g_free(st->arc_base_reason);
+	st->arc_base_reason = NULL;
 	st->arc_base_len = 0;
 }
 
-/* The chunk's first epoch becomes its base (texts copied, its JSON array kept for the row). */
-static void base_set(struct rm_store *st, const struct rm_epoch *e, const struct val v[EC__N])
+/* The chunk's first epoch becomes its base (reason copied, its JSON array kept for the row). */
+static void base_set(struct rm_store *st, const struct rm_epoch *e)
 {
+	int64_t *b = st->arc_base_int;
+
+	base_clear(st);
+#define X(c, f) b[c] = (int64_t)e->f;
+	EPOCH_INT_COLUMNS(X)
+#undef X
+	b[EC_STATE] = e->state;
+	b[EC_OUTCOME] = e->outcome;
+	st->arc_base_nulls = epoch_nulls(e);
+	st->arc_base_reason = g_strdup(e->reason);
 	st->arc_base_family = e->key.family;
 	memcpy(st->arc_base_src, e->key.src, sizeof(st->arc_base_src));
 	memcpy(st->arc_base_dst, e->key.dst, sizeof(st->arc_base_dst));
-	base_clear(st);
-	for (int c = 0; c < EC__N; c++) {
-		st->arc_base[c] = v[c];
-		if (v[c].t == V_TEXT && !static_text(c))
-			st->arc_base[c].s = g_strdup(v[c].s);
-	}
-	st->arc_base_len = (size_t)(put_values(st->arc_base_json, v) - st->arc_base_json);
+	addr_text(&e->key, e->key.src, st->arc_base_src_text, sizeof(st->arc_base_src_text));
+	addr_text(&e->key, e->key.dst, st->arc_base_dst_text, sizeof(st->arc_base_dst_text));
+	st->arc_base_len = (size_t)(put_columns(st->arc_base_json, e, st->arc_base_nulls, st->arc_base_src_text,
+						st->arc_base_dst_text) -
+				    st->arc_base_json);
 }
 
 /*
  * Append an epoch to the archive chunk: the columns that differ from the
  * chunk's base as an object ({"a":1,...}), or all of them as an array when
  * it is NULL where the base is not (an object cannot say "NULL here").
- * Built from the epoch's fields: an address is written as text only when
- * its octets differ from the base's (the same octets and family give the
- * same text), which in a chunk of one exporter is almost never.
+ * Compared field by field with the base's values (state and outcome by
+ * their enums, the reason's text only when its first character matches);
+ * a value is formatted only when it is written. An address is written as
+ * text only when its octets or family differ from the base's (the same
+ * octets and family give the same text), which in a chunk of one exporter
+ * is almost never.
  */
 static int archive_add(struct rm_store *st, const struct rm_epoch *e)
 {
-	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
-	struct val v[EC__N];
-	const struct val *b = st->arc_base;
-	int full = 0, same_src, same_dst;
-	uint64_t diff = 0; /* bit c: column c differs from the base */
+	char src_text[INET6_ADDRSTRLEN], dst_text[INET6_ADDRSTRLEN];
+	const char *src = st->arc_base_src_text, *dst = st->arc_base_dst_text;
+	const int64_t *b = st->arc_base_int;
+	const char *reason = e->reason, *base_reason;
+	uint64_t nulls, diff = 0; /* bit c: column c differs from the base */
 	char *p;
 
 	if (buf_reserve(st, ARC_ENTRY_MAX + 2) < 0)
 		return -1;
-	if (st->arc_len == 0) {
-		epoch_values(e, v, src, dst);
-		base_set(st, e, v);
-	} else {
-		epoch_fields(e, v);
+	if (st->arc_len == 0)
+		base_set(st, e);
+	base_reason = st->arc_base_reason;
+	nulls = epoch_nulls(e);
+#define X(c, f) diff |= (uint64_t)((int64_t)e->f != b[c]) << (c);
+	EPOCH_INT_COLUMNS(X)
+#undef X
+	diff |= (uint64_t)((int64_t)e->state != b[EC_STATE]) << EC_STATE;
+	diff |= (uint64_t)((int64_t)e->outcome != b[EC_OUTCOME]) << EC_OUTCOME;
+	if (reason[0] != base_reason[0] || (reason[0] && strcmp(reason, base_reason)))
+		diff |= COL(EC_REASON);
+	if (st->arc_base_family != e->key.family || memcmp(st->arc_base_src, e->key.src, 16)) {
+		diff |= COL(EC_SRC);
+		addr_text(&e->key, e->key.src, src_text, sizeof(src_text));
+		src = src_text;
 	}
-	same_src = st->arc_base_family == e->key.family && !memcmp(st->arc_base_src, e->key.src, 16);
-	same_dst = st->arc_base_family == e->key.family && !memcmp(st->arc_base_dst, e->key.dst, 16);
-	if (!v[EC_SRC].s) {
-		v[EC_SRC].s = src;
-		if (!same_src)
-			addr_text(&e->key, e->key.src, src, INET6_ADDRSTRLEN);
+	if (st->arc_base_family != e->key.family || memcmp(st->arc_base_dst, e->key.dst, 16)) {
+		diff |= COL(EC_DST);
+		addr_text(&e->key, e->key.dst, dst_text, sizeof(dst_text));
+		dst = dst_text;
 	}
-	if (!v[EC_DST].s) {
-		v[EC_DST].s = dst;
-		if (!same_dst)
-			addr_text(&e->key, e->key.dst, dst, INET6_ADDRSTRLEN);
-	}
-	/* One pass: which columns differ from the base, and whether one is NULL where the base is not. */
-	for (int c = 0; c < EC__N; c++) {
-		if (c == EC_SRC || c == EC_DST) {
-			if (!(c == EC_SRC ? same_src : same_dst))
-				diff |= 1ULL << c;
-		} else if (v[c].t == V_INT && b[c].t == V_INT) {
-			if (v[c].i != b[c].i)
-				diff |= 1ULL << c;
-		} else if (!val_equal(&v[c], &b[c])) {
-			diff |= 1ULL << c;
-			full |= v[c].t == V_NULL;
-		}
-	}
+	/* NULL in both: the same; a value where the base is NULL: different. */
+	diff = (diff & ~(nulls | st->arc_base_nulls)) | (st->arc_base_nulls & ~nulls);
 	p = st->arc + st->arc_len;
 	*p++ = st->arc_len == 0 ? '[' : ',';
-	if (full) {
-		if (same_src) /* the texts were not written: they are the base's */
-			v[EC_SRC].s = b[EC_SRC].s;
-		if (same_dst)
-			v[EC_DST].s = b[EC_DST].s;
-		p = put_values(p, v);
+	if (nulls & ~st->arc_base_nulls) {
+		p = put_columns(p, e, nulls, src, dst);
 	} else {
 		char sep = '{';
 
-		for (int c = 0; diff; c++, diff >>= 1) {
-			if (!(diff & 1))
-				continue;
+		for (; diff; diff &= diff - 1) {
+			int c = __builtin_ctzll(diff);
+
 			*p++ = sep;
 			*p++ = '"';
 			*p++ = ARC_KEYS[c];
 			*p++ = '"';
 			*p++ = ':';
-			p = put_val(p, &v[c]);
+			p = put_column(p, e, c, src, dst);
 			sep = ',';
 		}
 		if (sep == '{')
