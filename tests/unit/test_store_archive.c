@@ -121,6 +121,17 @@ static struct rm_epoch *epoch(struct fixture *f, int retired)
 	return e;
 }
 
+/* The second chunk's epochs: session 2, domain 0, observation point 0, no VLAN namespace. */
+static void in_session_2(struct rm_epoch *e, uint64_t epoch_id)
+{
+	e->session_id = 2;
+	e->domain = 0;
+	e->key.observation_point_id = 0;
+	e->key.has_vlan_ns = 0;
+	e->key.vlan[0] = 0;
+	e->key.epoch_id = epoch_id;
+}
+
 static void set_reason(struct rm_epoch *e, const char *reason)
 {
 	free((char *)e->reason);
@@ -277,35 +288,20 @@ static void test_packed_epochs_byte_for_byte(void **state)
 	/* Chunk 2, base 8: IPv6 without an accepted report (NULLs in the base), session 2. */
 	e = epoch(f, 1);
 	set_addrs(e, 6, "fe80::1", "fe80::2");
-	e->session_id = 2;
-	e->domain = 0;
-	e->key.observation_point_id = 0;
-	e->key.has_vlan_ns = 0;
-	e->key.vlan[0] = 0;
-	e->key.epoch_id = 20;
+	in_session_2(e, 20);
 	no_report(e);
 	set_reason(e, "timeout");
 	e->retired_ms = T0 + 3000;
 	store(f, e);
 	/* 9: IPv4 with every measurement: values where the base is NULL. */
 	e = epoch(f, 1);
-	e->session_id = 2;
-	e->domain = 0;
-	e->key.observation_point_id = 0;
-	e->key.has_vlan_ns = 0;
-	e->key.vlan[0] = 0;
-	e->key.epoch_id = 21;
+	in_session_2(e, 21);
 	e->retired_ms = T0 + 3000;
 	store(f, e);
 	/* 10: as the base, but final (the same reason in another string). */
 	e = epoch(f, 1);
 	set_addrs(e, 6, "fe80::1", "fe80::2");
-	e->session_id = 2;
-	e->domain = 0;
-	e->key.observation_point_id = 0;
-	e->key.has_vlan_ns = 0;
-	e->key.vlan[0] = 0;
-	e->key.epoch_id = 22;
+	in_session_2(e, 22);
 	no_report(e);
 	e->state = RM_EPOCH_FINAL;
 	set_reason(e, "timeout");
@@ -314,12 +310,7 @@ static void test_packed_epochs_byte_for_byte(void **state)
 	/* 11: as the base, another reason with the same first character. */
 	e = epoch(f, 1);
 	set_addrs(e, 6, "fe80::1", "fe80::2");
-	e->session_id = 2;
-	e->domain = 0;
-	e->key.observation_point_id = 0;
-	e->key.has_vlan_ns = 0;
-	e->key.vlan[0] = 0;
-	e->key.epoch_id = 23;
+	in_session_2(e, 23);
 	no_report(e);
 	set_reason(e, "timed out");
 	e->retired_ms = T0 + 3000;

@@ -358,11 +358,12 @@ static gint by_session(gconstpointer a, gconstpointer b)
 static void log_drops(struct rm_chstore *cs)
 {
 	GList *ids, *l;
-	GString *per = g_string_new(NULL);
+	GString *per;
 	unsigned named = 0;
 
 	if (!cs->drops_unlogged)
 		return;
+	per = g_string_new(NULL);
 	ids = g_list_sort(g_hash_table_get_keys(cs->drops_unlogged_by_session), by_session);
 	for (l = ids; l; l = l->next, named++) {
 		const uint64_t *n = g_hash_table_lookup(cs->drops_unlogged_by_session, l->data);
