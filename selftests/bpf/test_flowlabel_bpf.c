@@ -176,7 +176,7 @@ static void test_traffic_class_kept(void **state)
 	expect_one(f, RM_FL_LITERAL, RM_FL_STAT_REWRITTEN_RC);
 }
 
-/* Seed 002 rule 2: a non-zero arriving label is never changed. */
+/* [FLOWLABEL] rule 2: a non-zero arriving label is never changed. */
 static void test_nonzero_label_untouched(void **state)
 {
 	struct fx *f = *state;

@@ -1003,7 +1003,7 @@ static int collect_sink(void *arg, const struct rm_report *r)
 	return 0;
 }
 
-/* Seed 000: "The ID and each total counter MUST NOT wrap" and an epoch closes
+/* [SEQOBS]: "The ID and each total counter MUST NOT wrap" and an epoch closes
  * on impending report-ID exhaustion. With the largest report ID lowered to 3,
  * the second non-final report leaves only the final's ID: the reporter closes
  * the epoch under its lock right away (report 3, finalEpoch alone), and the

@@ -101,7 +101,7 @@ static void on_drop(void *arg, uint64_t session_id, uint32_t domain, uint64_t ep
 
 static const struct rm_rules_sink sink = { on_epoch, on_drop, NULL, NULL };
 
-/* Seed 000 verification example 1 (W=4, PSNs 100,102,101,103,102). */
+/* [SEQOBS] "Verification Examples", example 1 (W=4, PSNs 100,102,101,103,102). */
 static struct rm_report rep(uint64_t epoch, uint64_t report, int final)
 {
 	struct rm_report r;

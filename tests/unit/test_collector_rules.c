@@ -89,7 +89,7 @@ static void fx_free(struct fx *f)
 }
 
 /*
- * Seed 000 verification example 1 (W=4, PSNs 100,102,101,103,102):
+ * [SEQOBS] "Verification Examples", example 1 (W=4, PSNs 100,102,101,103,102):
  * requests=5, skipped=1, filled=1, repeated=1, everything else 0.
  */
 static struct rm_report rep(uint64_t epoch, uint64_t report)
@@ -369,7 +369,7 @@ static void test_stale(void **state)
 }
 
 /*
- * Seed 000: "A smaller report ID is stale and MUST NOT modify already
+ * [SEQOBS]: "A smaller report ID is stale and MUST NOT modify already
  * published values" - also when the stale record breaks a record-level rule
  * on its own (closure reason in a non-final record, broken arithmetic): the
  * epoch keeps its state and outcome, open or complete.

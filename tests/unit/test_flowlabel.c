@@ -128,7 +128,7 @@ static void test_check_values(void **state)
 	assert_int_equal(rm_fl_crc_bitwise(&mpeg2, s, 9), 0x0376E6E7);
 }
 
-/* Seed 002's byte split: Hash_Input = 0x123456ABCDEF00010002 from its fields. */
+/* [FLOWLABEL]'s byte split: Hash_Input = 0x123456ABCDEF00010002 from its fields. */
 static void test_input_layout(void **state)
 {
 	static const uint8_t src[2] = { 0x00, 0x01 }, dst[2] = { 0x00, 0x02 };

@@ -139,7 +139,7 @@ static void flow_keys_options_template(struct msg *m)
 	field(m, 0, 173, 8);
 }
 
-/* One valid IPv4 record of epoch 1: [SEQOBS] verification example 1 (requests 5, skipped 1, filled 1, repeated 1). */
+/* One valid IPv4 record of epoch 1: [SEQOBS] "Verification Examples", example 1 (requests 5, skipped 1, filled 1, repeated 1). */
 static void v4_record(struct msg *m, uint64_t report_id)
 {
 	size_t at = m->len;
