@@ -18,6 +18,9 @@ CHECK_PROGS    += $(BUILD)/tests/unit/test_opts
 # The include rule of docs/architecture.md ("Who may include what").
 CHECK_PROGS    += scripts/check-layers
 CHECK_SCRIPTS  += tests/unit/test_layers.py
+# The tree laid out by .clang-format, and no function over the limit of docs/architecture.md.
+CHECK_PROGS    += scripts/check-format scripts/check-functions
+CHECK_SCRIPTS  += tests/unit/test_style.py
 # The exposition writer against the text format's rules (escapes, HELP and TYPE lines).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_metrics
 # ISO-8601 UTC times printed and parsed (report --since/--until).
