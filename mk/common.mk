@@ -6,7 +6,7 @@
 # capability check and `rocemeter check-config`.
 ROCEMETER_SRCS += user/common/config.c user/common/errmsg.c user/common/tls.c \
                   user/common/report_json.c user/common/report_text.c user/common/log.c \
-                  user/common/opts.c user/common/paths.c user/common/metrics.c \
+                  user/common/opts.c user/common/paths.c user/common/clock.c user/common/metrics.c \
                   user/common/jsonw.c user/common/timefmt.c user/common/caps.c \
                   user/common/cmd_check_config.c user/common/store_syntax.c
 LDLIBS         += -ljansson -lmicrohttpd

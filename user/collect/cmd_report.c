@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/command.h"
 #include "common/config.h"
 #include "common/jsonw.h"
@@ -418,14 +419,6 @@ bad:
 	return -EINVAL;
 }
 
-static uint64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 enum { FMT_TEXT, FMT_JSON, FMT_CSV };
 
 struct epochs_ctx {
@@ -474,7 +467,7 @@ static int cmd_report(int argc, char **argv)
 	const char *db_path = NULL, *store = NULL, *credentials = NULL, *ca = NULL, *conn = NULL;
 	int format = FMT_TEXT, limits = 0, o, rc = RM_EXIT_OK;
 	char err[768], src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
-	uint64_t now = wall_ms();
+	uint64_t now = rm_clock_wall_ms();
 	struct rm_read_filter filter = { .pkey = -1 };
 	static struct rm_store_spec spec; /* large: static */
 	struct rm_store_reader *reader;

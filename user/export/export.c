@@ -40,6 +40,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "common/clock.h"
 #include "common/errmsg.h"
 #include "common/log.h"
 #include "export.h"
@@ -97,14 +98,6 @@ struct flight {
 /* IO_ABORT: stop deadline passed in the middle of a message (no close_notify). */
 enum { IO_WAKE = 1, IO_OK = 0, IO_FAIL = -1, IO_STOP = -2, IO_ABORT = -3 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Log a failure on stderr and keep it for rm_exporter_last_error(). */
 static void fail_log(struct rm_exporter *x, const char *why)
 {
@@ -156,7 +149,7 @@ static int wait_fd(struct rm_exporter *x, int fd, short events, uint64_t deadlin
 {
 	for (;;) {
 		struct pollfd p[2] = { { .fd = x->wake_fd, .events = POLLIN }, { .fd = fd, .events = events } };
-		uint64_t stop_at, t = now_ms(), end = deadline;
+		uint64_t stop_at, t = rm_clock_mono_ms(), end = deadline;
 		int timeout, r;
 
 		if (stopping(x, &stop_at)) {
@@ -193,7 +186,7 @@ static void conn_close(struct conn *c, int graceful, struct rm_exporter *x)
 			int r = SSL_shutdown(c->ssl);
 
 			if (r < 0 && SSL_get_error(c->ssl, r) == SSL_ERROR_WANT_WRITE &&
-			    wait_fd(x, c->fd, POLLOUT, now_ms() + 1000, 0, 0, "close_notify", NULL, 0) == IO_OK)
+			    wait_fd(x, c->fd, POLLOUT, rm_clock_mono_ms() + 1000, 0, 0, "close_notify", NULL, 0) == IO_OK)
 				SSL_shutdown(c->ssl);
 		}
 		SSL_free(c->ssl);
@@ -206,7 +199,7 @@ static void conn_close(struct conn *c, int graceful, struct rm_exporter *x)
 			 * RST, and the collector could lose data it has not read yet: end
 			 * our direction, then discard input until its FIN (bounded wait).
 			 */
-			uint64_t end = now_ms() + 2000;
+			uint64_t end = rm_clock_mono_ms() + 2000;
 			char scratch[4096];
 
 			shutdown(c->fd, SHUT_WR);
@@ -434,7 +427,7 @@ static int await_acceptance(struct rm_exporter *x, struct conn *c, char *why, si
 		wait += 4 * (uint64_t)ti.tcpi_rtt / 1000;
 	if (wait > 2000)
 		wait = 2000;
-	r = wait_fd(x, c->fd, POLLIN, now_ms() + wait, 1, 0, "acceptance", why, whylen);
+	r = wait_fd(x, c->fd, POLLIN, rm_clock_mono_ms() + wait, 1, 0, "acceptance", why, whylen);
 	if (r == IO_STOP) {
 		conn_close(c, 0, x);
 		return r;
@@ -456,7 +449,7 @@ static int await_acceptance(struct rm_exporter *x, struct conn *c, char *why, si
 /* Connect, handshake, authorise, wait for the collector's acceptance. */
 static int establish(struct rm_exporter *x, struct conn *c, char *why, size_t whylen)
 {
-	uint64_t deadline = now_ms() + ESTABLISH_TIMEOUT_MS;
+	uint64_t deadline = rm_clock_mono_ms() + ESTABLISH_TIMEOUT_MS;
 	char what[700];
 	int r;
 
@@ -687,7 +680,7 @@ static int serve(struct rm_exporter *x, struct conn *c, char *why, size_t whylen
 				return IO_FAIL;
 			}
 		}
-		if (x->head == x->tail || (x->stopping && now_ms() >= x->stop_deadline_ms)) {
+		if (x->head == x->tail || (x->stopping && rm_clock_mono_ms() >= x->stop_deadline_ms)) {
 			pthread_mutex_unlock(&x->mu);
 			return IO_STOP;
 		}
@@ -742,7 +735,7 @@ static void *exporter_thread(void *arg)
 			rc = start_session(x, &c, why, sizeof(why));
 		if (rc == IO_OK) {
 			/* Established: serve until failure or stop. */
-			started = now_ms();
+			started = rm_clock_mono_ms();
 			rc = serve(x, &c, why, sizeof(why));
 			if (rc == IO_FAIL) {
 				uint64_t nm, lost = flight_lost(x, &c, &nm);
@@ -762,7 +755,7 @@ static void *exporter_thread(void *arg)
 			if (rc != IO_FAIL)
 				break;
 			fail_log(x, msg);
-			if (now_ms() - started >= BACKOFF_RESET_AFTER_MS)
+			if (rm_clock_mono_ms() - started >= BACKOFF_RESET_AFTER_MS)
 				backoff = BACKOFF_MIN_MS;
 		} else {
 			conn_close(&c, 0, x);
@@ -776,7 +769,7 @@ static void *exporter_thread(void *arg)
 		/* Bounded exponential backoff with jitter, cut short by a stop. */
 		delay = backoff / 2 + (uint64_t)rand_r(&x->seed) % (backoff / 2 + 1);
 		backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
-		if (wait_fd(x, -1, 0, now_ms() + delay, 1, 0, "backoff", NULL, 0) == IO_STOP)
+		if (wait_fd(x, -1, 0, rm_clock_mono_ms() + delay, 1, 0, "backoff", NULL, 0) == IO_STOP)
 			break;
 	}
 	end_session(x, 0);
@@ -838,7 +831,7 @@ struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vl
 		goto fail;
 	}
 	rm_ipfix_init(&x->enc, s->pen, s->observation_domain, x->vlan_ns);
-	x->seed = (unsigned int)(now_ms() ^ (uint64_t)getpid() ^ (uintptr_t)x);
+	x->seed = (unsigned int)(rm_clock_mono_ms() ^ (uint64_t)getpid() ^ (uintptr_t)x);
 	pthread_mutex_init(&x->mu, NULL);
 	pthread_cond_init(&x->drained, NULL);
 	/* The thread gets no signals: SIGPIPE becomes EPIPE, the others go to the caller. */
@@ -911,18 +904,9 @@ int rm_exporter_submit(struct rm_exporter *x, uint64_t session, const struct rm_
 
 int rm_exporter_flush(struct rm_exporter *x, int timeout_ms)
 {
-	struct timespec ts;
+	struct timespec ts = rm_clock_wall_deadline(timeout_ms >= 0 ? (uint64_t)timeout_ms : 0);
 	int rc = 0;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	if (timeout_ms >= 0) {
-		ts.tv_sec += timeout_ms / 1000;
-		ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-	}
 	pthread_mutex_lock(&x->mu);
 	while (x->head != x->tail && rc == 0) {
 		if (timeout_ms < 0)
@@ -946,7 +930,7 @@ void rm_exporter_stop_stats(struct rm_exporter *x, int flush_timeout_ms, struct 
 		return;
 	pthread_mutex_lock(&x->mu);
 	x->stopping = 1;
-	x->stop_deadline_ms = now_ms() + (flush_timeout_ms > 0 ? (uint64_t)flush_timeout_ms : 0);
+	x->stop_deadline_ms = rm_clock_mono_ms() + (flush_timeout_ms > 0 ? (uint64_t)flush_timeout_ms : 0);
 	pthread_mutex_unlock(&x->mu);
 	wake(x);
 	pthread_join(x->thread, NULL);

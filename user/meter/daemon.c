@@ -20,6 +20,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "census/census.h"
+#include "common/clock.h"
 #include "common/errmsg.h"
 #include "common/jsonw.h"
 #include "common/limits.h"
@@ -77,14 +78,6 @@ struct rm_daemon {
 	struct rm_daemon_stats pub; /* the counters a scrape shows: written under the server's lock */
 	uint64_t pub_session;
 };
-
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int live_sink_fn(void *arg, const struct rm_report *r)
 {
@@ -688,7 +681,7 @@ int rm_daemon_wait(struct rm_daemon *d, int timeout_ms)
 
 int rm_daemon_step(struct rm_daemon *d, unsigned int flags)
 {
-	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	uint64_t now = rm_clock_mono_ns();
 	int tick;
 
 	if (flags & RM_DAEMON_RELOAD)
