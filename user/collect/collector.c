@@ -51,6 +51,7 @@ void batch_commit(struct rm_collector *s)
 	s->in_batch = 0;
 }
 
+/* A ready connection's turn: its handshake, or its session's Messages. */
 static void serve(struct conn *c)
 {
 	if (c->handshaking)
@@ -59,6 +60,7 @@ static void serve(struct conn *c)
 		on_data(c);
 }
 
+/* Free the connections that ended in this pass; the others keep their accept order. */
 static void reap(struct rm_collector *s)
 {
 	size_t j = 0;
@@ -324,7 +326,7 @@ int rm_collector_step(struct rm_collector *s)
 		on_accept(s);
 	/*
 	 * The round's Messages before poll() blocks; while sessions have
-	 * more, the batch bounds of process_buffer() decide.
+	 * more, the batch bounds of process_buffer() (session.c) decide.
 	 */
 	more = 0;
 	for (size_t i = 0; i < s->nconns; i++)
