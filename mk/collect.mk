@@ -4,7 +4,8 @@ ROCEMETER_SRCS += user/collect/ipfix_decode.c user/collect/collector_rules.c use
                   user/collect/backend.c user/collect/chstore.c user/collect/store_rows.c \
                   user/collect/budget.c user/collect/clickhouse.c user/collect/store_spec.c user/collect/store_read.c \
                   user/collect/store_read_sqlite.c user/collect/store_read_clickhouse.c \
-                  user/collect/collector.c user/collect/cmd_collect.c user/collect/cmd_report.c
+                  user/collect/collector.c user/collect/accept.c user/collect/session.c user/collect/collector_metrics.c \
+                  user/collect/cmd_collect.c user/collect/cmd_report.c
 # ClickHouse's HTTP interface (docs/fleet.md); the DDL files are compiled in (.incbin).
 LDLIBS         += -lcurl
 $(BUILD)/user/collect/clickhouse.o: docs/clickhouse/single.sql docs/clickhouse/cluster.sql
