@@ -106,7 +106,7 @@ static uint64_t *refused_counter(struct rm_collector *s, enum conn_outcome o)
  */
 static void count_connection(struct rm_collector *s, const struct conn *c, enum conn_outcome o, const char *detail)
 {
-	uint64_t t = now_ms();
+	uint64_t t = rm_clock_wall_ms();
 	const char *src = c->source;
 	char key[INET6_ADDRSTRLEN + 32];
 	struct conn_count *n;
@@ -394,8 +394,8 @@ void on_accept(struct rm_collector *s)
 		c->srv = s;
 		c->fd = fd;
 		peer_text(&ss, c->peer, sizeof(c->peer), c->source, sizeof(c->source));
-		c->started_ms = now_ms();
-		c->accepted_mono = mono_ms();
+		c->started_ms = rm_clock_wall_ms();
+		c->accepted_mono = rm_clock_mono_ms();
 		set_socket_options(fd, s->cs->dead_peer_timeout_ms);
 		if (!s->ctx) {
 			s->conns[s->nconns++] = c;

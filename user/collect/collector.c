@@ -35,7 +35,7 @@ void batch_begin(struct rm_collector *s)
 {
 	if (!s->in_batch) {
 		s->in_batch = 1;
-		s->batch_start_ms = mono_ms();
+		s->batch_start_ms = rm_clock_mono_ms();
 	}
 	store_check(s, rm_backend_begin(s->st), "begin");
 }
@@ -252,7 +252,7 @@ int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_sto
 	if (s->lfd < 0)
 		goto out;
 	s->run_id = rm_backend_run_start(s->st, cs->listen, s->ctx ? "tls" : "tcp", &lim, cs->max_raw_records, pen,
-					 now_ms());
+					 rm_clock_wall_ms());
 	if (s->run_id == RM_BACKEND_REFUSED) {
 		rm_log(RM_LOG_ERR, "%s", rm_backend_error(s->st));
 		ret = 2; /* a configuration error: a restart cannot mend it */
@@ -306,7 +306,7 @@ int rm_collector_step(struct rm_collector *s)
 		pfd[i + 1].revents = 0;
 		more |= s->conns[i]->more;
 	}
-	mono = mono_ms();
+	mono = rm_clock_mono_ms();
 	timeout = more ? 0 : s->last_tick + TICK_MS > mono ? (int)(s->last_tick + TICK_MS - mono) : 0;
 	rm_metrics_unlock(s->metrics); /* a scrape reads the server while it waits */
 	rc = poll(pfd, n, timeout);
@@ -333,9 +333,9 @@ int rm_collector_step(struct rm_collector *s)
 		more |= s->conns[i]->more && !s->conns[i]->closing;
 	if (!more)
 		batch_commit(s);
-	mono = mono_ms();
+	mono = rm_clock_mono_ms();
 	if (mono - s->last_tick >= TICK_MS) {
-		tick(s, now_ms(), mono);
+		tick(s, rm_clock_wall_ms(), mono);
 		s->last_tick = mono;
 	}
 	reap(s);
@@ -359,7 +359,7 @@ void rm_collector_stop(struct rm_collector *s)
 	flush_connections(s);
 	batch_commit(s);
 	reap(s);
-	rm_backend_run_stop(s->st, s->run_id, now_ms());
+	rm_backend_run_stop(s->st, s->run_id, rm_clock_wall_ms());
 	rm_log(RM_LOG_NOTICE, "stopped");
 	collector_free(s);
 }

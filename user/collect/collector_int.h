@@ -18,6 +18,7 @@
 
 #include "collector.h"
 #include "collector_rules.h"
+#include "common/clock.h"
 #include "common/metrics.h"
 #include "common/tls.h"
 #include "ipfix_decode.h"
@@ -112,22 +113,6 @@ struct rm_collector {
 	struct pollfd *pfd;
 	uint64_t last_tick;
 };
-
-static inline uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static inline uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* collector.c: the batch, the only place the store may write (never in the middle of a Message). */
 

@@ -51,14 +51,14 @@ void budget_refused(void *arg, const char *what, uint64_t bytes)
 {
 	struct rm_collector *s = arg;
 	int64_t sid = s->cur ? s->cur->session_id : 0;
-	uint64_t mono = mono_ms();
+	uint64_t mono = rm_clock_mono_ms();
 	char d[200];
 
 	snprintf(d, sizeof(d), "%s of %" PRIu64 " bytes refused: max_memory_bytes %" PRIu64 ", %" PRIu64 " in use",
 		 what, bytes, rm_budget_limit(s->budget), rm_budget_used(s->budget));
 	batch_begin(s);
 	s->stats.drops_memory_budget++;
-	store_check(s, rm_backend_drop(s->st, sid, "memory-budget", d, now_ms()), "drop");
+	store_check(s, rm_backend_drop(s->st, sid, "memory-budget", d, rm_clock_wall_ms()), "drop");
 	if (!s->budget_logged_mono || mono - s->budget_logged_mono >= MINUTE_MS) {
 		rm_log(RM_LOG_WARNING,
 		       "session %" PRId64 ": %s (collector resource drop; more this minute are only counted)", sid, d);
@@ -130,7 +130,7 @@ static void rules_drop(void *arg, uint64_t session_id, uint32_t domain, uint64_t
 	struct rm_collector *s = arg;
 
 	s->stats.drops_epoch_admission++;
-	store_check(s, rm_backend_drop(s->st, (int64_t)session_id, "epoch-admission", detail, now_ms()), "drop");
+	store_check(s, rm_backend_drop(s->st, (int64_t)session_id, "epoch-admission", detail, rm_clock_wall_ms()), "drop");
 }
 
 static void rules_log(void *arg, const char *line)
@@ -198,7 +198,7 @@ static const struct rm_ipfix_sink dec_sink = { dec_record, dec_reject, dec_note 
 void end_session(struct conn *c, const char *reason)
 {
 	struct rm_collector *s = c->srv;
-	uint64_t t = now_ms();
+	uint64_t t = rm_clock_wall_ms();
 	char er[400];
 	struct rm_session_counts cnt = {
 		.messages = c->messages, .records = c->records, .octets = c->octets, .rejected = c->rejected
@@ -277,7 +277,7 @@ static int process_buffer(struct conn *c)
 		}
 		if (m == 0)
 			break;
-		c->now_ms = now_ms();
+		c->now_ms = rm_clock_wall_ms();
 		c->messages++;
 		c->octets += (uint64_t)m;
 		s->stats.messages++;
@@ -294,7 +294,7 @@ static int process_buffer(struct conn *c)
 			return -1;
 		}
 		off += (size_t)m;
-		if (s->batch_messages >= BATCH_MAX_MESSAGES || mono_ms() - s->batch_start_ms >= BATCH_MAX_MS)
+		if (s->batch_messages >= BATCH_MAX_MESSAGES || rm_clock_mono_ms() - s->batch_start_ms >= BATCH_MAX_MS)
 			batch_commit(s);
 	}
 	if (off) {
@@ -305,7 +305,7 @@ static int process_buffer(struct conn *c)
 	if (!c->len)
 		c->msg_start_mono = 0;
 	else if (off || !c->msg_start_mono)
-		c->msg_start_mono = mono_ms();
+		c->msg_start_mono = rm_clock_mono_ms();
 	return 0;
 }
 
@@ -338,7 +338,7 @@ int admit(struct conn *c)
 		batch_begin(s);
 		s->stats.sessions_refused++;
 		s->stats.drops_session_limit++;
-		store_check(s, rm_backend_drop(s->st, 0, "session-limit", d, now_ms()), "drop");
+		store_check(s, rm_backend_drop(s->st, 0, "session-limit", d, rm_clock_wall_ms()), "drop");
 		refuse_conn(c, CO_SESSION_LIMIT, d);
 		return -1;
 	}
@@ -359,7 +359,7 @@ int admit(struct conn *c)
 		rm_tls_peer_subject(c->ssl, subj, sizeof(subj));
 		store_check(s, rm_backend_session_peer(s->st, id, subj), "session peer");
 	}
-	c->last_rx_mono = mono_ms();
+	c->last_rx_mono = rm_clock_mono_ms();
 	if (!(c->buf = malloc(BUF_CAP)) || !(c->dec = rm_ipfix_session_new(s->pen)) ||
 	    !(c->rs = rm_rules_session_open(s->rules, (uint64_t)id))) {
 		rm_log(RM_LOG_ERR, "session %" PRId64 " from %s: out of memory", id, c->peer);
@@ -442,7 +442,7 @@ void on_data(struct conn *c)
 		}
 		c->len += (size_t)n;
 		left -= (size_t)n;
-		c->last_rx_mono = mono_ms();
+		c->last_rx_mono = rm_clock_mono_ms();
 		if (process_buffer(c) < 0)
 			return;
 	}
