@@ -45,7 +45,7 @@ struct conn_count {
 /* ---------------- refused connections ---------------- */
 
 /* Write the counts not yet written (in the open batch). */
-void flush_connections(struct rm_collector *s)
+void rm_accept_flush(struct rm_collector *s)
 {
 	GHashTableIter it;
 	gpointer v;
@@ -56,23 +56,24 @@ void flush_connections(struct rm_collector *s)
 
 		if (!n->unflushed)
 			continue;
-		batch_begin(s);
-		store_check(s,
-			    rm_backend_connections(s->st, s->minute_ms, n->source, outcome_names[n->outcome],
-						   n->unflushed, n->first_ms, n->last_ms, n->detail),
-			    "connections");
+		rm_collector_batch_begin(s);
+		rm_collector_store_check(s,
+					 rm_backend_connections(s->st, s->minute_ms, n->source,
+								outcome_names[n->outcome], n->unflushed, n->first_ms,
+								n->last_ms, n->detail),
+					 "connections");
 		n->unflushed = 0;
 	}
 }
 
 /* A new minute: write the last one's counts, start empty. */
-void connections_minute(struct rm_collector *s, uint64_t t)
+void rm_accept_minute(struct rm_collector *s, uint64_t t)
 {
 	uint64_t minute = t / MINUTE_MS * MINUTE_MS;
 
 	if (minute == s->minute_ms)
 		return;
-	flush_connections(s);
+	rm_accept_flush(s);
 	g_hash_table_remove_all(s->conn_counts);
 	g_hash_table_remove_all(s->minute_sources);
 	s->minute_ms = minute;
@@ -111,7 +112,7 @@ static void count_connection(struct rm_collector *s, const struct conn *c, enum 
 	char key[INET6_ADDRSTRLEN + 32];
 	struct conn_count *n;
 
-	connections_minute(s, t);
+	rm_accept_minute(s, t);
 	if (!g_hash_table_contains(s->minute_sources, src)) {
 		if (g_hash_table_size(s->minute_sources) < CONN_SOURCES_PER_MINUTE)
 			g_hash_table_add(s->minute_sources, g_strdup(src));
@@ -138,7 +139,7 @@ static void count_connection(struct rm_collector *s, const struct conn *c, enum 
 }
 
 /* A connection that is not admitted (or will not be): counted, closed after the loop pass. */
-void refuse_conn(struct conn *c, enum conn_outcome o, const char *detail)
+void rm_accept_refuse(struct conn *c, enum conn_outcome o, const char *detail)
 {
 	struct rm_collector *s = c->srv;
 
@@ -157,7 +158,7 @@ void refuse_conn(struct conn *c, enum conn_outcome o, const char *detail)
 /* ---------------- handshakes ---------------- */
 
 /* A connection in the handshake: go on with it; authorised and admitted, it reads at once. */
-void on_handshake(struct conn *c)
+void rm_accept_handshake(struct conn *c)
 {
 	struct rm_collector *s = c->srv;
 	char r[600], e[400];
@@ -174,11 +175,11 @@ void on_handshake(struct conn *c)
 		c->tls_up = 1;
 		if (rm_tls_authorize_peer(c->ssl, &s->cs->tls, e, sizeof(e)) < 0) {
 			snprintf(r, sizeof(r), "peer not authorised: %s", e);
-			refuse_conn(c, CO_NOT_AUTHORISED, r);
+			rm_accept_refuse(c, CO_NOT_AUTHORISED, r);
 			return;
 		}
-		if (admit(c) == 0)
-			on_data(c);
+		if (rm_session_admit(c) == 0)
+			rm_session_data(c);
 		return;
 	}
 	err = SSL_get_error(c->ssl, rc);
@@ -193,12 +194,12 @@ void on_handshake(struct conn *c)
 		 * "certificate verify failed"; the names say why. */
 		ERR_clear_error();
 		snprintf(r, sizeof(r), "TLS handshake failed: exporter not authorised: %s", e);
-		refuse_conn(c, CO_NOT_AUTHORISED, r);
+		rm_accept_refuse(c, CO_NOT_AUTHORISED, r);
 		return;
 	}
 	snprintf(r, sizeof(r), "TLS handshake failed: %s",
 		 rm_tls_errors(err == SSL_ERROR_SYSCALL ? "connection closed" : "", e, sizeof(e)));
-	refuse_conn(c, CO_HANDSHAKE_FAILED, r);
+	rm_accept_refuse(c, CO_HANDSHAKE_FAILED, r);
 }
 
 /* ---------------- listening and accepting ---------------- */
@@ -230,7 +231,7 @@ static int split_listen(const char *listen, char *host, size_t hlen, char *port,
  * client speaks first, so connections that send nothing stay in the
  * kernel's SYN queue instead of taking handshake slots.
  */
-int open_listener(const char *addr, int defer_s)
+int rm_accept_listen(const char *addr, int defer_s)
 {
 	char host[256], port[32];
 	struct addrinfo hints = { 0 }, *res, *ai;
@@ -356,11 +357,11 @@ static void handshake_room(struct rm_collector *s, const char *source)
 	if (handshakes_from(s, source) >= cs->max_handshakes_per_source && (v = victim(s, source))) {
 		snprintf(d, sizeof(d), "evicted by a newer connection from %s (max_handshakes_per_source %u)", source,
 			 cs->max_handshakes_per_source);
-		refuse_conn(v, CO_HANDSHAKE_EVICTED, d);
+		rm_accept_refuse(v, CO_HANDSHAKE_EVICTED, d);
 	}
 	if (s->handshakes >= cs->max_handshakes && (v = victim(s, NULL))) {
 		snprintf(d, sizeof(d), "evicted by a newer connection (max_handshakes %u)", cs->max_handshakes);
-		refuse_conn(v, CO_HANDSHAKE_EVICTED, d);
+		rm_accept_refuse(v, CO_HANDSHAKE_EVICTED, d);
 	}
 }
 
@@ -368,7 +369,7 @@ static void handshake_room(struct rm_collector *s, const char *source)
  * Accept up to TURN_ACCEPTS connections. With TLS a connection joins the
  * handshake pool (no session yet); with plain TCP it is admitted at once.
  */
-void on_accept(struct rm_collector *s)
+void rm_accept_conn(struct rm_collector *s)
 {
 	for (int k = 0; k < TURN_ACCEPTS; k++) {
 		struct sockaddr_storage ss;
@@ -399,14 +400,14 @@ void on_accept(struct rm_collector *s)
 		set_socket_options(fd, s->cs->dead_peer_timeout_ms);
 		if (!s->ctx) {
 			s->conns[s->nconns++] = c;
-			admit(c);
+			rm_session_admit(c);
 			continue;
 		}
 		handshake_room(s, c->source);
 		c->ssl = SSL_new(s->ctx);
 		if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
 			rm_log(RM_LOG_ERR, "connection from %s: cannot set up TLS", c->peer);
-			free_conn(c);
+			rm_session_free(c);
 			continue;
 		}
 		SSL_set_accept_state(c->ssl);

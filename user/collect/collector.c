@@ -22,7 +22,7 @@
 /* Timers (handshake, message, session, epochs) and connection counts are looked at this often. */
 #define TICK_MS 1000
 
-void store_check(struct rm_collector *s, int rc, const char *what)
+void rm_collector_store_check(struct rm_collector *s, int rc, const char *what)
 {
 	if (rc < 0 && !s->store_failed) {
 		rm_log(RM_LOG_ERR, "%s error (%s): %s", s->st->ops->drop_kind, what, rm_backend_error(s->st));
@@ -31,22 +31,22 @@ void store_check(struct rm_collector *s, int rc, const char *what)
 }
 
 /* Open the batch's transaction if none is open. */
-void batch_begin(struct rm_collector *s)
+void rm_collector_batch_begin(struct rm_collector *s)
 {
 	if (!s->in_batch) {
 		s->in_batch = 1;
 		s->batch_start_ms = rm_clock_mono_ms();
 	}
-	store_check(s, rm_backend_begin(s->st), "begin");
+	rm_collector_store_check(s, rm_backend_begin(s->st), "begin");
 }
 
 /*
  * End the batch: the only place the store may write, so a committed
  * transaction never holds half of a Message.
  */
-void batch_commit(struct rm_collector *s)
+void rm_collector_batch_commit(struct rm_collector *s)
 {
-	store_check(s, rm_backend_commit(s->st), "commit");
+	rm_collector_store_check(s, rm_backend_commit(s->st), "commit");
 	s->batch_messages = 0;
 	s->in_batch = 0;
 }
@@ -55,9 +55,9 @@ void batch_commit(struct rm_collector *s)
 static void serve(struct conn *c)
 {
 	if (c->handshaking)
-		on_handshake(c);
+		rm_accept_handshake(c);
 	else
-		on_data(c);
+		rm_session_data(c);
 }
 
 /* Free the connections that ended in this pass; the others keep their accept order. */
@@ -67,7 +67,7 @@ static void reap(struct rm_collector *s)
 
 	for (size_t i = 0; i < s->nconns; i++) {
 		if (s->conns[i]->closing)
-			free_conn(s->conns[i]);
+			rm_session_free(s->conns[i]);
 		else
 			s->conns[j++] = s->conns[i];
 	}
@@ -80,7 +80,7 @@ static void tick(struct rm_collector *s, uint64_t t, uint64_t mono)
 	const struct rm_collect_settings *cs = s->cs;
 	char r[600], how[200];
 
-	batch_begin(s);
+	rm_collector_batch_begin(s);
 	for (size_t i = 0; i < s->nconns; i++) {
 		struct conn *c = s->conns[i];
 
@@ -91,21 +91,21 @@ static void tick(struct rm_collector *s, uint64_t t, uint64_t mono)
 				snprintf(how, sizeof(how),
 					 "no authorised peer after %" PRIu64 " ms (handshake_timeout_ms %" PRIu64 ")",
 					 mono - c->accepted_mono, cs->handshake_timeout_ms);
-				refuse_conn(c, CO_HANDSHAKE_TIMEOUT, how);
+				rm_accept_refuse(c, CO_HANDSHAKE_TIMEOUT, how);
 			}
 			continue;
 		}
 		if (c->msg_start_mono && mono - c->msg_start_mono >= cs->message_timeout_ms) {
 			snprintf(how, sizeof(how), "timed out (message_timeout_ms %" PRIu64 ")",
 				 cs->message_timeout_ms);
-			eof_reason(c, how, r, sizeof(r));
-			end_session(c, r);
+			rm_session_eof_reason(c, how, r, sizeof(r));
+			rm_session_end(c, r);
 			continue;
 		}
 		if (cs->session_timeout_ms && mono - c->last_rx_mono >= cs->session_timeout_ms) {
 			snprintf(r, sizeof(r), "no data for %" PRIu64 " ms (session_timeout_ms %" PRIu64 ")",
 				 mono - c->last_rx_mono, cs->session_timeout_ms);
-			end_session(c, r);
+			rm_session_end(c, r);
 			continue;
 		}
 		if (c->rs) {
@@ -113,9 +113,9 @@ static void tick(struct rm_collector *s, uint64_t t, uint64_t mono)
 			rm_rules_flush(c->rs);
 		}
 	}
-	connections_minute(s, t);
-	flush_connections(s);
-	batch_commit(s);
+	rm_accept_minute(s, t);
+	rm_accept_flush(s);
+	rm_collector_batch_commit(s);
 }
 
 /* Every limit of the run, by its configuration key, for `report --limits`. */
@@ -141,10 +141,11 @@ static void store_limits(struct rm_collector *s)
 		{ "max_memory_bytes", cs->max_memory_bytes },
 	};
 
-	batch_begin(s);
+	rm_collector_batch_begin(s);
 	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++)
-		store_check(s, rm_backend_run_limit(s->st, s->run_id, lim[i].name, lim[i].value), "run limits");
-	batch_commit(s);
+		rm_collector_store_check(s, rm_backend_run_limit(s->st, s->run_id, lim[i].name, lim[i].value),
+					 "run limits");
+	rm_collector_batch_commit(s);
 }
 
 /* Where it listens and stores, and every limit: the two lines of the start. */
@@ -231,7 +232,7 @@ int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_sto
 			goto out;
 		}
 	}
-	s->budget = rm_budget_new(cs->max_memory_bytes, budget_refused, s);
+	s->budget = rm_budget_new(cs->max_memory_bytes, rm_session_budget_refused, s);
 	if (!s->budget || rm_collect_memory_check(cs, err, sizeof(err)) < 0 || rm_budget_try(s->budget, reserve) < 0) {
 		rm_log(RM_LOG_ERR, "%s", s->budget ? err : "out of memory");
 		goto out;
@@ -248,7 +249,7 @@ int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_sto
 		goto out;
 	rm_rules_set_budget(s->rules, s->budget);
 	rm_backend_set_budget(s->st, s->budget);
-	s->lfd = open_listener(cs->listen, s->ctx ? (int)((cs->handshake_timeout_ms + 999) / 1000) : 0);
+	s->lfd = rm_accept_listen(cs->listen, s->ctx ? (int)((cs->handshake_timeout_ms + 999) / 1000) : 0);
 	if (s->lfd < 0)
 		goto out;
 	s->run_id = rm_backend_run_start(s->st, cs->listen, s->ctx ? "tls" : "tcp", &lim, cs->max_raw_records, pen,
@@ -267,7 +268,7 @@ int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_sto
 	log_start(s, spec);
 
 	if (cs->metrics[0]) {
-		s->metrics = rm_metrics_start(cs->metrics, render_metrics, s, err, sizeof(err));
+		s->metrics = rm_metrics_start(cs->metrics, rm_collector_render_metrics, s, err, sizeof(err));
 		if (!s->metrics) {
 			rm_log(RM_LOG_ERR, "%s", err);
 			goto out;
@@ -323,7 +324,7 @@ int rm_collector_step(struct rm_collector *s)
 			serve(c);
 	}
 	if (rc > 0 && (pfd[0].revents & POLLIN))
-		on_accept(s);
+		rm_accept_conn(s);
 	/*
 	 * The round's Messages before poll() blocks; while sessions have
 	 * more, the batch bounds of process_buffer() (session.c) decide.
@@ -332,7 +333,7 @@ int rm_collector_step(struct rm_collector *s)
 	for (size_t i = 0; i < s->nconns; i++)
 		more |= s->conns[i]->more && !s->conns[i]->closing;
 	if (!more)
-		batch_commit(s);
+		rm_collector_batch_commit(s);
 	mono = rm_clock_mono_ms();
 	if (mono - s->last_tick >= TICK_MS) {
 		tick(s, rm_clock_wall_ms(), mono);
@@ -353,11 +354,11 @@ void rm_collector_stop(struct rm_collector *s)
 			c->handshaking = 0;
 			s->handshakes--;
 		} else {
-			end_session(c, "collector shutdown");
+			rm_session_end(c, "collector shutdown");
 		}
 	}
-	flush_connections(s);
-	batch_commit(s);
+	rm_accept_flush(s);
+	rm_collector_batch_commit(s);
 	reap(s);
 	rm_backend_run_stop(s->st, s->run_id, rm_clock_wall_ms());
 	rm_log(RM_LOG_NOTICE, "stopped");

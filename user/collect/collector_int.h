@@ -117,11 +117,11 @@ struct rm_collector {
 /* collector.c: the batch, the only place the store may write (never in the middle of a Message). */
 
 /* Log a failed store call (rc < 0, what: the call) once, for the first failure. */
-void store_check(struct rm_collector *s, int rc, const char *what);
+void rm_collector_store_check(struct rm_collector *s, int rc, const char *what);
 /* Open the batch's transaction if none is open. */
-void batch_begin(struct rm_collector *s);
+void rm_collector_batch_begin(struct rm_collector *s);
 /* End the batch: the store may write. */
-void batch_commit(struct rm_collector *s);
+void rm_collector_batch_commit(struct rm_collector *s);
 
 /* accept.c: the listener, the handshakes, the refused connections. */
 
@@ -129,38 +129,38 @@ void batch_commit(struct rm_collector *s);
  * Listen on addr ("ADDR:PORT", "[V6]:PORT", ":PORT"), non-blocking; defer_s
  * > 0 sets TCP_DEFER_ACCEPT. The fd, or -1 (logged).
  */
-int open_listener(const char *addr, int defer_s);
+int rm_accept_listen(const char *addr, int defer_s);
 /* Accept a bounded number of connections: handshakes with TLS, sessions at once with plain TCP. */
-void on_accept(struct rm_collector *s);
+void rm_accept_conn(struct rm_collector *s);
 /* A connection in the handshake: go on with it; authorised and admitted, it reads at once. */
-void on_handshake(struct conn *c);
+void rm_accept_handshake(struct conn *c);
 /* A connection that is not admitted (or will not be): counted, closed after the loop pass. */
-void refuse_conn(struct conn *c, enum conn_outcome o, const char *detail);
+void rm_accept_refuse(struct conn *c, enum conn_outcome o, const char *detail);
 /* Write the refused connections' counts not yet written (in the open batch). */
-void flush_connections(struct rm_collector *s);
+void rm_accept_flush(struct rm_collector *s);
 /* At t (UNIX ms) in a new minute: write the last one's counts, start empty. */
-void connections_minute(struct rm_collector *s, uint64_t t);
+void rm_accept_minute(struct rm_collector *s, uint64_t t);
 
 /* session.c: Transport Sessions. */
 
 /* The rules' sink (collector_rules.h), its arg the server. */
 extern const struct rm_rules_sink rules_sink;
 /* The budget's refusals (budget.h), its arg the server: drops of the session at hand. */
-void budget_refused(void *arg, const char *what, uint64_t bytes);
+void rm_session_budget_refused(void *arg, const char *what, uint64_t bytes);
 /* Make a connection a Transport Session. 0, or -1 if refused (counted, closed after the loop pass). */
-int admit(struct conn *c);
+int rm_session_admit(struct conn *c);
 /* A session's turn: read a bounded number of octets, decoding every complete Message. */
-void on_data(struct conn *c);
+void rm_session_data(struct conn *c);
 /* End a Transport Session for reason: its row, its epochs retired, written at once. */
-void end_session(struct conn *c, const char *reason);
+void rm_session_end(struct conn *c, const char *reason);
 /* Close and free a connection of any state. */
-void free_conn(struct conn *c);
+void rm_session_free(struct conn *c);
 /* The end reason of a session ended how, naming an incomplete Message in its buffer. */
-void eof_reason(struct conn *c, const char *how, char *buf, size_t len);
+void rm_session_eof_reason(struct conn *c, const char *how, char *buf, size_t len);
 
 /* collector_metrics.c */
 
 /* GET /metrics (common/metrics.h), arg the server, on the server's thread; the loop holds the lock except in poll(). */
-void render_metrics(void *arg, FILE *f);
+void rm_collector_render_metrics(void *arg, FILE *f);
 
 #endif /* ROCEMETER_COLLECTOR_INT_H */

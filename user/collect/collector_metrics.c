@@ -29,7 +29,7 @@ static const struct rm_metric_row collector_rows[] = { RM_COLLECTOR_STATS(COLLEC
 	X(rejected, "records_undecodable", "records of the session the decoder could not bind")
 
 /* GET /metrics, on the server's thread; the loop holds the lock except in poll(). */
-void render_metrics(void *arg, FILE *f)
+void rm_collector_render_metrics(void *arg, FILE *f)
 {
 	struct rm_collector *s = arg;
 	struct rm_collector_stats st = s->stats;

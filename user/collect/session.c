@@ -47,7 +47,7 @@ static uint64_t *verdict_counter(struct rm_collector *s, enum rm_verdict v)
 /* ---------------- memory budget and raw octets ---------------- */
 
 /* The budget refused something: a collector resource drop of the session at hand (0: none yet). */
-void budget_refused(void *arg, const char *what, uint64_t bytes)
+void rm_session_budget_refused(void *arg, const char *what, uint64_t bytes)
 {
 	struct rm_collector *s = arg;
 	int64_t sid = s->cur ? s->cur->session_id : 0;
@@ -56,9 +56,9 @@ void budget_refused(void *arg, const char *what, uint64_t bytes)
 
 	snprintf(d, sizeof(d), "%s of %" PRIu64 " bytes refused: max_memory_bytes %" PRIu64 ", %" PRIu64 " in use",
 		 what, bytes, rm_budget_limit(s->budget), rm_budget_used(s->budget));
-	batch_begin(s);
+	rm_collector_batch_begin(s);
 	s->stats.drops_memory_budget++;
-	store_check(s, rm_backend_drop(s->st, sid, "memory-budget", d, rm_clock_wall_ms()), "drop");
+	rm_collector_store_check(s, rm_backend_drop(s->st, sid, "memory-budget", d, rm_clock_wall_ms()), "drop");
 	if (!s->budget_logged_mono || mono - s->budget_logged_mono >= MINUTE_MS) {
 		rm_log(RM_LOG_WARNING,
 		       "session %" PRId64 ": %s (collector resource drop; more this minute are only counted)", sid, d);
@@ -87,14 +87,15 @@ static void keep_raw(struct conn *c, uint32_t domain, uint16_t tid, const struct
 			 bytes, share ? "max_raw_bytes_per_session" : "max_raw_bytes",
 			 share ? cs->max_raw_bytes_per_session : cs->max_raw_bytes);
 		s->stats.drops_raw_byte_limit++;
-		store_check(s, rm_backend_drop(s->st, c->session_id, "raw-byte-limit", d, c->now_ms), "drop");
+		rm_collector_store_check(s, rm_backend_drop(s->st, c->session_id, "raw-byte-limit", d, c->now_ms),
+					 "drop");
 		return;
 	}
 	db_drops = rm_backend_drops(s->st);
 	rc = rm_backend_raw(s->st, c->session_id, domain, tid, r, verdict, reason, raw, len, t, tl, c->now_ms);
 	if (rc == 0 && rm_backend_drops(s->st) == db_drops) /* else a "database" drop, counted by the store */
 		s->stats.drops_raw_record_limit++;
-	store_check(s, rc, "raw record");
+	rm_collector_store_check(s, rc, "raw record");
 	if (rc == 1) {
 		c->raw_bytes += bytes;
 		s->raw_bytes += bytes;
@@ -116,7 +117,7 @@ static void rules_epoch(void *arg, struct rm_epoch *e)
 		else
 			s->stats.epochs_incomplete++;
 	}
-	store_check(s, rm_backend_epoch(s->st, e), "epoch");
+	rm_collector_store_check(s, rm_backend_epoch(s->st, e), "epoch");
 }
 
 /* The budget is full: the retired epochs waiting for the store's write give their charges back. */
@@ -130,7 +131,8 @@ static void rules_drop(void *arg, uint64_t session_id, uint32_t domain, uint64_t
 	struct rm_collector *s = arg;
 
 	s->stats.drops_epoch_admission++;
-	store_check(s, rm_backend_drop(s->st, (int64_t)session_id, "epoch-admission", detail, rm_clock_wall_ms()), "drop");
+	rm_collector_store_check(
+		s, rm_backend_drop(s->st, (int64_t)session_id, "epoch-admission", detail, rm_clock_wall_ms()), "drop");
 }
 
 static void rules_log(void *arg, const char *line)
@@ -195,7 +197,7 @@ static const struct rm_ipfix_sink dec_sink = { dec_record, dec_reject, dec_note 
 
 /* ---------------- sessions ---------------- */
 
-void end_session(struct conn *c, const char *reason)
+void rm_session_end(struct conn *c, const char *reason)
 {
 	struct rm_collector *s = c->srv;
 	uint64_t t = rm_clock_wall_ms();
@@ -209,7 +211,7 @@ void end_session(struct conn *c, const char *reason)
 	c->closing = 1;
 	s->sessions--;
 	snprintf(er, sizeof(er), "session ended: %s", reason);
-	batch_begin(s);
+	rm_collector_batch_begin(s);
 	if (c->dec) {
 		const struct rm_ipfix_counts *h = rm_ipfix_counts(c->dec);
 
@@ -223,14 +225,17 @@ void end_session(struct conn *c, const char *reason)
 	if (c->rs) {
 		cnt.verdicts = rm_rules_verdict_counts(c->rs);
 		/* The counts are read before close frees them. */
-		store_check(s, rm_backend_session_end(s->st, c->session_id, reason, t, &cnt), "session end");
+		rm_collector_store_check(s, rm_backend_session_end(s->st, c->session_id, reason, t, &cnt),
+					 "session end");
 		rm_rules_session_close(c->rs, er, t);
 		c->rs = NULL;
 	} else {
-		store_check(s, rm_backend_session_end(s->st, c->session_id, reason, t, &cnt), "session end");
+		rm_collector_store_check(s, rm_backend_session_end(s->st, c->session_id, reason, t, &cnt),
+					 "session end");
 	}
-	batch_commit(s);
-	store_check(s, rm_backend_flush(s->st), "commit"); /* a session's end and its epochs' outcomes: at once */
+	rm_collector_batch_commit(s);
+	rm_collector_store_check(s, rm_backend_flush(s->st),
+				 "commit"); /* a session's end and its epochs' outcomes: at once */
 	{
 		char sid[24];
 		struct rm_log_field f[] = { { "SESSION", sid }, { "PEER", c->peer } };
@@ -245,7 +250,7 @@ void end_session(struct conn *c, const char *reason)
 		SSL_shutdown(c->ssl); /* best effort, non-blocking */
 }
 
-void free_conn(struct conn *c)
+void rm_session_free(struct conn *c)
 {
 	if (c->ssl)
 		SSL_free(c->ssl);
@@ -272,7 +277,7 @@ static int process_buffer(struct conn *c)
 			char r[400];
 
 			snprintf(r, sizeof(r), "IPFIX framing error after %" PRIu64 " messages: %s", c->messages, err);
-			end_session(c, r);
+			rm_session_end(c, r);
 			return -1;
 		}
 		if (m == 0)
@@ -282,7 +287,7 @@ static int process_buffer(struct conn *c)
 		c->octets += (uint64_t)m;
 		s->stats.messages++;
 		s->stats.received_bytes += (uint64_t)m;
-		batch_begin(s);
+		rm_collector_batch_begin(s);
 		s->cur = c;
 		int rc = rm_ipfix_message(c->dec, c->buf + off, (size_t)m, &dec_sink, c, err, sizeof(err));
 
@@ -290,12 +295,12 @@ static int process_buffer(struct conn *c)
 		s->cur = NULL;
 		s->batch_messages++;
 		if (rc < 0) {
-			end_session(c, err); /* commits the batch with this Message */
+			rm_session_end(c, err); /* commits the batch with this Message */
 			return -1;
 		}
 		off += (size_t)m;
 		if (s->batch_messages >= BATCH_MAX_MESSAGES || rm_clock_mono_ms() - s->batch_start_ms >= BATCH_MAX_MS)
-			batch_commit(s);
+			rm_collector_batch_commit(s);
 	}
 	if (off) {
 		memmove(c->buf, c->buf + off, c->len - off);
@@ -309,7 +314,7 @@ static int process_buffer(struct conn *c)
 	return 0;
 }
 
-void eof_reason(struct conn *c, const char *how, char *buf, size_t len)
+void rm_session_eof_reason(struct conn *c, const char *how, char *buf, size_t len)
 {
 	if (c->len == 0) {
 		snprintf(buf, len, "%s", how);
@@ -326,7 +331,7 @@ void eof_reason(struct conn *c, const char *how, char *buf, size_t len)
  * Session: a slot of max_sessions, its memory, its sessions row. 0, or -1
  * if refused (counted, closed after the loop pass).
  */
-int admit(struct conn *c)
+int rm_session_admit(struct conn *c)
 {
 	struct rm_collector *s = c->srv;
 	const char *transport = c->ssl ? "tls" : "tcp";
@@ -335,35 +340,35 @@ int admit(struct conn *c)
 
 	if (s->sessions >= s->cs->max_sessions || rm_rules_sessions(s->rules) >= s->cs->max_sessions) {
 		snprintf(d, sizeof(d), "refused: max_sessions %u sessions open", s->cs->max_sessions);
-		batch_begin(s);
+		rm_collector_batch_begin(s);
 		s->stats.sessions_refused++;
 		s->stats.drops_session_limit++;
-		store_check(s, rm_backend_drop(s->st, 0, "session-limit", d, rm_clock_wall_ms()), "drop");
-		refuse_conn(c, CO_SESSION_LIMIT, d);
+		rm_collector_store_check(s, rm_backend_drop(s->st, 0, "session-limit", d, rm_clock_wall_ms()), "drop");
+		rm_accept_refuse(c, CO_SESSION_LIMIT, d);
 		return -1;
 	}
 	s->cur = NULL;
 	if (rm_budget_take(s->budget, RM_BUDGET_SESSION_BYTES, "session") < 0) {
 		snprintf(d, sizeof(d), "refused: max_memory_bytes %" PRIu64 " in use", s->cs->max_memory_bytes);
-		refuse_conn(c, CO_MEMORY_BUDGET, d);
+		rm_accept_refuse(c, CO_MEMORY_BUDGET, d);
 		return -1;
 	}
 	c->admitted = 1;
 	s->sessions++;
 	s->stats.sessions_accepted++;
-	batch_begin(s);
+	rm_collector_batch_begin(s);
 	id = rm_backend_session_start(s->st, s->run_id, c->peer, transport, c->started_ms);
-	store_check(s, id < 0 ? -1 : 0, "session start");
+	rm_collector_store_check(s, id < 0 ? -1 : 0, "session start");
 	c->session_id = id;
 	if (c->ssl) {
 		rm_tls_peer_subject(c->ssl, subj, sizeof(subj));
-		store_check(s, rm_backend_session_peer(s->st, id, subj), "session peer");
+		rm_collector_store_check(s, rm_backend_session_peer(s->st, id, subj), "session peer");
 	}
 	c->last_rx_mono = rm_clock_mono_ms();
 	if (!(c->buf = malloc(BUF_CAP)) || !(c->dec = rm_ipfix_session_new(s->pen)) ||
 	    !(c->rs = rm_rules_session_open(s->rules, (uint64_t)id))) {
 		rm_log(RM_LOG_ERR, "session %" PRId64 " from %s: out of memory", id, c->peer);
-		end_session(c, "out of memory");
+		rm_session_end(c, "out of memory");
 		return -1;
 	}
 	rm_ipfix_session_set_budget(c->dec, s->budget);
@@ -383,7 +388,7 @@ int admit(struct conn *c)
 }
 
 /* A session's turn: read at most TURN_OCTETS, decoding every complete Message. */
-void on_data(struct conn *c)
+void rm_session_data(struct conn *c)
 {
 	char r[600], e[400];
 	size_t left = TURN_OCTETS;
@@ -408,7 +413,7 @@ void on_data(struct conn *c)
 					return;
 				}
 				if (err == SSL_ERROR_ZERO_RETURN) {
-					eof_reason(c, "peer closed the session", r, sizeof(r));
+					rm_session_eof_reason(c, "peer closed the session", r, sizeof(r));
 				} else {
 					char how[500];
 
@@ -419,9 +424,9 @@ void on_data(struct conn *c)
 										       : "TLS error",
 							      e, sizeof(e));
 					snprintf(how, sizeof(how), "session failed (%s)", e);
-					eof_reason(c, how, r, sizeof(r));
+					rm_session_eof_reason(c, how, r, sizeof(r));
 				}
-				end_session(c, r);
+				rm_session_end(c, r);
 				return;
 			}
 		} else {
@@ -430,13 +435,13 @@ void on_data(struct conn *c)
 				if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 					return;
 				snprintf(e, sizeof(e), "session failed (%s)", strerror(errno));
-				eof_reason(c, e, r, sizeof(r));
-				end_session(c, r);
+				rm_session_eof_reason(c, e, r, sizeof(r));
+				rm_session_end(c, r);
 				return;
 			}
 			if (n == 0) {
-				eof_reason(c, "peer closed the connection", r, sizeof(r));
-				end_session(c, r);
+				rm_session_eof_reason(c, "peer closed the connection", r, sizeof(r));
+				rm_session_end(c, r);
 				return;
 			}
 		}
