@@ -242,7 +242,7 @@ int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_sto
 		rm_log(RM_LOG_ERR, "%s", err);
 		goto out;
 	}
-	s->rules = rm_rules_new(&lim, &rules_sink, s);
+	s->rules = rm_rules_new(&lim, &rm_session_rules_sink, s);
 	s->conn_counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	s->minute_sources = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	if (!s->rules)

@@ -144,7 +144,7 @@ void rm_accept_minute(struct rm_collector *s, uint64_t t);
 /* session.c: Transport Sessions. */
 
 /* The rules' sink (collector_rules.h), its arg the server. */
-extern const struct rm_rules_sink rules_sink;
+extern const struct rm_rules_sink rm_session_rules_sink;
 /* The budget's refusals (budget.h), its arg the server: drops of the session at hand. */
 void rm_session_budget_refused(void *arg, const char *what, uint64_t bytes);
 /* Make a connection a Transport Session. 0, or -1 if refused (counted, closed after the loop pass). */

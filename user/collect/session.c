@@ -149,7 +149,7 @@ static void rules_log(void *arg, const char *line)
 	rm_log_fields(RM_LOG_NOTICE, f, n == 3 ? 2 : n >= 1 ? 1 : 0, "%s", line);
 }
 
-const struct rm_rules_sink rules_sink = { rules_epoch, rules_drop, rules_log, rules_room };
+const struct rm_rules_sink rm_session_rules_sink = { rules_epoch, rules_drop, rules_log, rules_room };
 
 static void dec_record(void *arg, uint32_t domain, uint16_t tid, const struct rm_report *r, const uint8_t *raw,
 		       size_t len)
