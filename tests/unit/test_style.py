@@ -2,6 +2,7 @@
 its .clang-format and has no function over the limit of docs/architecture.md,
 and each check fails, naming the file, on a file that breaks its rule."""
 import os
+import re
 import shutil
 import subprocess
 
@@ -65,3 +66,21 @@ def test_signature_over_several_lines_counts_from_the_name(tmp_path):
     small_tree(tmp_path, 'a.c', text)
     r = run(FUNCTIONS, tmp_path)
     assert r.returncode == 1 and 'user/x/a.c:2: h() is 204 lines' in r.stdout
+
+
+# Reads of a clock: every one in userspace goes through user/common/clock.c, whose names say the clock.
+CLOCK_READ = re.compile(r'\b(clock_gettime|gettimeofday)\s*\(|\btime\s*\(\s*(NULL|&)')
+
+
+def test_clocks_are_read_only_in_the_clock_module():
+    found = []
+    for dirpath, _, files in os.walk(os.path.join(ROOT, 'user')):
+        for fn in files:
+            path = os.path.join(dirpath, fn)
+            rel = os.path.relpath(path, ROOT)
+            if not fn.endswith(('.c', '.h')) or rel == os.path.join('user', 'common', 'clock.c'):
+                continue
+            for n, line in enumerate(open(path), 1):
+                if CLOCK_READ.search(line):
+                    found.append('%s:%d: %s' % (rel, n, line.strip()))
+    assert not found, 'clocks read outside user/common/clock.c:\n' + '\n'.join(found)

@@ -599,9 +599,10 @@ static int conn_check_input(struct conn *c, char *why, size_t whylen)
 	}
 }
 
+/* The Message Header's Export Time: UNIX seconds ([RFC7011] 3.1). */
 static uint32_t export_time(void)
 {
-	return (uint32_t)time(NULL);
+	return (uint32_t)(rm_clock_wall_ms() / 1000);
 }
 
 /* Session established: Templates first, then publish the session number. */
