@@ -5,6 +5,7 @@ ROCEMETER_SRCS += user/collect/ipfix_decode.c user/collect/collector_rules.c use
                   user/collect/budget.c user/collect/clickhouse.c user/collect/store_spec.c user/collect/store_read.c \
                   user/collect/store_read_sqlite.c user/collect/store_read_clickhouse.c \
                   user/collect/collector.c user/collect/accept.c user/collect/session.c user/collect/collector_metrics.c \
+                  user/collect/seq_points.c \
                   user/collect/cmd_collect.c user/collect/cmd_report.c
 # ClickHouse's HTTP interface (docs/fleet.md); the DDL files are compiled in (.incbin).
 LDLIBS         += -lcurl

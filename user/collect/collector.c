@@ -198,6 +198,7 @@ static void collector_free(struct rm_collector *s)
 	if (s->minute_sources)
 		g_hash_table_destroy(s->minute_sources);
 	rm_backend_close(s->st);
+	rm_seq_points_free(s->points);
 	rm_budget_free(s->budget);
 	if (s->ctx)
 		SSL_CTX_free(s->ctx);

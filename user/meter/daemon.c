@@ -48,7 +48,7 @@ struct live_sink {
 	uint64_t session;             /* Transport Session the reporter's IDs belong to */
 	int discard;                  /* closing epochs for a new session: nothing to send them on */
 	uint64_t discarded;
-	uint64_t closures[5];         /* final reports by reason: the closure_bits order, then none */
+	uint64_t closures[5]; /* final reports by reason: the closure_bits order, then none */
 };
 
 /* The closure reasons counted apart (RM_DAEMON_STATS closures_*), in that order. */
@@ -58,7 +58,7 @@ static const uint16_t closure_bits[4] = { RM_FLAG_PROFILE_VIOLATION, RM_FLAG_CAP
 struct rm_daemon {
 	const char *ifname;
 	int ifindex;
-	struct rm_ifkey key;          /* pins, lock and run files: network namespace and ifindex */
+	struct rm_ifkey key; /* pins, lock and run files: network namespace and ifindex */
 	const char *config_path;
 	struct rm_config_overrides overrides;
 	struct rm_config_file cfg;
@@ -67,8 +67,10 @@ struct rm_daemon {
 	struct live_sink sink;
 	struct rm_observe obs;
 	uint64_t table_full_seen;
-	uint64_t unattributed_seen; /* RM_STAT_UNATTRIBUTED at the last check */
-	uint64_t unrecorded_seen;   /* RM_STAT_VIOLATIONS_UNRECORDED at the last check */
+	uint64_t unattributed_seen;               /* RM_STAT_UNATTRIBUTED at the last check */
+	uint64_t unrecorded_seen;                 /* RM_STAT_VIOLATIONS_UNRECORDED at the last check */
+	uint64_t violations_seen;                 /* RM_STAT_VIOLATIONS at the last check */
+	struct rm_violations_logged *viol_logged; /* the disabled connections logged; NULL until the first */
 	int lock_fd;
 	int link_fd;
 	int keep_pins;
@@ -77,6 +79,8 @@ struct rm_daemon {
 	struct rm_metrics_server *metrics;
 	struct rm_daemon_stats pub; /* the counters a scrape shows: written under the server's lock */
 	uint64_t pub_session;
+	struct rm_seq_totals pub_totals;
+	uint64_t pub_observation_point;
 };
 
 static int live_sink_fn(void *arg, const struct rm_report *r)
@@ -126,6 +130,8 @@ static void publish(struct rm_daemon *d)
 	rm_metrics_lock(d->metrics);
 	daemon_stats(d, &d->pub);
 	d->pub_session = d->sink.session;
+	d->pub_totals = d->rep.totals;
+	d->pub_observation_point = d->rep.observation_point_id;
 	rm_metrics_unlock(d->metrics);
 }
 
@@ -134,8 +140,12 @@ static void render_metrics(void *arg, FILE *f)
 {
 	struct rm_daemon *d = arg;
 	struct rm_export_stats es;
-	struct rm_meter_metrics_view v = { .ifname = d->ifname, .meter = &d->meter, .daemon = &d->pub,
+	struct rm_meter_metrics_view v = { .ifname = d->ifname,
+					   .meter = &d->meter,
+					   .daemon = &d->pub,
 					   .session = d->pub_session,
+					   .totals = &d->pub_totals,
+					   .observation_point_id = d->pub_observation_point,
 					   .max_connections = d->cfg.meter.metrics_connections };
 
 	if (d->sink.exporter) { /* thread-safe; stopped only after the server */
@@ -192,6 +202,20 @@ static void close_all(struct rm_daemon *d, uint16_t reason)
 	rm_reporter_walk(&d->rep, RM_CTL_CLOSE, reason, 0);
 }
 
+/* A profile violation disabled a connection: one line per connection, naming the opcode. */
+static void log_violations(struct rm_daemon *d)
+{
+	struct rm_violations_fds f;
+	int e;
+
+	if (!d->viol_logged && !(d->viol_logged = rm_violations_logged_new()))
+		return;
+	rm_violations_fds_of(&d->meter, &f);
+	e = rm_violations_log_new(&f, d->viol_logged, d->ifname);
+	if (e < 0)
+		rm_log(RM_LOG_ERR, "cannot list the connections a profile violation disabled: %s", strerror(-e));
+}
+
 /*
  * Capture discontinuity ([SEQOBS]): when complete observation can no longer
  * be established, close every context that may be affected (all of them:
@@ -223,6 +247,9 @@ static int check_observation(struct rm_daemon *d)
 		       "connection is metered until 'rocemeter reenable %s --all'",
 		       d->cfg.meter.max_violations, d->ifname);
 	d->unrecorded_seen = st[RM_STAT_VIOLATIONS_UNRECORDED];
+	if (st[RM_STAT_VIOLATIONS] > d->violations_seen)
+		log_violations(d);
+	d->violations_seen = st[RM_STAT_VIOLATIONS];
 	/* Frames that may have carried a request of any connection: the
 	 * datapath made the epochs open before them stale (each closes at its
 	 * next request); close the silent ones now, so that their finals come. */
@@ -438,6 +465,7 @@ static void teardown(struct rm_daemon *d)
 		rm_log(RM_LOG_ERR, "%s", err);
 	rm_reporter_free(&d->rep);
 	rm_observe_free(&d->obs);
+	rm_violations_logged_free(d->viol_logged);
 	rm_meter_unload(&d->meter);
 	if (d->lock_fd >= 0) {
 		/* Still holding the lock: no other attachment can own these pins. */
@@ -540,7 +568,8 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 		if (live != 0) {
 			/* Never replace a meter that the kernel still runs. */
 			if (live > 0)
-				rm_errf(err, errlen, "a meter is attached to %s (XDP program id %u, pins %s); not replacing it",
+				rm_errf(err, errlen,
+					"a meter is attached to %s (XDP program id %u, pins %s); not replacing it",
 					d->ifname, live_id, path);
 			else
 				rm_errf(err, errlen, "cannot tell whether the meter pinned at %s is attached: %s", path,
@@ -635,8 +664,9 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 	}
 
 	rm_paths_pin_dir(&d->key, path, sizeof(path));
-	rm_log(RM_LOG_NOTICE, "attached to %s (ifindex %d, %s XDP, W %u, max_contexts %u%s%s%s%s); maps pinned under %s",
-	       d->ifname, d->ifindex, mode, d->cfg.meter.window, d->cfg.meter.max_contexts,
+	rm_log(RM_LOG_NOTICE,
+	       "attached to %s (ifindex %d, %s XDP, W %u, max_contexts %u%s%s%s%s); maps pinned under %s", d->ifname,
+	       d->ifindex, mode, d->cfg.meter.window, d->cfg.meter.max_contexts,
 	       d->cfg.meter.provision_all ? ", provision_all" : "", o->mirror ? ", mirror" : "",
 	       d->meter.dev_bound ? ", VLAN tags from the packet metadata too" : "",
 	       d->census ? ", connection census at tc ingress" : "", path);

@@ -69,6 +69,18 @@ static void connections(FILE *f, const struct rm_meter_metrics_view *v, const st
 	rm_metrics_sample(f, "rocemeter_meter_connections_not_shown", &base, 1, total - n);
 }
 
+/* The observation point's requests and positions of every kind, over every epoch's snapshots. */
+static void sequence_totals(FILE *f, const struct rm_meter_metrics_view *v)
+{
+	static const struct rm_seq_totals none;
+	char op[24];
+	const struct rm_metric_label l[] = { { "interface", v->ifname }, { "observation_point", op } };
+
+	snprintf(op, sizeof(op), "%llu", (unsigned long long)v->observation_point_id);
+	rm_metrics_seq_totals(f, "meter", ", per observation point, over every epoch (final and periodic snapshots)",
+			      v->totals ? v->totals : &none, 1, l, 2);
+}
+
 void rm_meter_metrics_write(FILE *f, const struct rm_meter_metrics_view *v)
 {
 	const struct rm_metric_label ifl = { "interface", v->ifname };
@@ -106,7 +118,8 @@ void rm_meter_metrics_write(FILE *f, const struct rm_meter_metrics_view *v)
 		}
 	}
 	rm_metrics_family(f, "rocemeter_meter_contexts", RM_METRIC_GAUGE,
-			  "contexts by state: open (an epoch is open), closed, disabled (profile violation, or no longer provisioned)");
+			  "contexts by state: open (an epoch is open), closed, disabled (profile violation, or no "
+			  "longer provisioned)");
 	{
 		const struct rm_metric_label lo[] = { ifl, { "state", "open" } }, lc[] = { ifl, { "state", "closed" } },
 					     ld[] = { ifl, { "state", "disabled" } };
@@ -120,14 +133,23 @@ void rm_meter_metrics_write(FILE *f, const struct rm_meter_metrics_view *v)
 
 	rows = rm_daemon_stat_rows(&n);
 	rm_metrics_rows(f, rows, n, v->daemon, &ifl, 1);
+	sequence_totals(f, v);
+	rm_metrics_build_info(f);
 
 	rm_metrics_family(f, "rocemeter_export_session_up", RM_METRIC_GAUGE,
 			  "1 while a Transport Session to the collector is established");
 	rm_metrics_sample(f, "rocemeter_export_session_up", &ifl, 1, v->session ? 1 : 0);
 	if (v->export) {
-		rm_metrics_family(f, "rocemeter_export_session", RM_METRIC_GAUGE,
-				  "number of the current Transport Session (1 the first), 0 while none");
-		rm_metrics_sample(f, "rocemeter_export_session", &ifl, 1, v->session);
+		char session[24];
+		const struct rm_metric_label sl[] = { ifl, { "session", session } };
+
+		/* An info metric: the number is a label, not a value to add up or plot. */
+		rm_metrics_family(f, "rocemeter_export_session_info", RM_METRIC_GAUGE,
+				  "the current Transport Session: its number (1 the first) in the label session; "
+				  "absent while none");
+		snprintf(session, sizeof(session), "%llu", (unsigned long long)v->session);
+		if (v->session)
+			rm_metrics_sample(f, "rocemeter_export_session_info", sl, 2, 1);
 		rows = rm_export_stat_rows(&n);
 		rm_metrics_rows(f, rows, n, v->export, &ifl, 1);
 	}

@@ -24,7 +24,8 @@ struct epoch_time {
 	uint32_t gen;
 	int reported;
 	uint64_t reported_requests;
-	int64_t offset_ns; /* meter time + offset_ns = UNIX ns */
+	int64_t offset_ns;         /* meter time + offset_ns = UNIX ns */
+	struct rm_seq_totals last; /* the counters of the epoch's last snapshot, in r->totals */
 };
 
 struct rm_epoch_times {
@@ -72,7 +73,10 @@ static struct epoch_time *epoch_start(struct rm_reporter *r, const struct rm_ctx
 			return NULL;
 		e->key = k;
 		g_hash_table_insert(r->times->t, &e->key, e);
+	} else if (e->gen != gen) {
+		memset(&e->last, 0, sizeof(e->last));
 	}
+	/* The start event of an epoch already snapshotted keeps its last counters: they are in r->totals. */
 	e->gen = gen;
 	e->reported = 0;
 	e->reported_requests = 0;
@@ -169,6 +173,18 @@ void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, c
 		e = epoch_start(r, key, s->epoch_gen);
 	offset_ns = e ? e->offset_ns : offset_now(r);
 	memset(&rep, 0, sizeof(rep));
+	rep.skipped = s->skipped;
+	rep.filled = s->filled;
+	rep.expired = s->expired;
+	rep.abandoned = s->abandoned;
+	rep.pending = s->pending;
+	rep.repeated = s->repeated;
+	rep.requests = s->requests;
+	rep.unclassified_late = s->unclassified_late;
+	/* What the meter observed, whether or not the report is made: the
+	 * counters beyond the epoch's last snapshot (none without an entry). */
+	if (e)
+		rm_seq_totals_advance(&r->totals, &e->last, &rep);
 	if (rm_ids_assign(r->ids, key, s->epoch_gen, final, &rep.epoch_id, &rep.report_id)) {
 		r->id_exhausted++;
 		if (final)
@@ -193,14 +209,6 @@ void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, c
 	rep.flags = (uint16_t)(final ? (s->flags | RM_FLAG_FINAL_EPOCH) : 0);
 	if (!r->generation_verified)
 		rep.flags |= RM_FLAG_GENERATION_UNVERIFIED;
-	rep.skipped = s->skipped;
-	rep.filled = s->filled;
-	rep.expired = s->expired;
-	rep.abandoned = s->abandoned;
-	rep.pending = s->pending;
-	rep.repeated = s->repeated;
-	rep.requests = s->requests;
-	rep.unclassified_late = s->unclassified_late;
 	if (r->sink(r->sink_arg, &rep)) {
 		rm_ids_unassign(r->ids, key, s->epoch_gen, final, rep.epoch_id, rep.report_id);
 		r->not_serialized++;
@@ -385,7 +393,7 @@ int rm_reporter_evict(struct rm_reporter *r, unsigned int n)
 }
 
 #define NS_PER_MS 1000000ull
-#define NS_PER_S 1000000000ull
+#define NS_PER_S  1000000000ull
 
 void rm_reporter_set_schedule(struct rm_reporter *r, uint64_t report_interval_ms, uint64_t idle_timeout_ms)
 {
