@@ -23,6 +23,8 @@ CHECK_PROGS    += scripts/check-format scripts/check-functions
 CHECK_SCRIPTS  += tests/unit/test_style.py
 # The exposition writer against the text format's rules (escapes, HELP and TYPE lines).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_metrics
+# The shipped alerting and recording rules (docs/prometheus/): promtool check and its unit tests.
+CHECK_SCRIPTS  += tests/unit/test_prometheus_rules.py
 # ISO-8601 UTC times printed and parsed (report --since/--until).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_timefmt
 # docs/json.md against the tables the commands print from.

@@ -107,3 +107,4 @@ def test_make_install_installs_pages_and_completion(tmp_path):
         open(os.path.join(ROOT, "completion", "rocemeter")).read()
     assert (tmp_path / "usr/share/doc/rocemeter/json.md").exists()
     assert (tmp_path / "usr/share/doc/rocemeter/metrics.md").exists()
+    assert (tmp_path / "usr/share/doc/rocemeter/prometheus/rocemeter-rules.yml").exists()

@@ -249,6 +249,7 @@ int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_sto
 	if (!s->rules)
 		goto out;
 	rm_rules_set_budget(s->rules, s->budget);
+	rm_rules_set_accepted(s->rules, rm_seq_points_accepted);
 	rm_backend_set_budget(s->st, s->budget);
 	s->lfd = rm_accept_listen(cs->listen, s->ctx ? (int)((cs->handshake_timeout_ms + 999) / 1000) : 0);
 	if (s->lfd < 0)

@@ -165,9 +165,11 @@ void rm_session_eof_reason(struct conn *c, const char *how, char *buf, size_t le
 /* seq_points.c: the sequence counters per observation point. */
 
 struct rm_seq_points;
-/* A report r of domain was accepted (the rules' sink), prev its epoch's previous one (NULL: none): add the difference. */
-void rm_seq_points_accepted(struct rm_collector *s, uint32_t domain, const struct rm_report *r,
-			    const struct rm_report *prev);
+/*
+ * The rules accepted report r of domain (rm_rules_set_accepted(), arg the
+ * server), prev its epoch's previous one (NULL: none): add the difference.
+ */
+void rm_seq_points_accepted(void *arg, uint32_t domain, const struct rm_report *r, const struct rm_report *prev);
 /* Their counters (rm_metrics_seq_totals(), labels observation_domain and observation_point); p may be NULL. */
 void rm_seq_points_write(FILE *f, const struct rm_seq_points *p);
 /* NULL is a no-op. */

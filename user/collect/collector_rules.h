@@ -137,12 +137,6 @@ struct rm_rules_sink {
 	 * 0 if it freed something (the rules try again), -1 if not. May be NULL.
 	 */
 	int (*room)(void *arg);
-	/*
-	 * A report of domain became its epoch's latest (verdict accepted):
-	 * prev is the epoch's previous accepted report, NULL for its first.
-	 * Called before the epoch changes; may be NULL.
-	 */
-	void (*accepted)(void *arg, uint32_t domain, const struct rm_report *r, const struct rm_report *prev);
 };
 
 struct rm_rules;
@@ -161,6 +155,15 @@ struct rm_budget;
  * sink->drop).
  */
 void rm_rules_set_budget(struct rm_rules *r, struct rm_budget *b);
+/*
+ * A report of domain became its epoch's latest (verdict accepted): prev is
+ * the epoch's previous accepted report, NULL for its first. Called with the
+ * sink's arg, before the epoch changes.
+ */
+typedef void (*rm_rules_accepted_fn)(void *arg, uint32_t domain, const struct rm_report *r,
+				     const struct rm_report *prev);
+/* Call fn for every accepted report (NULL: none, the default). Set before the first session. */
+void rm_rules_set_accepted(struct rm_rules *r, rm_rules_accepted_fn fn);
 /* Free; every session must be closed first. */
 void rm_rules_free(struct rm_rules *r);
 /* Free a retired epoch the sink kept (sink_keeps). NULL is a no-op. */

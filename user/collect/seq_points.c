@@ -96,9 +96,9 @@ static struct rm_seq_totals *point(struct rm_collector *s, uint32_t domain, uint
 	return &p->totals[i];
 }
 
-void rm_seq_points_accepted(struct rm_collector *s, uint32_t domain, const struct rm_report *r,
-			    const struct rm_report *prev)
+void rm_seq_points_accepted(void *arg, uint32_t domain, const struct rm_report *r, const struct rm_report *prev)
 {
+	struct rm_collector *s = arg;
 	struct rm_seq_totals *t = point(s, domain, r->observation_point_id);
 	struct rm_seq_totals last = { 0 };
 

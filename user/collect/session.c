@@ -137,11 +137,6 @@ static void rules_epoch(void *arg, struct rm_epoch *e)
 	rm_collector_store_check(s, rm_backend_epoch(s->st, e), "epoch");
 }
 
-static void rules_accepted(void *arg, uint32_t domain, const struct rm_report *r, const struct rm_report *prev)
-{
-	rm_seq_points_accepted(arg, domain, r, prev);
-}
-
 /* The budget is full: the retired epochs waiting for the store's write give their charges back. */
 static int rules_room(void *arg)
 {
@@ -171,7 +166,7 @@ static void rules_log(void *arg, const char *line)
 	rm_log_fields(RM_LOG_NOTICE, f, n == 3 ? 2 : n >= 1 ? 1 : 0, "%s", line);
 }
 
-const struct rm_rules_sink rm_session_rules_sink = { rules_epoch, rules_drop, rules_log, rules_room, rules_accepted };
+const struct rm_rules_sink rm_session_rules_sink = { rules_epoch, rules_drop, rules_log, rules_room };
 
 static void dec_record(void *arg, uint32_t domain, uint16_t tid, const struct rm_report *r, const uint8_t *raw,
 		       size_t len)
