@@ -25,6 +25,7 @@ struct rm_seq_points {
 	struct rm_metric_label *labels; /* 2 per point: observation_domain, observation_point */
 	char (*text)[2][24];            /* the labels' values */
 	size_t n;
+	size_t last; /* index + 1 of the last point found: a session's reports are mostly of one point */
 };
 
 static guint point_hash(gconstpointer p)
@@ -81,9 +82,13 @@ static struct rm_seq_totals *point(struct rm_collector *s, uint32_t domain, uint
 
 	if (!p && !(p = s->points = points_new()))
 		return NULL;
+	if (p->last && point_equal(&p->keys[p->last - 1], &k))
+		return &p->totals[p->last - 1];
 	i = GPOINTER_TO_SIZE(g_hash_table_lookup(p->index, &k));
-	if (i)
+	if (i) {
+		p->last = i;
 		return &p->totals[i - 1];
+	}
 	if (p->n == RM_COLLECTOR_MAX_POINTS)
 		return NULL;
 	i = p->n++;
@@ -93,6 +98,7 @@ static struct rm_seq_totals *point(struct rm_collector *s, uint32_t domain, uint
 	p->labels[2 * i] = (struct rm_metric_label){ "observation_domain", p->text[i][0] };
 	p->labels[2 * i + 1] = (struct rm_metric_label){ "observation_point", p->text[i][1] };
 	g_hash_table_insert(p->index, &p->keys[i], GSIZE_TO_POINTER(i + 1));
+	p->last = i + 1;
 	return &p->totals[i];
 }
 
