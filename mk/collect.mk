@@ -24,6 +24,8 @@ CHECK_PROGS    += $(BUILD)/tests/unit/test_store_budget
 # The packed form of settled epochs (epoch_archive) byte for byte, and the epochs view over it.
 CHECK_PROGS    += $(BUILD)/tests/unit/test_store_archive
 CHECK_SCRIPTS  += selftests/system/test_collector.py
+# Its sequence counters per observation point and the epochs counted when they settle (/metrics).
+CHECK_SCRIPTS  += selftests/system/test_collector_metrics.py
 # Availability and bounded resources on a hostile network (docs/collector.md).
 CHECK_SCRIPTS  += selftests/system/test_collector_limits.py
 # The database on a full tmpfs (root), write-locked by another process, and
