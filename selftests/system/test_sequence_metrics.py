@@ -112,6 +112,17 @@ def wait_counters(port, prefix, want, what, **labels):
     assert sequence_counters(port, prefix, **labels) == want, what
 
 
+def exposed_metrics(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        return set(re.findall(r"^# TYPE (\w+) ", r.read().decode(), re.M))
+
+
+def documented_metrics():
+    """The metrics of docs/metrics.md's tables (the opt-in per-connection series are prose)."""
+    with open(os.path.join(e2e.ROOT, "docs", "metrics.md")) as f:
+        return set(re.findall(r"^\| `(rocemeter_\w+)` \|", f.read(), re.M))
+
+
 def served_port(text):
     m = re.search(r"metrics: serving /metrics on \S+ \(port (\d+)\)", text)
     return int(m.group(1)) if m else None
@@ -163,6 +174,8 @@ def test_sequence_counters_meter_and_collector(tmp_path, pki, link):
         for p in (meter_port, col_port):
             assert scrape(p)[("rocemeter_build_info", frozenset({("version", version)}))] == 1
         assert all(v == 0 for v in sequence_counters(meter_port, "meter", **meter_labels).values())
+        # docs/metrics.md lists what both expose, no more, no less.
+        assert exposed_metrics(meter_port) | exposed_metrics(col_port) == documented_metrics()
 
         # Phase 1: open epochs, counted from their periodic snapshots.
         psns, drop_counts = dropped_stream(0, 49, {10, 20, 30})
