@@ -79,8 +79,8 @@ struct rm_daemon {
 	struct rm_metrics_server *metrics;
 	struct rm_daemon_stats pub; /* the counters a scrape shows: written under the server's lock */
 	uint64_t pub_session;
-	struct rm_seq_totals pub_totals;
-	uint64_t pub_observation_point;
+	struct rm_seq_point pub_points[RM_REPORTER_MAX_POINTS]; /* the reporter's, npoints of them */
+	size_t pub_npoints;
 };
 
 static int live_sink_fn(void *arg, const struct rm_report *r)
@@ -130,8 +130,8 @@ static void publish(struct rm_daemon *d)
 	rm_metrics_lock(d->metrics);
 	daemon_stats(d, &d->pub);
 	d->pub_session = d->sink.session;
-	d->pub_totals = d->rep.totals;
-	d->pub_observation_point = d->rep.observation_point_id;
+	memcpy(d->pub_points, d->rep.points, d->rep.npoints * sizeof(d->rep.points[0]));
+	d->pub_npoints = d->rep.npoints;
 	rm_metrics_unlock(d->metrics);
 }
 
@@ -144,8 +144,8 @@ static void render_metrics(void *arg, FILE *f)
 					   .meter = &d->meter,
 					   .daemon = &d->pub,
 					   .session = d->pub_session,
-					   .totals = &d->pub_totals,
-					   .observation_point_id = d->pub_observation_point,
+					   .points = d->pub_points,
+					   .npoints = d->pub_npoints,
 					   .max_connections = d->cfg.meter.metrics_connections };
 
 	if (d->sink.exporter) { /* thread-safe; stopped only after the server */

@@ -69,16 +69,27 @@ static void connections(FILE *f, const struct rm_meter_metrics_view *v, const st
 	rm_metrics_sample(f, "rocemeter_meter_connections_not_shown", &base, 1, total - n);
 }
 
-/* The observation point's requests and positions of every kind, over every epoch's snapshots. */
+/* Requests and positions of every kind per observation point, over every epoch's snapshots. */
 static void sequence_totals(FILE *f, const struct rm_meter_metrics_view *v)
 {
-	static const struct rm_seq_totals none;
-	char op[24];
-	const struct rm_metric_label l[] = { { "interface", v->ifname }, { "observation_point", op } };
+	static const char where[] = ", per observation point, over every epoch (final and periodic snapshots)";
+	size_t n = v->points ? v->npoints : 0;
+	struct rm_seq_totals *t = calloc(n ? n : 1, sizeof(*t));
+	struct rm_metric_label *l = calloc(n ? 2 * n : 1, sizeof(*l));
+	char(*op)[24] = calloc(n ? n : 1, sizeof(*op));
 
-	snprintf(op, sizeof(op), "%llu", (unsigned long long)v->observation_point_id);
-	rm_metrics_seq_totals(f, "meter", ", per observation point, over every epoch (final and periodic snapshots)",
-			      v->totals ? v->totals : &none, 1, l, 2);
+	if (!t || !l || !op)
+		n = 0; /* the HELP and TYPE lines alone */
+	for (size_t i = 0; i < n; i++) {
+		t[i] = v->points[i].t;
+		snprintf(op[i], sizeof(op[i]), "%llu", (unsigned long long)v->points[i].observation_point_id);
+		l[2 * i] = (struct rm_metric_label){ "interface", v->ifname };
+		l[2 * i + 1] = (struct rm_metric_label){ "observation_point", op[i] };
+	}
+	rm_metrics_seq_totals(f, "meter", where, t, n, l, 2);
+	free(t);
+	free(l);
+	free(op);
 }
 
 void rm_meter_metrics_write(FILE *f, const struct rm_meter_metrics_view *v)

@@ -15,7 +15,7 @@
 #include "daemon.h"
 #include "export/export.h"
 #include "meter.h"
-#include "rocemeter/report.h"
+#include "reporter.h"
 
 /* What one scrape shows; the daemon publishes the counters under the server's lock. */
 struct rm_meter_metrics_view {
@@ -25,8 +25,8 @@ struct rm_meter_metrics_view {
 	const struct rm_export_stats *export; /* NULL: the daemon does not export */
 	uint64_t session;                     /* current Transport Session, 0: none */
 	uint32_t max_connections;             /* per-connection series for at most this many contexts */
-	const struct rm_seq_totals *totals;   /* the observation point's sequence counters (reporter.h) */
-	uint64_t observation_point_id;        /* observationPointId: the label observation_point */
+	const struct rm_seq_point *points;    /* the sequence counters per observation point (reporter.h) */
+	size_t npoints;
 };
 
 /* The exposition of v to f (text format 0.0.4, HELP and TYPE lines). */
