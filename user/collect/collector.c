@@ -28,8 +28,8 @@
 #include "ipfix_decode.h"
 #include "rocemeter/ipfix_ie.h"
 #include "budget.h"
-#include "backend.h"
-#include "store_spec.h"
+#include "store/backend.h"
+#include "store/store_spec.h"
 #include "common/tls.h"
 
 #define BUF_CAP (RM_IPFIX_MAX_MSG + 65536)

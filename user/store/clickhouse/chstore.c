@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "chstore.h"
-#include "store_rows.h"
+#include "store/store_rows.h"
 #include "common/limits.h"
 #include "common/log.h"
 

@@ -18,10 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "budget.h"
+#include "collect/budget.h"
 #include "common/log.h"
 #include "store.h"
-#include "store_rows.h"
+#include "store/store_rows.h"
 
 /*
  * An epoch's columns, in the order of the epochs view (that of the earlier
