@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "chstore.h"
+#include "store/columns.h"
 #include "store/store_rows.h"
 #include "common/limits.h"
 #include "common/log.h"
@@ -30,12 +31,8 @@ static const char *const inserts[T__N] = {
 		       " started_ms, ended_ms, end_reason, messages, records, octets, rejected, accepted, repeats,"
 		       " stale, orphans, unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound,"
 		       " seq_gaps, seq_missing, export_time_backwards) FORMAT RowBinary",
-	[T_EPOCHS] = "INSERT INTO epochs (collector_id, id, version, session_id, domain, observation_point_id, family,"
-		     " src, dst, dest_qp, pkey, has_vlan_ns, vlan_outer, vlan_inner, epoch_id, window, flags,"
-		     " flags_seen, flow_start_ms, flow_end_ms, first_report_id, last_report_id, reports_accepted,"
-		     " missing_initial, missing_reports, gaps, repeats, stale, unsupported, ignored, requests,"
-		     " skipped, filled, expired, abandoned, pending, repeated, unclassified_late, state, outcome,"
-		     " reason, first_seen_ms, last_seen_ms, retired_ms) FORMAT RowBinary",
+	[T_EPOCHS] =
+		"INSERT INTO epochs (collector_id, id, version" RM_EPOCH_COLUMN_NAMES_AFTER_ID ") FORMAT RowBinary",
 	[T_RAW] = "INSERT INTO raw_records (collector_id, id, session_id, received_ms, domain, template_id, epoch_id,"
 		  " report_id, flags, verdict, reason, record, template) FORMAT RowBinary",
 	[T_DROPS] = "INSERT INTO drops (collector_id, session_id, kind, count, first_ms, last_ms, last_detail)"
@@ -212,58 +209,36 @@ static const char *state_name(enum rm_epoch_state s)
 	return s == RM_EPOCH_OPEN ? "open" : s == RM_EPOCH_FINAL ? "final" : "invalid";
 }
 
+/*
+ * One column of an epoch's row (columns.h) in RowBinary, by its kind and
+ * NULL rule; the ID goes before the version, by hand.
+ */
+#define ROW_(NAME, column, sqlite, ch, null, write, kind, field, read) ROW_##write(kind##_##null, field)
+#define ROW_ID(kn, f)
+#define ROW_ONCE(kn, f) ROW_##kn(f)
+#define ROW_UPD(kn, f)  ROW_##kn(f)
+#define ROW_U64_NN(f)   put_u64(out, (uint64_t)e->f);
+#define ROW_U64_MEAS(f) put_nu64(out, none, e->f);
+#define ROW_U64_RET(f)  put_nu64(out, !e->f, e->f);
+#define ROW_U8_NN(f)    put_u8(out, e->f);
+#define ROW_ADDR_NN(f)                                        \
+	{                                                     \
+		char text[INET6_ADDRSTRLEN];                  \
+		addr_text(&e->key, e->f, text, sizeof(text)); \
+		put_str(out, text);                           \
+	}
+#define ROW_STATE_NN(f)   put_str(out, state_name(e->f));
+#define ROW_OUTCOME_NN(f) put_str(out, rm_outcome_name(e->f));
+#define ROW_TEXT_OPT(f)   put_nstr(out, e->f);
+
 void rm_chstore_epoch_row(GByteArray *out, const char *collector_id, const struct rm_epoch *e, uint64_t version)
 {
-	const struct rm_report *k = &e->key;
 	int none = !e->n_accepted; /* no accepted report: no measurement (NULL) */
-	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
 
-	addr_text(k, k->src, src, sizeof(src));
-	addr_text(k, k->dst, dst, sizeof(dst));
 	put_str(out, collector_id);
 	put_u64(out, (uint64_t)e->store_id);
 	put_u64(out, version);
-	put_u64(out, e->session_id);
-	put_u64(out, e->domain);
-	put_u64(out, k->observation_point_id);
-	put_u8(out, k->family);
-	put_str(out, src);
-	put_str(out, dst);
-	put_u64(out, k->dest_qp);
-	put_u64(out, k->pkey);
-	put_u8(out, k->has_vlan_ns);
-	put_u64(out, k->vlan[0]);
-	put_u64(out, k->vlan[1]);
-	put_u64(out, k->epoch_id);
-	put_nu64(out, none, k->window);
-	put_nu64(out, none, k->flags);
-	put_u64(out, e->flags_seen);
-	put_nu64(out, none, k->flow_start_ms);
-	put_nu64(out, none, k->flow_end_ms);
-	put_nu64(out, none, e->first_report_id);
-	put_nu64(out, none, k->report_id);
-	put_u64(out, e->n_accepted);
-	put_u64(out, e->missing_initial);
-	put_u64(out, e->missing_reports);
-	put_u64(out, e->gaps);
-	put_u64(out, e->repeats);
-	put_u64(out, e->stale);
-	put_u64(out, e->unsupported);
-	put_u64(out, e->ignored);
-	put_nu64(out, none, k->requests);
-	put_nu64(out, none, k->skipped);
-	put_nu64(out, none, k->filled);
-	put_nu64(out, none, k->expired);
-	put_nu64(out, none, k->abandoned);
-	put_nu64(out, none, k->pending);
-	put_nu64(out, none, k->repeated);
-	put_nu64(out, none, k->unclassified_late);
-	put_str(out, state_name(e->state));
-	put_str(out, rm_outcome_name(e->outcome));
-	put_nstr(out, e->reason);
-	put_u64(out, e->first_seen_ms);
-	put_u64(out, e->last_seen_ms);
-	put_nu64(out, !e->retired_ms, e->retired_ms);
+	RM_EPOCH_COLUMNS(ROW_)
 }
 
 static void session_row(struct rm_chstore *cs, GByteArray *b, const struct rm_sess_row *s)

@@ -21,65 +21,22 @@
 #include "collect/budget.h"
 #include "common/log.h"
 #include "store.h"
+#include "store/columns.h"
 #include "store/store_rows.h"
 
 /*
- * An epoch's columns, in the order of the epochs view (that of the earlier
- * layout's view of the same name); EC_* are their indexes, and parameter
- * EC_x + 1 of the epoch statements.
+ * An epoch's columns (columns.h), in the order of the epochs view (that of
+ * the earlier layout's view of the same name); EC_* are their indexes, and
+ * parameter EC_x + 1 of the epoch statements.
  */
-#define EPOCH_COLUMNS "id," EPOCH_COLUMNS_AFTER_ID
-#define EPOCH_COLUMNS_AFTER_ID                                                                                    \
-	" session_id, domain, observation_point_id, family, src, dst, dest_qp, pkey, has_vlan_ns, vlan_outer,"    \
-	" vlan_inner, epoch_id, window, flags, flags_seen, flow_start_ms, flow_end_ms, first_report_id,"          \
-	" last_report_id, reports_accepted, missing_initial, missing_reports, gaps, repeats, stale, unsupported," \
-	" ignored, requests, skipped, filled, expired, abandoned, pending, repeated, unclassified_late, state,"   \
-	" outcome, reason, first_seen_ms, last_seen_ms, retired_ms"
+#define EPOCH_COLUMNS          RM_EPOCH_COLUMN_NAMES
+#define EPOCH_COLUMNS_AFTER_ID RM_EPOCH_COLUMN_NAMES_AFTER_ID
 
 enum {
-	EC_ID,
-	EC_SESSION,
-	EC_DOMAIN,
-	EC_OBS,
-	EC_FAMILY,
-	EC_SRC,
-	EC_DST,
-	EC_QP,
-	EC_PKEY,
-	EC_HAS_VLAN,
-	EC_VLAN0,
-	EC_VLAN1,
-	EC_EPOCH,
-	EC_WINDOW,
-	EC_FLAGS,
-	EC_FLAGS_SEEN,
-	EC_START,
-	EC_END,
-	EC_FIRST,
-	EC_LAST,
-	EC_ACCEPTED,
-	EC_MISS_INIT,
-	EC_MISSING,
-	EC_GAPS,
-	EC_REPEATS,
-	EC_STALE,
-	EC_UNSUP,
-	EC_IGNORED,
-	EC_REQ,
-	EC_SKIP,
-	EC_FILL,
-	EC_EXP,
-	EC_ABAN,
-	EC_PEND,
-	EC_REP,
-	EC_LATE,
-	EC_STATE,
-	EC_OUTCOME,
-	EC_REASON,
-	EC_FIRST_SEEN,
-	EC_LAST_SEEN,
-	EC_RETIRED,
-	EC__N
+#define X(NAME, column, sqlite, ch, null, write, kind, field, read) EC_##NAME,
+	RM_EPOCH_COLUMNS(X)
+#undef X
+		EC__N
 };
 
 /*
@@ -110,6 +67,13 @@ enum {
  */
 #define ARC_KEYS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
+/* epoch_rows' column declarations: " id INTEGER PRIMARY KEY, session_id INTEGER, ..." */
+#define DECL_(NAME, column, sqlite, ch, null, write, kind, field, read) DECL_##write(column, sqlite)
+#define DECL_ID(column, sqlite)                                         " " #column " " sqlite
+#define DECL_ONCE(column, sqlite)                                       ", " #column " " sqlite
+#define DECL_UPD(column, sqlite)                                        ", " #column " " sqlite
+#define EPOCH_ROWS_DECL                                                 RM_EPOCH_COLUMNS(DECL_)
+
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS runs ("
 	" id INTEGER PRIMARY KEY, started_ms INTEGER, stopped_ms INTEGER, listen TEXT, transport TEXT,"
@@ -124,16 +88,7 @@ static const char schema[] =
 	" after_invalid INTEGER DEFAULT 0, key_conflicts INTEGER DEFAULT 0, resource_drops INTEGER DEFAULT 0,"
 	" unbound INTEGER DEFAULT 0, seq_gaps INTEGER DEFAULT 0, seq_missing INTEGER DEFAULT 0,"
 	" export_time_backwards INTEGER DEFAULT 0);"
-	"CREATE TABLE IF NOT EXISTS epoch_rows ("
-	" id INTEGER PRIMARY KEY, session_id INTEGER, domain INTEGER, observation_point_id INTEGER,"
-	" family INTEGER, src TEXT, dst TEXT, dest_qp INTEGER, pkey INTEGER, has_vlan_ns INTEGER,"
-	" vlan_outer INTEGER, vlan_inner INTEGER, epoch_id INTEGER, window INTEGER, flags INTEGER,"
-	" flags_seen INTEGER, flow_start_ms INTEGER, flow_end_ms INTEGER, first_report_id INTEGER,"
-	" last_report_id INTEGER, reports_accepted INTEGER, missing_initial INTEGER, missing_reports INTEGER,"
-	" gaps INTEGER, repeats INTEGER, stale INTEGER, unsupported INTEGER, ignored INTEGER, requests INTEGER,"
-	" skipped INTEGER, filled INTEGER, expired INTEGER, abandoned INTEGER, pending INTEGER, repeated INTEGER,"
-	" unclassified_late INTEGER, state TEXT, outcome TEXT, reason TEXT, first_seen_ms INTEGER,"
-	" last_seen_ms INTEGER, retired_ms INTEGER);"
+	"CREATE TABLE IF NOT EXISTS epoch_rows (" EPOCH_ROWS_DECL ");"
 	"CREATE TABLE IF NOT EXISTS epoch_archive ("
 	" id INTEGER PRIMARY KEY, first_id INTEGER, last_id INTEGER, data TEXT, retained INTEGER DEFAULT 0,"
 	" base TEXT);"
@@ -171,20 +126,20 @@ enum {
 	Q__N
 };
 
-/* Epoch statements share their parameter numbers: ?1 the row ID, ?2..?42 the columns in EPOCH_COLUMNS order. */
+/*
+ * Epoch statements share their parameter numbers: ?1 the row ID, ?2.. the
+ * columns in EPOCH_COLUMNS order (EC_x + 1). The insert's "?" take them in
+ * order.
+ */
+#define PARAM_(NAME, column, sqlite, ch, null, write, kind, field, read) PARAM_##write
+#define PARAM_ID                                                         "?"
+#define PARAM_ONCE                                                       ",?"
+#define PARAM_UPD                                                        ",?"
+#define EPOCH_PARAMS                                                     RM_EPOCH_COLUMNS(PARAM_)
 
 static const char *const queries[Q__N] = {
-	[Q_EPOCH_INSERT] =
-		"INSERT INTO epoch_rows (" EPOCH_COLUMNS ") VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
-		"?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,"
-		"?36,?37,?38,?39,?40,?41,?42)",
-	[Q_EPOCH_UPDATE] =
-		"UPDATE epoch_rows SET window=?14, flags=?15, flags_seen=?16, flow_start_ms=?17, flow_end_ms=?18,"
-		" first_report_id=?19, last_report_id=?20, reports_accepted=?21, missing_initial=?22,"
-		" missing_reports=?23, gaps=?24, repeats=?25, stale=?26, unsupported=?27, ignored=?28, requests=?29,"
-		" skipped=?30, filled=?31, expired=?32, abandoned=?33, pending=?34, repeated=?35,"
-		" unclassified_late=?36, state=?37, outcome=?38, reason=?39, last_seen_ms=?41, retired_ms=?42"
-		" WHERE id=?1 AND ?2 IS NULL",
+	[Q_EPOCH_INSERT] = "INSERT INTO epoch_rows (" EPOCH_COLUMNS ") VALUES (" EPOCH_PARAMS ")",
+	/* Q_EPOCH_UPDATE: made at open (epoch_update_sql), its parameters numbered by column */
 	/* An epoch whose outcome could not be kept while the database was unavailable. */
 	[Q_EPOCH_LOST] = "UPDATE epoch_rows SET retired_ms = ?2,"
 			 " outcome = CASE WHEN state = 'open' THEN 'incomplete' ELSE outcome END,"
@@ -221,6 +176,37 @@ static const char *const queries[Q__N] = {
 	[Q_COMMIT] = "COMMIT",
 	[Q_ROLLBACK] = "ROLLBACK",
 };
+
+/*
+ * The update of an epoch's row, its columns written with every version:
+ * "UPDATE epoch_rows SET window=?14, ..., retired_ms=?42 WHERE id=?1 AND ?2
+ * IS NULL". Owned by the caller (g_free).
+ */
+static char *epoch_update_sql(void)
+{
+	static const struct {
+		const char *name;
+		int every; /* written with every version (UPD) */
+	} cols[] = {
+#define UPD_(NAME, column, sqlite, ch, null, write, kind, field, read) { #column, UPD_##write },
+#define UPD_ID                                                         0
+#define UPD_ONCE                                                       0
+#define UPD_UPD                                                        1
+		RM_EPOCH_COLUMNS(UPD_)
+#undef UPD_
+	};
+	GString *g = g_string_new("UPDATE epoch_rows SET");
+	int first = 1;
+
+	for (int c = 0; c < EC__N; c++) {
+		if (!cols[c].every)
+			continue;
+		g_string_append_printf(g, "%s %s=?%d", first ? "" : ",", cols[c].name, c + 1);
+		first = 0;
+	}
+	g_string_append(g, " WHERE id=?1 AND ?2 IS NULL");
+	return g_string_free(g, FALSE);
+}
 
 /* A Template's octets shared by the raw records that carry it. */
 struct tmpl_copy {
@@ -464,53 +450,27 @@ static const char *state_name(enum rm_epoch_state s)
 }
 
 /*
- * The integer columns of an epoch's row and the fields they come from; the
- * others (EC_SRC, EC_DST, EC_STATE, EC_OUTCOME, EC_REASON) are texts.
+ * The integer columns of an epoch's row and the fields they come from
+ * (columns.h, kinds U64 and U8): X(EC_x, field); the others (EC_SRC,
+ * EC_DST, EC_STATE, EC_OUTCOME, EC_REASON) are texts.
  */
-#define EPOCH_INT_COLUMNS(X)                \
-	X(EC_ID, store_id)                  \
-	X(EC_SESSION, session_id)           \
-	X(EC_DOMAIN, domain)                \
-	X(EC_OBS, key.observation_point_id) \
-	X(EC_FAMILY, key.family)            \
-	X(EC_QP, key.dest_qp)               \
-	X(EC_PKEY, key.pkey)                \
-	X(EC_HAS_VLAN, key.has_vlan_ns)     \
-	X(EC_VLAN0, key.vlan[0])            \
-	X(EC_VLAN1, key.vlan[1])            \
-	X(EC_EPOCH, key.epoch_id)           \
-	X(EC_WINDOW, key.window)            \
-	X(EC_FLAGS, key.flags)              \
-	X(EC_FLAGS_SEEN, flags_seen)        \
-	X(EC_START, key.flow_start_ms)      \
-	X(EC_END, key.flow_end_ms)          \
-	X(EC_FIRST, first_report_id)        \
-	X(EC_LAST, key.report_id)           \
-	X(EC_ACCEPTED, n_accepted)          \
-	X(EC_MISS_INIT, missing_initial)    \
-	X(EC_MISSING, missing_reports)      \
-	X(EC_GAPS, gaps)                    \
-	X(EC_REPEATS, repeats)              \
-	X(EC_STALE, stale)                  \
-	X(EC_UNSUP, unsupported)            \
-	X(EC_IGNORED, ignored)              \
-	X(EC_REQ, key.requests)             \
-	X(EC_SKIP, key.skipped)             \
-	X(EC_FILL, key.filled)              \
-	X(EC_EXP, key.expired)              \
-	X(EC_ABAN, key.abandoned)           \
-	X(EC_PEND, key.pending)             \
-	X(EC_REP, key.repeated)             \
-	X(EC_LATE, key.unclassified_late)   \
-	X(EC_FIRST_SEEN, first_seen_ms)     \
-	X(EC_LAST_SEEN, last_seen_ms)       \
-	X(EC_RETIRED, retired_ms)
+#define INT_(NAME, column, sqlite, ch, null, write, kind, field, read) INT_##kind(EC_##NAME, field)
+#define INT_U64(c, f)                                                  X(c, f)
+#define INT_U8(c, f)                                                   X(c, f)
+#define INT_ADDR(c, f)
+#define INT_STATE(c, f)
+#define INT_OUTCOME(c, f)
+#define INT_TEXT(c, f)
+#define EPOCH_INT_COLUMNS(X) RM_EPOCH_COLUMNS(INT_)
 
 #define COL(c) (1ULL << (c))
-/* The columns of the latest accepted report: NULL without one (no measurement). */
-#define EC_MEASUREMENT                                                                                               \
-	(COL(EC_WINDOW) | COL(EC_FLAGS) | COL(EC_START) | COL(EC_END) | COL(EC_FIRST) | COL(EC_LAST) | COL(EC_REQ) | \
-	 COL(EC_SKIP) | COL(EC_FILL) | COL(EC_EXP) | COL(EC_ABAN) | COL(EC_PEND) | COL(EC_REP) | COL(EC_LATE))
+/* The columns of the latest accepted report (null MEAS): NULL without one (no measurement). */
+#define MEAS_(NAME, column, sqlite, ch, null, write, kind, field, read) MEAS_##null(EC_##NAME)
+#define MEAS_MEAS(c)                                                    | COL(c)
+#define MEAS_NN(c)
+#define MEAS_RET(c)
+#define MEAS_OPT(c)
+#define EC_MEASUREMENT (0 RM_EPOCH_COLUMNS(MEAS_))
 
 /* An epoch's NULL columns, a bit each: the measurement without an accepted report, retired_ms while retained. */
 static uint64_t epoch_nulls(const struct rm_epoch *e)
@@ -1738,8 +1698,12 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 	}
 	sqlite3_busy_timeout(st->db, RM_STORE_BUSY_MS);
 	for (int i = 0; i < Q__N; i++) {
-		if (sqlite3_prepare_v3(st->db, queries[i], -1, SQLITE_PREPARE_PERSISTENT, &st->q[i], NULL) !=
-		    SQLITE_OK) {
+		char *made = i == Q_EPOCH_UPDATE ? epoch_update_sql() : NULL;
+		int rc = sqlite3_prepare_v3(st->db, made ? made : queries[i], -1, SQLITE_PREPARE_PERSISTENT, &st->q[i],
+					    NULL);
+
+		g_free(made);
+		if (rc != SQLITE_OK) {
 			snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(st->db));
 			rm_store_close(st);
 			return NULL;
