@@ -13,6 +13,9 @@ CHECK_PROGS    += $(BUILD)/tests/unit/test_clickhouse
 CHECK_PROGS    += $(BUILD)/tests/unit/test_backend
 # What the store holds for its next transaction, charged to the same budget.
 CHECK_PROGS    += $(BUILD)/tests/unit/test_store_budget
+# The table of an epoch's columns (user/store/columns.h) against the DDL of docs/clickhouse/*.sql, the
+# SQLite schema and the columns report reads.
+CHECK_PROGS    += $(BUILD)/tests/unit/test_store_columns
 # The packed form of settled epochs (epoch_archive) byte for byte, and the epochs view over it.
 CHECK_PROGS    += $(BUILD)/tests/unit/test_store_archive
 # The database on a full tmpfs (root), write-locked by another process, and
