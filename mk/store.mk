@@ -34,3 +34,7 @@ CHECK_SCRIPTS  += selftests/system/test_clickhouse_report.py
 CHECK_SCRIPTS  += selftests/system/test_clickhouse_docs.py
 # collect's and report's store options with SQLite: short options, help, errors, nothing to report.
 CHECK_SCRIPTS  += tests/unit/test_store_cli.py
+# cluster.sql is written from single.sql (scripts/clickhouse-cluster-ddl), and checked to be so.
+docs/clickhouse/cluster.sql: docs/clickhouse/single.sql scripts/clickhouse-cluster-ddl
+	scripts/clickhouse-cluster-ddl $< >$@.tmp && mv $@.tmp $@
+CHECK_SCRIPTS  += tests/unit/test_clickhouse_ddl.py
