@@ -166,7 +166,7 @@ int rm_sq_convert_epochs(struct rm_store *st, char **msg)
 		rc = sqlite3_exec(st->db, rm_sq_schema, NULL, NULL, msg);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(st->db,
-				  "INSERT INTO epoch_rows (" EPOCH_COLUMNS ") SELECT k.id," EPOCH_COLUMNS_AFTER_ID
+				  "INSERT INTO epoch_rows (" EPOCH_COLUMNS ") SELECT k.id" EPOCH_COLUMNS_AFTER_ID
 				  " FROM epoch_keys k JOIN epoch_state s ON s.id = k.id ORDER BY k.id;"
 				  "DROP TABLE epoch_state; DROP TABLE epoch_keys; COMMIT;",
 				  NULL, NULL, msg);
