@@ -2,7 +2,8 @@
 /*
  * chstore.c - the collector's ClickHouse store: the calls of the store interface
  * (backend.h) on the collector's thread, open and close. Rows are serialized
- * here and inserted by the sender thread (sender.c). See chstore.h;
+ * on this thread (rows.c, batch.c) and inserted by the sender thread
+ * (sender.c). See chstore.h;
  * chstore_impl.h is what the files of clickhouse/ share.
  */
 #include <arpa/inet.h>

@@ -19,8 +19,6 @@
 #include "common/limits.h"
 #include "common/log.h"
 
-/* ---------------- drops ---------------- */
-
 int rm_chs_count_drop(struct rm_chstore *cs, int64_t session_id, const char *kind, const char *detail, uint64_t now)
 {
 	return rm_drop_rows_count(cs->drops, session_id, kind, detail, now);

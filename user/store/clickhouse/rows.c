@@ -25,10 +25,8 @@
 const char *const rm_chs_inserts[T__N] = {
 	[T_RUNS] = "INSERT INTO runs (collector_id, id, version, started_ms, stopped_ms, listen, transport,"
 		   " max_sessions, max_epochs, max_raw_records, inactivity_timeout_ms, pen) FORMAT RowBinary",
-	[T_SESSIONS] = "INSERT INTO sessions (collector_id, id, version, run_id, peer, peer_subject, transport,"
-		       " started_ms, ended_ms, end_reason, messages, records, octets, rejected, accepted, repeats,"
-		       " stale, orphans, unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound,"
-		       " seq_gaps, seq_missing, export_time_backwards) FORMAT RowBinary",
+	[T_SESSIONS] =
+		"INSERT INTO sessions (collector_id, id, version" RM_SESSION_COLUMN_NAMES_AFTER_ID ") FORMAT RowBinary",
 	[T_EPOCHS] =
 		"INSERT INTO epochs (collector_id, id, version" RM_EPOCH_COLUMN_NAMES_AFTER_ID ") FORMAT RowBinary",
 	[T_RAW] = "INSERT INTO raw_records (collector_id, id, session_id, received_ms, domain, template_id, epoch_id,"
@@ -129,7 +127,7 @@ static const char *state_name(enum rm_epoch_state s)
 #define ROW_UPD(kn, f)  ROW_##kn(f)
 #define ROW_U64_NN(f)   rm_chs_put_u64(out, (uint64_t)e->f);
 #define ROW_U64_MEAS(f) rm_chs_put_nu64(out, none, e->f);
-#define ROW_U64_RET(f)  rm_chs_put_nu64(out, !e->f, e->f);
+#define ROW_U64_ZERO(f) rm_chs_put_nu64(out, !e->f, e->f);
 #define ROW_U8_NN(f)    rm_chs_put_u8(out, e->f);
 #define ROW_ADDR_NN(f)                                        \
 	{                                                     \
@@ -151,25 +149,20 @@ void rm_chstore_epoch_row(GByteArray *out, const char *collector_id, const struc
 	RM_EPOCH_COLUMNS(ROW_)
 }
 
+/* One column of a session's row after its ID (columns.h) in RowBinary, by its kind and NULL rule. */
+#define SROW_(NAME, column, sqlite, ch, null, write, kind, field, read) SROW_##write(kind##_##null, field)
+#define SROW_ID(kn, f)
+#define SROW_ONCE(kn, f) SROW_##kn(f)
+#define SROW_UPD(kn, f)  SROW_##kn(f)
+#define SROW_KEEP(kn, f) SROW_##kn(f)
+#define SROW_U64_NN(f)   rm_chs_put_u64(b, (uint64_t)s->f);
+#define SROW_U64_ZERO(f) rm_chs_put_nu64(b, !s->f, s->f);
+#define SROW_TEXT_OPT(f) rm_chs_put_nstr(b, s->f);
+
 void rm_chs_session_row(struct rm_chstore *cs, GByteArray *b, const struct rm_sess_row *s)
 {
-	const uint64_t *v = s->verdicts;
-	const uint64_t vals[] = { s->c.messages,         s->c.records,    s->c.octets,           s->c.rejected,
-				  v[RM_V_ACCEPTED],      v[RM_V_REPEAT],  v[RM_V_STALE],         v[RM_V_ORPHAN],
-				  v[RM_V_UNSUPPORTED],   v[RM_V_INVALID], v[RM_V_AFTER_INVALID], v[RM_V_KEY_CONFLICT],
-				  v[RM_V_RESOURCE_DROP], v[RM_V_UNBOUND], s->c.seq_gaps,         s->c.seq_missing,
-				  s->c.time_backwards };
-
 	rm_chs_put_str(b, cs->id);
 	rm_chs_put_u64(b, (uint64_t)s->id);
 	rm_chs_put_u64(b, rm_chs_next_version(cs));
-	rm_chs_put_u64(b, (uint64_t)s->run_id);
-	rm_chs_put_nstr(b, s->peer);
-	rm_chs_put_nstr(b, s->subject);
-	rm_chs_put_nstr(b, s->transport);
-	rm_chs_put_u64(b, s->started_ms);
-	rm_chs_put_nu64(b, !s->ended_ms, s->ended_ms);
-	rm_chs_put_nstr(b, s->reason);
-	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
-		rm_chs_put_u64(b, vals[i]);
+	RM_SESSION_COLUMNS(SROW_)
 }

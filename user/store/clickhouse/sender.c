@@ -20,8 +20,6 @@
 #include "common/limits.h"
 #include "common/log.h"
 
-/* ---------------- the sender ---------------- */
-
 static int send_table(struct rm_chstore *cs, struct rm_ch *ch, struct batch *group, int t, char *err, size_t errlen)
 {
 	GByteArray *body = g_byte_array_new();

@@ -19,8 +19,6 @@
 #include "common/limits.h"
 #include "common/log.h"
 
-/* ---------------- the spool file ---------------- */
-
 static const char spool_magic_v1[8] = { 'R', 'M', 'S', 'P', 'O', 'O', 'L', '1' };
 static const char spool_magic[8] = { 'R', 'M', 'S', 'P', 'O', 'O', 'L', '2' };
 

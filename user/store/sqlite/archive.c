@@ -12,8 +12,6 @@
 
 #include "store_impl.h"
 
-/* ---------------- the packed archive ---------------- */
-
 static int buf_reserve(struct rm_store *st, size_t more)
 {
 	if (st->arc_len + more <= st->arc_cap)

@@ -14,8 +14,6 @@
 #include "common/log.h"
 #include "store_impl.h"
 
-/* ---------------- one transaction ---------------- */
-
 uint64_t rm_sq_mono_ms(void)
 {
 	struct timespec ts;

@@ -11,8 +11,6 @@
 #include "common/log.h"
 #include "store_impl.h"
 
-/* ---------------- runs, recovery ---------------- */
-
 /*
  * Sessions that an earlier run left open (it was killed, or crashed): a
  * session failure for [SEQOBS] ("Collector Processing": a session failure

@@ -113,29 +113,22 @@ void rm_sq_bind_text_or_null(sqlite3_stmt *q, int i, const char *s)
 		sqlite3_bind_null(q, i);
 }
 
+/* One column of a session's row (columns.h), bound to parameter i + 1 by its kind and NULL rule. */
+#define BIND_(NAME, column, sqlite, ch, null, write, kind, field, read) BIND_##kind##_##null(field)
+#define BIND_U64_NN(f)                                                  sqlite3_bind_int64(q, ++i, (int64_t)s->f);
+#define BIND_U64_ZERO(f)                                   \
+	if (s->f)                                          \
+		sqlite3_bind_int64(q, ++i, (int64_t)s->f); \
+	else                                               \
+		sqlite3_bind_null(q, ++i);
+#define BIND_TEXT_OPT(f) rm_sq_bind_text_or_null(q, ++i, s->f);
+
 int rm_sq_write_session(struct rm_store *st, const struct rm_sess_row *s)
 {
 	sqlite3_stmt *q = st->q[Q_SESSION];
-	const uint64_t *v = s->verdicts;
-	const uint64_t vals[] = { s->c.messages,         s->c.records,    s->c.octets,           s->c.rejected,
-				  v[RM_V_ACCEPTED],      v[RM_V_REPEAT],  v[RM_V_STALE],         v[RM_V_ORPHAN],
-				  v[RM_V_UNSUPPORTED],   v[RM_V_INVALID], v[RM_V_AFTER_INVALID], v[RM_V_KEY_CONFLICT],
-				  v[RM_V_RESOURCE_DROP], v[RM_V_UNBOUND], s->c.seq_gaps,         s->c.seq_missing,
-				  s->c.time_backwards };
+	int i = 0;
 
-	sqlite3_bind_int64(q, 1, s->id);
-	sqlite3_bind_int64(q, 2, s->run_id);
-	rm_sq_bind_text_or_null(q, 3, s->peer);
-	rm_sq_bind_text_or_null(q, 4, s->subject);
-	rm_sq_bind_text_or_null(q, 5, s->transport);
-	sqlite3_bind_int64(q, 6, (int64_t)s->started_ms);
-	if (s->ended_ms)
-		sqlite3_bind_int64(q, 7, (int64_t)s->ended_ms);
-	else
-		sqlite3_bind_null(q, 7);
-	rm_sq_bind_text_or_null(q, 8, s->reason);
-	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
-		sqlite3_bind_int64(q, 9 + (int)i, (int64_t)vals[i]);
+	RM_SESSION_COLUMNS(BIND_)
 	return rm_sq_step_reset(q);
 }
 

@@ -10,27 +10,21 @@
 
 #include "store_impl.h"
 
-/* epoch_rows' column declarations: " id INTEGER PRIMARY KEY, session_id INTEGER, ..." */
+/* The column declarations of epoch_rows and sessions: " id INTEGER PRIMARY KEY, session_id INTEGER, ..." */
 #define DECL_(NAME, column, sqlite, ch, null, write, kind, field, read) DECL_##write(column, sqlite)
 #define DECL_ID(column, sqlite)                                         " " #column " " sqlite
 #define DECL_ONCE(column, sqlite)                                       ", " #column " " sqlite
 #define DECL_UPD(column, sqlite)                                        ", " #column " " sqlite
+#define DECL_KEEP(column, sqlite)                                       ", " #column " " sqlite
 #define EPOCH_ROWS_DECL                                                 RM_EPOCH_COLUMNS(DECL_)
+#define SESSIONS_DECL                                                   RM_SESSION_COLUMNS(DECL_)
 
 const char rm_sq_schema[] =
 	"CREATE TABLE IF NOT EXISTS runs ("
 	" id INTEGER PRIMARY KEY, started_ms INTEGER, stopped_ms INTEGER, listen TEXT, transport TEXT,"
 	" max_sessions INTEGER, max_epochs INTEGER, max_raw_records INTEGER, inactivity_timeout_ms INTEGER,"
 	" pen INTEGER);"
-	"CREATE TABLE IF NOT EXISTS sessions ("
-	" id INTEGER PRIMARY KEY, run_id INTEGER, peer TEXT, peer_subject TEXT, transport TEXT,"
-	" started_ms INTEGER, ended_ms INTEGER, end_reason TEXT, messages INTEGER DEFAULT 0,"
-	" records INTEGER DEFAULT 0, octets INTEGER DEFAULT 0, rejected INTEGER DEFAULT 0,"
-	" accepted INTEGER DEFAULT 0, repeats INTEGER DEFAULT 0, stale INTEGER DEFAULT 0,"
-	" orphans INTEGER DEFAULT 0, unsupported INTEGER DEFAULT 0, invalid INTEGER DEFAULT 0,"
-	" after_invalid INTEGER DEFAULT 0, key_conflicts INTEGER DEFAULT 0, resource_drops INTEGER DEFAULT 0,"
-	" unbound INTEGER DEFAULT 0, seq_gaps INTEGER DEFAULT 0, seq_missing INTEGER DEFAULT 0,"
-	" export_time_backwards INTEGER DEFAULT 0);"
+	"CREATE TABLE IF NOT EXISTS sessions (" SESSIONS_DECL ");"
 	"CREATE TABLE IF NOT EXISTS epoch_rows (" EPOCH_ROWS_DECL ");"
 	"CREATE TABLE IF NOT EXISTS epoch_archive ("
 	" id INTEGER PRIMARY KEY, first_id INTEGER, last_id INTEGER, data TEXT, retained INTEGER DEFAULT 0,"
@@ -59,7 +53,22 @@ const char rm_sq_schema[] =
 #define PARAM_ID                                                         "?"
 #define PARAM_ONCE                                                       ",?"
 #define PARAM_UPD                                                        ",?"
+#define PARAM_KEEP                                                       ",?"
 #define EPOCH_PARAMS                                                     RM_EPOCH_COLUMNS(PARAM_)
+#define SESSION_PARAMS                                                   RM_SESSION_COLUMNS(PARAM_)
+
+/*
+ * A session written again (its end, a peer's subject) updates its row: the
+ * columns written with every version (UPD), and a KEEP column unless the
+ * new value is NULL. KEEP columns come before UPD ones (columns.h): the
+ * first of the list has no comma.
+ */
+#define SET_(NAME, column, sqlite, ch, null, write, kind, field, read) SET_##write(column)
+#define SET_ID(column)
+#define SET_ONCE(column)
+#define SET_KEEP(column) " " #column " = coalesce(excluded." #column ", " #column ")"
+#define SET_UPD(column)  ", " #column " = excluded." #column
+#define SESSION_SET      RM_SESSION_COLUMNS(SET_)
 
 const char *const rm_sq_queries[Q__N] = {
 	[Q_EPOCH_INSERT] = "INSERT INTO epoch_rows (" EPOCH_COLUMNS ") VALUES (" EPOCH_PARAMS ")",
@@ -73,19 +82,8 @@ const char *const rm_sq_queries[Q__N] = {
 	[Q_EPOCH_RETIRE] = "UPDATE epoch_rows SET retired_ms = ?2 WHERE id = ?1",
 	[Q_ARCHIVE] = "INSERT INTO epoch_archive (first_id, last_id, data, retained, base) VALUES (?1, ?2, ?3, ?4, ?5)",
 	[Q_RETIRED] = "INSERT INTO epoch_retired (first_id, last_id, retired_ms) VALUES (?1, ?2, ?3)",
-	[Q_SESSION] =
-		"INSERT INTO sessions (id, run_id, peer, peer_subject, transport, started_ms, ended_ms, end_reason,"
-		" messages, records, octets, rejected, accepted, repeats, stale, orphans, unsupported, invalid,"
-		" after_invalid, key_conflicts, resource_drops, unbound, seq_gaps, seq_missing, export_time_backwards)"
-		" VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25)"
-		" ON CONFLICT(id) DO UPDATE SET peer_subject = coalesce(excluded.peer_subject, peer_subject),"
-		" ended_ms = excluded.ended_ms, end_reason = excluded.end_reason, messages = excluded.messages,"
-		" records = excluded.records, octets = excluded.octets, rejected = excluded.rejected,"
-		" accepted = excluded.accepted, repeats = excluded.repeats, stale = excluded.stale,"
-		" orphans = excluded.orphans, unsupported = excluded.unsupported, invalid = excluded.invalid,"
-		" after_invalid = excluded.after_invalid, key_conflicts = excluded.key_conflicts,"
-		" resource_drops = excluded.resource_drops, unbound = excluded.unbound, seq_gaps = excluded.seq_gaps,"
-		" seq_missing = excluded.seq_missing, export_time_backwards = excluded.export_time_backwards",
+	[Q_SESSION] = "INSERT INTO sessions (" RM_SESSION_COLUMN_NAMES ") VALUES (" SESSION_PARAMS ")"
+		      " ON CONFLICT(id) DO UPDATE SET" SESSION_SET,
 	[Q_RAW] = "INSERT INTO raw_records (session_id, received_ms, domain, template_id, epoch_id, report_id,"
 		  " flags, verdict, reason, record, template) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
 	[Q_DROP] = "INSERT INTO drops (session_id, kind, count, first_ms, last_ms, last_detail)"

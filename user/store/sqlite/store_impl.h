@@ -208,7 +208,7 @@ struct rm_store {
 #define MEAS_(NAME, column, sqlite, ch, null, write, kind, field, read) MEAS_##null(EC_##NAME)
 #define MEAS_MEAS(c)                                                    | COL(c)
 #define MEAS_NN(c)
-#define MEAS_RET(c)
+#define MEAS_ZERO(c)
 #define MEAS_OPT(c)
 #define EC_MEASUREMENT (0 RM_EPOCH_COLUMNS(MEAS_))
 
