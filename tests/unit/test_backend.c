@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * test_backend.c - the collector's store interface (user/collect/backend.h):
+ * test_backend.c - the collector's store interface (user/store/backend.h):
  * the store chosen by its spec (store_spec.h: sqlite:FILE, clickhouse:URL),
  * writes through the interface reaching the SQLite file (read back with
  * SQLite itself), and what the ClickHouse store needs no server for: an
@@ -20,9 +20,9 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "collect/backend.h"
-#include "collect/chstore.h"
-#include "collect/store_spec.h"
+#include "store/backend.h"
+#include "store/clickhouse/chstore.h"
+#include "store/store_spec.h"
 
 static char dir[64];
 

@@ -22,7 +22,7 @@
 
 #include "collect/collector_rules.h"
 #include "collect/pool.h"
-#include "collect/store.h"
+#include "store/sqlite/store.h"
 
 #define T0 1700000000000ULL
 

@@ -22,7 +22,7 @@
 
 #include "collect/budget.h"
 #include "collect/collector_rules.h"
-#include "collect/store.h"
+#include "store/sqlite/store.h"
 #include "rocemeter/seqobs.h"
 
 #define EPOCH_BYTES 768u /* docs/collector.md "Memory budget": per retained epoch */

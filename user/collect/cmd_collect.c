@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "chstore.h"
-#include "clickhouse.h"
+#include "store/clickhouse/chstore.h"
+#include "store/clickhouse/clickhouse.h"
 #include "collector.h"
 #include "common/command.h"
 #include "common/signals.h"
@@ -21,8 +21,8 @@
 #include "common/opts.h"
 #include "common/tls.h"
 #include "rocemeter/ipfix_ie.h"
-#include "store.h"
-#include "store_spec.h"
+#include "store/sqlite/store.h"
+#include "store/store_spec.h"
 
 static volatile sig_atomic_t stop_flag;
 

@@ -34,8 +34,8 @@
 #include "common/timefmt.h"
 #include "rocemeter/ipfix_ie.h"
 #include "rocemeter/seqobs.h"
-#include "store_read.h"
-#include "store_spec.h"
+#include "store/store_read.h"
+#include "store/store_spec.h"
 
 /* The qualifications in words: rm_flags_to_text(), "none" when no bit is set. */
 static void flag_text(unsigned flags, char *buf, size_t len)

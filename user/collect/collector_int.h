@@ -23,8 +23,8 @@
 #include "common/tls.h"
 #include "ipfix_decode.h"
 #include "budget.h"
-#include "backend.h"
-#include "store_spec.h"
+#include "store/backend.h"
+#include "store/store_spec.h"
 
 #define MINUTE_MS 60000
 
