@@ -138,7 +138,7 @@ int rm_chs_handoff(struct rm_chstore *cs)
 	serialize_live(cs);
 	serialize_sessions(cs);
 	serialize_drops(cs);
-	cs->last_handoff_ms = rm_chs_mono_ms();
+	cs->last_handoff_ms = rm_clock_mono_ms();
 	b = cs->cur;
 	b->bytes = rm_chs_batch_size(b);
 	if (!b->bytes)

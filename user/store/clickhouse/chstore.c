@@ -22,25 +22,9 @@
 #include "common/limits.h"
 #include "common/log.h"
 
-uint64_t rm_chs_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-uint64_t rm_chs_real_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 uint64_t rm_chs_next_version(struct rm_chstore *cs)
 {
-	uint64_t v = rm_chs_real_us();
+	uint64_t v = rm_clock_wall_us();
 
 	if (v <= cs->last_version)
 		v = cs->last_version + 1;
@@ -65,7 +49,7 @@ static int ch_begin(void *p)
 static int ch_commit(void *p)
 {
 	struct rm_chstore *cs = p;
-	uint64_t m = rm_chs_mono_ms();
+	uint64_t m = rm_clock_mono_ms();
 
 	if (cs->run_id && !cs->run.stopped_ms && m - cs->last_heartbeat_ms >= RM_CHSTORE_HEARTBEAT_MS) {
 		rm_chs_run_row(cs); /* the heartbeat: this collector ID is in use (chstore.h) */
@@ -73,7 +57,7 @@ static int ch_commit(void *p)
 	}
 	if (cs->drops_unlogged && m - cs->drops_logged_ms >= RM_CHSTORE_DROP_LOG_MS)
 		rm_chs_log_drops(cs);
-	if (rm_chs_mono_ms() - cs->last_handoff_ms < RM_CHSTORE_FLUSH_MS &&
+	if (rm_clock_mono_ms() - cs->last_handoff_ms < RM_CHSTORE_FLUSH_MS &&
 	    rm_chs_batch_size(cs->cur) < RM_CHSTORE_FLUSH_BYTES)
 		return 0;
 	return rm_chs_handoff(cs);
@@ -120,7 +104,7 @@ static int64_t ch_run_start(void *p, const char *listen, const char *transport, 
 		return -1;
 	}
 	rm_chs_run_row(cs);
-	cs->last_heartbeat_ms = rm_chs_mono_ms();
+	cs->last_heartbeat_ms = rm_clock_mono_ms();
 	return cs->run_id;
 }
 
@@ -328,12 +312,11 @@ static void ch_close(void *p)
 		rm_chs_handoff(cs);
 		pthread_mutex_lock(&cs->mu);
 		cs->stopping = 1;
-		cs->stop_at_ms = rm_chs_mono_ms() + RM_CHSTORE_CLOSE_WAIT_MS;
+		cs->stop_at_ms = rm_clock_mono_ms() + RM_CHSTORE_CLOSE_WAIT_MS;
 		pthread_cond_broadcast(&cs->cv);
 		pthread_mutex_unlock(&cs->mu);
 		/* An INSERT under way ends within its own timeout. */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += (RM_CHSTORE_CLOSE_WAIT_MS + RM_CHSTORE_REQUEST_MS) / 1000 + 1;
+		ts = rm_clock_wall_deadline(((RM_CHSTORE_CLOSE_WAIT_MS + RM_CHSTORE_REQUEST_MS) / 1000 + 1) * 1000);
 		joined = pthread_timedjoin_np(cs->thread, NULL, &ts) == 0;
 		pthread_mutex_lock(&cs->mu);
 		waits = cs->inflight || cs->head;
@@ -452,7 +435,7 @@ struct rm_chstore *rm_chstore_open(const struct rm_ch_conf *conf, const char *co
 	cs->drops = rm_drop_rows_new();
 	cs->drops_unlogged_by_session = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
 	cs->tail = &cs->head;
-	cs->last_handoff_ms = rm_chs_mono_ms();
+	cs->last_handoff_ms = rm_clock_mono_ms();
 	pthread_mutex_init(&cs->mu, NULL);
 	pthread_cond_init(&cs->cv, NULL);
 	if (!cs->cur) {

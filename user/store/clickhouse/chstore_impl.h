@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "chstore.h"
+#include "common/clock.h"
 #include "store/store_rows.h"
 
 enum table { T_RUNS, T_SESSIONS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS, T_LIMITS, T__N };
@@ -82,10 +83,6 @@ struct rm_chstore {
 };
 
 /* chstore.c */
-/* CLOCK_MONOTONIC in milliseconds. */
-uint64_t rm_chs_mono_ms(void);
-/* CLOCK_REALTIME in microseconds (row versions, the age of a run). */
-uint64_t rm_chs_real_us(void);
 /* The version of the next row written: the wall clock in microseconds, larger than the last one. */
 uint64_t rm_chs_next_version(struct rm_chstore *cs);
 

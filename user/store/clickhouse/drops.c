@@ -67,7 +67,7 @@ void rm_chs_log_drops(struct rm_chstore *cs)
 	g_string_free(per, TRUE);
 	g_hash_table_remove_all(cs->drops_unlogged_by_session);
 	cs->drops_unlogged = 0;
-	cs->drops_logged_ms = rm_chs_mono_ms();
+	cs->drops_logged_ms = rm_clock_mono_ms();
 }
 
 /* Something the buffer could not take: a "store" drop, in a log line at most every RM_CHSTORE_DROP_LOG_MS. */
@@ -75,7 +75,7 @@ void rm_chs_store_drop(struct rm_chstore *cs, int64_t session_id, const char *de
 {
 	uint64_t *n = g_hash_table_lookup(cs->drops_unlogged_by_session, &session_id);
 
-	rm_chs_count_drop(cs, session_id, "store", detail, rm_chs_real_us() / 1000);
+	rm_chs_count_drop(cs, session_id, "store", detail, rm_clock_wall_us() / 1000);
 	cs->store_drops++;
 	cs->drops_unlogged++;
 	if (!n) {
@@ -87,6 +87,6 @@ void rm_chs_store_drop(struct rm_chstore *cs, int64_t session_id, const char *de
 	}
 	(*n)++;
 	snprintf(cs->drops_last, sizeof(cs->drops_last), "%s", detail);
-	if (!cs->drops_logged_ms || rm_chs_mono_ms() - cs->drops_logged_ms >= RM_CHSTORE_DROP_LOG_MS)
+	if (!cs->drops_logged_ms || rm_clock_mono_ms() - cs->drops_logged_ms >= RM_CHSTORE_DROP_LOG_MS)
 		rm_chs_log_drops(cs);
 }

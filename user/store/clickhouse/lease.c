@@ -107,12 +107,12 @@ static int id_in_use(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, c
 
 	if (rc < 0 || !v[0] || !v[1])
 		goto out;
-	age_ms = rm_chs_real_us() > v[2] ? (rm_chs_real_us() - v[2]) / 1000 : 0;
+	age_ms = rm_clock_wall_us() > v[2] ? (rm_clock_wall_us() - v[2]) / 1000 : 0;
 	if (age_ms >= RM_CHSTORE_LIVE_MS)
 		goto out;
 	/* Written lately: alive if it writes again before RM_CHSTORE_LIVE_MS passed since (a clock ahead: at most that). */
-	until = rm_chs_mono_ms() + (RM_CHSTORE_LIVE_MS - age_ms);
-	while (rm_chs_mono_ms() < until) {
+	until = rm_clock_mono_ms() + (RM_CHSTORE_LIVE_MS - age_ms);
+	while (rm_clock_mono_ms() < until) {
 		usleep(RM_CHSTORE_WATCH_POLL_MS * 1000);
 		if (query_u64(ch, sql, w, 3, err, errlen) < 0) {
 			rc = -1;

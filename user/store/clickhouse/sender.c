@@ -43,22 +43,14 @@ static int send_table(struct rm_chstore *cs, struct rm_ch *ch, struct batch *gro
  */
 static void backoff_wait(struct rm_chstore *cs, uint64_t backoff)
 {
-	uint64_t until = rm_chs_mono_ms() + backoff;
+	uint64_t until = rm_clock_mono_ms() + backoff;
 	int stopping = cs->stopping;
 
 	if (stopping && cs->stop_at_ms < until)
 		until = cs->stop_at_ms;
-	while (rm_chs_mono_ms() < until && cs->stopping == stopping) {
-		struct timespec ts;
-		uint64_t wait = until - rm_chs_mono_ms();
+	while (rm_clock_mono_ms() < until && cs->stopping == stopping) {
+		struct timespec ts = rm_clock_wall_deadline(until - rm_clock_mono_ms());
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += (time_t)(wait / 1000);
-		ts.tv_nsec += (long)(wait % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
 		pthread_cond_timedwait(&cs->cv, &cs->mu, &ts);
 	}
 }
@@ -81,7 +73,7 @@ void *rm_chs_sender(void *arg)
 
 		while (!cs->head && !cs->stopping)
 			pthread_cond_wait(&cs->cv, &cs->mu);
-		if (!cs->head || (cs->stopping && rm_chs_mono_ms() >= cs->stop_at_ms))
+		if (!cs->head || (cs->stopping && rm_clock_mono_ms() >= cs->stop_at_ms))
 			break;
 		/* Take what is queued, up to RM_CHSTORE_SEND_MAX_BYTES (at least one batch). */
 		group = cs->head;
@@ -112,22 +104,22 @@ void *rm_chs_sender(void *arg)
 						       "wait in memory (at most store_buffer_bytes) and are retried",
 						       rm_chs_table_names[t], err, hint ? ": refused, " : "",
 						       hint ? hint : "");
-						down_since = last_remind = rm_chs_mono_ms();
-					} else if (rm_chs_mono_ms() - last_remind >= RM_CHSTORE_REMIND_MS ||
+						down_since = last_remind = rm_clock_mono_ms();
+					} else if (rm_clock_mono_ms() - last_remind >= RM_CHSTORE_REMIND_MS ||
 						   (hint && !refused)) {
 						/* a refusal after an outage: at once, it needs the operator */
 						rm_log(hint ? RM_LOG_ERR : RM_LOG_WARNING,
 						       "ClickHouse store still unavailable after %" PRIu64 " s: %s%s%s",
-						       (rm_chs_mono_ms() - down_since) / 1000, err,
+						       (rm_clock_mono_ms() - down_since) / 1000, err,
 						       hint ? ": refused, " : "", hint ? hint : "");
-						last_remind = rm_chs_mono_ms();
+						last_remind = rm_clock_mono_ms();
 					}
 					refused = hint != NULL;
 				}
 			}
 			pthread_mutex_lock(&cs->mu);
 			cs->down = failed;
-			if (!failed || (cs->stopping && rm_chs_mono_ms() >= cs->stop_at_ms))
+			if (!failed || (cs->stopping && rm_clock_mono_ms() >= cs->stop_at_ms))
 				break;
 			backoff_wait(cs, backoff);
 			pthread_mutex_unlock(&cs->mu);
@@ -138,7 +130,7 @@ void *rm_chs_sender(void *arg)
 			break; /* stopping: what is in flight is counted by close */
 		if (down_since) {
 			rm_log(RM_LOG_NOTICE, "ClickHouse store available again after %" PRIu64 " s",
-			       (rm_chs_mono_ms() - down_since) / 1000);
+			       (rm_clock_mono_ms() - down_since) / 1000);
 			down_since = 0;
 			refused = 0;
 		}

@@ -14,22 +14,6 @@
 #include "common/log.h"
 #include "store_impl.h"
 
-uint64_t rm_sq_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static uint64_t real_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* What waits, once its transaction is committed. */
 static void written(struct rm_store *st)
 {
@@ -76,9 +60,9 @@ static int flush(struct rm_store *st)
 {
 	GHashTableIter it;
 	gpointer v;
-	uint64_t now = real_ms();
+	uint64_t now = rm_clock_wall_ms();
 
-	st->last_flush_ms = rm_sq_mono_ms();
+	st->last_flush_ms = rm_clock_mono_ms();
 	if (!rm_sq_waiting(st))
 		return 0;
 	if (rm_sq_step_reset(st->q[Q_BEGIN]) < 0)
@@ -187,13 +171,13 @@ void rm_sq_attempt(struct rm_store *st)
 			       "database writable again after %" PRIu64 " ms; wrote %u epoch rows and %u raw records "
 			       "that waited; %" PRIu64 " records or outcomes could not be kept meanwhile (collector "
 			       "resource drops of kind 'database')",
-			       rm_sq_mono_ms() - st->down_since_ms, n_epochs, n_raw, st->down_drops);
+			       rm_clock_mono_ms() - st->down_since_ms, n_epochs, n_raw, st->down_drops);
 			st->down = 0;
 		}
 		checkpoint(st, 0);
 		return;
 	}
-	t = rm_sq_mono_ms();
+	t = rm_clock_mono_ms();
 	if (!st->down) {
 		st->down = 1;
 		st->down_since_ms = st->last_remind_ms = t;
@@ -225,7 +209,7 @@ int rm_store_begin(struct rm_store *st)
 
 int rm_store_commit(struct rm_store *st)
 {
-	uint64_t t = rm_sq_mono_ms();
+	uint64_t t = rm_clock_mono_ms();
 
 	if (st->readonly)
 		return 0;
@@ -247,7 +231,7 @@ int rm_store_commit(struct rm_store *st)
 
 int rm_store_flush(struct rm_store *st)
 {
-	if (!st->readonly && (!st->down || rm_sq_mono_ms() >= st->retry_at_ms))
+	if (!st->readonly && (!st->down || rm_clock_mono_ms() >= st->retry_at_ms))
 		rm_sq_attempt(st);
 	return 0;
 }

@@ -62,10 +62,7 @@ static int count_drop(struct rm_store *st, int64_t session_id, const char *kind,
 /* A record (or an epoch's outcome) the database could not take: a collector resource drop. */
 static void database_drop(struct rm_store *st, int64_t session_id, const char *detail)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	count_drop(st, session_id, "database", detail, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
+	count_drop(st, session_id, "database", detail, rm_clock_wall_ms());
 	st->down_drops++;
 	st->database_drops++;
 }

@@ -238,7 +238,7 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 	st->next_epoch = rm_sq_scalar(st, "SELECT max(coalesce((SELECT max(id) FROM epoch_rows), 0),"
 					  " coalesce((SELECT max(last_id) FROM epoch_archive), 0)) + 1");
 	sqlite3_wal_hook(st->db, rm_sq_wal_hook, st);
-	st->last_flush_ms = rm_sq_mono_ms();
+	st->last_flush_ms = rm_clock_mono_ms();
 	return st;
 }
 

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/clock.h"
 #include "store.h"
 #include "store/columns.h"
 #include "store/store_rows.h"
@@ -285,8 +286,6 @@ int rm_sq_archive_add(struct rm_store *st, const struct rm_epoch *e);
 int rm_sq_archive_write(struct rm_store *st);
 
 /* flush.c */
-/* CLOCK_MONOTONIC in milliseconds. */
-uint64_t rm_sq_mono_ms(void);
 /* sqlite3_wal_hook callback: records the WAL's length for checkpoints. */
 int rm_sq_wal_hook(void *arg, sqlite3 *db, const char *name, int pages);
 /* Try a transaction of what waits now; on failure the store is unavailable and retries later (logged). */
