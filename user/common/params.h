@@ -40,6 +40,9 @@ struct rm_opt {
 	const char *section, *key; /* RM_OPT_KEY: the configuration key */
 };
 
+/* .off and .size of an entry: field of the command's target struct type. */
+#define RM_OPT_AT(type, field) .off = offsetof(type, field), .size = sizeof(((type *)0)->field)
+
 /* Upper bounds of one table (the largest, collect's, has 34 options). */
 #define RM_OPTS_MAX 48
 
