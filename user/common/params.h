@@ -40,6 +40,21 @@ struct rm_opt {
 	const char *section, *key; /* RM_OPT_KEY: the configuration key */
 };
 
+/*
+ * One entry: long name, letter (0: none), argument name (NULL: none), kind
+ * and help, then what the kind needs (.id, RM_OPT_AT(), .lo/.hi,
+ * .section/.key, .hv).
+ */
+#define RM_OPT(name_, letter_, arg_, kind_, help_, ...)                                                            \
+	{                                                                                                          \
+		.name = (name_), .letter = (letter_), .arg = (arg_), .kind = (kind_), .help = (help_), __VA_ARGS__ \
+	}
+/* Help text between options (a heading), printed as is. */
+#define RM_OPT_HEADING(text)                        \
+	{                                           \
+		.kind = RM_OPT_TEXT, .help = (text) \
+	}
+
 /* .off and .size of an entry: field of the command's target struct type. */
 #define RM_OPT_AT(type, field) .off = offsetof(type, field), .size = sizeof(((type *)0)->field)
 
