@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "command.h"
 #include "config.h"
 #include "log.h"
 #include "opts.h"
@@ -106,6 +107,46 @@ int rm_opts_log_level(const char *value)
 	}
 	rm_log_set_level(level);
 	return 0;
+}
+
+int rm_opts_parse(const struct rm_cmd_opts *c, int argc, char **argv, void *target)
+{
+	struct rm_opts_parser p;
+	const struct rm_opt *e;
+	char err[512];
+	int o, rc;
+
+	if (rm_opts_init(&p, c->t, c->prefix ? c->prefix : ""))
+		return RM_EXIT_FAIL;
+	optind = 1;
+	opterr = 1;
+	while ((o = rm_opts_next(&p, argc, argv, &e)) != -1) {
+		if (!e) {
+			if (c->usage_on_error)
+				c->usage(stderr);
+			return RM_EXIT_USAGE;
+		}
+		switch (e->kind) {
+		case RM_OPT_HELP:
+			c->usage(stdout);
+			return RM_EXIT_OK;
+		case RM_OPT_LOG_LEVEL:
+			if (rm_opts_log_level(optarg))
+				return RM_EXIT_USAGE;
+			break;
+		case RM_OPT_CALL:
+			rc = c->call(target, e, optarg);
+			if (rc)
+				return rc;
+			break;
+		default:
+			if (rm_opt_apply(e, optarg, target, err, sizeof(err)) < 0) {
+				rm_log_cmd(RM_LOG_ERR, "%s", err);
+				return RM_EXIT_USAGE;
+			}
+		}
+	}
+	return -1;
 }
 
 /* One entry's left part ("  -l, --listen ADDR:PORT") into buf. */

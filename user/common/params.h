@@ -98,6 +98,27 @@ int rm_opt_apply(const struct rm_opt *e, const char *value, void *target, char *
  */
 int rm_opts_log_level(const char *value);
 
+/* A command's options: its table and what is done around it (rm_opts_parse()). */
+struct rm_cmd_opts {
+	const struct rm_opt *t;
+	const char *prefix;     /* getopt's: "+" stops at the first operand */
+	void (*usage)(FILE *f); /* the whole --help text */
+	int usage_on_error;     /* after getopt's complaint, usage on stderr too */
+	/* RM_OPT_CALL entries: 0, or an exit status (the message logged) */
+	int (*call)(void *target, const struct rm_opt *e, const char *value);
+};
+
+/*
+ * Every option of argv (from optind 1, getopt printing its complaints), in
+ * order: typed kinds into target (rm_opt_apply()), --log-level, --help
+ * (usage on stdout), RM_OPT_CALL through c->call. Returns -1 when all were
+ * read (optind: the first operand), or the exit status to return:
+ * RM_EXIT_OK after --help; RM_EXIT_USAGE after a bad value (logged) or an
+ * unknown option or missing argument (getopt's line, then usage on stderr
+ * if usage_on_error); what c->call returned.
+ */
+int rm_opts_parse(const struct rm_cmd_opts *c, int argc, char **argv, void *target);
+
 /*
  * The options of t for --help, one per entry in table order: "  -l, --long
  * ARG" (or "      --long ARG"; long_indent 2: "  --long ARG" when no entry
