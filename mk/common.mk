@@ -1,5 +1,6 @@
 # user/common/: what every program of the binary uses: the subcommand
-# registry, configuration (INI) and its limits, option values, the log,
+# registry, configuration (INI) and its limits, option values and option
+# tables (params.c: getopt, values and help of a command from one table), the log,
 # paths on bpffs and under the run directory, error-message formatting,
 # TLS 1.3 contexts, the JSON Lines and text report writers, the
 # Prometheus metrics (exposition writer, HTTP server on libmicrohttpd), the
@@ -13,7 +14,7 @@ LDLIBS         += -ljansson -lmicrohttpd
 CHECK_PROGS    += $(BUILD)/tests/unit/test_config
 # rocemeter check-config: exit 0 or 2, TLS files included (no root).
 CHECK_SCRIPTS  += tests/unit/test_check_config.py
-# Option values, command-line overrides, paths and the log's levels.
+# Option values and tables, command-line overrides, paths and the log's levels.
 CHECK_PROGS    += $(BUILD)/tests/unit/test_opts
 # The include rule of docs/architecture.md ("Who may include what").
 CHECK_PROGS    += scripts/check-layers
