@@ -17,7 +17,7 @@
 enum rm_opt_kind {
 	RM_OPT_END = 0,
 	RM_OPT_TEXT,      /* no option: help's text between options (a heading), printed as is */
-	RM_OPT_CALL,      /* the command handles it (rm_opts_next() returns it) */
+	RM_OPT_CALL,      /* the command handles it by .id (rm_cmd_opts.call, or after rm_opts_next()) */
 	RM_OPT_FLAG,      /* int at off = 1 */
 	RM_OPT_ARG,       /* const char * at off = the argument */
 	RM_OPT_STR,       /* char[size] at off = the argument, cut to fit */
