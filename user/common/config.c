@@ -459,17 +459,6 @@ const struct rm_config_key *rm_config_key(const char *section, const char *key)
 	return s ? find_key(s->keys, key) : NULL;
 }
 
-/* A value into an unsigned integer of size bytes (the range checked before). */
-static void store_uint(void *dst, size_t size, uint64_t v)
-{
-	if (size == sizeof(uint64_t))
-		*(uint64_t *)dst = v;
-	else if (size == sizeof(uint32_t))
-		*(uint32_t *)dst = (uint32_t)v;
-	else if (size == sizeof(uint16_t))
-		*(uint16_t *)dst = (uint16_t)v;
-}
-
 /* value of key k into the section's settings sec: 1, or 0 with the reason kept. */
 static int read_key(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
 {
@@ -481,7 +470,7 @@ static int read_key(struct rm_config_parse *ps, void *sec, const struct rm_confi
 		/* the message is the options' one (opts.h) */
 		if (rm_opt_uint(k->key, value, k->lo, k->hi, &x, why, sizeof(why)))
 			return fail(ps, "%s", why);
-		store_uint(dst, k->size, x);
+		rm_opt_put_uint(dst, k->size, x);
 		return 1;
 	case RM_KEY_STR:
 		return copy_str(ps, dst, k->size, k->key, value);

@@ -50,17 +50,6 @@ int rm_opts_next(struct rm_opts_parser *p, int argc, char **argv, const struct r
 	return o;
 }
 
-/* value into an unsigned integer of size bytes at dst. */
-static void store_uint(void *dst, size_t size, uint64_t v)
-{
-	if (size == sizeof(uint64_t))
-		*(uint64_t *)dst = v;
-	else if (size == sizeof(uint32_t))
-		*(uint32_t *)dst = (uint32_t)v;
-	else if (size == sizeof(uint16_t))
-		*(uint16_t *)dst = (uint16_t)v;
-}
-
 int rm_opt_apply(const struct rm_opt *e, const char *value, void *target, char *err, size_t errlen)
 {
 	char *at = (char *)target + e->off, name[80];
@@ -88,9 +77,9 @@ int rm_opt_apply(const struct rm_opt *e, const char *value, void *target, char *
 		if (rm_opt_uint(name, value, k ? k->lo : e->lo, k ? k->hi : e->hi, &v, err, errlen))
 			return -EINVAL;
 		if (k)
-			store_uint((char *)target + k->off, k->size, v);
+			rm_opt_put_uint((char *)target + k->off, k->size, v);
 		else
-			store_uint(at, e->size, v);
+			rm_opt_put_uint(at, e->size, v);
 		return 0;
 	default:
 		return 1;
