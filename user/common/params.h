@@ -121,9 +121,9 @@ int rm_opts_parse(const struct rm_cmd_opts *c, int argc, char **argv, void *targ
 
 /*
  * The options of t for --help, one per entry in table order: "  -l, --long
- * ARG" (or "      --long ARG"; long_indent 2: "  --long ARG" when no entry
- * has a letter) padded to col, the help's first line, then each further
- * line indented to col. A left part of col characters or more is followed
+ * ARG", or for an option without a letter long_indent spaces and "--long
+ * ARG" (6 lines it up with the others; detach uses 2), padded to col, the
+ * help's first line, then each further line indented to col. A left part of col characters or more is followed
  * by two spaces; a help starting with '\n' starts on the next line.
  * RM_OPT_TEXT entries print their help as is.
  */
