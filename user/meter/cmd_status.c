@@ -11,7 +11,6 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -28,6 +27,7 @@
 #include "common/jsonw.h"
 #include "common/log.h"
 #include "common/opts.h"
+#include "common/params.h"
 #include "common/paths.h"
 #include "flowlabel/flowlabel.h"
 #include "meter.h"
@@ -104,7 +104,8 @@ static void violations(const struct rm_ifkey *ifk, const char *label, json_t *o)
 
 		json_object_set_new(e, rm_pf_name(six ? RM_PF_SOURCE_IPV6_ADDRESS : RM_PF_SOURCE_IPV4_ADDRESS),
 				    rm_json_addr(k->family, k->src));
-		json_object_set_new(e, rm_pf_name(six ? RM_PF_DESTINATION_IPV6_ADDRESS : RM_PF_DESTINATION_IPV4_ADDRESS),
+		json_object_set_new(e,
+				    rm_pf_name(six ? RM_PF_DESTINATION_IPV6_ADDRESS : RM_PF_DESTINATION_IPV4_ADDRESS),
 				    rm_json_addr(k->family, k->dst));
 		json_object_set_new(e, rm_pf_name(RM_PF_RDMA_DESTINATION_QP), json_integer(k->dest_qp));
 		json_object_set_new(e, rm_pf_name(RM_PF_RDMA_PARTITION_KEY), json_integer(k->pkey));
@@ -171,7 +172,8 @@ static json_t *ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v)
 	json_object_set_new(o, rm_pf_name(RM_PF_EXPIRED_PSN_TOTAL_COUNT), rm_json_u64(c->expired));
 	json_object_set_new(o, rm_pf_name(RM_PF_PENDING_PSN_COUNT), json_integer(c->pending));
 	json_object_set_new(o, rm_pf_name(RM_PF_REPEATED_PSN_TOTAL_COUNT), rm_json_u64(c->repeated));
-	json_object_set_new(o, rm_pf_name(RM_PF_UNCLASSIFIED_LATE_PACKET_TOTAL_COUNT), rm_json_u64(c->unclassified_late));
+	json_object_set_new(o, rm_pf_name(RM_PF_UNCLASSIFIED_LATE_PACKET_TOTAL_COUNT),
+			    rm_json_u64(c->unclassified_late));
 	return o;
 }
 
@@ -305,13 +307,15 @@ static void status_text(const struct rm_ifkey *k, const char *label)
 		json_t *v;
 
 		printf("  daemon:\n");
-		json_object_foreach(dj, name, v) {
+		json_object_foreach(dj, name, v)
+		{
 			if (json_is_object(v)) {
 				const char *k2;
 				json_t *v2;
 
 				printf("    %s:\n", name);
-				json_object_foreach(v, k2, v2) {
+				json_object_foreach(v, k2, v2)
+				{
 					char *t = json_dumps(v2, JSON_ENCODE_ANY);
 
 					printf("      %-26s %s\n", k2, t ? t : "?");
@@ -452,47 +456,58 @@ static void status_one(const struct rm_ifkey *k, const char *label, int connecti
 		status_text(k, label);
 }
 
+struct status_args {
+	int json, connections;
+};
+
+static const struct rm_opt status_opts[] = {
+	RM_OPT("json", 'j', NULL, RM_OPT_FLAG, "one JSON array, one object per interface (docs/json.md)",
+	       RM_OPT_AT(struct status_args, json)),
+	RM_OPT("connections", 'C', NULL, RM_OPT_FLAG,
+	       "instead, the RoCEv2 connections the census of\n'attach --census' counted, with ready [provision]\n"
+	       "lines (as 'rocemeter connections')",
+	       RM_OPT_AT(struct status_args, connections)),
+	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this text"),
+	{ 0 },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: rocemeter status [IFACE] [--json] [--connections]\n\n"
+		   "Show the meter's statistics and live contexts (atomic snapshots of the\n"
+		   "pinned maps), whether the kernel still runs it on the interface (live, or\n"
+		   "STALE pins), the connections a profile violation disabled (and the\n"
+		   "fail-safe of a full violations map: 'rocemeter reenable'), the daemon's\n"
+		   "report and export counters (records sent, dropped because the queue was\n"
+		   "full, without a session, or with a lost session; sent but lost in flight\n"
+		   "when a session died; epochs closed because a new Transport Session\n"
+		   "began), and the flow-label program's statistics. Without IFACE: every\n"
+		   "interface of this network namespace with pins under\n"
+		   "/sys/fs/bpf/rocemeter/NETNS/IFINDEX/ (an interface is found by its index,\n"
+		   "so a renamed one shows under its new name). The statistics are described\n"
+		   "in docs/meter.md.\n\n"
+		   "Options:\n");
+	rm_opts_help(f, status_opts, 22, 6);
+}
+
+/* An unknown option: getopt's line, no usage. */
+static const struct rm_cmd_opts status_cmd = { .t = status_opts, .usage = usage };
+
 static int cmd_status(int argc, char **argv)
 {
-	static const struct option opts[] = { { "json", no_argument, 0, 'j' },
-					      { "connections", no_argument, 0, 'C' },
-					      { "help", no_argument, 0, 'h' },
-					      { 0 } };
-	int json = 0, opt, count = 0, connections = 0, rc;
+	struct status_args args = { 0 };
+	int json, count = 0, connections, rc;
 	json_t *all;
 	char dir[512], err[256], label[64];
 	struct rm_ifkey k;
 	DIR *d;
 	struct dirent *e;
 
-	while ((opt = getopt_long(argc, argv, "jCh", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'j': json = 1; break;
-		case 'C': connections = 1; break;
-		case 'h':
-			printf("Usage: rocemeter status [IFACE] [--json] [--connections]\n\n"
-			       "Show the meter's statistics and live contexts (atomic snapshots of the\n"
-			       "pinned maps), whether the kernel still runs it on the interface (live, or\n"
-			       "STALE pins), the connections a profile violation disabled (and the\n"
-			       "fail-safe of a full violations map: 'rocemeter reenable'), the daemon's\n"
-			       "report and export counters (records sent, dropped because the queue was\n"
-			       "full, without a session, or with a lost session; sent but lost in flight\n"
-			       "when a session died; epochs closed because a new Transport Session\n"
-			       "began), and the flow-label program's statistics. Without IFACE: every\n"
-			       "interface of this network namespace with pins under\n"
-			       "/sys/fs/bpf/rocemeter/NETNS/IFINDEX/ (an interface is found by its index,\n"
-			       "so a renamed one shows under its new name). The statistics are described\n"
-			       "in docs/meter.md.\n\n"
-			       "Options:\n"
-			       "  -j, --json          one JSON array, one object per interface (docs/json.md)\n"
-			       "  -C, --connections   instead, the RoCEv2 connections the census of\n"
-			       "                      'attach --census' counted, with ready [provision]\n"
-			       "                      lines (as 'rocemeter connections')\n"
-			       "  -h, --help          this text\n");
-			return RM_EXIT_OK;
-		default: return RM_EXIT_USAGE;
-		}
-	}
+	rc = rm_opts_parse(&status_cmd, argc, argv, &args);
+	if (rc >= 0)
+		return rc;
+	json = args.json;
+	connections = args.connections;
 	for (int i = optind; i < argc; i++) {
 		if (!rm_ifname_valid(argv[i])) {
 			rm_log_cmd(RM_LOG_ERR, "'%s' is not a valid interface name", argv[i]);
