@@ -12,7 +12,7 @@
  * checks it against RM_IPFIX_IES).
  *
  * RM_IPFIX_IES(X) is the profile's information model: the IPFIX encoder
- * (user/export/ipfix.c), the collector's decoder (user/collect/ipfix_decode.c)
+ * (user/export/ipfix.c), the collector's decoder (user/rules/ipfix_decode.c)
  * and the JSON Lines writer and parser (user/common/report_json.c) expand it.
  */
 #ifndef ROCEMETER_IPFIX_IE_H

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * test_collector_rules.c - user/collect/collector_rules.c against [SEQOBS]
+ * test_collector_rules.c - user/rules/collector_rules.c against [SEQOBS]
  * "Collector Processing": record checks (ranges, flags, the arithmetic
  * relations of "Bounded Sequence Observation Algorithm"), report ordering,
  * epoch keys, the admission high-water, limits and outcomes. Reports are
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "collect/collector_rules.h"
+#include "rules/collector_rules.h"
 #include "rocemeter/seqobs.h"
 
 #define MAXREC 64

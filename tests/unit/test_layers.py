@@ -40,13 +40,26 @@ def append(path, text):
 
 
 def test_collector_including_the_meter_fails(tree):
-    src = tree / 'user' / 'collect' / 'collector_rules.c'
+    src = tree / 'user' / 'collect' / 'session.c'
     n = sum(1 for _ in open(src)) + 1
     append(src, '#include "meter/meter.h"\n')
     r = run(str(tree))
     assert r.returncode == 1
     assert 'not ok' in r.stdout and '- user/collect' in r.stdout
-    assert 'user/collect/collector_rules.c:%d: "meter/meter.h" is in user/meter' % n in r.stdout
+    assert 'user/collect/session.c:%d: "meter/meter.h" is in user/meter' % n in r.stdout
+
+
+def test_store_including_the_collectors_loop_fails(tree):
+    # One way: rules < store < collect; the store never reaches up to the loop.
+    append(tree / 'user' / 'store' / 'sqlite' / 'flush.c', '#include "collect/collector.h"\n')
+    r = run(str(tree))
+    assert r.returncode == 1 and 'which user/store may not include' in r.stdout
+
+
+def test_rules_including_the_store_fails(tree):
+    append(tree / 'user' / 'rules' / 'collector_rules.c', '#include "store/backend.h"\n')
+    r = run(str(tree))
+    assert r.returncode == 1 and 'which user/rules may not include' in r.stdout
 
 
 def test_file_in_a_subfolder_belongs_to_its_layer(tree):

@@ -20,8 +20,8 @@
 #include <sqlite3.h>
 #include <cmocka.h>
 
-#include "collect/budget.h"
-#include "collect/collector_rules.h"
+#include "rules/budget.h"
+#include "rules/collector_rules.h"
 #include "store/sqlite/store.h"
 #include "rocemeter/seqobs.h"
 

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collect/collector_rules.h"
+#include "rules/collector_rules.h"
 #include "store/sqlite/store.h"
 
 /* Every call of store.h with the store as an opaque pointer. */

@@ -32,7 +32,7 @@
  *               family says which); STATE, OUTCOME the enum's name; TEXT a
  *               string
  *   field       where the value comes from in struct rm_epoch
- *               (collect/collector_rules.h); for sessions in struct
+ *               (rules/collector_rules.h); for sessions in struct
  *               rm_sess_row (store_rows.h)
  *   read        R read by `report` (store_read.h), N not
  * RM_EPOCH_COLUMNS(X) calls X with these; RM_EPOCH_COLUMNS_WITH(Y, A) calls

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "collect/budget.h"
+#include "rules/budget.h"
 #include "common/log.h"
 #include "store_impl.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "collect/budget.h"
+#include "rules/budget.h"
 #include "store_impl.h"
 
 /* ---------------- what waits ---------------- */

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collect/budget.h"
+#include "rules/budget.h"
 #include "common/log.h"
 #include "store_impl.h"
 
