@@ -324,11 +324,16 @@ static void test_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_url),        cmocka_unit_test(test_credentials),
-		cmocka_unit_test(test_ddl),        cmocka_unit_test(test_statements),
-		cmocka_unit_test(test_quote),      cmocka_unit_test(test_quote_space),
-		cmocka_unit_test(test_store_spec), cmocka_unit_test(test_refused),
-		cmocka_unit_test(test_url_default_port), cmocka_unit_test(test_credentials_mode),
+		cmocka_unit_test(test_url),
+		cmocka_unit_test(test_credentials),
+		cmocka_unit_test(test_ddl),
+		cmocka_unit_test(test_statements),
+		cmocka_unit_test(test_quote),
+		cmocka_unit_test(test_quote_space),
+		cmocka_unit_test(test_store_spec),
+		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_url_default_port),
+		cmocka_unit_test(test_credentials_mode),
 		cmocka_unit_test(test_credentials_forms),
 	};
 

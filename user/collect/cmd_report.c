@@ -514,7 +514,6 @@ bad:
 	return -EINVAL;
 }
 
-
 struct epochs_ctx {
 	int format;
 	int show_collector;

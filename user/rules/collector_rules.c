@@ -60,7 +60,7 @@ struct elist {
 struct rm_rsession {
 	struct rm_rules *rules;
 	uint64_t id;
-	GHashTable *domains; /* uint32 domain -> struct domain_state */
+	GHashTable *domains;              /* uint32 domain -> struct domain_state */
 	struct domain_state *last_domain; /* the domain of the last admission (most sessions use one) */
 	struct etable epochs;
 	struct elist lru;    /* every retained epoch, least recently reported first */
@@ -198,10 +198,14 @@ static void etable_remove(struct etable *t, const struct rm_epoch *e)
 const char *rm_outcome_name(enum rm_outcome o)
 {
 	switch (o) {
-	case RM_OUTCOME_OPEN: return "open";
-	case RM_OUTCOME_COMPLETE: return "complete";
-	case RM_OUTCOME_INCOMPLETE: return "incomplete";
-	case RM_OUTCOME_INVALID: return "invalid";
+	case RM_OUTCOME_OPEN:
+		return "open";
+	case RM_OUTCOME_COMPLETE:
+		return "complete";
+	case RM_OUTCOME_INCOMPLETE:
+		return "incomplete";
+	case RM_OUTCOME_INVALID:
+		return "invalid";
 	}
 	return "?";
 }
@@ -209,10 +213,16 @@ const char *rm_outcome_name(enum rm_outcome o)
 const char *rm_verdict_name(enum rm_verdict v)
 {
 	static const char *n[RM_V__COUNT] = {
-		[RM_V_ACCEPTED] = "accepted", [RM_V_REPEAT] = "repeat", [RM_V_STALE] = "stale",
-		[RM_V_ORPHAN] = "orphan", [RM_V_UNSUPPORTED] = "unsupported", [RM_V_INVALID] = "invalid",
-		[RM_V_AFTER_INVALID] = "after-invalid", [RM_V_KEY_CONFLICT] = "key-conflict",
-		[RM_V_RESOURCE_DROP] = "resource-drop", [RM_V_UNBOUND] = "unbound",
+		[RM_V_ACCEPTED] = "accepted",
+		[RM_V_REPEAT] = "repeat",
+		[RM_V_STALE] = "stale",
+		[RM_V_ORPHAN] = "orphan",
+		[RM_V_UNSUPPORTED] = "unsupported",
+		[RM_V_INVALID] = "invalid",
+		[RM_V_AFTER_INVALID] = "after-invalid",
+		[RM_V_KEY_CONFLICT] = "key-conflict",
+		[RM_V_RESOURCE_DROP] = "resource-drop",
+		[RM_V_UNBOUND] = "unbound",
 	};
 	return (unsigned)v < RM_V__COUNT ? n[v] : "?";
 }
@@ -371,8 +381,8 @@ int rm_rules_check_record(const struct rm_report *r, char *why, size_t n)
 	sum = (unsigned __int128)r->repeated + r->unclassified_late + r->filled + 1;
 	if (sum > r->requests) {
 		rm_errf(why, n,
-			"repeated %" PRIu64 " + unclassifiedLate %" PRIu64 " + filled %" PRIu64
-			" > requests %" PRIu64 " - 1",
+			"repeated %" PRIu64 " + unclassifiedLate %" PRIu64 " + filled %" PRIu64 " > requests %" PRIu64
+			" - 1",
 			r->repeated, r->unclassified_late, r->filled, r->requests);
 		return -1;
 	}
@@ -385,10 +395,10 @@ static int same_key(const struct rm_epoch *e, uint32_t domain, const struct rm_r
 {
 	const struct rm_report *k = &e->key;
 
-	return e->domain == domain && k->observation_point_id == r->observation_point_id &&
-	       k->family == r->family && !memcmp(k->src, r->src, 16) && !memcmp(k->dst, r->dst, 16) &&
-	       k->dest_qp == r->dest_qp && k->pkey == r->pkey && k->has_vlan_ns == r->has_vlan_ns &&
-	       k->vlan[0] == r->vlan[0] && k->vlan[1] == r->vlan[1] && k->epoch_id == r->epoch_id;
+	return e->domain == domain && k->observation_point_id == r->observation_point_id && k->family == r->family &&
+	       !memcmp(k->src, r->src, 16) && !memcmp(k->dst, r->dst, 16) && k->dest_qp == r->dest_qp &&
+	       k->pkey == r->pkey && k->has_vlan_ns == r->has_vlan_ns && k->vlan[0] == r->vlan[0] &&
+	       k->vlan[1] == r->vlan[1] && k->epoch_id == r->epoch_id;
 }
 
 /* Same decoded content, field by field (padding never compared). */
@@ -590,11 +600,11 @@ static void accept_report(struct rm_epoch *e, const struct rm_report *r)
 	mark_dirty(e);
 }
 
-#define CMP_TOTAL(field, name)                                                                                  \
-	if (r->field < k->field) {                                                                              \
+#define CMP_TOTAL(field, name)                                                                                    \
+	if (r->field < k->field) {                                                                                \
 		snprintf(why, sizeof(why), "report %" PRIu64 ": " name " decreased from %" PRIu64 " to %" PRIu64, \
-			 r->report_id, (uint64_t)k->field, (uint64_t)r->field);                                  \
-		goto bad;                                                                                       \
+			 r->report_id, (uint64_t)k->field, (uint64_t)r->field);                                   \
+		goto bad;                                                                                         \
 	}
 
 /* Report ordering for a retained epoch with at least one accepted report. */
@@ -636,8 +646,9 @@ static enum rm_verdict order(struct rm_epoch *e, const struct rm_report *r, char
 		goto bad;
 	}
 	if (r->flow_start_ms != k->flow_start_ms) {
-		snprintf(why, sizeof(why), "report %" PRIu64 ": flowStartMilliseconds changed from %" PRIu64
-			 " to %" PRIu64, r->report_id, k->flow_start_ms, r->flow_start_ms);
+		snprintf(why, sizeof(why),
+			 "report %" PRIu64 ": flowStartMilliseconds changed from %" PRIu64 " to %" PRIu64, r->report_id,
+			 k->flow_start_ms, r->flow_start_ms);
 		goto bad;
 	}
 	if (r->flow_end_ms < k->flow_end_ms) {
@@ -715,7 +726,8 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 	if (e) {
 		if (!same_key(e, domain, r)) {
 			invalidate(e, "its epoch ID was received with a different record key");
-			rm_errf(why, whylen, "epoch ID %" PRIu64 " is retained with a different record key", r->epoch_id);
+			rm_errf(why, whylen, "epoch ID %" PRIu64 " is retained with a different record key",
+				r->epoch_id);
 			return RM_V_KEY_CONFLICT;
 		}
 		touch(e, now_ms);
@@ -761,8 +773,9 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 	d = s->last_domain && s->last_domain->domain == domain ? s->last_domain
 							       : g_hash_table_lookup(s->domains, &domain);
 	if (!d && g_hash_table_size(s->domains) >= RM_RULES_MAX_DOMAINS) {
-		rm_errf(why, whylen, "Observation Domain %" PRIu32 ": the session already uses %u domains (collector limit)",
-			domain, RM_RULES_MAX_DOMAINS);
+		rm_errf(why, whylen,
+			"Observation Domain %" PRIu32 ": the session already uses %u domains (collector limit)", domain,
+			RM_RULES_MAX_DOMAINS);
 		s->rules->sink.drop(s->rules->arg, s->id, domain, r->epoch_id, "domain limit");
 		return RM_V_RESOURCE_DROP;
 	}
@@ -778,8 +791,9 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 	}
 	s->last_domain = d;
 	if (r->epoch_id <= d->high_water) {
-		rm_errf(why, whylen, "epoch %" PRIu64 " is not retained and not above the high-water ID %" PRIu64
-			" (orphan)", r->epoch_id, d->high_water);
+		rm_errf(why, whylen,
+			"epoch %" PRIu64 " is not retained and not above the high-water ID %" PRIu64 " (orphan)",
+			r->epoch_id, d->high_water);
 		return RM_V_ORPHAN;
 	}
 	d->high_water = r->epoch_id;
@@ -822,8 +836,8 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 	return RM_V_ACCEPTED;
 }
 
-enum rm_verdict rm_rules_record(struct rm_rsession *s, uint32_t domain, const struct rm_report *rep,
-				uint64_t now_ms, char *why, size_t whylen)
+enum rm_verdict rm_rules_record(struct rm_rsession *s, uint32_t domain, const struct rm_report *rep, uint64_t now_ms,
+				char *why, size_t whylen)
 {
 	enum rm_verdict v;
 

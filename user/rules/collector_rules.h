@@ -84,35 +84,35 @@ struct rm_epoch {
 	 * cache lines): retiring a cold epoch then reads two lines, not five.
 	 */
 	uint64_t session_id;
-	uint32_t domain;            /* Observation Domain ID */
+	uint32_t domain; /* Observation Domain ID */
 	enum rm_epoch_state state;
 	enum rm_outcome outcome;
-	uint16_t flags_seen;        /* OR of the flags of accepted reports */
-	uint8_t store_row;          /* free for the sink (1: the row exists) */
-	uint8_t sink_keeps;         /* set by sink->epoch on a retired epoch: the sink frees it (rm_rules_epoch_free),
+	uint16_t flags_seen;      /* OR of the flags of accepted reports */
+	uint8_t store_row;        /* free for the sink (1: the row exists) */
+	uint8_t sink_keeps;       /* set by sink->epoch on a retired epoch: the sink frees it (rm_rules_epoch_free),
 				       and its budget charge passes to the sink (rm_rules_set_budget) */
-	uint8_t dirty, in_closed;   /* internal: changed since the last flush; on the closed list */
-	const char *reason;         /* why incomplete or invalid, at most RM_EPOCH_REASON_MAX - 1 characters;
+	uint8_t dirty, in_closed; /* internal: changed since the last flush; on the closed list */
+	const char *reason;       /* why incomplete or invalid, at most RM_EPOCH_REASON_MAX - 1 characters;
 				       "" when complete or open; never NULL; owned by the rules */
 	uint64_t first_seen_ms, last_seen_ms, retired_ms; /* collector clock; retired_ms 0 while retained */
-	int64_t store_id;           /* free for the sink (the SQLite row) */
-	uint32_t store_slot;        /* free for the sink (its place in a write queue) */
-	uint32_t dirty_slot;        /* internal: index in the session's dirty array while dirty */
+	int64_t store_id;                                 /* free for the sink (the SQLite row) */
+	uint32_t store_slot;                              /* free for the sink (its place in a write queue) */
+	uint32_t dirty_slot;                              /* internal: index in the session's dirty array while dirty */
 	/* internal: intrusive lists (no allocation per epoch) */
 	struct rm_rsession *sess;
 	struct rm_epoch *lru_prev, *lru_next;       /* every retained epoch, least recently reported first */
 	struct rm_epoch *closed_prev, *closed_next; /* final or invalid epochs, oldest closure first */
 
-	uint64_t n_accepted;        /* reports accepted */
-	uint64_t first_report_id;   /* first accepted report ID, 0: none */
-	uint64_t missing_initial;   /* report IDs 1..first-1 never accepted */
-	uint64_t missing_reports;   /* all report IDs below the latest never accepted (incl. initial) */
-	uint64_t gaps;              /* gap ranges (the initial one included) */
-	uint64_t repeats;           /* identical repeats ignored */
-	uint64_t stale;             /* smaller report IDs ignored */
-	uint64_t unsupported;       /* records with unknown flag bits (raw kept) */
-	uint64_t ignored;           /* records after invalidation */
-	struct rm_report key;       /* key fields + latest accepted report */
+	uint64_t n_accepted;      /* reports accepted */
+	uint64_t first_report_id; /* first accepted report ID, 0: none */
+	uint64_t missing_initial; /* report IDs 1..first-1 never accepted */
+	uint64_t missing_reports; /* all report IDs below the latest never accepted (incl. initial) */
+	uint64_t gaps;            /* gap ranges (the initial one included) */
+	uint64_t repeats;         /* identical repeats ignored */
+	uint64_t stale;           /* smaller report IDs ignored */
+	uint64_t unsupported;     /* records with unknown flag bits (raw kept) */
+	uint64_t ignored;         /* records after invalidation */
+	struct rm_report key;     /* key fields + latest accepted report */
 };
 
 struct rm_rules_sink {
@@ -170,8 +170,8 @@ uint32_t rm_rules_sessions(const struct rm_rules *r);
  * Apply one decoded Data Record of Observation Domain domain. why (may be
  * NULL) receives a one-line explanation for any verdict but ACCEPTED.
  */
-enum rm_verdict rm_rules_record(struct rm_rsession *s, uint32_t domain, const struct rm_report *rep,
-				uint64_t now_ms, char *why, size_t whylen);
+enum rm_verdict rm_rules_record(struct rm_rsession *s, uint32_t domain, const struct rm_report *rep, uint64_t now_ms,
+				char *why, size_t whylen);
 
 /* Hand every epoch changed since the last flush to sink->epoch. */
 void rm_rules_flush(struct rm_rsession *s);
