@@ -6,7 +6,8 @@
  * starting or stopping), the connections a profile violation disabled, the
  * daemon's export counters, and the flow-label program's statistics; with
  * --connections, the connection census of `attach --census` instead.
- * Stops nothing and changes nothing.
+ * Each interface's pins are read once (struct meter_status), then printed
+ * as text or as JSON. Stops nothing and changes nothing.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
