@@ -1,5 +1,6 @@
 # user/common/: what every program of the binary uses: the subcommand
-# registry, configuration (INI) and its limits, option values, the log,
+# registry, configuration (INI) and its limits, option values and option
+# tables (params.c: getopt, values and help of a command from one table), the log,
 # paths on bpffs and under the run directory, error-message formatting,
 # TLS 1.3 contexts, the JSON Lines and text report writers, the
 # Prometheus metrics (exposition writer, HTTP server on libmicrohttpd), the
@@ -8,12 +9,12 @@ ROCEMETER_SRCS += user/common/config.c user/common/errmsg.c user/common/tls.c \
                   user/common/report_json.c user/common/report_text.c user/common/log.c \
                   user/common/opts.c user/common/paths.c user/common/clock.c user/common/metrics.c \
                   user/common/jsonw.c user/common/timefmt.c user/common/caps.c \
-                  user/common/cmd_check_config.c user/common/store_syntax.c
+                  user/common/cmd_check_config.c user/common/store_syntax.c user/common/params.c
 LDLIBS         += -ljansson -lmicrohttpd
 CHECK_PROGS    += $(BUILD)/tests/unit/test_config
 # rocemeter check-config: exit 0 or 2, TLS files included (no root).
 CHECK_SCRIPTS  += tests/unit/test_check_config.py
-# Option values, command-line overrides, paths and the log's levels.
+# Option values and tables, command-line overrides, paths and the log's levels.
 CHECK_PROGS    += $(BUILD)/tests/unit/test_opts
 # The include rule of docs/architecture.md ("Who may include what").
 CHECK_PROGS    += scripts/check-layers

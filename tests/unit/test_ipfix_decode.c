@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * test_ipfix_decode.c - the collector's IPFIX decoder (user/collect/ipfix_decode.c)
+ * test_ipfix_decode.c - the collector's IPFIX decoder (user/rules/ipfix_decode.c)
  * on hand-written Messages: Template and Options Template withdrawals
  * ([RFC7011] 8.1), the Flow Keys a Data Template needs before its records
  * are used ([SEQOBS] "Export Profile and Template"), and the Message
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "collect/ipfix_decode.h"
+#include "rules/ipfix_decode.h"
 
 #define PEN     32473u
 #define TID     256 /* the Data Template */

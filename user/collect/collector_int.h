@@ -17,14 +17,14 @@
 #include <glib.h>
 
 #include "collector.h"
-#include "collector_rules.h"
+#include "rules/collector_rules.h"
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "common/tls.h"
-#include "ipfix_decode.h"
-#include "budget.h"
-#include "backend.h"
-#include "store_spec.h"
+#include "rules/ipfix_decode.h"
+#include "rules/budget.h"
+#include "store/backend.h"
+#include "store/store_spec.h"
 
 #define MINUTE_MS 60000
 

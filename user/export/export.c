@@ -47,34 +47,34 @@
 #include "ipfix.h"
 #include "common/tls.h"
 
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 30000
+#define BACKOFF_MIN_MS         100
+#define BACKOFF_MAX_MS         30000
 #define BACKOFF_RESET_AFTER_MS 10000 /* a session this long resets the backoff */
-#define ESTABLISH_TIMEOUT_MS 10000   /* connect + handshake */
-#define TCP_USER_TIMEOUT_MS 60000    /* unacknowledged data: the collector is gone */
+#define ESTABLISH_TIMEOUT_MS   10000 /* connect + handshake */
+#define TCP_USER_TIMEOUT_MS    60000 /* unacknowledged data: the collector is gone */
 
 struct rm_exporter {
 	struct rm_export_settings s;
 	int vlan_ns;
-	SSL_CTX *ctx;                  /* NULL with transport = tcp */
+	SSL_CTX *ctx; /* NULL with transport = tcp */
 	pthread_t thread;
-	int wake_fd;                   /* eventfd */
+	int wake_fd; /* eventfd */
 
 	pthread_mutex_t mu;
-	pthread_cond_t drained;        /* head == tail */
+	pthread_cond_t drained; /* head == tail */
 	struct rm_report *ring;
-	uint64_t cap, head, tail;      /* producer: tail, consumer: head (indices, not wrapped) */
-	uint64_t session;              /* current session number, 0 while none (atomic reads) */
-	uint64_t session_count;        /* sessions established so far */
-	int idle_waiting;              /* the thread sleeps until data arrives */
+	uint64_t cap, head, tail; /* producer: tail, consumer: head (indices, not wrapped) */
+	uint64_t session;         /* current session number, 0 while none (atomic reads) */
+	uint64_t session_count;   /* sessions established so far */
+	int idle_waiting;         /* the thread sleeps until data arrives */
 	int stopping;
-	uint64_t stop_deadline_ms;     /* monotonic */
+	uint64_t stop_deadline_ms; /* monotonic */
 	struct rm_export_stats st;
 	char last_error[1400];
 
 	/* Thread-only state. */
 	struct rm_ipfix_encoder enc;
-	uint8_t *buf;                  /* one IPFIX Message */
+	uint8_t *buf; /* one IPFIX Message */
 	unsigned int seed;
 	struct flight *flight; /* Data Messages written and not yet acknowledged, oldest first */
 	size_t fl_first, fl_n, fl_cap;
@@ -84,9 +84,9 @@ struct rm_exporter {
 struct conn {
 	int fd;
 	SSL *ssl;
-	char peer[600];                /* "HOST port P (ADDR)" for messages */
-	uint64_t written;              /* plain TCP: octets handed to the kernel */
-	uint64_t acked_base;           /* tcpi_bytes_acked when the connection was established */
+	char peer[600];      /* "HOST port P (ADDR)" for messages */
+	uint64_t written;    /* plain TCP: octets handed to the kernel */
+	uint64_t acked_base; /* tcpi_bytes_acked when the connection was established */
 };
 
 /* A Data Message in flight: where it ends in the TCP stream, and its records. */
@@ -144,8 +144,8 @@ static int stopping(struct rm_exporter *x, uint64_t *deadline)
  * on_wake is set (the caller re-checks its state), IO_FAIL on timeout (why
  * set), IO_STOP when stopping and past the stop deadline (or stop_now).
  */
-static int wait_fd(struct rm_exporter *x, int fd, short events, uint64_t deadline, int stop_now,
-		   int on_wake, const char *what, char *why, size_t whylen)
+static int wait_fd(struct rm_exporter *x, int fd, short events, uint64_t deadline, int stop_now, int on_wake,
+		   const char *what, char *why, size_t whylen)
 {
 	for (;;) {
 		struct pollfd p[2] = { { .fd = x->wake_fd, .events = POLLIN }, { .fd = fd, .events = events } };
@@ -186,7 +186,8 @@ static void conn_close(struct conn *c, int graceful, struct rm_exporter *x)
 			int r = SSL_shutdown(c->ssl);
 
 			if (r < 0 && SSL_get_error(c->ssl, r) == SSL_ERROR_WANT_WRITE &&
-			    wait_fd(x, c->fd, POLLOUT, rm_clock_mono_ms() + 1000, 0, 0, "close_notify", NULL, 0) == IO_OK)
+			    wait_fd(x, c->fd, POLLOUT, rm_clock_mono_ms() + 1000, 0, 0, "close_notify", NULL, 0) ==
+				    IO_OK)
 				SSL_shutdown(c->ssl);
 		}
 		SSL_free(c->ssl);
@@ -238,7 +239,8 @@ static void ssl_reason(SSL *ssl, int r, const char *what, char *why, size_t whyl
 	}
 	if (off + 1 < whylen) {
 		if (e == SSL_ERROR_SYSCALL)
-			snprintf(why + off, whylen - off, "; %s", errno ? strerror(errno) : "connection closed by peer");
+			snprintf(why + off, whylen - off, "; %s",
+				 errno ? strerror(errno) : "connection closed by peer");
 		else if (e == SSL_ERROR_ZERO_RETURN)
 			snprintf(why + off, whylen - off, "; collector sent close_notify");
 	}
@@ -494,7 +496,7 @@ static int establish(struct rm_exporter *x, struct conn *c, char *why, size_t wh
 	}
 	if (SSL_version(c->ssl) != TLS1_3_VERSION) {
 		rm_errf(why, whylen, "TLS handshake with %s: negotiated %s, not TLS 1.3", c->peer,
-		    SSL_get_version(c->ssl));
+			SSL_get_version(c->ssl));
 		conn_close(c, 0, x);
 		return IO_FAIL;
 	}
@@ -507,8 +509,7 @@ static int establish(struct rm_exporter *x, struct conn *c, char *why, size_t wh
 }
 
 /* Write all of buf. IO_ABORT when a stop's deadline passed meanwhile. */
-static int conn_write(struct rm_exporter *x, struct conn *c, const uint8_t *buf, size_t len, char *why,
-		      size_t whylen)
+static int conn_write(struct rm_exporter *x, struct conn *c, const uint8_t *buf, size_t len, char *why, size_t whylen)
 {
 	size_t off = 0;
 
@@ -580,7 +581,7 @@ static int conn_check_input(struct conn *c, char *why, size_t whylen)
 			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 				return IO_OK;
 			rm_errf(why, whylen, "collector closed the connection%s%s", n < 0 ? ": " : "",
-			    n < 0 ? strerror(errno) : "");
+				n < 0 ? strerror(errno) : "");
 			return IO_FAIL;
 		}
 		ERR_clear_error();
@@ -777,8 +778,7 @@ static void *exporter_thread(void *arg)
 	return NULL;
 }
 
-struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vlan_ns, char *err,
-				      size_t errlen)
+struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vlan_ns, char *err, size_t errlen)
 {
 	struct rm_exporter *x;
 	sigset_t all, old;
@@ -808,8 +808,10 @@ struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vl
 	if (!x->s.port)
 		x->s.port = s->tls.plain_tcp ? RM_IPFIX_PORT_TCP : RM_IPFIX_PORT_TLS;
 	if (s->tls.plain_tcp) {
-		rm_log(RM_LOG_WARNING, "export: WARNING: transport = tcp: reports to %s go unauthenticated "
-				       "and unencrypted; the RoCEv2 sequence observation profile requires mutually authenticated TLS 1.3",
+		rm_log(RM_LOG_WARNING,
+		       "export: WARNING: transport = tcp: reports to %s go unauthenticated "
+		       "and unencrypted; the RoCEv2 sequence observation profile requires mutually authenticated TLS "
+		       "1.3",
 		       s->collector);
 	} else {
 		x->ctx = rm_tls_client_ctx(&s->tls, tlserr, sizeof(tlserr));
@@ -955,9 +957,14 @@ void rm_exporter_stats(struct rm_exporter *x, struct rm_export_stats *out)
 	pthread_mutex_unlock(&x->mu);
 }
 
-#define EXPORT_ROW_(member, type, metric, cause, help)                                                     \
-	{ #member,    RM_METRIC_##type, "rocemeter_export_" metric RM_METRIC_SUFFIX_##type,                   \
-	  RM_METRIC_LABEL_IF(cause, "cause"), cause, help, offsetof(struct rm_export_stats, member) },
+#define EXPORT_ROW_(member, type, metric, cause, help)        \
+	{ #member,                                            \
+	  RM_METRIC_##type,                                   \
+	  "rocemeter_export_" metric RM_METRIC_SUFFIX_##type, \
+	  RM_METRIC_LABEL_IF(cause, "cause"),                 \
+	  cause,                                              \
+	  help,                                               \
+	  offsetof(struct rm_export_stats, member) },
 static const struct rm_metric_row export_rows[] = { RM_EXPORT_STATS(EXPORT_ROW_) };
 #undef EXPORT_ROW_
 

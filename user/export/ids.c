@@ -107,8 +107,8 @@ static void make_key(struct epoch_key *k, const struct rm_ctx_key *key, uint32_t
 	k->family = key->family;
 }
 
-int rm_ids_assign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epoch_gen, int final,
-		  uint64_t *epoch_id, uint64_t *report_id)
+int rm_ids_assign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epoch_gen, int final, uint64_t *epoch_id,
+		  uint64_t *report_id)
 {
 	struct epoch_key k;
 	struct epoch *ep;
@@ -137,8 +137,8 @@ int rm_ids_assign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epo
 	return 0;
 }
 
-void rm_ids_unassign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epoch_gen, int final,
-		     uint64_t epoch_id, uint64_t report_id)
+void rm_ids_unassign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epoch_gen, int final, uint64_t epoch_id,
+		     uint64_t report_id)
 {
 	struct epoch_key k;
 	struct epoch *ep;

@@ -83,7 +83,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend.h"
+#include "store/backend.h"
 #include "clickhouse.h"
 
 #define RM_CHSTORE_FLUSH_MS         1000        /* hand the batch to the sender at most this often ... */

@@ -52,8 +52,7 @@ static int set_text(char **slot, const char *text)
 	return 0;
 }
 
-int rm_sess_row_start(struct rm_sess_row *s, int64_t run_id, const char *peer, const char *transport,
-		      uint64_t now_ms)
+int rm_sess_row_start(struct rm_sess_row *s, int64_t run_id, const char *peer, const char *transport, uint64_t now_ms)
 {
 	s->run_id = run_id;
 	s->started_ms = now_ms;

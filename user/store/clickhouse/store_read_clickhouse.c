@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "clickhouse.h"
-#include "store_read.h"
+#include "store/store_read.h"
 
 struct ch_reader {
 	struct rm_store_reader base;
@@ -396,8 +396,8 @@ static int chr_limits(struct rm_store_reader *base, const char *collector_id,
 	}
 	rm_ch_result_free(&res);
 	if (!rc && !rows) {
-		snprintf(err, errlen, "no collector run recorded%s%s",
-			 collector_id ? " for collector " : "", collector_id ? collector_id : "");
+		snprintf(err, errlen, "no collector run recorded%s%s", collector_id ? " for collector " : "",
+			 collector_id ? collector_id : "");
 		return -ENOENT;
 	}
 	return rc;

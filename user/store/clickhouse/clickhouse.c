@@ -411,7 +411,8 @@ int rm_ch_create_schema(struct rm_ch *ch, const char *cluster, char *err, size_t
 		snprintf(q, sizeof(q), "SELECT count() FROM system.clusters WHERE cluster = %s", qcluster);
 		rc = rm_ch_query(ch, q, NULL, 0, "", &res, e2, sizeof(e2));
 		if (!rc && strtoul(res.data, NULL, 10) == 0) {
-			snprintf(err, errlen, "--cluster %s: the server has no such cluster in system.clusters (remote_servers)",
+			snprintf(err, errlen,
+				 "--cluster %s: the server has no such cluster in system.clusters (remote_servers)",
 				 cluster);
 			rc = -ENOENT;
 		} else if (rc) {

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "clickhouse.h"
+#include "store/clickhouse/clickhouse.h"
 
 enum rm_store_kind { RM_STORE_SQLITE, RM_STORE_CLICKHOUSE };
 

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "store.h"
-#include "store_read.h"
+#include "store/store_read.h"
 
 struct sqlite_reader {
 	struct rm_store_reader base;
@@ -45,7 +45,8 @@ static struct rm_store_reader *sq_open(const struct rm_store_spec *spec, char *e
 			       -1, &q, NULL) != SQLITE_OK ||
 	    sqlite3_step(q) != SQLITE_ROW) {
 		snprintf(err, errlen,
-			 "%s: not a rocemeter store (no table runs): run 'rocemeter collect --store-init --store sqlite:%s'",
+			 "%s: not a rocemeter store (no table runs): run 'rocemeter collect --store-init --store "
+			 "sqlite:%s'",
 			 spec->path, spec->path);
 		sqlite3_finalize(q);
 		rm_store_close(r->st);

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "backend.h"
-#include "chstore.h"
+#include "store/clickhouse/chstore.h"
 #include "store_spec.h"
 
 /* ---------------- SQLite: store.c ---------------- */

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collector_rules.h"
-#include "store.h"
+#include "rules/collector_rules.h"
+#include "store/sqlite/store.h"
 
 /* Every call of store.h with the store as an opaque pointer. */
 struct rm_backend_ops {

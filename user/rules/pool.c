@@ -26,13 +26,13 @@ struct slab {
 _Static_assert(sizeof(struct slab) <= SLAB_HEAD, "slab head");
 
 struct rm_pool {
-	size_t size;         /* object size, a multiple of 16 */
-	uint32_t per_slab;   /* objects per slab */
+	size_t size;          /* object size, a multiple of 16 */
+	uint32_t per_slab;    /* objects per slab */
 	struct slab *partial; /* slabs with a free object (every slab that is not full) */
-	size_t slabs;        /* slabs mapped */
-	size_t empty;        /* slabs with no object out (at most one is kept) */
-	size_t live;         /* objects out */
-	int released;        /* the owner let go: free the pool with its last object */
+	size_t slabs;         /* slabs mapped */
+	size_t empty;         /* slabs with no object out (at most one is kept) */
+	size_t live;          /* objects out */
+	int released;         /* the owner let go: free the pool with its last object */
 };
 
 struct rm_pool *rm_pool_new(size_t size)

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <glib.h>
 
-#include "store.h"
+#include "store/sqlite/store.h"
 
 /* A sessions row, kept while its session is open and until its end is written. */
 struct rm_sess_row {
@@ -22,7 +22,7 @@ struct rm_sess_row {
 	uint64_t started_ms, ended_ms; /* UNIX ms; ended_ms 0 while open */
 	struct rm_session_counts c;    /* c.verdicts is NULL: the counts are in verdicts */
 	uint64_t verdicts[RM_V__COUNT];
-	uint8_t dirty;                 /* changed since the store last wrote it */
+	uint8_t dirty; /* changed since the store last wrote it */
 };
 
 /* The table of sessions rows: int64 ID -> struct rm_sess_row, freed with it. */
@@ -34,8 +34,7 @@ GHashTable *rm_sess_rows_new(void);
  */
 struct rm_sess_row *rm_sess_rows_get(GHashTable *t, int64_t id, int *was_clean);
 /* Fill a new row: run, peer address text, transport ("tls", "tcp"), start. 0 or -1 (out of memory). */
-int rm_sess_row_start(struct rm_sess_row *s, int64_t run_id, const char *peer, const char *transport,
-		      uint64_t now_ms);
+int rm_sess_row_start(struct rm_sess_row *s, int64_t run_id, const char *peer, const char *transport, uint64_t now_ms);
 /* The authorised peer's certificate subject. 0 or -1. */
 int rm_sess_row_peer(struct rm_sess_row *s, const char *subject);
 /* The end: time (0 is stored as 1: ended), reason, counts (c->verdicts copied when set). 0 or -1. */

@@ -15,18 +15,18 @@
 #include "rocemeter/ipfix_ie.h"
 
 #define IE_PADDING_OCTETS 210
-#define VARLEN 65535
+#define VARLEN            65535
 
 /* The profile's fields ([SEQOBS] "Profile Fields in Example Order"), indexed by enum rm_pf. */
 static const struct {
 	uint8_t enterprise; /* 1: element number under the configured PEN */
 	uint16_t ie;
-	uint16_t len;       /* full-length encoding, the only one accepted */
-	uint8_t key;        /* part of the record key (Flow Keys) */
-	uint8_t in;         /* enum rm_ie_in: which Templates carry it */
+	uint16_t len; /* full-length encoding, the only one accepted */
+	uint8_t key;  /* part of the record key (Flow Keys) */
+	uint8_t in;   /* enum rm_ie_in: which Templates carry it */
 	const char *name;
 } pf_def[RM_PF__COUNT] = {
-#define PF_DEF_(stem, name, pen, type, octets, sem, units, key, in, member)                         \
+#define PF_DEF_(stem, name, pen, type, octets, sem, units, key, in, member) \
 	[RM_PF_##stem] = { RM_IE_##pen, RM_IE_NUMBER(stem, pen), octets, key, RM_IE_IN_##in, name },
 	RM_IPFIX_IES(PF_DEF_)
 #undef PF_DEF_
@@ -34,23 +34,23 @@ static const struct {
 
 /* A received (Options) Template and what it binds to. */
 struct tmpl {
-	gint64 hkey;         /* domain << 16 | tid */
+	gint64 hkey; /* domain << 16 | tid */
 	uint32_t domain;
 	uint16_t tid;
-	uint8_t options;     /* Options Template */
-	uint8_t usable;      /* Data Template bound to the profile */
-	uint8_t keys_ok;     /* Data Template: its Flow Keys were advertised and agree */
-	uint8_t flow_keys;   /* Options Template: Flow Keys (scope templateId, flowKeyIndicator) */
+	uint8_t options;   /* Options Template */
+	uint8_t usable;    /* Data Template bound to the profile */
+	uint8_t keys_ok;   /* Data Template: its Flow Keys were advertised and agree */
+	uint8_t flow_keys; /* Options Template: Flow Keys (scope templateId, flowKeyIndicator) */
 	uint8_t family;
 	uint8_t has_vlan_ns;
-	uint16_t rec_len;    /* Data Record octets; 0 if a field is variable-length */
+	uint16_t rec_len; /* Data Record octets; 0 if a field is variable-length */
 	uint16_t nfields;
-	int32_t off[RM_PF__COUNT]; /* offset in the record, -1 absent */
-	uint64_t key_bits;   /* flowKeyIndicator the record key requires */
-	uint64_t unknown_bits; /* fields not understood (bit per field index < 64) */
+	int32_t off[RM_PF__COUNT];      /* offset in the record, -1 absent */
+	uint64_t key_bits;              /* flowKeyIndicator the record key requires */
+	uint64_t unknown_bits;          /* fields not understood (bit per field index < 64) */
 	int32_t fk_tid_off, fk_ind_off; /* Flow Keys record offsets */
-	char why[200];       /* reason when unusable */
-	uint8_t *bytes;      /* Template Record as received */
+	char why[200];                  /* reason when unusable */
+	uint8_t *bytes;                 /* Template Record as received */
 	size_t nbytes;
 	struct rm_budget *budget; /* charged RM_BUDGET_TEMPLATE_BYTES + nbytes, or NULL */
 };
@@ -72,7 +72,7 @@ struct rm_ipfix_session {
 	uint32_t pen;
 	GHashTable *tmpls; /* hkey -> struct tmpl */
 	struct rm_budget *budget;
-	GHashTable *doms;  /* uint32 domain -> struct dom_seq, at most RM_IPFIX_MAX_SEQ_DOMAINS */
+	GHashTable *doms; /* uint32 domain -> struct dom_seq, at most RM_IPFIX_MAX_SEQ_DOMAINS */
 	struct rm_ipfix_counts counts;
 	uint32_t anomaly_notes; /* notes given about header anomalies (at most RM_IPFIX_ANOMALY_NOTES + 1) */
 };
@@ -118,14 +118,23 @@ void rm_ipfix_session_free(struct rm_ipfix_session *s)
 	free(s);
 }
 
-static inline uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static inline uint16_t be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
 static inline uint32_t be32(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
-static inline uint64_t be64(const uint8_t *p) { return (uint64_t)be32(p) << 32 | be32(p + 4); }
+static inline uint64_t be64(const uint8_t *p)
+{
+	return (uint64_t)be32(p) << 32 | be32(p + 4);
+}
 
-static gint64 hkey(uint32_t domain, uint16_t tid) { return (gint64)((uint64_t)domain << 16 | tid); }
+static gint64 hkey(uint32_t domain, uint16_t tid)
+{
+	return (gint64)((uint64_t)domain << 16 | tid);
+}
 
 static struct tmpl *lookup(struct rm_ipfix_session *s, uint32_t domain, uint16_t tid)
 {
@@ -335,8 +344,8 @@ static void withdraw_all(struct rm_ipfix_session *s, uint32_t domain, int option
 }
 
 /* Template Set (2) or Options Template Set (3). */
-static void template_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t set_id, const uint8_t *p,
-			 size_t len, const struct rm_ipfix_sink *sink, void *arg)
+static void template_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t set_id, const uint8_t *p, size_t len,
+			 const struct rm_ipfix_sink *sink, void *arg)
 {
 	int options = set_id == 3;
 	size_t hdr = options ? 6 : 4;
@@ -385,7 +394,8 @@ static void template_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t s
 		}
 		if (g_hash_table_size(s->tmpls) >= RM_IPFIX_MAX_TEMPLATES && !lookup(s, domain, tid)) {
 			reject(sink, arg, domain, tid, p, len,
-			       "%sTemplate %u: the session already has %u Templates (collector limit); rest of the set ignored",
+			       "%sTemplate %u: the session already has %u Templates (collector limit); rest of the set "
+			       "ignored",
 			       options ? "Options " : "", tid, RM_IPFIX_MAX_TEMPLATES);
 			return;
 		}
@@ -393,8 +403,9 @@ static void template_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t s
 			gint64 k = hkey(domain, tid);
 
 			g_hash_table_remove(s->tmpls, &k); /* redefined: the old definition no longer applies */
-			reject(sink, arg, domain, tid, p, need, "%sTemplate %u refused: memory budget (max_memory_bytes)",
-			       options ? "Options " : "", tid);
+			reject(sink, arg, domain, tid, p, need,
+			       "%sTemplate %u refused: memory budget (max_memory_bytes)", options ? "Options " : "",
+			       tid);
 			p += need;
 			len -= need;
 			continue;
@@ -472,12 +483,30 @@ static void flow_keys_record(struct rm_ipfix_session *s, uint32_t domain, const 
  * integers into host order, addresses as they are. The pointer types check
  * each row's member at compile time.
  */
-static inline void get_unsigned16(uint16_t *to, const uint8_t *p) { *to = be16(p); }
-static inline void get_unsigned32(uint32_t *to, const uint8_t *p) { *to = be32(p); }
-static inline void get_unsigned64(uint64_t *to, const uint8_t *p) { *to = be64(p); }
-static inline void get_dateTimeMilliseconds(uint64_t *to, const uint8_t *p) { *to = be64(p); }
-static inline void get_ipv4Address(uint8_t (*to)[16], const uint8_t *p) { memcpy(*to, p, 4); }
-static inline void get_ipv6Address(uint8_t (*to)[16], const uint8_t *p) { memcpy(*to, p, 16); }
+static inline void get_unsigned16(uint16_t *to, const uint8_t *p)
+{
+	*to = be16(p);
+}
+static inline void get_unsigned32(uint32_t *to, const uint8_t *p)
+{
+	*to = be32(p);
+}
+static inline void get_unsigned64(uint64_t *to, const uint8_t *p)
+{
+	*to = be64(p);
+}
+static inline void get_dateTimeMilliseconds(uint64_t *to, const uint8_t *p)
+{
+	*to = be64(p);
+}
+static inline void get_ipv4Address(uint8_t (*to)[16], const uint8_t *p)
+{
+	memcpy(*to, p, 4);
+}
+static inline void get_ipv6Address(uint8_t (*to)[16], const uint8_t *p)
+{
+	memcpy(*to, p, 16);
+}
 
 /* Every field the Template carries, as straight-line code from the table. */
 static void decode_record(const struct tmpl *t, const uint8_t *rec, struct rm_report *r)
@@ -500,8 +529,8 @@ static void data_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t tid, 
 
 	if (!t) {
 		mc->unknown = 1;
-		reject(sink, arg, domain, tid, p, len, "Data Set for unknown Template %u in Observation Domain %u",
-		       tid, domain);
+		reject(sink, arg, domain, tid, p, len, "Data Set for unknown Template %u in Observation Domain %u", tid,
+		       domain);
 		return;
 	}
 	if (t->rec_len == 0) {
@@ -537,7 +566,8 @@ static void data_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t tid, 
 		if (p[i]) {
 			reject(sink, arg, domain, tid, p, len,
 			       "Data Set for Template %u: %zu trailing octets are neither a Data Record of %u octets "
-			       "nor zero padding", tid, len, t->rec_len);
+			       "nor zero padding",
+			       tid, len, t->rec_len);
 			break;
 		}
 	}
@@ -639,8 +669,8 @@ int rm_ipfix_message(struct rm_ipfix_session *s, const uint8_t *msg, size_t len,
 		}
 		slen = be16(msg + pos + 2);
 		if (slen < 4) {
-			reject(sink, arg, domain, 0, msg, len, "set %u at offset %zu has length %u < 4; message ignored",
-			       be16(msg + pos), pos, slen);
+			reject(sink, arg, domain, 0, msg, len,
+			       "set %u at offset %zu has length %u < 4; message ignored", be16(msg + pos), pos, slen);
 			return 0;
 		}
 		if (slen > len - pos) {

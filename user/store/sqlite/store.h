@@ -82,7 +82,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collector_rules.h"
+#include "rules/collector_rules.h"
 
 #define RM_STORE_FLUSH_MS             1000        /* at most this long between transactions */
 #define RM_STORE_FLUSH_EPOCHS         65536       /* or this many epoch rows waiting */

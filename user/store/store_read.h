@@ -14,55 +14,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "columns.h"
 #include "store_spec.h"
 
 /*
- * The columns of an epoch as report reads them, in this order: (name,
- * column of the epochs table/view, U an unsigned integer | T text).
- * Integers are IPFIX unsigned64 values and UNIX milliseconds.
+ * The columns of an epoch as report reads them: RM_EPOCH_READ_COLUMNS(X)
+ * calls X(NAME, column of the epochs table/view, U an unsigned integer | T
+ * text) for the columns of columns.h marked read, in its order. Integers
+ * are IPFIX unsigned64 values and UNIX milliseconds.
  */
-#define RM_EPOCH_READ_COLUMNS(X)         \
-	X(SESSION, session_id, U)        \
-	X(DOMAIN, domain, U)             \
-	X(OBS, observation_point_id, U)  \
-	X(SRC, src, T)                   \
-	X(DST, dst, T)                   \
-	X(QP, dest_qp, U)                \
-	X(PKEY, pkey, U)                 \
-	X(HAS_VLAN, has_vlan_ns, U)      \
-	X(VLAN0, vlan_outer, U)          \
-	X(VLAN1, vlan_inner, U)          \
-	X(EPOCH, epoch_id, U)            \
-	X(WINDOW, window, U)             \
-	X(FLAGS_SEEN, flags_seen, U)     \
-	X(START, flow_start_ms, U)       \
-	X(END, flow_end_ms, U)           \
-	X(FIRST, first_report_id, U)     \
-	X(LAST, last_report_id, U)       \
-	X(ACCEPTED, reports_accepted, U) \
-	X(MISS_INIT, missing_initial, U) \
-	X(MISSING, missing_reports, U)   \
-	X(GAPS, gaps, U)                 \
-	X(REPEATS, repeats, U)           \
-	X(STALE, stale, U)               \
-	X(UNSUP, unsupported, U)         \
-	X(IGNORED, ignored, U)           \
-	X(REQ, requests, U)              \
-	X(SKIP, skipped, U)              \
-	X(FILL, filled, U)               \
-	X(EXP, expired, U)               \
-	X(ABAN, abandoned, U)            \
-	X(PEND, pending, U)              \
-	X(REP, repeated, U)              \
-	X(LATE, unclassified_late, U)    \
-	X(STATE, state, T)               \
-	X(OUTCOME, outcome, T)           \
-	X(REASON, reason, T)             \
-	X(FIRST_SEEN, first_seen_ms, U)  \
-	X(LAST_SEEN, last_seen_ms, U)    \
-	X(RETIRED, retired_ms, U)        \
-	X(FAMILY, family, U)
-
 enum rm_epoch_read_col {
 #define RM_ER_ENUM(name, column, kind) RM_ER_##name,
 	RM_EPOCH_READ_COLUMNS(RM_ER_ENUM)
