@@ -32,6 +32,7 @@
 #include "common/opts.h"
 #include "common/params.h"
 #include "common/timefmt.h"
+#include "report_html.h"
 #include "rocemeter/ipfix_ie.h"
 #include "rocemeter/seqobs.h"
 #include "store/store_read.h"
@@ -363,11 +364,11 @@ static int show_limits(void *arg, const struct rm_limits_read *l)
 	return 0;
 }
 
-enum { FMT_TEXT, FMT_JSON, FMT_CSV };
+enum { FMT_TEXT, FMT_JSON, FMT_CSV, FMT_HTML };
 
 /* What the command line says. */
 struct report_args {
-	const char *db_path, *store, *credentials, *ca, *conn;
+	const char *db_path, *store, *credentials, *ca, *conn, *output;
 	int format, limits;
 	struct rm_read_filter filter;
 	uint64_t now; /* UNIX ms: --since and --until durations count back from it */
@@ -387,7 +388,12 @@ static const struct rm_opt report_opts[] = {
 	       "mode 600: refused when group or others may read)",
 	       RM_OPT_AT(R, credentials)),
 	RM_OPT("store-ca", 0, "FILE", RM_OPT_ARG, "CA certificates (PEM) for clickhouse:https://", RM_OPT_AT(R, ca)),
-	RM_OPT("format", 'f', "F", RM_OPT_CALL, "text (default), json or csv", .id = O_FORMAT),
+	RM_OPT("format", 'f', "F", RM_OPT_CALL,
+	       "text (default), json, csv or html (one page with\ncharts, written to --output; needs D3 from\n"
+	       "Debian's package libjs-d3)",
+	       .id = O_FORMAT),
+	RM_OPT("output", 'O', "FILE", RM_OPT_ARG, "where --format html writes its page ('-': standard\noutput)",
+	       RM_OPT_AT(R, output)),
 	RM_OPT("json", 'j', NULL, RM_OPT_CALL, "the same as --format json", .id = O_JSON),
 	RM_OPT("outcome", 'o', "X", RM_OPT_ARG, "only epochs with outcome X: complete, incomplete,\ninvalid or open",
 	       RM_OPT_AT(R, filter.outcome)),
@@ -422,6 +428,7 @@ static void report_usage(FILE *f)
 	fprintf(f, "Usage: rocemeter report --store STORE [--format text|json|csv] [--outcome X] [--since T]\n"
 		   "                        [--until T] [--connection SRC,DST,QP[,PKEY]] [--collector ID]\n"
 		   "                        [--limits]\n"
+		   "       rocemeter report --store STORE --format html --output FILE [filters]\n"
 		   "\n"
 		   "Show the epochs stored by 'rocemeter collect', one line per epoch (json: one\n"
 		   "JSON object per line, docs/json.md; csv: a header and one record per epoch).\n"
@@ -432,6 +439,13 @@ static void report_usage(FILE *f)
 		   "describe sequence positions: an expired position is not proof of a lost\n"
 		   "packet, a repeated PSN not proof of a retransmission, a filled position not\n"
 		   "proof of reordering. Times are ISO-8601 UTC in text.\n"
+		   "\n"
+		   "--format html writes one self-contained page that opens offline: per\n"
+		   "observation point over time, the top connections, a timeline per connection,\n"
+		   "a heatmap of positions never seen and, apart, what the collector knows\n"
+		   "(report gaps, invalid epochs, resource drops). It inlines D3 from Debian's\n"
+		   "package libjs-d3 (" RM_HTML_D3_PATH ",\n"
+		   "or the file ROCEMETER_D3_JS names).\n"
 		   "\n");
 	rm_opts_help(f, report_opts, 25, 6);
 	fprintf(f, "\n"
@@ -458,8 +472,10 @@ static int report_option(void *target, const struct rm_opt *e, const char *value
 			a->format = FMT_JSON;
 		else if (!strcmp(value, "csv"))
 			a->format = FMT_CSV;
+		else if (!strcmp(value, "html"))
+			a->format = FMT_HTML;
 		else {
-			rm_log_cmd(RM_LOG_ERR, "--format: '%s' is not text, json or csv", value);
+			rm_log_cmd(RM_LOG_ERR, "--format: '%s' is not text, json, csv or html", value);
 			return RM_EXIT_USAGE;
 		}
 		return 0;
@@ -538,6 +554,33 @@ static int print_epoch(void *arg, const struct rm_epoch_read *e)
 	return 0;
 }
 
+/* --format html: D3 first (a missing package is said before the store is read), then the page. */
+static int report_html(const struct report_args *a, const struct rm_store_spec *spec)
+{
+	struct rm_html_opts o = { .now_ms = a->now };
+	struct rm_store_reader *reader;
+	char err[768], label[300];
+	size_t len;
+	char *d3 = rm_report_html_d3(&len, err, sizeof(err));
+	int rc = RM_EXIT_OK;
+
+	if (!d3) {
+		rm_log_cmd(RM_LOG_ERR, "--format html: %s", err);
+		return RM_EXIT_FAIL;
+	}
+	snprintf(label, sizeof(label), "%s%s", a->store ? "" : "sqlite:", a->store ? a->store : a->db_path);
+	o.store_label = label;
+	reader = rm_store_reader_open(spec, err, sizeof(err));
+	if (!reader || rm_report_html_write(reader, &a->filter, &o, d3, a->output, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		rc = RM_EXIT_FAIL;
+	}
+	if (reader)
+		rm_store_reader_close(reader);
+	free(d3);
+	return rc;
+}
+
 static int cmd_report(int argc, char **argv)
 {
 	struct report_args a = { .format = FMT_TEXT, .filter = { .pkey = -1 }, .now = rm_clock_wall_ms() };
@@ -581,10 +624,18 @@ static int cmd_report(int argc, char **argv)
 		filter->src = src;
 		filter->dst = dst;
 	}
-	if (a.limits && format == FMT_CSV) {
-		rm_log_cmd(RM_LOG_ERR, "--limits is text or json");
+	if (a.limits && (format == FMT_CSV || format == FMT_HTML)) {
+		rm_log_cmd(RM_LOG_ERR,
+			   "--limits is text or json (the HTML page has the limits in its collector panel)");
 		return RM_EXIT_USAGE;
 	}
+	if ((format == FMT_HTML) != (a.output != NULL)) {
+		rm_log_cmd(RM_LOG_ERR,
+			   a.output ? "--output is for --format html" : "--format html needs --output FILE");
+		return RM_EXIT_USAGE;
+	}
+	if (format == FMT_HTML)
+		return report_html(&a, &spec);
 	reader = rm_store_reader_open(&spec, err, sizeof(err));
 	if (!reader) {
 		rm_log_cmd(RM_LOG_ERR, "%s", err);
