@@ -7,6 +7,8 @@ ROCEMETER_SRCS += user/collect/collector.c user/collect/accept.c user/collect/se
 # report --format html: the page is compiled in (.incbin), so the object depends on it.
 $(BUILD)/user/collect/report_html.o: user/collect/report_html.page
 CHECK_SCRIPTS  += selftests/system/test_collector.py
+# report --format html in Debian's chromium (headless): numbers, console, requests, screenshot.
+CHECK_SCRIPTS  += selftests/system/test_report_html.py
 # Availability and bounded resources on a hostile network (docs/collector.md).
 CHECK_SCRIPTS  += selftests/system/test_collector_limits.py
 BENCH_PROGS    += $(BUILD)/selftests/bench/bench_collect

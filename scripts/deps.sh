@@ -5,7 +5,9 @@
 # systemd-container: the live systemd test (selftests/system/test_service.py).
 # clickhouse-server and -client: the fleet store's tests start their own
 # servers as plain processes (tests/lib/clickhouse.py); the package's system
-# service is neither started by the installation nor enabled.
+# service is neither started by the installation nor enabled. libjs-d3: the
+# charts `report --format html` inlines (read at run time from
+# /usr/share/javascript/d3/); chromium: its test loads the page headless.
 set -euo pipefail
 PKGS=(
   make gcc clang llvm clang-format pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
@@ -15,6 +17,7 @@ PKGS=(
   libfixbuf-tools socat iproute2 ethtool systemd
   debootstrap systemd-container
   libcurl4-openssl-dev clickhouse-server clickhouse-client
+  libjs-d3 chromium
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -451,7 +451,7 @@ static void report_usage(FILE *f)
 	fprintf(f, "\n"
 		   "Exit status: 0 ok (also nothing to report: no epoch matches, or --limits on a store\n"
 		   "without a collector run), 1 the store cannot be read (missing, not initialised,\n"
-		   "ClickHouse unreachable or refusing), 2 usage error.\n");
+		   "ClickHouse unreachable or refusing; html: D3 or the output file), 2 usage error.\n");
 }
 
 /* --format, --json, --since, --until. */
