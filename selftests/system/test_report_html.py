@@ -151,11 +151,25 @@ class Dom(html.parser.HTMLParser):
         super().__init__()
         self.tables, self.attrs, self.stack = {}, {}, []
         self.table = self.row = self.cell = None
+        self.chart = self.group = self.legend = None
+        self.rects = {}    # (chart div id, data-conn) -> [rect attributes]
+        self.legends = {}  # legend div id -> [(style of its <i>, text)]
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if "id" in a:
             self.attrs[a["id"]] = a
+        if tag == "div" and a.get("id"):
+            self.chart = a["id"]
+            if a.get("class") == "legend":
+                self.legends[a["id"]] = []
+        elif tag == "g" and "data-conn" in a:
+            self.group = a["data-conn"]
+        elif tag == "rect" and self.group:
+            self.rects.setdefault((self.chart, self.group), []).append(a)
+        elif tag == "i" and self.chart in self.legends:
+            self.legend = [a.get("style", ""), ""]
+            self.legends[self.chart].append(self.legend)
         if tag == "table":
             self.table = a.get("id") or a.get("data-k") or "?"
             self.tables.setdefault(self.table, [])
@@ -168,12 +182,18 @@ class Dom(html.parser.HTMLParser):
             self.stack.append([a["id"], ""])
 
     def handle_data(self, data):
+        if self.legend is not None:
+            self.legend[1] += data
         if self.cell is not None:
             self.cell[1] += data
         for s in self.stack:
             s[1] += data
 
     def handle_endtag(self, tag):
+        if tag == "span":
+            self.legend = None
+        elif tag == "g":
+            self.group = None
         if tag in ("td", "th") and self.cell is not None:
             k, text = self.cell
             self.row[2].append(text)
@@ -370,6 +390,69 @@ def test_full_store(stores, tmp_path):
     assert coll["invalid_epochs"] == 1 and coll["epochs_without_measurement"] == 1
     # the top connection is the one with most positions never seen
     assert d.tables["conn-table"][1][0]["data-conn"].endswith("0x000101|65535")
+
+
+def legend(d, div):
+    """Legend name -> its colour (the first #rrggbb of its swatch's style)."""
+    return {text.strip(): re.search(r"#[0-9a-f]{6}", style).group(0) for style, text in d.legends[div]}
+
+
+def test_timeline_colours(stores, tmp_path):
+    """Each epoch's bar: filled by its health, outlined by how it ended, as the legends say."""
+    d = render(write_html(stores["full"], str(tmp_path / "t.html")), str(tmp_path))
+    health, closure = legend(d, "health-legend"), legend(d, "closure-legend")
+    assert len(set(health.values())) == len(health) and len(set(closure.values())) == len(closure)
+    want = {  # QP -> (health, how it ended), from the streams above
+        0x101: ("never seen", "closed"), 0x102: ("clean", "closed: profile violation"),
+        0x103: ("never seen", "closed: capture discontinuity"),
+        0x104: ("seen late", "closed: state exhaustion (evicted)"),
+        0x105: ("repeated", "closed: serial discontinuity"),
+        0x106: ("never seen", "retired without a final record"), 0x107: ("clean", "retired without a final record"),
+        0x108: ("no measurement", "retired without a final record"), 0x301: ("clean", "open (no final record yet)"),
+    }
+    for qp, (h, c) in want.items():
+        obs = 8 if qp == 0x106 else 7
+        bars = d.rects[("timeline-chart", f"{obs}|192.0.2.1|192.0.2.2|0x{qp:06x}|65535")]
+        assert [(b["fill"], b["stroke"]) for b in bars] == [(health[h], closure[c])], hex(qp)
+        # one epoch: its positions never seen in one cell of the connection's heatmap row, the others empty
+        heat = [r["fill"] != "#f4f4f4" for r in d.rects[("heatmap-chart", f"{obs}|192.0.2.1|192.0.2.2|0x{qp:06x}|65535")]]
+        assert sum(heat) == (h == "never seen"), hex(qp)
+
+
+def test_caps_on_a_large_store(tmp_path, pki):
+    """More connections than the top, more epochs than a timeline shows, a long time range: capped, and said."""
+    c = Collector(tmp_path, pki, "--max-epochs", "2000")
+    try:
+        reps, e = [], 0
+        for k in range(40):  # connection k: k + 1 positions never seen in total, one epoch each ...
+            e += 1
+            reps.append(ep(e, 0x400 + k, skipped=k + 1, expired=k + 1, flags=GEN_UNVERIFIED | FINAL,
+                           start=1700000000000 + k * 1000, end=1700000000000 + k * 1000 + 10))
+        for i in range(400):  # ... and the top one 400 more clean epochs over 30 hours
+            e += 1
+            t = 1700000000000 + i * 270000
+            reps.append(ep(e, 0x400 + 39, flags=GEN_UNVERIFIED | FINAL, start=t, end=t + 5))
+        for i in range(0, len(reps), 100):
+            send_session(c, templates_msg(), data_msg(*reps[i:i + 100]))
+        c.wait_ended(len(range(0, len(reps), 100)))
+    finally:
+        assert c.stop() == 0
+    d = render(write_html(c.db, str(tmp_path / "big.html")), str(tmp_path))
+    epochs = report_json(c.db)
+    assert len(epochs) == 440
+    tot, conns = expected(epochs)
+    assert {k: number(v) for k, v in d.tables["totals"][1][1].items()} == tot  # every epoch counted
+    rows = [r[0]["data-conn"] for r in d.tables["conn-table"][1:]]
+    assert len(rows) == 25
+    # the 25 with most positions never seen: QPs 0x427 down to 0x40f
+    assert rows == [f"7|192.0.2.1|192.0.2.2|0x{0x400 + k:06x}|65535" for k in range(39, 14, -1)]
+    top = d.rects[("timeline-chart", rows[0])]
+    assert len(top) == 300
+    heat = d.rects[("heatmap-chart", rows[0])]
+    assert 100 <= len(heat) <= 240
+    assert sum(1 for r in heat if r["fill"] != "#f4f4f4") >= 1
+    caps = d.attrs["caps"]["text"]
+    assert "top 25 of 40 connections" in caps and "last 300 epochs" in caps and "at most 240 buckets" in caps
 
 
 def test_filters_as_report(stores, tmp_path):
