@@ -19,7 +19,8 @@ the page fails a test (the page itself logs nothing unless drawing fails;
 CSP violations and uncaught exceptions are console messages), and so does
 any network request in chromium's NetLog (with the browser's own background
 traffic turned off and a proxy that refuses everything). A screenshot of each
-page stays in the test's tmp dir; its path is printed.
+page stays in the test's tmp dir; its path is printed. The same rows copied
+into a ClickHouse server (tests/lib/clickhouse.py) give the same page data.
 """
 import html.parser
 import json
@@ -31,6 +32,7 @@ import subprocess
 
 import pytest
 
+from clickhouse import server, skip_reason
 from test_collector import (BIN, FINAL, GEN_CERTS, GEN_UNVERIFIED, Collector, close_tls, data_msg, report,
                             send_session, templates_msg)
 
@@ -284,7 +286,8 @@ def counters(e):
     o = e["observed"]
     if o is None:
         return dict.fromkeys(COUNTERS, 0)
-    return dict(requests=o["requestPacketTotalCount"], never_seen=o["expiredPsnTotalCount"] + o["abandonedPsnTotalCount"],
+    return dict(requests=o["requestPacketTotalCount"],
+                never_seen=o["expiredPsnTotalCount"] + o["abandonedPsnTotalCount"],
                 expired=o["expiredPsnTotalCount"], abandoned=o["abandonedPsnTotalCount"],
                 seen_late=o["filledPsnTotalCount"], repeated=o["repeatedPsnTotalCount"],
                 late=o["unclassifiedLatePacketTotalCount"], pending=o["pendingPsnCount"])
@@ -415,7 +418,8 @@ def test_timeline_colours(stores, tmp_path):
         bars = d.rects[("timeline-chart", f"{obs}|192.0.2.1|192.0.2.2|0x{qp:06x}|65535")]
         assert [(b["fill"], b["stroke"]) for b in bars] == [(health[h], closure[c])], hex(qp)
         # one epoch: its positions never seen in one cell of the connection's heatmap row, the others empty
-        heat = [r["fill"] != "#f4f4f4" for r in d.rects[("heatmap-chart", f"{obs}|192.0.2.1|192.0.2.2|0x{qp:06x}|65535")]]
+        key = f"{obs}|192.0.2.1|192.0.2.2|0x{qp:06x}|65535"
+        heat = [r["fill"] != "#f4f4f4" for r in d.rects[("heatmap-chart", key)]]
         assert sum(heat) == (h == "never seen"), hex(qp)
 
 
@@ -517,6 +521,23 @@ def test_missing_d3_is_a_clear_error(stores, tmp_path):
     assert not out.exists()
 
 
+def test_output(stores, tmp_path):
+    """'-' is standard output; a page that cannot be written is an error naming the file, and leaves nothing."""
+    p = subprocess.run([BIN, "report", "--db", stores["one"], "--format", "html", "--output", "-"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.startswith("<!DOCTYPE html>") and p.stdout.rstrip().endswith("</html>")
+    bad = str(tmp_path / "nosuch" / "x.html")
+    p = subprocess.run([BIN, "report", "--db", stores["one"], "--format", "html", "--output", bad],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and bad in p.stderr and "No such file or directory" in p.stderr, p.stderr
+    d = tmp_path / "dir"
+    d.mkdir()
+    p = subprocess.run([BIN, "report", "--db", stores["one"], "--format", "html", "--output", str(d)],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and str(d) in p.stderr, p.stderr
+    assert os.listdir(d) == [] and sorted(os.listdir(tmp_path)) == ["dir"]
+
+
 @pytest.mark.parametrize("args,why", [
     (("--format", "html"), "--format html needs --output FILE"),
     (("--output", "x.html"), "--output is for --format html"),
@@ -525,3 +546,38 @@ def test_missing_d3_is_a_clear_error(stores, tmp_path):
 def test_usage(stores, args, why):
     p = subprocess.run([BIN, "report", "--db", stores["one"], *args], capture_output=True, text=True)
     assert p.returncode == 2 and why in p.stderr, p.stderr
+
+
+def page_data(path):
+    """The JSON document a page draws from, without what names the store and the time it was written."""
+    text = open(path).read()
+    data = json.loads(re.search(r'id="rocemeter-data">(.*?)</script>', text, re.S).group(1))
+    del data["store"], data["generated"]
+    for run in data["collector"]["runs"]:
+        run.pop("collector_id", None)
+    return data
+
+
+@pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+def test_clickhouse_store_gives_the_same_page(stores, tmp_path):
+    """The same epochs in ClickHouse (test_clickhouse_report.py's copy, older versions first) draw the same page."""
+    from test_clickhouse_report import copy_store
+    db = stores["full"]
+    with server(tmp_path / "ch") as ch:
+        r = subprocess.run([BIN, "collect", "--store-init", "--store", ch.url, "--store-credentials", ch.credentials],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        copy_store(db, ch, "collector-a")
+        for i, args in enumerate([(), ("--outcome", "incomplete"), ("--connection", "192.0.2.1,192.0.2.2,0x101"),
+                                  ("--since", "1700000300000", "--collector", "collector-a")]):
+            want = write_html(db, str(tmp_path / f"s{i}.html"), *[a for a in args if a != "--collector"
+                                                                   and a != "collector-a"])
+            got = str(tmp_path / f"c{i}.html")
+            p = subprocess.run([BIN, "report", "--store", ch.url, "--store-credentials", ch.credentials,
+                                "--format", "html", "--output", got, *args], capture_output=True, text=True)
+            assert p.returncode == 0, p.stderr
+            got_data = page_data(got)
+            assert got_data["filters"].pop("collector", "collector-a") == "collector-a"
+            assert got_data == page_data(want), args
+        d = render(got, str(tmp_path / "render"))
+        assert d.tables["conn-table"][1:]

@@ -537,11 +537,14 @@ static json_t *observation_points_json(struct h_ctx *c, const struct h_grid *g)
 		struct h_obs *q;
 
 		if (!v) {
-			gint64 *k = g_new(gint64, 1);
 			void *m = realloc(p, (np + 1) * sizeof(*p));
+			gint64 *k;
 
-			if (!m)
+			if (!m) {
+				c->oom = 1;
 				break;
+			}
+			k = g_new(gint64, 1);
 			p = m;
 			memset(&p[np], 0, sizeof(*p));
 			p[np].id = c->conn[i].obs;
