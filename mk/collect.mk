@@ -2,7 +2,8 @@
 # handshakes, the Transport Sessions, the poll loop and its metrics; the rules
 # of user/rules/, the store of user/store/) and `rocemeter report`.
 ROCEMETER_SRCS += user/collect/collector.c user/collect/accept.c user/collect/session.c \
-                  user/collect/collector_metrics.c user/collect/cmd_collect.c user/collect/cmd_report.c
+                  user/collect/collector_metrics.c user/collect/cmd_collect.c user/collect/cmd_report.c \
+                  user/collect/report_table.c user/collect/report_summary.c
 CHECK_SCRIPTS  += selftests/system/test_collector.py
 # Availability and bounded resources on a hostile network (docs/collector.md).
 CHECK_SCRIPTS  += selftests/system/test_collector_limits.py
