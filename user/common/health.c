@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* health.c - the sequence health of an epoch from its counters (see health.h). */
 #include <stdio.h>
+#include <string.h>
 
 #include "health.h"
 
@@ -66,6 +67,7 @@ const char *rm_health_meaning(enum rm_health_kind k)
 
 size_t rm_health_text(unsigned health, const struct rm_health_counters *c, char *buf, size_t len)
 {
+	char item[64];
 	size_t off = 0;
 
 	if (len)
@@ -75,10 +77,15 @@ size_t rm_health_text(unsigned health, const struct rm_health_counters *c, char 
 	for (int k = 0; k < RM_HEALTH__N; k++) {
 		if (!(health & RM_HEALTH_BIT(k)))
 			continue;
-		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%s", off ? ", " : "", words[k]);
 		if (c)
-			off += (size_t)snprintf(buf + off, off < len ? len - off : 0, " %llu",
-						(unsigned long long)rm_health_count(c, (enum rm_health_kind)k));
+			snprintf(item, sizeof(item), "%s%s %llu", off ? ", " : "", words[k],
+				 (unsigned long long)rm_health_count(c, (enum rm_health_kind)k));
+		else
+			snprintf(item, sizeof(item), "%s%s", off ? ", " : "", words[k]);
+		/* past the end of buf only the length counts on */
+		if (off < len)
+			snprintf(buf + off, len - off, "%s", item);
+		off += strlen(item);
 	}
 	return off;
 }
