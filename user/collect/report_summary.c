@@ -162,7 +162,7 @@ void rm_summary_sort(struct rm_summary *s)
 
 #define IE(stem) rm_pf_name(RM_PF_##stem)
 
-/* The outcomes in the order they are printed: settled ones first, as docs/json.md lists them. */
+/* The outcomes in the order they are printed, complete first, as docs/json.md lists them. */
 static const enum rm_outcome outcome_order[RM_SUMMARY_OUTCOMES] = { RM_OUTCOME_COMPLETE, RM_OUTCOME_INCOMPLETE,
 								    RM_OUTCOME_INVALID, RM_OUTCOME_OPEN };
 
@@ -212,21 +212,21 @@ static const struct {
 	struct rm_table_col col;
 	int verbose_only;
 } summary_cols[] = {
-	{ { "OP", 2, 1 }, 0 },        { { "CONNECTION", 33, 0 }, 0 }, { { "EPOCHS", 6, 1 }, 0 },
-	{ { "REQUESTS", 8, 1 }, 0 },  { { "NEVER SEEN", 10, 1 }, 0 }, { { "SKIPPED", 8, 1 }, 1 },
-	{ { "EXPIRED", 8, 1 }, 1 },   { { "ABANDONED", 9, 1 }, 1 },   { { "PENDING", 7, 1 }, 0 },
-	{ { "SEEN LATE", 9, 1 }, 0 }, { { "REPEATED", 8, 1 }, 0 },    { { "UNCL LATE", 9, 1 }, 0 },
-	{ { "OUTCOMES", 0, 0 }, 0 },
+	{ { "OP", 2, 1 }, 0 },           { { "CONNECTION", 28, 0 }, 0 }, { { "EPOCHS", 6, 1 }, 0 },
+	{ { "REQUESTS", 8, 1 }, 0 },     { { "NEVER SEEN", 10, 1 }, 0 }, { { "SKIPPED", 8, 1 }, 1 },
+	{ { "EXPIRED", 8, 1 }, 1 },      { { "ABANDONED", 9, 1 }, 1 },   { { "PENDING", 7, 1 }, 0 },
+	{ { "SEEN LATE", 9, 1 }, 0 },    { { "REPEATED", 8, 1 }, 0 },    { { "UNCL LATE", 9, 1 }, 0 },
+	{ { "NOT COMPLETE", 0, 0 }, 0 },
 };
 #define N_SUMMARY_COLS (sizeof(summary_cols) / sizeof(summary_cols[0]))
 
-/* "16 complete", "15 complete, 1 incomplete": the outcomes that occurred. */
+/* The epochs not complete by outcome ("1 incomplete, 2 open"), "-" when every epoch is complete. */
 static void outcomes_cell(const struct rm_summary_row *r, char *buf, size_t len)
 {
 	size_t off = 0;
 
-	buf[0] = 0;
-	for (size_t i = 0; i < RM_SUMMARY_OUTCOMES; i++)
+	snprintf(buf, len, "-");
+	for (size_t i = 1; i < RM_SUMMARY_OUTCOMES; i++)
 		if (r->outcomes[outcome_order[i]] && off < len)
 			off += (size_t)snprintf(buf + off, len - off, "%s%llu %s", off ? ", " : "",
 						(unsigned long long)r->outcomes[outcome_order[i]],

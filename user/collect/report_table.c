@@ -40,10 +40,10 @@ const char *rm_table_count(unsigned long long v, char *buf)
 char *rm_table_connection(const char *src, const char *dst, unsigned long long qp, unsigned long long pkey,
 			  int has_vlan, unsigned long long vlan0, unsigned long long vlan1, char *buf, size_t len)
 {
-	int off = snprintf(buf, len, "%s > %s qp 0x%llx", src, dst, qp);
+	int off = snprintf(buf, len, "%s,%s,0x%llx", src, dst, qp);
 
 	if (pkey != 0xffff && off >= 0 && (size_t)off < len)
-		off += snprintf(buf + off, len - (size_t)off, " pkey 0x%04llx", pkey);
+		off += snprintf(buf + off, len - (size_t)off, ",0x%04llx", pkey);
 	if (has_vlan && off >= 0 && (size_t)off < len)
 		snprintf(buf + off, len - (size_t)off, " vlan %llu/%llu", vlan0, vlan1);
 	return buf;
@@ -58,11 +58,10 @@ char *rm_table_point(unsigned long long domain, unsigned long long point, char *
 	return buf;
 }
 
-/* The columns of the epoch line after COLLECTOR; widths fit IPv4 connections and counts below 10^8. */
+/* The columns of the epoch line; widths fit IPv4 connections and counts below 10^8. */
 static const struct rm_table_col epoch_cols[] = {
-	{ "COLLECTOR", 0, 0 },   { "FLOW END", 19, 0 }, { "SESSION", 7, 1 },
-	{ "EPOCH", 5, 1 },       { "OUTCOME", 10, 0 },  { "OP", 2, 1 },
-	{ "CONNECTION", 33, 0 }, { "REQUESTS", 8, 1 },  { "SEQUENCE", 0, 0 },
+	{ "COLLECTOR", 0, 0 }, { "FLOW END", 19, 0 },   { "EPOCH", 5, 1 },    { "OUTCOME", 10, 0 },
+	{ "OP", 2, 1 },        { "CONNECTION", 28, 0 }, { "REQUESTS", 8, 1 }, { "SEQUENCE", 0, 0 },
 };
 #define N_EPOCH_COLS (sizeof(epoch_cols) / sizeof(epoch_cols[0]))
 
@@ -85,7 +84,7 @@ static void sequence_cell(const struct rm_epoch_read *e, char *buf, size_t len)
 	size_t off;
 
 	if (NUL(e, REQ)) {
-		snprintf(buf, len, "no measurement (no accepted report)");
+		snprintf(buf, len, "no measurement");
 		return;
 	}
 	off = rm_health_text(rm_health_of(&c), &c, buf, len);
@@ -96,9 +95,9 @@ static void sequence_cell(const struct rm_epoch_read *e, char *buf, size_t len)
 void rm_table_epoch(FILE *f, const struct rm_epoch_read *e, int collector_width, int *header_done)
 {
 	struct rm_table_col cols[N_EPOCH_COLS];
-	char end[RM_TIME_TEXT_LEN] = "-", session[24], epoch[24], op[48], conn[160], req[24] = "-", seq[200];
+	char end[RM_TIME_TEXT_LEN] = "-", epoch[24], op[48], conn[160], req[24] = "-", seq[200];
 	const char *cells[N_EPOCH_COLS] = {
-		e->collector_id ? e->collector_id : "", end, session, epoch, T(e, OUTCOME), op, conn, req, seq
+		e->collector_id ? e->collector_id : "", end, epoch, T(e, OUTCOME), op, conn, req, seq
 	};
 	size_t skip = collector_width > 0 ? 0 : 1;
 
@@ -109,7 +108,6 @@ void rm_table_epoch(FILE *f, const struct rm_epoch_read *e, int collector_width,
 		end[strlen(end) - 5] = 0; /* to the second: without ".mmmZ" */
 		snprintf(req, sizeof(req), "%llu", U(e, REQ));
 	}
-	snprintf(session, sizeof(session), "%llu", U(e, SESSION));
 	snprintf(epoch, sizeof(epoch), "%llu", U(e, EPOCH));
 	rm_table_point(U(e, DOMAIN), U(e, OBS), op, sizeof(op));
 	rm_table_connection(T(e, SRC), T(e, DST), U(e, QP), U(e, PKEY), (int)U(e, HAS_VLAN), U(e, VLAN0), U(e, VLAN1),

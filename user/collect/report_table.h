@@ -30,9 +30,10 @@ void rm_table_row(FILE *f, const struct rm_table_col *cols, size_t n, const char
 const char *rm_table_count(unsigned long long v, char *buf);
 
 /*
- * The connection of an epoch as report's tables show it: "SRC > DST qp 0xQP",
- * then " pkey 0xPKEY" when the P_Key is not the default 0xffff and
- * " vlan A/B" with the VLAN namespace keys. Returns buf.
+ * The connection of an epoch as report's tables show it, in the form
+ * --connection takes: "SRC,DST,0xQP", then ",0xPKEY" when the P_Key is not
+ * the default 0xffff, and " vlan A/B" with the VLAN namespace keys. Returns
+ * buf.
  */
 char *rm_table_connection(const char *src, const char *dst, unsigned long long qp, unsigned long long pkey,
 			  int has_vlan, unsigned long long vlan0, unsigned long long vlan1, char *buf, size_t len);
@@ -42,11 +43,11 @@ char *rm_table_point(unsigned long long domain, unsigned long long point, char *
 
 /*
  * The default text of `report`: one row per epoch, with a header before the
- * first (FLOW END to the second, SESSION, EPOCH, OUTCOME, OP, CONNECTION,
- * REQUESTS, SEQUENCE: the health with its counts, then the closure reason
- * when a closure-reason flag was seen). With collector_width > 0 a
- * COLLECTOR column that wide comes first. *header_done is set once the
- * header is printed.
+ * first (FLOW END to the second, EPOCH, OUTCOME, OP, CONNECTION, REQUESTS,
+ * SEQUENCE: the health with its counts, then the closure reason when a
+ * closure-reason flag was seen; the session is in --verbose and JSON). With
+ * collector_width > 0 a COLLECTOR column that wide comes first.
+ * *header_done is set once the header is printed.
  */
 void rm_table_epoch(FILE *f, const struct rm_epoch_read *e, int collector_width, int *header_done);
 
