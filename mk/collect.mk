@@ -3,7 +3,7 @@
 # of user/rules/, the store of user/store/) and `rocemeter report`.
 ROCEMETER_SRCS += user/collect/collector.c user/collect/accept.c user/collect/session.c \
                   user/collect/collector_metrics.c user/collect/cmd_collect.c user/collect/cmd_report.c \
-                  user/collect/report_html.c
+                  user/collect/report_table.c user/collect/report_summary.c user/collect/report_html.c
 # report --format html: the page is compiled in (.incbin), so the object depends on it.
 $(BUILD)/user/collect/report_html.o: user/collect/report_html.page
 CHECK_SCRIPTS  += selftests/system/test_collector.py

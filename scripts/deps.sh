@@ -14,7 +14,7 @@ PKGS=(
   libssl-dev openssl libpcap-dev libsqlite3-dev sqlite3 libinih-dev libsystemd-dev libglib2.0-dev libjansson-dev
   libmicrohttpd-dev prometheus
   libcmocka-dev python3 python3-pytest python3-scapy tshark tcpdump tcpreplay
-  libfixbuf-tools socat iproute2 ethtool systemd
+  libfixbuf-tools socat iproute2 ethtool systemd tmux
   debootstrap systemd-container
   libcurl4-openssl-dev clickhouse-server clickhouse-client
   libjs-d3 chromium

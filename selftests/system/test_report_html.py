@@ -62,13 +62,15 @@ def ep(epoch, qp, rid=1, **kw):
     return r
 
 
-# connection (dest QP) -> what its stream says: positions never seen (expired + abandoned), seen late, repeated, late
+# connection (dest QP) -> what its stream says: positions never seen (expired + abandoned), seen late, repeated,
+# unclassified late requests
 STREAM = {
-    0x101: dict(never_seen=3, seen_late=1, repeated=1, late=1, requests=9),
-    0x102: dict(never_seen=0, seen_late=0, repeated=0, late=0, requests=4),
-    0x103: dict(never_seen=2, seen_late=0, repeated=0, late=0, requests=4),
-    0x104: dict(never_seen=0, seen_late=2, repeated=0, late=0, requests=4),
-    0x105: dict(never_seen=0, seen_late=0, repeated=2, late=0, requests=6),
+    0x101: dict(never_seen=3, seen_late=1, repeated=1, unclassified_late=1, requests=9),
+    0x102: dict(never_seen=0, seen_late=0, repeated=0, unclassified_late=0, requests=4),
+    0x103: dict(never_seen=2, seen_late=0, repeated=0, unclassified_late=0, requests=4),
+    0x104: dict(never_seen=0, seen_late=2, repeated=0, unclassified_late=0, requests=4),
+    0x105: dict(never_seen=0, seen_late=0, repeated=2, unclassified_late=0, requests=6),
+    0x301: dict(never_seen=0, pending=1, requests=3),
 }
 
 
@@ -279,7 +281,9 @@ def limits_json(db):
 
 # ------------------------------------------------------------ what report --json says
 
-COUNTERS = ("requests", "never_seen", "expired", "abandoned", "seen_late", "repeated", "late", "pending")
+COUNTERS = ("requests", "never_seen", "expired", "abandoned", "seen_late", "repeated", "unclassified_late", "pending")
+# the kinds of an epoch's health ([SEQOBS]'s words; clean: none of them)
+KINDS = ("never_seen", "pending", "seen_late", "repeated", "unclassified_late")
 
 
 def counters(e):
@@ -290,7 +294,7 @@ def counters(e):
                 never_seen=o["expiredPsnTotalCount"] + o["abandonedPsnTotalCount"],
                 expired=o["expiredPsnTotalCount"], abandoned=o["abandonedPsnTotalCount"],
                 seen_late=o["filledPsnTotalCount"], repeated=o["repeatedPsnTotalCount"],
-                late=o["unclassifiedLatePacketTotalCount"], pending=o["pendingPsnCount"])
+                unclassified_late=o["unclassifiedLatePacketTotalCount"], pending=o["pendingPsnCount"])
 
 
 def conn_key(e):
@@ -308,8 +312,7 @@ def expected(epochs):
         c = counters(e)
         row = conns.setdefault(conn_key(e), dict(dict.fromkeys(COUNTERS, 0), epochs=0, not_clean=0))
         row["epochs"] += 1
-        row["not_clean"] += e["observed"] is not None and any(c[k] for k in ("never_seen", "seen_late", "repeated",
-                                                                               "late"))
+        row["not_clean"] += e["observed"] is not None and any(c[k] for k in KINDS)
         for k in COUNTERS:
             row[k] += c[k]
             tot[k] += c[k]
@@ -324,23 +327,21 @@ def assert_page_equals_json(d, epochs, limits):
     assert {k: number(v) for k, v in cells.items()} == tot
     kinds = {k: number(v) for k, v in d.tables["kinds"][1][1].items()}
     measured = [counters(e) for e in epochs if e["observed"] is not None]
-    assert kinds == {"epochs_clean": sum(not any(c[k] for k in ("never_seen", "seen_late", "repeated", "late"))
-                                         for c in measured),
-                     **{"epochs_" + k: sum(c[k] > 0 for c in measured)
-                        for k in ("never_seen", "seen_late", "repeated", "late")}}
+    assert kinds == {"epochs_clean": sum(not any(c[k] for k in KINDS) for c in measured),
+                     **{"epochs_" + k: sum(c[k] > 0 for c in measured) for k in KINDS}}
     rows = {r[0]["data-conn"]: {k: number(v) for k, v in r[1].items() if k != "outcomes"}
             for r in d.tables["conn-table"][1:]}
     assert rows == conns
-    # ordered by positions never seen
-    shown = [number(r[1]["never_seen"]) for r in d.tables["conn-table"][1:]]
+    # ordered by positions never seen, then the other kinds in order, then requests
+    shown = [tuple(number(r[1][k]) for k in KINDS + ("requests",)) for r in d.tables["conn-table"][1:]]
     assert shown == sorted(shown, reverse=True)
     # per observation point
     obs = {}
     for e in epochs:
         o = obs.setdefault(str(e["key"]["observationPointId"]), dict.fromkeys(
-            ("epochs", "requests", "never_seen", "seen_late", "repeated", "late"), 0))
+            ("epochs", "requests", "never_seen", "seen_late", "repeated", "unclassified_late"), 0))
         o["epochs"] += 1
-        for k in ("requests", "never_seen", "seen_late", "repeated", "late"):
+        for k in ("requests", "never_seen", "seen_late", "repeated", "unclassified_late"):
             o[k] += counters(e)[k]
     assert {r[0]["data-obs"]: {k: number(v) for k, v in r[1].items()} for r in d.tables["obs-table"][1:]} == obs
     # the collector's panel: from the epochs' coverage and outcomes, and from --limits
@@ -411,7 +412,7 @@ def test_timeline_colours(stores, tmp_path):
         0x104: ("seen late", "closed: state exhaustion (evicted)"),
         0x105: ("repeated", "closed: serial discontinuity"),
         0x106: ("never seen", "retired without a final record"), 0x107: ("clean", "retired without a final record"),
-        0x108: ("no measurement", "retired without a final record"), 0x301: ("clean", "open (no final record yet)"),
+        0x108: ("no measurement", "retired without a final record"), 0x301: ("pending", "open (no final record yet)"),
     }
     for qp, (h, c) in want.items():
         obs = 8 if qp == 0x106 else 7
@@ -459,6 +460,18 @@ def test_caps_on_a_large_store(tmp_path, pki):
     assert "top 25 of 40 connections" in caps and "last 300 epochs" in caps and "at most 240 buckets" in caps
 
 
+def test_top(stores, tmp_path):
+    """--top N: the N first connections of --summary's order, the totals still of every epoch."""
+    db = stores["full"]
+    d = render(write_html(db, str(tmp_path / "top.html"), "--top", "3"), str(tmp_path))
+    rows = [r[0]["data-conn"] for r in d.tables["conn-table"][1:]]
+    assert rows == [f"7|192.0.2.1|192.0.2.2|0x{qp:06x}|65535" for qp in (0x101, 0x103)] + \
+        ["8|192.0.2.1|192.0.2.2|0x000106|65535"]  # never seen 3, 2, then 1 (the one with 1 pending has none)
+    assert "top 3 of" in d.attrs["caps"]["text"]
+    assert {k: number(v) for k, v in d.tables["totals"][1][1].items()} == expected(report_json(db))[0]
+    assert {len(d.rects[("timeline-chart", r)]) for r in rows} == {1}
+
+
 def test_filters_as_report(stores, tmp_path):
     """The page's numbers follow report's filters: --outcome, --connection, --since/--until."""
     db = stores["full"]
@@ -475,8 +488,8 @@ def test_one_epoch(stores, tmp_path):
     d = render(write_html(stores["one"], str(tmp_path / "one.html")), str(tmp_path))
     rows = assert_page_equals_json(d, report_json(stores["one"]), limits_json(stores["one"]))
     assert rows == {"7|192.0.2.1|192.0.2.2|0x000077|65535": dict(
-        epochs=1, not_clean=1, requests=6, never_seen=1, expired=1, abandoned=0, seen_late=1, repeated=0, late=0,
-        pending=0)}
+        epochs=1, not_clean=1, requests=6, never_seen=1, expired=1, abandoned=0, seen_late=1, repeated=0,
+        unclassified_late=0, pending=0)}
 
 
 def test_empty_store(stores, tmp_path):
@@ -542,6 +555,9 @@ def test_output(stores, tmp_path):
     (("--format", "html"), "--format html needs --output FILE"),
     (("--output", "x.html"), "--output is for --format html"),
     (("--format", "html", "--output", "x.html", "--limits"), "--limits is text or json"),
+    (("--format", "html", "--output", "x.html", "--summary"), "not with --summary"),
+    (("--format", "html", "--output", "x.html", "--anomalies"), "not with --anomalies"),
+    (("--format", "json", "--top", "3"), "--top counts the lines of --summary"),
 ])
 def test_usage(stores, args, why):
     p = subprocess.run([BIN, "report", "--db", stores["one"], *args], capture_output=True, text=True)

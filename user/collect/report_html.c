@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "common/health.h"
 #include "common/jsonw.h"
 #include "common/report_text.h"
 #include "common/timefmt.h"
@@ -38,41 +39,27 @@ __asm__(".pushsection .rodata\n"
 #define T(e, c)      ((e)->t[RM_ER_##c])
 #define ISNULL(e, c) ((e)->null[RM_ER_##c])
 
-/* The kinds of sequence positions an epoch has (its health); 0 is clean. */
-enum {
-	H_NEVER_SEEN = 1, /* expired + abandoned */
-	H_SEEN_LATE = 2,  /* filled */
-	H_REPEATED = 4,
-	H_LATE = 8,     /* unclassified late requests */
-	H_NO_MEAS = 16, /* no accepted report: no measurement */
-};
+/* Beside the kinds of health.h (0: clean): an epoch without an accepted report, no measurement. */
+#define H_NO_MEAS RM_HEALTH_BIT(RM_HEALTH__N)
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
 	return a + b < a ? UINT64_MAX : a + b;
 }
 
-/*
- * The health of an epoch from its counters ([SEQOBS]: an expired position
- * is not a lost packet; the kinds say what was observed, beside the
- * outcome). The shared health module (user/common/health.h) replaces this
- * function when it lands.
- */
+/* The health of an epoch (common/health.h), or H_NO_MEAS. */
 static unsigned epoch_health(const struct rm_epoch_read *e)
 {
-	unsigned h = 0;
+	struct rm_health_counters c = {
+		.expired = U(e, EXP),
+		.abandoned = U(e, ABAN),
+		.pending = U(e, PEND),
+		.filled = U(e, FILL),
+		.repeated = U(e, REP),
+		.unclassified_late = U(e, LATE),
+	};
 
-	if (ISNULL(e, REQ))
-		return H_NO_MEAS;
-	if (U(e, EXP) || U(e, ABAN))
-		h |= H_NEVER_SEEN;
-	if (U(e, FILL))
-		h |= H_SEEN_LATE;
-	if (U(e, REP))
-		h |= H_REPEATED;
-	if (U(e, LATE))
-		h |= H_LATE;
-	return h;
+	return ISNULL(e, REQ) ? H_NO_MEAS : rm_health_of(&c);
 }
 
 static const char *const outcome_names[] = { "complete", "incomplete", "invalid", "open", "other" };
@@ -141,7 +128,7 @@ struct h_conn {
 
 struct h_totals {
 	uint64_t epochs, measured, requests, never, expired, abandoned, filled, repeated, late, pending, skipped;
-	uint64_t kinds[5]; /* epochs: clean, with never seen, seen late, repeated, late positions */
+	uint64_t kinds[RM_HEALTH__N + 1]; /* measured epochs: clean, then with each kind of health.h */
 	uint64_t outcomes[N_OUTCOME], closures[N_CLOSURE];
 	/* what the collector knows */
 	uint64_t no_meas, gaps, missing, missing_initial, with_gaps, repeats, stale, ignored, unsupported;
@@ -268,8 +255,8 @@ static void count_sequence(struct h_ctx *c, const struct rm_epoch_read *e, struc
 	t->pending = sat_add(t->pending, U(e, PEND));
 	t->skipped = sat_add(t->skipped, U(e, SKIP));
 	t->kinds[0] += x->health == 0;
-	for (unsigned b = 0; b < 4; b++)
-		t->kinds[b + 1] += (x->health >> b) & 1;
+	for (unsigned k = 0; k < RM_HEALTH__N; k++)
+		t->kinds[k + 1] += (x->health & RM_HEALTH_BIT(k)) != 0;
 }
 
 static int take_epoch(void *arg, const struct rm_epoch_read *e)
@@ -359,11 +346,12 @@ static size_t bucket_of(const struct h_grid *g, uint64_t t)
 static int cmp_conn(const void *pa, const void *pb, void *arg)
 {
 	const struct h_conn *cs = arg, *a = &cs[*(const size_t *)pa], *b = &cs[*(const size_t *)pb];
-	const uint64_t ka[] = { a->never, a->filled, a->repeated, a->late, a->requests },
-		       kb[] = { b->never, b->filled, b->repeated, b->late, b->requests };
+	/* as --summary: the kinds in health.h's order, then requests, most first, then the key */
+	const uint64_t ka[] = { a->never, a->pending, a->filled, a->repeated, a->late, a->requests },
+		       kb[] = { b->never, b->pending, b->filled, b->repeated, b->late, b->requests };
 	int r;
 
-	for (size_t i = 0; i < 5; i++)
+	for (size_t i = 0; i < 6; i++)
 		if (ka[i] != kb[i])
 			return ka[i] < kb[i] ? 1 : -1;
 	if ((r = strcmp(a->src, b->src)) || (r = strcmp(a->dst, b->dst)))
@@ -408,7 +396,7 @@ static json_t *conn_json(const struct h_conn *n)
 	set(o, "abandoned", num(n->abandoned));
 	set(o, "seen_late", num(n->filled));
 	set(o, "repeated", num(n->repeated));
-	set(o, "late", num(n->late));
+	set(o, "unclassified_late", num(n->late));
 	set(o, "pending", num(n->pending));
 	for (unsigned i = 0; i < N_OUTCOME; i++)
 		if (n->outcomes[i])
@@ -437,8 +425,8 @@ static json_t *timeline_item(const struct h_epoch *x)
 }
 
 /*
- * The top connections (by positions never seen, then seen late, repeated,
- * late, requests): each with its totals, its heatmap row (positions never
+ * The top connections (by positions never seen, then pending, seen late,
+ * repeated, unclassified late, requests): each with its totals, its heatmap row (positions never
  * seen per bucket) and its timeline (its last RM_HTML_TIMELINE_MAX epochs).
  */
 static json_t *connections_json(struct h_ctx *c, const struct h_grid *g, unsigned top)
@@ -508,7 +496,7 @@ static int cmp_obs(const void *pa, const void *pb)
 
 static json_t *obs_json(const struct h_obs *p, size_t nb)
 {
-	static const char *const names[] = { "requests", "never_seen", "seen_late", "repeated", "late" };
+	static const char *const names[] = { "requests", "never_seen", "seen_late", "repeated", "unclassified_late" };
 	json_t *o = json_object(), *s = json_object();
 
 	set(o, "observationPointId", num(p->id));
@@ -517,7 +505,7 @@ static json_t *obs_json(const struct h_obs *p, size_t nb)
 	set(o, "never_seen", num(p->never));
 	set(o, "seen_late", num(p->filled));
 	set(o, "repeated", num(p->repeated));
-	set(o, "late", num(p->late));
+	set(o, "unclassified_late", num(p->late));
 	for (size_t k = 0; k < 5; k++)
 		set(s, names[k], series(p->s + k * nb, nb));
 	set(o, "series", s);
@@ -593,7 +581,6 @@ static json_t *observation_points_json(struct h_ctx *c, const struct h_grid *g)
 
 static json_t *totals_json(const struct h_totals *t)
 {
-	static const char *const kinds[] = { "clean", "never_seen", "seen_late", "repeated", "late" };
 	json_t *o = json_object(), *k = json_object(), *oc = json_object(), *cl = json_array();
 
 	set(o, "epochs", num(t->epochs));
@@ -604,11 +591,12 @@ static json_t *totals_json(const struct h_totals *t)
 	set(o, "abandoned", num(t->abandoned));
 	set(o, "seen_late", num(t->filled));
 	set(o, "repeated", num(t->repeated));
-	set(o, "late", num(t->late));
+	set(o, "unclassified_late", num(t->late));
 	set(o, "pending", num(t->pending));
 	set(o, "skipped", num(t->skipped));
-	for (unsigned i = 0; i < 5; i++)
-		set(k, kinds[i], num(t->kinds[i]));
+	set(k, "clean", num(t->kinds[0]));
+	for (unsigned i = 0; i < RM_HEALTH__N; i++)
+		set(k, rm_health_key((enum rm_health_kind)i), num(t->kinds[i + 1]));
 	set(o, "epochs_by_kind", k);
 	for (unsigned i = 0; i < N_OUTCOME; i++)
 		set(oc, outcome_names[i], num(t->outcomes[i]));
@@ -735,6 +723,23 @@ static json_t *filter_json(const struct rm_read_filter *f)
 	return o;
 }
 
+/* The kinds of health.h for the page: their bits, keys and words, then no measurement. */
+static json_t *health_json(void)
+{
+	json_t *a = json_array();
+
+	for (unsigned i = 0; i <= RM_HEALTH__N; i++) {
+		json_t *o = json_object();
+
+		set(o, "bit", json_integer(RM_HEALTH_BIT(i)));
+		set(o, "key", json_string(i < RM_HEALTH__N ? rm_health_key((enum rm_health_kind)i) : "no_measurement"));
+		set(o, "words",
+		    json_string(i < RM_HEALTH__N ? rm_health_words((enum rm_health_kind)i) : "no measurement"));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
 /* The whole document the page draws from. */
 static json_t *page_json(struct h_ctx *c, const struct rm_read_filter *f, const struct rm_html_opts *o)
 {
@@ -751,6 +756,7 @@ static json_t *page_json(struct h_ctx *c, const struct rm_read_filter *f, const 
 	set(d, "generated", json_string(rm_time_format(o->now_ms, t, sizeof(t))));
 	set(d, "store", rm_json_text(o->store_label));
 	set(d, "filters", filter_json(f));
+	set(d, "health_kinds", health_json());
 	set(b, "width_ms", num(g.w));
 	set(b, "first_ms", num(g.first * g.w));
 	set(b, "count", num(c->n ? g.nb : 0));
