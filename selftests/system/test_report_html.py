@@ -472,6 +472,18 @@ def test_top(stores, tmp_path):
     assert {len(d.rects[("timeline-chart", r)]) for r in rows} == {1}
 
 
+def test_ipv6_and_values_above_2_53(tmp_path, pki):
+    """test_clickhouse_report.py's scenario (IPv6, two domains, counters and IDs above 2^63): exact on the page."""
+    from test_clickhouse_report import SQLiteCollector, drive
+    c = SQLiteCollector(tmp_path, pki, "--max-epochs", "6")
+    drive(c)
+    d = render(write_html(c.db, str(tmp_path / "big.html")), str(tmp_path / "r"))
+    epochs = report_json(c.db)
+    assert any(e["observed"] and e["observed"]["requestPacketTotalCount"] > 2**63 for e in epochs)
+    assert any("sourceIPv6Address" in e["key"] for e in epochs)
+    assert_page_equals_json(d, epochs, limits_json(c.db))
+
+
 def test_filters_as_report(stores, tmp_path):
     """The page's numbers follow report's filters: --outcome, --connection, --since/--until."""
     db = stores["full"]
