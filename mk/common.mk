@@ -9,7 +9,8 @@ ROCEMETER_SRCS += user/common/config.c user/common/errmsg.c user/common/tls.c \
                   user/common/report_json.c user/common/report_text.c user/common/log.c \
                   user/common/opts.c user/common/paths.c user/common/clock.c user/common/metrics.c \
                   user/common/jsonw.c user/common/timefmt.c user/common/caps.c \
-                  user/common/cmd_check_config.c user/common/store_syntax.c user/common/params.c
+                  user/common/cmd_check_config.c user/common/store_syntax.c user/common/params.c \
+                  user/common/health.c
 LDLIBS         += -ljansson -lmicrohttpd
 CHECK_PROGS    += $(BUILD)/tests/unit/test_config
 # rocemeter check-config: exit 0 or 2, TLS files included (no root).
@@ -26,6 +27,8 @@ CHECK_SCRIPTS  += tests/unit/test_style.py
 CHECK_PROGS    += $(BUILD)/tests/unit/test_metrics
 # The shipped alerting and recording rules (docs/prometheus/): promtool check and its unit tests.
 CHECK_SCRIPTS  += tests/unit/test_prometheus_rules.py
+# The sequence health of an epoch on [SEQOBS]'s verification examples.
+CHECK_PROGS    += $(BUILD)/tests/unit/test_health
 # ISO-8601 UTC times printed and parsed (report --since/--until).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_timefmt
 # docs/json.md against the tables the commands print from.

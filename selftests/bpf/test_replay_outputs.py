@@ -82,13 +82,20 @@ def iso(ms, digits=3):
 
 def test_text_lines_compact_and_wide(tmp_path):
     """Text reports: times in ISO-8601 UTC, the state and the closure reason in
-    words; the compact default fits a terminal, --wide carries every field."""
-    # Two connections: qp 0x11 PSN 1 then 3 (closed at the end of input with position 2
-    # never filled: skipped 1, abandoned 1 at closure), qp 0x12 an RDMA READ after a SEND: a
-    # profile violation closes its epoch ([SEQOBS] "Applicability").
+    words, the sequence health in parentheses; the compact default fits a
+    terminal (requests and the counters that are not 0), --wide carries every
+    field."""
+    # qp 0x11 PSN 1 then 3 (closed at the end of input with position 2 never seen:
+    # skipped 1, abandoned 1 at closure); qp 0x12 an RDMA READ after a SEND: a profile
+    # violation closes its epoch ([SEQOBS] "Applicability"); qp 0x13 PSNs 5, 7, 6 (a swapped
+    # pair: skipped 1, filled 1, as [SEQOBS]'s first verification example, no repeat);
+    # qp 0x14 PSN 9 twice (repeated 1).
     frames = [Frame(t.roce_frame(SRC, DST, 0x11, 1), t.T0), Frame(t.roce_frame(SRC, DST, 0x11, 3), t.T0 + MS),
               Frame(t.roce_frame(SRC, DST, 0x12, 7), t.T0 + 2 * MS),
-              Frame(t.roce_frame(SRC, DST, 0x12, 8, opcode=t.READ_REQUEST), t.T0 + 3 * MS)]
+              Frame(t.roce_frame(SRC, DST, 0x12, 8, opcode=t.READ_REQUEST), t.T0 + 3 * MS),
+              Frame(t.roce_frame(SRC, DST, 0x13, 5), t.T0 + 4 * MS), Frame(t.roce_frame(SRC, DST, 0x13, 7), t.T0 + 5 * MS),
+              Frame(t.roce_frame(SRC, DST, 0x13, 6), t.T0 + 6 * MS), Frame(t.roce_frame(SRC, DST, 0x14, 9), t.T0 + 7 * MS),
+              Frame(t.roce_frame(SRC, DST, 0x14, 9), t.T0 + 8 * MS)]
     pcap = str(tmp_path / "t.pcap")
     t.write_pcap(pcap, frames)
     js = [__import__("json").loads(x) for x in subprocess.run(
@@ -97,18 +104,41 @@ def test_text_lines_compact_and_wide(tmp_path):
                              check=True).stdout.splitlines()
     wide = subprocess.run([t.ROCEMETER, "replay", "-a", "--wide", pcap], capture_output=True, text=True,
                           check=True).stdout.splitlines()
-    assert len(js) == len(compact) == len(wide) == 2
+    assert len(js) == len(compact) == len(wide) == 4
     by_qp = {r["rdmaDestinationQP"]: (r, c, w) for r, c, w in zip(js, compact, wide)}
+
+    def head(r):
+        return "%s %s > %s qp 0x%06x e%d r1" % (iso(r["flowEndMilliseconds"], 0), SRC, DST, r["rdmaDestinationQP"],
+                                                r["rdmaSequenceEpochId"])
     r, c, w = by_qp[0x12]
-    assert c == "%s %s > %s qp 0x000012 e%d r1 closed: profile violation req=1 skip=0 exp=0 aban=0 rep=0 late=0" % (
-        iso(r["flowEndMilliseconds"], 0), SRC, DST, r["rdmaSequenceEpochId"])
-    assert len(c) <= 132  # IPv4 addresses: one line of a wide (132-column) terminal
+    assert c == head(r) + " closed: profile violation (clean) req=1"
     assert "%s .. %s" % (iso(r["flowStartMilliseconds"]), iso(r["flowEndMilliseconds"])) in w
-    assert "closed: profile violation [finalEpoch,profileViolation,generationUnverified]" in w
+    assert "closed: profile violation (clean) [finalEpoch,profileViolation,generationUnverified]" in w
     assert "pkey 0xffff" in w and "abandoned=0" in w and "pending=0" in w
     r, c, w = by_qp[0x11]
-    assert c.endswith("qp 0x000011 e%d r1 closed req=2 skip=1 exp=0 aban=1 rep=0 late=0" % r["rdmaSequenceEpochId"])
-    assert "skipped=1 filled=0 expired=0 abandoned=1 pending=0" in w
+    assert c == head(r) + " closed (never seen) req=2 skip=1 aban=1"
+    assert "closed (never seen) [" in w and "skipped=1 filled=0 expired=0 abandoned=1 pending=0" in w
+    r, c, w = by_qp[0x13]
+    assert c == head(r) + " closed (seen late) req=3 skip=1 fill=1"
+    assert "skipped=1 filled=1 expired=0 abandoned=0 pending=0 repeated=0" in w
+    r, c, w = by_qp[0x14]
+    assert c == head(r) + " closed (repeated) req=2 rep=1"
+    assert all(len(x) <= 120 for x in compact)  # IPv4 addresses: one line of a 120-column terminal
+
+
+def test_text_open_epoch_pending(tmp_path):
+    """A periodic report of an open epoch shows its pending positions: PSN 1 then 3 with a
+    report interval of 10 ms, and a later request of another connection past the boundary,
+    so the open epoch gets a non-final report (pending 1) before its final (abandoned 1)
+    at the end of input (docs/architecture.md "Time")."""
+    frames = [Frame(t.roce_frame(SRC, DST, 0x21, 1), t.T0), Frame(t.roce_frame(SRC, DST, 0x21, 3), t.T0 + MS),
+              Frame(t.roce_frame(SRC, DST, 0x22, 1), t.T0 + 30 * MS)]
+    pcap = str(tmp_path / "p.pcap")
+    t.write_pcap(pcap, frames)
+    lines = subprocess.run([t.ROCEMETER, "replay", "-a", "--report-interval", "10", pcap], capture_output=True,
+                           text=True, check=True).stdout.splitlines()
+    mine = [x.split(" e", 1)[1].split(" ", 1)[1] for x in lines if " qp 0x000021 " in x]
+    assert mine == ["r1 open (pending) req=2 skip=1 pend=1", "r2 closed (never seen) req=2 skip=1 aban=1"], lines
 
 
 def test_progress_line_only_on_a_terminal(tmp_path):

@@ -201,6 +201,13 @@ CASES = [
     ("--connection", "198.51.100.9,192.0.2.2,4242"),  # only an older version has it
     ("--outcome", "incomplete", "--connection", "192.0.2.1,192.0.2.2,0x123", "--format", "csv"),
     ("--limits",), ("--limits", "--format", "json"),
+    # the views: the prose, the epochs not clean, the summary in every format, with filters and --top
+    ("--verbose",), ("--verbose", "--outcome", "invalid"), ("--anomalies",), ("--anomalies", "--format", "json"),
+    ("--anomalies", "--format", "csv"), ("--anomalies", "--verbose"),
+    ("--summary",), ("--summary", "--verbose"), ("--summary", "--format", "json"), ("--summary", "--format", "csv"),
+    ("--summary", "--top", "2"), ("--summary", "--anomalies"), ("--summary", "--since", "1700000000550"),
+    ("--summary", "--outcome", "incomplete", "--format", "json"),
+    ("--summary", "--connection", "192.0.2.1,192.0.2.2,0x123", "--format", "csv"),
 ]
 
 
@@ -214,10 +221,13 @@ def assert_same(db, ch, cases=CASES):
 
 def test_report_equal_one_collector(sqlite_store, tmp_path):
     # the data exercises what it should: every outcome, NULL measurements, big values, drops, refusals
-    text = sqlite_report(sqlite_store)[1].decode()
+    text = sqlite_report(sqlite_store, "--verbose")[1].decode()
     for what in (": complete", ": incomplete", ": invalid", "no accepted report", "2001:db8::1",
                  str(2**64 - 2), "collector shutdown", "reports 3..6"):
         assert what in text, what
+    # the views have something to show: epochs not clean, several lines of summary
+    assert len(sqlite_report(sqlite_store, "--anomalies")[1].splitlines()) >= 2
+    assert len(sqlite_report(sqlite_store, "--summary")[1].splitlines()) >= 4
     limits = sqlite_report(sqlite_store, "--limits")[1].decode()
     assert "epoch-admission" in limits and ("not-authorised" in limits or "handshake-failed" in limits)
     with server(tmp_path / "ch") as ch:
@@ -231,8 +241,12 @@ def test_report_equal_one_collector(sqlite_store, tmp_path):
         assert_same(sqlite_store, ch, [(), ("--outcome", "open"), ("--format", "json")])
 
 
-def with_collector(lines, cid, fmt):
-    """SQLite's lines as a store of several collectors shows them (docs/fleet.md)."""
+def with_collector(lines, cid, fmt, width=0):
+    """SQLite's lines as a store of several collectors shows them (docs/fleet.md): the table with a
+    first column COLLECTOR as wide as the longest collector ID (at least its header), the prose
+    after "collector ID"."""
+    if fmt == "table":
+        return [f"{cid:<{width}} {line}" for line in lines]
     if fmt == "text":
         return [f"collector {cid} {line}" for line in lines]
     if fmt == "json":
@@ -243,24 +257,34 @@ def with_collector(lines, cid, fmt):
 def assert_fleet(db, servers, cids):
     """The report of a store holding the SQLite store's rows once per collector ID."""
     entry = servers[0]
-    for fmt in ("text", "json", "csv"):
-        want = sqlite_report(db, "--format", fmt)[1].decode().splitlines()
+    width = max(len("COLLECTOR"), *(len(c) for c in cids))
+    for fmt, args in (("table", ()), ("text", ("--verbose",)), ("json", ("--format", "json")),
+                      ("csv", ("--format", "csv"))):
+        want = sqlite_report(db, *args)[1].decode().splitlines()
         header = []
         if fmt == "csv":
             header, want = ["collector_id," + want[0]], want[1:]
-        expect = header + [x for cid in sorted(cids) for x in with_collector(want, cid, fmt)]
-        rc, out, err = ch_report(entry, "--format", fmt)
+        if fmt == "table":
+            header, want = [f"{'COLLECTOR':<{width}} {want[0]}"], want[1:]
+        expect = header + [x for cid in sorted(cids) for x in with_collector(want, cid, fmt, width)]
+        rc, out, err = ch_report(entry, *args)
         assert rc == 0, err
         got = out.decode().splitlines()
         if fmt == "json":  # key order: collector_id first, then SQLite's
             got = [json.dumps(json.loads(x)) for x in got]
         assert got == expect, fmt
         # one collector of several: still named (the format does not change with a filter)
-        rc, out, err = ch_report(entry, "--format", fmt, "--collector", cids[1])
+        rc, out, err = ch_report(entry, *args, "--collector", cids[1])
         got = out.decode().splitlines()
         if fmt == "json":
             got = [json.dumps(json.loads(x)) for x in got]
-        assert got == header + with_collector(want, cids[1], fmt), fmt
+        assert got == header + with_collector(want, cids[1], fmt, width), fmt
+    # the summary is per connection and observation point across the fleet: each collector holds
+    # the same epochs here, so every count is len(cids) times SQLite's, in the same order
+    want = [json.loads(x) for x in sqlite_report(db, "--summary", "--format", "json")[1].splitlines()]
+    rc, out, err = ch_report(entry, "--summary", "--format", "json")
+    assert rc == 0, err
+    assert [json.loads(x) for x in out.decode().splitlines()] == [times(r, len(cids)) for r in want]
     want = sqlite_report(db, "--limits")[1].decode()
     rc, out, err = ch_report(entry, "--limits")
     assert rc == 0, err
@@ -272,6 +296,15 @@ def assert_fleet(db, servers, cids):
     # report --help: nothing to report is exit 0
     rc, out, err = ch_report(entry, "--collector", "nobody", "--limits")
     assert rc == 0 and out == b"no collector run recorded for collector nobody\n", err
+
+
+def times(row, n):
+    """A summary row (docs/json.md "report summary") with its counts n times over, saturated at 2^64 - 1
+    as documented; key and flow times kept."""
+    def scale(v):
+        return {k: scale(x) for k, x in v.items()} if isinstance(v, dict) else min(v * n, 2**64 - 1)
+    keep = ("observationDomainId", "key", "first_flow_start_ms", "last_flow_end_ms")
+    return {k: (v if k in keep else scale(v)) for k, v in row.items()}
 
 
 def test_report_uninitialised_and_empty(tmp_path):

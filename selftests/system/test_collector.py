@@ -284,10 +284,15 @@ def test_complete_epoch_stored(collector):
     assert j["qualifications"]["rdmaSequenceFlags"] == FINAL | GEN_UNVERIFIED
     assert j["qualifications"]["flag_names"] == ["finalEpoch", "generationUnverified"]
     assert j["coverage"]["missing_reports"] == 0
-    t = subprocess.run([BIN, "report", "--db", collector.db], capture_output=True, text=True).stdout
+    t = subprocess.run([BIN, "report", "--db", collector.db, "--verbose"], capture_output=True, text=True).stdout
     assert "complete" in t and "repeated PSNs" in t and "expired" in t
     for banned in ("lost", "retransmi", "reorder"):
         assert banned not in t.lower().replace("not proof of", "")
+    # the default table: the outcome beside the sequence health (3 positions filled, 1 repeated PSN)
+    t = subprocess.run([BIN, "report", "--db", collector.db], capture_output=True, text=True).stdout.splitlines()
+    assert t[0].split() == ["FLOW", "END", "EPOCH", "OUTCOME", "OP", "CONNECTION", "REQUESTS", "SEQUENCE"]
+    assert t[1].split()[1:] == ["3", "complete", "7", "192.0.2.1,192.0.2.2,0x123", "9", "seen", "late", "3,",
+                                "repeated", "1"]
 
 
 def test_ipv6_template_and_two_domains(collector):
@@ -331,9 +336,12 @@ def test_unsigned64_above_2_63_reported(collector):
     assert j["observed"]["requestPacketTotalCount"] == 2**63 + 5 + 2
     assert (j["coverage"]["first_report_id"], j["coverage"]["last_report_id"]) == (2**63 + 1, 2**63 + 2)
     assert j["coverage"]["missing_initial"] == 2**63
-    t = subprocess.run([BIN, "report", "--db", collector.db], capture_output=True, text=True).stdout
+    t = subprocess.run([BIN, "report", "--db", collector.db, "--verbose"], capture_output=True, text=True).stdout
     assert f"epoch {big}:" in t and f"observation point {2**63 + 7}," in t
     assert f"{2**63 + 7} requests" in t
+    t = subprocess.run([BIN, "report", "--db", collector.db], capture_output=True, text=True).stdout.splitlines()
+    # first report 2^63 + 1: reports 1..2^63 missing, so incomplete
+    assert t[1].split()[1:6] == [str(big), "incomplete", str(2**63 + 7), "192.0.2.1,192.0.2.2,0x123", str(2**63 + 7)]
 
 
 def test_split_across_reads(collector):
@@ -694,9 +702,12 @@ def test_sigterm_retires_open_epochs(collector):
     assert e["outcome"] == "incomplete" and "collector shutdown" in e["reason"]
     (sess,) = collector.query("SELECT * FROM sessions")
     assert sess["end_reason"] == "collector shutdown"
-    p = subprocess.run([BIN, "report", "--db", collector.db, "--outcome", "incomplete"],
+    p = subprocess.run([BIN, "report", "--db", collector.db, "--outcome", "incomplete", "--verbose"],
                        capture_output=True, text=True)
     assert p.stdout.count("\n") == 1 and "collector shutdown" in p.stdout
+    p = subprocess.run([BIN, "report", "--db", collector.db, "--outcome", "incomplete"],
+                       capture_output=True, text=True)
+    assert p.stdout.count("\n") == 2 and p.stdout.splitlines()[1].split()[2] == "incomplete"  # a header, one row
     p = subprocess.run([BIN, "report", "--db", collector.db, "--outcome", "complete"],
                        capture_output=True, text=True)
     assert p.stdout == ""

@@ -2,8 +2,8 @@
 """Every key every command prints as JSON is in docs/json.md, in the section
 of that command: replay --json and --stats-json, attach --json, status
 --json (with the daemon's export counters), connections --json and status
---connections --json, report --json, --format csv and report --limits
---json. The commands run for real: replay over a bundled
+--connections --json, report --json, --format csv, report --summary
+(JSON, CSV) and report --limits --json. The commands run for real: replay over a bundled
 capture, attach on a veth pair exporting over plain TCP to a collector."""
 import csv
 import io
@@ -107,6 +107,15 @@ def test_attach_status_and_report_keys(tmp_path, link):
     p = subprocess.run([ROCEMETER, "report", "--db", str(db), "--limits", "--json"], capture_output=True,
                        text=True, check=True)
     assert_documented("report limits", [json.loads(p.stdout)])
+    p = subprocess.run([ROCEMETER, "report", "--db", str(db), "--summary", "--json"], capture_output=True,
+                       text=True, check=True)
+    summary = [json.loads(line) for line in p.stdout.splitlines()]
+    assert_documented("report summary", summary)
+    assert sum(s["epochs"] for s in summary) == len(epochs)
+    rows = list(csv.DictReader(io.StringIO(subprocess.run(
+        [ROCEMETER, "report", "--db", str(db), "--summary", "--format", "csv"], capture_output=True, text=True,
+        check=True).stdout)))
+    assert len(rows) == len(summary) and set(rows[0]) - schema.documented()["report summary"] == set()
 
 
 def test_connections_keys(link):

@@ -5,7 +5,8 @@ a report, every statistic of RM_STATS a key of `status` and of replay's
 statistics, every counter of RM_DAEMON_STATS, RM_EXPORT_STATS and
 RM_FL_STATS a key of `status`, every opcode class and statistic of the
 connection census a key of `connections` and every reason of exclusion
-named there. A counter added to a table without its line
+named there, every kind of sequence health (RM_HEALTH_KINDS) and every CSV
+column of `report --summary` a key of "report summary". A counter added to a table without its line
 in docs/json.md fails here (selftests/system/test_json_keys.py checks what
 the commands really print)."""
 import os
@@ -39,7 +40,24 @@ def macro(text, name):
 
 
 def test_sections_exist():
-    assert {"reports", "replay statistics", "status", "connections", "report", "report limits"} <= set(documented())
+    assert {"reports", "replay statistics", "status", "connections", "report", "report summary",
+            "report limits"} <= set(documented())
+
+
+def test_health_kinds_are_documented():
+    """The kinds of RM_HEALTH_KINDS (user/common/health.h) are the keys of `health` in "report summary",
+    in their order, and its CSV columns are all documented keys."""
+    kinds = re.findall(r'X\(\w+, "(\w+)",', macro(read("user", "common", "health.h"), "RM_HEALTH_KINDS"))
+    assert kinds == ["never_seen", "pending", "seen_late", "repeated", "unclassified_late"]
+    text = read("docs", "json.md")
+    section = text.split("## report summary", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+    in_health = [re.findall(r"`(\w+)`", r)[0] for r in rows if re.search(r"`(\w+)`", r) and
+                 re.findall(r"`(\w+)`", r)[0] in kinds]
+    assert in_health == kinds
+    src = read("user", "collect", "cmd_report.c")
+    csv = re.findall(r'"(\w+)",', src.split("csv_summary_columns[] = {", 1)[1].split("};", 1)[0])
+    assert len(csv) == 32 and set(csv) - documented()["report summary"] == set()
 
 
 def test_report_keys_are_the_information_elements():

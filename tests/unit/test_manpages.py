@@ -88,7 +88,7 @@ def test_bash_completion():
     assert complete([ROCEMETER, "re"]) == {"reenable", "replay", "report"}
     assert complete([ROCEMETER, "attach", "--me"]) == {"--metrics"}
     assert options("report")[0] == complete([ROCEMETER, "report", "--"])
-    assert complete([ROCEMETER, "report", "--format", ""]) == {"text", "json", "csv"}
+    assert complete([ROCEMETER, "report", "--format", ""]) == {"text", "json", "csv", "html"}
     assert complete([ROCEMETER, "help", "fl"]) == {"flowlabel"}
     assert complete([ROCEMETER, "co"]) == {"collect", "connections"}
     assert options("connections")[0] == complete([ROCEMETER, "connections", "--"])

@@ -11,9 +11,12 @@
  * resource drops are shown apart from it.
  *
  * The store is read through store_read.h (SQLite or ClickHouse); this file
- * parses the options and prints. When a ClickHouse store holds more than
- * one collector, every epoch and every --limits block names its collector
- * (docs/fleet.md "report across the fleet").
+ * parses the options and prints: the default text is a table
+ * (report_table.h) beside the full prose of --verbose, the sequence health
+ * comes from common/health.h and --summary from report_summary.h. When a
+ * ClickHouse store holds more than one collector, every epoch and every
+ * --limits block names its collector (docs/fleet.md "report across the
+ * fleet").
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,6 +29,7 @@
 #include "common/clock.h"
 #include "common/command.h"
 #include "common/config.h"
+#include "common/health.h"
 #include "common/jsonw.h"
 #include "common/report_text.h"
 #include "common/log.h"
@@ -34,6 +38,9 @@
 #include "common/timefmt.h"
 #include "rocemeter/ipfix_ie.h"
 #include "rocemeter/seqobs.h"
+#include "report_html.h"
+#include "report_summary.h"
+#include "report_table.h"
 #include "store/store_read.h"
 #include "store/store_spec.h"
 
@@ -239,23 +246,67 @@ static json_t *find_key(json_t *o, const char *name)
 	return NULL;
 }
 
-static void csv_header(FILE *f, int show_collector)
+/* The CSV columns of --summary: its JSON object's keys flattened (docs/json.md "report summary"). */
+static const char *const csv_summary_columns[] = {
+	"observationDomainId",
+	"observationPointId",
+	"sourceIPv4Address",
+	"sourceIPv6Address",
+	"destinationIPv4Address",
+	"destinationIPv6Address",
+	"rdmaDestinationQP",
+	"rdmaPartitionKey",
+	"vlanId",
+	"dot1qCustomerVlanId",
+	"epochs",
+	"epochs_not_clean",
+	"epochs_without_measurement",
+	"complete",
+	"incomplete",
+	"invalid",
+	"open",
+	"requestPacketTotalCount",
+	"skippedPsnTotalCount",
+	"filledPsnTotalCount",
+	"expiredPsnTotalCount",
+	"abandonedPsnTotalCount",
+	"pendingPsnCount",
+	"repeatedPsnTotalCount",
+	"unclassifiedLatePacketTotalCount",
+	"never_seen",
+	"pending",
+	"seen_late",
+	"repeated",
+	"unclassified_late",
+	"first_flow_start_ms",
+	"last_flow_end_ms",
+};
+#define N_CSV_SUMMARY (sizeof(csv_summary_columns) / sizeof(csv_summary_columns[0]))
+
+/* One CSV table: its columns (collector_id first when shown). */
+struct csv_table {
+	const char *const *columns;
+	size_t n;
+};
+static const struct csv_table csv_epochs = { csv_columns, N_CSV }, csv_summary = { csv_summary_columns, N_CSV_SUMMARY };
+
+static void csv_header(FILE *f, const struct csv_table *t, int show_collector)
 {
 	if (show_collector)
 		csv_field(f, "collector_id", 0);
-	for (size_t i = 0; i < N_CSV; i++)
-		csv_field(f, csv_columns[i], i == N_CSV - 1);
+	for (size_t i = 0; i < t->n; i++)
+		csv_field(f, t->columns[i], i == t->n - 1);
 }
 
-/* One CSV record of an epoch's JSON object (collector_id first when shown): flag names joined by '|', null and absent keys empty. */
-static void epoch_csv(FILE *f, json_t *o, int show_collector)
+/* One CSV record of a JSON object (collector_id first when shown): flag names joined by '|', null and absent keys empty. */
+static void csv_record(FILE *f, const struct csv_table *t, json_t *o, int show_collector)
 {
 	if (show_collector)
 		csv_field(f, json_string_value(json_object_get(o, "collector_id")), 0);
-	for (size_t i = 0; i < N_CSV; i++) {
-		json_t *v = find_key(o, csv_columns[i]);
+	for (size_t i = 0; i < t->n; i++) {
+		json_t *v = find_key(o, t->columns[i]);
 		char *text = NULL;
-		int last = i == N_CSV - 1;
+		int last = i == t->n - 1;
 
 		if (json_is_string(v)) {
 			csv_field(f, json_string_value(v), last);
@@ -363,12 +414,13 @@ static int show_limits(void *arg, const struct rm_limits_read *l)
 	return 0;
 }
 
-enum { FMT_TEXT, FMT_JSON, FMT_CSV };
+enum { FMT_TEXT, FMT_JSON, FMT_CSV, FMT_HTML };
 
 /* What the command line says. */
 struct report_args {
-	const char *db_path, *store, *credentials, *ca, *conn;
-	int format, limits;
+	const char *db_path, *store, *credentials, *ca, *conn, *output;
+	int format, limits, verbose, anomalies, summary;
+	uint64_t top; /* --summary: at most this many rows, 0: all; html: the connections shown */
 	struct rm_read_filter filter;
 	uint64_t now; /* UNIX ms: --since and --until durations count back from it */
 };
@@ -387,7 +439,12 @@ static const struct rm_opt report_opts[] = {
 	       "mode 600: refused when group or others may read)",
 	       RM_OPT_AT(R, credentials)),
 	RM_OPT("store-ca", 0, "FILE", RM_OPT_ARG, "CA certificates (PEM) for clickhouse:https://", RM_OPT_AT(R, ca)),
-	RM_OPT("format", 'f', "F", RM_OPT_CALL, "text (default), json or csv", .id = O_FORMAT),
+	RM_OPT("format", 'f', "F", RM_OPT_CALL,
+	       "text (default), json, csv or html (one page with\ncharts, written to --output; needs D3 from\n"
+	       "Debian's package libjs-d3)",
+	       .id = O_FORMAT),
+	RM_OPT("output", 'O', "FILE", RM_OPT_ARG, "where --format html writes its page ('-': standard\noutput)",
+	       RM_OPT_AT(R, output)),
 	RM_OPT("json", 'j', NULL, RM_OPT_CALL, "the same as --format json", .id = O_JSON),
 	RM_OPT("outcome", 'o', "X", RM_OPT_ARG, "only epochs with outcome X: complete, incomplete,\ninvalid or open",
 	       RM_OPT_AT(R, filter.outcome)),
@@ -403,6 +460,21 @@ static const struct rm_opt report_opts[] = {
 	       RM_OPT_AT(R, conn)),
 	RM_OPT("collector", 0, "ID", RM_OPT_ARG, "only what the collector ID stored (ClickHouse)",
 	       RM_OPT_AT(R, filter.collector_id)),
+	RM_OPT("anomalies", 'a', NULL, RM_OPT_FLAG,
+	       "only epochs whose sequence is not clean: positions\nnever seen, pending or seen late, repeated PSNs,\n"
+	       "unclassified late requests (an epoch without an\naccepted report has no sequence to show)",
+	       RM_OPT_AT(R, anomalies)),
+	RM_OPT("summary", 0, NULL, RM_OPT_FLAG,
+	       "one line per connection and observation point over\nthe epochs selected: epochs, requests, each "
+	       "counter,\noutcomes; most positions never seen first",
+	       RM_OPT_AT(R, summary)),
+	RM_OPT("top", 0, "N", RM_OPT_UINT,
+	       "with --summary: the first N lines only; with\n--format html: the connections shown (default 25)",
+	       RM_OPT_AT(R, top), .lo = 1, .hi = UINT32_MAX),
+	RM_OPT("verbose", 'v', NULL, RM_OPT_FLAG,
+	       "text: every field of each epoch in words (the\ndefault is a table of 120 columns); with --summary\n"
+	       "the skipped, expired and abandoned columns too",
+	       RM_OPT_AT(R, verbose)),
 	RM_OPT("limits", 'l', NULL, RM_OPT_FLAG,
 	       "the limits of the last collector run and the collector\nresource drops they caused (ClickHouse: of "
 	       "each\n"
@@ -421,23 +493,35 @@ static void report_usage(FILE *f)
 {
 	fprintf(f, "Usage: rocemeter report --store STORE [--format text|json|csv] [--outcome X] [--since T]\n"
 		   "                        [--until T] [--connection SRC,DST,QP[,PKEY]] [--collector ID]\n"
-		   "                        [--limits]\n"
+		   "                        [--anomalies] [--verbose] [--summary [--top N]] [--limits]\n"
+		   "       rocemeter report --store STORE --format html --output FILE [--top N] [filters]\n"
 		   "\n"
 		   "Show the epochs stored by 'rocemeter collect', one line per epoch (json: one\n"
 		   "JSON object per line, docs/json.md; csv: a header and one record per epoch).\n"
-		   "Each line keeps apart what was observed in the PSN sequence (positions\n"
-		   "skipped, filled later, expired, abandoned at closure, pending; repeated PSNs;\n"
-		   "unclassified late requests), the metering qualifications (rdmaSequenceFlags),\n"
-		   "the report coverage (gaps) and the outcome with its reason. These counters\n"
+		   "Each epoch's outcome (report coverage: complete, incomplete, invalid, open)\n"
+		   "stands beside its sequence health: clean, or the kinds of positions its PSN\n"
+		   "sequence had (never seen: expired or abandoned at closure; pending; seen late:\n"
+		   "filled) and its repeated PSNs and unclassified late requests. These counters\n"
 		   "describe sequence positions: an expired position is not proof of a lost\n"
 		   "packet, a repeated PSN not proof of a retransmission, a filled position not\n"
-		   "proof of reordering. Times are ISO-8601 UTC in text.\n"
+		   "proof of reordering. The default text is a table (a header, one line of at\n"
+		   "most 120 columns per epoch for IPv4 connections); --verbose prints the prose\n"
+		   "that keeps apart the observed counters, the metering qualifications\n"
+		   "(rdmaSequenceFlags), the report coverage (gaps) and the outcome's reason.\n"
+		   "Times are ISO-8601 UTC in text; 0 is '-' in the summary's columns.\n"
+		   "\n"
+		   "--format html writes one self-contained page that opens offline: per\n"
+		   "observation point over time, the top connections, a timeline per connection,\n"
+		   "a heatmap of positions never seen and, apart, what the collector knows\n"
+		   "(report gaps, invalid epochs, resource drops). It inlines D3 from Debian's\n"
+		   "package libjs-d3 (" RM_HTML_D3_PATH ",\n"
+		   "or the file ROCEMETER_D3_JS names).\n"
 		   "\n");
 	rm_opts_help(f, report_opts, 25, 6);
 	fprintf(f, "\n"
 		   "Exit status: 0 ok (also nothing to report: no epoch matches, or --limits on a store\n"
 		   "without a collector run), 1 the store cannot be read (missing, not initialised,\n"
-		   "ClickHouse unreachable or refusing), 2 usage error.\n");
+		   "ClickHouse unreachable or refusing; html: D3 or the output file), 2 usage error.\n");
 }
 
 /* --format, --json, --since, --until. */
@@ -458,8 +542,10 @@ static int report_option(void *target, const struct rm_opt *e, const char *value
 			a->format = FMT_JSON;
 		else if (!strcmp(value, "csv"))
 			a->format = FMT_CSV;
+		else if (!strcmp(value, "html"))
+			a->format = FMT_HTML;
 		else {
-			rm_log_cmd(RM_LOG_ERR, "--format: '%s' is not text, json or csv", value);
+			rm_log_cmd(RM_LOG_ERR, "--format: '%s' is not text, json, csv or html", value);
 			return RM_EXIT_USAGE;
 		}
 		return 0;
@@ -517,25 +603,200 @@ bad:
 struct epochs_ctx {
 	int format;
 	int show_collector;
+	int collector_width; /* text table: the COLLECTOR column, 0 without */
+	int verbose, anomalies;
+	int header_done;
+	struct rm_summary *summary; /* --summary: add the epochs here */
+	int no_memory;              /* --summary could not add one */
 };
+
+/* 1 if the epoch's sequence is not clean (an epoch without an accepted report has none to show). */
+static int has_anomaly(const struct rm_epoch_read *e)
+{
+	struct rm_health_counters c = {
+		.expired = I64(e, EXP),
+		.abandoned = I64(e, ABAN),
+		.pending = I64(e, PEND),
+		.filled = I64(e, FILL),
+		.repeated = I64(e, REP),
+		.unclassified_late = I64(e, LATE),
+	};
+
+	return !ISNULL(e, REQ) && rm_health_of(&c);
+}
 
 static int print_epoch(void *arg, const struct rm_epoch_read *e)
 {
-	const struct epochs_ctx *ctx = arg;
+	struct epochs_ctx *ctx = arg;
 	json_t *o;
 
+	if (ctx->anomalies && !has_anomaly(e))
+		return 0;
+	if (ctx->summary && rm_summary_add(ctx->summary, e)) {
+		ctx->no_memory = 1;
+		return 1;
+	}
+	if (ctx->summary)
+		return 0;
 	if (ctx->format == FMT_TEXT) {
-		epoch_text(stdout, e, ctx->show_collector);
+		if (ctx->verbose)
+			epoch_text(stdout, e, ctx->show_collector);
+		else
+			rm_table_epoch(stdout, e, ctx->collector_width, &ctx->header_done);
 		return 0;
 	}
 	o = epoch_json(e, ctx->show_collector);
 	if (ctx->format == FMT_CSV) {
-		epoch_csv(stdout, o, ctx->show_collector);
+		csv_record(stdout, &csv_epochs, o, ctx->show_collector);
 		json_decref(o);
 	} else {
 		rm_json_write(stdout, o);
 	}
 	return 0;
+}
+
+/* --format html: D3 first (a missing package is said before the store is read), then the page. */
+static int report_html(const struct report_args *a, const struct rm_store_spec *spec)
+{
+	struct rm_html_opts o = { .now_ms = a->now, .top = (unsigned)a->top };
+	struct rm_store_reader *reader;
+	char err[768], label[300];
+	size_t len;
+	char *d3 = rm_report_html_d3(&len, err, sizeof(err));
+	int rc = RM_EXIT_OK;
+
+	if (!d3) {
+		rm_log_cmd(RM_LOG_ERR, "--format html: %s", err);
+		return RM_EXIT_FAIL;
+	}
+	snprintf(label, sizeof(label), "%s%s", a->store ? "" : "sqlite:", a->store ? a->store : a->db_path);
+	o.store_label = label;
+	reader = rm_store_reader_open(spec, err, sizeof(err));
+	if (!reader || rm_report_html_write(reader, &a->filter, &o, d3, a->output, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		rc = RM_EXIT_FAIL;
+	}
+	if (reader)
+		rm_store_reader_close(reader);
+	free(d3);
+	return rc;
+}
+
+/* The summary's rows, sorted, the first top (0: all), in the format asked for. */
+static void print_summary(struct rm_summary *s, const struct report_args *a)
+{
+	size_t n = a->top && a->top < s->n ? (size_t)a->top : s->n;
+	int header_done = 0;
+
+	rm_summary_sort(s);
+	if (a->format == FMT_CSV)
+		csv_header(stdout, &csv_summary, 0);
+	for (size_t i = 0; i < n; i++) {
+		json_t *o;
+
+		if (a->format == FMT_TEXT) {
+			rm_summary_text(stdout, &s->rows[i], a->verbose, &header_done);
+			continue;
+		}
+		o = rm_summary_json(&s->rows[i]);
+		if (a->format == FMT_CSV) {
+			csv_record(stdout, &csv_summary, o, 0);
+			json_decref(o);
+		} else {
+			rm_json_write(stdout, o);
+		}
+	}
+}
+
+/* The checks of the command line beyond the option table. 0, or RM_EXIT_USAGE after the message. */
+static int check_args(struct report_args *a, struct rm_store_spec *spec, char *src, char *dst, size_t len)
+{
+	struct rm_read_filter *filter = &a->filter;
+	char err[768];
+
+	if (rm_store_spec_resolve(a->store, a->db_path, a->credentials, a->ca, spec, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		return RM_EXIT_USAGE;
+	}
+	if (filter->collector_id && spec->kind != RM_STORE_CLICKHOUSE) {
+		rm_log_cmd(RM_LOG_ERR,
+			   "--collector: a SQLite store holds one collector; it is for a clickhouse: store");
+		return RM_EXIT_USAGE;
+	}
+	if (filter->outcome && strcmp(filter->outcome, "complete") && strcmp(filter->outcome, "incomplete") &&
+	    strcmp(filter->outcome, "invalid") && strcmp(filter->outcome, "open")) {
+		rm_log_cmd(RM_LOG_ERR, "--outcome must be complete, incomplete, invalid or open");
+		return RM_EXIT_USAGE;
+	}
+	if (a->conn) {
+		if (parse_connection(a->conn, src, dst, len, &filter->qp, &filter->pkey, err, sizeof(err))) {
+			rm_log_cmd(RM_LOG_ERR, "%s", err);
+			return RM_EXIT_USAGE;
+		}
+		filter->src = src;
+		filter->dst = dst;
+	}
+	if (a->limits && (a->format == FMT_CSV || a->format == FMT_HTML)) {
+		rm_log_cmd(RM_LOG_ERR,
+			   "--limits is text or json (the HTML page has the limits in its collector panel)");
+		return RM_EXIT_USAGE;
+	}
+	if ((a->format == FMT_HTML) != (a->output != NULL)) {
+		rm_log_cmd(RM_LOG_ERR,
+			   a->output ? "--output is for --format html" : "--format html needs --output FILE");
+		return RM_EXIT_USAGE;
+	}
+	if (a->format == FMT_HTML && (a->summary || a->anomalies || a->verbose)) {
+		rm_log_cmd(RM_LOG_ERR, "--format html draws every selected epoch: not with --%s",
+			   a->summary     ? "summary"
+			   : a->anomalies ? "anomalies"
+					  : "verbose");
+		return RM_EXIT_USAGE;
+	}
+	if (a->limits && (a->summary || a->anomalies)) {
+		rm_log_cmd(RM_LOG_ERR, "--limits shows the collector's limits: not with --%s",
+			   a->summary ? "summary" : "anomalies");
+		return RM_EXIT_USAGE;
+	}
+	if (a->top && !a->summary && a->format != FMT_HTML) {
+		rm_log_cmd(RM_LOG_ERR, "--top counts the lines of --summary: use them together");
+		return RM_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* The epochs (or their summary) that pass the filters. RM_EXIT_OK or RM_EXIT_FAIL after the message. */
+static int show_epochs(struct rm_store_reader *reader, const struct report_args *a, int show_collector,
+		       int collector_width)
+{
+	struct epochs_ctx ec = { a->format, show_collector, collector_width, a->verbose, a->anomalies, 0, NULL, 0 };
+	struct rm_summary summary;
+	char err[768];
+	int rc = RM_EXIT_OK;
+
+	if (a->summary) {
+		if (rm_summary_init(&summary)) {
+			rm_log_cmd(RM_LOG_ERR, "--summary: %s", strerror(ENOMEM));
+			return RM_EXIT_FAIL;
+		}
+		ec.summary = &summary;
+	} else if (a->format == FMT_CSV) {
+		csv_header(stdout, &csv_epochs, show_collector);
+	}
+	int r = rm_store_reader_epochs(reader, &a->filter, print_epoch, &ec, err, sizeof(err));
+
+	if (ec.no_memory) {
+		rm_log_cmd(RM_LOG_ERR, "--summary: %s", strerror(ENOMEM));
+		rc = RM_EXIT_FAIL;
+	} else if (r) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		rc = RM_EXIT_FAIL;
+	} else if (a->summary) {
+		print_summary(&summary, a);
+	}
+	if (a->summary)
+		rm_summary_free(&summary);
+	return rc;
 }
 
 static int cmd_report(int argc, char **argv)
@@ -548,7 +809,7 @@ static int cmd_report(int argc, char **argv)
 	struct rm_store_reader *reader;
 	char **ids = NULL;
 	size_t n_ids = 0;
-	int show_collector;
+	int show_collector, collector_width = 0;
 
 	rc = rm_opts_parse(&report_cmd, argc, argv, &a);
 	if (rc >= 0)
@@ -559,32 +820,10 @@ static int cmd_report(int argc, char **argv)
 		report_usage(stderr);
 		return RM_EXIT_USAGE;
 	}
-	if (rm_store_spec_resolve(a.store, a.db_path, a.credentials, a.ca, &spec, err, sizeof(err))) {
-		rm_log_cmd(RM_LOG_ERR, "%s", err);
+	if (check_args(&a, &spec, src, dst, sizeof(src)))
 		return RM_EXIT_USAGE;
-	}
-	if (filter->collector_id && spec.kind != RM_STORE_CLICKHOUSE) {
-		rm_log_cmd(RM_LOG_ERR,
-			   "--collector: a SQLite store holds one collector; it is for a clickhouse: store");
-		return RM_EXIT_USAGE;
-	}
-	if (filter->outcome && strcmp(filter->outcome, "complete") && strcmp(filter->outcome, "incomplete") &&
-	    strcmp(filter->outcome, "invalid") && strcmp(filter->outcome, "open")) {
-		rm_log_cmd(RM_LOG_ERR, "--outcome must be complete, incomplete, invalid or open");
-		return RM_EXIT_USAGE;
-	}
-	if (a.conn) {
-		if (parse_connection(a.conn, src, dst, sizeof(src), &filter->qp, &filter->pkey, err, sizeof(err))) {
-			rm_log_cmd(RM_LOG_ERR, "%s", err);
-			return RM_EXIT_USAGE;
-		}
-		filter->src = src;
-		filter->dst = dst;
-	}
-	if (a.limits && format == FMT_CSV) {
-		rm_log_cmd(RM_LOG_ERR, "--limits is text or json");
-		return RM_EXIT_USAGE;
-	}
+	if (format == FMT_HTML)
+		return report_html(&a, &spec);
 	reader = rm_store_reader_open(&spec, err, sizeof(err));
 	if (!reader) {
 		rm_log_cmd(RM_LOG_ERR, "%s", err);
@@ -597,9 +836,14 @@ static int cmd_report(int argc, char **argv)
 		return RM_EXIT_FAIL;
 	}
 	show_collector = n_ids > 1;
-	for (size_t i = 0; i < n_ids; i++)
+	for (size_t i = 0; i < n_ids; i++) {
+		if (show_collector && (int)strlen(ids[i]) > collector_width)
+			collector_width = (int)strlen(ids[i]);
 		free(ids[i]);
+	}
 	free(ids);
+	if (show_collector && collector_width < (int)strlen("COLLECTOR"))
+		collector_width = (int)strlen("COLLECTOR");
 	if (a.limits) {
 		struct limits_ctx lc = { format == FMT_JSON, show_collector };
 
@@ -614,14 +858,7 @@ static int cmd_report(int argc, char **argv)
 			rc = RM_EXIT_FAIL;
 		}
 	} else {
-		struct epochs_ctx ec = { format, show_collector };
-
-		if (format == FMT_CSV)
-			csv_header(stdout, show_collector);
-		if (rm_store_reader_epochs(reader, filter, print_epoch, &ec, err, sizeof(err))) {
-			rm_log_cmd(RM_LOG_ERR, "%s", err);
-			rc = RM_EXIT_FAIL;
-		}
+		rc = show_epochs(reader, &a, show_collector, collector_width);
 	}
 	rm_store_reader_close(reader);
 	if (fflush(stdout) || ferror(stdout)) {

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "health.h"
 #include "report_text.h"
 #include "timefmt.h"
 #include "rocemeter/seqobs.h"
@@ -39,6 +40,19 @@ void rm_flags_to_text(uint16_t flags, char *buf, size_t len)
 		snprintf(buf + off, off < len ? len - off : 0, "%s0x%04x", off ? "," : "", unknown);
 }
 
+const char *rm_closure_reason_text(uint16_t flags)
+{
+	if (flags & RM_FLAG_PROFILE_VIOLATION)
+		return "profile violation";
+	if (flags & RM_FLAG_CAPTURE_DISCONTINUITY)
+		return "capture discontinuity";
+	if (flags & RM_FLAG_STATE_EXHAUSTION)
+		return "state exhaustion (evicted)";
+	if (flags & RM_FLAG_SERIAL_DISCONTINUITY)
+		return "serial discontinuity";
+	return NULL;
+}
+
 const char *rm_report_state_text(uint16_t flags)
 {
 	if (!(flags & RM_FLAG_FINAL_EPOCH))
@@ -54,25 +68,51 @@ const char *rm_report_state_text(uint16_t flags)
 	return "closed";
 }
 
+/* The health of a report in words: "clean", "never seen, seen late" (health.h). */
+static void health_words(const struct rm_report *r, char *buf, size_t len)
+{
+	struct rm_health_counters c = {
+		.expired = r->expired,
+		.abandoned = r->abandoned,
+		.pending = r->pending,
+		.filled = r->filled,
+		.repeated = r->repeated,
+		.unclassified_late = r->unclassified_late,
+	};
+
+	rm_health_text(rm_health_of(&c), NULL, buf, len);
+}
+
 void rm_report_write_text(FILE *f, const struct rm_report *r, int wide)
 {
 	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN], flags[160], t0[RM_TIME_TEXT_LEN], t1[RM_TIME_TEXT_LEN];
+	char health[128];
 	int af = r->family == 6 ? AF_INET6 : AF_INET;
 
 	inet_ntop(af, r->src, src, sizeof(src));
 	inet_ntop(af, r->dst, dst, sizeof(dst));
 	rm_time_format(r->flow_end_ms, t1, sizeof(t1));
+	health_words(r, health, sizeof(health));
 	if (!wide) {
 		/*
-		 * The end time to the second, the key, the state in words, the counters that are not 0
-		 * most often, and the losses: positions expired from the window or abandoned at closure.
+		 * The end time to the second, the key, the state and the closure reason in words, the
+		 * health, the requests and the counters that are not 0 (a swapped pair shows skip=1
+		 * fill=1, not an open gap).
 		 */
+		const struct {
+			const char *name;
+			uint64_t v;
+		} counters[] = { { "skip", r->skipped },          { "fill", r->filled },  { "exp", r->expired },
+				 { "aban", r->abandoned },        { "pend", r->pending }, { "rep", r->repeated },
+				 { "late", r->unclassified_late } };
+
 		t1[19] = 0;
-		fprintf(f,
-			"%s %s > %s qp 0x%06" PRIx32 " e%" PRIu64 " r%" PRIu64 " %s req=%" PRIu64 " skip=%" PRIu64
-			" exp=%" PRIu64 " aban=%" PRIu64 " rep=%" PRIu64 " late=%" PRIu64 "\n",
-			t1, src, dst, r->dest_qp, r->epoch_id, r->report_id, rm_report_state_text(r->flags),
-			r->requests, r->skipped, r->expired, r->abandoned, r->repeated, r->unclassified_late);
+		fprintf(f, "%s %s > %s qp 0x%06" PRIx32 " e%" PRIu64 " r%" PRIu64 " %s (%s) req=%" PRIu64, t1, src, dst,
+			r->dest_qp, r->epoch_id, r->report_id, rm_report_state_text(r->flags), health, r->requests);
+		for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
+			if (counters[i].v)
+				fprintf(f, " %s=%" PRIu64, counters[i].name, counters[i].v);
+		fputc('\n', f);
 		return;
 	}
 	rm_flags_to_text(r->flags, flags, sizeof(flags));
@@ -82,9 +122,10 @@ void rm_report_write_text(FILE *f, const struct rm_report *r, int wide)
 	if (r->has_vlan_ns)
 		fprintf(f, " vlan %u/%u", r->vlan[0], r->vlan[1]);
 	fprintf(f,
-		" epoch %" PRIu64 " report %" PRIu64 " %s .. %s W %" PRIu32 " %s [%s] requests=%" PRIu64
+		" epoch %" PRIu64 " report %" PRIu64 " %s .. %s W %" PRIu32 " %s (%s) [%s] requests=%" PRIu64
 		" skipped=%" PRIu64 " filled=%" PRIu64 " expired=%" PRIu64 " abandoned=%" PRIu64 " pending=%" PRIu32
 		" repeated=%" PRIu64 " unclassified_late=%" PRIu64 "\n",
-		r->epoch_id, r->report_id, t0, t1, r->window, rm_report_state_text(r->flags), flags, r->requests,
-		r->skipped, r->filled, r->expired, r->abandoned, r->pending, r->repeated, r->unclassified_late);
+		r->epoch_id, r->report_id, t0, t1, r->window, rm_report_state_text(r->flags), health, flags,
+		r->requests, r->skipped, r->filled, r->expired, r->abandoned, r->pending, r->repeated,
+		r->unclassified_late);
 }

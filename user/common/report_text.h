@@ -10,12 +10,14 @@
 #include "rocemeter/report.h"
 
 /*
- * One report as a line, times in ISO-8601 UTC, the epoch's state in words
- * (rm_report_state_text()). Compact (wide = 0), for a terminal:
- *   "2026-06-17T08:20:12 SRC > DST qp 0x00002b e1 r1 closed req=10 skip=0 exp=0 rep=0 late=0"
- * (the end time to the second). Wide: every field of the report:
+ * One report as a line, times in ISO-8601 UTC, the epoch's state and
+ * closure reason in words (rm_report_state_text()), its sequence health
+ * (health.h) in parentheses. Compact (wide = 0), for a terminal: the end
+ * time to the second, requests and the counters that are not 0:
+ *   "2026-06-17T08:20:12 SRC > DST qp 0x00002b e1 r2 closed (seen late) req=10 skip=1 fill=1"
+ * Wide: every field of the report:
  *   "SRC > DST qp 0x.. pkey 0x.. observation point N [vlan A/B] epoch E report R
- *    START .. END W n STATE [flag names] requests=.. skipped=.. ... unclassified_late=.."
+ *    START .. END W n STATE (HEALTH) [flag names] requests=.. skipped=.. ... unclassified_late=.."
  */
 void rm_report_write_text(FILE *f, const struct rm_report *r, int wide);
 
@@ -26,6 +28,15 @@ void rm_report_write_text(FILE *f, const struct rm_report *r, int wide);
  * exhaustion (evicted)", "closed: serial discontinuity".
  */
 const char *rm_report_state_text(uint16_t flags);
+
+/*
+ * The closure reason a report's flags give, in words: "profile violation",
+ * "capture discontinuity", "state exhaustion (evicted)" or "serial
+ * discontinuity" (the first set, in that order); NULL when no
+ * closure-reason bit is set (an idle closure, the end of the input, a
+ * shutdown: [SEQOBS] has no flag for these).
+ */
+const char *rm_closure_reason_text(uint16_t flags);
 
 /*
  * The set rdmaSequenceFlags bits, comma-separated, into buf (len bytes,

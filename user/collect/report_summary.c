@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * report_summary.c - the per-connection summary of `report` (see
+ * report_summary.h): a GLib hash table from the key to its row, the sort,
+ * and the row as JSON and as text.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <glib.h>
+
+#include "common/jsonw.h"
+#include "report_summary.h"
+#include "report_table.h"
+#include "rocemeter/ipfix_ie.h"
+
+#define U(e, c)   ((e)->u[RM_ER_##c])
+#define T(e, c)   ((e)->t[RM_ER_##c])
+#define NUL(e, c) ((e)->null[RM_ER_##c])
+
+int rm_summary_init(struct rm_summary *s)
+{
+	*s = (struct rm_summary){ 0 };
+	s->index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	return s->index ? 0 : -ENOMEM;
+}
+
+void rm_summary_free(struct rm_summary *s)
+{
+	if (s->index)
+		g_hash_table_destroy(s->index);
+	free(s->rows);
+	*s = (struct rm_summary){ 0 };
+}
+
+static void add_sat(uint64_t *sum, uint64_t v)
+{
+	*sum = *sum > UINT64_MAX - v ? UINT64_MAX : *sum + v;
+}
+
+static struct rm_summary_row *row_of(struct rm_summary *s, const struct rm_epoch_read *e)
+{
+	char key[256];
+	gpointer at;
+	struct rm_summary_row *r;
+
+	snprintf(key, sizeof(key), "%llu|%llu|%s|%s|%llu|%llu|%llu|%llu|%llu", (unsigned long long)U(e, DOMAIN),
+		 (unsigned long long)U(e, OBS), T(e, SRC), T(e, DST), (unsigned long long)U(e, QP),
+		 (unsigned long long)U(e, PKEY), (unsigned long long)U(e, HAS_VLAN), (unsigned long long)U(e, VLAN0),
+		 (unsigned long long)U(e, VLAN1));
+	at = g_hash_table_lookup(s->index, key);
+	if (at)
+		return &s->rows[GPOINTER_TO_SIZE(at) - 1];
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		struct rm_summary_row *rows = realloc(s->rows, cap * sizeof(*rows));
+
+		if (!rows)
+			return NULL;
+		s->rows = rows;
+		s->cap = cap;
+	}
+	r = &s->rows[s->n++];
+	*r = (struct rm_summary_row){
+		.domain = U(e, DOMAIN),
+		.point = U(e, OBS),
+		.qp = U(e, QP),
+		.pkey = U(e, PKEY),
+		.vlan = { U(e, VLAN0), U(e, VLAN1) },
+		.family = (int)U(e, FAMILY),
+		.has_vlan = (int)U(e, HAS_VLAN),
+	};
+	snprintf(r->src, sizeof(r->src), "%s", T(e, SRC));
+	snprintf(r->dst, sizeof(r->dst), "%s", T(e, DST));
+	g_hash_table_insert(s->index, g_strdup(key), GSIZE_TO_POINTER(s->n));
+	return r;
+}
+
+int rm_summary_add(struct rm_summary *s, const struct rm_epoch_read *e)
+{
+	struct rm_summary_row *r = row_of(s, e);
+	struct rm_health_counters c;
+
+	if (!r)
+		return -ENOMEM;
+	r->epochs++;
+	for (int o = 0; o < RM_SUMMARY_OUTCOMES; o++)
+		if (!strcmp(T(e, OUTCOME), rm_outcome_name((enum rm_outcome)o)))
+			r->outcomes[o]++;
+	if (NUL(e, REQ)) {
+		r->unmeasured++;
+		return 0;
+	}
+	add_sat(&r->requests, U(e, REQ));
+	add_sat(&r->skipped, U(e, SKIP));
+	add_sat(&r->filled, U(e, FILL));
+	add_sat(&r->expired, U(e, EXP));
+	add_sat(&r->abandoned, U(e, ABAN));
+	add_sat(&r->pending, U(e, PEND));
+	add_sat(&r->repeated, U(e, REP));
+	add_sat(&r->unclassified_late, U(e, LATE));
+	c = (struct rm_health_counters){ .expired = U(e, EXP),
+					 .abandoned = U(e, ABAN),
+					 .pending = U(e, PEND),
+					 .filled = U(e, FILL),
+					 .repeated = U(e, REP),
+					 .unclassified_late = U(e, LATE) };
+	if (rm_health_of(&c))
+		r->not_clean++;
+	if (!r->first_start_ms || U(e, START) < r->first_start_ms)
+		r->first_start_ms = U(e, START);
+	if (U(e, END) > r->last_end_ms)
+		r->last_end_ms = U(e, END);
+	return 0;
+}
+
+struct rm_health_counters rm_summary_counters(const struct rm_summary_row *r)
+{
+	return (struct rm_health_counters){ .expired = r->expired,
+					    .abandoned = r->abandoned,
+					    .pending = r->pending,
+					    .filled = r->filled,
+					    .repeated = r->repeated,
+					    .unclassified_late = r->unclassified_late };
+}
+
+/* -1, 0, 1 as a > b, a == b, a < b: larger first. */
+static int larger_first(uint64_t a, uint64_t b)
+{
+	return a > b ? -1 : a < b;
+}
+
+static int smaller_first(uint64_t a, uint64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+static int by_health(const void *pa, const void *pb)
+{
+	const struct rm_summary_row *a = pa, *b = pb;
+	struct rm_health_counters ca = rm_summary_counters(a), cb = rm_summary_counters(b);
+	int d;
+
+	for (int k = 0; k < RM_HEALTH__N; k++)
+		if ((d = larger_first(rm_health_count(&ca, (enum rm_health_kind)k),
+				      rm_health_count(&cb, (enum rm_health_kind)k))))
+			return d;
+	if ((d = larger_first(a->requests, b->requests)) || (d = smaller_first(a->domain, b->domain)) ||
+	    (d = smaller_first(a->point, b->point)) || (d = strcmp(a->src, b->src)) || (d = strcmp(a->dst, b->dst)) ||
+	    (d = smaller_first(a->qp, b->qp)) || (d = smaller_first(a->pkey, b->pkey)) ||
+	    (d = smaller_first((uint64_t)a->has_vlan, (uint64_t)b->has_vlan)) ||
+	    (d = smaller_first(a->vlan[0], b->vlan[0])))
+		return d;
+	return smaller_first(a->vlan[1], b->vlan[1]);
+}
+
+void rm_summary_sort(struct rm_summary *s)
+{
+	if (s->n > 1)
+		qsort(s->rows, s->n, sizeof(s->rows[0]), by_health);
+}
+
+#define IE(stem) rm_pf_name(RM_PF_##stem)
+
+/* The outcomes in the order they are printed, complete first, as docs/json.md lists them. */
+static const enum rm_outcome outcome_order[RM_SUMMARY_OUTCOMES] = { RM_OUTCOME_COMPLETE, RM_OUTCOME_INCOMPLETE,
+								    RM_OUTCOME_INVALID, RM_OUTCOME_OPEN };
+
+json_t *rm_summary_json(const struct rm_summary_row *r)
+{
+	json_t *o = json_object(), *k = json_object(), *out = json_object(), *t = json_object(), *h = json_object();
+	struct rm_health_counters c = rm_summary_counters(r);
+	int six = r->family == 6;
+
+	json_object_set_new(o, "observationDomainId", rm_json_u64(r->domain));
+	json_object_set_new(k, IE(OBSERVATION_POINT_ID), rm_json_u64(r->point));
+	json_object_set_new(k, six ? IE(SOURCE_IPV6_ADDRESS) : IE(SOURCE_IPV4_ADDRESS), rm_json_text(r->src));
+	json_object_set_new(k, six ? IE(DESTINATION_IPV6_ADDRESS) : IE(DESTINATION_IPV4_ADDRESS), rm_json_text(r->dst));
+	json_object_set_new(k, IE(RDMA_DESTINATION_QP), rm_json_u64(r->qp));
+	json_object_set_new(k, IE(RDMA_PARTITION_KEY), rm_json_u64(r->pkey));
+	if (r->has_vlan) {
+		json_object_set_new(k, IE(VLAN_ID), rm_json_u64(r->vlan[0]));
+		json_object_set_new(k, IE(DOT1Q_CUSTOMER_VLAN_ID), rm_json_u64(r->vlan[1]));
+	}
+	json_object_set_new(o, "key", k);
+	json_object_set_new(o, "epochs", rm_json_u64(r->epochs));
+	json_object_set_new(o, "epochs_not_clean", rm_json_u64(r->not_clean));
+	json_object_set_new(o, "epochs_without_measurement", rm_json_u64(r->unmeasured));
+	for (size_t i = 0; i < RM_SUMMARY_OUTCOMES; i++)
+		json_object_set_new(out, rm_outcome_name(outcome_order[i]), rm_json_u64(r->outcomes[outcome_order[i]]));
+	json_object_set_new(o, "outcomes", out);
+	json_object_set_new(t, IE(REQUEST_PACKET_TOTAL_COUNT), rm_json_u64(r->requests));
+	json_object_set_new(t, IE(SKIPPED_PSN_TOTAL_COUNT), rm_json_u64(r->skipped));
+	json_object_set_new(t, IE(FILLED_PSN_TOTAL_COUNT), rm_json_u64(r->filled));
+	json_object_set_new(t, IE(EXPIRED_PSN_TOTAL_COUNT), rm_json_u64(r->expired));
+	json_object_set_new(t, IE(ABANDONED_PSN_TOTAL_COUNT), rm_json_u64(r->abandoned));
+	json_object_set_new(t, IE(PENDING_PSN_COUNT), rm_json_u64(r->pending));
+	json_object_set_new(t, IE(REPEATED_PSN_TOTAL_COUNT), rm_json_u64(r->repeated));
+	json_object_set_new(t, IE(UNCLASSIFIED_LATE_PACKET_TOTAL_COUNT), rm_json_u64(r->unclassified_late));
+	json_object_set_new(o, "totals", t);
+	for (int i = 0; i < RM_HEALTH__N; i++)
+		json_object_set_new(h, rm_health_key((enum rm_health_kind)i),
+				    rm_json_u64(rm_health_count(&c, (enum rm_health_kind)i)));
+	json_object_set_new(o, "health", h);
+	json_object_set_new(o, "first_flow_start_ms", r->first_start_ms ? rm_json_u64(r->first_start_ms) : json_null());
+	json_object_set_new(o, "last_flow_end_ms", r->first_start_ms ? rm_json_u64(r->last_end_ms) : json_null());
+	return o;
+}
+
+/* The summary's columns; verbose adds those marked. Widths fit IPv4 connections and counts below 10^8. */
+static const struct {
+	struct rm_table_col col;
+	int verbose_only;
+} summary_cols[] = {
+	{ { "OP", 2, 1 }, 0 },           { { "CONNECTION", 28, 0 }, 0 }, { { "EPOCHS", 6, 1 }, 0 },
+	{ { "REQUESTS", 8, 1 }, 0 },     { { "NEVER SEEN", 10, 1 }, 0 }, { { "SKIPPED", 8, 1 }, 1 },
+	{ { "EXPIRED", 8, 1 }, 1 },      { { "ABANDONED", 9, 1 }, 1 },   { { "PENDING", 7, 1 }, 0 },
+	{ { "SEEN LATE", 9, 1 }, 0 },    { { "REPEATED", 8, 1 }, 0 },    { { "UNCL LATE", 9, 1 }, 0 },
+	{ { "NOT COMPLETE", 0, 0 }, 0 },
+};
+#define N_SUMMARY_COLS (sizeof(summary_cols) / sizeof(summary_cols[0]))
+
+/* The epochs not complete by outcome ("1 incomplete, 2 open"), "-" when every epoch is complete. */
+static void outcomes_cell(const struct rm_summary_row *r, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	snprintf(buf, len, "-");
+	for (size_t i = 1; i < RM_SUMMARY_OUTCOMES; i++)
+		if (r->outcomes[outcome_order[i]] && off < len)
+			off += (size_t)snprintf(buf + off, len - off, "%s%llu %s", off ? ", " : "",
+						(unsigned long long)r->outcomes[outcome_order[i]],
+						rm_outcome_name(outcome_order[i]));
+}
+
+void rm_summary_text(FILE *f, const struct rm_summary_row *r, int verbose, int *header_done)
+{
+	struct rm_table_col cols[N_SUMMARY_COLS];
+	char op[48], conn[160], n[N_SUMMARY_COLS][24], outcomes[160];
+	struct rm_health_counters c = rm_summary_counters(r);
+	uint64_t v[] = { r->epochs,           r->requests, rm_health_count(&c, RM_HEALTH_NEVER_SEEN),
+			 r->skipped,          r->expired,  r->abandoned,
+			 r->pending,          r->filled,   r->repeated,
+			 r->unclassified_late };
+	const char *cells[N_SUMMARY_COLS];
+	size_t m = 0;
+
+	rm_table_point(r->domain, r->point, op, sizeof(op));
+	rm_table_connection(r->src, r->dst, r->qp, r->pkey, r->has_vlan, r->vlan[0], r->vlan[1], conn, sizeof(conn));
+	outcomes_cell(r, outcomes, sizeof(outcomes));
+	for (size_t i = 0; i < N_SUMMARY_COLS; i++) {
+		if (summary_cols[i].verbose_only && !verbose)
+			continue;
+		cols[m] = summary_cols[i].col;
+		if (i == 0)
+			cells[m] = op;
+		else if (i == 1)
+			cells[m] = conn;
+		else if (i == N_SUMMARY_COLS - 1)
+			cells[m] = outcomes;
+		else if (i == 2 || i == 3)
+			cells[m] = (snprintf(n[i], sizeof(n[i]), "%llu", (unsigned long long)v[i - 2]), n[i]);
+		else
+			cells[m] = rm_table_count(v[i - 2], n[i]);
+		m++;
+	}
+	if (!*header_done) {
+		rm_table_row(f, cols, m, NULL);
+		*header_done = 1;
+	}
+	rm_table_row(f, cols, m, cells);
+}

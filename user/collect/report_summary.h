@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * report_summary.h - `report --summary`: the epochs report reads, summed per
+ * connection and observation point (Observation Domain, observationPointId,
+ * addresses, rdmaDestinationQP, rdmaPartitionKey, VLAN keys), whichever
+ * store and collector they come from; rows sorted by positions never seen.
+ * Sums are of each epoch's latest accepted report; counters of different
+ * observation points are never combined ([SEQOBS] "Collector Processing").
+ * Used by cmd_report.c (text, JSON, CSV) and the HTML report.
+ */
+#ifndef ROCEMETER_REPORT_SUMMARY_H
+#define ROCEMETER_REPORT_SUMMARY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <jansson.h>
+
+#include "common/health.h"
+#include "rules/collector_rules.h"
+#include "store/store_read.h"
+
+/* The outcomes counted, by enum rm_outcome (rm_outcome_name()). */
+#define RM_SUMMARY_OUTCOMES 4
+
+/* One connection at one observation point. Sums saturate at 2^64 - 1. */
+struct rm_summary_row {
+	uint64_t domain, point, qp, pkey, vlan[2];
+	int family, has_vlan;
+	char src[48], dst[48];                  /* inet_ntop form, as stored */
+	uint64_t epochs, not_clean, unmeasured; /* epochs; not clean; without an accepted report */
+	uint64_t outcomes[RM_SUMMARY_OUTCOMES];
+	uint64_t requests, skipped, filled, expired, abandoned, pending, repeated, unclassified_late;
+	uint64_t first_start_ms, last_end_ms; /* of the measured epochs; 0 without one */
+};
+
+struct rm_summary {
+	void *index; /* key text -> row number + 1 (GHashTable) */
+	struct rm_summary_row *rows;
+	size_t n, cap;
+};
+
+/* An empty summary. 0, or -ENOMEM. */
+int rm_summary_init(struct rm_summary *s);
+void rm_summary_free(struct rm_summary *s);
+
+/* Add one epoch to its row (a new row for a new key). 0, or -ENOMEM. */
+int rm_summary_add(struct rm_summary *s, const struct rm_epoch_read *e);
+
+/*
+ * Order the rows: most positions never seen first, then the other kinds of
+ * RM_HEALTH_KINDS in order, then most requests, then by key (domain,
+ * point, source, destination, QP, P_Key, VLAN keys) so that equal data
+ * always gives the same order.
+ */
+void rm_summary_sort(struct rm_summary *s);
+
+/* The health counters of a row (for rm_health_of(), rm_health_count()). */
+struct rm_health_counters rm_summary_counters(const struct rm_summary_row *r);
+
+/* A row as a JSON object (docs/json.md "report summary"). New reference. */
+json_t *rm_summary_json(const struct rm_summary_row *r);
+
+/*
+ * A row as a text line; header before the first (*header_done then set).
+ * verbose adds SKIPPED, EXPIRED and ABANDONED beside NEVER SEEN.
+ */
+void rm_summary_text(FILE *f, const struct rm_summary_row *r, int verbose, int *header_done);
+
+#endif /* ROCEMETER_REPORT_SUMMARY_H */
