@@ -394,6 +394,7 @@ void rm_accept_conn(struct rm_collector *s)
 		}
 		c->srv = s;
 		c->fd = fd;
+		c->jfd = -1;
 		peer_text(&ss, c->peer, sizeof(c->peer), c->source, sizeof(c->source));
 		c->started_ms = rm_clock_wall_ms();
 		c->accepted_mono = rm_clock_mono_ms();

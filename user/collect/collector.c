@@ -116,6 +116,7 @@ static void tick(struct rm_collector *s, uint64_t t, uint64_t mono)
 	rm_accept_minute(s, t);
 	rm_accept_flush(s);
 	rm_collector_batch_commit(s);
+	rm_journal_tick(s->journal);
 }
 
 /* Every limit of the run, by its configuration key, for `report --limits`. */
@@ -197,6 +198,7 @@ static void collector_free(struct rm_collector *s)
 		g_hash_table_destroy(s->conn_counts);
 	if (s->minute_sources)
 		g_hash_table_destroy(s->minute_sources);
+	rm_journal_close(s->journal);
 	rm_backend_close(s->st);
 	rm_budget_free(s->budget);
 	if (s->ctx)
@@ -262,6 +264,14 @@ int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_sto
 	if (s->run_id < 0) {
 		rm_log(RM_LOG_ERR, "%s: %s", s->st->ops->drop_kind, rm_backend_error(s->st));
 		goto out;
+	}
+	if (spec->kind == RM_STORE_SQLITE) {
+		s->journal = rm_journal_open(spec->path, s->st, pen, err, sizeof(err));
+		if (!s->journal && err[0]) {
+			rm_log(RM_LOG_ERR, "%s", err);
+			goto out;
+		}
+		rm_journal_recover(s->journal, rm_clock_wall_ms());
 	}
 	store_limits(s);
 	s->raw_bytes = rm_backend_raw_bytes(s->st);

@@ -17,6 +17,7 @@
 #include <glib.h>
 
 #include "collector.h"
+#include "journal.h"
 #include "rules/collector_rules.h"
 #include "common/clock.h"
 #include "common/metrics.h"
@@ -75,6 +76,8 @@ struct conn {
 	uint64_t messages, records, octets, rejected;
 	uint64_t raw_bytes; /* raw record octets this session stored */
 	uint64_t now_ms;    /* time of the Message being processed */
+	int jfd;            /* its received-Messages journal file (journal.h), -1: none */
+	uint64_t jbytes;    /* octets received into that file */
 };
 
 struct rm_collector {
@@ -83,6 +86,7 @@ struct rm_collector {
 	SSL_CTX *ctx;
 	int lfd;
 	struct rm_backend *st;
+	struct rm_journal *journal; /* journal.h; NULL: the store keeps none */
 	struct rm_rules *rules;
 	struct rm_budget *budget;
 	int64_t run_id;

@@ -167,6 +167,7 @@ static void dec_record(void *arg, uint32_t domain, uint16_t tid, const struct rm
 
 		keep_raw(c, domain, tid, r, rm_verdict_name(v), why, raw, len, t, tl);
 	}
+	rm_journal_counted(c);
 }
 
 static void dec_reject(void *arg, uint32_t domain, uint16_t tid, const uint8_t *raw, size_t len, const char *reason)
@@ -178,6 +179,7 @@ static void dec_reject(void *arg, uint32_t domain, uint16_t tid, const uint8_t *
 	c->rejected++;
 	c->srv->stats.records_undecodable++;
 	keep_raw(c, domain, tid, NULL, "undecodable", reason, raw, len, t, tl);
+	rm_journal_counted(c);
 	if (c->rejected <= 10)
 		rm_log(RM_LOG_WARNING, "session %" PRId64 ": rejected: %s", c->session_id, reason);
 	else if (c->rejected == 11)
@@ -200,7 +202,7 @@ static const struct rm_ipfix_sink dec_sink = { dec_record, dec_reject, dec_note 
 void rm_session_end(struct conn *c, const char *reason)
 {
 	struct rm_collector *s = c->srv;
-	uint64_t t = rm_clock_wall_ms();
+	uint64_t t = rm_clock_wall_ms(), jgen;
 	char er[400];
 	struct rm_session_counts cnt = {
 		.messages = c->messages, .records = c->records, .octets = c->octets, .rejected = c->rejected
@@ -233,9 +235,11 @@ void rm_session_end(struct conn *c, const char *reason)
 		rm_collector_store_check(s, rm_backend_session_end(s->st, c->session_id, reason, t, &cnt),
 					 "session end");
 	}
+	jgen = rm_backend_transactions(s->st);
 	rm_collector_batch_commit(s);
 	rm_collector_store_check(s, rm_backend_flush(s->st),
 				 "commit"); /* a session's end and its epochs' outcomes: at once */
+	rm_journal_session_end(c, jgen);
 	{
 		char sid[24];
 		struct rm_log_field f[] = { { "SESSION", sid }, { "PEER", c->peer } };
@@ -252,6 +256,8 @@ void rm_session_end(struct conn *c, const char *reason)
 
 void rm_session_free(struct conn *c)
 {
+	if (c->jfd >= 0)
+		close(c->jfd);
 	if (c->ssl)
 		SSL_free(c->ssl);
 	if (c->fd >= 0)
@@ -305,6 +311,7 @@ static int process_buffer(struct conn *c)
 	if (off) {
 		memmove(c->buf, c->buf + off, c->len - off);
 		c->len -= off;
+		rm_journal_rotate_due(c);
 	}
 	/* The message-assembly timer runs from the first octet of the incomplete Message. */
 	if (!c->len)
@@ -372,6 +379,7 @@ int rm_session_admit(struct conn *c)
 		return -1;
 	}
 	rm_ipfix_session_set_budget(c->dec, s->budget);
+	rm_journal_session_start(s->journal, c);
 	{
 		char sid[24];
 		struct rm_log_field f[] = { { "SESSION", sid }, { "PEER", c->peer } };
@@ -445,6 +453,7 @@ void rm_session_data(struct conn *c)
 				return;
 			}
 		}
+		rm_journal_append(c, c->buf + c->len, (size_t)n); /* before decoding: a crash loses nothing uncounted */
 		c->len += (size_t)n;
 		left -= (size_t)n;
 		c->last_rx_mono = rm_clock_mono_ms();
