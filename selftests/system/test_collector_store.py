@@ -296,7 +296,7 @@ def send_then_freeze(c, s, payload, freeze_at):
     return sent
 
 
-def kill_while_reading(c, n_records, freeze_at, ready=None):
+def kill_while_reading(c, n_records, freeze_at, ready=None, before_kill=None):
     """A plain-TCP session of Templates then n_records records (one per epoch, 100 per Message, every
     Message the same length) sent until the collector is frozen (SIGSTOP) at freeze_at octets of them,
     then kill -9. Returns the records the collector had read in whole Messages, computed from the
@@ -315,6 +315,8 @@ def kill_while_reading(c, n_records, freeze_at, ready=None):
     unread = unread_octets(c.port)
     read = sent - unacked - unread  # of the data Messages (the Templates were read before)
     assert 0 <= read <= sent, (sent, unacked, unread)
+    if before_kill:
+        before_kill()
     c.proc.send_signal(signal.SIGKILL)
     c.proc.wait(timeout=WAIT)
     s.close()
@@ -356,6 +358,31 @@ def test_kill_while_reading_loses_nothing_uncounted(tmp_path, pki, trial):
         assert "collector-crash" in c2.log() and f"{dropped} of its" in c2.log()
 
 
+def test_kill_after_journal_rotation(tmp_path, pki):
+    """A session longer than the journal's bound (4 MiB, docs/collector.md): the file stays bounded
+    (rewritten with the session's Templates) and after kill -9 the count is as exact as before."""
+    n = 100000
+    db = tmp_path / "c.db"
+    c = start(db, tmp_path, pki, "--plain-tcp")
+    size = len(epoch_stream(100)[0])
+    sizes = []
+
+    def journal_size():
+        sizes.append(os.path.getsize(str(db) + ".received/1"))
+
+    read, partial, sent = kill_while_reading(c, n, n // 100 * 9 // 10 * size, before_kill=journal_size)
+    c2 = start(db, tmp_path, pki, "--plain-tcp")
+    try:
+        stored, dropped, sess = crash_counts(c2)
+    finally:
+        assert c2.stop() == 0
+    print(f"rotation: sent {sent} records, read {read} (+{partial} octets), stored {stored}, counted {dropped}, "
+          f"journal {sizes[0]} octets")
+    assert read * size // 100 > 4 << 20 and sizes[0] < (4 << 20) + 2 * 262144
+    assert stored + dropped == read, (read, stored, dropped)
+    assert not os.listdir(str(db) + ".received")  # read at the restart, then removed
+
+
 def test_kill_while_database_locked_loses_nothing_uncounted(tmp_path, pki):
     """kill -9 while another process holds the database's write lock: nothing of the session was ever
     committed; after the restart its row exists and every record read is a counted drop."""
@@ -380,6 +407,32 @@ def test_kill_while_database_locked_loses_nothing_uncounted(tmp_path, pki):
     assert read > 0 and stored == 0
     assert dropped == read, (read, dropped)
     assert sess["records"] >= read and sess["resource_drops"] == dropped
+
+
+def test_kill_while_disk_full_loses_nothing_uncounted(small_fs, tmp_path, pki):
+    """kill -9 while the database's file system is full (the journal's room was reserved when the
+    session began): after space returns and the collector restarts, every record read is stored or
+    a counted drop."""
+    n = 25000
+    db = os.path.join(small_fs, "c.db")
+    c = start(db, tmp_path, pki, "--plain-tcp")
+    filler = os.path.join(small_fs, "filler")
+
+    def full():
+        fill(filler)
+        c.wait_for(lambda: "database" in c.log() and "full" in c.log(), "the database error logged")
+
+    read, partial, sent = kill_while_reading(c, n, n // 100 * len(epoch_stream(100)[0]), ready=full)
+    os.unlink(filler)
+    c2 = start(db, tmp_path, pki, "--plain-tcp")
+    try:
+        stored, dropped, sess = crash_counts(c2)
+    finally:
+        assert c2.stop() == 0
+    print(f"disk full: sent {sent} records, read {read} (+{partial} octets), stored {stored}, counted {dropped}")
+    assert read > 0
+    assert stored + dropped == read, (read, stored, dropped)
+    assert sess["resource_drops"] >= dropped
 
 
 # ------------------------------------------------------------ written, then retired
