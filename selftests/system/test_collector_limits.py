@@ -540,3 +540,23 @@ def test_memory_budget_must_hold_the_handshakes_and_a_session(tmp_path):
                        capture_output=True, text=True, timeout=WAIT)
     assert p.returncode == 2 and f"max_memory_bytes {need - 1}" in p.stderr and str(need) in p.stderr
     assert not (tmp_path / "m.db").exists()
+
+
+def test_template_notes_are_rate_limited(start):
+    """20,000 Template withdrawals (valid IPFIX, [RFC7011] 8.1: a Template Record with Field Count
+    0), each after the Template is defined again: the decoder's notes of one session are logged 10
+    times, then at most once a minute (with the count not logged); every Message is still decoded."""
+    c = start()
+    n = 20000
+    s = c.connect()
+    define = templates_msg()
+    withdraw = message(ipfix_set(2, struct.pack("!HH", 256, 0)))
+    s.sendall((define + withdraw) * n)
+    close_tls(s)
+    (sess,) = c.wait_ended(1)
+    assert sess["messages"] == 2 * n
+    log = c.log()
+    notes = [line for line in log.splitlines() if re.search(r"session \d+ domain 0: ", line)]
+    assert "withdrawn" in log
+    assert len(notes) <= 12, len(notes)
+    assert "more notes of this session: at most one a minute" in log

@@ -74,10 +74,13 @@ struct conn {
 	uint8_t *buf;
 	size_t len;
 	uint64_t messages, records, octets, rejected;
-	uint64_t raw_bytes; /* raw record octets this session stored */
-	uint64_t now_ms;    /* time of the Message being processed */
-	int jfd;            /* its received-Messages journal file (journal.h), -1: none */
-	uint64_t jbytes;    /* octets received into that file */
+	uint64_t raw_bytes;  /* raw record octets this session stored */
+	uint64_t now_ms;     /* time of the Message being processed */
+	uint64_t notes;      /* the decoder's notes (Template withdrawn, unusable): the first logged, then a minute's */
+	uint64_t note_mono;  /* the last note logged */
+	uint64_t notes_held; /* notes since, only counted */
+	int jfd;             /* its received-Messages journal file (journal.h), -1: none */
+	uint64_t jbytes;     /* octets received into that file */
 };
 
 struct rm_collector {

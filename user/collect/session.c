@@ -188,11 +188,29 @@ static void dec_reject(void *arg, uint32_t domain, uint16_t tid, const uint8_t *
 		       c->session_id);
 }
 
+/*
+ * The decoder's notes are caused by the exporter (a withdrawal per Message
+ * is valid IPFIX): the first NOTES_LOGGED of a session are logged, then at
+ * most one a minute with the count of those only counted since.
+ */
+#define NOTES_LOGGED 10
 static void dec_note(void *arg, uint32_t domain, const char *msg)
 {
 	struct conn *c = arg;
+	uint64_t mono = rm_clock_mono_ms();
 
-	rm_log(RM_LOG_NOTICE, "session %" PRId64 " domain %u: %s", c->session_id, domain, msg);
+	if (++c->notes > NOTES_LOGGED && mono - c->note_mono < MINUTE_MS) {
+		c->notes_held++;
+		return;
+	}
+	c->note_mono = mono;
+	if (c->notes_held)
+		rm_log(RM_LOG_NOTICE, "session %" PRId64 " domain %u: %s (and %" PRIu64 " more notes not logged)",
+		       c->session_id, domain, msg, c->notes_held);
+	else
+		rm_log(RM_LOG_NOTICE, "session %" PRId64 " domain %u: %s%s", c->session_id, domain, msg,
+		       c->notes == NOTES_LOGGED ? " (more notes of this session: at most one a minute)" : "");
+	c->notes_held = 0;
 }
 
 static const struct rm_ipfix_sink dec_sink = { dec_record, dec_reject, dec_note };

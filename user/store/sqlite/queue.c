@@ -170,7 +170,10 @@ int rm_store_session_counts(struct rm_store *st, int64_t session_id, const struc
 
 	if (!s || s->ended_ms) /* not this run's open session: nothing to add to */
 		return s ? 0 : -1;
-	s = session_row(st, session_id); /* dirty */
+	if (!s->dirty) {
+		s->dirty = 1;
+		st->sessions_dirty++;
+	}
 	s->c = *c;
 	if (c->verdicts)
 		memcpy(s->verdicts, c->verdicts, sizeof(s->verdicts));
