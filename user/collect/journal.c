@@ -218,7 +218,7 @@ void rm_journal_counted(struct conn *c)
 					 .rejected = c->rejected,
 					 .verdicts = c->rs ? rm_rules_verdict_counts(c->rs) : NULL };
 
-	if (c->srv->journal && !c->closing)
+	if (!c->closing)
 		rm_collector_store_check(c->srv, rm_backend_session_counts(c->srv->st, c->session_id, &cnt),
 					 "session counts");
 }

@@ -42,7 +42,13 @@ int rm_journal_recover(struct rm_journal *j, uint64_t now_ms);
 void rm_journal_session_start(struct rm_journal *j, struct conn *c);
 /* Octets just read by session c, before they are decoded. */
 void rm_journal_append(struct conn *c, const uint8_t *buf, size_t n);
-/* A record of c was decoded: the store's row of c gets the counts of every record before this one and it. */
+/*
+ * A Message of c was decoded: the store's row of c gets its counts, so that
+ * the next transaction says which records it covers. A transaction the
+ * store writes in the middle of a Message (its memory bounds) covers part
+ * of it; a crash before the next one counts that Message's records as lost
+ * (at most one Message counted too many, none too few).
+ */
 void rm_journal_counted(struct conn *c);
 /* Between Messages: rotate c's file when it is due (c->buf holds the octets not yet decoded). */
 void rm_journal_rotate_due(struct conn *c);

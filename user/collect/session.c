@@ -167,7 +167,6 @@ static void dec_record(void *arg, uint32_t domain, uint16_t tid, const struct rm
 
 		keep_raw(c, domain, tid, r, rm_verdict_name(v), why, raw, len, t, tl);
 	}
-	rm_journal_counted(c);
 }
 
 static void dec_reject(void *arg, uint32_t domain, uint16_t tid, const uint8_t *raw, size_t len, const char *reason)
@@ -179,7 +178,6 @@ static void dec_reject(void *arg, uint32_t domain, uint16_t tid, const uint8_t *
 	c->rejected++;
 	c->srv->stats.records_undecodable++;
 	keep_raw(c, domain, tid, NULL, "undecodable", reason, raw, len, t, tl);
-	rm_journal_counted(c);
 	if (c->rejected <= 10)
 		rm_log(RM_LOG_WARNING, "session %" PRId64 ": rejected: %s", c->session_id, reason);
 	else if (c->rejected == 11)
@@ -316,6 +314,7 @@ static int process_buffer(struct conn *c)
 		int rc = rm_ipfix_message(c->dec, c->buf + off, (size_t)m, &dec_sink, c, err, sizeof(err));
 
 		rm_rules_flush(c->rs);
+		rm_journal_counted(c);
 		s->cur = NULL;
 		s->batch_messages++;
 		if (rc < 0) {

@@ -53,9 +53,9 @@ struct rm_backend_ops {
 	/* Optional (NULL: none): the collector ID every row carries. */
 	const char *(*collector_id)(void *st);
 	/*
-	 * Optional, all three or none (NULL: the store keeps no received-Messages
-	 * journal): rm_store_session_counts, rm_store_transactions,
-	 * rm_store_session_lost.
+	 * Optional: rm_store_session_counts (NULL: open sessions' rows show no
+	 * counts); rm_store_transactions and rm_store_session_lost, both or none
+	 * (NULL: the store keeps no received-Messages journal).
 	 */
 	int (*session_counts)(void *st, int64_t session_id, const struct rm_session_counts *c);
 	uint64_t (*transactions)(const void *st);
