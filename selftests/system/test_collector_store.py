@@ -15,6 +15,13 @@ kept apart from network loss, finite limits shown to the operator).
 - kill -9, then a restart on the same database: the dead run's open
   sessions end and their open epochs are retired as incomplete ("collector
   restarted").
+- kill -9 while the collector reads (at random moments under load, with the
+  database write-locked, with its disk full, past the journal's rotation):
+  every record it had read is stored or a counted `collector-crash` drop of
+  its session. What it had read comes from the kernel, not from the
+  collector: the octets sent minus the exporter's unacknowledged ones
+  (TIOCOUTQ) and the collector's unread ones (ss), the collector frozen with
+  SIGSTOP first.
 
 IPFIX Messages are written by hand (the helpers of test_collector.py,
 from RFC 7011 and [SEQOBS]); expected values come from what was sent.
