@@ -560,3 +560,37 @@ def test_template_notes_are_rate_limited(start):
     assert "withdrawn" in log
     assert len(notes) <= 12, len(notes)
     assert "more notes of this session: at most one a minute" in log
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process (proc(5)), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_accept_out_of_descriptors_backs_off(start):
+    """The collector's open-file limit (set on the running process with prlimit(1)) below what the
+    waiting connections need: accept() fails with EMFILE while connections wait in the listen
+    queue. The loop backs off instead of spinning (its CPU time over 2 s stays small), logs the
+    failure once (naming the limit to raise), and accepts again once descriptors are free."""
+    c = start()
+    fds = len(os.listdir(f"/proc/{c.proc.pid}/fd"))
+    soft = subprocess.run(["prlimit", f"--pid={c.proc.pid}", "--nofile", "--raw", "--noheadings", "-o", "SOFT"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    subprocess.run(["prlimit", f"--pid={c.proc.pid}", f"--nofile={fds + 3}:"], check=True)
+    socks = [socket.create_connection(("127.0.0.1", c.port)) for _ in range(20)]  # no handshake: they wait
+    c.wait_for(lambda: "Too many open files" in c.log(), "EMFILE logged")
+    t0 = cpu_seconds(c.proc.pid)
+    time.sleep(2)
+    used = cpu_seconds(c.proc.pid) - t0
+    assert used < 0.3, f"{used:.2f} s of CPU in 2 s while out of descriptors"
+    assert sum("accept:" in line for line in c.log().splitlines()) == 1, c.log()
+    assert "LimitNOFILE" in c.log()
+    for s in socks:
+        s.close()
+    subprocess.run(["prlimit", f"--pid={c.proc.pid}", f"--nofile={soft}:"], check=True)
+    s = c.connect()
+    s.sendall(templates_msg() + data_msg(report(epoch=1)))
+    close_tls(s)
+    c.wait_for(lambda: len(c.query("SELECT id FROM sessions WHERE ended_ms IS NOT NULL")) >= 1, "a session again")

@@ -308,7 +308,8 @@ int rm_collector_step(struct rm_collector *s)
 		return -1;
 	}
 	pfd = s->pfd = np;
-	pfd[0].fd = s->lfd;
+	mono = rm_clock_mono_ms();
+	pfd[0].fd = mono < s->accept_resume_mono ? -1 : s->lfd; /* accept() failed: the listener rests */
 	pfd[0].events = POLLIN;
 	pfd[0].revents = 0;
 	for (size_t i = 0; i < nc; i++) {
@@ -319,6 +320,8 @@ int rm_collector_step(struct rm_collector *s)
 	}
 	mono = rm_clock_mono_ms();
 	timeout = more ? 0 : s->last_tick + TICK_MS > mono ? (int)(s->last_tick + TICK_MS - mono) : 0;
+	if (pfd[0].fd < 0 && s->accept_resume_mono > mono && (int)(s->accept_resume_mono - mono) < timeout)
+		timeout = (int)(s->accept_resume_mono - mono);
 	rm_metrics_unlock(s->metrics); /* a scrape reads the server while it waits */
 	rc = poll(pfd, n, timeout);
 	rm_metrics_lock(s->metrics);

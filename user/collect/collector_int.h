@@ -101,6 +101,9 @@ struct rm_collector {
 	uint64_t raw_bytes;  /* raw record octets in the database */
 	int store_failed;
 	uint64_t budget_logged_mono;
+	/* accept() out of descriptors or memory: the listener rests until then (CLOCK_MONOTONIC ms). */
+	uint64_t accept_resume_mono, accept_logged_mono, accept_failures;
+	uint32_t accept_backoff_ms;
 	/* Refused connections, counted per minute, flushed once per tick. */
 	uint64_t minute_ms;
 	GHashTable *conn_counts;    /* "outcome source" -> struct conn_count */
