@@ -594,3 +594,59 @@ def test_accept_out_of_descriptors_backs_off(start):
     s.sendall(templates_msg() + data_msg(report(epoch=1)))
     close_tls(s)
     c.wait_for(lambda: len(c.query("SELECT id FROM sessions WHERE ended_ms IS NOT NULL")) >= 1, "a session again")
+
+
+def exporter_cert(pki, name, not_before, not_after):
+    """An exporter certificate (the exporter's name and key usage) signed by the test CA, valid from
+    not_before to not_after (datetimes): PKI/NAME.pem and NAME.key."""
+    import datetime
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    with open(f"{pki}/ca.pem", "rb") as f:
+        ca = x509.load_pem_x509_certificate(f.read())
+    with open(f"{pki}/ca.key", "rb") as f:
+        ca_key = serialization.load_pem_private_key(f.read(), None)
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "rocemeter test"),
+                         x509.NameAttribute(NameOID.COMMON_NAME, EXPORTER)])
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca.subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(not_before).not_valid_after(not_after)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(EXPORTER)]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    with open(f"{pki}/{name}.pem", "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(f"{pki}/{name}.key", "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
+    return name
+
+
+def test_certificate_refusals_say_why(start, pki):
+    """An exporter certificate that has expired, one not yet valid, one of an unknown CA: each
+    refused handshake names the reason (OpenSSL's verification result), not only "certificate
+    verify failed"."""
+    import datetime
+    now = datetime.datetime.now(datetime.timezone.utc)
+    day = datetime.timedelta(days=1)
+    cases = {exporter_cert(pki, "expired", now - 10 * day, now - day): "certificate has expired",
+             exporter_cert(pki, "notyet", now + day, now + 10 * day): "certificate is not yet valid",
+             "untrusted": "unable to get local issuer certificate"}
+    c = start()
+    for i, cert in enumerate(cases):
+        try:  # one source each: a source's refusals of one kind are logged once a minute
+            s = c.tls(socket.create_connection(("127.0.0.1", c.port), source_address=(f"127.0.0.{i + 2}", 0)),
+                      cert)
+            s.sendall(templates_msg())
+            s.recv(1)
+            s.close()
+        except (ssl.SSLError, OSError):
+            pass
+    c.wait_for(lambda: sum(r["count"] for r in connection_rows(c)) == 3, "three refused connections")
+    log = c.log()
+    for why in cases.values():
+        assert f"exporter certificate refused: {why}" in log, log
+    assert len(session_rows(c)) == 0
+    assert c.stop() == 0

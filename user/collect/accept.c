@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
+#include <openssl/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,7 @@ void rm_accept_handshake(struct conn *c)
 	struct rm_collector *s = c->srv;
 	char r[600], e[400];
 	int rc, err;
+	long vr;
 
 	c->want_write = 0;
 	ERR_clear_error();
@@ -197,8 +199,16 @@ void rm_accept_handshake(struct conn *c)
 		rm_accept_refuse(c, CO_NOT_AUTHORISED, r);
 		return;
 	}
-	snprintf(r, sizeof(r), "TLS handshake failed: %s",
-		 rm_tls_errors(err == SSL_ERROR_SYSCALL ? "connection closed" : "", e, sizeof(e)));
+	vr = SSL_get_verify_result(c->ssl);
+	if (vr != X509_V_OK) {
+		/* The error queue says only "certificate verify failed"; the verification says why. */
+		ERR_clear_error();
+		snprintf(r, sizeof(r), "TLS handshake failed: exporter certificate refused: %s",
+			 X509_verify_cert_error_string(vr));
+	} else {
+		snprintf(r, sizeof(r), "TLS handshake failed: %s",
+			 rm_tls_errors(err == SSL_ERROR_SYSCALL ? "connection closed" : "", e, sizeof(e)));
+	}
 	rm_accept_refuse(c, CO_HANDSHAKE_FAILED, r);
 }
 
