@@ -5,13 +5,14 @@
 # systemd-container: the live systemd test (selftests/system/test_service.py).
 # clickhouse-server and -client: the fleet store's tests start their own
 # servers as plain processes (tests/lib/clickhouse.py); the package's system
-# service is neither started by the installation nor enabled.
+# service is neither started by the installation nor enabled. python3-cryptography:
+# certificates with chosen validity dates (selftests/system/test_collector_limits.py).
 set -euo pipefail
 PKGS=(
   make gcc clang llvm clang-format pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
   libssl-dev openssl libpcap-dev libsqlite3-dev sqlite3 libinih-dev libsystemd-dev libglib2.0-dev libjansson-dev
   libmicrohttpd-dev prometheus
-  libcmocka-dev python3 python3-pytest python3-scapy tshark tcpdump tcpreplay
+  libcmocka-dev python3 python3-pytest python3-scapy python3-cryptography tshark tcpdump tcpreplay
   libfixbuf-tools socat iproute2 ethtool systemd
   debootstrap systemd-container
   libcurl4-openssl-dev clickhouse-server clickhouse-client
