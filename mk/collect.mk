@@ -1,7 +1,7 @@
 # user/collect/: `rocemeter collect` (IPFIX over TLS 1.3: the listener and
 # handshakes, the Transport Sessions, the poll loop and its metrics; the rules
 # of user/rules/, the store of user/store/) and `rocemeter report`.
-ROCEMETER_SRCS += user/collect/collector.c user/collect/accept.c user/collect/session.c \
+ROCEMETER_SRCS += user/collect/collector.c user/collect/accept.c user/collect/session.c user/collect/journal.c \
                   user/collect/collector_metrics.c user/collect/seq_points.c user/collect/cmd_collect.c \
                   user/collect/cmd_report.c user/collect/report_table.c user/collect/report_summary.c \
                   user/collect/report_html.c

@@ -11,12 +11,14 @@
 # checks the shipped rules (tests/unit/test_prometheus_rules.py, python3-yaml).
 # libjs-d3: the charts `report --format html` inlines (read at run time from
 # /usr/share/javascript/d3/); chromium: its test loads the page headless.
+# python3-cryptography: certificates with chosen validity dates
+# (selftests/system/test_collector_limits.py).
 set -euo pipefail
 PKGS=(
   make gcc clang llvm clang-format pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
   libssl-dev openssl libpcap-dev libsqlite3-dev sqlite3 libinih-dev libsystemd-dev libglib2.0-dev libjansson-dev
   libmicrohttpd-dev prometheus prometheus-alertmanager python3-yaml
-  libcmocka-dev python3 python3-pytest python3-scapy tshark tcpdump tcpreplay
+  libcmocka-dev python3 python3-pytest python3-scapy python3-cryptography tshark tcpdump tcpreplay
   libfixbuf-tools socat iproute2 ethtool systemd tmux
   debootstrap systemd-container
   libcurl4-openssl-dev clickhouse-server clickhouse-client

@@ -540,3 +540,113 @@ def test_memory_budget_must_hold_the_handshakes_and_a_session(tmp_path):
                        capture_output=True, text=True, timeout=WAIT)
     assert p.returncode == 2 and f"max_memory_bytes {need - 1}" in p.stderr and str(need) in p.stderr
     assert not (tmp_path / "m.db").exists()
+
+
+def test_template_notes_are_rate_limited(start):
+    """20,000 Template withdrawals (valid IPFIX, [RFC7011] 8.1: a Template Record with Field Count
+    0), each after the Template is defined again: the decoder's notes of one session are logged 10
+    times, then at most once a minute (with the count not logged); every Message is still decoded."""
+    c = start()
+    n = 20000
+    s = c.connect()
+    define = templates_msg()
+    withdraw = message(ipfix_set(2, struct.pack("!HH", 256, 0)))
+    s.sendall((define + withdraw) * n)
+    close_tls(s)
+    (sess,) = c.wait_ended(1)
+    assert sess["messages"] == 2 * n
+    log = c.log()
+    notes = [line for line in log.splitlines() if re.search(r"session \d+ domain 0: ", line)]
+    assert "withdrawn" in log
+    assert len(notes) <= 12, len(notes)
+    assert "more notes of this session: at most one a minute" in log
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process (proc(5)), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_accept_out_of_descriptors_backs_off(start):
+    """The collector's open-file limit (set on the running process with prlimit(1)) below what the
+    waiting connections need: accept() fails with EMFILE while connections wait in the listen
+    queue. The loop backs off instead of spinning (its CPU time over 2 s stays small), logs the
+    failure once (naming the limit to raise), and accepts again once descriptors are free."""
+    c = start()
+    fds = len(os.listdir(f"/proc/{c.proc.pid}/fd"))
+    soft = subprocess.run(["prlimit", f"--pid={c.proc.pid}", "--nofile", "--raw", "--noheadings", "-o", "SOFT"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    subprocess.run(["prlimit", f"--pid={c.proc.pid}", f"--nofile={fds + 3}:"], check=True)
+    socks = [socket.create_connection(("127.0.0.1", c.port)) for _ in range(20)]  # no handshake: they wait
+    c.wait_for(lambda: "Too many open files" in c.log(), "EMFILE logged")
+    t0 = cpu_seconds(c.proc.pid)
+    time.sleep(2)
+    used = cpu_seconds(c.proc.pid) - t0
+    assert used < 0.3, f"{used:.2f} s of CPU in 2 s while out of descriptors"
+    assert sum("accept:" in line for line in c.log().splitlines()) == 1, c.log()
+    assert "LimitNOFILE" in c.log()
+    for s in socks:
+        s.close()
+    subprocess.run(["prlimit", f"--pid={c.proc.pid}", f"--nofile={soft}:"], check=True)
+    s = c.connect()
+    s.sendall(templates_msg() + data_msg(report(epoch=1)))
+    close_tls(s)
+    c.wait_for(lambda: len(c.query("SELECT id FROM sessions WHERE ended_ms IS NOT NULL")) >= 1, "a session again")
+
+
+def exporter_cert(pki, name, not_before, not_after):
+    """An exporter certificate (the exporter's name and key usage) signed by the test CA, valid from
+    not_before to not_after (datetimes): PKI/NAME.pem and NAME.key."""
+    import datetime
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    with open(f"{pki}/ca.pem", "rb") as f:
+        ca = x509.load_pem_x509_certificate(f.read())
+    with open(f"{pki}/ca.key", "rb") as f:
+        ca_key = serialization.load_pem_private_key(f.read(), None)
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "rocemeter test"),
+                         x509.NameAttribute(NameOID.COMMON_NAME, EXPORTER)])
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca.subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(not_before).not_valid_after(not_after)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(EXPORTER)]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    with open(f"{pki}/{name}.pem", "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(f"{pki}/{name}.key", "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
+    return name
+
+
+def test_certificate_refusals_say_why(start, pki):
+    """An exporter certificate that has expired, one not yet valid, one of an unknown CA: each
+    refused handshake names the reason (OpenSSL's verification result), not only "certificate
+    verify failed"."""
+    import datetime
+    now = datetime.datetime.now(datetime.timezone.utc)
+    day = datetime.timedelta(days=1)
+    cases = {exporter_cert(pki, "expired", now - 10 * day, now - day): "certificate has expired",
+             exporter_cert(pki, "notyet", now + day, now + 10 * day): "certificate is not yet valid",
+             "untrusted": "unable to get local issuer certificate"}
+    c = start()
+    for i, cert in enumerate(cases):
+        try:  # one source each: a source's refusals of one kind are logged once a minute
+            s = c.tls(socket.create_connection(("127.0.0.1", c.port), source_address=(f"127.0.0.{i + 2}", 0)),
+                      cert)
+            s.sendall(templates_msg())
+            s.recv(1)
+            s.close()
+        except (ssl.SSLError, OSError):
+            pass
+    c.wait_for(lambda: sum(r["count"] for r in connection_rows(c)) == 3, "three refused connections")
+    log = c.log()
+    for why in cases.values():
+        assert f"exporter certificate refused: {why}" in log, log
+    assert len(session_rows(c)) == 0
+    assert c.stop() == 0

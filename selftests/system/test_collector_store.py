@@ -15,18 +15,29 @@ kept apart from network loss, finite limits shown to the operator).
 - kill -9, then a restart on the same database: the dead run's open
   sessions end and their open epochs are retired as incomplete ("collector
   restarted").
+- kill -9 while the collector reads (at random moments under load, with the
+  database write-locked, with its disk full, past the journal's rotation):
+  every record it had read is stored or a counted `collector-crash` drop of
+  its session. What it had read comes from the kernel, not from the
+  collector: the octets sent minus the exporter's unacknowledged ones
+  (TIOCOUTQ) and the collector's unread ones (ss), the collector frozen with
+  SIGSTOP first.
 
 IPFIX Messages are written by hand (the helpers of test_collector.py,
 from RFC 7011 and [SEQOBS]); expected values come from what was sent.
 Needs root for the tmpfs mount (the other tests do not).
 """
+import fcntl
 import ipaddress
 import os
+import random
 import re
 import shutil
 import signal
 import sqlite3
+import struct
 import subprocess
+import termios
 import time
 import urllib.request
 
@@ -254,6 +265,181 @@ def test_restart_after_kill_retires_open_epochs(tmp_path, pki):
         assert c2.stop() == 0
     p = subprocess.run([BIN, "report", "--db", str(db), "--outcome", "open"], capture_output=True, text=True)
     assert p.returncode == 0 and p.stdout == ""
+
+
+# ------------------------------------------------------------ kill -9 while reading: nothing read is lost uncounted
+
+def unread_octets(port):
+    """Octets the kernel holds for the collector's end of its connection on port (Recv-Q, from ss)."""
+    out = subprocess.run(["ss", "-tnH", "state", "established", f"( sport = :{port} )"], capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out, "no established connection of the collector"
+    return int(out[0])
+
+
+def send_then_freeze(c, s, payload, freeze_at):
+    """Send payload on the non-blocking socket s in paced chunks (so that the collector reads as it
+    goes); once freeze_at octets are out, SIGSTOP the collector and go on until the kernel takes no
+    more (its buffers full) or everything is out. The octets the socket took."""
+    s.setblocking(False)
+    sent, frozen, stuck_since = 0, False, None
+    while sent < len(payload):
+        if not frozen and sent >= freeze_at:
+            os.kill(c.proc.pid, signal.SIGSTOP)
+            frozen = True
+        try:
+            sent += s.send(payload[sent:sent + 16384])
+            stuck_since = None
+            if not frozen:
+                time.sleep(0.0005)
+        except BlockingIOError:
+            if frozen and stuck_since is not None and time.monotonic() - stuck_since > 0.5:
+                break
+            stuck_since = stuck_since or time.monotonic()
+            time.sleep(0.001)
+    if not frozen:
+        os.kill(c.proc.pid, signal.SIGSTOP)
+    time.sleep(0.3)  # loopback: what is in flight has arrived
+    return sent
+
+
+def kill_while_reading(c, n_records, freeze_at, ready=None, before_kill=None):
+    """A plain-TCP session of Templates then n_records records (one per epoch, 100 per Message, every
+    Message the same length) sent until the collector is frozen (SIGSTOP) at freeze_at octets of them,
+    then kill -9. Returns the records the collector had read in whole Messages, computed from the
+    socket's queues (the exporter's octets not acknowledged, TIOCOUTQ; the collector's unread ones, ss),
+    the octets of a Message it had read in part, and the records sent."""
+    msgs = epoch_stream(n_records)
+    assert len({len(m) for m in msgs}) == 1
+    size = len(msgs[0])
+    s = c.connect("plain")
+    s.sendall(templates_msg())
+    c.wait_for(lambda: "started (plain TCP" in c.log(), "the session admitted")
+    if ready:
+        ready()
+    sent = send_then_freeze(c, s, b"".join(msgs), freeze_at)
+    unacked = struct.unpack("i", fcntl.ioctl(s.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0]
+    unread = unread_octets(c.port)
+    read = sent - unacked - unread  # of the data Messages (the Templates were read before)
+    assert 0 <= read <= sent, (sent, unacked, unread)
+    if before_kill:
+        before_kill()
+    c.proc.send_signal(signal.SIGKILL)
+    c.proc.wait(timeout=WAIT)
+    s.close()
+    c.err.close()
+    return (read // size) * 100, read % size, sent // size * 100
+
+
+def crash_counts(c):
+    """After the restart: the records of session 1 in the store (one accepted report per epoch), its
+    'collector-crash' drops, its row (or None)."""
+    stored = count(c, "SELECT coalesce(sum(reports_accepted), 0) FROM epochs WHERE session_id = 1")
+    dropped = count(c, "SELECT coalesce(sum(count), 0) FROM drops WHERE session_id = 1 AND kind = 'collector-crash'")
+    rows = c.query("SELECT * FROM sessions WHERE id = 1")
+    return stored, dropped, rows[0] if rows else None
+
+
+@pytest.mark.parametrize("trial", range(3))
+def test_kill_while_reading_loses_nothing_uncounted(tmp_path, pki, trial):
+    """kill -9 at a random moment under load (frozen first, so that the kernel's queues say what the
+    collector had read): after the restart every record read is stored or a counted collector
+    resource drop of its session; silent loss 0."""
+    rnd = random.Random(trial)
+    n = 30000
+    db = tmp_path / "c.db"
+    c = start(db, tmp_path, pki, "--plain-tcp")
+    size = len(epoch_stream(100)[0])
+    read, partial, sent = kill_while_reading(c, n, rnd.randrange(n // 100 // 10, n // 100 * 9 // 10) * size)
+    c2 = start(db, tmp_path, pki, "--plain-tcp")
+    try:
+        stored, dropped, sess = crash_counts(c2)
+    finally:
+        assert c2.stop() == 0
+    print(f"trial {trial}: sent {sent} records, read {read} (+{partial} octets), stored {stored}, "
+          f"counted {dropped}, silently lost {read - stored - dropped}")
+    assert read > 0
+    assert stored + dropped == read, (read, stored, dropped)
+    assert sess["resource_drops"] >= dropped and "collector restarted" in sess["end_reason"]
+    if dropped:
+        assert "collector-crash" in c2.log() and f"{dropped} of its" in c2.log()
+
+
+def test_kill_after_journal_rotation(tmp_path, pki):
+    """A session longer than the journal's bound (4 MiB, docs/collector.md): the file stays bounded
+    (rewritten with the session's Templates) and after kill -9 the count is as exact as before."""
+    n = 100000
+    db = tmp_path / "c.db"
+    c = start(db, tmp_path, pki, "--plain-tcp")
+    size = len(epoch_stream(100)[0])
+    sizes = []
+
+    def journal_size():
+        sizes.append(os.path.getsize(str(db) + ".received/1"))
+
+    read, partial, sent = kill_while_reading(c, n, n // 100 * 9 // 10 * size, before_kill=journal_size)
+    c2 = start(db, tmp_path, pki, "--plain-tcp")
+    try:
+        stored, dropped, sess = crash_counts(c2)
+    finally:
+        assert c2.stop() == 0
+    print(f"rotation: sent {sent} records, read {read} (+{partial} octets), stored {stored}, counted {dropped}, "
+          f"journal {sizes[0]} octets")
+    assert read * size // 100 > 4 << 20 and sizes[0] < (4 << 20) + 2 * 262144
+    assert stored + dropped == read, (read, stored, dropped)
+    assert not os.listdir(str(db) + ".received")  # read at the restart, then removed
+
+
+def test_kill_while_database_locked_loses_nothing_uncounted(tmp_path, pki):
+    """kill -9 while another process holds the database's write lock: nothing of the session was ever
+    committed; after the restart its row exists and every record read is a counted drop."""
+    n = 25000
+    db = tmp_path / "c.db"
+    c = start(db, tmp_path, pki, "--plain-tcp")
+    lock = sqlite3.connect(str(db), isolation_level=None, timeout=30)
+    lock.execute("BEGIN EXCLUSIVE")
+    try:
+        read, partial, sent = kill_while_reading(
+            c, n, n // 100 * len(epoch_stream(100)[0]),
+            ready=lambda: c.wait_for(lambda: "locked" in c.log() or "busy" in c.log(), "the lock noticed"))
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    c2 = start(db, tmp_path, pki, "--plain-tcp")
+    try:
+        stored, dropped, sess = crash_counts(c2)
+    finally:
+        assert c2.stop() == 0
+    print(f"locked: sent {sent} records, read {read} (+{partial} octets), stored {stored}, counted {dropped}")
+    assert read > 0 and stored == 0
+    assert dropped == read, (read, dropped)
+    assert sess["records"] >= read and sess["resource_drops"] == dropped
+
+
+def test_kill_while_disk_full_loses_nothing_uncounted(small_fs, tmp_path, pki):
+    """kill -9 while the database's file system is full (the journal's room was reserved when the
+    session began): after space returns and the collector restarts, every record read is stored or
+    a counted drop."""
+    n = 25000
+    db = os.path.join(small_fs, "c.db")
+    c = start(db, tmp_path, pki, "--plain-tcp")
+    filler = os.path.join(small_fs, "filler")
+
+    def full():
+        fill(filler)
+        c.wait_for(lambda: "database" in c.log() and "full" in c.log(), "the database error logged")
+
+    read, partial, sent = kill_while_reading(c, n, n // 100 * len(epoch_stream(100)[0]), ready=full)
+    os.unlink(filler)
+    c2 = start(db, tmp_path, pki, "--plain-tcp")
+    try:
+        stored, dropped, sess = crash_counts(c2)
+    finally:
+        assert c2.stop() == 0
+    print(f"disk full: sent {sent} records, read {read} (+{partial} octets), stored {stored}, counted {dropped}")
+    assert read > 0
+    assert stored + dropped == read, (read, stored, dropped)
+    assert sess["resource_drops"] >= dropped
 
 
 # ------------------------------------------------------------ written, then retired

@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
+#include <openssl/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,7 @@ void rm_accept_handshake(struct conn *c)
 	struct rm_collector *s = c->srv;
 	char r[600], e[400];
 	int rc, err;
+	long vr;
 
 	c->want_write = 0;
 	ERR_clear_error();
@@ -197,8 +199,16 @@ void rm_accept_handshake(struct conn *c)
 		rm_accept_refuse(c, CO_NOT_AUTHORISED, r);
 		return;
 	}
-	snprintf(r, sizeof(r), "TLS handshake failed: %s",
-		 rm_tls_errors(err == SSL_ERROR_SYSCALL ? "connection closed" : "", e, sizeof(e)));
+	vr = SSL_get_verify_result(c->ssl);
+	if (vr != X509_V_OK) {
+		/* The error queue says only "certificate verify failed"; the verification says why. */
+		ERR_clear_error();
+		snprintf(r, sizeof(r), "TLS handshake failed: exporter certificate refused: %s",
+			 X509_verify_cert_error_string(vr));
+	} else {
+		snprintf(r, sizeof(r), "TLS handshake failed: %s",
+			 rm_tls_errors(err == SSL_ERROR_SYSCALL ? "connection closed" : "", e, sizeof(e)));
+	}
 	rm_accept_refuse(c, CO_HANDSHAKE_FAILED, r);
 }
 
@@ -366,6 +376,36 @@ static void handshake_room(struct rm_collector *s, const char *source)
 }
 
 /*
+ * accept() failed for want of descriptors or memory (EMFILE, ENFILE,
+ * ENOBUFS, ENOMEM): the pending connections stay in the listen queue, so
+ * the listener would be readable at once again and the loop would spin.
+ * It rests ACCEPT_BACKOFF_MIN_MS, doubling to ACCEPT_BACKOFF_MAX_MS while
+ * it fails; counted, logged once a minute.
+ */
+#define ACCEPT_BACKOFF_MIN_MS 50
+#define ACCEPT_BACKOFF_MAX_MS 1000
+static void accept_failed(struct rm_collector *s, int err)
+{
+	uint64_t mono = rm_clock_mono_ms();
+
+	s->accept_backoff_ms = !s->accept_backoff_ms                              ? ACCEPT_BACKOFF_MIN_MS
+			       : s->accept_backoff_ms * 2 > ACCEPT_BACKOFF_MAX_MS ? ACCEPT_BACKOFF_MAX_MS
+										  : s->accept_backoff_ms * 2;
+	s->accept_resume_mono = mono + s->accept_backoff_ms;
+	s->accept_failures++;
+	if (!s->accept_logged_mono || mono - s->accept_logged_mono >= MINUTE_MS) {
+		rm_log(RM_LOG_ERR,
+		       "accept: %s (%" PRIu64 " failures so far); new connections wait in the listen queue, "
+		       "accepted again after %u..%u ms%s",
+		       strerror(err), s->accept_failures, ACCEPT_BACKOFF_MIN_MS, ACCEPT_BACKOFF_MAX_MS,
+		       err == EMFILE ? ": raise the collector's open-file limit (LimitNOFILE=) above max_sessions "
+				       "x 2 + max_handshakes"
+				     : "");
+		s->accept_logged_mono = mono;
+	}
+}
+
+/*
  * Accept up to TURN_ACCEPTS connections. With TLS a connection joins the
  * handshake pool (no session yet); with plain TCP it is admitted at once.
  */
@@ -379,9 +419,10 @@ void rm_accept_conn(struct rm_collector *s)
 
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-				rm_log(RM_LOG_ERR, "accept: %s", strerror(errno));
+				accept_failed(s, errno);
 			return;
 		}
+		s->accept_backoff_ms = 0;
 		c = calloc(1, sizeof(*c));
 		nc = realloc(s->conns, (s->nconns + 1) * sizeof(*nc));
 		if (nc)
@@ -394,6 +435,7 @@ void rm_accept_conn(struct rm_collector *s)
 		}
 		c->srv = s;
 		c->fd = fd;
+		c->jfd = -1;
 		peer_text(&ss, c->peer, sizeof(c->peer), c->source, sizeof(c->source));
 		c->started_ms = rm_clock_wall_ms();
 		c->accepted_mono = rm_clock_mono_ms();

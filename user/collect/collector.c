@@ -116,6 +116,7 @@ static void tick(struct rm_collector *s, uint64_t t, uint64_t mono)
 	rm_accept_minute(s, t);
 	rm_accept_flush(s);
 	rm_collector_batch_commit(s);
+	rm_journal_tick(s->journal);
 }
 
 /* Every limit of the run, by its configuration key, for `report --limits`. */
@@ -197,6 +198,7 @@ static void collector_free(struct rm_collector *s)
 		g_hash_table_destroy(s->conn_counts);
 	if (s->minute_sources)
 		g_hash_table_destroy(s->minute_sources);
+	rm_journal_close(s->journal);
 	rm_backend_close(s->st);
 	rm_seq_points_free(s->points);
 	rm_budget_free(s->budget);
@@ -265,6 +267,14 @@ int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_sto
 		rm_log(RM_LOG_ERR, "%s: %s", s->st->ops->drop_kind, rm_backend_error(s->st));
 		goto out;
 	}
+	if (spec->kind == RM_STORE_SQLITE) {
+		s->journal = rm_journal_open(spec->path, s->st, pen, err, sizeof(err));
+		if (!s->journal && err[0]) {
+			rm_log(RM_LOG_ERR, "%s", err);
+			goto out;
+		}
+		rm_journal_recover(s->journal, rm_clock_wall_ms());
+	}
 	store_limits(s);
 	s->raw_bytes = rm_backend_raw_bytes(s->st);
 	log_start(s, spec);
@@ -300,7 +310,8 @@ int rm_collector_step(struct rm_collector *s)
 		return -1;
 	}
 	pfd = s->pfd = np;
-	pfd[0].fd = s->lfd;
+	mono = rm_clock_mono_ms();
+	pfd[0].fd = mono < s->accept_resume_mono ? -1 : s->lfd; /* accept() failed: the listener rests */
 	pfd[0].events = POLLIN;
 	pfd[0].revents = 0;
 	for (size_t i = 0; i < nc; i++) {
@@ -311,6 +322,8 @@ int rm_collector_step(struct rm_collector *s)
 	}
 	mono = rm_clock_mono_ms();
 	timeout = more ? 0 : s->last_tick + TICK_MS > mono ? (int)(s->last_tick + TICK_MS - mono) : 0;
+	if (pfd[0].fd < 0 && s->accept_resume_mono > mono && (int)(s->accept_resume_mono - mono) < timeout)
+		timeout = (int)(s->accept_resume_mono - mono);
 	rm_metrics_unlock(s->metrics); /* a scrape reads the server while it waits */
 	rc = poll(pfd, n, timeout);
 	rm_metrics_lock(s->metrics);

@@ -17,6 +17,7 @@
 #include <glib.h>
 
 #include "collector.h"
+#include "journal.h"
 #include "rules/collector_rules.h"
 #include "common/clock.h"
 #include "common/metrics.h"
@@ -76,8 +77,13 @@ struct conn {
 	uint8_t *buf;
 	size_t len;
 	uint64_t messages, records, octets, rejected;
-	uint64_t raw_bytes; /* raw record octets this session stored */
-	uint64_t now_ms;    /* time of the Message being processed */
+	uint64_t raw_bytes;  /* raw record octets this session stored */
+	uint64_t now_ms;     /* time of the Message being processed */
+	uint64_t notes;      /* the decoder's notes (Template withdrawn, unusable): the first logged, then a minute's */
+	uint64_t note_mono;  /* the last note logged */
+	uint64_t notes_held; /* notes since, only counted */
+	int jfd;             /* its received-Messages journal file (journal.h), -1: none */
+	uint64_t jbytes;     /* octets received into that file */
 };
 
 struct rm_collector {
@@ -86,6 +92,7 @@ struct rm_collector {
 	SSL_CTX *ctx;
 	int lfd;
 	struct rm_backend *st;
+	struct rm_journal *journal; /* journal.h; NULL: the store keeps none */
 	struct rm_rules *rules;
 	struct rm_budget *budget;
 	int64_t run_id;
@@ -97,6 +104,9 @@ struct rm_collector {
 	uint64_t raw_bytes;  /* raw record octets in the database */
 	int store_failed;
 	uint64_t budget_logged_mono;
+	/* accept() out of descriptors or memory: the listener rests until then (CLOCK_MONOTONIC ms). */
+	uint64_t accept_resume_mono, accept_logged_mono, accept_failures;
+	uint32_t accept_backoff_ms;
 	/* Refused connections, counted per minute, flushed once per tick. */
 	uint64_t minute_ms;
 	GHashTable *conn_counts;    /* "outcome source" -> struct conn_count */

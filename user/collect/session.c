@@ -203,11 +203,29 @@ static void dec_reject(void *arg, uint32_t domain, uint16_t tid, const uint8_t *
 		       c->session_id);
 }
 
+/*
+ * The decoder's notes are caused by the exporter (a withdrawal per Message
+ * is valid IPFIX): the first NOTES_LOGGED of a session are logged, then at
+ * most one a minute with the count of those only counted since.
+ */
+#define NOTES_LOGGED 10
 static void dec_note(void *arg, uint32_t domain, const char *msg)
 {
 	struct conn *c = arg;
+	uint64_t mono = rm_clock_mono_ms();
 
-	rm_log(RM_LOG_NOTICE, "session %" PRId64 " domain %u: %s", c->session_id, domain, msg);
+	if (++c->notes > NOTES_LOGGED && mono - c->note_mono < MINUTE_MS) {
+		c->notes_held++;
+		return;
+	}
+	c->note_mono = mono;
+	if (c->notes_held)
+		rm_log(RM_LOG_NOTICE, "session %" PRId64 " domain %u: %s (and %" PRIu64 " more notes not logged)",
+		       c->session_id, domain, msg, c->notes_held);
+	else
+		rm_log(RM_LOG_NOTICE, "session %" PRId64 " domain %u: %s%s", c->session_id, domain, msg,
+		       c->notes == NOTES_LOGGED ? " (more notes of this session: at most one a minute)" : "");
+	c->notes_held = 0;
 }
 
 static const struct rm_ipfix_sink dec_sink = { dec_record, dec_reject, dec_note };
@@ -217,7 +235,7 @@ static const struct rm_ipfix_sink dec_sink = { dec_record, dec_reject, dec_note 
 void rm_session_end(struct conn *c, const char *reason)
 {
 	struct rm_collector *s = c->srv;
-	uint64_t t = rm_clock_wall_ms();
+	uint64_t t = rm_clock_wall_ms(), jgen;
 	char er[400];
 	struct rm_session_counts cnt = {
 		.messages = c->messages, .records = c->records, .octets = c->octets, .rejected = c->rejected
@@ -250,9 +268,11 @@ void rm_session_end(struct conn *c, const char *reason)
 		rm_collector_store_check(s, rm_backend_session_end(s->st, c->session_id, reason, t, &cnt),
 					 "session end");
 	}
+	jgen = rm_backend_transactions(s->st);
 	rm_collector_batch_commit(s);
 	rm_collector_store_check(s, rm_backend_flush(s->st),
 				 "commit"); /* a session's end and its epochs' outcomes: at once */
+	rm_journal_session_end(c, jgen);
 	{
 		char sid[24];
 		struct rm_log_field f[] = { { "SESSION", sid }, { "PEER", c->peer } };
@@ -269,6 +289,8 @@ void rm_session_end(struct conn *c, const char *reason)
 
 void rm_session_free(struct conn *c)
 {
+	if (c->jfd >= 0)
+		close(c->jfd);
 	if (c->ssl)
 		SSL_free(c->ssl);
 	if (c->fd >= 0)
@@ -309,6 +331,7 @@ static int process_buffer(struct conn *c)
 		int rc = rm_ipfix_message(c->dec, c->buf + off, (size_t)m, &dec_sink, c, err, sizeof(err));
 
 		rm_rules_flush(c->rs);
+		rm_journal_counted(c);
 		s->cur = NULL;
 		s->batch_messages++;
 		if (rc < 0) {
@@ -322,6 +345,7 @@ static int process_buffer(struct conn *c)
 	if (off) {
 		memmove(c->buf, c->buf + off, c->len - off);
 		c->len -= off;
+		rm_journal_rotate_due(c);
 	}
 	/* The message-assembly timer runs from the first octet of the incomplete Message. */
 	if (!c->len)
@@ -389,6 +413,7 @@ int rm_session_admit(struct conn *c)
 		return -1;
 	}
 	rm_ipfix_session_set_budget(c->dec, s->budget);
+	rm_journal_session_start(s->journal, c);
 	{
 		char sid[24];
 		struct rm_log_field f[] = { { "SESSION", sid }, { "PEER", c->peer } };
@@ -462,6 +487,7 @@ void rm_session_data(struct conn *c)
 				return;
 			}
 		}
+		rm_journal_append(c, c->buf + c->len, (size_t)n); /* before decoding: a crash loses nothing uncounted */
 		c->len += (size_t)n;
 		left -= (size_t)n;
 		c->last_rx_mono = rm_clock_mono_ms();

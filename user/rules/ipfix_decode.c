@@ -173,6 +173,21 @@ static void note(const struct rm_ipfix_sink *sink, void *arg, uint32_t domain, c
 	sink->note(arg, domain, buf);
 }
 
+void rm_ipfix_templates_each(struct rm_ipfix_session *s,
+			     void (*fn)(void *arg, uint32_t domain, int options, const uint8_t *rec, size_t len),
+			     void *arg)
+{
+	GHashTableIter it;
+	gpointer v;
+
+	g_hash_table_iter_init(&it, s->tmpls);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		struct tmpl *t = v;
+
+		fn(arg, t->domain, t->options, t->bytes, t->nbytes);
+	}
+}
+
 static void reject(const struct rm_ipfix_sink *sink, void *arg, uint32_t domain, uint16_t tid, const uint8_t *raw,
 		   size_t len, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 static void reject(const struct rm_ipfix_sink *sink, void *arg, uint32_t domain, uint16_t tid, const uint8_t *raw,

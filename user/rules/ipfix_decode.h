@@ -122,4 +122,15 @@ const struct rm_ipfix_counts *rm_ipfix_counts(const struct rm_ipfix_session *s);
  */
 const uint8_t *rm_ipfix_template_bytes(struct rm_ipfix_session *s, uint32_t domain, uint16_t tid, size_t *len);
 
+/*
+ * Call fn for every (Options) Template the session holds, in no particular
+ * order: its Observation Domain, 1 for an Options Template, and its Template
+ * Record octets as rm_ipfix_template_bytes gives them. A Message of such
+ * records restores the Templates in a new session (the collector's
+ * received-Messages journal).
+ */
+void rm_ipfix_templates_each(struct rm_ipfix_session *s,
+			     void (*fn)(void *arg, uint32_t domain, int options, const uint8_t *rec, size_t len),
+			     void *arg);
+
 #endif /* ROCEMETER_IPFIX_DECODE_H */

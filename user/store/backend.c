@@ -101,6 +101,19 @@ static int sq_make_room(void *st)
 	return rm_store_make_room(st);
 }
 
+static int sq_session_counts(void *st, int64_t session_id, const struct rm_session_counts *c)
+{
+	return rm_store_session_counts(st, session_id, c);
+}
+static uint64_t sq_transactions(const void *st)
+{
+	return rm_store_transactions(st);
+}
+static int sq_session_lost(void *st, const struct rm_store_lost_session *l, uint64_t now_ms, uint64_t *lost)
+{
+	return rm_store_session_lost(st, l, now_ms, lost);
+}
+
 const struct rm_backend_ops rm_backend_sqlite = {
 	.name = "sqlite",
 	.drop_kind = "database",
@@ -124,6 +137,9 @@ const struct rm_backend_ops rm_backend_sqlite = {
 	.raw_bytes = sq_raw_bytes,
 	.set_budget = sq_set_budget,
 	.make_room = sq_make_room,
+	.session_counts = sq_session_counts,
+	.transactions = sq_transactions,
+	.session_lost = sq_session_lost,
 };
 
 /* ---------------- the choice ---------------- */

@@ -52,6 +52,14 @@ struct rm_backend_ops {
 	uint64_t (*buffer_capacity)(void *st);
 	/* Optional (NULL: none): the collector ID every row carries. */
 	const char *(*collector_id)(void *st);
+	/*
+	 * Optional: rm_store_session_counts (NULL: open sessions' rows show no
+	 * counts); rm_store_transactions and rm_store_session_lost, both or none
+	 * (NULL: the store keeps no received-Messages journal).
+	 */
+	int (*session_counts)(void *st, int64_t session_id, const struct rm_session_counts *c);
+	uint64_t (*transactions)(const void *st);
+	int (*session_lost)(void *st, const struct rm_store_lost_session *l, uint64_t now_ms, uint64_t *lost);
 };
 
 /*
@@ -187,6 +195,28 @@ static inline uint64_t rm_backend_buffer_capacity(struct rm_backend *b)
 static inline const char *rm_backend_collector_id(struct rm_backend *b)
 {
 	return b->ops->collector_id ? b->ops->collector_id(b->st) : "";
+}
+
+/* The store can tell what a crash lost of what was read (store.h rm_store_session_lost). */
+static inline int rm_backend_has_journal(const struct rm_backend *b)
+{
+	return b->ops->session_lost != NULL;
+}
+/* An open session's counts so far: the next transaction writes them with its rows (0 for a store without). */
+static inline int rm_backend_session_counts(struct rm_backend *b, int64_t session_id, const struct rm_session_counts *c)
+{
+	return b->ops->session_counts ? b->ops->session_counts(b->st, session_id, c) : 0;
+}
+/* Transactions committed since the store was opened (0 for a store without a journal). */
+static inline uint64_t rm_backend_transactions(const struct rm_backend *b)
+{
+	return b->ops->transactions ? b->ops->transactions(b->st) : 0;
+}
+/* What a crash lost of session l (store.h rm_store_session_lost); -1 for a store without. */
+static inline int rm_backend_session_lost(struct rm_backend *b, const struct rm_store_lost_session *l, uint64_t now_ms,
+					  uint64_t *lost)
+{
+	return b->ops->session_lost ? b->ops->session_lost(b->st, l, now_ms, lost) : -1;
 }
 
 #endif /* ROCEMETER_BACKEND_H */

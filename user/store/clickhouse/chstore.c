@@ -142,6 +142,22 @@ static int ch_session_peer(void *p, int64_t session_id, const char *subject)
 	return s ? rm_sess_row_peer(s, subject) : -1;
 }
 
+/* An open session's counts so far: its row is written again (a new version), as SQLite's is. */
+static int ch_session_counts(void *p, int64_t session_id, const struct rm_session_counts *c)
+{
+	struct rm_chstore *cs = p;
+	struct rm_sess_row *s = g_hash_table_lookup(cs->sessions, &session_id);
+
+	if (!s || s->ended_ms)
+		return s ? 0 : -1;
+	s->dirty = 1;
+	s->c = *c;
+	if (c->verdicts)
+		memcpy(s->verdicts, c->verdicts, sizeof(s->verdicts));
+	s->c.verdicts = NULL;
+	return 0;
+}
+
 static int ch_session_end(void *p, int64_t session_id, const char *reason, uint64_t now_ms,
 			  const struct rm_session_counts *c)
 {
@@ -491,6 +507,7 @@ const struct rm_backend_ops rm_backend_clickhouse = {
 	.session_start = ch_session_start,
 	.session_peer = ch_session_peer,
 	.session_end = ch_session_end,
+	.session_counts = ch_session_counts,
 	.epoch = ch_epoch,
 	.raw = ch_raw,
 	.drop = ch_drop,

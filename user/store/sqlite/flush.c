@@ -166,6 +166,7 @@ void rm_sq_attempt(struct rm_store *st)
 	unsigned n_epochs = st->epochs->len, n_raw = st->raw->len;
 
 	if (flush(st) == 0) {
+		st->transactions++;
 		if (st->down) {
 			rm_log(RM_LOG_NOTICE,
 			       "database writable again after %" PRIu64 " ms; wrote %u epoch rows and %u raw records "
@@ -234,6 +235,11 @@ int rm_store_flush(struct rm_store *st)
 	if (!st->readonly && (!st->down || rm_clock_mono_ms() >= st->retry_at_ms))
 		rm_sq_attempt(st);
 	return 0;
+}
+
+uint64_t rm_store_transactions(const struct rm_store *st)
+{
+	return st->transactions;
 }
 
 int rm_store_make_room(struct rm_store *st)

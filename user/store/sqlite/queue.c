@@ -164,6 +164,23 @@ int rm_store_session_end(struct rm_store *st, int64_t session_id, const char *re
 	return s ? rm_sess_row_end(s, reason, now_ms, c) : -1;
 }
 
+int rm_store_session_counts(struct rm_store *st, int64_t session_id, const struct rm_session_counts *c)
+{
+	struct rm_sess_row *s = g_hash_table_lookup(st->sessions, &session_id);
+
+	if (!s || s->ended_ms) /* not this run's open session: nothing to add to */
+		return s ? 0 : -1;
+	if (!s->dirty) {
+		s->dirty = 1;
+		st->sessions_dirty++;
+	}
+	s->c = *c;
+	if (c->verdicts)
+		memcpy(s->verdicts, c->verdicts, sizeof(s->verdicts));
+	s->c.verdicts = NULL;
+	return 0;
+}
+
 int rm_store_drop(struct rm_store *st, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms)
 {
 	return count_drop(st, session_id, kind, detail, now_ms);

@@ -158,6 +158,39 @@ int rm_store_session_end(struct rm_store *st, int64_t session_id, const char *re
 			 const struct rm_session_counts *c);
 
 /*
+ * The counts of an open session so far (c->verdicts copied when set): its
+ * row is written again by the next transaction, so that a committed row
+ * says how many of the session's records that transaction covers (the
+ * received-Messages journal compares them after a crash). 0 or -1.
+ */
+int rm_store_session_counts(struct rm_store *st, int64_t session_id, const struct rm_session_counts *c);
+/* Transactions committed since the store was opened: what waited before the count grew is written. */
+uint64_t rm_store_transactions(const struct rm_store *st);
+
+/*
+ * A session of a run that ended without writing it all (killed, or
+ * crashed), as its received-Messages journal gives it: ID, run, peer,
+ * transport, start, and what the collector had read (Messages, records
+ * decoded, records rejected, octets of whole Messages) plus the octets of
+ * an incomplete last Message.
+ */
+struct rm_store_lost_session {
+	int64_t id, run_id;
+	const char *peer, *transport;
+	uint64_t started_ms;
+	uint64_t messages, records, rejected, octets, partial_octets;
+};
+/*
+ * At a run's start, after rm_store_run_start: the records of l that the
+ * database does not hold (read minus the committed row's records and
+ * rejected) become a collector resource drop of kind "collector-crash" of
+ * the session, its row made when it was never written (ended now_ms) and
+ * its counts set to what was read; written at once. *lost is that number
+ * of records. 0, or -1 (the database refused: the journal is kept).
+ */
+int rm_store_session_lost(struct rm_store *st, const struct rm_store_lost_session *l, uint64_t now_ms, uint64_t *lost);
+
+/*
  * An epoch changed or is retired: its row is written (inserted, or updated
  * with the latest state) by the next transaction. A retired epoch is kept
  * by the store (e->sink_keeps set) until written. e->store_id is its row

@@ -185,6 +185,7 @@ struct rm_store {
 	uint64_t down_since_ms, retry_at_ms, backoff_ms, last_remind_ms;
 	uint64_t down_drops;     /* "database" drops since the database became unavailable */
 	uint64_t database_drops; /* "database" drops since the store was opened */
+	uint64_t transactions;   /* committed since the store was opened */
 	char down_why[200];
 	int wal_pages;
 	struct rm_budget *budget; /* charged for kept epochs and raw records rm_sq_waiting (NULL: none) */
