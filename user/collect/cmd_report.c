@@ -465,8 +465,8 @@ static const struct rm_opt report_opts[] = {
 	RM_OPT("top", 0, "N", RM_OPT_UINT, "with --summary: the first N lines only", RM_OPT_AT(R, top), .lo = 1,
 	       .hi = UINT32_MAX),
 	RM_OPT("verbose", 'v', NULL, RM_OPT_FLAG,
-	       "text: every field of each epoch in words (the\ndefault is a table of 120 columns); with --summary\n"
-	       "the skipped, expired and abandoned columns too",
+	       "text: every field of each epoch in words (the\ndefault is a table); with --summary the columns\n"
+	       "skipped, expired and abandoned too",
 	       RM_OPT_AT(R, verbose)),
 	RM_OPT("limits", 'l', NULL, RM_OPT_FLAG,
 	       "the limits of the last collector run and the collector\nresource drops they caused (ClickHouse: of "
@@ -475,8 +475,9 @@ static const struct rm_opt report_opts[] = {
 	       RM_OPT_AT(R, limits)),
 	RM_OPT_HEADING("\n"
 		       "When a ClickHouse store holds more than one collector, every epoch and every\n"
-		       "--limits block names its collector (text: 'collector ID', json and csv: the\n"
-		       "key collector_id); session IDs are per collector.\n"),
+		       "--limits block names its collector (text: a first column COLLECTOR, --verbose:\n"
+		       "'collector ID', json and csv: the key collector_id); session IDs are per\n"
+		       "collector. --summary sums a connection's epochs across the collectors.\n"),
 	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this help"),
 	{ 0 },
 };
