@@ -597,14 +597,7 @@ struct epochs_ctx {
 /* 1 if the epoch's sequence is not clean (an epoch without an accepted report has none to show). */
 static int has_anomaly(const struct rm_epoch_read *e)
 {
-	struct rm_health_counters c = {
-		.expired = I64(e, EXP),
-		.abandoned = I64(e, ABAN),
-		.pending = I64(e, PEND),
-		.filled = I64(e, FILL),
-		.repeated = I64(e, REP),
-		.unclassified_late = I64(e, LATE),
-	};
+	struct rm_health_counters c = rm_table_health(e);
 
 	return !ISNULL(e, REQ) && rm_health_of(&c);
 }
