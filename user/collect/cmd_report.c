@@ -497,10 +497,11 @@ static void report_usage(FILE *f)
 		   "filled) and its repeated PSNs and unclassified late requests. These counters\n"
 		   "describe sequence positions: an expired position is not proof of a lost\n"
 		   "packet, a repeated PSN not proof of a retransmission, a filled position not\n"
-		   "proof of reordering. The default text is a table (a header, one line of at\n"
-		   "most 120 columns per epoch for IPv4 connections); --verbose prints the prose\n"
-		   "that keeps apart the observed counters, the metering qualifications\n"
-		   "(rdmaSequenceFlags), the report coverage (gaps) and the outcome's reason.\n"
+		   "proof of reordering. The default text is a table (a header, one line per\n"
+		   "epoch: 120 columns for IPv4 connections with up to three kinds); --verbose\n"
+		   "prints the prose that keeps apart the observed counters, the metering\n"
+		   "qualifications (rdmaSequenceFlags), the report coverage (gaps) and the\n"
+		   "outcome's reason.\n"
 		   "Times are ISO-8601 UTC in text; 0 is '-' in the summary's columns.\n"
 		   "\n");
 	rm_opts_help(f, report_opts, 25, 6);
