@@ -25,6 +25,8 @@ CHECK_PROGS    += scripts/check-format scripts/check-functions
 CHECK_SCRIPTS  += tests/unit/test_style.py
 # The exposition writer against the text format's rules (escapes, HELP and TYPE lines).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_metrics
+# The shipped alerting and recording rules (docs/prometheus/): promtool check and its unit tests.
+CHECK_SCRIPTS  += tests/unit/test_prometheus_rules.py
 # The sequence health of an epoch on [SEQOBS]'s verification examples.
 CHECK_PROGS    += $(BUILD)/tests/unit/test_health
 # ISO-8601 UTC times printed and parsed (report --since/--until).

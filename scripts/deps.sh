@@ -5,16 +5,22 @@
 # systemd-container: the live systemd test (selftests/system/test_service.py).
 # clickhouse-server and -client: the fleet store's tests start their own
 # servers as plain processes (tests/lib/clickhouse.py); the package's system
-# service is neither started by the installation nor enabled.
+# service is neither started by the installation nor enabled. prometheus and
+# prometheus-alertmanager: the metrics tests start their own servers on
+# loopback ports (selftests/system/test_metrics.py, test_alerts.py); promtool
+# checks the shipped rules (tests/unit/test_prometheus_rules.py, python3-yaml).
+# libjs-d3: the charts `report --format html` inlines (read at run time from
+# /usr/share/javascript/d3/); chromium: its test loads the page headless.
 set -euo pipefail
 PKGS=(
   make gcc clang llvm clang-format pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
   libssl-dev openssl libpcap-dev libsqlite3-dev sqlite3 libinih-dev libsystemd-dev libglib2.0-dev libjansson-dev
-  libmicrohttpd-dev prometheus
+  libmicrohttpd-dev prometheus prometheus-alertmanager python3-yaml
   libcmocka-dev python3 python3-pytest python3-scapy tshark tcpdump tcpreplay
   libfixbuf-tools socat iproute2 ethtool systemd tmux
   debootstrap systemd-container
   libcurl4-openssl-dev clickhouse-server clickhouse-client
+  libjs-d3 chromium
 )
 missing=()
 for p in "${PKGS[@]}"; do

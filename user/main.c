@@ -7,8 +7,7 @@
 
 #include "common/command.h"
 #include "common/log.h"
-
-#define RM_VERSION "0.1.0"
+#include "common/version.h"
 
 extern const struct rm_command __start_rm_commands[] __attribute__((weak));
 extern const struct rm_command __stop_rm_commands[] __attribute__((weak));

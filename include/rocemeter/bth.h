@@ -46,35 +46,53 @@ enum rm_bth_transport {
 	RM_TRANSPORT_XRC = 0xa0, /* Extended Reliable Connection */
 };
 
-/* The opcodes the project names ([IBPKT] "BTH Opcode master table"). */
-enum rm_bth_opcode {
-	RM_OPCODE_RC_SEND_FIRST = 0x00,
-	RM_OPCODE_RC_SEND_MIDDLE = 0x01,
-	RM_OPCODE_RC_SEND_LAST = 0x02,
-	RM_OPCODE_RC_SEND_LAST_IMM = 0x03,
-	RM_OPCODE_RC_SEND_ONLY = 0x04,
-	RM_OPCODE_RC_SEND_ONLY_IMM = 0x05,
-	RM_OPCODE_RC_RDMA_WRITE_FIRST = 0x06,
-	RM_OPCODE_RC_RDMA_WRITE_MIDDLE = 0x07,
-	RM_OPCODE_RC_RDMA_WRITE_LAST = 0x08,
-	RM_OPCODE_RC_RDMA_WRITE_LAST_IMM = 0x09,
-	RM_OPCODE_RC_RDMA_WRITE_ONLY = 0x0a,
-	RM_OPCODE_RC_RDMA_WRITE_ONLY_IMM = 0x0b,
-	RM_OPCODE_RC_RDMA_READ_REQUEST = 0x0c,
-	RM_OPCODE_RC_RDMA_READ_RESPONSE_FIRST = 0x0d,
-	RM_OPCODE_RC_RDMA_READ_RESPONSE_MIDDLE = 0x0e,
-	RM_OPCODE_RC_RDMA_READ_RESPONSE_LAST = 0x0f,
-	RM_OPCODE_RC_RDMA_READ_RESPONSE_ONLY = 0x10,
-	RM_OPCODE_RC_ACKNOWLEDGE = 0x11,
-	RM_OPCODE_RC_ATOMIC_ACKNOWLEDGE = 0x12,
-	RM_OPCODE_RC_COMPARE_SWAP = 0x13,
-	RM_OPCODE_RC_FETCH_ADD = 0x14,
-	RM_OPCODE_RC_SEND_LAST_INV = 0x16,
-	RM_OPCODE_RC_SEND_ONLY_INV = 0x17,
-	RM_OPCODE_UD_SEND_ONLY = 0x64,
-	RM_OPCODE_UD_SEND_ONLY_IMM = 0x65,
-	RM_OPCODE_CNP = 0x81, /* the RoCEv2 Congestion Notification Packet */
-};
+/*
+ * The opcodes the project names ([IBPKT] "BTH Opcode master table"):
+ * X(suffix, value, name) makes RM_OPCODE_<suffix> = value; name is the
+ * table's, for people (logs, `status`: rm_opcode_name()).
+ */
+#define RM_BTH_OPCODES(X)                                                  \
+	X(RC_SEND_FIRST, 0x00, "SEND First")                               \
+	X(RC_SEND_MIDDLE, 0x01, "SEND Middle")                             \
+	X(RC_SEND_LAST, 0x02, "SEND Last")                                 \
+	X(RC_SEND_LAST_IMM, 0x03, "SEND Last with Immediate")              \
+	X(RC_SEND_ONLY, 0x04, "SEND Only")                                 \
+	X(RC_SEND_ONLY_IMM, 0x05, "SEND Only with Immediate")              \
+	X(RC_RDMA_WRITE_FIRST, 0x06, "RDMA WRITE First")                   \
+	X(RC_RDMA_WRITE_MIDDLE, 0x07, "RDMA WRITE Middle")                 \
+	X(RC_RDMA_WRITE_LAST, 0x08, "RDMA WRITE Last")                     \
+	X(RC_RDMA_WRITE_LAST_IMM, 0x09, "RDMA WRITE Last with Immediate")  \
+	X(RC_RDMA_WRITE_ONLY, 0x0a, "RDMA WRITE Only")                     \
+	X(RC_RDMA_WRITE_ONLY_IMM, 0x0b, "RDMA WRITE Only with Immediate")  \
+	X(RC_RDMA_READ_REQUEST, 0x0c, "RDMA READ Request")                 \
+	X(RC_RDMA_READ_RESPONSE_FIRST, 0x0d, "RDMA READ response First")   \
+	X(RC_RDMA_READ_RESPONSE_MIDDLE, 0x0e, "RDMA READ response Middle") \
+	X(RC_RDMA_READ_RESPONSE_LAST, 0x0f, "RDMA READ response Last")     \
+	X(RC_RDMA_READ_RESPONSE_ONLY, 0x10, "RDMA READ response Only")     \
+	X(RC_ACKNOWLEDGE, 0x11, "Acknowledge")                             \
+	X(RC_ATOMIC_ACKNOWLEDGE, 0x12, "ATOMIC Acknowledge")               \
+	X(RC_COMPARE_SWAP, 0x13, "CmpSwap")                                \
+	X(RC_FETCH_ADD, 0x14, "FetchAdd")                                  \
+	X(RC_SEND_LAST_INV, 0x16, "SEND Last with Invalidate")             \
+	X(RC_SEND_ONLY_INV, 0x17, "SEND Only with Invalidate")             \
+	X(UD_SEND_ONLY, 0x64, "SEND Only")                                 \
+	X(UD_SEND_ONLY_IMM, 0x65, "SEND Only with Immediate")              \
+	X(CNP, 0x81, "CNP") /* the RoCEv2 Congestion Notification Packet */
+
+#define RM_OPCODE_ENUM_(suffix, value, name) RM_OPCODE_##suffix = value,
+enum rm_bth_opcode { RM_BTH_OPCODES(RM_OPCODE_ENUM_) };
+#undef RM_OPCODE_ENUM_
+
+/* The master table's name of a named opcode ("RDMA READ Request"), or NULL. */
+static __always_inline const char *rm_opcode_name(__u8 op)
+{
+#define RM_OPCODE_NAME_(suffix, value, name) \
+	if (op == (value))                   \
+		return name;
+	RM_BTH_OPCODES(RM_OPCODE_NAME_)
+#undef RM_OPCODE_NAME_
+	return (const char *)0;
+}
 
 /* Big-endian 24-bit field (DestQP, PSN, SrcQP) at p, host order. */
 static __always_inline __u32 rm_be24(const __u8 *p)

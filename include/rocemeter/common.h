@@ -232,9 +232,9 @@ enum rm_parse_verdict {
 	X(RINGBUF_DROPS, "ringbuf_drops", RINGBUF_DROPS, "events lost: ring buffer full")                              \
 	X(EPOCHS_STARTED, "epochs_started", EPOCHS_STARTED, "epochs started")                                          \
 	X(EPOCHS_CLOSED, "epochs_closed_in_datapath", EPOCHS_CLOSED, "epochs closed by the XDP program")               \
-	X(POOL_TAKEN, "window_pool_taken", WINDOW_POOL,                                                                \
+	X(POOL_TAKEN, "window_pool_taken", WINDOW_POOL_TAKEN,                                                          \
 	  "pool windows taken: an epoch's pending positions reached more than 63 positions behind the highest")        \
-	X(POOL_EXHAUSTED, "window_pool_exhausted", WINDOW_POOL,                                                        \
+	X(POOL_EXHAUSTED, "window_pool_exhausted", WINDOW_POOL_EXHAUSTED,                                              \
 	  "epochs closed with stateExhaustion: the window pool had no window for them")
 
 #define RM_STAT_ENUM_(suffix, name, group, desc) RM_STAT_##suffix,
@@ -267,7 +267,10 @@ enum rm_stat {
 	X(RINGBUF_DROPS, "ringbuf_drops", "epoch events lost: the ring buffer was full")                   \
 	X(EPOCHS_STARTED, "epochs_started", "epochs started in the datapath")                              \
 	X(EPOCHS_CLOSED, "epochs_closed_in_datapath", "closures decided in the datapath")                  \
-	X(WINDOW_POOL, "window_pool_events", "window pool: windows taken, epochs closed for want of one")
+	X(WINDOW_POOL_TAKEN, "window_pool_taken",                                                          \
+	  "pool windows taken: an epoch's pending positions reached beyond the inline window")             \
+	X(WINDOW_POOL_EXHAUSTED, "window_pool_exhausted",                                                  \
+	  "epochs closed with stateExhaustion: the window pool had no window for them")
 
 #define RM_STAT_GROUP_ENUM_(group, metric, help) RM_STAT_GROUP_##group,
 enum rm_stat_group {

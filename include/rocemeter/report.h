@@ -35,4 +35,57 @@ struct rm_report {
 	uint64_t unclassified_late;    /* unclassifiedLatePacketTotalCount */
 };
 
+/*
+ * The counters of a report that add up across epochs: the daemons'
+ * sequence counters per observation point (docs/metrics.md "Sequence
+ * counters"). X(member, metric, help): member is the field of struct
+ * rm_report, metric the name after rocemeter_meter_ or
+ * rocemeter_collector_ (counters: _total appended). They count sequence
+ * positions, not network events: an expired position is not a lost packet.
+ */
+#define RM_SEQ_TOTALS(X)                                                                                 \
+	X(requests, "requests", "requests accounted to epochs (requestPacketTotalCount)")                \
+	X(skipped, "skipped_positions", "positions that became PENDING (skippedPsnTotalCount)")          \
+	X(filled, "filled_positions", "PENDING positions made SEEN (filledPsnTotalCount)")               \
+	X(expired, "expired_positions", "PENDING positions that left the window (expiredPsnTotalCount)") \
+	X(abandoned, "abandoned_positions", "PENDING positions at closure (abandonedPsnTotalCount)")     \
+	X(repeated, "repeated_psns", "requests whose PSN was already SEEN (repeatedPsnTotalCount)")      \
+	X(unclassified_late, "unclassified_late_requests",                                               \
+	  "requests older than the window (unclassifiedLatePacketTotalCount)")
+
+/* Sums of RM_SEQ_TOTALS over epochs. */
+struct rm_seq_totals {
+#define RM_SEQ_TOTAL_MEMBER_(member, metric, help) uint64_t member;
+	RM_SEQ_TOTALS(RM_SEQ_TOTAL_MEMBER_)
+#undef RM_SEQ_TOTAL_MEMBER_
+};
+
+/* The RM_SEQ_TOTALS fields of report r into *t. */
+static inline void rm_seq_totals_of(struct rm_seq_totals *t, const struct rm_report *r)
+{
+#define RM_SEQ_TOTAL_COPY_(member, metric, help) t->member = r->member;
+	RM_SEQ_TOTALS(RM_SEQ_TOTAL_COPY_)
+#undef RM_SEQ_TOTAL_COPY_
+}
+
+/*
+ * Add to *sum what report r of an epoch counts beyond *last, the totals
+ * of the epoch's previous report (all 0 before its first), and make *last
+ * r's. A total of one epoch never decreases ([SEQOBS] "Collector
+ * Processing"), so the sum never goes back when an epoch closes and a new
+ * one starts from 0; a field that did go back adds 0 (and *last keeps
+ * the larger value).
+ */
+static inline void rm_seq_totals_advance(struct rm_seq_totals *sum, struct rm_seq_totals *last,
+					 const struct rm_report *r)
+{
+#define RM_SEQ_TOTAL_ADD_(member, metric, help)          \
+	if (r->member > last->member) {                  \
+		sum->member += r->member - last->member; \
+		last->member = r->member;                \
+	}
+	RM_SEQ_TOTALS(RM_SEQ_TOTAL_ADD_)
+#undef RM_SEQ_TOTAL_ADD_
+}
+
 #endif /* ROCEMETER_REPORT_H */

@@ -145,7 +145,8 @@ def meter_expected(link_):
                         ("closed_for_new_session", "epochs_closed_for_new_session")):
         want["rocemeter_meter_%s_total" % metric] = {frozenset({"interface": iface}.items()): daemon[key]}
     exp = daemon["export"]
-    want["rocemeter_export_session"] = {frozenset({"interface": iface}.items()): exp["session"]}
+    # An info metric: the session's number is a label (no gauge holds an ID).
+    want["rocemeter_export_session_info"] = {frozenset({"interface": iface, "session": str(exp["session"])}.items()): 1}
     for key in ("records_sent", "messages_sent", "sessions", "reconnects"):
         want["rocemeter_export_%s_total" % key] = {frozenset({"interface": iface}.items()): exp[key]}
     want["rocemeter_export_records_lost_in_flight_total"] = {

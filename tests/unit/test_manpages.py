@@ -88,7 +88,7 @@ def test_bash_completion():
     assert complete([ROCEMETER, "re"]) == {"reenable", "replay", "report"}
     assert complete([ROCEMETER, "attach", "--me"]) == {"--metrics"}
     assert options("report")[0] == complete([ROCEMETER, "report", "--"])
-    assert complete([ROCEMETER, "report", "--format", ""]) == {"text", "json", "csv"}
+    assert complete([ROCEMETER, "report", "--format", ""]) == {"text", "json", "csv", "html"}
     assert complete([ROCEMETER, "help", "fl"]) == {"flowlabel"}
     assert complete([ROCEMETER, "co"]) == {"collect", "connections"}
     assert options("connections")[0] == complete([ROCEMETER, "connections", "--"])
@@ -107,3 +107,4 @@ def test_make_install_installs_pages_and_completion(tmp_path):
         open(os.path.join(ROOT, "completion", "rocemeter")).read()
     assert (tmp_path / "usr/share/doc/rocemeter/json.md").exists()
     assert (tmp_path / "usr/share/doc/rocemeter/metrics.md").exists()
+    assert (tmp_path / "usr/share/doc/rocemeter/prometheus/rocemeter-rules.yml").exists()

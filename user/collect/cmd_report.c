@@ -38,6 +38,7 @@
 #include "common/timefmt.h"
 #include "rocemeter/ipfix_ie.h"
 #include "rocemeter/seqobs.h"
+#include "report_html.h"
 #include "report_summary.h"
 #include "report_table.h"
 #include "store/store_read.h"
@@ -413,13 +414,13 @@ static int show_limits(void *arg, const struct rm_limits_read *l)
 	return 0;
 }
 
-enum { FMT_TEXT, FMT_JSON, FMT_CSV };
+enum { FMT_TEXT, FMT_JSON, FMT_CSV, FMT_HTML };
 
 /* What the command line says. */
 struct report_args {
-	const char *db_path, *store, *credentials, *ca, *conn;
+	const char *db_path, *store, *credentials, *ca, *conn, *output;
 	int format, limits, verbose, anomalies, summary;
-	uint64_t top; /* --summary: at most this many rows, 0: all */
+	uint64_t top; /* --summary: at most this many rows, 0: all; html: the connections shown */
 	struct rm_read_filter filter;
 	uint64_t now; /* UNIX ms: --since and --until durations count back from it */
 };
@@ -438,7 +439,12 @@ static const struct rm_opt report_opts[] = {
 	       "mode 600: refused when group or others may read)",
 	       RM_OPT_AT(R, credentials)),
 	RM_OPT("store-ca", 0, "FILE", RM_OPT_ARG, "CA certificates (PEM) for clickhouse:https://", RM_OPT_AT(R, ca)),
-	RM_OPT("format", 'f', "F", RM_OPT_CALL, "text (default), json or csv", .id = O_FORMAT),
+	RM_OPT("format", 'f', "F", RM_OPT_CALL,
+	       "text (default), json, csv or html (one page with\ncharts, written to --output; needs D3 from\n"
+	       "Debian's package libjs-d3)",
+	       .id = O_FORMAT),
+	RM_OPT("output", 'O', "FILE", RM_OPT_ARG, "where --format html writes its page ('-': standard\noutput)",
+	       RM_OPT_AT(R, output)),
 	RM_OPT("json", 'j', NULL, RM_OPT_CALL, "the same as --format json", .id = O_JSON),
 	RM_OPT("outcome", 'o', "X", RM_OPT_ARG, "only epochs with outcome X: complete, incomplete,\ninvalid or open",
 	       RM_OPT_AT(R, filter.outcome)),
@@ -462,8 +468,9 @@ static const struct rm_opt report_opts[] = {
 	       "one line per connection and observation point over\nthe epochs selected: epochs, requests, each "
 	       "counter,\noutcomes; most positions never seen first",
 	       RM_OPT_AT(R, summary)),
-	RM_OPT("top", 0, "N", RM_OPT_UINT, "with --summary: the first N lines only", RM_OPT_AT(R, top), .lo = 1,
-	       .hi = UINT32_MAX),
+	RM_OPT("top", 0, "N", RM_OPT_UINT,
+	       "with --summary: the first N lines only; with\n--format html: the connections shown (default 25)",
+	       RM_OPT_AT(R, top), .lo = 1, .hi = UINT32_MAX),
 	RM_OPT("verbose", 'v', NULL, RM_OPT_FLAG,
 	       "text: every field of each epoch in words (the\ndefault is a table); with --summary the columns\n"
 	       "skipped, expired and abandoned too",
@@ -488,6 +495,7 @@ static void report_usage(FILE *f)
 	fprintf(f, "Usage: rocemeter report --store STORE [--format text|json|csv] [--outcome X] [--since T]\n"
 		   "                        [--until T] [--connection SRC,DST,QP[,PKEY]] [--collector ID]\n"
 		   "                        [--anomalies] [--verbose] [--summary [--top N]] [--limits]\n"
+		   "       rocemeter report --store STORE --format html --output FILE [--top N] [filters]\n"
 		   "\n"
 		   "Show the epochs stored by 'rocemeter collect', one line per epoch (json: one\n"
 		   "JSON object per line, docs/json.md; csv: a header and one record per epoch).\n"
@@ -503,12 +511,19 @@ static void report_usage(FILE *f)
 		   "qualifications (rdmaSequenceFlags), the report coverage (gaps) and the\n"
 		   "outcome's reason.\n"
 		   "Times are ISO-8601 UTC in text; 0 is '-' in the summary's columns.\n"
+		   "\n"
+		   "--format html writes one self-contained page that opens offline: per\n"
+		   "observation point over time, the top connections, a timeline per connection,\n"
+		   "a heatmap of positions never seen and, apart, what the collector knows\n"
+		   "(report gaps, invalid epochs, resource drops). It inlines D3 from Debian's\n"
+		   "package libjs-d3 (" RM_HTML_D3_PATH ",\n"
+		   "or the file ROCEMETER_D3_JS names).\n"
 		   "\n");
 	rm_opts_help(f, report_opts, 25, 6);
 	fprintf(f, "\n"
 		   "Exit status: 0 ok (also nothing to report: no epoch matches, or --limits on a store\n"
 		   "without a collector run), 1 the store cannot be read (missing, not initialised,\n"
-		   "ClickHouse unreachable or refusing), 2 usage error.\n");
+		   "ClickHouse unreachable or refusing; html: D3 or the output file), 2 usage error.\n");
 }
 
 /* --format, --json, --since, --until. */
@@ -529,8 +544,10 @@ static int report_option(void *target, const struct rm_opt *e, const char *value
 			a->format = FMT_JSON;
 		else if (!strcmp(value, "csv"))
 			a->format = FMT_CSV;
+		else if (!strcmp(value, "html"))
+			a->format = FMT_HTML;
 		else {
-			rm_log_cmd(RM_LOG_ERR, "--format: '%s' is not text, json or csv", value);
+			rm_log_cmd(RM_LOG_ERR, "--format: '%s' is not text, json, csv or html", value);
 			return RM_EXIT_USAGE;
 		}
 		return 0;
@@ -633,6 +650,33 @@ static int print_epoch(void *arg, const struct rm_epoch_read *e)
 	return 0;
 }
 
+/* --format html: D3 first (a missing package is said before the store is read), then the page. */
+static int report_html(const struct report_args *a, const struct rm_store_spec *spec)
+{
+	struct rm_html_opts o = { .now_ms = a->now, .top = (unsigned)a->top };
+	struct rm_store_reader *reader;
+	char err[768], label[300];
+	size_t len;
+	char *d3 = rm_report_html_d3(&len, err, sizeof(err));
+	int rc = RM_EXIT_OK;
+
+	if (!d3) {
+		rm_log_cmd(RM_LOG_ERR, "--format html: %s", err);
+		return RM_EXIT_FAIL;
+	}
+	snprintf(label, sizeof(label), "%s%s", a->store ? "" : "sqlite:", a->store ? a->store : a->db_path);
+	o.store_label = label;
+	reader = rm_store_reader_open(spec, err, sizeof(err));
+	if (!reader || rm_report_html_write(reader, &a->filter, &o, d3, a->output, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		rc = RM_EXIT_FAIL;
+	}
+	if (reader)
+		rm_store_reader_close(reader);
+	free(d3);
+	return rc;
+}
+
 /* The summary's rows, sorted, the first top (0: all), in the format asked for. */
 static void print_summary(struct rm_summary *s, const struct report_args *a)
 {
@@ -687,8 +731,21 @@ static int check_args(struct report_args *a, struct rm_store_spec *spec, char *s
 		filter->src = src;
 		filter->dst = dst;
 	}
-	if (a->limits && a->format == FMT_CSV) {
-		rm_log_cmd(RM_LOG_ERR, "--limits is text or json");
+	if (a->limits && (a->format == FMT_CSV || a->format == FMT_HTML)) {
+		rm_log_cmd(RM_LOG_ERR,
+			   "--limits is text or json (the HTML page has the limits in its collector panel)");
+		return RM_EXIT_USAGE;
+	}
+	if ((a->format == FMT_HTML) != (a->output != NULL)) {
+		rm_log_cmd(RM_LOG_ERR,
+			   a->output ? "--output is for --format html" : "--format html needs --output FILE");
+		return RM_EXIT_USAGE;
+	}
+	if (a->format == FMT_HTML && (a->summary || a->anomalies || a->verbose)) {
+		rm_log_cmd(RM_LOG_ERR, "--format html draws every selected epoch: not with --%s",
+			   a->summary     ? "summary"
+			   : a->anomalies ? "anomalies"
+					  : "verbose");
 		return RM_EXIT_USAGE;
 	}
 	if (a->limits && (a->summary || a->anomalies)) {
@@ -696,7 +753,7 @@ static int check_args(struct report_args *a, struct rm_store_spec *spec, char *s
 			   a->summary ? "summary" : "anomalies");
 		return RM_EXIT_USAGE;
 	}
-	if (a->top && !a->summary) {
+	if (a->top && !a->summary && a->format != FMT_HTML) {
 		rm_log_cmd(RM_LOG_ERR, "--top counts the lines of --summary: use them together");
 		return RM_EXIT_USAGE;
 	}
@@ -760,6 +817,8 @@ static int cmd_report(int argc, char **argv)
 	}
 	if (check_args(&a, &spec, src, dst, sizeof(src)))
 		return RM_EXIT_USAGE;
+	if (format == FMT_HTML)
+		return report_html(&a, &spec);
 	reader = rm_store_reader_open(&spec, err, sizeof(err));
 	if (!reader) {
 		rm_log_cmd(RM_LOG_ERR, "%s", err);

@@ -198,6 +198,7 @@ static void collector_free(struct rm_collector *s)
 	if (s->minute_sources)
 		g_hash_table_destroy(s->minute_sources);
 	rm_backend_close(s->st);
+	rm_seq_points_free(s->points);
 	rm_budget_free(s->budget);
 	if (s->ctx)
 		SSL_CTX_free(s->ctx);
@@ -248,6 +249,7 @@ int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_sto
 	if (!s->rules)
 		goto out;
 	rm_rules_set_budget(s->rules, s->budget);
+	rm_rules_set_accepted(s->rules, rm_seq_points_accepted);
 	rm_backend_set_budget(s->st, s->budget);
 	s->lfd = rm_accept_listen(cs->listen, s->ctx ? (int)((cs->handshake_timeout_ms + 999) / 1000) : 0);
 	if (s->lfd < 0)

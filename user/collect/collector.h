@@ -67,58 +67,64 @@
  * undecodable. Adding a counter: one row here, counted where it happens
  * (accept.c, session.c) or read when rendered (collector_metrics.c).
  */
-#define RM_COLLECTOR_STATS(X)                                                                               \
-	X(sessions_accepted, COUNTER, "sessions", "outcome", "accepted",                                    \
-	  "Transport Sessions by admission: accepted, or refused by max_sessions")                          \
-	X(sessions_refused, COUNTER, "sessions", "outcome", "refused", NULL)                                \
-	X(sessions_open, GAUGE, "sessions_open", NULL, NULL, "Transport Sessions open now")                 \
-	X(messages, COUNTER, "messages", NULL, NULL, "IPFIX Messages received")                             \
-	X(received_bytes, COUNTER, "received_bytes", NULL, NULL, "IPFIX octets received")                   \
-	X(records_accepted, COUNTER, "records", "outcome", "accepted",                                      \
-	  "Data Records by the outcome of the collector rules (docs/json.md), undecodable: not bound")      \
-	X(records_repeat, COUNTER, "records", "outcome", "repeat", NULL)                                    \
-	X(records_stale, COUNTER, "records", "outcome", "stale", NULL)                                      \
-	X(records_orphan, COUNTER, "records", "outcome", "orphan", NULL)                                    \
-	X(records_unsupported, COUNTER, "records", "outcome", "unsupported", NULL)                          \
-	X(records_invalid, COUNTER, "records", "outcome", "invalid", NULL)                                  \
-	X(records_after_invalid, COUNTER, "records", "outcome", "after-invalid", NULL)                      \
-	X(records_key_conflict, COUNTER, "records", "outcome", "key-conflict", NULL)                        \
-	X(records_resource_drop, COUNTER, "records", "outcome", "resource-drop", NULL)                      \
-	X(records_unbound, COUNTER, "records", "outcome", "unbound", NULL)                                  \
-	X(records_undecodable, COUNTER, "records", "outcome", "undecodable", NULL)                          \
-	X(epochs_complete, COUNTER, "epochs", "outcome", "complete", "epochs retired, by outcome")          \
-	X(epochs_incomplete, COUNTER, "epochs", "outcome", "incomplete", NULL)                              \
-	X(epochs_invalid, COUNTER, "epochs", "outcome", "invalid", NULL)                                    \
-	X(epochs_retained, GAUGE, "epochs_retained", NULL, NULL, "epochs retained now (reports expected)")  \
-	X(drops_session_limit, COUNTER, "resource_drops", "limit", "session-limit",                         \
-	  "collector resource drops by limit (refusals of the collector, never network loss)")              \
-	X(drops_epoch_admission, COUNTER, "resource_drops", "limit", "epoch-admission", NULL)               \
-	X(drops_raw_record_limit, COUNTER, "resource_drops", "limit", "raw-record-limit", NULL)             \
-	X(drops_raw_byte_limit, COUNTER, "resource_drops", "limit", "raw-byte-limit", NULL)                 \
-	X(drops_memory_budget, COUNTER, "resource_drops", "limit", "memory-budget", NULL)                   \
-	X(drops_database, COUNTER, "resource_drops", "limit", "database", NULL)                             \
-	X(drops_store, COUNTER, "resource_drops", "limit", "store", NULL)                                   \
-	X(refused_handshake_failed, COUNTER, "refused_connections", "outcome", "handshake-failed",          \
-	  "connections that never became Transport Sessions, by outcome (docs/collector.md)")               \
-	X(refused_handshake_timeout, COUNTER, "refused_connections", "outcome", "handshake-timeout", NULL)  \
-	X(refused_handshake_evicted, COUNTER, "refused_connections", "outcome", "handshake-evicted", NULL)  \
-	X(refused_not_authorised, COUNTER, "refused_connections", "outcome", "not-authorised", NULL)        \
-	X(refused_session_limit, COUNTER, "refused_connections", "outcome", "session-limit", NULL)          \
-	X(refused_memory_budget, COUNTER, "refused_connections", "outcome", "memory-budget", NULL)          \
-	X(database_unavailable, GAUGE, "database_unavailable", NULL, NULL,                                  \
-	  "1 while the database cannot be written (writes wait in memory and are retried)")                 \
-	X(store_unavailable, GAUGE, "store_unavailable", NULL, NULL,                                        \
-	  "1 while the ClickHouse store cannot be written (rows wait in its buffer and are retried)")       \
-	X(store_buffer_bytes, GAUGE, "store_buffer_bytes", NULL, NULL,                                      \
-	  "octets of rows waiting in the ClickHouse store's buffer (0 with SQLite)")                        \
-	X(store_buffer_capacity_bytes, GAUGE, "store_buffer_capacity_bytes", NULL, NULL,                    \
-	  "octets of rows the ClickHouse store's buffer holds at most: store_buffer_bytes (0 with SQLite)") \
-	X(sequence_gaps, COUNTER, "sequence_gaps", NULL, NULL,                                              \
-	  "IPFIX Messages whose Sequence Number was not the expected one")                                  \
-	X(sequence_missing_records, COUNTER, "sequence_missing_records", NULL, NULL,                        \
-	  "Data Records that forward Sequence Number gaps skipped")                                         \
-	X(export_time_backwards, COUNTER, "export_time_backwards", NULL, NULL,                              \
-	  "IPFIX Messages whose Export Time is earlier than the previous one of their domain")
+#define RM_COLLECTOR_STATS(X)                                                                                     \
+	X(sessions_accepted, COUNTER, "sessions", "outcome", "accepted",                                          \
+	  "Transport Sessions by admission: accepted, or refused by max_sessions")                                \
+	X(sessions_refused, COUNTER, "sessions", "outcome", "refused", NULL)                                      \
+	X(sessions_open, GAUGE, "sessions_open", NULL, NULL, "Transport Sessions open now")                       \
+	X(messages, COUNTER, "messages", NULL, NULL, "IPFIX Messages received")                                   \
+	X(received_bytes, COUNTER, "received_bytes", NULL, NULL, "IPFIX octets received")                         \
+	X(records_accepted, COUNTER, "records", "outcome", "accepted",                                            \
+	  "Data Records by the outcome of the collector rules (docs/json.md), undecodable: not bound")            \
+	X(records_repeat, COUNTER, "records", "outcome", "repeat", NULL)                                          \
+	X(records_stale, COUNTER, "records", "outcome", "stale", NULL)                                            \
+	X(records_orphan, COUNTER, "records", "outcome", "orphan", NULL)                                          \
+	X(records_unsupported, COUNTER, "records", "outcome", "unsupported", NULL)                                \
+	X(records_invalid, COUNTER, "records", "outcome", "invalid", NULL)                                        \
+	X(records_after_invalid, COUNTER, "records", "outcome", "after-invalid", NULL)                            \
+	X(records_key_conflict, COUNTER, "records", "outcome", "key-conflict", NULL)                              \
+	X(records_resource_drop, COUNTER, "records", "outcome", "resource-drop", NULL)                            \
+	X(records_unbound, COUNTER, "records", "outcome", "unbound", NULL)                                        \
+	X(records_undecodable, COUNTER, "records", "outcome", "undecodable", NULL)                                \
+	X(epochs_complete, COUNTER, "epochs", "outcome", "complete",                                              \
+	  "epochs settled, by outcome: when the final report is accepted, the epoch invalidated, or an open "     \
+	  "epoch retired")                                                                                        \
+	X(epochs_incomplete, COUNTER, "epochs", "outcome", "incomplete", NULL)                                    \
+	X(epochs_invalid, COUNTER, "epochs", "outcome", "invalid", NULL)                                          \
+	X(epochs_invalidated_after_final, COUNTER, "epochs_invalidated_after_final", NULL, NULL,                  \
+	  "epochs settled complete or incomplete that a later record invalidated (counted in epochs_total once)") \
+	X(epochs_retained, GAUGE, "epochs_retained", NULL, NULL, "epochs retained now (reports expected)")        \
+	X(drops_session_limit, COUNTER, "resource_drops", "limit", "session-limit",                               \
+	  "collector resource drops by limit (refusals of the collector, never network loss)")                    \
+	X(drops_epoch_admission, COUNTER, "resource_drops", "limit", "epoch-admission", NULL)                     \
+	X(drops_raw_record_limit, COUNTER, "resource_drops", "limit", "raw-record-limit", NULL)                   \
+	X(drops_raw_byte_limit, COUNTER, "resource_drops", "limit", "raw-byte-limit", NULL)                       \
+	X(drops_memory_budget, COUNTER, "resource_drops", "limit", "memory-budget", NULL)                         \
+	X(drops_database, COUNTER, "resource_drops", "limit", "database", NULL)                                   \
+	X(drops_store, COUNTER, "resource_drops", "limit", "store", NULL)                                         \
+	X(refused_handshake_failed, COUNTER, "refused_connections", "outcome", "handshake-failed",                \
+	  "connections that never became Transport Sessions, by outcome (docs/collector.md)")                     \
+	X(refused_handshake_timeout, COUNTER, "refused_connections", "outcome", "handshake-timeout", NULL)        \
+	X(refused_handshake_evicted, COUNTER, "refused_connections", "outcome", "handshake-evicted", NULL)        \
+	X(refused_not_authorised, COUNTER, "refused_connections", "outcome", "not-authorised", NULL)              \
+	X(refused_session_limit, COUNTER, "refused_connections", "outcome", "session-limit", NULL)                \
+	X(refused_memory_budget, COUNTER, "refused_connections", "outcome", "memory-budget", NULL)                \
+	X(database_unavailable, GAUGE, "database_unavailable", NULL, NULL,                                        \
+	  "1 while the database cannot be written (writes wait in memory and are retried)")                       \
+	X(store_unavailable, GAUGE, "store_unavailable", NULL, NULL,                                              \
+	  "1 while the ClickHouse store cannot be written (rows wait in its buffer and are retried)")             \
+	X(store_buffer_bytes, GAUGE, "store_buffer_bytes", NULL, NULL,                                            \
+	  "octets of rows waiting in the ClickHouse store's buffer (0 with SQLite)")                              \
+	X(store_buffer_capacity_bytes, GAUGE, "store_buffer_capacity_bytes", NULL, NULL,                          \
+	  "octets of rows the ClickHouse store's buffer holds at most: store_buffer_bytes (0 with SQLite)")       \
+	X(sequence_gaps, COUNTER, "sequence_gaps", NULL, NULL,                                                    \
+	  "IPFIX Messages whose Sequence Number was not the expected one")                                        \
+	X(sequence_missing_records, COUNTER, "sequence_missing_records", NULL, NULL,                              \
+	  "Data Records that forward Sequence Number gaps skipped")                                               \
+	X(export_time_backwards, COUNTER, "export_time_backwards", NULL, NULL,                                    \
+	  "IPFIX Messages whose Export Time is earlier than the previous one of their domain")                    \
+	X(reports_beyond_point_limit, COUNTER, "reports_beyond_point_limit", NULL, NULL,                          \
+	  "accepted reports of observation points beyond the first 1024: in no per-point sequence counter")
 
 struct rm_collector_stats {
 #define RM_COLLECTOR_STAT_MEMBER_(member, type, metric, label, value, help) uint64_t member;

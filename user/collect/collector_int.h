@@ -28,6 +28,9 @@
 
 #define MINUTE_MS 60000
 
+/* Observation points (Observation Domain, observationPointId) with sequence counters of their own (seq_points.c). */
+#define RM_COLLECTOR_MAX_POINTS 1024
+
 /* Why a connection never became a Transport Session: the outcome column of `connections`. */
 #define CONN_OUTCOMES(X)                                                                     \
 	X(HANDSHAKE_FAILED, "handshake-failed")   /* not TLS 1.3, bad certificate, closed */ \
@@ -109,6 +112,7 @@ struct rm_collector {
 	struct rm_collector_stats
 		stats; /* RM_COLLECTOR_STATS; the gauges and the store's drops are read when rendered */
 	struct rm_metrics_server *metrics; /* NULL: no --metrics */
+	struct rm_seq_points *points;      /* the sequence counters per observation point; NULL until the first */
 	/* The loop (collector.c): one pollfd per connection after the listener's, the last tick (CLOCK_MONOTONIC ms). */
 	struct pollfd *pfd;
 	uint64_t last_tick;
@@ -157,6 +161,19 @@ void rm_session_end(struct conn *c, const char *reason);
 void rm_session_free(struct conn *c);
 /* The end reason of a session ended how, naming an incomplete Message in its buffer. */
 void rm_session_eof_reason(struct conn *c, const char *how, char *buf, size_t len);
+
+/* seq_points.c: the sequence counters per observation point. */
+
+struct rm_seq_points;
+/*
+ * The rules accepted report r of domain (rm_rules_set_accepted(), arg the
+ * server), prev its epoch's previous one (NULL: none): add the difference.
+ */
+void rm_seq_points_accepted(void *arg, uint32_t domain, const struct rm_report *r, const struct rm_report *prev);
+/* Their counters (rm_metrics_seq_totals(), labels observation_domain and observation_point); p may be NULL. */
+void rm_seq_points_write(FILE *f, const struct rm_seq_points *p);
+/* NULL is a no-op. */
+void rm_seq_points_free(struct rm_seq_points *p);
 
 /* collector_metrics.c */
 

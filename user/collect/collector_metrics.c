@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * collector_metrics.c - what `rocemeter collect --metrics` serves
- * (docs/metrics.md): RM_COLLECTOR_STATS and the per-session series,
+ * (docs/metrics.md): RM_COLLECTOR_STATS, the sequence counters per
+ * observation point (seq_points.c), the build and the per-session series,
  * rendered on the metrics server's thread (collector_int.h).
  */
 #include <inttypes.h>
@@ -60,6 +61,8 @@ void rm_collector_render_metrics(void *arg, FILE *f)
 		}
 	}
 	rm_metrics_rows(f, collector_rows, sizeof(collector_rows) / sizeof(collector_rows[0]), &st, NULL, 0);
+	rm_seq_points_write(f, s->points);
+	rm_metrics_build_info(f);
 #define SESSION_FAMILY_(member, metric, help)                                                          \
 	rm_metrics_family(f, "rocemeter_collector_session_" metric "_total", RM_METRIC_COUNTER, help); \
 	for (size_t i = 0; i < s->nconns; i++) {                                                       \

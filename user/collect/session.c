@@ -104,19 +104,36 @@ static void keep_raw(struct conn *c, uint32_t domain, uint16_t tid, const struct
 
 /* ---------------- sinks ---------------- */
 
-/* An epoch changed or is retired: the store writes its latest state with the next transaction. */
-static void rules_epoch(void *arg, struct rm_epoch *e)
+/*
+ * Epochs by outcome when the outcome is settled, not when the epoch
+ * leaves: a final report accepted (complete, or incomplete with gaps), an
+ * invalidation, or the retirement of an open epoch (incomplete). A settled
+ * epoch that a later record invalidates is counted once more, apart.
+ */
+static void count_settled(struct rm_collector *s, struct rm_epoch *e)
 {
-	struct rm_collector *s = arg;
-
-	if (e->retired_ms) {
+	if (e->state == RM_EPOCH_OPEN && !e->retired_ms)
+		return;
+	if (!e->sink_counted) {
 		if (e->outcome == RM_OUTCOME_COMPLETE)
 			s->stats.epochs_complete++;
 		else if (e->outcome == RM_OUTCOME_INVALID)
 			s->stats.epochs_invalid++;
 		else
 			s->stats.epochs_incomplete++;
+		e->sink_counted = (uint8_t)e->outcome;
+	} else if (e->outcome == RM_OUTCOME_INVALID && e->sink_counted != RM_OUTCOME_INVALID) {
+		s->stats.epochs_invalidated_after_final++;
+		e->sink_counted = RM_OUTCOME_INVALID;
 	}
+}
+
+/* An epoch changed or is retired: the store writes its latest state with the next transaction. */
+static void rules_epoch(void *arg, struct rm_epoch *e)
+{
+	struct rm_collector *s = arg;
+
+	count_settled(s, e);
 	rm_collector_store_check(s, rm_backend_epoch(s->st, e), "epoch");
 }
 

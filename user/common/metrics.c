@@ -19,6 +19,8 @@
 #include "errmsg.h"
 #include "metrics.h"
 #include "opts.h"
+#include "rocemeter/report.h"
+#include "version.h"
 
 int rm_metrics_name_ok(const char *name)
 {
@@ -90,6 +92,31 @@ void rm_metrics_rows(FILE *f, const struct rm_metric_row *rows, size_t n, const 
 		}
 		rm_metrics_sample(f, r->metric, labels, nl + (r->label ? 1 : 0), v);
 	}
+}
+
+void rm_metrics_seq_totals(FILE *f, const char *prefix, const char *help_suffix, const struct rm_seq_totals *t,
+			   size_t n, const struct rm_metric_label *labels, size_t nlabels)
+{
+	char name[128], help[256];
+
+	if (nlabels > 8)
+		nlabels = 8;
+#define SEQ_TOTAL_FAMILY_(member, metric, row_help)                            \
+	snprintf(name, sizeof(name), "rocemeter_%s_" metric "_total", prefix); \
+	snprintf(help, sizeof(help), "%s%s", row_help, help_suffix);           \
+	rm_metrics_family(f, name, RM_METRIC_COUNTER, help);                   \
+	for (size_t i = 0; i < n; i++)                                         \
+		rm_metrics_sample(f, name, labels + i * nlabels, nlabels, t[i].member);
+	RM_SEQ_TOTALS(SEQ_TOTAL_FAMILY_)
+#undef SEQ_TOTAL_FAMILY_
+}
+
+void rm_metrics_build_info(FILE *f)
+{
+	const struct rm_metric_label l = { "version", RM_VERSION };
+
+	rm_metrics_family(f, "rocemeter_build_info", RM_METRIC_GAUGE, "the rocemeter binary: its version (always 1)");
+	rm_metrics_sample(f, "rocemeter_build_info", &l, 1, 1);
 }
 
 int rm_metrics_parse_listen(const char *name, const char *text, char *host, size_t hostlen, unsigned int *port,

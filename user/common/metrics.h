@@ -69,6 +69,26 @@ struct rm_metric_row {
 void rm_metrics_rows(FILE *f, const struct rm_metric_row *rows, size_t n, const void *values,
 		     const struct rm_metric_label *base, size_t nbase);
 
+struct rm_seq_totals;
+
+/*
+ * The sequence counters of RM_SEQ_TOTALS (include/rocemeter/report.h) for
+ * n series: one counter rocemeter_<prefix>_<metric>_total per row of the
+ * table, series i with the values t[i] and the labels labels[i * nlabels]
+ * .. labels[i * nlabels + nlabels - 1] (at most 8). Each HELP is the
+ * row's, then help_suffix (", per observation point, from ..."). n = 0
+ * writes the HELP and TYPE lines alone.
+ */
+void rm_metrics_seq_totals(FILE *f, const char *prefix, const char *help_suffix, const struct rm_seq_totals *t,
+			   size_t n, const struct rm_metric_label *labels, size_t nlabels);
+
+/*
+ * rocemeter_build_info{version="..."} 1: the binary's version
+ * (user/common/version.h), as an info metric (a gauge of value 1 whose
+ * labels say what it is).
+ */
+void rm_metrics_build_info(FILE *f);
+
 /*
  * What a server answers on GET /metrics: write the exposition to out.
  * Called on the server's thread with the server's lock held

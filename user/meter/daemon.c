@@ -67,8 +67,10 @@ struct rm_daemon {
 	struct live_sink sink;
 	struct rm_observe obs;
 	uint64_t table_full_seen;
-	uint64_t unattributed_seen; /* RM_STAT_UNATTRIBUTED at the last check */
-	uint64_t unrecorded_seen;   /* RM_STAT_VIOLATIONS_UNRECORDED at the last check */
+	uint64_t unattributed_seen;               /* RM_STAT_UNATTRIBUTED at the last check */
+	uint64_t unrecorded_seen;                 /* RM_STAT_VIOLATIONS_UNRECORDED at the last check */
+	uint64_t violations_seen;                 /* RM_STAT_VIOLATIONS at the last check */
+	struct rm_violations_logged *viol_logged; /* the disabled connections logged; NULL until the first */
 	int lock_fd;
 	int link_fd;
 	int keep_pins;
@@ -77,6 +79,8 @@ struct rm_daemon {
 	struct rm_metrics_server *metrics;
 	struct rm_daemon_stats pub; /* the counters a scrape shows: written under the server's lock */
 	uint64_t pub_session;
+	struct rm_seq_point pub_points[RM_REPORTER_MAX_POINTS]; /* the reporter's, npoints of them */
+	size_t pub_npoints;
 };
 
 static int live_sink_fn(void *arg, const struct rm_report *r)
@@ -126,6 +130,8 @@ static void publish(struct rm_daemon *d)
 	rm_metrics_lock(d->metrics);
 	daemon_stats(d, &d->pub);
 	d->pub_session = d->sink.session;
+	memcpy(d->pub_points, d->rep.points, d->rep.npoints * sizeof(d->rep.points[0]));
+	d->pub_npoints = d->rep.npoints;
 	rm_metrics_unlock(d->metrics);
 }
 
@@ -138,6 +144,8 @@ static void render_metrics(void *arg, FILE *f)
 					   .meter = &d->meter,
 					   .daemon = &d->pub,
 					   .session = d->pub_session,
+					   .points = d->pub_points,
+					   .npoints = d->pub_npoints,
 					   .max_connections = d->cfg.meter.metrics_connections };
 
 	if (d->sink.exporter) { /* thread-safe; stopped only after the server */
@@ -194,6 +202,20 @@ static void close_all(struct rm_daemon *d, uint16_t reason)
 	rm_reporter_walk(&d->rep, RM_CTL_CLOSE, reason, 0);
 }
 
+/* A profile violation disabled a connection: one line per connection, naming the opcode. */
+static void log_violations(struct rm_daemon *d)
+{
+	struct rm_violations_fds f;
+	int e;
+
+	if (!d->viol_logged && !(d->viol_logged = rm_violations_logged_new()))
+		return;
+	rm_violations_fds_of(&d->meter, &f);
+	e = rm_violations_log_new(&f, d->viol_logged, d->ifname);
+	if (e < 0)
+		rm_log(RM_LOG_ERR, "cannot list the connections a profile violation disabled: %s", strerror(-e));
+}
+
 /*
  * Capture discontinuity ([SEQOBS]): when complete observation can no longer
  * be established, close every context that may be affected (all of them:
@@ -225,6 +247,9 @@ static int check_observation(struct rm_daemon *d)
 		       "connection is metered until 'rocemeter reenable %s --all'",
 		       d->cfg.meter.max_violations, d->ifname);
 	d->unrecorded_seen = st[RM_STAT_VIOLATIONS_UNRECORDED];
+	if (st[RM_STAT_VIOLATIONS] > d->violations_seen)
+		log_violations(d);
+	d->violations_seen = st[RM_STAT_VIOLATIONS];
 	/* Frames that may have carried a request of any connection: the
 	 * datapath made the epochs open before them stale (each closes at its
 	 * next request); close the silent ones now, so that their finals come. */
@@ -440,6 +465,7 @@ static void teardown(struct rm_daemon *d)
 		rm_log(RM_LOG_ERR, "%s", err);
 	rm_reporter_free(&d->rep);
 	rm_observe_free(&d->obs);
+	rm_violations_logged_free(d->viol_logged);
 	rm_meter_unload(&d->meter);
 	if (d->lock_fd >= 0) {
 		/* Still holding the lock: no other attachment can own these pins. */

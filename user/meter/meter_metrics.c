@@ -69,6 +69,29 @@ static void connections(FILE *f, const struct rm_meter_metrics_view *v, const st
 	rm_metrics_sample(f, "rocemeter_meter_connections_not_shown", &base, 1, total - n);
 }
 
+/* Requests and positions of every kind per observation point, over every epoch's snapshots. */
+static void sequence_totals(FILE *f, const struct rm_meter_metrics_view *v)
+{
+	static const char where[] = ", per observation point, over every epoch (final and periodic snapshots)";
+	size_t n = v->points ? v->npoints : 0;
+	struct rm_seq_totals *t = calloc(n ? n : 1, sizeof(*t));
+	struct rm_metric_label *l = calloc(n ? 2 * n : 1, sizeof(*l));
+	char(*op)[24] = calloc(n ? n : 1, sizeof(*op));
+
+	if (!t || !l || !op)
+		n = 0; /* the HELP and TYPE lines alone */
+	for (size_t i = 0; i < n; i++) {
+		t[i] = v->points[i].t;
+		snprintf(op[i], sizeof(op[i]), "%llu", (unsigned long long)v->points[i].observation_point_id);
+		l[2 * i] = (struct rm_metric_label){ "interface", v->ifname };
+		l[2 * i + 1] = (struct rm_metric_label){ "observation_point", op[i] };
+	}
+	rm_metrics_seq_totals(f, "meter", where, t, n, l, 2);
+	free(t);
+	free(l);
+	free(op);
+}
+
 void rm_meter_metrics_write(FILE *f, const struct rm_meter_metrics_view *v)
 {
 	const struct rm_metric_label ifl = { "interface", v->ifname };
@@ -121,14 +144,23 @@ void rm_meter_metrics_write(FILE *f, const struct rm_meter_metrics_view *v)
 
 	rows = rm_daemon_stat_rows(&n);
 	rm_metrics_rows(f, rows, n, v->daemon, &ifl, 1);
+	sequence_totals(f, v);
+	rm_metrics_build_info(f);
 
 	rm_metrics_family(f, "rocemeter_export_session_up", RM_METRIC_GAUGE,
 			  "1 while a Transport Session to the collector is established");
 	rm_metrics_sample(f, "rocemeter_export_session_up", &ifl, 1, v->session ? 1 : 0);
 	if (v->export) {
-		rm_metrics_family(f, "rocemeter_export_session", RM_METRIC_GAUGE,
-				  "number of the current Transport Session (1 the first), 0 while none");
-		rm_metrics_sample(f, "rocemeter_export_session", &ifl, 1, v->session);
+		char session[24];
+		const struct rm_metric_label sl[] = { ifl, { "session", session } };
+
+		/* An info metric: the number is a label, not a value to add up or plot. */
+		rm_metrics_family(f, "rocemeter_export_session_info", RM_METRIC_GAUGE,
+				  "the current Transport Session: its number (1 the first) in the label session; "
+				  "absent while none");
+		snprintf(session, sizeof(session), "%llu", (unsigned long long)v->session);
+		if (v->session)
+			rm_metrics_sample(f, "rocemeter_export_session_info", sl, 2, 1);
 		rows = rm_export_stat_rows(&n);
 		rm_metrics_rows(f, rows, n, v->export, &ifl, 1);
 	}

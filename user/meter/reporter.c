@@ -24,7 +24,8 @@ struct epoch_time {
 	uint32_t gen;
 	int reported;
 	uint64_t reported_requests;
-	int64_t offset_ns; /* meter time + offset_ns = UNIX ns */
+	int64_t offset_ns;         /* meter time + offset_ns = UNIX ns */
+	struct rm_seq_totals last; /* the counters of the epoch's last snapshot, in r->points */
 };
 
 struct rm_epoch_times {
@@ -72,7 +73,10 @@ static struct epoch_time *epoch_start(struct rm_reporter *r, const struct rm_ctx
 			return NULL;
 		e->key = k;
 		g_hash_table_insert(r->times->t, &e->key, e);
+	} else if (e->gen != gen) {
+		memset(&e->last, 0, sizeof(e->last));
 	}
+	/* The start event of an epoch already snapshotted keeps its last counters: they are in r->points. */
 	e->gen = gen;
 	e->reported = 0;
 	e->reported_requests = 0;
@@ -104,13 +108,16 @@ int rm_reporter_init(struct rm_reporter *r, struct rm_meter *m, uint64_t observa
 	memset(r, 0, sizeof(*r));
 	r->ids = rm_ids_new();
 	r->times = calloc(1, sizeof(*r->times));
-	if (!r->ids || !r->times) {
+	r->points = calloc(RM_REPORTER_MAX_POINTS, sizeof(*r->points));
+	if (!r->ids || !r->times || !r->points) {
 		rm_reporter_free(r);
 		return -1;
 	}
 	r->times->t = g_hash_table_new_full(key_hash, key_equal, NULL, free);
 	r->meter = m;
 	r->observation_point_id = observation_point_id;
+	r->points[0].observation_point_id = observation_point_id; /* its series exist before the first report */
+	r->npoints = 1;
 	r->vlan_ns = vlan_ns;
 	r->generation_verified = generation_verified;
 	r->capture_clock = capture_clock;
@@ -125,6 +132,8 @@ void rm_reporter_free(struct rm_reporter *r)
 	r->rb = NULL;
 	rm_ids_free(r->ids);
 	r->ids = NULL;
+	free(r->points);
+	r->points = NULL;
 	if (r->times) {
 		if (r->times->t)
 			g_hash_table_destroy(r->times->t);
@@ -154,6 +163,27 @@ static uint64_t to_unix_ms(uint64_t ns, int64_t offset_ns)
 	/* Modular addition: right for a negative offset, and for capture times
 	 * past 2262 (offset 0), which a signed sum would not be. */
 	return (ns + (uint64_t)offset_ns) / 1000000u;
+}
+
+/*
+ * Add what report rep counts beyond its epoch's last snapshot (e's) to its
+ * observation point's counters. Without an entry (out of memory) nothing
+ * is known of the epoch's past: nothing is added.
+ */
+static void count_snapshot(struct rm_reporter *r, struct epoch_time *e, const struct rm_report *rep)
+{
+	size_t i = 0;
+
+	if (!e)
+		return;
+	while (i < r->npoints && r->points[i].observation_point_id != rep->observation_point_id)
+		i++;
+	if (i == r->npoints) {
+		if (i == RM_REPORTER_MAX_POINTS)
+			return;
+		r->points[r->npoints++].observation_point_id = rep->observation_point_id;
+	}
+	rm_seq_totals_advance(&r->points[i].t, &e->last, rep);
 }
 
 void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, const struct rm_seq_counters *s,
@@ -201,6 +231,8 @@ void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, c
 	rep.repeated = s->repeated;
 	rep.requests = s->requests;
 	rep.unclassified_late = s->unclassified_late;
+	/* What the meter observed, whether or not the sink takes the report. */
+	count_snapshot(r, e, &rep);
 	if (r->sink(r->sink_arg, &rep)) {
 		rm_ids_unassign(r->ids, key, s->epoch_gen, final, rep.epoch_id, rep.report_id);
 		r->not_serialized++;

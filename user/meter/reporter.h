@@ -31,6 +31,24 @@ struct rm_schedule {
 	uint64_t next_second_ns;     /* 0: not started */
 };
 
+/*
+ * Observation points with sequence counters of their own: the reports'
+ * observationPointId values (the interface's, and those of the mirror
+ * sessions it carries), at most this many: an attachment has no more.
+ */
+#define RM_REPORTER_MAX_POINTS 256
+
+/*
+ * The sequence counters of one observation point, over every epoch's
+ * snapshots (rm_reporter_snapshot(): each adds what its epoch counts beyond
+ * the epoch's previous snapshot, whether or not the sink takes the report;
+ * one whose IDs would wrap is counted with the epoch's next, if any).
+ */
+struct rm_seq_point {
+	uint64_t observation_point_id;
+	struct rm_seq_totals t; /* RM_SEQ_TOTALS (rocemeter/report.h) */
+};
+
 /* Per open epoch: its time offset and what its last report carried (reporter.c). */
 struct rm_epoch_times;
 
@@ -46,9 +64,11 @@ struct rm_reporter {
 	void *sink_arg;
 	uint64_t reports; /* reports handed to the sink */
 	uint64_t final_reports;
-	uint64_t id_exhausted;   /* reports not made: an ID would wrap */
-	uint64_t not_serialized; /* reports the sink refused (IDs given back) */
-	struct ring_buffer *rb;  /* the meter's events, after rm_reporter_open_events() */
+	uint64_t id_exhausted;       /* reports not made: an ID would wrap */
+	uint64_t not_serialized;     /* reports the sink refused (IDs given back) */
+	struct ring_buffer *rb;      /* the meter's events, after rm_reporter_open_events() */
+	struct rm_seq_point *points; /* RM_REPORTER_MAX_POINTS; the first is observation_point_id's */
+	size_t npoints;
 	struct rm_schedule sched;
 };
 

@@ -11,9 +11,11 @@
 #include <bpf/bpf.h>
 
 #include "common/errmsg.h"
+#include "common/log.h"
 #include "common/paths.h"
 #include "pins.h"
 #include "provision.h"
+#include "rocemeter/bth.h"
 #include "violations.h"
 
 void rm_violations_fds_of(const struct rm_meter *m, struct rm_violations_fds *f)
@@ -297,4 +299,81 @@ const char *rm_violation_cause_name(int cause)
 	default:
 		return "?";
 	}
+}
+
+void rm_violations_describe(const struct rm_violation_entry *e, char *buf, size_t len)
+{
+	const char *name = rm_opcode_name(e->v.opcode);
+
+	if (!e->in_map)
+		snprintf(buf, len, "opcode unknown (held by its context: the violations map was full)");
+	else if (name)
+		snprintf(buf, len, "%s (opcode 0x%02x) at PSN %u, %s", name, e->v.opcode, e->v.psn,
+			 rm_violation_cause_name(e->v.cause));
+	else
+		snprintf(buf, len, "opcode 0x%02x at PSN %u, %s", e->v.opcode, e->v.psn,
+			 rm_violation_cause_name(e->v.cause));
+}
+
+struct rm_violations_logged {
+	struct rm_violation_entry *v; /* the disabled connections logged, sorted by key */
+	size_t n;
+};
+
+struct rm_violations_logged *rm_violations_logged_new(void)
+{
+	return calloc(1, sizeof(struct rm_violations_logged));
+}
+
+void rm_violations_logged_free(struct rm_violations_logged *l)
+{
+	if (l)
+		free(l->v);
+	free(l);
+}
+
+/* One line per connection, with the fields journald keeps (the daemon's IFACE among them). */
+static void log_violation(const struct rm_violation_entry *e, const char *ifname)
+{
+	char key[128], what[160], op[8], psn[12];
+	const char *name = rm_opcode_name(e->v.opcode);
+	struct rm_log_field f[] = { { "CONNECTION", key },
+				    { "VIOLATION", e->in_map ? rm_violation_cause_name(e->v.cause) : "unknown" },
+				    { "OPCODE", op },
+				    { "OPCODE_NAME", name ? name : "" },
+				    { "PSN", psn } };
+
+	rm_violations_format_key(&e->key, key, sizeof(key));
+	rm_violations_describe(e, what, sizeof(what));
+	snprintf(op, sizeof(op), "0x%02x", e->v.opcode);
+	snprintf(psn, sizeof(psn), "%u", e->v.psn);
+	rm_log_fields(RM_LOG_WARNING, f, e->in_map ? 5 : 2,
+		      "profile violation on %s: %s; epoch closed with profileViolation, connection not metered "
+		      "until reprovisioned ('rocemeter reenable %s')",
+		      key, what, ifname);
+}
+
+int rm_violations_log_new(const struct rm_violations_fds *f, struct rm_violations_logged *l, const char *ifname)
+{
+	struct rm_violation_entry *v = NULL;
+	size_t n = 0;
+	int e, lines = 0;
+
+	e = rm_violations_list(f, &v, &n);
+	if (e)
+		return e;
+	for (size_t i = 0; i < n; i++) {
+		const struct rm_violation_entry *old = l->n ? bsearch(&v[i], l->v, l->n, sizeof(*v), by_key) : NULL;
+
+		/* Logged already, unless it was re-enabled and violated again since. */
+		if (old && old->in_map == v[i].in_map && old->v.first_ns == v[i].v.first_ns)
+			continue;
+		log_violation(&v[i], ifname);
+		lines++;
+	}
+	/* Re-enabled connections leave the set: a new violation logs again. */
+	free(l->v);
+	l->v = v;
+	l->n = n;
+	return lines;
 }

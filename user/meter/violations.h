@@ -75,6 +75,29 @@ int rm_violations_reenable_all(const struct rm_violations_fds *f, int *was_fail_
 /* "SRC > DST qp 0x000123 pkey 0xffff[ vlan 100/7]" into buf. */
 void rm_violations_format_key(const struct rm_ctx_key *k, char *buf, size_t len);
 
+/*
+ * What a violation was, for people: "RDMA READ Request (opcode 0x0c) at
+ * PSN 17, unsupported" (the opcode's name from include/rocemeter/bth.h
+ * when it has one), or that only its context holds it.
+ */
+void rm_violations_describe(const struct rm_violation_entry *e, char *buf, size_t len);
+
+/* The disabled connections the daemon logged (rm_violations_log_new()). */
+struct rm_violations_logged;
+struct rm_violations_logged *rm_violations_logged_new(void);    /* NULL on ENOMEM */
+void rm_violations_logged_free(struct rm_violations_logged *l); /* NULL is a no-op */
+
+/*
+ * One warning line (user/common/log.h, journald fields CONNECTION,
+ * VIOLATION, OPCODE, OPCODE_NAME, PSN) for each connection of f a
+ * violation disabled that l has not logged yet, naming the opcode
+ * ("RDMA READ Request"); then l holds every disabled connection, so a
+ * re-enabled one that is violated again is logged again. ifname names the
+ * interface in the line's `reenable` hint. Returns the number of lines,
+ * or -errno (l unchanged).
+ */
+int rm_violations_log_new(const struct rm_violations_fds *f, struct rm_violations_logged *l, const char *ifname);
+
 /* The name of an enum rm_violation_cause: "unsupported", "malformed", "foreign", or "?". */
 const char *rm_violation_cause_name(int cause);
 

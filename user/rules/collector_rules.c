@@ -24,8 +24,9 @@ struct rm_rules {
 	struct rm_rules_sink sink;
 	void *arg;
 	uint32_t sessions;
-	struct rm_budget *budget; /* NULL: epochs are bounded by max_epochs only */
-	struct rm_pool *epochs;   /* where every struct rm_epoch lives (pool.h) */
+	struct rm_budget *budget;      /* NULL: epochs are bounded by max_epochs only */
+	struct rm_pool *epochs;        /* where every struct rm_epoch lives (pool.h) */
+	rm_rules_accepted_fn accepted; /* NULL: none */
 };
 
 struct domain_state {
@@ -580,7 +581,10 @@ static void touch(struct rm_epoch *e, uint64_t now_ms)
 static void accept_report(struct rm_epoch *e, const struct rm_report *r)
 {
 	uint64_t prev = e->n_accepted ? e->key.report_id : 0;
+	const struct rm_rules *rules = e->sess->rules;
 
+	if (rules->accepted)
+		rules->accepted(rules->arg, e->domain, r, e->n_accepted ? &e->key : NULL);
 	if (!e->n_accepted) {
 		e->first_report_id = r->report_id;
 		e->missing_initial = r->report_id - 1;
@@ -687,6 +691,11 @@ static int make_room(struct rm_rsession *s, uint64_t now_ms)
 void rm_rules_set_budget(struct rm_rules *r, struct rm_budget *b)
 {
 	r->budget = b;
+}
+
+void rm_rules_set_accepted(struct rm_rules *r, rm_rules_accepted_fn fn)
+{
+	r->accepted = fn;
 }
 
 /* Charge a new epoch to the memory budget; the oldest closed epoch makes room if it must. 0 or -1 (refused). */

@@ -92,6 +92,7 @@ struct rm_epoch {
 	uint8_t sink_keeps;       /* set by sink->epoch on a retired epoch: the sink frees it (rm_rules_epoch_free),
 				       and its budget charge passes to the sink (rm_rules_set_budget) */
 	uint8_t dirty, in_closed; /* internal: changed since the last flush; on the closed list */
+	uint8_t sink_counted;     /* free for the sink (the metrics: the outcome the epoch was counted with) */
 	const char *reason;       /* why incomplete or invalid, at most RM_EPOCH_REASON_MAX - 1 characters;
 				       "" when complete or open; never NULL; owned by the rules */
 	uint64_t first_seen_ms, last_seen_ms, retired_ms; /* collector clock; retired_ms 0 while retained */
@@ -154,6 +155,15 @@ struct rm_budget;
  * sink->drop).
  */
 void rm_rules_set_budget(struct rm_rules *r, struct rm_budget *b);
+/*
+ * A report of domain became its epoch's latest (verdict accepted): prev is
+ * the epoch's previous accepted report, NULL for its first. Called with the
+ * sink's arg, before the epoch changes.
+ */
+typedef void (*rm_rules_accepted_fn)(void *arg, uint32_t domain, const struct rm_report *r,
+				     const struct rm_report *prev);
+/* Call fn for every accepted report (NULL: none, the default). Set before the first session. */
+void rm_rules_set_accepted(struct rm_rules *r, rm_rules_accepted_fn fn);
 /* Free; every session must be closed first. */
 void rm_rules_free(struct rm_rules *r);
 /* Free a retired epoch the sink kept (sink_keeps). NULL is a no-op. */
