@@ -67,6 +67,9 @@ def section(out, title):
 
 def test_demo_end_to_end():
     before = set(pin_namespaces())
+    html = os.path.join(ROOT, "build", "demo-report.html")
+    if os.path.exists(html):
+        os.remove(html)  # the demo must write it again
     p = subprocess.run([os.path.join(ROOT, "scripts", "demo")], capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, ROCEMETER_DEMO_KEEP="1"))
     out = p.stdout
@@ -104,6 +107,10 @@ def check_output(out, db):
     # The summary names the three connections first (most positions never seen, then the other
     # kinds in order: pending, seen late, repeated, unclassified late), over both epochs of each
     # (the connection is in two of the NCCL captures).
+    html = os.path.join(ROOT, "build", "demo-report.html")
+    assert out.rstrip().splitlines()[-3] == "demo: the HTML report (report --format html --output FILE): " + html
+    with open(html) as f:
+        assert f.read(15).lower() == "<!doctype html>"
     summary = section(out, "summary per connection")
     assert summary.splitlines()[1].split() == ["OP", "CONNECTION", "EPOCHS", "REQUESTS", "NEVER", "SEEN", "PENDING",
                                                "SEEN", "LATE", "REPEATED", "UNCL", "LATE", "NOT", "COMPLETE"]

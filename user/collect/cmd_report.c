@@ -472,8 +472,8 @@ static const struct rm_opt report_opts[] = {
 	       "with --summary: the first N lines only; with\n--format html: the connections shown (default 25)",
 	       RM_OPT_AT(R, top), .lo = 1, .hi = UINT32_MAX),
 	RM_OPT("verbose", 'v', NULL, RM_OPT_FLAG,
-	       "text: every field of each epoch in words (the\ndefault is a table of 120 columns); with --summary\n"
-	       "the skipped, expired and abandoned columns too",
+	       "text: every field of each epoch in words (the\ndefault is a table); with --summary the columns\n"
+	       "skipped, expired and abandoned too",
 	       RM_OPT_AT(R, verbose)),
 	RM_OPT("limits", 'l', NULL, RM_OPT_FLAG,
 	       "the limits of the last collector run and the collector\nresource drops they caused (ClickHouse: of "
@@ -482,8 +482,9 @@ static const struct rm_opt report_opts[] = {
 	       RM_OPT_AT(R, limits)),
 	RM_OPT_HEADING("\n"
 		       "When a ClickHouse store holds more than one collector, every epoch and every\n"
-		       "--limits block names its collector (text: 'collector ID', json and csv: the\n"
-		       "key collector_id); session IDs are per collector.\n"),
+		       "--limits block names its collector (text: a first column COLLECTOR, --verbose:\n"
+		       "'collector ID', json and csv: the key collector_id); session IDs are per\n"
+		       "collector. --summary sums a connection's epochs across the collectors.\n"),
 	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this help"),
 	{ 0 },
 };
@@ -504,10 +505,11 @@ static void report_usage(FILE *f)
 		   "filled) and its repeated PSNs and unclassified late requests. These counters\n"
 		   "describe sequence positions: an expired position is not proof of a lost\n"
 		   "packet, a repeated PSN not proof of a retransmission, a filled position not\n"
-		   "proof of reordering. The default text is a table (a header, one line of at\n"
-		   "most 120 columns per epoch for IPv4 connections); --verbose prints the prose\n"
-		   "that keeps apart the observed counters, the metering qualifications\n"
-		   "(rdmaSequenceFlags), the report coverage (gaps) and the outcome's reason.\n"
+		   "proof of reordering. The default text is a table (a header, one line per\n"
+		   "epoch: 120 columns for IPv4 connections with up to three kinds); --verbose\n"
+		   "prints the prose that keeps apart the observed counters, the metering\n"
+		   "qualifications (rdmaSequenceFlags), the report coverage (gaps) and the\n"
+		   "outcome's reason.\n"
 		   "Times are ISO-8601 UTC in text; 0 is '-' in the summary's columns.\n"
 		   "\n"
 		   "--format html writes one self-contained page that opens offline: per\n"
@@ -613,14 +615,7 @@ struct epochs_ctx {
 /* 1 if the epoch's sequence is not clean (an epoch without an accepted report has none to show). */
 static int has_anomaly(const struct rm_epoch_read *e)
 {
-	struct rm_health_counters c = {
-		.expired = I64(e, EXP),
-		.abandoned = I64(e, ABAN),
-		.pending = I64(e, PEND),
-		.filled = I64(e, FILL),
-		.repeated = I64(e, REP),
-		.unclassified_late = I64(e, LATE),
-	};
+	struct rm_health_counters c = rm_table_health(e);
 
 	return !ISNULL(e, REQ) && rm_health_of(&c);
 }

@@ -99,12 +99,7 @@ int rm_summary_add(struct rm_summary *s, const struct rm_epoch_read *e)
 	add_sat(&r->pending, U(e, PEND));
 	add_sat(&r->repeated, U(e, REP));
 	add_sat(&r->unclassified_late, U(e, LATE));
-	c = (struct rm_health_counters){ .expired = U(e, EXP),
-					 .abandoned = U(e, ABAN),
-					 .pending = U(e, PEND),
-					 .filled = U(e, FILL),
-					 .repeated = U(e, REP),
-					 .unclassified_late = U(e, LATE) };
+	c = rm_table_health(e);
 	if (rm_health_of(&c))
 		r->not_clean++;
 	if (!r->first_start_ms || U(e, START) < r->first_start_ms)

@@ -69,10 +69,9 @@ static const struct rm_table_col epoch_cols[] = {
 #define T(e, c)   ((e)->t[RM_ER_##c])
 #define NUL(e, c) ((e)->null[RM_ER_##c])
 
-/* The SEQUENCE cell: the health with counts, then the closure reason a final report gave. */
-static void sequence_cell(const struct rm_epoch_read *e, char *buf, size_t len)
+struct rm_health_counters rm_table_health(const struct rm_epoch_read *e)
 {
-	struct rm_health_counters c = {
+	return (struct rm_health_counters){
 		.expired = U(e, EXP),
 		.abandoned = U(e, ABAN),
 		.pending = U(e, PEND),
@@ -80,6 +79,12 @@ static void sequence_cell(const struct rm_epoch_read *e, char *buf, size_t len)
 		.repeated = U(e, REP),
 		.unclassified_late = U(e, LATE),
 	};
+}
+
+/* The SEQUENCE cell: the health with counts, then the closure reason a final report gave. */
+static void sequence_cell(const struct rm_epoch_read *e, char *buf, size_t len)
+{
+	struct rm_health_counters c = rm_table_health(e);
 	const char *why = rm_closure_reason_text((uint16_t)U(e, FLAGS_SEEN));
 	size_t off;
 

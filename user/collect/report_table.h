@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common/health.h"
 #include "store/store_read.h"
 
 /* One column: its header, its width (a longer cell widens its row only), right-aligned or not. */
@@ -40,6 +41,13 @@ char *rm_table_connection(const char *src, const char *dst, unsigned long long q
 
 /* The observation point as a cell: "POINT", "DOMAIN/POINT" when the Observation Domain is not 0. */
 char *rm_table_point(unsigned long long domain, unsigned long long point, char *buf, size_t len);
+
+/*
+ * The counters of an epoch's latest accepted report that its sequence health
+ * is read from (health.h); all 0 for an epoch without one (check
+ * e->null[RM_ER_REQ] first: it has no sequence to show).
+ */
+struct rm_health_counters rm_table_health(const struct rm_epoch_read *e);
 
 /*
  * The default text of `report`: one row per epoch, with a header before the
