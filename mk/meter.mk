@@ -25,6 +25,7 @@ CHECK_SCRIPTS  += selftests/system/test_lifecycle.py
 # What a deployment meets besides the unit: signals while starting, pins keyed by
 # namespace and ifindex, a detach that proves its target, renames, actionable errors.
 CHECK_SCRIPTS  += selftests/system/test_deploy.py
+CHECK_SCRIPTS  += selftests/system/test_status_netns.py
 # include/rocemeter/bth.h on the host: the opcode predicates and BTH fields
 # against the BTH opcode table ([IBPKT]).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_bth
