@@ -622,7 +622,7 @@ static int for_other_netns(int (*fn)(uint64_t netns, const char *path, void *arg
 {
 	uint64_t own = rm_paths_netns(), ns;
 	char root[512], path[512];
-	int self, worst = 0, rc;
+	int self, self_err, worst = 0, rc;
 	struct dirent *e;
 	DIR *d;
 
@@ -631,11 +631,18 @@ static int for_other_netns(int (*fn)(uint64_t netns, const char *path, void *arg
 	if (!d)
 		return 0;
 	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	self_err = self < 0 ? errno : 0;
 	while ((e = readdir(d))) {
 		if (rm_parse_uint(e->d_name, 1, UINT64_MAX, &ns) || ns == own)
 			continue;
-		if (netns_path(ns, path, sizeof(path)) || self < 0 || netns_enter(path))
+		if (netns_path(ns, path, sizeof(path))) {
 			path[0] = '\0';
+		} else if (self < 0 || (rc = netns_enter(path))) {
+			/* Held, so not stale, but not readable from here. */
+			rm_log_cmd(RM_LOG_WARNING, "network namespace %" PRIu64 " (%s) not read: cannot enter it: %s",
+				   ns, path, strerror(self < 0 ? self_err : -rc));
+			continue;
+		}
 		rc = fn(ns, path, arg);
 		worst = rc > worst ? rc : worst;
 		if (path[0] && setns(self, CLONE_NEWNET)) {
