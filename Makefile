@@ -6,11 +6,13 @@
 #   make bench      run the benchmarks (figures, never assertions)
 #   make demo       the main job end to end (see README.md)
 #   make install    install under $(DESTDIR)$(PREFIX)
+#   make deb        the Debian package (debian/, dpkg-buildpackage) under build/deb/
 #   make vmlinux    regenerate vmlinux/vmlinux.h from the running kernel's BTF
 #
 # One fragment per source folder in mk/*.mk appends to ROCEMETER_SRCS, BPF_NAMES, CHECK_PROGS,
 # CHECK_SCRIPTS and BENCH_PROGS; this file holds the rules.
 
+# CPPFLAGS and LDFLAGS are the caller's (dpkg-buildflags: fortify, relro, bindnow).
 # Installation directories, one definition each (make install, mk/systemd.mk).
 PREFIX          ?= /usr/local
 DESTDIR         ?=
@@ -72,10 +74,10 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 # only after its first compilation.
 $(BUILD)/user/%.o: user/%.c | $(BPF_SKELS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/rocemeter: $(ROCEMETER_OBJS)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Test programs and benchmarks: tests/unit/ (no root), selftests/bpf/,
 # selftests/system/, selftests/bench/, helpers in tests/lib/; each is linked
@@ -117,7 +119,8 @@ install: all
 	install -d $(DESTDIR)$(DOCDIR)/clickhouse
 	install -m 0644 $(wildcard docs/clickhouse/*.sql) $(DESTDIR)$(DOCDIR)/clickhouse/
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# Not the copy of the tree that `make deb` builds in.
+-include $(shell find $(BUILD) -path $(BUILD)/deb -prune -o -type f -name '*.d' -print 2>/dev/null)
 
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/vmlinux.h.tmp

@@ -25,6 +25,7 @@ CHECK_SCRIPTS  += selftests/system/test_lifecycle.py
 # What a deployment meets besides the unit: signals while starting, pins keyed by
 # namespace and ifindex, a detach that proves its target, renames, actionable errors.
 CHECK_SCRIPTS  += selftests/system/test_deploy.py
+CHECK_SCRIPTS  += selftests/system/test_status_netns.py
 # include/rocemeter/bth.h on the host: the opcode predicates and BTH fields
 # against the BTH opcode table ([IBPKT]).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_bth
@@ -33,3 +34,5 @@ CHECK_PROGS    += $(BUILD)/tests/unit/test_bth
 CHECK_PROGS    += $(BUILD)/tests/unit/test_provision
 # docs/meter.md's table of statistics against RM_STATS (include/rocemeter/common.h).
 CHECK_SCRIPTS  += tests/unit/test_stats_doc.py
+# The README's bpftool section against the BTF of build/meter.bpf.o.
+CHECK_SCRIPTS  += tests/unit/test_readme_bpftool.py

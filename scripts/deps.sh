@@ -3,6 +3,7 @@
 # Idempotent and quiet when everything is installed already. clang-format:
 # make check's format check (scripts/check-format). debootstrap and
 # systemd-container: the live systemd test (selftests/system/test_service.py).
+# dpkg-dev, debhelper, lintian, fakeroot: `make deb` and its test (test_deb.py).
 # clickhouse-server and -client: the fleet store's tests start their own
 # servers as plain processes (tests/lib/clickhouse.py); the package's system
 # service is neither started by the installation nor enabled. prometheus and
@@ -21,6 +22,7 @@ PKGS=(
   libcmocka-dev python3 python3-pytest python3-scapy python3-cryptography tshark tcpdump tcpreplay
   libfixbuf-tools socat iproute2 ethtool systemd tmux
   debootstrap systemd-container
+  dpkg-dev debhelper lintian fakeroot
   libcurl4-openssl-dev clickhouse-server clickhouse-client
   libjs-d3 chromium
 )

@@ -7,16 +7,21 @@
  * daemon's export counters, and the flow-label program's statistics; with
  * --connections, the connection census of `attach --census` instead.
  * Each interface's pins are read once (struct meter_status), then printed
- * as text or as JSON. Stops nothing and changes nothing.
+ * as text or as JSON. Without IFACE, the meters of the other network
+ * namespaces on the same bpffs too, read from inside each (setns). The exit
+ * status tells whether the meters asked for run. Stops nothing and changes nothing.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -36,6 +41,15 @@
 #include "common/report_text.h"
 #include "rocemeter/ipfix_ie.h"
 #include "violations.h"
+
+/*
+ * The exit status of `status IFACE...` (docs/man/rocemeter-status.8): the
+ * worst of the interfaces asked for. Not attached: neither the meter nor the
+ * flow-label program (with --connections: no census); stale: pins that no
+ * attached program and no daemon use.
+ */
+#define STATUS_NOT_ATTACHED 3
+#define STATUS_STALE        5
 
 /* One context as status shows it: its key and an atomic copy of its value (BPF_F_LOCK). */
 struct status_ctx {
@@ -415,12 +429,26 @@ static void print_meter_text(const struct rm_ifkey *k, const struct meter_status
 		print_daemon_text(ms->daemon);
 }
 
-/* One interface as text (label: its name, or "ifindex N" when it is gone). */
-static void status_text(const struct rm_ifkey *k, const char *label)
+/* The exit status for ms: 0 (live, busy or only the flow-label program), STATUS_NOT_ATTACHED or STATUS_STALE. */
+static int status_verdict(const struct rm_ifkey *k, const struct meter_status *ms)
+{
+	char path[512];
+
+	if (ms->attached)
+		return strcmp(ms->state, "stale") ? 0 : STATUS_STALE;
+	if (!rm_paths_pin(k, "fl_stats", path, sizeof(path)) && !access(path, F_OK))
+		return 0;
+	return STATUS_NOT_ATTACHED;
+}
+
+/* One interface as text (label: its name, or "ifindex N" when it is gone); returns status_verdict(). */
+static int status_text(const struct rm_ifkey *k, const char *label)
 {
 	struct meter_status ms;
+	int verdict;
 
 	status_read(k, &ms);
+	verdict = status_verdict(k, &ms);
 	printf("%s (ifindex %u, pins %s):\n", label, k->ifindex, ms.dir);
 	if (ms.attached)
 		print_meter_text(k, &ms, label);
@@ -429,10 +457,11 @@ static void status_text(const struct rm_ifkey *k, const char *label)
 	if (k->ifname[0])
 		rm_flowlabel_status(k->ifname, stdout, 0);
 	status_free(&ms);
+	return verdict;
 }
 
-/* The connection census of `attach --census` on interface k (label: its name or index), as text. */
-static void census_text(const struct rm_ifkey *k, const char *label)
+/* The connection census of `attach --census` on interface k (label: its name or index), as text; 0 or STATUS_NOT_ATTACHED. */
+static int census_text(const struct rm_ifkey *k, const char *label)
 {
 	struct rm_census_result res;
 	struct rm_census c;
@@ -443,21 +472,22 @@ static void census_text(const struct rm_ifkey *k, const char *label)
 	if (rc == 1) {
 		printf("no connection census (rocemeter attach %s --census, or rocemeter connections --live %s)\n",
 		       label, label);
-		return;
+		return STATUS_NOT_ATTACHED;
 	}
 	if (rc == 0 && (rc = rm_census_read(&c, &res)) < 0)
 		rm_errf(err, sizeof(err), "cannot read the census of %s: %s", label, strerror(-rc));
 	rm_census_close(&c);
 	if (rc) {
 		rm_log_cmd(RM_LOG_ERR, "%s", err);
-		return;
+		return RM_EXIT_FAIL;
 	}
 	rm_conn_write_text(stdout, &res, -1, RM_CONN_TABLE | RM_CONN_PROVISION);
 	rm_census_result_free(&res);
+	return 0;
 }
 
 /* The same as a JSON object (docs/json.md "connections"): interface, census_attached and the census's keys. */
-static json_t *census_json(const struct rm_ifkey *k, const char *label)
+static json_t *census_json(const struct rm_ifkey *k, const char *label, int *verdict)
 {
 	struct rm_census_result res;
 	struct rm_census c;
@@ -471,6 +501,7 @@ static json_t *census_json(const struct rm_ifkey *k, const char *label)
 	if (rc != 1)
 		rm_census_close(&c);
 	json_object_set_new(o, "census_attached", json_boolean(rc == 0));
+	*verdict = rc == 1 ? STATUS_NOT_ATTACHED : rc ? RM_EXIT_FAIL : 0;
 	if (rc < 0)
 		rm_log_cmd(RM_LOG_ERR, "%s", err);
 	if (rc)
@@ -507,12 +538,14 @@ static void set_meter_json(json_t *o, const struct meter_status *ms)
 }
 
 /* One interface as a JSON object (docs/json.md "status"). */
-static json_t *status_json(const struct rm_ifkey *k, const char *label)
+static json_t *status_json(const struct rm_ifkey *k, const char *label, int *verdict)
 {
 	struct meter_status ms;
 	json_t *o = json_object();
 
 	status_read(k, &ms);
+	*verdict = status_verdict(k, &ms);
+	json_object_set_new(o, "netns", rm_json_u64(k->netns));
 	json_object_set_new(o, "interface", rm_json_text(label));
 	json_object_set_new(o, "ifindex", json_integer(k->ifindex));
 	json_object_set_new(o, "pins", rm_json_text(ms.dir));
@@ -525,15 +558,242 @@ static json_t *status_json(const struct rm_ifkey *k, const char *label)
 	return o;
 }
 
-/* One interface: its status or (connections) its census, as text or appended to all. */
-static void status_one(const struct rm_ifkey *k, const char *label, int connections, json_t *all)
+/* One interface: its status or (connections) its census, as text or appended to all; the verdict. */
+static int status_one(const struct rm_ifkey *k, const char *label, int connections, json_t *all)
 {
+	int verdict = 0;
+
 	if (all)
-		json_array_append_new(all, connections ? census_json(k, label) : status_json(k, label));
+		json_array_append_new(all,
+				      connections ? census_json(k, label, &verdict) : status_json(k, label, &verdict));
 	else if (connections)
-		census_text(k, label);
+		verdict = census_text(k, label);
 	else
-		status_text(k, label);
+		verdict = status_text(k, label);
+	return verdict;
+}
+
+/*
+ * A path that holds network namespace netns (its inode): a name of `ip netns`
+ * under /run/netns, else a process's /proc/PID/ns/net. -ENOENT if none does.
+ */
+static int netns_path(uint64_t netns, char *buf, size_t len)
+{
+	static const char *const dirs[] = { "/run/netns", "/proc" };
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		DIR *d = opendir(dirs[i]);
+		struct dirent *e;
+
+		while (d && (e = readdir(d))) {
+			if (e->d_name[0] == '.' || (i == 1 && (e->d_name[0] < '0' || e->d_name[0] > '9')))
+				continue;
+			snprintf(buf, len, i ? "%s/%s/ns/net" : "%s/%s", dirs[i], e->d_name);
+			if (!stat(buf, &st) && (uint64_t)st.st_ino == netns) {
+				closedir(d);
+				return 0;
+			}
+		}
+		if (d)
+			closedir(d);
+	}
+	return -ENOENT;
+}
+
+/* Enter the network namespace at path (setns: CAP_SYS_ADMIN); 0 or -errno. */
+static int netns_enter(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -errno;
+	rc = setns(fd, CLONE_NEWNET) ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+/*
+ * The other network namespaces with pins on this bpffs, one call of fn per
+ * namespace, inside it (the caller's namespace is entered again after each);
+ * path is "" when no process or name holds it. Returns the worst of fn's results.
+ */
+static int for_other_netns(int (*fn)(uint64_t netns, const char *path, void *arg), void *arg)
+{
+	uint64_t own = rm_paths_netns(), ns;
+	char root[512], path[512];
+	int self, self_err, worst = 0, rc;
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(root, sizeof(root), "%s/rocemeter", rm_paths_bpffs());
+	d = opendir(root);
+	if (!d)
+		return 0;
+	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	self_err = self < 0 ? errno : 0;
+	while ((e = readdir(d))) {
+		if (rm_parse_uint(e->d_name, 1, UINT64_MAX, &ns) || ns == own)
+			continue;
+		if (netns_path(ns, path, sizeof(path))) {
+			path[0] = '\0';
+		} else if (self < 0 || (rc = netns_enter(path))) {
+			/* Held, so not stale, but not readable from here. */
+			rm_log_cmd(RM_LOG_WARNING, "network namespace %" PRIu64 " (%s) not read: cannot enter it: %s",
+				   ns, path, strerror(self < 0 ? self_err : -rc));
+			continue;
+		}
+		rc = fn(ns, path, arg);
+		worst = rc > worst ? rc : worst;
+		if (path[0] && setns(self, CLONE_NEWNET)) {
+			rm_log_cmd(RM_LOG_ERR, "cannot return to the network namespace: %s", strerror(errno));
+			exit(RM_EXIT_FAIL);
+		}
+	}
+	closedir(d);
+	if (self >= 0)
+		close(self);
+	return worst;
+}
+
+/* What status_netns() lists: text or the JSON array all, census or meter. */
+struct list_args {
+	int connections;
+	json_t *all;
+	int count;
+};
+
+/* Every interface with pins under dir, of the namespace the process is in (netns_path: NULL here). */
+static void list_dir(const char *dir, const char *netns_path, struct list_args *a)
+{
+	char label[64];
+	struct rm_ifkey k;
+	struct dirent *e;
+	uint64_t idx;
+	DIR *d = opendir(dir);
+
+	while (d && (e = readdir(d))) {
+		if (rm_parse_uint(e->d_name, 1, UINT32_MAX, &idx) || rm_ifkey_by_index((uint32_t)idx, &k))
+			continue;
+		if (k.ifname[0])
+			snprintf(label, sizeof(label), "%s", k.ifname);
+		else
+			snprintf(label, sizeof(label), "ifindex %u", k.ifindex);
+		status_one(&k, label, a->connections, a->all);
+		if (a->all && netns_path)
+			json_object_set_new(json_array_get(a->all, json_array_size(a->all) - 1), "netns_path",
+					    json_string(netns_path));
+		a->count++;
+	}
+	if (d)
+		closedir(d);
+}
+
+/* The pins of a namespace that no process holds, one JSON object per interface directory. */
+static void list_stale(uint64_t netns, const char *dir, struct list_args *a)
+{
+	char pins[768];
+	struct dirent *e;
+	uint64_t idx;
+	DIR *d = a->all ? opendir(dir) : NULL;
+
+	while (d && (e = readdir(d))) {
+		json_t *o;
+
+		if (rm_parse_uint(e->d_name, 1, UINT32_MAX, &idx))
+			continue;
+		o = json_object();
+		snprintf(pins, sizeof(pins), "%s/%s", dir, e->d_name);
+		json_object_set_new(o, "netns", rm_json_u64(netns));
+		json_object_set_new(o, "netns_path", json_null());
+		json_object_set_new(o, "ifindex", json_integer((json_int_t)idx));
+		json_object_set_new(o, "pins", rm_json_text(pins));
+		json_object_set_new(o, "stale", json_true());
+		json_array_append_new(a->all, o);
+		a->count++;
+	}
+	if (d)
+		closedir(d);
+}
+
+/* One other network namespace's meters (for_other_netns), under a line that names it. */
+static int status_netns(uint64_t netns, const char *path, void *arg)
+{
+	struct list_args *a = arg;
+	char dir[512];
+
+	rm_paths_netns_dir(netns, dir, sizeof(dir));
+	if (!path[0]) {
+		/* No process holds the namespace: whatever is pinned there is stale. */
+		if (!a->all)
+			printf("network namespace %" PRIu64 ": STALE: pins under %s, but no process and no "
+			       "/run/netns name holds the namespace (remove the directory)\n",
+			       netns, dir);
+		list_stale(netns, dir, a);
+		return 0;
+	}
+	if (!a->all)
+		printf("network namespace %" PRIu64 " (%s; nsenter --net=%s rocemeter ...):\n", netns, path, path);
+	list_dir(dir, path, a);
+	return 0;
+}
+
+/* Where to look for IFACE when it has no meter here: for_other_netns's call per namespace. */
+struct elsewhere_args {
+	const char *ifname;
+	json_t *where; /* the JSON array "elsewhere", or NULL for text */
+};
+
+static int find_elsewhere(uint64_t netns, const char *path, void *arg)
+{
+	struct elsewhere_args *a = arg;
+	struct rm_ifkey k;
+	char dir[512];
+
+	if (!path[0] || rm_ifkey_by_name(a->ifname, &k, dir, sizeof(dir)) || rm_paths_pin_dir(&k, dir, sizeof(dir)) ||
+	    access(dir, F_OK))
+		return 0;
+	if (a->where) {
+		json_t *o = json_object();
+
+		json_object_set_new(o, "netns", rm_json_u64(netns));
+		json_object_set_new(o, "netns_path", json_string(path));
+		json_object_set_new(o, "ifindex", json_integer(k.ifindex));
+		json_object_set_new(o, "pins", rm_json_text(dir));
+		json_array_append_new(a->where, o);
+	} else {
+		printf("  a meter of %s in network namespace %" PRIu64
+		       " (pins %s): nsenter --net=%s rocemeter status %s\n",
+		       a->ifname, netns, dir, path, a->ifname);
+	}
+	return 0;
+}
+
+/* IFACE, which has no such interface here: what status prints, and where else it has pins. */
+static void status_absent(const char *ifname, int connections, json_t *all)
+{
+	struct elsewhere_args ea = { .ifname = ifname };
+
+	if (all) {
+		json_t *o = json_object();
+
+		json_object_set_new(o, "interface", rm_json_text(ifname));
+		if (connections) {
+			json_object_set_new(o, "census_attached", json_false());
+		} else {
+			json_object_set_new(o, "meter", json_null());
+			json_object_set_new(o, "flowlabel", json_null());
+			ea.where = json_array();
+			for_other_netns(find_elsewhere, &ea);
+			json_object_set_new(o, "elsewhere", ea.where);
+		}
+		json_array_append_new(all, o);
+	} else if (connections) {
+		printf("%s:\nno connection census (no such interface)\n", ifname);
+	} else {
+		printf("%s:\n  meter: not attached (no such interface in this network namespace)\n", ifname);
+		for_other_netns(find_elsewhere, &ea);
+	}
 }
 
 struct status_args {
@@ -564,8 +824,10 @@ static void usage(FILE *f)
 		   "began), and the flow-label program's statistics. Without IFACE: every\n"
 		   "interface of this network namespace with pins under\n"
 		   "/sys/fs/bpf/rocemeter/NETNS/IFINDEX/ (an interface is found by its index,\n"
-		   "so a renamed one shows under its new name). The statistics are described\n"
-		   "in docs/meter.md.\n\n"
+		   "so a renamed one shows under its new name), then those of every other\n"
+		   "network namespace, each named. IFACE not here: where it has a meter.\n"
+		   "Exit status for IFACE: 0 live, 3 not attached, 5 stale pins. The\n"
+		   "statistics are described in docs/meter.md.\n\n"
 		   "Options:\n");
 	rm_opts_help(f, status_opts, 22, 6);
 }
@@ -573,84 +835,70 @@ static void usage(FILE *f)
 /* An unknown option: getopt's line, no usage. */
 static const struct rm_cmd_opts status_cmd = { .t = status_opts, .usage = usage };
 
+/* `status IFACE...`: the worst verdict of the interfaces asked for. */
+static int status_named(char **names, int n, int connections, json_t *all)
+{
+	int worst = 0, verdict;
+	char err[256];
+	struct rm_ifkey k;
+
+	for (int i = 0; i < n; i++) {
+		int rc = rm_ifkey_by_name(names[i], &k, err, sizeof(err));
+
+		if (rc == -ENODEV) {
+			status_absent(names[i], connections, all);
+			verdict = STATUS_NOT_ATTACHED;
+		} else if (rc) {
+			rm_log_cmd(RM_LOG_ERR, "%s", err);
+			return RM_EXIT_FAIL;
+		} else {
+			verdict = status_one(&k, names[i], connections, all);
+		}
+		if (verdict > worst)
+			worst = verdict;
+	}
+	return worst;
+}
+
+/* `status`: every interface with pins, of this network namespace, then of the others that bpffs holds. */
+static void status_all(int connections, json_t *all)
+{
+	struct list_args a = { .connections = connections, .all = all };
+	char dir[512];
+
+	if (rm_paths_netns_dir(rm_paths_netns(), dir, sizeof(dir)) == 0)
+		list_dir(dir, NULL, &a);
+	if (!a.count && !all)
+		printf("nothing attached in this network namespace (no pins under %s)\n", dir);
+	for_other_netns(status_netns, &a);
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	struct status_args args = { 0 };
-	int json, count = 0, connections, rc;
+	int rc = rm_opts_parse(&status_cmd, argc, argv, &args);
 	json_t *all;
-	char dir[512], err[256], label[64];
-	struct rm_ifkey k;
-	DIR *d;
-	struct dirent *e;
 
-	rc = rm_opts_parse(&status_cmd, argc, argv, &args);
 	if (rc >= 0)
 		return rc;
-	json = args.json;
-	connections = args.connections;
 	for (int i = optind; i < argc; i++) {
 		if (!rm_ifname_valid(argv[i])) {
 			rm_log_cmd(RM_LOG_ERR, "'%s' is not a valid interface name", argv[i]);
 			return RM_EXIT_USAGE;
 		}
 	}
-	all = json ? json_array() : NULL;
+	all = args.json ? json_array() : NULL;
 	if (optind < argc) {
-		for (int i = optind; i < argc; i++) {
-			rc = rm_ifkey_by_name(argv[i], &k, err, sizeof(err));
-			if (rc == -ENODEV) {
-				/* No such interface here: nothing can be pinned for it. */
-				if (json) {
-					json_t *o = json_object();
-
-					json_object_set_new(o, "interface", rm_json_text(argv[i]));
-					if (connections) {
-						json_object_set_new(o, "census_attached", json_false());
-					} else {
-						json_object_set_new(o, "meter", json_null());
-						json_object_set_new(o, "flowlabel", json_null());
-					}
-					json_array_append_new(all, o);
-				} else if (connections) {
-					printf("%s:\nno connection census (no such interface)\n", argv[i]);
-				} else {
-					printf("%s:\n  meter: not attached (no such interface)\n", argv[i]);
-				}
-				continue;
-			}
-			if (rc) {
-				rm_log_cmd(RM_LOG_ERR, "%s", err);
-				json_decref(all);
-				return RM_EXIT_FAIL;
-			}
-			status_one(&k, argv[i], connections, all);
-			count++;
-		}
+		rc = status_named(argv + optind, argc - optind, args.connections, all);
 	} else {
-		if (rm_paths_netns_dir(rm_paths_netns(), dir, sizeof(dir)) == 0 && (d = opendir(dir))) {
-			while ((e = readdir(d))) {
-				uint64_t idx;
-
-				if (rm_parse_uint(e->d_name, 1, UINT32_MAX, &idx) ||
-				    rm_ifkey_by_index((uint32_t)idx, &k))
-					continue;
-				if (k.ifname[0])
-					snprintf(label, sizeof(label), "%s", k.ifname);
-				else
-					snprintf(label, sizeof(label), "ifindex %u", k.ifindex);
-				status_one(&k, label, connections, all);
-				count++;
-			}
-			closedir(d);
-		}
-		if (!count && !json)
-			printf("nothing attached (no pins under %s)\n", dir);
+		status_all(args.connections, all);
+		rc = RM_EXIT_OK;
 	}
-	if (json && rm_json_write(stdout, all)) {
+	if (args.json && rm_json_write(stdout, all)) {
 		rm_log_cmd(RM_LOG_ERR, "standard output: write error");
 		return RM_EXIT_FAIL;
 	}
-	return RM_EXIT_OK;
+	return rc;
 }
 
 RM_COMMAND(status, 30, "show statistics and live contexts of attached meters", cmd_status);
