@@ -581,6 +581,8 @@ def test_live_reenable_command(veth, daemons, tmp_path):
     assert st["violations_fail_safe"] is False
     text = sh(ROCEMETER, "status", veth.dev).stdout
     assert "%s > %s qp 0x%06x" % (SRC2, DST2, QP2) in text.split("violations")[-1], text
+    # The opcode by its name, as the table of [IBPKT] calls it, and the PSN of the request.
+    assert "qp 0x%06x" % QP in text and "RDMA READ Request (opcode 0x0c) at PSN 2, unsupported" in text, text
 
     p = reenable(veth.dev, SRC2, DST2, "0x999", "any")
     assert p.returncode == 1 and "no disabled connection" in p.stderr, p

@@ -125,7 +125,7 @@ static void print_violations_text(const struct meter_status *ms, const char *lab
 {
 	const struct rm_violation_entry *v = ms->viol;
 	size_t n = ms->n_viol;
-	char key[160];
+	char key[160], what[160];
 
 	if (!ms->have_violations)
 		return;
@@ -136,10 +136,10 @@ static void print_violations_text(const struct meter_status *ms, const char *lab
 	printf("  violations (disabled until 'rocemeter reenable %s ...'):%s\n", label, n ? "" : " (none)");
 	for (size_t i = 0; i < n; i++) {
 		rm_violations_format_key(&v[i].key, key, sizeof(key));
-		if (v[i].in_map)
-			printf("    %s opcode 0x%02x psn %u %s\n", key, v[i].v.opcode, v[i].v.psn,
-			       rm_violation_cause_name(v[i].v.cause));
-		else
+		if (v[i].in_map) {
+			rm_violations_describe(&v[i], what, sizeof(what));
+			printf("    %s: %s\n", key, what);
+		} else
 			printf("    %s (held by its context: the map was full)\n", key);
 	}
 }
