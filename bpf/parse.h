@@ -61,7 +61,7 @@
 #define RM_IPPROTO_EXP1     253
 #define RM_IPPROTO_EXP2     254
 
-#define RM_VLAN_VID_MASK 0x0fff /* 802.1Q TCI: the VLAN ID */
+#define RM_VLAN_VID_MASK    0x0fff /* 802.1Q TCI: the VLAN ID */
 #define RM_IP_FRAG_MASK     0x3fff /* IPv4 flags and fragment offset: MF | offset */
 #define RM_IP_OFFSET_MASK   0x1fff /* IPv4 fragment offset: non-zero, not the first fragment */
 #define RM_IP6_OFFSET_MASK  0xfff8 /* IPv6 Fragment header: fragment offset */
