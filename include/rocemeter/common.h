@@ -36,11 +36,11 @@
  * of it. IPv4 addresses occupy the first 4 bytes of src/dst, rest zero.
  */
 struct rm_ctx_key {
-	__u8 src[16];     /* source IP address, network order */
-	__u8 dst[16];     /* destination IP address, network order */
-	__u32 dest_qp;    /* BTH DestQP, 24 bits */
-	__u16 pkey;       /* BTH P_Key */
-	__u8 family;      /* 4 or 6 */
+	__u8 src[16];  /* source IP address, network order */
+	__u8 dst[16];  /* destination IP address, network order */
+	__u32 dest_qp; /* BTH DestQP, 24 bits */
+	__u16 pkey;    /* BTH P_Key */
+	__u8 family;   /* 4 or 6 */
 	__u8 _pad;
 	__u16 vlan[RM_VLAN_DEPTH_MAX]; /* VLAN IDs outer..inner when namespace = vlan, else 0 */
 };
@@ -117,7 +117,7 @@ struct rm_prov_key {
 	__u32 dest_qp;
 	__u16 pkey;
 	__u8 family;
-	__u8 wildcard;       /* RM_PROV_ANY_* */
+	__u8 wildcard; /* RM_PROV_ANY_* */
 };
 
 struct rm_prov_val {
@@ -155,7 +155,7 @@ enum rm_event_type {
 };
 
 struct rm_event {
-	__u32 type;          /* enum rm_event_type */
+	__u32 type; /* enum rm_event_type */
 	__u32 _pad;
 	struct rm_ctx_key key;
 	struct rm_seq_counters snap;
@@ -195,43 +195,46 @@ enum rm_parse_verdict {
  * malformed_bth, unsupported_tpid (its parse verdict); the others count
  * requests, closures and events.
  */
-#define RM_STATS(X)                                                                                               \
-	X(FRAMES, "frames", FRAMES, "frames seen by the program")                                                         \
-	X(ROCEV2, "rocev2", PARSE, "frames with UDP destination port 4791 and a full BTH, in a form that is metered")    \
-	X(NOT_ROCEV2, "not_rocev2", PARSE, "not IP/UDP to port 4791: passed untouched")                                  \
-	X(ROCEV1, "rocev1", PARSE, "EtherType 0x8915: passed untouched")                                                 \
-	X(ELIGIBLE, "eligible_requests", ROCEV2, "eligible requests (SEND, RDMA WRITE) accounted to an epoch")            \
-	X(RESPONSES, "responses", ROCEV2, "RC responses and acknowledgements: no state change")                           \
-	X(CNP, "cnp", ROCEV2, "CNPs: no state change")                                                                    \
-	X(OTHER_TRANSPORT, "other_transport", ROCEV2, "UC, RD, UD, XRC or unknown transport: not metered")                \
-	X(NOT_PROVISIONED, "not_provisioned", ROCEV2, "requests of connections not provisioned")                          \
-	X(VIOLATIONS, "profile_violations", ROCEV2, "profile violations: epoch closed, connection disabled, not counted") \
-	X(DISABLED, "disabled_requests", ROCEV2, "requests of connections disabled by a violation or a reload")           \
-	X(UNOBSERVED, "unobserved_requests", UNOBSERVED,                                                                      \
-	  "requests of provisioned connections in a form not metered: epoch closed with captureDiscontinuity")    \
-	X(IP_FRAGMENT, "ip_fragments", PARSE, "IP fragments: not metered")                                               \
-	X(UNSUP_ENCAP, "unsupported_encapsulation", PARSE,                                                               \
-	  "more than 2 VLAN tags or 4 IPv6 extension headers, or an extension header that is not walked")         \
-	X(UNSUP_TPID, "unsupported_tpid", PARSE, "a tag with TPID 0x9100, 0x9200 or 0x9300: not metered")                \
-	X(UNATTRIBUTED, "unattributed_frames", UNATTRIBUTED,                                                                    \
-	  "frames that may carry a request but name no connection (capture loss with unattributed_is_loss)")      \
-	X(MALFORMED_ETH, "malformed_eth", PARSE, "truncated Ethernet or VLAN header")                                    \
-	X(MALFORMED_IP, "malformed_ip", PARSE, "truncated IP header, IHL < 5, bad version, truncated extension header")  \
-	X(MALFORMED_UDP, "malformed_udp", PARSE, "truncated UDP header, UDP length < 8 + 12 or > IP payload")            \
-	X(MALFORMED_BTH, "malformed_bth", PARSE, "truncated BTH, TVer != 0, extended headers + pad + ICRC do not fit")   \
-	X(VLAN_METADATA, "vlan_tag_metadata", VLAN_METADATA, "frames whose outer VLAN tag came from the packet metadata")        \
-	X(TABLE_FULL, "table_full", TABLE_FULL, "new contexts refused: max_contexts reached")                                 \
-	X(EVICTIONS, "evictions", EVICTIONS, "contexts evicted (stateExhaustion)")                                           \
-	X(VIOLATIONS_UNRECORDED, "violations_unrecorded", VIOLATIONS_UNRECORDED,                                                         \
-	  "violations that found the violations map full and no context: fail-safe engaged")                      \
-	X(FAIL_SAFE_REFUSED, "fail_safe_refused", ROCEV2,                                                                 \
-	  "requests of new connections refused while the fail-safe is engaged")                                   \
-	X(RINGBUF_DROPS, "ringbuf_drops", RINGBUF_DROPS, "events lost: ring buffer full")                                        \
-	X(EPOCHS_STARTED, "epochs_started", EPOCHS_STARTED, "epochs started")                                                     \
-	X(EPOCHS_CLOSED, "epochs_closed_in_datapath", EPOCHS_CLOSED, "epochs closed by the XDP program")                 \
-	X(POOL_TAKEN, "window_pool_taken", WINDOW_POOL,                                                                   \
-	  "pool windows taken: an epoch's pending positions reached more than 63 positions behind the highest")   \
-	X(POOL_EXHAUSTED, "window_pool_exhausted", WINDOW_POOL,                                                           \
+#define RM_STATS(X)                                                                                                    \
+	X(FRAMES, "frames", FRAMES, "frames seen by the program")                                                      \
+	X(ROCEV2, "rocev2", PARSE, "frames with UDP destination port 4791 and a full BTH, in a form that is metered")  \
+	X(NOT_ROCEV2, "not_rocev2", PARSE, "not IP/UDP to port 4791: passed untouched")                                \
+	X(ROCEV1, "rocev1", PARSE, "EtherType 0x8915: passed untouched")                                               \
+	X(ELIGIBLE, "eligible_requests", ROCEV2, "eligible requests (SEND, RDMA WRITE) accounted to an epoch")         \
+	X(RESPONSES, "responses", ROCEV2, "RC responses and acknowledgements: no state change")                        \
+	X(CNP, "cnp", ROCEV2, "CNPs: no state change")                                                                 \
+	X(OTHER_TRANSPORT, "other_transport", ROCEV2, "UC, RD, UD, XRC or unknown transport: not metered")             \
+	X(NOT_PROVISIONED, "not_provisioned", ROCEV2, "requests of connections not provisioned")                       \
+	X(VIOLATIONS, "profile_violations", ROCEV2,                                                                    \
+	  "profile violations: epoch closed, connection disabled, not counted")                                        \
+	X(DISABLED, "disabled_requests", ROCEV2, "requests of connections disabled by a violation or a reload")        \
+	X(UNOBSERVED, "unobserved_requests", UNOBSERVED,                                                               \
+	  "requests of provisioned connections in a form not metered: epoch closed with captureDiscontinuity")         \
+	X(IP_FRAGMENT, "ip_fragments", PARSE, "IP fragments: not metered")                                             \
+	X(UNSUP_ENCAP, "unsupported_encapsulation", PARSE,                                                             \
+	  "more than 2 VLAN tags or 4 IPv6 extension headers, or an extension header that is not walked")              \
+	X(UNSUP_TPID, "unsupported_tpid", PARSE, "a tag with TPID 0x9100, 0x9200 or 0x9300: not metered")              \
+	X(UNATTRIBUTED, "unattributed_frames", UNATTRIBUTED,                                                           \
+	  "frames that may carry a request but name no connection (capture loss with unattributed_is_loss)")           \
+	X(MALFORMED_ETH, "malformed_eth", PARSE, "truncated Ethernet or VLAN header")                                  \
+	X(MALFORMED_IP, "malformed_ip", PARSE,                                                                         \
+	  "truncated IP header, IHL < 5, bad version, truncated extension header")                                     \
+	X(MALFORMED_UDP, "malformed_udp", PARSE, "truncated UDP header, UDP length < 8 + 12 or > IP payload")          \
+	X(MALFORMED_BTH, "malformed_bth", PARSE, "truncated BTH, TVer != 0, extended headers + pad + ICRC do not fit") \
+	X(VLAN_METADATA, "vlan_tag_metadata", VLAN_METADATA,                                                           \
+	  "frames whose outer VLAN tag came from the packet metadata")                                                 \
+	X(TABLE_FULL, "table_full", TABLE_FULL, "new contexts refused: max_contexts reached")                          \
+	X(EVICTIONS, "evictions", EVICTIONS, "contexts evicted (stateExhaustion)")                                     \
+	X(VIOLATIONS_UNRECORDED, "violations_unrecorded", VIOLATIONS_UNRECORDED,                                       \
+	  "violations that found the violations map full and no context: fail-safe engaged")                           \
+	X(FAIL_SAFE_REFUSED, "fail_safe_refused", ROCEV2,                                                              \
+	  "requests of new connections refused while the fail-safe is engaged")                                        \
+	X(RINGBUF_DROPS, "ringbuf_drops", RINGBUF_DROPS, "events lost: ring buffer full")                              \
+	X(EPOCHS_STARTED, "epochs_started", EPOCHS_STARTED, "epochs started")                                          \
+	X(EPOCHS_CLOSED, "epochs_closed_in_datapath", EPOCHS_CLOSED, "epochs closed by the XDP program")               \
+	X(POOL_TAKEN, "window_pool_taken", WINDOW_POOL,                                                                \
+	  "pool windows taken: an epoch's pending positions reached more than 63 positions behind the highest")        \
+	X(POOL_EXHAUSTED, "window_pool_exhausted", WINDOW_POOL,                                                        \
 	  "epochs closed with stateExhaustion: the window pool had no window for them")
 
 #define RM_STAT_ENUM_(suffix, name, group, desc) RM_STAT_##suffix,
@@ -250,25 +253,25 @@ enum rm_stat {
  * the statistic's name as the label cause. Each frame is counted once in
  * FRAMES and once in PARSE (rocev2 or the reason it was not parsed).
  */
-#define RM_STAT_GROUPS(X)                                                                         \
-	X(FRAMES, "frames", "frames seen by the XDP program")                                      \
-	X(PARSE, "parsed_frames", "frames by parse verdict: rocev2, or why not metered")           \
-	X(ROCEV2, "rocev2_packets", "RoCEv2 packets by what the meter did with them")              \
-	X(UNOBSERVED, "unobserved_requests", "requests of provisioned connections in a form not metered") \
-	X(UNATTRIBUTED, "unattributed_frames", "frames that may carry a request but name no connection") \
+#define RM_STAT_GROUPS(X)                                                                                  \
+	X(FRAMES, "frames", "frames seen by the XDP program")                                              \
+	X(PARSE, "parsed_frames", "frames by parse verdict: rocev2, or why not metered")                   \
+	X(ROCEV2, "rocev2_packets", "RoCEv2 packets by what the meter did with them")                      \
+	X(UNOBSERVED, "unobserved_requests", "requests of provisioned connections in a form not metered")  \
+	X(UNATTRIBUTED, "unattributed_frames", "frames that may carry a request but name no connection")   \
 	X(VLAN_METADATA, "vlan_tag_metadata", "frames whose outer VLAN tag came from the packet metadata") \
-	X(TABLE_FULL, "table_full", "new contexts refused: max_contexts reached")                  \
-	X(EVICTIONS, "evictions", "contexts evicted (stateExhaustion)")                            \
-	X(VIOLATIONS_UNRECORDED, "violations_unrecorded", "violations that found the violations map full: fail-safe engaged") \
-	X(RINGBUF_DROPS, "ringbuf_drops", "epoch events lost: the ring buffer was full")           \
-	X(EPOCHS_STARTED, "epochs_started", "epochs started in the datapath")                      \
-	X(EPOCHS_CLOSED, "epochs_closed_in_datapath", "closures decided in the datapath")          \
+	X(TABLE_FULL, "table_full", "new contexts refused: max_contexts reached")                          \
+	X(EVICTIONS, "evictions", "contexts evicted (stateExhaustion)")                                    \
+	X(VIOLATIONS_UNRECORDED, "violations_unrecorded",                                                  \
+	  "violations that found the violations map full: fail-safe engaged")                              \
+	X(RINGBUF_DROPS, "ringbuf_drops", "epoch events lost: the ring buffer was full")                   \
+	X(EPOCHS_STARTED, "epochs_started", "epochs started in the datapath")                              \
+	X(EPOCHS_CLOSED, "epochs_closed_in_datapath", "closures decided in the datapath")                  \
 	X(WINDOW_POOL, "window_pool_events", "window pool: windows taken, epochs closed for want of one")
 
 #define RM_STAT_GROUP_ENUM_(group, metric, help) RM_STAT_GROUP_##group,
 enum rm_stat_group {
-	RM_STAT_GROUPS(RM_STAT_GROUP_ENUM_)
-	RM_STAT_GROUP__COUNT,
+	RM_STAT_GROUPS(RM_STAT_GROUP_ENUM_) RM_STAT_GROUP__COUNT,
 };
 #undef RM_STAT_GROUP_ENUM_
 
@@ -277,14 +280,14 @@ enum rm_stat_group {
  * writes it through the skeleton, before load or while running).
  */
 struct rm_config {
-	__u32 window;          /* W for new epochs, 1..window ring size */
-	__u32 ns_mode;         /* RM_NS_* */
-	__u32 provision_all;   /* 1: every connection is provisioned (operator assertion) */
-	__u32 mirror;          /* 1: XDP_DROP after metering (dedicated mirror port) */
-	__u32 use_replay_clock; /* 1 (replay): arrival time is replay_now_ns, not the kernel clock */
-	__u32 replay_wire_len; /* replay: the frame's length on the wire (capture may truncate) */
-	__u64 replay_now_ns;   /* replay: capture timestamp of the frame (UNIX ns) */
-	__u64 idle_timeout_ns; /* 0: none; else a request arriving later than this after the
+	__u32 window;               /* W for new epochs, 1..window ring size */
+	__u32 ns_mode;              /* RM_NS_* */
+	__u32 provision_all;        /* 1: every connection is provisioned (operator assertion) */
+	__u32 mirror;               /* 1: XDP_DROP after metering (dedicated mirror port) */
+	__u32 use_replay_clock;     /* 1 (replay): arrival time is replay_now_ns, not the kernel clock */
+	__u32 replay_wire_len;      /* replay: the frame's length on the wire (capture may truncate) */
+	__u64 replay_now_ns;        /* replay: capture timestamp of the frame (UNIX ns) */
+	__u64 idle_timeout_ns;      /* 0: none; else a request arriving later than this after the
 				* epoch's last one closes it first (finalEpoch alone) */
 	__u32 unattributed_is_loss; /* 1: a frame that may carry a request of any connection makes
 				     * every open epoch stale (closed with captureDiscontinuity) */
@@ -345,13 +348,13 @@ enum rm_ctl_status {
 };
 
 struct rm_ctl {
-	__u32 op;              /* enum rm_ctl_op */
-	__u16 reason;          /* RM_FLAG_* closure bits for RM_CTL_CLOSE */
+	__u32 op;     /* enum rm_ctl_op */
+	__u16 reason; /* RM_FLAG_* closure bits for RM_CTL_CLOSE */
 	__u16 _pad;
-	__u64 idle_before_ns;  /* RM_CTL_CLOSE_IDLE: meter clock */
+	__u64 idle_before_ns; /* RM_CTL_CLOSE_IDLE: meter clock */
 	struct rm_ctx_key key;
 	/* results */
-	__s32 status;          /* enum rm_ctl_status */
+	__s32 status; /* enum rm_ctl_status */
 	__u32 _pad2;
 	struct rm_seq_counters snap;
 };
