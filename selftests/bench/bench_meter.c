@@ -52,7 +52,7 @@
 
 #define MAX_BATCHES 101
 #define MAX_CASES   48
-#define PAYLOAD 64
+#define PAYLOAD     64
 /* RM_BENCH_EMIT_EACH: runs between two drains, so that the 4 MiB ring
  * buffer never fills (an event takes 152 bytes with its header). */
 #define EMIT_RUN_MAX 20000
@@ -62,21 +62,21 @@ enum target { T_DIRECT_PASS, T_DIRECT_BASE, T_DRV_PASS, T_DRV_BASE, T_DRV_METER 
 struct bcase {
 	const char *name;
 	enum target target;
-	int mode;          /* enum rm_bench_mode */
-	int replay_clock;  /* meter loaded with replay = 1: no clock read */
-	uint32_t nctx;     /* live contexts */
-	uint32_t window;   /* W of the meter */
-	uint32_t step;     /* RM_BENCH_JUMP */
-	uint32_t cut;      /* breakdown: enum rm_bench_cut of the meter */
-	uint32_t bflags;   /* breakdown: RM_BENCH_* extra work per request */
-	int breakdown;     /* a row of the breakdown table, not of the main one */
-	const char *skip;  /* not run, and why */
+	int mode;         /* enum rm_bench_mode */
+	int replay_clock; /* meter loaded with replay = 1: no clock read */
+	uint32_t nctx;    /* live contexts */
+	uint32_t window;  /* W of the meter */
+	uint32_t step;    /* RM_BENCH_JUMP */
+	uint32_t cut;     /* breakdown: enum rm_bench_cut of the meter */
+	uint32_t bflags;  /* breakdown: RM_BENCH_* extra work per request */
+	int breakdown;    /* a row of the breakdown table, not of the main one */
+	const char *skip; /* not run, and why */
 	char why[160];
 	struct bench *drv; /* own driver (own counter) */
 	struct rm_meter m;
 	int prog_fd;
 	uint32_t repeat;
-	uint64_t runs;     /* timed runs */
+	uint64_t runs;          /* timed runs */
 	struct ring_buffer *rb; /* RM_BENCH_EMIT_EACH: drained after every run */
 	int nb;
 	double ns[MAX_BATCHES];
@@ -92,8 +92,11 @@ static size_t frame_len;
 /* One untagged IPv4 RoCEv2 SEND Only request: the driver rewrites dest QP and PSN. */
 static size_t make_frame(uint8_t *f)
 {
-	struct rm_frame_spec s = { .ipv4 = 1, .opcode = RM_OPCODE_RC_SEND_ONLY, .payload = PAYLOAD,
-				   .src = { 10, 0, 0, 1 }, .dst = { 10, 0, 0, 2 } };
+	struct rm_frame_spec s = { .ipv4 = 1,
+				   .opcode = RM_OPCODE_RC_SEND_ONLY,
+				   .payload = PAYLOAD,
+				   .src = { 10, 0, 0, 1 },
+				   .dst = { 10, 0, 0, 2 } };
 
 	return rm_frame_build(f, sizeof(frame), &s);
 }
@@ -138,8 +141,8 @@ static double run(struct bcase *c, uint32_t repeat)
 		return -1;
 	}
 	if (o.retval != XDP_PASS) {
-		fprintf(stderr, "bench_meter: %s: the program returned %u, not XDP_PASS (tail call failed?)\n",
-			c->name, o.retval);
+		fprintf(stderr, "bench_meter: %s: the program returned %u, not XDP_PASS (tail call failed?)\n", c->name,
+			o.retval);
 		return -1;
 	}
 	if (c->rb && ring_buffer__consume(c->rb) < 0) {
@@ -551,11 +554,23 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "b:t:qmf:h")) != -1) {
 		switch (opt) {
-		case 'b': batches = atoi(optarg); break;
-		case 't': batch_ms = atof(optarg); break;
-		case 'q': quick = 1; batches = 5; batch_ms = 10; break;
-		case 'm': memory_only = 1; break;
-		case 'f': only = optarg; break;
+		case 'b':
+			batches = atoi(optarg);
+			break;
+		case 't':
+			batch_ms = atof(optarg);
+			break;
+		case 'q':
+			quick = 1;
+			batches = 5;
+			batch_ms = 10;
+			break;
+		case 'm':
+			memory_only = 1;
+			break;
+		case 'f':
+			only = optarg;
+			break;
 		default:
 			fprintf(stderr, "usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q] [-m] [-f TEXT]\n");
 			return opt == 'h' ? 0 : 2;
@@ -725,7 +740,8 @@ int main(int argc, char **argv)
 	}
 
 	printf("XDP meter, BPF_PROG_TEST_RUN: ns/packet, median (min-max) of %d interleaved batches of ~%.0f ms; "
-	       "ratio = median / median of \"driver -> parse-only\". SEND Only, IPv4, %zu-byte frames; the kernel clock unless stated.\n\n",
+	       "ratio = median / median of \"driver -> parse-only\". SEND Only, IPv4, %zu-byte frames; the kernel "
+	       "clock unless stated.\n\n",
 	       batches, batch_ms, frame_len);
 	printf("| figure | contexts | W | ns/packet | min | max | x parse-only | runs/batch |\n");
 	printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -750,11 +766,13 @@ int main(int argc, char **argv)
 			continue;
 		}
 		fmt_big(c->med / drv_base->med, c->med / drv_base->med >= 100 ? 0 : 2, ratio, sizeof(ratio));
-		printf("| %s | %s | %s | %s | %s | %s | %s | %u |\n", c->name, n, w, fmt_big(c->med, 0, med, sizeof(med)),
-		       fmt_big(c->min, 0, mn, sizeof(mn)), fmt_big(c->max, 0, mx, sizeof(mx)), ratio, c->repeat);
+		printf("| %s | %s | %s | %s | %s | %s | %s | %u |\n", c->name, n, w,
+		       fmt_big(c->med, 0, med, sizeof(med)), fmt_big(c->min, 0, mn, sizeof(mn)),
+		       fmt_big(c->max, 0, mx, sizeof(mx)), ratio, c->repeat);
 	}
 	printf("\nDriver alone (rewrite + tail call into an empty program): %.0f ns of every figure above "
-	       "\"driver -> ...\".\n", drv_pass->med);
+	       "\"driver -> ...\".\n",
+	       drv_pass->med);
 	/* worst case against in-order at the same W and contexts (target: at most 4x) */
 	for (int i = 0; i < ncases; i++) {
 		struct bcase *w = &cases[i], *o = NULL;
@@ -762,8 +780,8 @@ int main(int argc, char **argv)
 		if (w->mode != RM_BENCH_JUMP || w->skip || w->target != T_DRV_METER)
 			continue;
 		for (int j = 0; j < ncases; j++)
-			if (cases[j].target == T_DRV_METER && cases[j].mode == RM_BENCH_INORDER && !cases[j].replay_clock &&
-			    cases[j].window == w->window && cases[j].nctx == w->nctx)
+			if (cases[j].target == T_DRV_METER && cases[j].mode == RM_BENCH_INORDER &&
+			    !cases[j].replay_clock && cases[j].window == w->window && cases[j].nctx == w->nctx)
 				o = &cases[j];
 		if (o)
 			printf("Worst case / in-order at W = 2^22, %u context(s): %.0fx\n", w->nctx, w->med / o->med);
