@@ -284,14 +284,14 @@ static int metrics_key(struct parse_state *ps, char *dst, size_t len, const char
 }
 
 /* An integer key in lo..hi (limits.h); the message is the options' one. */
-#define U64_KEY(key, lo, hi, dst)                                                  \
-	if (!strcmp(name, key)) {                                                  \
-		uint64_t x_;                                                       \
-		char why_[256];                                                    \
-		if (rm_opt_uint(name, value, lo, hi, &x_, why_, sizeof(why_)))     \
-			return fail(ps, "%s%s", why_, "");                         \
-		dst = x_;                                                          \
-		return 1;                                                          \
+#define U64_KEY(key, lo, hi, dst)                                              \
+	if (!strcmp(name, key)) {                                              \
+		uint64_t x_;                                                   \
+		char why_[256];                                                \
+		if (rm_opt_uint(name, value, lo, hi, &x_, why_, sizeof(why_))) \
+			return fail(ps, "%s%s", why_, "");                     \
+		dst = x_;                                                      \
+		return 1;                                                      \
 	}
 
 static int handler(void *user, const char *section, const char *name, const char *value)
@@ -388,8 +388,10 @@ static int handler(void *user, const char *section, const char *name, const char
 		}
 		/* db is the older name of store = sqlite:FILE: a file names its store once (docs/configuration.md) */
 		if ((!strcmp(name, "db") && cfg->collect.store[0]) || (!strcmp(name, "store") && cfg->collect.db[0]))
-			return fail(ps, "%s: [collect] has both db and store: keep store (db = FILE is store = sqlite:FILE)%s",
-				    name, "");
+			return fail(
+				ps,
+				"%s: [collect] has both db and store: keep store (db = FILE is store = sqlite:FILE)%s",
+				name, "");
 		if (!strcmp(name, "db"))
 			return copy_str(ps, cfg->collect.db, sizeof(cfg->collect.db), name, value);
 		if (!strcmp(name, "store")) {
@@ -463,12 +465,12 @@ int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "%s: not a regular file (%s); give the configuration file", path,
-			 S_ISDIR(st.st_mode)  ? "a directory" :
-			 S_ISCHR(st.st_mode)  ? "a character device" :
-			 S_ISBLK(st.st_mode)  ? "a block device" :
-			 S_ISFIFO(st.st_mode) ? "a FIFO" :
-			 S_ISSOCK(st.st_mode) ? "a socket" :
-						"of another type");
+			 S_ISDIR(st.st_mode)    ? "a directory"
+			 : S_ISCHR(st.st_mode)  ? "a character device"
+			 : S_ISBLK(st.st_mode)  ? "a block device"
+			 : S_ISFIFO(st.st_mode) ? "a FIFO"
+			 : S_ISSOCK(st.st_mode) ? "a socket"
+						: "of another type");
 		close(fd);
 		return -1;
 	}
@@ -505,7 +507,8 @@ int rm_collect_store_check(const struct rm_collect_settings *cs, char *err, size
 {
 	if (!cs->store[0] && !cs->db[0]) {
 		snprintf(err, errlen,
-			 "store: missing (store = sqlite:FILE or clickhouse:URL, or db = FILE: where the collector stores)");
+			 "store: missing (store = sqlite:FILE or clickhouse:URL, or db = FILE: where the collector "
+			 "stores)");
 		return -EINVAL;
 	}
 	if (strncmp(cs->store, "clickhouse:", 11) && (cs->store_credentials[0] || cs->store_ca[0])) {
@@ -526,9 +529,11 @@ int rm_collect_memory_check(const struct rm_collect_settings *cs, char *err, siz
 
 	if (cs->max_memory_bytes < need) {
 		snprintf(err, errlen,
-			 "max_memory_bytes %" PRIu64 " is below max_handshakes %u x %u bytes plus one session (%u bytes): "
+			 "max_memory_bytes %" PRIu64
+			 " is below max_handshakes %u x %u bytes plus one session (%u bytes): "
 			 "%" PRIu64,
-			 cs->max_memory_bytes, cs->max_handshakes, RM_BUDGET_HANDSHAKE_BYTES, RM_BUDGET_SESSION_BYTES, need);
+			 cs->max_memory_bytes, cs->max_handshakes, RM_BUDGET_HANDSHAKE_BYTES, RM_BUDGET_SESSION_BYTES,
+			 need);
 		return -EINVAL;
 	}
 	return 0;
