@@ -32,11 +32,11 @@
 
 /* One provisioning line; addresses in network order (IPv4: first 4 bytes). */
 struct rm_provision {
-	uint8_t family;       /* 4 or 6 */
+	uint8_t family; /* 4 or 6 */
 	uint8_t src[16];
 	uint8_t dst[16];
-	uint32_t dest_qp;     /* valid unless any_qp */
-	uint16_t pkey;        /* valid unless any_pkey */
+	uint32_t dest_qp; /* valid unless any_qp */
+	uint16_t pkey;    /* valid unless any_pkey */
 	uint8_t any_qp;
 	uint8_t any_pkey;
 };
@@ -70,52 +70,52 @@ struct rm_meter_settings {
 };
 
 struct rm_export_settings {
-	int enabled;                   /* [export] names a collector */
-	char collector[256];           /* host name or address */
-	uint16_t port;                 /* default 4740 (TLS) / 4739 (tcp) */
+	int enabled;         /* [export] names a collector */
+	char collector[256]; /* host name or address */
+	uint16_t port;       /* default 4740 (TLS) / 4739 (tcp) */
 	struct rm_tls_settings tls;
-	uint32_t pen;                  /* default 32473 */
-	uint32_t observation_domain;   /* default 0 */
-	uint64_t report_interval_ms;   /* non-final reports of open epochs; 0 = finals only; default 10000 */
-	uint32_t queue_records;        /* bound of the send queue in records; default 65536 */
+	uint32_t pen;                /* default 32473 */
+	uint32_t observation_domain; /* default 0 */
+	uint64_t report_interval_ms; /* non-final reports of open epochs; 0 = finals only; default 10000 */
+	uint32_t queue_records;      /* bound of the send queue in records; default 65536 */
 };
 
 struct rm_collect_settings {
-	char listen[256];              /* ADDR:PORT, default [::]:4740 */
-	char db[256];                  /* SQLite file (the same as store = sqlite:FILE) */
-	char store[600];               /* sqlite:FILE or clickhouse:URL; "": db (never both in a file) */
-	char store_credentials[256];   /* clickhouse: file of user= and password= lines */
-	char store_ca[256];            /* clickhouse over https: CA certificates, PEM */
-	char collector_id[72];         /* clickhouse: every row's collector_id; "": the host name (docs/fleet.md) */
-	uint64_t store_buffer_bytes;   /* clickhouse: octets of rows waiting, default 64 MiB */
-	char store_spool_dir[256];     /* clickhouse: where unsent rows go at a stop, one file per collector ID */
+	char listen[256];            /* ADDR:PORT, default [::]:4740 */
+	char db[256];                /* SQLite file (the same as store = sqlite:FILE) */
+	char store[600];             /* sqlite:FILE or clickhouse:URL; "": db (never both in a file) */
+	char store_credentials[256]; /* clickhouse: file of user= and password= lines */
+	char store_ca[256];          /* clickhouse over https: CA certificates, PEM */
+	char collector_id[72];       /* clickhouse: every row's collector_id; "": the host name (docs/fleet.md) */
+	uint64_t store_buffer_bytes; /* clickhouse: octets of rows waiting, default 64 MiB */
+	char store_spool_dir[256];   /* clickhouse: where unsent rows go at a stop, one file per collector ID */
 	struct rm_tls_settings tls;
-	uint32_t max_sessions;         /* default 64 */
-	uint32_t max_epochs;           /* retained epochs per session, default 100000 */
-	uint32_t max_raw_records;      /* raw records kept, default 100000 */
-	uint64_t inactivity_timeout_ms;/* default 600000 */
+	uint32_t max_sessions;          /* default 64 */
+	uint32_t max_epochs;            /* retained epochs per session, default 100000 */
+	uint32_t max_raw_records;       /* raw records kept, default 100000 */
+	uint64_t inactivity_timeout_ms; /* default 600000 */
 	/* Before authentication and dead peers (docs/collector.md "Collector limits"). */
-	uint32_t max_handshakes;       /* connections in the TLS handshake, default 16 */
+	uint32_t max_handshakes;            /* connections in the TLS handshake, default 16 */
 	uint32_t max_handshakes_per_source; /* of them from one source address, default 4 */
-	uint64_t handshake_timeout_ms; /* accept to authorised peer, default 5000 */
-	uint64_t session_timeout_ms;   /* no octet from an admitted session; 0 = never; default 900000 */
-	uint64_t message_timeout_ms;   /* first to last octet of one IPFIX Message, default 30000 */
-	uint64_t dead_peer_timeout_ms; /* TCP keepalive and TCP_USER_TIMEOUT, default 60000 */
+	uint64_t handshake_timeout_ms;      /* accept to authorised peer, default 5000 */
+	uint64_t session_timeout_ms;        /* no octet from an admitted session; 0 = never; default 900000 */
+	uint64_t message_timeout_ms;        /* first to last octet of one IPFIX Message, default 30000 */
+	uint64_t dead_peer_timeout_ms;      /* TCP keepalive and TCP_USER_TIMEOUT, default 60000 */
 	/* Bytes (docs/collector.md "Raw records", "Memory budget"). */
-	uint64_t max_raw_bytes;        /* raw record octets in the database, default 64 MiB */
+	uint64_t max_raw_bytes;             /* raw record octets in the database, default 64 MiB */
 	uint64_t max_raw_bytes_per_session; /* the same per Transport Session, default 8 MiB */
-	uint64_t max_memory_bytes;     /* the memory budget, default 1 GiB */
-	char metrics[256];             /* Prometheus metrics on ADDR:PORT; "": off (default) */
+	uint64_t max_memory_bytes;          /* the memory budget, default 1 GiB */
+	char metrics[256];                  /* Prometheus metrics on ADDR:PORT; "": off (default) */
 };
 
 /* Sections a file named (at least one key in it): rm_config_file.sections. */
-#define RM_CONFIG_METER 0x1
+#define RM_CONFIG_METER     0x1
 #define RM_CONFIG_PROVISION 0x2
-#define RM_CONFIG_EXPORT 0x4
-#define RM_CONFIG_COLLECT 0x8
+#define RM_CONFIG_EXPORT    0x4
+#define RM_CONFIG_COLLECT   0x8
 
 struct rm_config_file {
-	unsigned int sections;         /* RM_CONFIG_* of the sections the file had keys in */
+	unsigned int sections; /* RM_CONFIG_* of the sections the file had keys in */
 	struct rm_meter_settings meter;
 	struct rm_provision provision[RM_MAX_PROVISION];
 	int n_provision;
