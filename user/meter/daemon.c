@@ -47,7 +47,7 @@ struct live_sink {
 	uint64_t session;             /* Transport Session the reporter's IDs belong to */
 	int discard;                  /* closing epochs for a new session: nothing to send them on */
 	uint64_t discarded;
-	uint64_t closures[5];         /* final reports by reason: the closure_bits order, then none */
+	uint64_t closures[5]; /* final reports by reason: the closure_bits order, then none */
 };
 
 /* The closure reasons counted apart (RM_DAEMON_STATS closures_*), in that order. */
@@ -57,7 +57,7 @@ static const uint16_t closure_bits[4] = { RM_FLAG_PROFILE_VIOLATION, RM_FLAG_CAP
 struct rm_daemon {
 	const char *ifname;
 	int ifindex;
-	struct rm_ifkey key;          /* pins, lock and run files: network namespace and ifindex */
+	struct rm_ifkey key; /* pins, lock and run files: network namespace and ifindex */
 	const char *config_path;
 	struct rm_config_overrides overrides;
 	struct rm_config_file cfg;
@@ -141,7 +141,9 @@ static void render_metrics(void *arg, FILE *f)
 {
 	struct rm_daemon *d = arg;
 	struct rm_export_stats es;
-	struct rm_meter_metrics_view v = { .ifname = d->ifname, .meter = &d->meter, .daemon = &d->pub,
+	struct rm_meter_metrics_view v = { .ifname = d->ifname,
+					   .meter = &d->meter,
+					   .daemon = &d->pub,
 					   .session = d->pub_session,
 					   .max_connections = d->cfg.meter.metrics_connections };
 
@@ -547,7 +549,8 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 		if (live != 0) {
 			/* Never replace a meter that the kernel still runs. */
 			if (live > 0)
-				rm_errf(err, errlen, "a meter is attached to %s (XDP program id %u, pins %s); not replacing it",
+				rm_errf(err, errlen,
+					"a meter is attached to %s (XDP program id %u, pins %s); not replacing it",
 					d->ifname, live_id, path);
 			else
 				rm_errf(err, errlen, "cannot tell whether the meter pinned at %s is attached: %s", path,
@@ -642,8 +645,9 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 	}
 
 	rm_paths_pin_dir(&d->key, path, sizeof(path));
-	rm_log(RM_LOG_NOTICE, "attached to %s (ifindex %d, %s XDP, W %u, max_contexts %u%s%s%s%s); maps pinned under %s",
-	       d->ifname, d->ifindex, mode, d->cfg.meter.window, d->cfg.meter.max_contexts,
+	rm_log(RM_LOG_NOTICE,
+	       "attached to %s (ifindex %d, %s XDP, W %u, max_contexts %u%s%s%s%s); maps pinned under %s", d->ifname,
+	       d->ifindex, mode, d->cfg.meter.window, d->cfg.meter.max_contexts,
 	       d->cfg.meter.provision_all ? ", provision_all" : "", o->mirror ? ", mirror" : "",
 	       d->meter.dev_bound ? ", VLAN tags from the packet metadata too" : "",
 	       d->census ? ", connection census at tc ingress" : "", path);
