@@ -53,9 +53,13 @@ const struct rm_metric_row *rm_meter_stat_rows(size_t *n)
 			for (int i = 0; i < RM_STAT__COUNT; i++) {
 				if (stat_group[i] != g)
 					continue;
-				rows[k++] = (struct rm_metric_row){ stat_names[i], RM_METRIC_COUNTER, group_metric[g],
-								    members > 1 ? "cause" : NULL, stat_names[i],
-								    group_help[g], (size_t)i * sizeof(uint64_t) };
+				rows[k++] = (struct rm_metric_row){ stat_names[i],
+								    RM_METRIC_COUNTER,
+								    group_metric[g],
+								    members > 1 ? "cause" : NULL,
+								    stat_names[i],
+								    group_help[g],
+								    (size_t)i * sizeof(uint64_t) };
 			}
 		}
 		nrows = k;
@@ -205,7 +209,8 @@ int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, cons
 	}
 	if (e) {
 		snprintf(err, errlen,
-			 "the kernel refused the BPF program (%s); run with ROCEMETER_LIBBPF_DEBUG=1 for the verifier log",
+			 "the kernel refused the BPF program (%s); run with ROCEMETER_LIBBPF_DEBUG=1 for the verifier "
+			 "log",
 			 strerror(-e));
 		goto fail;
 	}
@@ -243,8 +248,8 @@ fail:
 	return -1;
 }
 
-int rm_meter_provision(struct rm_meter *m, const struct rm_provision *p, int n, int generation_verified,
-		       char *err, size_t errlen)
+int rm_meter_provision(struct rm_meter *m, const struct rm_provision *p, int n, int generation_verified, char *err,
+		       size_t errlen)
 {
 	for (int i = 0; i < n; i++) {
 		struct rm_prov_key k;
