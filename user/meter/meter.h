@@ -23,7 +23,7 @@ struct rm_meter {
 	uint32_t window_words; /* ring words of a pool window (>= W / 64) */
 	uint32_t max_contexts;
 	uint32_t pool_windows; /* windows in the pool (rm_meter_pool_windows()) */
-	int dev_bound; /* xdp_fd is rocemeter_xdp_vlan, bound to one device */
+	int dev_bound;         /* xdp_fd is rocemeter_xdp_vlan, bound to one device */
 	int xdp_fd, ctl_fd;
 	int replay_fd; /* replay only: rocemeter_replay, the batch program */
 	int contexts_fd, windows_fd, provision_fd, stats_fd, events_fd, free_slots_fd;
@@ -78,8 +78,8 @@ int rm_meter_read_pool(int windows_fd, struct rm_pool_info *out);
 int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int replay, char *err, size_t errlen);
 
 /* Add the provisioning lines; returns 0 or -1 with a reason in err. */
-int rm_meter_provision(struct rm_meter *m, const struct rm_provision *p, int n, int generation_verified,
-		       char *err, size_t errlen);
+int rm_meter_provision(struct rm_meter *m, const struct rm_provision *p, int n, int generation_verified, char *err,
+		       size_t errlen);
 
 /*
  * Run one control request (struct rm_ctl, see common.h) through the
