@@ -385,7 +385,7 @@ int rm_reporter_evict(struct rm_reporter *r, unsigned int n)
 }
 
 #define NS_PER_MS 1000000ull
-#define NS_PER_S 1000000000ull
+#define NS_PER_S  1000000000ull
 
 void rm_reporter_set_schedule(struct rm_reporter *r, uint64_t report_interval_ms, uint64_t idle_timeout_ms)
 {
