@@ -38,17 +38,17 @@ struct rm_reporter {
 	struct rm_meter *meter;
 	struct rm_ids *ids;
 	uint64_t observation_point_id;
-	int vlan_ns;              /* Templates carry the VLAN namespace keys */
-	int generation_verified;  /* 1: do not set generationUnverified */
-	int capture_clock;        /* 1: meter times are UNIX ns (replay); 0: CLOCK_MONOTONIC (live) */
+	int vlan_ns;             /* Templates carry the VLAN namespace keys */
+	int generation_verified; /* 1: do not set generationUnverified */
+	int capture_clock;       /* 1: meter times are UNIX ns (replay); 0: CLOCK_MONOTONIC (live) */
 	struct rm_epoch_times *times;
 	rm_report_sink sink;
 	void *sink_arg;
-	uint64_t reports;         /* reports handed to the sink */
+	uint64_t reports; /* reports handed to the sink */
 	uint64_t final_reports;
-	uint64_t id_exhausted;    /* reports not made: an ID would wrap */
-	uint64_t not_serialized;  /* reports the sink refused (IDs given back) */
-	struct ring_buffer *rb;   /* the meter's events, after rm_reporter_open_events() */
+	uint64_t id_exhausted;   /* reports not made: an ID would wrap */
+	uint64_t not_serialized; /* reports the sink refused (IDs given back) */
+	struct ring_buffer *rb;  /* the meter's events, after rm_reporter_open_events() */
 	struct rm_schedule sched;
 };
 
