@@ -126,8 +126,8 @@ static void print_stats(FILE *f, const struct rm_replay_result *res, int json)
 	if (res->truncated)
 		fprintf(f, "  %-26s %" PRIu64 "\n", "truncated_by_capture", res->truncated);
 	if (res->capture_faults)
-		fprintf(f, "  %-26s %" PRIu64 " (every open epoch closed with captureDiscontinuity)\n", "capture_faults",
-			res->capture_faults);
+		fprintf(f, "  %-26s %" PRIu64 " (every open epoch closed with captureDiscontinuity)\n",
+			"capture_faults", res->capture_faults);
 	if (res->timestamps_backwards)
 		fprintf(f, "  %-26s %" PRIu64 " (metered at the latest time seen)\n", "timestamps_backwards",
 			res->timestamps_backwards);
@@ -179,11 +179,16 @@ static int finish(const struct rm_replay_result *res, const char *stats_json)
 static int cmd_replay(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, 0, 'c' },	  { "window", required_argument, 0, 'w' },
-		{ "provision-all", no_argument, 0, 'a' },	  { "report-interval", required_argument, 0, 'i' },
-		{ "json", no_argument, 0, 'j' },		  { "ipfix-out", required_argument, 0, 'o' },
-		{ "stats-json", required_argument, 0, 's' },	  { "max-contexts", required_argument, 0, 'm' },
-		{ "help", no_argument, 0, 'h' },		  { "wide", no_argument, 0, 'W' },
+		{ "config", required_argument, 0, 'c' },
+		{ "window", required_argument, 0, 'w' },
+		{ "provision-all", no_argument, 0, 'a' },
+		{ "report-interval", required_argument, 0, 'i' },
+		{ "json", no_argument, 0, 'j' },
+		{ "ipfix-out", required_argument, 0, 'o' },
+		{ "stats-json", required_argument, 0, 's' },
+		{ "max-contexts", required_argument, 0, 'm' },
+		{ "help", no_argument, 0, 'h' },
+		{ "wide", no_argument, 0, 'W' },
 		{ "max-windows", required_argument, 0, 'M' },
 		{ 0 },
 	};
@@ -199,12 +204,24 @@ static int cmd_replay(int argc, char **argv)
 	rm_config_overrides_init(&ov);
 	while ((opt = getopt_long(argc, argv, "c:w:ai:jo:s:m:M:hW", opts, NULL)) != -1) {
 		switch (opt) {
-		case 'c': config = optarg; break;
-		case 'a': ov.provision_all = 1; break;
-		case 'j': json = 1; break;
-		case 'W': wide = 1; break;
-		case 'o': ro.ipfix_out = optarg; break;
-		case 's': stats_json = optarg; break;
+		case 'c':
+			config = optarg;
+			break;
+		case 'a':
+			ov.provision_all = 1;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'W':
+			wide = 1;
+			break;
+		case 'o':
+			ro.ipfix_out = optarg;
+			break;
+		case 's':
+			stats_json = optarg;
+			break;
 		case 'w':
 			if (rm_opt_uint("--window", optarg, RM_WINDOW_MIN, RM_WINDOW_MAX, &v, err, sizeof(err)))
 				goto bad_value;
@@ -228,8 +245,12 @@ static int cmd_replay(int argc, char **argv)
 				goto bad_value;
 			ro.report_interval_ms = v;
 			break;
-		case 'h': usage(stdout); return RM_EXIT_OK;
-		default: usage(stderr); return RM_EXIT_USAGE;
+		case 'h':
+			usage(stdout);
+			return RM_EXIT_OK;
+		default:
+			usage(stderr);
+			return RM_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc) {
