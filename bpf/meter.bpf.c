@@ -135,6 +135,32 @@ struct {
 	__type(value, struct rm_stats);
 } stats SEC(".maps");
 
+/* mirror_sessions: rm_mirror_key -> rm_mirror_session, the [capture]
+ * observation_point lines; filled by the loader, counters by the program. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RM_OBS_MAX);
+	__type(key, struct rm_mirror_key);
+	__type(value, struct rm_mirror_session);
+} mirror_sessions SEC(".maps");
+
+/* mirror_unknown: frames of sessions no line names, per session (outer
+ * source for ERSPAN), for `status`; the least recent forgotten. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct rm_mirror_key);
+	__type(value, __u64);
+} mirror_unknown SEC(".maps");
+
+/* obs_points: observation point (rm_ctx_key obs) -> its capture generation. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RM_OBS_MAX + 1);
+	__type(key, __u32);
+	__type(value, struct rm_obs_point);
+} obs_points SEC(".maps");
+
 /* One request for locked(): inputs, then what happened. */
 struct rm_request {
 	__u64 now;
@@ -243,6 +269,10 @@ static __always_inline int verdict_stat(int verdict)
 		return RM_STAT_MALFORMED_BTH;
 	case RM_PARSE_UNSUP_TPID:
 		return RM_STAT_UNSUP_TPID;
+	case RM_PARSE_BAD_MIRROR:
+		return RM_STAT_MALFORMED_MIRROR;
+	case RM_PARSE_NESTED:
+		return RM_STAT_NESTED_ENCAP;
 	default:
 		return -1;
 	}
@@ -339,11 +369,144 @@ static __always_inline void window_done(struct rm_seq_win *w, int spare, struct 
  * it "closes all contexts that may be affected"). With unattributed_is_loss,
  * every open epoch becomes stale.
  */
-static __always_inline void unattributed(struct rm_stats *st)
+static __always_inline void unattributed(struct rm_stats *st, __u32 obs)
 {
+	struct rm_obs_point *op = obs ? bpf_map_lookup_elem(&obs_points, &obs) : NULL;
+
 	st->v[RM_STAT_UNATTRIBUTED]++;
-	if (rm_cfg.unattributed_is_loss)
+	if (!rm_cfg.unattributed_is_loss)
+		return;
+	if (op) /* a mirrored frame: only the epochs its observation point saw */
+		__sync_fetch_and_add(&op->gen, 1);
+	else
 		__sync_fetch_and_add(&rm_capture_gen, 1);
+}
+
+/*
+ * The capture generation of observation point obs: rm_capture_gen (a fault
+ * of the whole capture) plus the point's own (its mirror session's gaps).
+ * Both only grow, so the sum changes when either does; an epoch started
+ * under another sum is stale.
+ */
+static __always_inline __u32 capture_gen(__u32 obs)
+{
+	struct rm_obs_point *op;
+
+	if (!obs)
+		return rm_capture_gen;
+	op = bpf_map_lookup_elem(&obs_points, &obs);
+	return rm_capture_gen + (op ? op->gen : 0);
+}
+
+/*
+ * A GRE sequence number of session s, under its lock: one past the highest
+ * is in order; further ahead is mirror loss (a gap); at or up to
+ * RM_MIRROR_REORDER_MAX behind it is reordering (or a duplicate) in the
+ * mirror path, counted and metered; further behind, the sender restarted:
+ * a gap too, and the sequence starts there (docs/deployment.md "Mirror
+ * loss"). Returns 1 for a gap, -1 for reordering, 0 in order.
+ */
+static __always_inline int mirror_sequence(struct rm_mirror_session *s, __u32 seq)
+{
+	__s32 d;
+	int gap = 0;
+
+	bpf_spin_lock(&s->lock);
+	d = (__s32)(seq - s->last_seq);
+	if (!s->has_seq || d == 1) {
+		s->last_seq = seq;
+	} else if (d > 1 || d < -RM_MIRROR_REORDER_MAX) {
+		s->last_seq = seq;
+		gap = d > 1 ? d - 1 : 1;
+	} else {
+		gap = -1;
+	}
+	s->has_seq = 1;
+	bpf_spin_unlock(&s->lock);
+	if (gap > 0) {
+		__sync_fetch_and_add(&s->gaps, 1);
+		__sync_fetch_and_add(&s->lost, (__u64)gap);
+	} else if (gap < 0) {
+		__sync_fetch_and_add(&s->reordered, 1);
+	}
+	return gap > 0 ? 1 : gap;
+}
+
+/*
+ * The observation point of a frame the parser read (rm_capture_encap set):
+ * 0 for a plain frame when plain frames are accepted; a mirrored frame's
+ * from its session's line, after the session's sequence check (a gap makes
+ * that point's open epochs stale). -1: not metered (a session no line
+ * names, counted per session; a plain frame when only mirrors are).
+ * A global function: verified once, and only when mirrors are accepted.
+ */
+__noinline int rm_mirror_point(struct xdp_md *xdp, struct rm_pkt *pkt, __u64 now)
+{
+	void *data = (void *)(long)xdp->data;
+	void *data_end = (void *)(long)xdp->data_end;
+	__u32 zero = 0, obs;
+	struct rm_stats *st = bpf_map_lookup_elem(&stats, &zero);
+	struct rm_mirror_session *s;
+	struct rm_obs_point *op;
+	struct rm_mirror_key mk;
+	__u64 one = 1, *n;
+	__u8 *src;
+
+	if (!pkt || !st)
+		return -1;
+	if (pkt->mirror == RM_MIRROR_NONE) {
+		if (rm_capture_encap & RM_ENCAP_PLAIN)
+			return 0;
+		st->v[RM_STAT_UNKNOWN_MIRROR]++;
+		return -1;
+	}
+	st->v[RM_STAT_MIRROR_FRAMES]++;
+	__builtin_memset(&mk, 0, sizeof(mk));
+	mk.kind = pkt->mirror;
+	mk.session = pkt->session;
+	if (pkt->mirror == RM_MIRROR_ERSPAN) {
+		src = (__u8 *)data + (pkt->outer_src_off & RM_PKT_OFF_MASK);
+		mk.family = pkt->outer_family;
+		if (pkt->outer_family == 4) {
+			if ((void *)(src + 4) > data_end)
+				return -1;
+			__builtin_memcpy(mk.src, src, 4);
+		} else {
+			if ((void *)(src + 16) > data_end)
+				return -1;
+			__builtin_memcpy(mk.src, src, 16);
+		}
+	}
+	s = bpf_map_lookup_elem(&mirror_sessions, &mk);
+	if (!s) {
+		st->v[RM_STAT_UNKNOWN_MIRROR]++;
+		n = bpf_map_lookup_elem(&mirror_unknown, &mk);
+		if (n)
+			__sync_fetch_and_add(n, 1);
+		else
+			bpf_map_update_elem(&mirror_unknown, &mk, &one, BPF_NOEXIST);
+		return -1;
+	}
+	__sync_fetch_and_add(&s->frames, 1);
+	s->last_ns = now;
+	obs = s->obs;
+	if (pkt->truncated) {
+		st->v[RM_STAT_TRUNCATED_MIRROR]++;
+		__sync_fetch_and_add(&s->truncated, 1);
+	}
+	if (pkt->has_seq && (pkt->encap & (RM_ENCAP_ERSPAN2 | RM_ENCAP_ERSPAN3))) {
+		int seq = mirror_sequence(s, pkt->gre_seq);
+
+		if (seq > 0) {
+			st->v[RM_STAT_MIRROR_GAPS]++;
+			op = bpf_map_lookup_elem(&obs_points, &obs);
+			if (op)
+				__sync_fetch_and_add(&op->gen, 1);
+		} else if (seq < 0) {
+			st->v[RM_STAT_MIRROR_REORDERED]++;
+		}
+	}
+	return (int)(obs & 0xff);
 }
 
 /* The parser stopped before a BTH, at something that may hide one: an
@@ -549,7 +712,7 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 	__u64 now;
 	__u8 *src, *dst;
 	__u32 frame_len;
-	int verdict, stat, act, foreign, late_violation = 0, spare, o;
+	int verdict, stat, act, foreign, late_violation = 0, spare, o, obs;
 	__u8 cause = 0;
 
 	if (!st || !sc)
@@ -578,9 +741,16 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 	if (stat < 0 || stat >= RM_STAT__COUNT)
 		return pass;
 	st->v[stat]++;
+	obs = 0;
+	if (rm_capture_encap) {
+		obs = rm_mirror_point(xdp, pkt,
+				      rm_cfg.use_replay_clock ? rm_cfg.replay_now_ns : bpf_ktime_get_coarse_ns());
+		if (obs < 0)
+			return pass;
+	}
 	if (!pkt->bth_ok) {
 		if (may_hide_request(pkt))
-			unattributed(st);
+			unattributed(st, (__u32)obs);
 		return pass;
 	}
 
@@ -602,15 +772,18 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 	} else if (verdict == RM_PARSE_BAD_UDP) {
 		act = ACT_VIOLATION;
 		cause = RM_VIOLATION_MALFORMED;
+	} else if (verdict != RM_PARSE_OK && !rm_opcode_is_rc_send_or_write(pkt->opcode)) {
+		/* The opcode before the frame form: an unsupported request read
+		 * in a form not metered is still observed ([SEQOBS]
+		 * "Applicability and Provisioning"): it disables the connection. */
+		act = ACT_VIOLATION;
+		cause = RM_VIOLATION_UNSUPPORTED;
 	} else if (verdict != RM_PARSE_OK) {
 		act = ACT_UNOBSERVED;
 	} else if (pkt->tver != 0 || rc_request_trailer(pkt->opcode, pkt->padcnt) > pkt->bth_payload) {
 		st->v[RM_STAT_MALFORMED_BTH]++;
 		act = ACT_VIOLATION;
 		cause = RM_VIOLATION_MALFORMED;
-	} else if (!rm_opcode_is_rc_send_or_write(pkt->opcode)) {
-		act = ACT_VIOLATION;
-		cause = RM_VIOLATION_UNSUPPORTED;
 	} else {
 		act = ACT_METER;
 	}
@@ -634,9 +807,10 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 	}
 	key->dest_qp = pkt->dest_qp;
 	key->pkey = pkt->pkey;
+	key->obs = (__u8)obs;
 	if (rm_cfg.ns_mode == RM_NS_VLAN && vlan_key(xdp, dev_bound, pkt, key, st)) {
 		if (!foreign)
-			unattributed(st);
+			unattributed(st, (__u32)obs);
 		return pass;
 	}
 	if (rm_bench_cut == RM_CUT_KEY)
@@ -709,7 +883,7 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 	rq->late_violation = late_violation;
 	rq->psn = pkt->psn;
 	rq->now = now;
-	rq->gen = rm_capture_gen;
+	rq->gen = capture_gen((__u32)obs);
 	rq->final_try = 0;
 	spare = 0;
 	if (act == ACT_METER)
@@ -888,6 +1062,7 @@ int rocemeter_ctl(struct xdp_md *xdp)
 		return XDP_PASS;
 	}
 	__builtin_memcpy(&key, &c->key, sizeof(key));
+	gen = capture_gen(key.obs);
 	if (c->op == RM_CTL_REENABLE)
 		forgot = bpf_map_delete_elem(&violations, &key) == 0;
 	ctx = bpf_map_lookup_elem(&contexts, &key);

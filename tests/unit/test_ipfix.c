@@ -25,32 +25,102 @@
 #include "common/report_text.h"
 
 /* PEN 32473 = 0x7ED9. */
-#define PEN_BYTES 0x00, 0x00, 0x7e, 0xd9
+#define PEN_BYTES              0x00, 0x00, 0x7e, 0xd9
 #define STD(id_hi, id_lo, len) id_hi, id_lo, 0x00, len
-#define ENT(id, len) 0x80, id, 0x00, len, PEN_BYTES
+#define ENT(id, len)           0x80, id, 0x00, len, PEN_BYTES
 
 /* Field Specifiers after the addresses, common to both families (seed order). */
-#define TAIL_FIELDS                                                                                \
-	ENT(0x01, 4), ENT(0x02, 2), STD(0x00, 0x98, 8), STD(0x00, 0x99, 8), ENT(0x03, 8),          \
-	ENT(0x04, 8), ENT(0x05, 4), ENT(0x06, 2), ENT(0x07, 8), ENT(0x08, 8), ENT(0x09, 8),       \
-	ENT(0x0a, 8), ENT(0x0b, 4), ENT(0x0c, 8), ENT(0x0d, 8), ENT(0x0e, 8)
+#define TAIL_FIELDS                                                                                                   \
+	ENT(0x01, 4), ENT(0x02, 2), STD(0x00, 0x98, 8), STD(0x00, 0x99, 8), ENT(0x03, 8), ENT(0x04, 8), ENT(0x05, 4), \
+		ENT(0x06, 2), ENT(0x07, 8), ENT(0x08, 8), ENT(0x09, 8), ENT(0x0a, 8), ENT(0x0b, 4), ENT(0x0c, 8),     \
+		ENT(0x0d, 8), ENT(0x0e, 8)
 
 /* The whole templates message, export time 0x5F5E1000, domain 0x01020304, no VLAN namespace. */
 static const uint8_t expect_templates[] = {
 	/* Message header: version 10, length 334, export time, sequence 0, domain */
-	0x00, 0x0a, 0x01, 0x4e, 0x5f, 0x5e, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x02, 0x03, 0x04,
+	0x00,
+	0x0a,
+	0x01,
+	0x4e,
+	0x5f,
+	0x5e,
+	0x10,
+	0x00,
+	0x00,
+	0x00,
+	0x00,
+	0x00,
+	0x01,
+	0x02,
+	0x03,
+	0x04,
 	/* Template Set: ID 2, length 4 + 2 * 136 = 276 */
-	0x00, 0x02, 0x01, 0x14,
+	0x00,
+	0x02,
+	0x01,
+	0x14,
 	/* Template 256, 19 fields: observationPointId, sourceIPv4Address, destinationIPv4Address, ... */
-	0x01, 0x00, 0x00, 0x13, STD(0x00, 0x8a, 8), STD(0x00, 0x08, 4), STD(0x00, 0x0c, 4), TAIL_FIELDS,
+	0x01,
+	0x00,
+	0x00,
+	0x13,
+	STD(0x00, 0x8a, 8),
+	STD(0x00, 0x08, 4),
+	STD(0x00, 0x0c, 4),
+	TAIL_FIELDS,
 	/* Template 257, 19 fields: ..., sourceIPv6Address, destinationIPv6Address, ... */
-	0x01, 0x01, 0x00, 0x13, STD(0x00, 0x8a, 8), STD(0x00, 0x1b, 16), STD(0x00, 0x1c, 16), TAIL_FIELDS,
+	0x01,
+	0x01,
+	0x00,
+	0x13,
+	STD(0x00, 0x8a, 8),
+	STD(0x00, 0x1b, 16),
+	STD(0x00, 0x1c, 16),
+	TAIL_FIELDS,
 	/* Options Template Set: ID 3, length 18; Template 260, 2 fields, 1 scope: templateId(145)/2, flowKeyIndicator(173)/8 */
-	0x00, 0x03, 0x00, 0x12, 0x01, 0x04, 0x00, 0x02, 0x00, 0x01, 0x00, 0x91, 0x00, 0x02, 0x00, 0xad, 0x00, 0x08,
+	0x00,
+	0x03,
+	0x00,
+	0x12,
+	0x01,
+	0x04,
+	0x00,
+	0x02,
+	0x00,
+	0x01,
+	0x00,
+	0x91,
+	0x00,
+	0x02,
+	0x00,
+	0xad,
+	0x00,
+	0x08,
 	/* Options Data Set 260, length 24: fields 1,2,3,4,5,8 are keys -> 0b10011111 = 0x9f */
-	0x01, 0x04, 0x00, 0x18,
-	0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x9f,
-	0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x9f,
+	0x01,
+	0x04,
+	0x00,
+	0x18,
+	0x01,
+	0x00,
+	0x00,
+	0x00,
+	0x00,
+	0x00,
+	0x00,
+	0x00,
+	0x00,
+	0x9f,
+	0x01,
+	0x01,
+	0x00,
+	0x00,
+	0x00,
+	0x00,
+	0x00,
+	0x00,
+	0x00,
+	0x9f,
 };
 
 static void fill_values(struct rm_report *r)
@@ -75,34 +145,118 @@ static void fill_values(struct rm_report *r)
 }
 
 /* Record octets after the addresses for fill_values(). */
-#define TAIL_VALUES                                                                                \
-	0x00, 0xab, 0xcd, 0xef, 0xff, 0xfe,                                                        \
-	0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x6b, 0xe7, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x6b, 0xe8, \
-	0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, \
-	0x00, 0x40, 0x00, 0x00, 0x00, 0x21,                                                        \
-	0x10, 0, 0, 0, 0, 0, 0, 0x07, 0x20, 0, 0, 0, 0, 0, 0, 0x03,                                \
-	0x30, 0, 0, 0, 0, 0, 0, 0x02, 0x40, 0, 0, 0, 0, 0, 0, 0x01,                                \
-	0x89, 0xab, 0xcd, 0xef,                                                                    \
-	0x50, 0, 0, 0, 0, 0, 0, 0x05, 0x60, 0, 0, 0, 0, 0, 0, 0x06, 0x70, 0, 0, 0, 0, 0, 0, 0x07
+#define TAIL_VALUES                                                                                                   \
+	0x00, 0xab, 0xcd, 0xef, 0xff, 0xfe, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x6b, 0xe7, 0x00, 0x00, 0x01, 0x8b,   \
+		0xcf, 0xe5, 0x6b, 0xe8, 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10, 0x11, 0x22, 0x33, 0x44, 0x55, \
+		0x66, 0x77, 0x88, 0x00, 0x40, 0x00, 0x00, 0x00, 0x21, 0x10, 0, 0, 0, 0, 0, 0, 0x07, 0x20, 0, 0, 0, 0, \
+		0, 0, 0x03, 0x30, 0, 0, 0, 0, 0, 0, 0x02, 0x40, 0, 0, 0, 0, 0, 0, 0x01, 0x89, 0xab, 0xcd, 0xef, 0x50, \
+		0, 0, 0, 0, 0, 0, 0x05, 0x60, 0, 0, 0, 0, 0, 0, 0x06, 0x70, 0, 0, 0, 0, 0, 0, 0x07
 
 static const uint8_t expect_v4_msg[] = {
 	/* header: length 16 + 4 + 120 = 140, export time 0x5F5E1001, sequence 2, domain */
-	0x00, 0x0a, 0x00, 0x8c, 0x5f, 0x5e, 0x10, 0x01, 0x00, 0x00, 0x00, 0x02, 0x01, 0x02, 0x03, 0x04,
+	0x00,
+	0x0a,
+	0x00,
+	0x8c,
+	0x5f,
+	0x5e,
+	0x10,
+	0x01,
+	0x00,
+	0x00,
+	0x00,
+	0x02,
+	0x01,
+	0x02,
+	0x03,
+	0x04,
 	/* Data Set 256, length 124 */
-	0x01, 0x00, 0x00, 0x7c,
-	0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, /* observationPointId */
-	192, 0, 2, 1, 198, 51, 100, 2,                  /* addresses */
+	0x01,
+	0x00,
+	0x00,
+	0x7c,
+	0x01,
+	0x02,
+	0x03,
+	0x04,
+	0x05,
+	0x06,
+	0x07,
+	0x08, /* observationPointId */
+	192,
+	0,
+	2,
+	1,
+	198,
+	51,
+	100,
+	2, /* addresses */
 	TAIL_VALUES,
 };
 
 static const uint8_t expect_v6_msg[] = {
 	/* header: length 16 + 4 + 144 = 164, sequence 3 */
-	0x00, 0x0a, 0x00, 0xa4, 0x5f, 0x5e, 0x10, 0x01, 0x00, 0x00, 0x00, 0x03, 0x01, 0x02, 0x03, 0x04,
+	0x00,
+	0x0a,
+	0x00,
+	0xa4,
+	0x5f,
+	0x5e,
+	0x10,
+	0x01,
+	0x00,
+	0x00,
+	0x00,
+	0x03,
+	0x01,
+	0x02,
+	0x03,
+	0x04,
 	/* Data Set 257, length 148 */
-	0x01, 0x01, 0x00, 0x94,
-	0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
-	0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, /* 2001:db8::1 */
-	0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0x02, /* 2001:db8::ffff:2 */
+	0x01,
+	0x01,
+	0x00,
+	0x94,
+	0x01,
+	0x02,
+	0x03,
+	0x04,
+	0x05,
+	0x06,
+	0x07,
+	0x08,
+	0x20,
+	0x01,
+	0x0d,
+	0xb8,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0x01, /* 2001:db8::1 */
+	0x20,
+	0x01,
+	0x0d,
+	0xb8,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0xff,
+	0xff,
+	0,
+	0x02, /* 2001:db8::ffff:2 */
 	TAIL_VALUES,
 };
 
@@ -197,12 +351,19 @@ static void test_vlan_templates(void **state)
 	uint8_t buf[2048];
 	size_t len, used;
 	/* Template 258: observationPointId, sourceIPv4Address, destinationIPv4Address, vlanId(58), dot1qCustomerVlanId(245) */
-	static const uint8_t head258[] = { 0x01, 0x02, 0x00, 0x15, STD(0x00, 0x8a, 8), STD(0x00, 0x08, 4),
-					   STD(0x00, 0x0c, 4), STD(0x00, 0x3a, 2), STD(0x00, 0xf5, 2),
+	static const uint8_t head258[] = { 0x01,
+					   0x02,
+					   0x00,
+					   0x15,
+					   STD(0x00, 0x8a, 8),
+					   STD(0x00, 0x08, 4),
+					   STD(0x00, 0x0c, 4),
+					   STD(0x00, 0x3a, 2),
+					   STD(0x00, 0xf5, 2),
 					   ENT(0x01, 4) };
 	/* Flow Keys: fields 1-7 and 10 -> 0x27f */
-	static const uint8_t keys[] = { 0x01, 0x04, 0x00, 0x18, 0x01, 0x02, 0, 0, 0, 0, 0, 0, 0x02, 0x7f,
-					0x01, 0x03, 0, 0, 0, 0, 0, 0, 0x02, 0x7f };
+	static const uint8_t keys[] = { 0x01, 0x04, 0x00, 0x18, 0x01, 0x02, 0, 0, 0, 0, 0,    0,
+					0x02, 0x7f, 0x01, 0x03, 0,    0,    0, 0, 0, 0, 0x02, 0x7f };
 
 	rm_ipfix_init(&e, RM_IPFIX_DEFAULT_PEN, 7, 1);
 	len = rm_ipfix_templates_msg(&e, 1, buf, sizeof(buf));
@@ -405,8 +566,7 @@ static void key_of(struct rm_ctx_key *k, uint8_t last, uint32_t qp)
 	k->pkey = 0xffff;
 }
 
-static void assign(struct rm_ids *ids, const struct rm_ctx_key *k, uint32_t gen, int final, uint64_t ep,
-		   uint64_t rep)
+static void assign(struct rm_ids *ids, const struct rm_ctx_key *k, uint32_t gen, int final, uint64_t ep, uint64_t rep)
 {
 	uint64_t e = 0, r = 0;
 
@@ -424,19 +584,18 @@ static void test_ids(void **state)
 	key_of(&a, 1, 17);
 	key_of(&b, 2, 17);
 	key_of(&c, 1, 18);
-	assign(ids, &a, 1, 0, 1, 1);   /* first epoch ID is 1 (nonzero) */
+	assign(ids, &a, 1, 0, 1, 1); /* first epoch ID is 1 (nonzero) */
 	assign(ids, &a, 1, 0, 1, 2);
-	assign(ids, &b, 1, 0, 2, 1);   /* across contexts: increasing */
+	assign(ids, &b, 1, 0, 2, 1); /* across contexts: increasing */
 	assign(ids, &c, 1, 0, 3, 1);
 	assign(ids, &a, 1, 0, 1, 3);
-	assign(ids, &a, 2, 0, 4, 1);   /* next local generation = new epoch */
+	assign(ids, &a, 2, 0, 4, 1); /* next local generation = new epoch */
 	assert_int_equal(rm_ids_count(ids), 4);
-	/* Padding and only the padding differs: same context. */
+	/* A copy of the key: the same context. */
 	a2 = a;
-	a2._pad = 0x5a;
-	assign(ids, &a2, 1, 1, 1, 4);  /* final: assigned, then forgotten */
+	assign(ids, &a2, 1, 1, 1, 4); /* final: assigned, then forgotten */
 	assert_int_equal(rm_ids_count(ids), 3);
-	assign(ids, &a, 1, 0, 5, 1);   /* never reused: a fresh ID */
+	assign(ids, &a, 1, 0, 5, 1); /* never reused: a fresh ID */
 	/* VLAN and family are part of the key. */
 	a2 = a;
 	a2.vlan[0] = 5;
@@ -444,8 +603,12 @@ static void test_ids(void **state)
 	a2 = a;
 	a2.family = 6;
 	assign(ids, &a2, 1, 0, 7, 1);
+	/* So is the observation point (a mirror session's). */
+	a2 = a;
+	a2.obs = 3;
+	assign(ids, &a2, 1, 0, 8, 1);
 	/* Final on the first report: allocated and forgotten at once. */
-	assign(ids, &b, 9, 1, 8, 1);
+	assign(ids, &b, 9, 1, 9, 1);
 	assign(ids, &b, 1, 0, 2, 2);
 	/* New Transport Session. */
 	rm_ids_reset(ids);
@@ -477,7 +640,6 @@ static void test_ids_exhaustion(void **state)
 	rm_ids_free(ids);
 }
 
-
 /* A report the exporter refused was never serialized: its IDs go back (a
  * first report forgets its epoch; a later one returns its report ID), and an
  * epoch ID is never handed out twice once a later one is in use. */
@@ -492,21 +654,21 @@ static void test_ids_unassign(void **state)
 	key_of(&d, 4, 1);
 	assign(ids, &a, 1, 0, 1, 1);
 	assign(ids, &b, 1, 0, 2, 1);
-	rm_ids_unassign(ids, &b, 1, 0, 2, 1);      /* B's first report refused */
+	rm_ids_unassign(ids, &b, 1, 0, 2, 1); /* B's first report refused */
 	assert_int_equal(rm_ids_count(ids), 1);
-	assign(ids, &b, 1, 0, 2, 1);               /* the next one is B's first */
+	assign(ids, &b, 1, 0, 2, 1); /* the next one is B's first */
 	assign(ids, &a, 1, 0, 1, 2);
-	rm_ids_unassign(ids, &a, 1, 0, 1, 2);      /* A's second refused: no gap */
+	rm_ids_unassign(ids, &a, 1, 0, 1, 2); /* A's second refused: no gap */
 	assign(ids, &a, 1, 0, 1, 2);
 	assign(ids, &c, 1, 0, 3, 1);
 	assign(ids, &d, 1, 0, 4, 1);
-	rm_ids_unassign(ids, &c, 1, 0, 3, 1);      /* not the latest epoch ID: 3 stays used */
+	rm_ids_unassign(ids, &c, 1, 0, 3, 1); /* not the latest epoch ID: 3 stays used */
 	assign(ids, &c, 1, 0, 5, 1);
-	rm_ids_unassign(ids, &d, 1, 0, 4, 7);      /* not the latest assignment: nothing */
+	rm_ids_unassign(ids, &d, 1, 0, 4, 7); /* not the latest assignment: nothing */
 	assign(ids, &d, 1, 0, 4, 2);
-	assign(ids, &d, 1, 1, 4, 3);               /* final: forgotten */
-	rm_ids_unassign(ids, &d, 1, 1, 4, 3);      /* a refused final changes nothing */
-	assign(ids, &d, 1, 0, 6, 1);               /* after its final, the same (key, generation) is a new epoch */
+	assign(ids, &d, 1, 1, 4, 3);          /* final: forgotten */
+	rm_ids_unassign(ids, &d, 1, 1, 4, 3); /* a refused final changes nothing */
+	assign(ids, &d, 1, 0, 6, 1);          /* after its final, the same (key, generation) is a new epoch */
 	rm_ids_free(ids);
 }
 
@@ -540,16 +702,15 @@ static void test_json_write(void **state)
 	assert_non_null(f);
 	rm_report_write_json(f, &r);
 	fclose(f);
-	assert_string_equal(text,
-			    "{\"observationPointId\":7,\"sourceIPv6Address\":\"2001:db8::1\","
-			    "\"destinationIPv6Address\":\"2001:db8::ffff:2\",\"rdmaDestinationQP\":11259375,"
-			    "\"rdmaPartitionKey\":65535,\"flowStartMilliseconds\":1700000000123,"
-			    "\"flowEndMilliseconds\":1700000000456,\"rdmaSequenceEpochId\":18446744073709551615,"
-			    "\"rdmaSequenceReportId\":2,\"rdmaSequenceWindow\":4,\"rdmaSequenceFlags\":33,"
-			    "\"flag_names\":[\"finalEpoch\",\"generationUnverified\"],"
-			    "\"skippedPsnTotalCount\":4,\"filledPsnTotalCount\":0,\"expiredPsnTotalCount\":1,"
-			    "\"abandonedPsnTotalCount\":3,\"pendingPsnCount\":0,\"repeatedPsnTotalCount\":0,"
-			    "\"requestPacketTotalCount\":3,\"unclassifiedLatePacketTotalCount\":0}\n");
+	assert_string_equal(text, "{\"observationPointId\":7,\"sourceIPv6Address\":\"2001:db8::1\","
+				  "\"destinationIPv6Address\":\"2001:db8::ffff:2\",\"rdmaDestinationQP\":11259375,"
+				  "\"rdmaPartitionKey\":65535,\"flowStartMilliseconds\":1700000000123,"
+				  "\"flowEndMilliseconds\":1700000000456,\"rdmaSequenceEpochId\":18446744073709551615,"
+				  "\"rdmaSequenceReportId\":2,\"rdmaSequenceWindow\":4,\"rdmaSequenceFlags\":33,"
+				  "\"flag_names\":[\"finalEpoch\",\"generationUnverified\"],"
+				  "\"skippedPsnTotalCount\":4,\"filledPsnTotalCount\":0,\"expiredPsnTotalCount\":1,"
+				  "\"abandonedPsnTotalCount\":3,\"pendingPsnCount\":0,\"repeatedPsnTotalCount\":0,"
+				  "\"requestPacketTotalCount\":3,\"unclassifiedLatePacketTotalCount\":0}\n");
 	free(text);
 }
 
@@ -589,12 +750,12 @@ static void expect_parse_error(const char *text, const char *needle)
 		fail_msg("error \"%s\" does not mention \"%s\"", err, needle);
 }
 
-#define J_TAIL                                                                                    \
+#define J_TAIL                                                                                  \
 	"\"rdmaDestinationQP\":1,\"flowStartMilliseconds\":3,"                                  \
-	"\"flowEndMilliseconds\":4,\"rdmaSequenceEpochId\":5,\"rdmaSequenceReportId\":6,"          \
-	"\"rdmaSequenceWindow\":7,\"rdmaSequenceFlags\":8,\"skippedPsnTotalCount\":9,"             \
-	"\"filledPsnTotalCount\":10,\"expiredPsnTotalCount\":11,\"abandonedPsnTotalCount\":12,"    \
-	"\"pendingPsnCount\":13,\"repeatedPsnTotalCount\":14,\"requestPacketTotalCount\":15,"      \
+	"\"flowEndMilliseconds\":4,\"rdmaSequenceEpochId\":5,\"rdmaSequenceReportId\":6,"       \
+	"\"rdmaSequenceWindow\":7,\"rdmaSequenceFlags\":8,\"skippedPsnTotalCount\":9,"          \
+	"\"filledPsnTotalCount\":10,\"expiredPsnTotalCount\":11,\"abandonedPsnTotalCount\":12," \
+	"\"pendingPsnCount\":13,\"repeatedPsnTotalCount\":14,\"requestPacketTotalCount\":15,"   \
 	"\"unclassifiedLatePacketTotalCount\":16"
 
 static void test_json_parse_errors(void **state)
@@ -603,7 +764,8 @@ static void test_json_parse_errors(void **state)
 	char err[200];
 
 	assert_int_equal(rm_report_parse_json("{\"observationPointId\":0,\"sourceIPv4Address\":\"1.2.3.4\","
-					      "\"destinationIPv4Address\":\"5.6.7.8\"," J_TAIL ",\"rdmaPartitionKey\":2}",
+					      "\"destinationIPv4Address\":\"5.6.7.8\"," J_TAIL
+					      ",\"rdmaPartitionKey\":2}",
 					      &r, err, sizeof(err)),
 			 0);
 	assert_int_equal(r.family, 4);
@@ -612,7 +774,8 @@ static void test_json_parse_errors(void **state)
 	assert_int_equal(r.has_vlan_ns, 0);
 	/* flag_names, when given, names the bits of rdmaSequenceFlags (8 = stateExhaustion). */
 	assert_int_equal(rm_report_parse_json("{\"observationPointId\":0,\"sourceIPv4Address\":\"1.2.3.4\","
-					      "\"destinationIPv4Address\":\"5.6.7.8\"," J_TAIL ",\"rdmaPartitionKey\":2,"
+					      "\"destinationIPv4Address\":\"5.6.7.8\"," J_TAIL
+					      ",\"rdmaPartitionKey\":2,"
 					      "\"flag_names\":[\"stateExhaustion\"]}",
 					      &r, err, sizeof(err)),
 			 0);
@@ -620,23 +783,30 @@ static void test_json_parse_errors(void **state)
 			   "\"destinationIPv4Address\":\"5.6.7.8\"," J_TAIL ",\"rdmaPartitionKey\":2,"
 			   "\"flag_names\":[\"finalEpoch\"]}",
 			   "flag_names");
-	expect_parse_error("{\"observationPointId\":0,\"sourceIPv4Address\":\"1.2.3.4\"," J_TAIL ",\"rdmaPartitionKey\":2}",
+	expect_parse_error("{\"observationPointId\":0,\"sourceIPv4Address\":\"1.2.3.4\"," J_TAIL
+			   ",\"rdmaPartitionKey\":2}",
 			   "destinationIPv4Address");
 	expect_parse_error("{\"observationPointId\":0,\"sourceIPv4Address\":\"1.2.3.4\","
-			   "\"destinationIPv6Address\":\"::1\"," J_TAIL ",\"rdmaPartitionKey\":2}", "mixed");
+			   "\"destinationIPv6Address\":\"::1\"," J_TAIL ",\"rdmaPartitionKey\":2}",
+			   "mixed");
 	expect_parse_error("{\"observationPointId\":0,\"sourceIPv4Address\":\"1.2.3.400\","
-			   "\"destinationIPv4Address\":\"5.6.7.8\"," J_TAIL ",\"rdmaPartitionKey\":2}", "sourceIPv4Address");
+			   "\"destinationIPv4Address\":\"5.6.7.8\"," J_TAIL ",\"rdmaPartitionKey\":2}",
+			   "sourceIPv4Address");
 	expect_parse_error("{\"observationPointId\":-1,\"sourceIPv4Address\":\"1.2.3.4\","
-			   "\"destinationIPv4Address\":\"5.6.7.8\"," J_TAIL ",\"rdmaPartitionKey\":2}", "out of range");
+			   "\"destinationIPv4Address\":\"5.6.7.8\"," J_TAIL ",\"rdmaPartitionKey\":2}",
+			   "out of range");
 	expect_parse_error("{\"observationPointId\":0,\"sourceIPv4Address\":\"1.2.3.4\","
 			   "\"destinationIPv4Address\":\"5.6.7.8\"," J_TAIL ",\"rdmaPartitionKey\":65536}",
 			   "rdmaPartitionKey");
 	expect_parse_error("{\"observationPointId\":0,\"sourceIPv4Address\":\"1.2.3.4\",\"bogus\":1,"
-			   "\"destinationIPv4Address\":\"5.6.7.8\"," J_TAIL ",\"rdmaPartitionKey\":2}", "unknown key \"bogus\"");
+			   "\"destinationIPv4Address\":\"5.6.7.8\"," J_TAIL ",\"rdmaPartitionKey\":2}",
+			   "unknown key \"bogus\"");
 	expect_parse_error("{\"observationPointId\":\"7\",\"sourceIPv4Address\":\"1.2.3.4\","
-			   "\"destinationIPv4Address\":\"5.6.7.8\"," J_TAIL ",\"rdmaPartitionKey\":2}", "not an integer");
+			   "\"destinationIPv4Address\":\"5.6.7.8\"," J_TAIL ",\"rdmaPartitionKey\":2}",
+			   "not an integer");
 	expect_parse_error("{\"observationPointId\":0,\"vlanId\":3,\"sourceIPv4Address\":\"1.2.3.4\","
-			   "\"destinationIPv4Address\":\"5.6.7.8\"," J_TAIL ",\"rdmaPartitionKey\":2}", "go together");
+			   "\"destinationIPv4Address\":\"5.6.7.8\"," J_TAIL ",\"rdmaPartitionKey\":2}",
+			   "go together");
 	expect_parse_error("[1,2]", "not a JSON object");
 	expect_parse_error("{\"observationPointId\":", "JSON error");
 }

@@ -49,7 +49,6 @@ static gboolean key_equal(gconstpointer a, gconstpointer b)
 static void norm_key(struct rm_ctx_key *k, const struct rm_ctx_key *key)
 {
 	*k = *key;
-	k->_pad = 0;
 }
 
 /* The offset for an epoch starting now: 0 on capture time (already UNIX). */
