@@ -40,6 +40,12 @@ const volatile __u32 rm_window_words = 16; /* ring words of a pool window (its v
 const volatile __u32 rm_bench_cut = RM_CUT_NONE;
 const volatile __u32 rm_bench_flags = 0;
 
+/* mirror_sessions = auto (a load-time constant): sessions no line names get
+ * observation points from rm_auto_next on (the loader sets it to the lines'
+ * count). */
+const volatile __u32 rm_capture_auto = 0;
+__u32 rm_auto_next;
+
 /* Runtime configuration; the loader writes it through the skeleton. */
 struct rm_config rm_cfg = { .window = 1024 };
 
@@ -433,6 +439,24 @@ static __always_inline int mirror_sequence(struct rm_mirror_session *s, __u32 se
 }
 
 /*
+ * mirror_sessions = auto: a session no line names gets the next free
+ * observation point (userspace derives its observationPointId from the
+ * session, rm_capture_auto_id()). NULL when all RM_OBS_MAX are taken.
+ */
+static __always_inline struct rm_mirror_session *auto_session(const struct rm_mirror_key *mk)
+{
+	struct rm_mirror_session init;
+	__u32 obs = __sync_fetch_and_add(&rm_auto_next, 1) + 1;
+
+	if (obs > RM_OBS_MAX)
+		return NULL;
+	__builtin_memset(&init, 0, sizeof(init));
+	init.obs = (__u8)obs;
+	bpf_map_update_elem(&mirror_sessions, mk, &init, BPF_NOEXIST); /* another CPU may have added it */
+	return bpf_map_lookup_elem(&mirror_sessions, mk);
+}
+
+/*
  * The observation point of a frame the parser read (rm_capture_encap set):
  * 0 for a plain frame when plain frames are accepted; a mirrored frame's
  * from its session's line, after the session's sequence check (a gap makes
@@ -478,6 +502,8 @@ __noinline int rm_mirror_point(struct xdp_md *xdp, struct rm_pkt *pkt, __u64 now
 		}
 	}
 	s = bpf_map_lookup_elem(&mirror_sessions, &mk);
+	if (!s && rm_capture_auto)
+		s = auto_session(&mk);
 	if (!s) {
 		st->v[RM_STAT_UNKNOWN_MIRROR]++;
 		n = bpf_map_lookup_elem(&mirror_unknown, &mk);
@@ -784,6 +810,9 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 		st->v[RM_STAT_MALFORMED_BTH]++;
 		act = ACT_VIOLATION;
 		cause = RM_VIOLATION_MALFORMED;
+	} else if (!rm_opcode_is_rc_send_or_write(pkt->opcode)) {
+		act = ACT_VIOLATION;
+		cause = RM_VIOLATION_UNSUPPORTED;
 	} else {
 		act = ACT_METER;
 	}

@@ -144,6 +144,8 @@ struct rm_pkt {
 	__u8 outer_family; /* ERSPAN: 4 or 6 */
 	__u8 _mpad;
 	__u16 outer_src_off; /* ERSPAN: the outer source address */
+	__u16 inner_off;     /* where the inner frame starts (RM_PARSE_INNER) */
+	__u32 inner_end;     /* where it ends: the outer payload's end */
 	__u32 session;       /* ERSPAN session ID, VXLAN VNI or RSPAN VLAN ID */
 	__u32 gre_seq;       /* GRE sequence number, host order */
 };
@@ -448,8 +450,8 @@ static __always_inline int enter_inner(struct rm_cursor *c, __u32 end)
 
 	if (off > RM_MIRROR_OFF_MAX || end < off + (__u32)sizeof(struct ethhdr))
 		return RM_PARSE_BAD_MIRROR;
-	c->frame_len = end;
-	c->inner = 1;
+	c->pkt->inner_off = (__u16)off;
+	c->pkt->inner_end = end;
 	return RM_PARSE_INNER;
 }
 
@@ -632,23 +634,44 @@ static __always_inline int parse_headers(struct rm_cursor *c, struct rm_pkt *pkt
 }
 
 /*
- * The frame's headers, and a mirrored frame's inside them: the inner
- * frame's tags, addresses and BTH replace the outer ones (its VLAN tags are
- * the tenant's; the outer ones the mirror transport's).
+ * A mirrored frame, from pkt->inner_off to pkt->inner_end (RM_PARSE_INNER):
+ * its tags, addresses and BTH replace the outer ones (its VLAN tags are the
+ * tenant's, the outer ones the mirror transport's). Returns its verdict.
  */
-static __always_inline int parse_frame(struct rm_cursor *c, struct rm_pkt *pkt)
+static __always_inline int rm_parse_inner(void *data, void *data_end, struct rm_pkt *pkt)
 {
-	int verdict = parse_headers(c, pkt);
+	struct rm_cursor c = {
+		.data = data, .data_end = data_end, .frame_len = pkt->inner_end, .pkt = pkt, .inner = 1
+	};
+	__u32 off = pkt->inner_off;
+	int verdict;
 
-	if (verdict != RM_PARSE_INNER)
-		return verdict;
+	if (off > RM_MIRROR_OFF_MAX)
+		return RM_PARSE_BAD_MIRROR;
+	c.pos = (__u8 *)data + off;
 	pkt->nvlan = 0;
 	pkt->nvid = 0;
 	pkt->vlan[0] = 0;
 	pkt->vlan[1] = 0;
 	pkt->rocev2_port = 0;
-	verdict = parse_headers(c, pkt);
+	verdict = parse_headers(&c, pkt);
 	return verdict == RM_PARSE_INNER ? RM_PARSE_NESTED : verdict;
+}
+
+/* The outer headers: a verdict, or RM_PARSE_INNER for a mirror (rm_parse_inner() goes on). */
+static __always_inline int rm_parse_outer(void *data, void *data_end, __u32 frame_len, struct rm_pkt *pkt)
+{
+	struct rm_cursor c = { .data = data, .data_end = data_end, .pos = data, .frame_len = frame_len, .pkt = pkt };
+
+	__builtin_memset(pkt, 0, sizeof(*pkt));
+	return parse_headers(&c, pkt);
+}
+
+/* Where the parser stopped into pkt->stop; the frame's verdict. */
+static __always_inline int rm_parse_done(struct rm_pkt *pkt, int stop)
+{
+	pkt->stop = (__u8)stop;
+	return pkt->irregular ? pkt->irregular : stop;
 }
 
 /*
@@ -660,27 +683,39 @@ static __always_inline int parse_frame(struct rm_cursor *c, struct rm_pkt *pkt)
  */
 static __always_inline int rm_parse_len(void *data, void *data_end, __u32 frame_len, struct rm_pkt *pkt)
 {
-	struct rm_cursor c = { .data = data, .data_end = data_end, .pos = data, .frame_len = frame_len, .pkt = pkt };
+	int stop = rm_parse_outer(data, data_end, frame_len, pkt);
 
-	__builtin_memset(pkt, 0, sizeof(*pkt));
-	pkt->stop = (__u8)parse_frame(&c, pkt);
-	return pkt->irregular ? pkt->irregular : pkt->stop;
+	if (stop == RM_PARSE_INNER)
+		stop = rm_parse_inner(data, data_end, pkt);
+	return rm_parse_done(pkt, stop);
 }
 
 /*
  * Define int NAME(CTX_TYPE *ctx, __u32 frame_len, struct rm_pkt *pkt):
- * rm_parse_len() over the context's packet as a global BPF function. The
+ * rm_parse_len() over the context's packet as a global BPF function, and
+ * NAME_inner() for a mirrored frame's inner headers as another one (each
+ * verified alone: the decapsulating parser in one would pass the limit). The
  * verifier checks a global function once, on its own, and continues the
  * caller with its result unknown; inlined, every path through the parser
  * (tags, extension headers, the forms read but not metered) would multiply
  * the paths of the caller -- the meter would pass the verifier's limit.
  */
-#define RM_PARSE_GLOBAL(name, ctx_type)                                                                    \
-	__noinline int name(ctx_type *ctx, __u32 frame_len, struct rm_pkt *pkt)                            \
-	{                                                                                                  \
-		if (!pkt)                                                                                  \
-			return RM_PARSE_BAD_ETH;                                                           \
-		return rm_parse_len((void *)(long)ctx->data, (void *)(long)ctx->data_end, frame_len, pkt); \
+#define RM_PARSE_GLOBAL(name, ctx_type)                                                                      \
+	__noinline int name##_inner(ctx_type *ctx, struct rm_pkt *pkt)                                       \
+	{                                                                                                    \
+		if (!pkt)                                                                                    \
+			return RM_PARSE_BAD_MIRROR;                                                          \
+		return rm_parse_inner((void *)(long)ctx->data, (void *)(long)ctx->data_end, pkt);            \
+	}                                                                                                    \
+	__noinline int name(ctx_type *ctx, __u32 frame_len, struct rm_pkt *pkt)                              \
+	{                                                                                                    \
+		int stop;                                                                                    \
+		if (!pkt)                                                                                    \
+			return RM_PARSE_BAD_ETH;                                                             \
+		stop = rm_parse_outer((void *)(long)ctx->data, (void *)(long)ctx->data_end, frame_len, pkt); \
+		if (stop == RM_PARSE_INNER)                                                                  \
+			stop = name##_inner(ctx, pkt);                                                       \
+		return rm_parse_done(pkt, stop);                                                             \
 	}
 
 /* rm_parse_len() for a frame that is entirely within [data, data_end). */

@@ -8,7 +8,8 @@ ROCEMETER_SRCS += user/common/config.c user/common/errmsg.c user/common/tls.c \
                   user/common/report_json.c user/common/report_text.c user/common/log.c \
                   user/common/opts.c user/common/paths.c user/common/metrics.c \
                   user/common/jsonw.c user/common/timefmt.c user/common/caps.c \
-                  user/common/cmd_check_config.c user/common/store_syntax.c
+                  user/common/cmd_check_config.c user/common/store_syntax.c \
+                  user/common/capture_settings.c
 LDLIBS         += -ljansson -lmicrohttpd
 CHECK_PROGS    += $(BUILD)/tests/unit/test_config
 # rocemeter check-config: exit 0 or 2, TLS files included (no root).

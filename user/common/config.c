@@ -50,6 +50,7 @@ void rm_config_defaults(struct rm_config_file *cfg)
 	cfg->collect.max_memory_bytes = RM_MAX_MEMORY_BYTES_DEFAULT;
 	cfg->collect.store_buffer_bytes = RM_STORE_BUFFER_BYTES_DEFAULT;
 	snprintf(cfg->collect.store_spool_dir, sizeof(cfg->collect.store_spool_dir), "%s", RM_STORE_SPOOL_DIR_DEFAULT);
+	rm_capture_defaults(&cfg->capture);
 }
 
 void rm_config_overrides_init(struct rm_config_overrides *o)
@@ -294,6 +295,19 @@ static int metrics_key(struct parse_state *ps, char *dst, size_t len, const char
 		return 1;                                                      \
 	}
 
+/* A [capture] key (capture_settings.c). */
+static int capture_key(struct parse_state *ps, const char *name, const char *value)
+{
+	char why[256];
+	int r;
+
+	ps->cfg->sections |= RM_CONFIG_CAPTURE;
+	r = rm_capture_key(&ps->cfg->capture, name, value, ps->line, why, sizeof(why));
+	if (r < 0)
+		return fail(ps, "unknown key '%s' in [%s]", name, "capture");
+	return r ? 1 : fail(ps, "%s%s", why, "");
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct parse_state *ps = user;
@@ -363,6 +377,8 @@ static int handler(void *user, const char *section, const char *name, const char
 				return fail(ps, "generation_verified: '%s' is not yes or no%s", value, "");
 			return 1;
 		}
+	} else if (!strcmp(section, "capture")) {
+		return capture_key(ps, name, value);
 	} else if (!strcmp(section, "provision")) {
 		if (!strcmp(name, "connection"))
 			return parse_connection(ps, value);
@@ -493,6 +509,13 @@ int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size
 	}
 	if (line > 0) {
 		snprintf(err, errlen, "%s:%d: syntax error", path, line);
+		return -1;
+	}
+	if (rm_capture_check(&cfg->capture, &line, ps.reason, sizeof(ps.reason))) {
+		if (line > 0)
+			snprintf(err, errlen, "%s:%d: %s", path, line, ps.reason);
+		else
+			snprintf(err, errlen, "%s: [capture]: %s", path, ps.reason);
 		return -1;
 	}
 	/* Export is on when a collector is named; the other [export] keys

@@ -346,6 +346,10 @@ static void reload(struct rm_daemon *d)
 		nc->meter.rx_dropped_is_loss = d->cfg.meter.rx_dropped_is_loss;
 		nc->meter.max_violations = d->cfg.meter.max_violations;
 	}
+	if (memcmp(&nc->capture, &d->cfg.capture, sizeof(nc->capture))) {
+		rm_log(RM_LOG_WARNING, "reload: [capture] takes effect only on restart; keeping the running one");
+		nc->capture = d->cfg.capture;
+	}
 	/* The new policy first, so that any request counted after the closure
 	 * below belongs to an epoch started under it. */
 	d->meter.skel->data->rm_cfg.window = nc->meter.window;
@@ -590,6 +594,7 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 		       "namespace = vlan in generic mode: VLAN tags the NIC takes off (receive VLAN offload) are not "
 		       "seen; turn it off (ethtool -K %s rxvlan off) or use native mode",
 		       d->ifname);
+	lo.capture = &d->cfg.capture;
 	if (rm_meter_load_ex(&d->meter, &d->cfg.meter, &lo, err, errlen) ||
 	    rm_meter_provision(&d->meter, d->cfg.provision, d->cfg.n_provision, d->cfg.meter.generation_verified, err,
 			       errlen))

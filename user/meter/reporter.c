@@ -174,7 +174,8 @@ void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, c
 			epoch_forget(r, key);
 		return;
 	}
-	rep.observation_point_id = r->observation_point_id;
+	rep.observation_point_id =
+		key->obs ? rm_meter_obs_id(r->meter, key->obs, r->observation_point_id) : r->observation_point_id;
 	rep.family = key->family;
 	memcpy(rep.src, key->src, 16);
 	memcpy(rep.dst, key->dst, 16);
