@@ -402,3 +402,49 @@ def test_unsupported_request_in_unmetered_form_is_a_violation(tmp_path):
     assert r.reports[0]["rdmaSequenceFlags"] & (PROFILE_VIOLATION | CD) == PROFILE_VIOLATION
     assert r.stats["profile_violations"] == 1 and r.stats["disabled_requests"] == 1
     assert r.stats["unobserved_requests"] == 0
+
+
+def connections(tmp_path, datas, *args):
+    path = os.path.join(str(tmp_path), "c.pcap")
+    t.write_pcap(path, frames_at(datas) if datas and not isinstance(datas[0], Frame) else datas)
+    proc = subprocess.run([t.ROCEMETER, "connections", *args, path], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_replay_encapsulation_option(tmp_path):
+    """--encapsulation auto without a configuration: sessions get derived IDs."""
+    s, d = V4
+    inner = [t.roce_frame(s, d, 0xA1, 10 + i) for i in range(3)]
+    frames = [erspan(f, 3, SWITCH_A4, i, session=5) for i, f in enumerate(inner)] + [vxlan(inner[0], vni=77)]
+    r = replay(tmp_path, frames, "--encapsulation", "auto")
+    assert sorted(x["observationPointId"] for x in r.reports) == sorted(
+        [(1 << 56) | (0xC0000201 << 16) | 5, (2 << 56) | 77])
+    bad = t.run_replay(os.path.join(str(tmp_path), "m.pcap"), tmp_path, "-a", "--encapsulation", "gre")
+    assert bad.rc == 2 and "--encapsulation gre" in bad.stderr
+
+
+def test_connections_understand_mirrors(tmp_path):
+    s, d = V4
+    inner = [t.roce_frame(s, d, 0xA1, 10 + i) for i in range(3)]
+    frames = [erspan(f, 2, SWITCH_A4, i) for i, f in enumerate(inner)]
+    frames += [erspan(f, 2, SWITCH_B4, i) for i, f in enumerate(inner)]
+    plain = connections(tmp_path, frames)
+    assert "connection = " not in plain  # a mirror is not RoCEv2 without [capture]
+    auto = connections(tmp_path, frames, "--encapsulation", "erspan")
+    assert "connection = %s %s 0x0000a1 0xffff" % (s, d) in auto
+    cfg = connections(tmp_path, frames, "-c", config(tmp_path))
+    assert "# observation point 1: id 1001 leaf-a erspan session 7" in cfg
+    assert " obs 1 " in cfg and " obs 2 " in cfg
+
+
+def test_connections_lists_capture_truncated_uc(tmp_path):
+    """UC frames the capture's snap length cut after the BTH: the census
+    still reads their BTH and lists the UC connection (excluded: UC)."""
+    s, d = V4
+    frames = []
+    for i in range(3):
+        f = t.roce_frame(s, d, 0x77, 10 + i, opcode=t.UC_SEND_ONLY, data=b"z" * 300)
+        frames.append(Frame(f[:64], t.T0 + i * MS, wirelen=len(f)))
+    out = connections(tmp_path, frames)
+    assert "qp 0x000077" in out and "excluded: UC" in out

@@ -26,6 +26,51 @@
  */
 #define RM_CENSUS_RUN_MAX 65536u
 
+/* [capture] for the censuses this process loads (rm_census_set_capture()). */
+static const struct rm_capture_settings *census_capture;
+
+void rm_census_set_capture(const struct rm_capture_settings *c)
+{
+	census_capture = c && c->encap != RM_ENCAP_PLAIN ? c : NULL;
+}
+
+/* The mirror encapsulations as the parser's load-time constants. */
+static void capture_rodata(struct census *sk)
+{
+	const struct rm_capture_settings *c = census_capture;
+
+	if (!c)
+		return;
+	sk->rodata->rm_capture_encap = c->encap;
+	sk->rodata->rm_capture_vxlan_port = c->vxlan_port;
+	sk->rodata->rm_capture_rspan_vlan = c->rspan_vlan;
+}
+
+/* The observation_point lines: line i is observation point i + 1 of the keys. */
+static int capture_sessions(struct census *sk)
+{
+	const struct rm_capture_settings *c = census_capture;
+
+	for (int i = 0; c && i < c->n_points; i++) {
+		const struct rm_obs_line *p = &c->points[i];
+		struct rm_mirror_session v;
+		struct rm_mirror_key k;
+
+		memset(&k, 0, sizeof(k));
+		memset(&v, 0, sizeof(v));
+		k.kind = p->kind;
+		k.session = p->session;
+		if (p->kind == RM_MIRROR_ERSPAN) {
+			k.family = p->family;
+			memcpy(k.src, p->src, 16);
+		}
+		v.obs = (__u8)(i + 1);
+		if (bpf_map_update_elem(bpf_map__fd(sk->maps.mirror_sessions), &k, &v, BPF_NOEXIST))
+			return -errno;
+	}
+	return 0;
+}
+
 static void init(struct rm_census *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -51,8 +96,11 @@ static int open_load(struct rm_census *c, uint32_t max_connections, char *err, s
 		return rc;
 	}
 	rc = bpf_map__set_max_entries(c->skel->maps.census, max_connections);
+	capture_rodata(c->skel);
 	if (!rc)
 		rc = census__load(c->skel);
+	if (!rc)
+		rc = capture_sessions(c->skel);
 	if (rc) {
 		rm_errf(err, errlen,
 			"the kernel refused the census BPF program (%s); run with ROCEMETER_LIBBPF_DEBUG=1 for the "

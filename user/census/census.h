@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/capture_settings.h"
 #include "common/paths.h"
 #include "rocemeter/census.h"
 #include "rocemeter/common.h"
@@ -61,6 +62,14 @@ struct rm_census_result {
  * -1 with err.
  */
 int rm_census_load(struct rm_census *c, uint32_t max_connections, char *err, size_t errlen);
+
+/*
+ * The [capture] settings of the censuses this process loads from now on:
+ * the encapsulations the parser takes off, and the observation_point lines
+ * whose sessions give a key its obs (0: plain, or a session no line names).
+ * NULL or plain only: the plain parser. c must outlive those censuses.
+ */
+void rm_census_set_capture(const struct rm_capture_settings *c);
 
 /*
  * Run one captured frame (caplen bytes captured of wirelen on the wire,

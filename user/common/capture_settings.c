@@ -253,3 +253,17 @@ uint64_t rm_capture_auto_id(const struct rm_mirror_key *k)
 	}
 	return id;
 }
+
+int rm_capture_override(struct rm_capture_settings *c, const char *text, char *why, size_t len)
+{
+	uint32_t bits;
+	int line;
+
+	if (rm_capture_parse_encap(text, &bits, why, len))
+		return -1;
+	if (!strcasecmp(text, "auto") && !c->rspan_vlan)
+		bits &= ~(uint32_t)RM_ENCAP_RSPAN;
+	c->encap = bits;
+	c->auto_sessions = 1;
+	return rm_capture_check(c, &line, why, len);
+}

@@ -45,6 +45,14 @@ void rm_capture_defaults(struct rm_capture_settings *c);
 int rm_capture_parse_encap(const char *text, uint32_t *out, char *why, size_t len);
 
 /*
+ * --encapsulation LIST|auto of `replay` and `connections`, over the file's
+ * [capture]: the encapsulations to take off (auto: every one, RSPAN only
+ * with an rspan_vlan), and sessions no observation_point line names get
+ * derived IDs (mirror_sessions = auto). 0, or -1 with the reason in why.
+ */
+int rm_capture_override(struct rm_capture_settings *c, const char *text, char *why, size_t len);
+
+/*
  * One key of [capture] at line: encapsulation, vxlan_port, rspan_vlan,
  * mirror_sessions = table|auto, observation_point = ID NAME erspan SRC
  * SESSION | ID NAME vxlan VNI | ID NAME rspan VLAN. 1: taken; 0: refused,

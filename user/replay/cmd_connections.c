@@ -17,6 +17,7 @@
 #include "census/connections.h"
 #include "census_run.h"
 #include "common/command.h"
+#include "common/config.h"
 #include "common/jsonw.h"
 #include "common/limits.h"
 #include "common/log.h"
@@ -52,11 +53,46 @@ static void usage(FILE *f)
 		"  -p, --provision-only       print only the [provision] section (a file\n"
 		"                             that --config of attach and replay reads)\n"
 		"  -j, --json                 one JSON object (docs/json.md \"connections\")\n"
+		"  -c, --config FILE          the [capture] section of FILE: the mirror\n"
+		"                             encapsulations to take off, and observation_point\n"
+		"                             lines (a key's obs N is line N's; printed first)\n"
+		"  -e, --encapsulation LIST   mirror encapsulations to take off, over [capture]:\n"
+		"                             plain, erspan (erspan1, erspan2, erspan3), vxlan,\n"
+		"                             rspan, comma separated, or auto (all)\n"
 		"  -h, --help                 this text\n\n"
 		"Exit status: 0 ok, 1 a capture could not be read or the census could not\n"
 		"be loaded or attached, 2 usage error.\n",
 		RM_CENSUS_SECONDS_MAX, RM_CENSUS_SECONDS_DEFAULT, RM_CENSUS_MAX_CONNECTIONS_MIN,
 		RM_CENSUS_MAX_CONNECTIONS_MAX, RM_CENSUS_MAX_CONNECTIONS_DEFAULT);
+}
+
+/* --config's [capture] and --encapsulation for the census; 0 or -1 (said). */
+static int capture_setup(struct rm_config_file *cfg, const char *config, const char *encapsulation)
+{
+	char err[512];
+
+	rm_config_defaults(cfg);
+	if (config && rm_config_load(config, cfg, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		return -1;
+	}
+	if (encapsulation && rm_capture_override(&cfg->capture, encapsulation, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "--encapsulation %s: %s", encapsulation, err);
+		return -1;
+	}
+	rm_census_set_capture(&cfg->capture);
+	return 0;
+}
+
+/* "# observation point N: ID NAME KIND SESSION" per line of [capture]. */
+static void print_points(FILE *f, const struct rm_capture_settings *c)
+{
+	for (int i = 0; i < c->n_points; i++) {
+		const struct rm_obs_line *p = &c->points[i];
+
+		fprintf(f, "# observation point %d: id %llu %s %s session %u\n", i + 1, (unsigned long long)p->id,
+			p->name, rm_capture_kind_name(p->kind), p->session);
+	}
 }
 
 static int cmd_connections(int argc, char **argv)
@@ -67,21 +103,30 @@ static int cmd_connections(int argc, char **argv)
 		{ "max-connections", required_argument, 0, 'm' },
 		{ "provision-only", no_argument, 0, 'p' },
 		{ "json", no_argument, 0, 'j' },
+		{ "config", required_argument, 0, 'c' },
+		{ "encapsulation", required_argument, 0, 'e' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0 },
 	};
 	uint32_t max_connections = RM_CENSUS_MAX_CONNECTIONS_DEFAULT, seconds = RM_CENSUS_SECONDS_DEFAULT;
 	struct rm_census_result res;
-	const char *live = NULL;
+	const char *live = NULL, *config = NULL, *encapsulation = NULL;
+	static struct rm_config_file cfg; /* large: static */
 	int json = 0, provision_only = 0, has_seconds = 0, opt, rc;
 	int64_t frames_read = -1;
 	char err[512];
 	uint64_t v;
 
-	while ((opt = getopt_long(argc, argv, "l:s:m:pjh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "l:s:m:pjhc:e:", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'l':
 			live = optarg;
+			break;
+		case 'c':
+			config = optarg;
+			break;
+		case 'e':
+			encapsulation = optarg;
 			break;
 		case 'p':
 			provision_only = 1;
@@ -127,6 +172,10 @@ static int cmd_connections(int argc, char **argv)
 		return RM_EXIT_USAGE;
 	}
 
+	if (capture_setup(&cfg, config, encapsulation))
+		return RM_EXIT_USAGE;
+	if (!json && !provision_only)
+		print_points(stdout, &cfg.capture);
 	if (live) {
 		struct sigaction sa;
 

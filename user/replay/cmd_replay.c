@@ -78,7 +78,11 @@ static void usage(FILE *f)
 		"idle_timeout_ms close first), and at the end of input a final report\n"
 		"(finalEpoch) for every open epoch.\n\n"
 		"Options:\n"
-		"  -c, --config FILE          configuration file ([meter] and [provision])\n"
+		"  -c, --config FILE          configuration file ([meter], [capture] and [provision])\n"
+		"  -e, --encapsulation LIST   mirror encapsulations to take off, over [capture]:\n"
+		"                             plain, erspan (erspan1, erspan2, erspan3), vxlan,\n"
+		"                             rspan, comma separated, or auto (all); sessions no\n"
+		"                             observation_point line names get derived IDs\n"
 		"  -w, --window W             history width W in PSN positions, %u..%u\n"
 		"                             (default %u, or the config file's)\n"
 		"  -a, --provision-all        meter every RC connection seen (the operator\n"
@@ -190,20 +194,24 @@ static int cmd_replay(int argc, char **argv)
 		{ "help", no_argument, 0, 'h' },
 		{ "wide", no_argument, 0, 'W' },
 		{ "max-windows", required_argument, 0, 'M' },
+		{ "encapsulation", required_argument, 0, 'e' },
 		{ 0 },
 	};
 	static struct rm_config_file cfg; /* large: static */
 	struct rm_config_overrides ov;
 	struct rm_replay_opts ro = { .cfg = &cfg };
 	struct rm_replay_result res;
-	const char *config = NULL, *stats_json = NULL;
+	const char *config = NULL, *stats_json = NULL, *encapsulation = NULL;
 	int json = 0, opt, ret, wide = 0;
 	char err[512];
 	uint64_t v;
 
 	rm_config_overrides_init(&ov);
-	while ((opt = getopt_long(argc, argv, "c:w:ai:jo:s:m:M:hW", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:w:ai:jo:s:m:M:hWe:", opts, NULL)) != -1) {
 		switch (opt) {
+		case 'e':
+			encapsulation = optarg;
+			break;
 		case 'c':
 			config = optarg;
 			break;
@@ -265,6 +273,10 @@ static int cmd_replay(int argc, char **argv)
 		return RM_EXIT_USAGE;
 	}
 	rm_config_apply_overrides(&cfg, &ov);
+	if (encapsulation && rm_capture_override(&cfg.capture, encapsulation, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "--encapsulation %s: %s", encapsulation, err);
+		return RM_EXIT_USAGE;
+	}
 	if (!cfg.meter.provision_all && cfg.n_provision == 0)
 		rm_log_cmd(RM_LOG_WARNING, "warning: nothing is provisioned (use --provision-all or a "
 					   "[provision] section); no connection will be metered");
