@@ -14,6 +14,8 @@ LDLIBS         += -ljansson -lmicrohttpd
 CHECK_PROGS    += $(BUILD)/tests/unit/test_config
 # rocemeter check-config: exit 0 or 2, TLS files included (no root).
 CHECK_SCRIPTS  += tests/unit/test_check_config.py
+# The [capture] section: FILE:LINE and the reason for each bad key or line.
+CHECK_SCRIPTS  += tests/unit/test_capture_config.py
 # Option values, command-line overrides, paths and the log's levels.
 CHECK_PROGS    += $(BUILD)/tests/unit/test_opts
 # The include rule of docs/architecture.md ("Who may include what").
