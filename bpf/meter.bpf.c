@@ -404,8 +404,14 @@ static __always_inline __u32 capture_gen(__u32 obs)
 	return rm_capture_gen + (op ? op->gen : 0);
 }
 
+static __always_inline int mirror_reordered(struct rm_mirror_session *s)
+{
+	__sync_fetch_and_add(&s->reordered, 1);
+	return -1;
+}
+
 /*
- * A GRE sequence number of session s, under its lock: one past the highest
+ * A GRE sequence number of session s: one past the highest
  * is in order; further ahead is mirror loss (a gap); at or up to
  * RM_MIRROR_REORDER_MAX behind it is reordering (or a duplicate) in the
  * mirror path, counted and metered; further behind, the sender restarted:
@@ -414,28 +420,35 @@ static __always_inline __u32 capture_gen(__u32 obs)
  */
 static __always_inline int mirror_sequence(struct rm_mirror_session *s, __u32 seq)
 {
-	__s32 d;
-	int gap = 0;
+	__u64 old, next = 1ull << 32 | seq;
+	int r = -1;
 
-	bpf_spin_lock(&s->lock);
-	d = (__s32)(seq - s->last_seq);
-	if (!s->has_seq || d == 1) {
-		s->last_seq = seq;
-	} else if (d > 1 || d < -RM_MIRROR_REORDER_MAX) {
-		s->last_seq = seq;
-		gap = d > 1 ? d - 1 : 1;
-	} else {
-		gap = -1;
+	/* A few tries: another CPU changed the state meanwhile (one session's
+	 * frames normally arrive on one CPU). Losing them all counts the frame
+	 * as reordered, never as a gap. */
+	for (int i = 0; i < 4; i++) {
+		__s32 d;
+
+		old = s->seq_state;
+		d = (__s32)(seq - (__u32)old);
+		if (!(old >> 32) || d == 1)
+			r = 0;
+		else if (d > 1 || d < -RM_MIRROR_REORDER_MAX)
+			r = d > 1 ? d - 1 : 1;
+		else
+			return mirror_reordered(s);
+		if (__sync_val_compare_and_swap(&s->seq_state, old, next) == old)
+			break;
+		r = -1;
 	}
-	s->has_seq = 1;
-	bpf_spin_unlock(&s->lock);
-	if (gap > 0) {
+	if (r < 0)
+		return mirror_reordered(s);
+	if (r > 0) {
 		__sync_fetch_and_add(&s->gaps, 1);
-		__sync_fetch_and_add(&s->lost, (__u64)gap);
-	} else if (gap < 0) {
-		__sync_fetch_and_add(&s->reordered, 1);
+		__sync_fetch_and_add(&s->lost, (__u64)r);
+		return 1;
 	}
-	return gap > 0 ? 1 : gap;
+	return 0;
 }
 
 /*
@@ -464,7 +477,7 @@ static __always_inline struct rm_mirror_session *auto_session(const struct rm_mi
  * names, counted per session; a plain frame when only mirrors are).
  * A global function: verified once, and only when mirrors are accepted.
  */
-__noinline int rm_mirror_point(struct xdp_md *xdp, struct rm_pkt *pkt, __u64 now)
+__noinline int rm_mirror_point(struct xdp_md *xdp, struct rm_pkt *pkt)
 {
 	void *data = (void *)(long)xdp->data;
 	void *data_end = (void *)(long)xdp->data_end;
@@ -476,7 +489,11 @@ __noinline int rm_mirror_point(struct xdp_md *xdp, struct rm_pkt *pkt, __u64 now
 	__u64 one = 1, *n;
 	__u8 *src;
 
-	if (!pkt || !st)
+	if (!pkt)
+		return -1;
+	if (pkt->mirror == RM_MIRROR_NONE && (rm_capture_encap & RM_ENCAP_PLAIN))
+		return 0;
+	if (!st)
 		return -1;
 	if (pkt->mirror == RM_MIRROR_NONE) {
 		if (rm_capture_encap & RM_ENCAP_PLAIN)
@@ -514,11 +531,11 @@ __noinline int rm_mirror_point(struct xdp_md *xdp, struct rm_pkt *pkt, __u64 now
 		return -1;
 	}
 	__sync_fetch_and_add(&s->frames, 1);
-	s->last_ns = now;
+	s->last_ns = rm_cfg.use_replay_clock ? rm_cfg.replay_now_ns : bpf_ktime_get_coarse_ns();
 	obs = s->obs;
 	if (pkt->truncated) {
 		st->v[RM_STAT_TRUNCATED_MIRROR]++;
-		__sync_fetch_and_add(&s->truncated, 1);
+		s->truncated++; /* a per-session hint; the statistic is exact */
 	}
 	if (pkt->has_seq && (pkt->encap & (RM_ENCAP_ERSPAN2 | RM_ENCAP_ERSPAN3))) {
 		int seq = mirror_sequence(s, pkt->gre_seq);
@@ -769,8 +786,7 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 	st->v[stat]++;
 	obs = 0;
 	if (rm_capture_encap) {
-		obs = rm_mirror_point(xdp, pkt,
-				      rm_cfg.use_replay_clock ? rm_cfg.replay_now_ns : bpf_ktime_get_coarse_ns());
+		obs = rm_mirror_point(xdp, pkt);
 		if (obs < 0)
 			return pass;
 	}

@@ -66,12 +66,10 @@ struct rm_mirror_key {
 };
 
 struct rm_mirror_session {
-	struct bpf_spin_lock lock; /* over last_seq, has_seq */
-	__u8 obs;                  /* its observation point, 1..RM_OBS_MAX */
-	__u8 has_seq;              /* a GRE sequence number was seen: last_seq is valid */
-	__u16 _pad;
-	__u32 last_seq; /* the highest GRE sequence number seen (serial order) */
-	__u32 _pad2;
+	__u64 seq_state; /* 1 << 32 | the highest GRE sequence number seen (serial order); 0: none yet.
+			  * One word, changed with compare-and-swap: no lock on the frame's path */
+	__u8 obs;        /* its observation point, 1..RM_OBS_MAX */
+	__u8 _pad[7];
 	__u64 frames;    /* frames of the session (compare with the switch's counter) */
 	__u64 gaps;      /* sequence gaps (and restarts): captureDiscontinuity */
 	__u64 lost;      /* sequence numbers skipped by the gaps */
