@@ -104,7 +104,8 @@ static void violations(const struct rm_ifkey *ifk, const char *label, json_t *o)
 
 		json_object_set_new(e, rm_pf_name(six ? RM_PF_SOURCE_IPV6_ADDRESS : RM_PF_SOURCE_IPV4_ADDRESS),
 				    rm_json_addr(k->family, k->src));
-		json_object_set_new(e, rm_pf_name(six ? RM_PF_DESTINATION_IPV6_ADDRESS : RM_PF_DESTINATION_IPV4_ADDRESS),
+		json_object_set_new(e,
+				    rm_pf_name(six ? RM_PF_DESTINATION_IPV6_ADDRESS : RM_PF_DESTINATION_IPV4_ADDRESS),
 				    rm_json_addr(k->family, k->dst));
 		json_object_set_new(e, rm_pf_name(RM_PF_RDMA_DESTINATION_QP), json_integer(k->dest_qp));
 		json_object_set_new(e, rm_pf_name(RM_PF_RDMA_PARTITION_KEY), json_integer(k->pkey));
@@ -171,7 +172,8 @@ static json_t *ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v)
 	json_object_set_new(o, rm_pf_name(RM_PF_EXPIRED_PSN_TOTAL_COUNT), rm_json_u64(c->expired));
 	json_object_set_new(o, rm_pf_name(RM_PF_PENDING_PSN_COUNT), json_integer(c->pending));
 	json_object_set_new(o, rm_pf_name(RM_PF_REPEATED_PSN_TOTAL_COUNT), rm_json_u64(c->repeated));
-	json_object_set_new(o, rm_pf_name(RM_PF_UNCLASSIFIED_LATE_PACKET_TOTAL_COUNT), rm_json_u64(c->unclassified_late));
+	json_object_set_new(o, rm_pf_name(RM_PF_UNCLASSIFIED_LATE_PACKET_TOTAL_COUNT),
+			    rm_json_u64(c->unclassified_late));
 	return o;
 }
 
@@ -305,13 +307,15 @@ static void status_text(const struct rm_ifkey *k, const char *label)
 		json_t *v;
 
 		printf("  daemon:\n");
-		json_object_foreach(dj, name, v) {
+		json_object_foreach(dj, name, v)
+		{
 			if (json_is_object(v)) {
 				const char *k2;
 				json_t *v2;
 
 				printf("    %s:\n", name);
-				json_object_foreach(v, k2, v2) {
+				json_object_foreach(v, k2, v2)
+				{
 					char *t = json_dumps(v2, JSON_ENCODE_ANY);
 
 					printf("      %-26s %s\n", k2, t ? t : "?");
@@ -467,8 +471,12 @@ static int cmd_status(int argc, char **argv)
 
 	while ((opt = getopt_long(argc, argv, "jCh", opts, NULL)) != -1) {
 		switch (opt) {
-		case 'j': json = 1; break;
-		case 'C': connections = 1; break;
+		case 'j':
+			json = 1;
+			break;
+		case 'C':
+			connections = 1;
+			break;
 		case 'h':
 			printf("Usage: rocemeter status [IFACE] [--json] [--connections]\n\n"
 			       "Show the meter's statistics and live contexts (atomic snapshots of the\n"
@@ -490,7 +498,8 @@ static int cmd_status(int argc, char **argv)
 			       "                      lines (as 'rocemeter connections')\n"
 			       "  -h, --help          this text\n");
 			return RM_EXIT_OK;
-		default: return RM_EXIT_USAGE;
+		default:
+			return RM_EXIT_USAGE;
 		}
 	}
 	for (int i = optind; i < argc; i++) {
