@@ -70,6 +70,7 @@ struct rm_mirror_session {
 			  * One word, changed with compare-and-swap: no lock on the frame's path */
 	__u8 obs;        /* its observation point, 1..RM_OBS_MAX */
 	__u8 _pad[7];
+	__u64 id;        /* its observationPointId (userspace's; 0: derived, mirror_sessions = auto) */
 	__u64 frames;    /* frames of the session (compare with the switch's counter) */
 	__u64 gaps;      /* sequence gaps (and restarts): captureDiscontinuity */
 	__u64 lost;      /* sequence numbers skipped by the gaps */

@@ -48,6 +48,8 @@ static void print_ctx_text(const struct rm_ctx_key *k, const struct rm_ctx *v)
 	printf("  %s > %s qp 0x%06x pkey 0x%04x", src, dst, k->dest_qp, k->pkey);
 	if (k->vlan[0] || k->vlan[1])
 		printf(" vlan %u/%u", k->vlan[0], k->vlan[1]);
+	if (k->obs)
+		printf(" obs %u", k->obs);
 	printf(" %s epoch-gen %u W %u requests=%llu skipped=%llu filled=%llu expired=%llu pending=%u repeated=%llu "
 	       "unclassified_late=%llu\n",
 	       rm_ctx_flag(v, RM_CTX_VIOLATED)   ? "DISABLED(profileViolation)"
@@ -156,6 +158,8 @@ static json_t *ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v)
 		json_object_set_new(o, rm_pf_name(RM_PF_VLAN_ID), json_integer(k->vlan[0]));
 		json_object_set_new(o, rm_pf_name(RM_PF_DOT1Q_CUSTOMER_VLAN_ID), json_integer(k->vlan[1]));
 	}
+	if (k->obs)
+		json_object_set_new(o, "observation_point", json_integer(k->obs));
 	json_object_set_new(o, rm_pf_name(RM_PF_RDMA_DESTINATION_QP), json_integer(k->dest_qp));
 	json_object_set_new(o, rm_pf_name(RM_PF_RDMA_PARTITION_KEY), json_integer(k->pkey));
 	rm_seq_snapshot(&v->seq, &snap);
@@ -232,6 +236,102 @@ static json_t *pool_json(const struct rm_ifkey *k, uint64_t inline_ctx, uint64_t
 	return o;
 }
 
+/* A mirror session's key as JSON: kind, outer source (ERSPAN), session. */
+static json_t *mirror_key_json(const struct rm_mirror_key *mk)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "kind", json_string(rm_capture_kind_name(mk->kind)));
+	if (mk->kind == RM_MIRROR_ERSPAN)
+		json_object_set_new(o, "source", rm_json_addr(mk->family, mk->src));
+	json_object_set_new(o, "session", json_integer(mk->session));
+	return o;
+}
+
+/*
+ * The mirror sessions of k (maps `mirror_sessions` and `mirror_unknown`,
+ * docs/deployment.md "Proving coverage of every ECMP path"): per session its
+ * observation point, frames, GRE sequence gaps and the last frame's age;
+ * the sessions no line names with their frames. NULL without the pins.
+ */
+static json_t *mirror_json(const struct rm_ifkey *k)
+{
+	struct rm_mirror_key key, next, *prev = NULL;
+	struct rm_mirror_session v;
+	json_t *o, *a, *u;
+	char path[512];
+	uint64_t n;
+	int fd;
+
+	if (rm_paths_pin(k, "mirror_sessions", path, sizeof(path)) || (fd = bpf_obj_get(path)) < 0)
+		return NULL;
+	o = json_object();
+	a = json_array();
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		json_t *e;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &v))
+			continue;
+		e = mirror_key_json(&key);
+		json_object_set_new(e, "observation_point", json_integer(v.obs));
+		json_object_set_new(e, "observationPointId", rm_json_u64(v.id ? v.id : rm_capture_auto_id(&key)));
+		json_object_set_new(e, "frames", rm_json_u64(v.frames));
+		json_object_set_new(e, "sequence_gaps", rm_json_u64(v.gaps));
+		json_object_set_new(e, "sequence_lost", rm_json_u64(v.lost));
+		json_object_set_new(e, "sequence_reordered", rm_json_u64(v.reordered));
+		json_object_set_new(e, "truncated", rm_json_u64(v.truncated));
+		json_object_set_new(e, "last_frame_ns", rm_json_u64(v.last_ns));
+		json_array_append_new(a, e);
+	}
+	close(fd);
+	json_object_set_new(o, "sessions", a);
+	u = json_array();
+	if (!rm_paths_pin(k, "mirror_unknown", path, sizeof(path)) && (fd = bpf_obj_get(path)) >= 0) {
+		prev = NULL;
+		while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+			json_t *e;
+
+			key = next;
+			prev = &key;
+			if (bpf_map_lookup_elem(fd, &key, &n))
+				continue;
+			e = mirror_key_json(&key);
+			json_object_set_new(e, "frames", rm_json_u64(n));
+			json_array_append_new(u, e);
+		}
+		close(fd);
+	}
+	json_object_set_new(o, "unknown_sessions", u);
+	return o;
+}
+
+/* The mirror sessions as text lines, when there are any. */
+static void mirror_text(const struct rm_ifkey *k)
+{
+	json_t *o = mirror_json(k), *e;
+	size_t i;
+
+	if (!o)
+		return;
+	json_array_foreach(json_object_get(o, "sessions"), i, e)
+	{
+		char *t = json_dumps(e, JSON_COMPACT);
+
+		printf("  mirror session: %s\n", t ? t : "?");
+		free(t);
+	}
+	json_array_foreach(json_object_get(o, "unknown_sessions"), i, e)
+	{
+		char *t = json_dumps(e, JSON_COMPACT);
+
+		printf("  unknown mirror session (not metered): %s\n", t ? t : "?");
+		free(t);
+	}
+	json_decref(o);
+}
+
 /* The command that removes k's stale pins. */
 static void print_stale_hint(const struct rm_ifkey *k)
 {
@@ -289,6 +389,7 @@ static void status_text(const struct rm_ifkey *k, const char *label)
 		       (uint64_t)json_integer_value(json_object_get(pj, "window_positions")),
 		       (uint64_t)json_integer_value(json_object_get(pj, "window_bytes")), (uint64_t)n - pooled, pooled);
 	json_decref(pj);
+	mirror_text(k);
 	violations(k, label, NULL);
 	/* Liveness from the kernel: is the pinned program the interface's XDP program? */
 	state = meter_state(k, &prog_id);
@@ -431,6 +532,8 @@ static json_t *status_json(const struct rm_ifkey *k, const char *label)
 		json_object_set_new(o, "window_pool", pool_json(k, n - pooled, pooled));
 	}
 	violations(k, label, o);
+	dj = mirror_json(k);
+	json_object_set_new(o, "mirror", dj ? dj : json_null());
 	state = meter_state(k, &prog_id);
 	json_object_set_new(o, "state", json_string(state));
 	json_object_set_new(o, "xdp_prog_id", json_integer(prog_id));

@@ -67,6 +67,7 @@ struct rm_daemon {
 	struct rm_observe obs;
 	uint64_t table_full_seen;
 	uint64_t unattributed_seen; /* RM_STAT_UNATTRIBUTED at the last check */
+	uint64_t mirror_gaps_seen;  /* RM_STAT_MIRROR_GAPS at the last check */
 	uint64_t unrecorded_seen;   /* RM_STAT_VIOLATIONS_UNRECORDED at the last check */
 	int lock_fd;
 	int link_fd;
@@ -244,6 +245,16 @@ static int check_observation(struct rm_daemon *d)
 		rm_reporter_walk(&d->rep, RM_CTL_CLOSE_STALE, 0, 0);
 	}
 	d->unattributed_seen = st[RM_STAT_UNATTRIBUTED];
+	/* Mirror loss: a GRE sequence gap made its observation point's epochs stale. */
+	if (st[RM_STAT_MIRROR_GAPS] > d->mirror_gaps_seen) {
+		rm_log(RM_LOG_WARNING,
+		       "mirror loss (%" PRIu64 " GRE sequence gaps): closing the epochs of those observation points "
+		       "with captureDiscontinuity",
+		       st[RM_STAT_MIRROR_GAPS] - d->mirror_gaps_seen);
+		rm_reporter_drain(&d->rep);
+		rm_reporter_walk(&d->rep, RM_CTL_CLOSE_STALE, 0, 0);
+	}
+	d->mirror_gaps_seen = st[RM_STAT_MIRROR_GAPS];
 	bits = rm_observe_poll(&d->obs, st[RM_STAT_RINGBUF_DROPS]);
 	if (!bits)
 		return 0;
@@ -396,8 +407,10 @@ done:
 static int pin_maps(struct rm_daemon *d, char *err, size_t errlen)
 {
 	struct meter *sk = d->meter.skel;
-	struct bpf_map *maps[] = { sk->maps.contexts, sk->maps.windows,    sk->maps.provision,  sk->maps.stats,
-				   sk->maps.events,   sk->maps.free_slots, sk->maps.violations, sk->maps.viol_state };
+	struct bpf_map *maps[] = { sk->maps.contexts,      sk->maps.windows,    sk->maps.provision,
+				   sk->maps.stats,         sk->maps.events,     sk->maps.free_slots,
+				   sk->maps.violations,    sk->maps.viol_state, sk->maps.mirror_sessions,
+				   sk->maps.mirror_unknown };
 	static const char *const names[] = { RM_PIN_MAPS };
 	char path[512];
 

@@ -153,6 +153,7 @@ static int capture_sessions(struct rm_meter *m, char *err, size_t errlen)
 			memcpy(k.src, p->src, 16);
 		}
 		v.obs = (__u8)(i + 1);
+		v.id = p->id;
 		m->obs_ids[i + 1] = p->id;
 		if (bpf_map_update_elem(m->mirror_sessions_fd, &k, &v, BPF_NOEXIST)) {
 			snprintf(err, errlen, "cannot add observation point %s: %s", p->name, strerror(errno));
