@@ -119,3 +119,48 @@ def test_vxlan_device_as_mirror_target(link, tmp_path):
     reps = d.reports()
     assert {r["observationPointId"] for r in reps} == {301}
     assert counters(reps) == counters(replay_reports(tmp_path, fr))
+
+
+def test_erspan_capture_sent_live(link, tmp_path):
+    """ERSPAN II and III copies of two switches built with scapy and sent
+    live with tcpreplay: the reports equal the plain frames' at each
+    switch's observation point, and a GRE sequence gap of one switch closes
+    only its epochs."""
+    from scapy.contrib.erspan import ERSPAN_II, ERSPAN_III
+    from scapy.layers.inet import IP
+    from scapy.layers.l2 import GRE, Ether
+    from scapy.packet import Raw
+
+    def erspan(inner, switch, seq, kind):
+        pkt = Ether(src="02:00:00:00:0a:01", dst="02:00:00:00:0a:02") / IP(src=switch, dst="192.0.2.100") / GRE(
+            proto=0x88BE if kind == 2 else 0x22EB, seqnum_present=1, sequence_number=seq)
+        pkt = pkt / (ERSPAN_II(ver=1, session_id=3) if kind == 2 else ERSPAN_III(ver=2, session_id=3))
+        return pkt / Raw(bytes(inner))
+
+    fr = frames()
+    copies = []
+    for i, f in enumerate(fr):
+        copies.append(erspan(f, "192.0.2.11", 1 + i, 2))
+        if i != 3:  # switch B's copy of the fourth frame is lost
+            copies.append(erspan(f, "192.0.2.12", 1 + i, 3))
+    cfg = os.path.join(str(tmp_path), "erspan.conf")
+    with open(cfg, "w") as f:
+        f.write("[capture]\nencapsulation = erspan\nobservation_point = 11 leaf-a erspan 192.0.2.11 3\n"
+                "observation_point = 12 leaf-b erspan 192.0.2.12 3\n")
+    d = link.attach("--provision-all", "--window", "1024", "--json", "--config", cfg)
+    link.send(copies, name="erspan.pcap")
+    link.wait_frames(len(copies))
+    st = link.status()
+    assert st["meter"]["mirror_sequence_gaps"] == 1
+    by_id = {s["observationPointId"]: s for s in st["mirror"]["sessions"]}
+    assert by_id[11]["sequence_gaps"] == 0 and by_id[12]["sequence_gaps"] == 1 and by_id[12]["sequence_lost"] == 1
+    assert d.stop() == 0
+    reps = d.reports()
+    assert counters([r for r in reps if r["observationPointId"] == 11]) == counters(replay_reports(tmp_path, fr))
+    b = [r for r in reps if r["observationPointId"] == 12]
+    assert any(r["rdmaSequenceFlags"] & rt.CAPTURE_DISCONTINUITY for r in b)
+    assert not any(r["rdmaSequenceFlags"] & rt.CAPTURE_DISCONTINUITY for r in reps if r["observationPointId"] == 11)
+    # replay over the capture that was sent gives the same reports
+    p = sh(ROCEMETER, "replay", "--provision-all", "--window", "1024", "--json", "--config", cfg,
+           os.path.join(link.tmp, "erspan.pcap"))
+    assert counters(reps) == counters([json.loads(x) for x in p.stdout.splitlines() if x.strip()])
