@@ -72,6 +72,24 @@ struct {
 RM_PARSE_GLOBAL(rm_parse_census_tc, struct __sk_buff)
 RM_PARSE_GLOBAL(rm_parse_census_xdp, struct xdp_md)
 
+/* mirror_sessions = auto (--encapsulation): a session no line names gets
+ * the next observation point, as in the meter; the loader sets the first. */
+const volatile __u32 census_auto = 0;
+__u32 census_auto_next;
+
+static __always_inline struct rm_mirror_session *census_auto_session(const struct rm_mirror_key *mk)
+{
+	struct rm_mirror_session init;
+	__u32 obs = __sync_fetch_and_add(&census_auto_next, 1) + 1;
+
+	if (obs > RM_OBS_MAX)
+		return NULL;
+	__builtin_memset(&init, 0, sizeof(init));
+	init.obs = (__u8)obs;
+	bpf_map_update_elem(&mirror_sessions, mk, &init, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&mirror_sessions, mk);
+}
+
 /* The observation point of a mirrored frame's session (0: plain, or no line names it). */
 static __always_inline __u8 census_obs(void *data, void *data_end, const struct rm_pkt *pkt)
 {
@@ -98,6 +116,8 @@ static __always_inline __u8 census_obs(void *data, void *data_end, const struct 
 		}
 	}
 	s = bpf_map_lookup_elem(&mirror_sessions, &mk);
+	if (!s && census_auto)
+		s = census_auto_session(&mk);
 	return s ? s->obs : 0;
 }
 

@@ -433,8 +433,11 @@ def test_connections_understand_mirrors(tmp_path):
     assert "connection = " not in plain  # a mirror is not RoCEv2 without [capture]
     auto = connections(tmp_path, frames, "--encapsulation", "erspan")
     assert "connection = %s %s 0x0000a1 0xffff" % (s, d) in auto
+    # sessions no line names get observation points of their own: never merged
+    assert "(derived) erspan 192.0.2.1 session 7" in auto and "(derived) erspan 192.0.2.2 session 7" in auto
+    assert " obs 1 " in auto and " obs 2 " in auto
     cfg = connections(tmp_path, frames, "-c", config(tmp_path))
-    assert "# observation point 1: id 1001 leaf-a erspan session 7" in cfg
+    assert "# observation point 1: id 1001 leaf-a erspan 192.0.2.1 session 7" in cfg
     assert " obs 1 " in cfg and " obs 2 " in cfg
 
 

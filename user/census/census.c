@@ -44,6 +44,8 @@ static void capture_rodata(struct census *sk)
 	sk->rodata->rm_capture_encap = c->encap;
 	sk->rodata->rm_capture_vxlan_port = c->vxlan_port;
 	sk->rodata->rm_capture_rspan_vlan = c->rspan_vlan;
+	sk->rodata->census_auto = c->auto_sessions ? 1 : 0;
+	sk->bss->census_auto_next = (__u32)c->n_points;
 }
 
 /* The observation_point lines: line i is observation point i + 1 of the keys. */
@@ -65,6 +67,7 @@ static int capture_sessions(struct census *sk)
 			memcpy(k.src, p->src, 16);
 		}
 		v.obs = (__u8)(i + 1);
+		v.id = p->id;
 		if (bpf_map_update_elem(bpf_map__fd(sk->maps.mirror_sessions), &k, &v, BPF_NOEXIST))
 			return -errno;
 	}
@@ -113,6 +116,34 @@ static int open_load(struct rm_census *c, uint32_t max_connections, char *err, s
 	c->map_fd = bpf_map__fd(c->skel->maps.census);
 	c->stats_fd = bpf_map__fd(c->skel->maps.census_stats);
 	return 0;
+}
+
+int rm_census_points(const struct rm_census *c, struct rm_census_point *out, int max)
+{
+	struct rm_mirror_key key, next, *prev = NULL;
+	struct rm_mirror_session v;
+	int n = 0, fd;
+
+	if (!c->skel)
+		return 0;
+	fd = bpf_map__fd(c->skel->maps.mirror_sessions);
+	while (n < max && bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &v))
+			continue;
+		out[n].key = key;
+		out[n].obs = v.obs;
+		out[n].id = v.id ? v.id : rm_capture_auto_id(&key);
+		for (int i = n; i > 0 && out[i - 1].obs > out[i].obs; i--) { /* by observation point */
+			struct rm_census_point t = out[i];
+
+			out[i] = out[i - 1];
+			out[i - 1] = t;
+		}
+		n++;
+	}
+	return n;
 }
 
 int rm_census_load(struct rm_census *c, uint32_t max_connections, char *err, size_t errlen)
@@ -403,6 +434,7 @@ int rm_census_read(const struct rm_census *c, struct rm_census_result *res)
 	int rc = 0;
 
 	memset(res, 0, sizeof(*res));
+	res->n_points = rm_census_points(c, res->points, RM_OBS_MAX);
 	if (ncpu <= 0)
 		return -EINVAL;
 	vals = calloc((size_t)ncpu, sizeof(*vals));

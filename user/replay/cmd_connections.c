@@ -6,6 +6,7 @@
  * (census/census.h), print the table and the [provision] lines, or JSON
  * (census/connections.h).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -58,7 +59,8 @@ static void usage(FILE *f)
 		"                             lines (a key's obs N is line N's; printed first)\n"
 		"  -e, --encapsulation LIST   mirror encapsulations to take off, over [capture]:\n"
 		"                             plain, erspan (erspan1, erspan2, erspan3), vxlan,\n"
-		"                             rspan, comma separated, or auto (all)\n"
+		"                             rspan, comma separated, or auto (all); sessions no\n"
+		"                             line names get observation points of their own\n"
 		"  -h, --help                 this text\n\n"
 		"Exit status: 0 ok, 1 a capture could not be read or the census could not\n"
 		"be loaded or attached, 2 usage error.\n",
@@ -84,14 +86,18 @@ static int capture_setup(struct rm_config_file *cfg, const char *config, const c
 	return 0;
 }
 
-/* "# observation point N: ID NAME KIND SESSION" per line of [capture]. */
-static void print_points(FILE *f, const struct rm_capture_settings *c)
+/* "# observation point N: id ID [NAME] KIND [SOURCE] session S" per mirror session of the census. */
+static void print_points(FILE *f, const struct rm_census_result *res, const struct rm_capture_settings *c)
 {
-	for (int i = 0; i < c->n_points; i++) {
-		const struct rm_obs_line *p = &c->points[i];
+	for (int i = 0; i < res->n_points; i++) {
+		const struct rm_census_point *p = &res->points[i];
+		char src[INET6_ADDRSTRLEN] = "";
 
-		fprintf(f, "# observation point %d: id %llu %s %s session %u\n", i + 1, (unsigned long long)p->id,
-			p->name, rm_capture_kind_name(p->kind), p->session);
+		if (p->key.kind == RM_MIRROR_ERSPAN)
+			inet_ntop(p->key.family == 6 ? AF_INET6 : AF_INET, p->key.src, src, sizeof(src));
+		fprintf(f, "# observation point %u: id %llu %s %s%s%s session %u\n", p->obs, (unsigned long long)p->id,
+			p->obs <= c->n_points ? c->points[p->obs - 1].name : "(derived)",
+			rm_capture_kind_name(p->key.kind), src[0] ? " " : "", src, p->key.session);
 	}
 }
 
@@ -174,8 +180,6 @@ static int cmd_connections(int argc, char **argv)
 
 	if (capture_setup(&cfg, config, encapsulation))
 		return RM_EXIT_USAGE;
-	if (!json && !provision_only)
-		print_points(stdout, &cfg.capture);
 	if (live) {
 		struct sigaction sa;
 
@@ -201,6 +205,8 @@ static int cmd_connections(int argc, char **argv)
 		rm_conn_set_json(o, &res, frames_read);
 		rc = rm_json_write(stdout, o);
 	} else {
+		if (!provision_only)
+			print_points(stdout, &res, &cfg.capture);
 		rm_conn_write_text(stdout, &res, frames_read,
 				   provision_only ? RM_CONN_PROVISION : RM_CONN_TABLE | RM_CONN_PROVISION);
 	}
