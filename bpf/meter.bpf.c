@@ -470,8 +470,8 @@ static __always_inline struct rm_mirror_session *auto_session(const struct rm_mi
 }
 
 /*
- * The observation point of a frame the parser read (rm_capture_encap set):
- * 0 for a plain frame when plain frames are accepted; a mirrored frame's
+ * The observation point of a frame the parser read (rm_capture_encap set),
+ * into pkt->obs and returned: 0 for a plain frame when plain frames are accepted; a mirrored frame's
  * from its session's line, after the session's sequence check (a gap makes
  * that point's open epochs stale). -1: not metered (a session no line
  * names, counted per session; a plain frame when only mirrors are).
@@ -549,7 +549,8 @@ __noinline int rm_mirror_point(struct xdp_md *xdp, struct rm_pkt *pkt)
 			st->v[RM_STAT_MIRROR_REORDERED]++;
 		}
 	}
-	return (int)(obs & 0xff);
+	pkt->obs = (__u8)obs;
+	return (int)pkt->obs;
 }
 
 /* The parser stopped before a BTH, at something that may hide one: an
@@ -755,7 +756,7 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 	__u64 now;
 	__u8 *src, *dst;
 	__u32 frame_len;
-	int verdict, stat, act, foreign, late_violation = 0, spare, o, obs;
+	int verdict, stat, act, foreign, late_violation = 0, spare, o;
 	__u8 cause = 0;
 
 	if (!st || !sc)
@@ -784,15 +785,11 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 	if (stat < 0 || stat >= RM_STAT__COUNT)
 		return pass;
 	st->v[stat]++;
-	obs = 0;
-	if (rm_capture_encap) {
-		obs = rm_mirror_point(xdp, pkt);
-		if (obs < 0)
-			return pass;
-	}
+	if (rm_capture_encap && rm_mirror_point(xdp, pkt) < 0)
+		return pass;
 	if (!pkt->bth_ok) {
 		if (may_hide_request(pkt))
-			unattributed(st, (__u32)obs);
+			unattributed(st, pkt->obs);
 		return pass;
 	}
 
@@ -852,10 +849,10 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 	}
 	key->dest_qp = pkt->dest_qp;
 	key->pkey = pkt->pkey;
-	key->obs = (__u8)obs;
+	key->obs = pkt->obs;
 	if (rm_cfg.ns_mode == RM_NS_VLAN && vlan_key(xdp, dev_bound, pkt, key, st)) {
 		if (!foreign)
-			unattributed(st, (__u32)obs);
+			unattributed(st, pkt->obs);
 		return pass;
 	}
 	if (rm_bench_cut == RM_CUT_KEY)
@@ -928,7 +925,7 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 	rq->late_violation = late_violation;
 	rq->psn = pkt->psn;
 	rq->now = now;
-	rq->gen = capture_gen((__u32)obs);
+	rq->gen = capture_gen(key->obs);
 	rq->final_try = 0;
 	spare = 0;
 	if (act == ACT_METER)

@@ -137,12 +137,12 @@ struct rm_pkt {
 	__u32 psn;                     /* BTH PSN, 24 bits, host order */
 	/* A mirrored frame (rm_capture_encap): the headers above are the inner
 	 * frame's, the mirror session's are here. */
-	__u8 mirror;       /* enum rm_mirror_kind; RM_MIRROR_NONE: a plain frame */
-	__u8 encap;        /* the RM_ENCAP_* bit of its encapsulation */
-	__u8 has_seq;      /* gre_seq is valid (GRE S bit) */
-	__u8 truncated;    /* a truncated copy: ERSPAN T bit, or shorter than its IP length */
-	__u8 outer_family; /* ERSPAN: 4 or 6 */
-	__u8 _mpad;
+	__u8 mirror;         /* enum rm_mirror_kind; RM_MIRROR_NONE: a plain frame */
+	__u8 encap;          /* the RM_ENCAP_* bit of its encapsulation */
+	__u8 has_seq;        /* gre_seq is valid (GRE S bit) */
+	__u8 truncated;      /* a truncated copy: ERSPAN T bit, or shorter than its IP length */
+	__u8 outer_family;   /* ERSPAN: 4 or 6 */
+	__u8 obs;            /* not the parser's: the meter's observation point of the frame (rm_ctx_key obs) */
 	__u16 outer_src_off; /* ERSPAN: the outer source address */
 	__u16 inner_off;     /* where the inner frame starts (RM_PARSE_INNER) */
 	__u32 inner_end;     /* where it ends: the outer payload's end */
