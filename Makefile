@@ -11,8 +11,16 @@
 # One fragment per source folder in mk/*.mk appends to ROCEMETER_SRCS, BPF_NAMES, CHECK_PROGS,
 # CHECK_SCRIPTS and BENCH_PROGS; this file holds the rules.
 
-PREFIX    ?= /usr/local
-DESTDIR   ?=
+# Installation directories, one definition each (make install, mk/systemd.mk).
+PREFIX          ?= /usr/local
+DESTDIR         ?=
+SBINDIR         ?= $(PREFIX)/sbin
+LIBDIR          ?= $(PREFIX)/lib/rocemeter
+MANDIR          ?= $(PREFIX)/share/man
+DOCDIR          ?= $(PREFIX)/share/doc/rocemeter
+BASHCOMPDIR     ?= $(PREFIX)/share/bash-completion/completions
+SYSCONFDIR      ?= /etc
+SYSTEMD_UNITDIR ?= $(PREFIX)/lib/systemd/system
 BUILD     ?= build
 CC        ?= gcc
 CLANG     ?= clang
@@ -23,10 +31,17 @@ CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE \
              -Iinclude -Iuser -I$(BUILD) $(shell pkg-config --cflags glib-2.0 2>/dev/null)
 LDLIBS    += -lbpf -lelf -lz -lssl -lcrypto -lpcap -lsqlite3 -linih -lsystemd -lglib-2.0 -lpthread
+# The BPF programs' target architecture (bpf_tracing.h's register names) from the build host's,
+# by libbpf's names; ARCH=arm64 and so on for another one.
+ARCH      ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/i.86/x86/' -e 's/aarch64.*/arm64/' \
+                 -e 's/ppc64.*/powerpc/' -e 's/riscv64/riscv/' -e 's/loongarch64/loongarch/')
+ARCH      := $(ARCH)
 BPF_CFLAGS = -target bpf -mcpu=v3 -g -O2 -Wall -Werror -Wno-unused-function \
-             -D__TARGET_ARCH_x86 -Ivmlinux -Iinclude -Ibpf
+             -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude -Ibpf
 
 .DEFAULT_GOAL := all
+# A recipe that fails leaves no half-written target behind.
+.DELETE_ON_ERROR:
 ROCEMETER_SRCS := user/main.c
 BPF_NAMES      :=
 CHECK_PROGS    :=
@@ -89,16 +104,16 @@ demo: deps
 	@scripts/demo
 
 install: all
-	install -D -m 0755 $(BUILD)/rocemeter $(DESTDIR)$(PREFIX)/sbin/rocemeter
-	install -d $(DESTDIR)$(PREFIX)/lib/rocemeter
-	install -m 0644 $(BUILD)/meter.bpf.o $(BUILD)/flowlabel.bpf.o $(DESTDIR)$(PREFIX)/lib/rocemeter/
-	install -D -m 0644 docs/rocemeter.8 $(DESTDIR)$(PREFIX)/share/man/man8/rocemeter.8
-	install -m 0644 $(wildcard docs/man/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
-	install -D -m 0644 completion/rocemeter $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rocemeter
-	install -d $(DESTDIR)$(PREFIX)/share/doc/rocemeter
-	install -m 0644 README.md $(filter-out docs/rocemeter.8 docs/man docs/clickhouse,$(wildcard docs/*)) $(DESTDIR)$(PREFIX)/share/doc/rocemeter/
-	install -d $(DESTDIR)$(PREFIX)/share/doc/rocemeter/clickhouse
-	install -m 0644 $(wildcard docs/clickhouse/*.sql) $(DESTDIR)$(PREFIX)/share/doc/rocemeter/clickhouse/
+	install -D -m 0755 $(BUILD)/rocemeter $(DESTDIR)$(SBINDIR)/rocemeter
+	install -d $(DESTDIR)$(LIBDIR)
+	install -m 0644 $(BUILD)/meter.bpf.o $(BUILD)/flowlabel.bpf.o $(DESTDIR)$(LIBDIR)/
+	install -D -m 0644 docs/rocemeter.8 $(DESTDIR)$(MANDIR)/man8/rocemeter.8
+	install -m 0644 $(wildcard docs/man/*.8) $(DESTDIR)$(MANDIR)/man8/
+	install -D -m 0644 completion/rocemeter $(DESTDIR)$(BASHCOMPDIR)/rocemeter
+	install -d $(DESTDIR)$(DOCDIR)
+	install -m 0644 README.md $(filter-out docs/rocemeter.8 docs/man docs/clickhouse,$(wildcard docs/*)) $(DESTDIR)$(DOCDIR)/
+	install -d $(DESTDIR)$(DOCDIR)/clickhouse
+	install -m 0644 $(wildcard docs/clickhouse/*.sql) $(DESTDIR)$(DOCDIR)/clickhouse/
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

@@ -27,7 +27,7 @@
 const volatile __u32 fl_variant = RM_FL_LITERAL; /* enum rm_fl_variant */
 const volatile __u32 fl_mix = 0;                 /* 1: murmur3 finalizer */
 const volatile __u32 fl_seed = 0;                /* XORed into the initial register */
-const volatile struct rm_fl_sliced fl_tabs = {};  /* CRC position tables of variant + seed */
+const volatile struct rm_fl_sliced fl_tabs = {}; /* CRC position tables of variant + seed */
 
 /* Per-CPU counters, __u64 per enum rm_fl_stat (flowlabel.h); one per frame. */
 struct {
@@ -116,8 +116,7 @@ int rocemeter_fl(struct __sk_buff *skb)
 			return count(RM_FL_STAT_MALFORMED_DETH);
 		sqp = rm_deth_src_qp(d);
 	}
-	len = rm_fl_input(in, deth, sqp, pkt.dest_qp, &ip6->saddr.in6_u.u6_addr8[14],
-			  &ip6->daddr.in6_u.u6_addr8[14]);
+	len = rm_fl_input(in, deth, sqp, pkt.dest_qp, &ip6->saddr.in6_u.u6_addr8[14], &ip6->daddr.in6_u.u6_addr8[14]);
 	/*
 	 * Without volatile, clang would see a zero-initialised const object and
 	 * fold the reads at constant offsets (base[len]) to 0: hide the origin.

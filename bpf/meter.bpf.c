@@ -185,7 +185,7 @@ struct rm_scratch {
 	struct rm_seq_counters start;
 	struct rm_seq_counters final;
 	struct rm_window_scratch clear; /* the engine's, used under a context's lock or on a released window */
-	struct rm_request rq;           /* the request in hand (meter()) */
+	struct rm_request rq;           /* the request in hand (engine_step()) */
 	struct rm_pkt pkt;              /* its headers */
 	struct rm_ctx_key key;          /* its context key */
 	__u8 init[sizeof(struct rm_ctx)] __attribute__((aligned(8))); /* a zeroed rm_ctx (no lock in per-CPU BTF) */
@@ -649,11 +649,13 @@ enum action {
 	ACT_VIOLATION,  /* unsupported, malformed or foreign: close with profileViolation, disable */
 };
 
-enum locked_outcome {
+/* Where a request ended: locked()'s outcomes, and find_context()'s. */
+enum outcome {
 	O_DONE = 0,
-	O_DEAD,        /* the context is being evicted: nothing done */
+	O_NO_CONTEXT,  /* no context holds it: none could be made, or it is being evicted */
 	O_DISABLED,    /* not metered: nothing done */
 	O_NEED_WINDOW, /* the engine needs a pool window w did not give: nothing done */
+	O_COUNTED,     /* not metered, and counted: nothing more to do */
 };
 
 /* The context's lock; the benchmark's per-CPU comparison (RM_BENCH_NO_LOCK,
@@ -688,7 +690,7 @@ static __noinline int locked(struct rm_ctx *ctx, struct rm_scratch *sc, struct r
 	ctx_lock(ctx);
 	if (rm_ctx_flag(ctx, RM_CTX_DEAD)) {
 		ctx_unlock(ctx);
-		return O_DEAD;
+		return O_NO_CONTEXT; /* evicted while we looked it up */
 	}
 	if (rq->late_violation)
 		ctx->seq.s_flags |= RM_CTX_VIOLATED | RM_CTX_DISABLED;
@@ -729,7 +731,6 @@ static __noinline int locked(struct rm_ctx *ctx, struct rm_scratch *sc, struct r
 	return O_DONE;
 }
 
-/* The body of both XDP programs; dev_bound is a constant per program. */
 /* meter() in rocemeter_replay: the frame's copy is shorter than what was captured. */
 __u8 rm_batch_short;
 
@@ -739,34 +740,21 @@ __u8 rm_batch_short;
  */
 #define RM_BATCH_AGAIN 0x10000
 
-/* The body of both XDP programs and of replay's batch; dev_bound and batch
- * are constants per program. */
-static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const int batch)
-{
-	void *data = (void *)(long)xdp->data;
-	void *data_end = (void *)(long)xdp->data_end;
-	__u32 zero = 0, pass = rm_cfg.mirror ? XDP_DROP : XDP_PASS;
-	struct rm_stats *st = bpf_map_lookup_elem(&stats, &zero);
-	struct rm_scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
-	struct rm_pkt *pkt;
-	struct rm_ctx_key *key;
-	struct rm_ctx *ctx;
-	struct rm_seq_win w;
-	struct rm_request *rq;
-	__u64 now;
-	__u8 *src, *dst;
-	__u32 frame_len;
-	int verdict, stat, act, foreign, late_violation = 0, spare, o;
-	__u8 cause = 0;
+/* parse_frame()'s and classify()'s answers besides a verdict or an action. */
+#define FRAME_DONE  (-1) /* counted, nothing to meter */
+#define FRAME_AGAIN (-2) /* replay's batch: run the frame whole (RM_BATCH_AGAIN) */
 
-	if (!st || !sc)
-		return XDP_PASS;
-	pkt = &sc->pkt; /* in map memory: the stack is needed by the engine's calls */
-	key = &sc->key;
-	if (rm_bench_cut == RM_CUT_PERCPU) {
-		st->v[RM_STAT_FRAMES]++;
-		return pass;
-	}
+/*
+ * Parse the frame into *pkt and count it with its verdict's statistic.
+ * Returns the verdict (enum rm_parse_verdict) of a frame whose BTH was read,
+ * FRAME_DONE for one without (an unattributed frame if it may hide a
+ * request), FRAME_AGAIN when a shortened copy cannot give the verdict.
+ */
+static __always_inline int parse_frame(struct xdp_md *xdp, const int batch, struct rm_pkt *pkt, struct rm_stats *st)
+{
+	__u32 frame_len;
+	int verdict, stat;
+
 	if (rm_cfg.use_replay_clock && rm_cfg.replay_wire_len)
 		frame_len = rm_cfg.replay_wire_len; /* the capture's wire length */
 	else
@@ -777,60 +765,84 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 	if (batch && rm_batch_short && !pkt->bth_ok &&
 	    (verdict == RM_PARSE_BAD_ETH || verdict == RM_PARSE_BAD_IP || verdict == RM_PARSE_BAD_UDP ||
 	     verdict == RM_PARSE_BAD_BTH))
-		return RM_BATCH_AGAIN;
+		return FRAME_AGAIN;
 	st->v[RM_STAT_FRAMES]++;
 	if (rm_cfg.use_replay_clock)
 		rm_replay_verdict = verdict;
 	stat = verdict_stat(verdict);
 	if (stat < 0 || stat >= RM_STAT__COUNT)
-		return pass;
+		return FRAME_DONE;
 	st->v[stat]++;
 	if (rm_capture_encap && rm_mirror_point(xdp, pkt) < 0)
-		return pass;
+		return FRAME_DONE;
 	if (!pkt->bth_ok) {
 		if (may_hide_request(pkt))
 			unattributed(st, pkt->obs);
-		return pass;
+		return FRAME_DONE;
 	}
+	return verdict;
+}
 
-	/* Classification ([SEQOBS] "Applicability and Provisioning"). A frame
-	 * in a form not metered (verdict != RM_PARSE_OK) is still classified. */
+/*
+ * Classification ([SEQOBS] "Applicability and Provisioning") of a frame
+ * whose BTH was read; a frame in a form not metered (verdict !=
+ * RM_PARSE_OK) is still classified. Returns what the request does to its
+ * connection (enum action; a violation's cause in *cause), or FRAME_DONE
+ * for a frame that is no request (counted).
+ */
+static __always_inline int classify(const struct rm_pkt *pkt, int verdict, struct rm_stats *st, __u8 *cause)
+{
+	*cause = 0;
 	if (pkt->opcode == RM_OPCODE_CNP) {
 		st->v[RM_STAT_CNP]++;
-		return pass;
+		return FRAME_DONE;
 	}
 	if (rm_opcode_is_rc_response(pkt->opcode)) {
 		st->v[RM_STAT_RESPONSES]++;
-		return pass;
+		return FRAME_DONE;
 	}
-	foreign = rm_opcode_transport(pkt->opcode) != RM_TRANSPORT_RC;
-	if (foreign) {
+	if (rm_opcode_transport(pkt->opcode) != RM_TRANSPORT_RC) {
 		st->v[RM_STAT_OTHER_TRANSPORT]++;
-		act = ACT_VIOLATION;
-		cause = RM_VIOLATION_FOREIGN;
-	} else if (verdict == RM_PARSE_BAD_UDP) {
-		act = ACT_VIOLATION;
-		cause = RM_VIOLATION_MALFORMED;
-	} else if (verdict != RM_PARSE_OK && !rm_opcode_is_rc_send_or_write(pkt->opcode)) {
+		*cause = RM_VIOLATION_FOREIGN;
+		return ACT_VIOLATION;
+	}
+	if (verdict == RM_PARSE_BAD_UDP) {
+		*cause = RM_VIOLATION_MALFORMED;
+		return ACT_VIOLATION;
+	}
+	if (verdict != RM_PARSE_OK && !rm_opcode_is_rc_send_or_write(pkt->opcode)) {
 		/* The opcode before the frame form: an unsupported request read
 		 * in a form not metered is still observed ([SEQOBS]
 		 * "Applicability and Provisioning"): it disables the connection. */
-		act = ACT_VIOLATION;
-		cause = RM_VIOLATION_UNSUPPORTED;
-	} else if (verdict != RM_PARSE_OK) {
-		act = ACT_UNOBSERVED;
-	} else if (pkt->tver != 0 || rc_request_trailer(pkt->opcode, pkt->padcnt) > pkt->bth_payload) {
-		st->v[RM_STAT_MALFORMED_BTH]++;
-		act = ACT_VIOLATION;
-		cause = RM_VIOLATION_MALFORMED;
-	} else if (!rm_opcode_is_rc_send_or_write(pkt->opcode)) {
-		act = ACT_VIOLATION;
-		cause = RM_VIOLATION_UNSUPPORTED;
-	} else {
-		act = ACT_METER;
+		*cause = RM_VIOLATION_UNSUPPORTED;
+		return ACT_VIOLATION;
 	}
-	if (rm_bench_cut == RM_CUT_PARSE)
-		return pass;
+	if (verdict != RM_PARSE_OK)
+		return ACT_UNOBSERVED;
+	if (pkt->tver != 0 || rc_request_trailer(pkt->opcode, pkt->padcnt) > pkt->bth_payload) {
+		st->v[RM_STAT_MALFORMED_BTH]++;
+		*cause = RM_VIOLATION_MALFORMED;
+		return ACT_VIOLATION;
+	}
+	if (!rm_opcode_is_rc_send_or_write(pkt->opcode)) {
+		*cause = RM_VIOLATION_UNSUPPORTED;
+		return ACT_VIOLATION;
+	}
+	return ACT_METER;
+}
+
+/*
+ * The request's context key from its headers, into *key: addresses,
+ * destination QP, P_Key, and the VLAN IDs with namespace = vlan. 0, or -1
+ * when no key can hold the frame (counted as unattributed unless it is a
+ * foreign request).
+ */
+static __always_inline int context_key(struct xdp_md *xdp, const int dev_bound, const struct rm_pkt *pkt, int foreign,
+				       struct rm_ctx_key *key, struct rm_stats *st)
+{
+	void *data = (void *)(long)xdp->data;
+	void *data_end = (void *)(long)xdp->data_end;
+	__u8 *src, *dst;
 
 	__builtin_memset(key, 0, sizeof(*key));
 	key->family = pkt->family;
@@ -838,12 +850,12 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 	dst = (__u8 *)data + (pkt->dst_off & RM_PKT_OFF_MASK);
 	if (pkt->family == 4) {
 		if ((void *)(src + 4) > data_end || (void *)(dst + 4) > data_end)
-			return pass;
+			return -1;
 		__builtin_memcpy(key->src, src, 4);
 		__builtin_memcpy(key->dst, dst, 4);
 	} else {
 		if ((void *)(src + 16) > data_end || (void *)(dst + 16) > data_end)
-			return pass;
+			return -1;
 		__builtin_memcpy(key->src, src, 16);
 		__builtin_memcpy(key->dst, dst, 16);
 	}
@@ -853,83 +865,97 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 	if (rm_cfg.ns_mode == RM_NS_VLAN && vlan_key(xdp, dev_bound, pkt, key, st)) {
 		if (!foreign)
 			unattributed(st, pkt->obs);
-		return pass;
+		return -1;
 	}
-	if (rm_bench_cut == RM_CUT_KEY)
-		return pass;
-	/* The coarse monotonic clock (docs/meter.md "Clock"): its tick suffices
-	 * for flowEnd and the idle timeout, and it costs a few ns where
-	 * bpf_ktime_get_ns costs 25-30; an epoch's first request reads the fine
-	 * one below. */
-	now = rm_cfg.use_replay_clock ? rm_cfg.replay_now_ns : bpf_ktime_get_coarse_ns();
-	if (rm_bench_cut == RM_CUT_CLOCK)
-		return pass;
-	if ((rm_bench_flags & RM_BENCH_PROVISION_EACH) && !provisioned(key))
-		return pass;
+	return 0;
+}
 
+/*
+ * The arrival time, on the coarse monotonic clock (docs/meter.md "Clock"):
+ * its tick suffices for flowEnd and the idle timeout, and it costs a few ns
+ * where bpf_ktime_get_ns costs 25-30; an epoch's first request reads the
+ * fine one (engine_step()). Replay: the capture's time.
+ */
+static __always_inline __u64 arrival_time(void)
+{
+	return rm_cfg.use_replay_clock ? rm_cfg.replay_now_ns : bpf_ktime_get_coarse_ns();
+}
+
+/*
+ * The request's context: the existing one, or a new one for a connection
+ * that is provisioned, not disabled and not refused by the fail-safe
+ * (*late_violation = 1 if another CPU recorded a violation of it since the
+ * first lookup). Returns 0 with *ctxp, O_NO_CONTEXT when no context can
+ * hold the request (the table is full, or an unobserved request finds no
+ * epoch to close), or O_COUNTED when the request is not metered (counted).
+ */
+static __always_inline int find_context(const struct rm_ctx_key *key, int act, int foreign, struct rm_scratch *sc,
+					struct rm_stats *st, struct rm_ctx **ctxp, int *late_violation)
+{
+	struct rm_ctx *ctx;
+
+	*late_violation = 0;
+	if ((rm_bench_flags & RM_BENCH_PROVISION_EACH) && !provisioned(key))
+		return O_COUNTED;
 	ctx = bpf_map_lookup_elem(&contexts, key);
-	if (rm_bench_cut == RM_CUT_CONTEXT && ctx)
-		return pass;
-	if (rm_bench_cut == RM_CUT_LOCK && ctx) {
-		window_prepare(ctx, &w, pkt->psn, 0);
-		bpf_spin_lock(&ctx->lock);
-		barrier_var(ctx);
-		bpf_spin_unlock(&ctx->lock);
-		return pass;
-	}
+	*ctxp = ctx;
+	if (ctx)
+		return 0;
 	/* A UC, RD, UD or XRC request names an RC connection only when that one is
 	 * known: it has a context, or a line provisions its QP (QP 1 of
 	 * connection management is UD, under any-QP lines too). */
-	if (foreign && !ctx && !(provisioned(key) && provisioned_qp(key)))
-		return pass;
-	if (!ctx) {
-		if (!provisioned(key)) {
-			st->v[RM_STAT_NOT_PROVISIONED]++;
-			return pass;
-		}
-		if (bpf_map_lookup_elem(&violations, key)) {
-			st->v[RM_STAT_DISABLED]++;
-			return pass;
-		}
-		if (act == ACT_UNOBSERVED) {
-			st->v[RM_STAT_UNOBSERVED]++; /* no epoch to close */
-			return pass;
-		}
-		if (act == ACT_METER && fail_safe_engaged()) {
-			st->v[RM_STAT_FAIL_SAFE_REFUSED]++;
-			return pass;
-		}
-		/* A violation gets a context too when there is room (status and
-		 * replay list disabled contexts); `violations` holds it anyway. */
-		ctx = new_context(key, sc);
-		if (!ctx) {
-			if (act == ACT_METER) {
-				st->v[RM_STAT_TABLE_FULL]++;
-			} else {
-				st->v[RM_STAT_VIOLATIONS]++;
-				if (record_violation(key, pkt, cause, now))
-					engage_fail_safe(st, now);
-			}
-			return pass;
-		}
-		/* A violation recorded by another CPU since the lookup above. */
-		late_violation = act == ACT_METER && bpf_map_lookup_elem(&violations, key) != NULL;
+	if (foreign && !(provisioned(key) && provisioned_qp(key)))
+		return O_COUNTED;
+	if (!provisioned(key)) {
+		st->v[RM_STAT_NOT_PROVISIONED]++;
+		return O_COUNTED;
 	}
+	if (bpf_map_lookup_elem(&violations, key)) {
+		st->v[RM_STAT_DISABLED]++;
+		return O_COUNTED;
+	}
+	if (act == ACT_UNOBSERVED)
+		return O_NO_CONTEXT;
+	if (act == ACT_METER && fail_safe_engaged()) {
+		st->v[RM_STAT_FAIL_SAFE_REFUSED]++;
+		return O_COUNTED;
+	}
+	/* A violation gets a context too when there is room (status and
+	 * replay list disabled contexts); `violations` holds it anyway. */
+	ctx = new_context(key, sc);
+	*ctxp = ctx;
+	if (!ctx)
+		return O_NO_CONTEXT;
+	/* A violation recorded by another CPU since the lookup above. */
+	*late_violation = act == ACT_METER && bpf_map_lookup_elem(&violations, key) != NULL;
+	return 0;
+}
+
+/*
+ * The engine step: the request in sc->rq, the pool window it may need
+ * prepared, locked(), the window given back; once more when locked() needs
+ * a window the first look did not give. Returns locked()'s outcome; sc->rq
+ * says what happened.
+ */
+static __always_inline int engine_step(struct rm_ctx *ctx, struct rm_scratch *sc, struct rm_stats *st, int act,
+				       int late_violation, __u32 psn, __u64 now, const int batch)
+{
+	struct rm_request *rq = &sc->rq;
+	struct rm_seq_win w;
+	int spare = 0, o;
+
 	/* A request that will most likely start an epoch (none is open: read
 	 * without the lock) takes the fine clock: flowStart keeps the order of
 	 * first arrivals that the reports are serialized in. */
 	if (act == ACT_METER && !rm_cfg.use_replay_clock && !rm_seq_active(&ctx->seq))
 		now = bpf_ktime_get_ns();
-	rq = &sc->rq;
 	rq->act = act;
 	rq->late_violation = late_violation;
-	rq->psn = pkt->psn;
+	rq->psn = psn;
 	rq->now = now;
-	rq->gen = capture_gen(key->obs);
-	rq->final_try = 0;
-	spare = 0;
+	rq->gen = capture_gen(sc->key.obs);
 	if (act == ACT_METER)
-		spare = window_prepare(ctx, &w, pkt->psn, 0);
+		spare = window_prepare(ctx, &w, psn, 0);
 	else
 		window_none(&w); /* a closure needs no window */
 	/* Replay runs on one CPU: nothing changes the context between the
@@ -942,40 +968,57 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 		/* Another CPU changed the context since the first look, or the
 		 * engine needs a spare the first look did not foresee: once more,
 		 * then stateExhaustion (pool empty, or still no window). */
-		spare = window_prepare(ctx, &w, pkt->psn, 1);
+		spare = window_prepare(ctx, &w, psn, 1);
 		rq->final_try = 1;
 		o = locked(ctx, sc, &w);
 		window_done(&w, spare, st);
 	}
-	if (o == O_DEAD) {
-		/* Evicted while we looked it up: no context for this request. */
-		if (act == ACT_METER) {
-			st->v[RM_STAT_TABLE_FULL]++;
-		} else if (act == ACT_UNOBSERVED) {
-			st->v[RM_STAT_UNOBSERVED]++;
-		} else {
-			st->v[RM_STAT_VIOLATIONS]++;
-			if (record_violation(key, pkt, cause, now))
-				engage_fail_safe(st, now);
-		}
-		return pass;
-	}
-	if (o == O_DISABLED) {
-		st->v[RM_STAT_DISABLED]++;
-		return pass;
-	}
-	if (act == ACT_METER && rq->r < 0)
-		return pass; /* inconsistent configuration; nothing changed */
+	return o;
+}
+
+/*
+ * The request's own statistic (enum action), where the request ended: in
+ * its context (held), or without one (no context could be made, or it was
+ * being evicted). A violation is recorded; if `violations` is full and no
+ * context holds it, the fail-safe engages.
+ */
+static __always_inline void count_request(struct rm_stats *st, int act, int held, const struct rm_ctx_key *key,
+					  const struct rm_pkt *pkt, __u8 cause, __u64 now)
+{
 	if (act == ACT_METER) {
-		st->v[RM_STAT_ELIGIBLE]++;
+		st->v[held ? RM_STAT_ELIGIBLE : RM_STAT_TABLE_FULL]++;
 	} else if (act == ACT_UNOBSERVED) {
 		st->v[RM_STAT_UNOBSERVED]++;
 	} else {
-		/* The context holds the violation if the map is full (a violated
-		 * context is never evicted while the map lacks it). */
 		st->v[RM_STAT_VIOLATIONS]++;
-		record_violation(key, pkt, cause, now);
+		/* A held violation stays in its context if the map is full (a
+		 * violated context is never evicted while the map lacks it). */
+		if (record_violation(key, pkt, cause, now) && !held)
+			engage_fail_safe(st, now);
 	}
+}
+
+/*
+ * The statistics of a request that reached its context or found none
+ * (outcome o: locked()'s, or O_NO_CONTEXT), and the events of the epochs it
+ * closed and started (sc->rq, snapshots in sc->final and sc->start).
+ */
+static __always_inline void count_outcome(struct rm_stats *st, struct rm_scratch *sc, const struct rm_ctx_key *key,
+					  const struct rm_pkt *pkt, int act, __u8 cause, __u64 now, int o)
+{
+	struct rm_request *rq = &sc->rq;
+
+	if (o == O_NO_CONTEXT) {
+		count_request(st, act, 0, key, pkt, cause, now);
+		return;
+	}
+	if (o == O_DISABLED) {
+		st->v[RM_STAT_DISABLED]++;
+		return;
+	}
+	if (act == ACT_METER && rq->r < 0)
+		return; /* inconsistent configuration; nothing changed */
+	count_request(st, act, 1, key, pkt, cause, now);
 	if (rq->exhausted)
 		st->v[RM_STAT_POOL_EXHAUSTED]++;
 	if (rq->closed) {
@@ -988,6 +1031,62 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 	} else if (rm_bench_flags & RM_BENCH_EMIT_EACH) {
 		emit(st, RM_EV_EPOCH_START, key, &sc->final);
 	}
+}
+
+/*
+ * The body of both XDP programs and of replay's batch; dev_bound and batch
+ * are constants per program. One step after the other, each with the
+ * benchmark's cut after it (enum rm_bench_cut): classify, key and arrival
+ * time, the context, the engine under the context's lock, the statistics
+ * and events. No flag lives across the engine step but what the
+ * statistics read: the verifier walks the engine once per distinct state.
+ */
+static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const int batch)
+{
+	__u32 zero = 0, pass = rm_cfg.mirror ? XDP_DROP : XDP_PASS;
+	struct rm_stats *st = bpf_map_lookup_elem(&stats, &zero);
+	struct rm_scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+	struct rm_pkt *pkt;
+	struct rm_ctx_key *key;
+	struct rm_ctx *ctx = NULL;
+	int verdict, act, late_violation, o;
+	__u8 cause;
+	__u64 now;
+
+	if (!st || !sc)
+		return XDP_PASS;
+	pkt = &sc->pkt; /* in map memory: the stack is needed by the engine's calls */
+	key = &sc->key;
+	if (rm_bench_cut == RM_CUT_PERCPU) {
+		st->v[RM_STAT_FRAMES]++;
+		return pass;
+	}
+
+	verdict = parse_frame(xdp, batch, pkt, st);
+	if (verdict == FRAME_AGAIN)
+		return RM_BATCH_AGAIN;
+	if (verdict < 0)
+		return pass;
+	act = classify(pkt, verdict, st, &cause);
+	if (act < 0 || rm_bench_cut == RM_CUT_PARSE)
+		return pass;
+
+	if (context_key(xdp, dev_bound, pkt, cause == RM_VIOLATION_FOREIGN, key, st))
+		return pass;
+	now = arrival_time();
+	if (rm_bench_cut == RM_CUT_KEY)
+		return pass;
+
+	o = find_context(key, act, cause == RM_VIOLATION_FOREIGN, sc, st, &ctx, &late_violation);
+	if (o == O_COUNTED || rm_bench_cut == RM_CUT_CONTEXT)
+		return pass;
+
+	if (!o && ctx)
+		o = engine_step(ctx, sc, st, act, late_violation, pkt->psn, now, batch);
+	if (rm_bench_cut == RM_CUT_ENGINE)
+		return pass;
+
+	count_outcome(st, sc, key, pkt, act, cause, now, o);
 	return pass;
 }
 

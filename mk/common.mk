@@ -1,14 +1,15 @@
 # user/common/: what every program of the binary uses: the subcommand
-# registry, configuration (INI) and its limits, option values, the log,
+# registry, configuration (INI) and its limits, option values and option
+# tables (params.c: getopt, values and help of a command from one table), the log,
 # paths on bpffs and under the run directory, error-message formatting,
 # TLS 1.3 contexts, the JSON Lines and text report writers, the
 # Prometheus metrics (exposition writer, HTTP server on libmicrohttpd), the
 # capability check and `rocemeter check-config`.
 ROCEMETER_SRCS += user/common/config.c user/common/errmsg.c user/common/tls.c \
                   user/common/report_json.c user/common/report_text.c user/common/log.c \
-                  user/common/opts.c user/common/paths.c user/common/metrics.c \
+                  user/common/opts.c user/common/paths.c user/common/clock.c user/common/metrics.c \
                   user/common/jsonw.c user/common/timefmt.c user/common/caps.c \
-                  user/common/cmd_check_config.c user/common/store_syntax.c \
+                  user/common/cmd_check_config.c user/common/store_syntax.c user/common/params.c \
                   user/common/capture_settings.c
 LDLIBS         += -ljansson -lmicrohttpd
 CHECK_PROGS    += $(BUILD)/tests/unit/test_config
@@ -16,11 +17,14 @@ CHECK_PROGS    += $(BUILD)/tests/unit/test_config
 CHECK_SCRIPTS  += tests/unit/test_check_config.py
 # The [capture] section: FILE:LINE and the reason for each bad key or line.
 CHECK_SCRIPTS  += tests/unit/test_capture_config.py
-# Option values, command-line overrides, paths and the log's levels.
+# Option values and tables, command-line overrides, paths and the log's levels.
 CHECK_PROGS    += $(BUILD)/tests/unit/test_opts
 # The include rule of docs/architecture.md ("Who may include what").
 CHECK_PROGS    += scripts/check-layers
 CHECK_SCRIPTS  += tests/unit/test_layers.py
+# The tree laid out by .clang-format, and no function over the limit of docs/architecture.md.
+CHECK_PROGS    += scripts/check-format scripts/check-functions
+CHECK_SCRIPTS  += tests/unit/test_style.py
 # The exposition writer against the text format's rules (escapes, HELP and TYPE lines).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_metrics
 # ISO-8601 UTC times printed and parsed (report --since/--until).

@@ -4,7 +4,7 @@
 # connections, the daemon, and the subcommands `attach`, `detach`, `status`
 # and `reenable`.
 BPF_NAMES      += meter
-ROCEMETER_SRCS += user/meter/meter.c user/meter/reporter.c user/meter/pins.c user/meter/observe.c user/meter/clock.c \
+ROCEMETER_SRCS += user/meter/meter.c user/meter/reporter.c user/meter/pins.c user/meter/observe.c \
                   user/meter/provision.c user/meter/violations.c \
                   user/meter/daemon.c user/meter/meter_metrics.c user/meter/cmd_attach.c user/meter/cmd_detach.c \
                   user/meter/cmd_status.c user/meter/cmd_reenable.c

@@ -3,10 +3,7 @@
 # (rocemeter-device.conf, installed with the documentation), and the annotated
 # example configuration. selftests/system/test_service.py boots them under a live
 # systemd in a container (scripts/container-root).
-SBINDIR        ?= $(PREFIX)/sbin
-SYSCONFDIR     ?= /etc
-DOCDIR         ?= $(PREFIX)/share/doc/rocemeter
-SYSTEMD_UNITDIR ?= $(PREFIX)/lib/systemd/system
+# The installation directories are the Makefile's.
 SYSTEMD_UNITS  := rocemeter@.service rocemeter-collect.service
 
 # The units with the installation paths filled in (a static pattern rule: the

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Install rocemeter's build and test dependencies on Debian 12 (apt-get).
-# Idempotent and quiet when everything is installed already. debootstrap and
+# Idempotent and quiet when everything is installed already. clang-format:
+# make check's format check (scripts/check-format). debootstrap and
 # systemd-container: the live systemd test (selftests/system/test_service.py).
 # clickhouse-server and -client: the fleet store's tests start their own
 # servers as plain processes (tests/lib/clickhouse.py); the package's system
 # service is neither started by the installation nor enabled.
 set -euo pipefail
 PKGS=(
-  make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
+  make gcc clang llvm clang-format pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
   libssl-dev openssl libpcap-dev libsqlite3-dev sqlite3 libinih-dev libsystemd-dev libglib2.0-dev libjansson-dev
   libmicrohttpd-dev prometheus
   libcmocka-dev python3 python3-pytest python3-scapy tshark tcpdump tcpreplay

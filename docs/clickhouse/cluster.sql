@@ -1,4 +1,5 @@
 -- rocemeter's fleet store on a ClickHouse cluster (docs/fleet.md "Schema").
+-- Written by scripts/clickhouse-cluster-ddl from single.sql: edit that one.
 -- The tables of single.sql as local tables (NAME_local) on every server, and
 -- over them Distributed tables with the plain names, which collectors write
 -- and `rocemeter report` reads. Rows are sharded by collector ID: one

@@ -1,5 +1,5 @@
 -- rocemeter's fleet store on one ClickHouse server (docs/fleet.md "Schema").
--- The tables of the collector's SQLite store (user/collect/store.h), each row
+-- The tables of the collector's SQLite store (user/store/sqlite/store.h), each row
 -- with the ID of the collector that wrote it (session and row IDs are per
 -- collector). All times are UNIX milliseconds (UInt64); IDs and counters are
 -- IPFIX unsigned64. Accepted by clickhouse-server 18.16 (Debian 12) and

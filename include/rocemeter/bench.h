@@ -15,20 +15,20 @@ enum rm_bench_mode {
 
 /*
  * The meter's per-packet breakdown (bench_meter's "breakdown" table): the
- * meter loaded with rm_bench_cut = N returns XDP_PASS after stage N of a
- * request whose context exists (a new context still takes the whole path),
- * so that the difference between two cuts is the cost of one stage. 0 is the
- * whole meter, as rocemeter loads it; the value is a constant at load, and
- * the verifier removes the code of the cuts not chosen.
+ * meter loaded with rm_bench_cut = N returns XDP_PASS after step N of
+ * meter() (bpf/meter.bpf.c), whatever the request, so that the difference
+ * between two cuts is the cost of one step. 0 is the whole meter, as
+ * rocemeter loads it; the value is a constant at load, and the verifier
+ * removes the code of the cuts not chosen.
  */
 enum rm_bench_cut {
-	RM_CUT_NONE = 0,    /* the whole meter */
+	RM_CUT_NONE = 0,    /* the whole meter: + the request's statistics and events */
 	RM_CUT_PERCPU = 1,  /* per-CPU statistics and scratch looked up, frames counted */
 	RM_CUT_PARSE = 2,   /* + parse and classification (the verdict's statistic) */
-	RM_CUT_KEY = 3,     /* + the context key built from the headers */
-	RM_CUT_CLOCK = 4,   /* + the arrival time read (bpf_ktime_get_coarse_ns, or the replay clock) */
-	RM_CUT_CONTEXT = 5, /* + the context looked up */
-	RM_CUT_LOCK = 6,    /* + its window looked up, its lock taken and released (no engine) */
+	RM_CUT_KEY = 3,     /* + the context key built from the headers, the arrival time read
+			     * (bpf_ktime_get_coarse_ns, or the replay clock) */
+	RM_CUT_CONTEXT = 4, /* + the context looked up, or made */
+	RM_CUT_ENGINE = 5,  /* + its window looked up, the engine under its lock */
 };
 
 /* Extra work per request for the breakdown (rm_bench_flags), each measured

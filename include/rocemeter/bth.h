@@ -14,13 +14,13 @@
 #define RM_ROCEV2_UDP_PORT 4791 /* UDP destination port of RoCEv2 (IANA) */
 
 /* Header lengths in bytes ([IBPKT]). */
-#define RM_BTH_LEN   12 /* Base Transport Header */
-#define RM_DETH_LEN  8  /* Datagram ETH: Q_Key, SrcQP */
-#define RM_RETH_LEN  16 /* RDMA ETH: VA, R_Key, DMALen */
-#define RM_IMMDT_LEN 4  /* Immediate Data */
+#define RM_BTH_LEN       12 /* Base Transport Header */
+#define RM_DETH_LEN      8  /* Datagram ETH: Q_Key, SrcQP */
+#define RM_RETH_LEN      16 /* RDMA ETH: VA, R_Key, DMALen */
+#define RM_IMMDT_LEN     4  /* Immediate Data */
 #define RM_ATOMICETH_LEN 28 /* Atomic ETH: VA, R_Key, Swap/Add data, Compare data */
 #define RM_IETH_LEN      4  /* Invalidate ETH: the R_Key to invalidate */
-#define RM_ICRC_LEN  4  /* invariant CRC after the payload */
+#define RM_ICRC_LEN      4  /* invariant CRC after the payload */
 
 /*
  * BTH layout: OpCode | SE M PadCnt(2) TVer(4) | P_Key(16) | F B rsvd |

@@ -54,8 +54,8 @@ enum rm_fl_variant {
 #define RM_FL_POLY_CRC32C 0x82F63B78u /* 0x1EDC6F41 bit-reversed */
 #define RM_FL_LABEL_MASK  0x000FFFFFu /* the Flow Label is 20 bits */
 
-#define RM_FL_INPUT_MAX   10 /* bytes, with DETH (80 bits) */
-#define RM_FL_INPUT_RC    7  /* bytes, without DETH (56 bits) */
+#define RM_FL_INPUT_MAX 10 /* bytes, with DETH (80 bits) */
+#define RM_FL_INPUT_RC  7  /* bytes, without DETH (56 bits) */
 
 /* Load-time choice of the hash (BPF: const volatile .rodata). */
 struct rm_fl_params {
@@ -71,8 +71,8 @@ struct rm_fl_params {
  * addresses as on the wire (low 16 bits, big-endian).
  * Returns the input length: RM_FL_INPUT_MAX or RM_FL_INPUT_RC.
  */
-static __always_inline __u32 rm_fl_input(__u8 *in, int has_sqp, __u32 sqp, __u32 dqp,
-					 const __u8 *src_low, const __u8 *dst_low)
+static __always_inline __u32 rm_fl_input(__u8 *in, int has_sqp, __u32 sqp, __u32 dqp, const __u8 *src_low,
+					 const __u8 *dst_low)
 {
 	__u32 n = 0;
 
@@ -247,27 +247,26 @@ static __always_inline __u32 rm_fl_label_written(__u32 label)
  * Every frame the program sees is counted in exactly one entry, so the sum
  * is the number of frames. X(enum suffix, name in `status`, description).
  */
-#define RM_FL_STATS(X)                                                                        \
-	X(REWRITTEN_RC, "rewritten", "zero Flow Label set from Dst_QP (no DETH)")             \
-	X(REWRITTEN_UD, "rewritten_ud", "zero Flow Label set from Src_QP and Dst_QP (DETH)")  \
-	X(LABEL_PRESENT, "label_present", "non-zero Flow Label arrived: left unchanged")      \
-	X(ZERO_HASH, "zero_hash", "computed label was 0: substitute 0x00001 written")         \
-	X(IPV4, "ipv4", "RoCEv2 over IPv4: passed untouched")                                 \
-	X(NOT_ROCEV2, "not_rocev2", "not IP/UDP 4791: passed untouched")                      \
-	X(ROCEV1, "rocev1", "EtherType 0x8915: passed untouched")                             \
-	X(FRAGMENT, "ip_fragment", "IP fragment: passed untouched")                           \
-	X(UNSUP_ENCAP, "unsup_encap", "too many VLAN tags or IPv6 extension headers")         \
-	X(MALFORMED_ETH, "malformed_eth", "truncated Ethernet or VLAN header")                \
-	X(MALFORMED_IP, "malformed_ip", "truncated or inconsistent IP or extension header")   \
-	X(MALFORMED_UDP, "malformed_udp", "truncated UDP header or bad UDP length")           \
-	X(MALFORMED_BTH, "malformed_bth", "truncated BTH or BTH TVer != 0")                   \
-	X(MALFORMED_DETH, "malformed_deth", "UD opcode without a complete 8-byte DETH")       \
+#define RM_FL_STATS(X)                                                                       \
+	X(REWRITTEN_RC, "rewritten", "zero Flow Label set from Dst_QP (no DETH)")            \
+	X(REWRITTEN_UD, "rewritten_ud", "zero Flow Label set from Src_QP and Dst_QP (DETH)") \
+	X(LABEL_PRESENT, "label_present", "non-zero Flow Label arrived: left unchanged")     \
+	X(ZERO_HASH, "zero_hash", "computed label was 0: substitute 0x00001 written")        \
+	X(IPV4, "ipv4", "RoCEv2 over IPv4: passed untouched")                                \
+	X(NOT_ROCEV2, "not_rocev2", "not IP/UDP 4791: passed untouched")                     \
+	X(ROCEV1, "rocev1", "EtherType 0x8915: passed untouched")                            \
+	X(FRAGMENT, "ip_fragment", "IP fragment: passed untouched")                          \
+	X(UNSUP_ENCAP, "unsup_encap", "too many VLAN tags or IPv6 extension headers")        \
+	X(MALFORMED_ETH, "malformed_eth", "truncated Ethernet or VLAN header")               \
+	X(MALFORMED_IP, "malformed_ip", "truncated or inconsistent IP or extension header")  \
+	X(MALFORMED_UDP, "malformed_udp", "truncated UDP header or bad UDP length")          \
+	X(MALFORMED_BTH, "malformed_bth", "truncated BTH or BTH TVer != 0")                  \
+	X(MALFORMED_DETH, "malformed_deth", "UD opcode without a complete 8-byte DETH")      \
 	X(NOT_CONFIGURED, "not_configured", "CRC tables not loaded: passed untouched")
 
 #define RM_FL_STAT_ENUM_(suffix, name, desc) RM_FL_STAT_##suffix,
 enum rm_fl_stat {
-	RM_FL_STATS(RM_FL_STAT_ENUM_)
-	RM_FL_STAT__COUNT,
+	RM_FL_STATS(RM_FL_STAT_ENUM_) RM_FL_STAT__COUNT,
 };
 #undef RM_FL_STAT_ENUM_
 

@@ -12,7 +12,7 @@
  * checks it against RM_IPFIX_IES).
  *
  * RM_IPFIX_IES(X) is the profile's information model: the IPFIX encoder
- * (user/export/ipfix.c), the collector's decoder (user/collect/ipfix_decode.c)
+ * (user/export/ipfix.c), the collector's decoder (user/rules/ipfix_decode.c)
  * and the JSON Lines writer and parser (user/common/report_json.c) expand it.
  */
 #ifndef ROCEMETER_IPFIX_IE_H
@@ -20,17 +20,17 @@
 
 #include "report.h"
 
-#define RM_IPFIX_VERSION 10
-#define RM_IPFIX_PORT_TCP 4739
-#define RM_IPFIX_PORT_TLS 4740
+#define RM_IPFIX_VERSION     10
+#define RM_IPFIX_PORT_TCP    4739
+#define RM_IPFIX_PORT_TLS    4740
 #define RM_IPFIX_DEFAULT_PEN 32473u
 
 /* IANA standard Information Elements used by the profile, and the Flow Keys Options Template's. */
-#define IE_VLAN_ID                   58  /* namespace key, outer VLAN (namespace = vlan) */
-#define IE_SOURCE_IPV4_ADDRESS        8
-#define IE_DESTINATION_IPV4_ADDRESS  12
-#define IE_SOURCE_IPV6_ADDRESS       27
-#define IE_DESTINATION_IPV6_ADDRESS  28
+#define IE_VLAN_ID                  58 /* namespace key, outer VLAN (namespace = vlan) */
+#define IE_SOURCE_IPV4_ADDRESS      8
+#define IE_DESTINATION_IPV4_ADDRESS 12
+#define IE_SOURCE_IPV6_ADDRESS      27
+#define IE_DESTINATION_IPV6_ADDRESS 28
 #define IE_OBSERVATION_POINT_ID     138
 #define IE_TEMPLATE_ID              145
 #define IE_FLOW_START_MILLISECONDS  152
@@ -39,24 +39,24 @@
 #define IE_DOT1Q_CUSTOMER_VLAN_ID   245 /* namespace key, inner VLAN (namespace = vlan) */
 
 /* Enterprise-specific elements under the configured PEN (types and semantics: RM_IPFIX_IES). */
-#define RM_IE_RDMA_DESTINATION_QP             1
-#define RM_IE_RDMA_PARTITION_KEY              2
-#define RM_IE_RDMA_SEQUENCE_EPOCH_ID          3
-#define RM_IE_RDMA_SEQUENCE_REPORT_ID         4
-#define RM_IE_RDMA_SEQUENCE_WINDOW            5
-#define RM_IE_RDMA_SEQUENCE_FLAGS             6
-#define RM_IE_SKIPPED_PSN_TOTAL_COUNT         7
-#define RM_IE_FILLED_PSN_TOTAL_COUNT          8
-#define RM_IE_EXPIRED_PSN_TOTAL_COUNT         9
-#define RM_IE_ABANDONED_PSN_TOTAL_COUNT      10
-#define RM_IE_PENDING_PSN_COUNT              11
-#define RM_IE_REPEATED_PSN_TOTAL_COUNT       12
-#define RM_IE_REQUEST_PACKET_TOTAL_COUNT     13
+#define RM_IE_RDMA_DESTINATION_QP                  1
+#define RM_IE_RDMA_PARTITION_KEY                   2
+#define RM_IE_RDMA_SEQUENCE_EPOCH_ID               3
+#define RM_IE_RDMA_SEQUENCE_REPORT_ID              4
+#define RM_IE_RDMA_SEQUENCE_WINDOW                 5
+#define RM_IE_RDMA_SEQUENCE_FLAGS                  6
+#define RM_IE_SKIPPED_PSN_TOTAL_COUNT              7
+#define RM_IE_FILLED_PSN_TOTAL_COUNT               8
+#define RM_IE_EXPIRED_PSN_TOTAL_COUNT              9
+#define RM_IE_ABANDONED_PSN_TOTAL_COUNT            10
+#define RM_IE_PENDING_PSN_COUNT                    11
+#define RM_IE_REPEATED_PSN_TOTAL_COUNT             12
+#define RM_IE_REQUEST_PACKET_TOTAL_COUNT           13
 #define RM_IE_UNCLASSIFIED_LATE_PACKET_TOTAL_COUNT 14
 
 /* The pen column of RM_IPFIX_IES: RM_IE_<pen> is 1 for enterprise-specific, and the number's name. */
-#define RM_IE_IANA 0
-#define RM_IE_PEN  1
+#define RM_IE_IANA              0
+#define RM_IE_PEN               1
 #define RM_IE_NUMBER_IANA(stem) IE_##stem
 #define RM_IE_NUMBER_PEN(stem)  RM_IE_##stem
 #define RM_IE_NUMBER(stem, pen) RM_IE_NUMBER_##pen(stem)
@@ -104,53 +104,37 @@ enum rm_ie_type {
  * Adding an element: its number above, one row here, one field in
  * struct rm_report, one record in docs/rocemeter-ie.xml if enterprise.
  */
-#define RM_IPFIX_IES(X)                                                                        \
-	X(OBSERVATION_POINT_ID,                 "observationPointId",               IANA,      \
-	  unsigned64,           8,  identifier,   none,         1, ALL,  observation_point_id) \
-	X(SOURCE_IPV4_ADDRESS,                  "sourceIPv4Address",                IANA,      \
-	  ipv4Address,          4,  default,      none,         1, IPV4, src)                  \
-	X(DESTINATION_IPV4_ADDRESS,             "destinationIPv4Address",           IANA,      \
-	  ipv4Address,          4,  default,      none,         1, IPV4, dst)                  \
-	X(SOURCE_IPV6_ADDRESS,                  "sourceIPv6Address",                IANA,      \
-	  ipv6Address,          16, default,      none,         1, IPV6, src)                  \
-	X(DESTINATION_IPV6_ADDRESS,             "destinationIPv6Address",           IANA,      \
-	  ipv6Address,          16, default,      none,         1, IPV6, dst)                  \
-	X(VLAN_ID,                              "vlanId",                           IANA,      \
-	  unsigned16,           2,  identifier,   none,         1, VLAN, vlan[0])              \
-	X(DOT1Q_CUSTOMER_VLAN_ID,               "dot1qCustomerVlanId",              IANA,      \
-	  unsigned16,           2,  identifier,   none,         1, VLAN, vlan[1])              \
-	X(RDMA_DESTINATION_QP,                  "rdmaDestinationQP",                PEN,       \
-	  unsigned32,           4,  identifier,   none,         1, ALL,  dest_qp)              \
-	X(RDMA_PARTITION_KEY,                   "rdmaPartitionKey",                 PEN,       \
-	  unsigned16,           2,  identifier,   none,         1, ALL,  pkey)                 \
-	X(FLOW_START_MILLISECONDS,              "flowStartMilliseconds",            IANA,      \
-	  dateTimeMilliseconds, 8,  default,      milliseconds, 0, ALL,  flow_start_ms)        \
-	X(FLOW_END_MILLISECONDS,                "flowEndMilliseconds",              IANA,      \
-	  dateTimeMilliseconds, 8,  default,      milliseconds, 0, ALL,  flow_end_ms)          \
-	X(RDMA_SEQUENCE_EPOCH_ID,               "rdmaSequenceEpochId",              PEN,       \
-	  unsigned64,           8,  identifier,   none,         1, ALL,  epoch_id)             \
-	X(RDMA_SEQUENCE_REPORT_ID,              "rdmaSequenceReportId",             PEN,       \
-	  unsigned64,           8,  identifier,   none,         0, ALL,  report_id)            \
-	X(RDMA_SEQUENCE_WINDOW,                 "rdmaSequenceWindow",               PEN,       \
-	  unsigned32,           4,  quantity,     none,         0, ALL,  window)               \
-	X(RDMA_SEQUENCE_FLAGS,                  "rdmaSequenceFlags",                PEN,       \
-	  unsigned16,           2,  flags,        none,         0, ALL,  flags)                \
-	X(SKIPPED_PSN_TOTAL_COUNT,              "skippedPsnTotalCount",             PEN,       \
-	  unsigned64,           8,  totalCounter, none,         0, ALL,  skipped)              \
-	X(FILLED_PSN_TOTAL_COUNT,               "filledPsnTotalCount",              PEN,       \
-	  unsigned64,           8,  totalCounter, none,         0, ALL,  filled)               \
-	X(EXPIRED_PSN_TOTAL_COUNT,              "expiredPsnTotalCount",             PEN,       \
-	  unsigned64,           8,  totalCounter, none,         0, ALL,  expired)              \
-	X(ABANDONED_PSN_TOTAL_COUNT,            "abandonedPsnTotalCount",           PEN,       \
-	  unsigned64,           8,  totalCounter, none,         0, ALL,  abandoned)            \
-	X(PENDING_PSN_COUNT,                    "pendingPsnCount",                  PEN,       \
-	  unsigned32,           4,  quantity,     none,         0, ALL,  pending)              \
-	X(REPEATED_PSN_TOTAL_COUNT,             "repeatedPsnTotalCount",            PEN,       \
-	  unsigned64,           8,  totalCounter, packets,      0, ALL,  repeated)             \
-	X(REQUEST_PACKET_TOTAL_COUNT,           "requestPacketTotalCount",          PEN,       \
-	  unsigned64,           8,  totalCounter, packets,      0, ALL,  requests)             \
-	X(UNCLASSIFIED_LATE_PACKET_TOTAL_COUNT, "unclassifiedLatePacketTotalCount", PEN,       \
-	  unsigned64,           8,  totalCounter, packets,      0, ALL,  unclassified_late)
+#define RM_IPFIX_IES(X)                                                                                               \
+	X(OBSERVATION_POINT_ID, "observationPointId", IANA, unsigned64, 8, identifier, none, 1, ALL,                  \
+	  observation_point_id)                                                                                       \
+	X(SOURCE_IPV4_ADDRESS, "sourceIPv4Address", IANA, ipv4Address, 4, default, none, 1, IPV4, src)                \
+	X(DESTINATION_IPV4_ADDRESS, "destinationIPv4Address", IANA, ipv4Address, 4, default, none, 1, IPV4, dst)      \
+	X(SOURCE_IPV6_ADDRESS, "sourceIPv6Address", IANA, ipv6Address, 16, default, none, 1, IPV6, src)               \
+	X(DESTINATION_IPV6_ADDRESS, "destinationIPv6Address", IANA, ipv6Address, 16, default, none, 1, IPV6, dst)     \
+	X(VLAN_ID, "vlanId", IANA, unsigned16, 2, identifier, none, 1, VLAN, vlan[0])                                 \
+	X(DOT1Q_CUSTOMER_VLAN_ID, "dot1qCustomerVlanId", IANA, unsigned16, 2, identifier, none, 1, VLAN, vlan[1])     \
+	X(RDMA_DESTINATION_QP, "rdmaDestinationQP", PEN, unsigned32, 4, identifier, none, 1, ALL, dest_qp)            \
+	X(RDMA_PARTITION_KEY, "rdmaPartitionKey", PEN, unsigned16, 2, identifier, none, 1, ALL, pkey)                 \
+	X(FLOW_START_MILLISECONDS, "flowStartMilliseconds", IANA, dateTimeMilliseconds, 8, default, milliseconds, 0,  \
+	  ALL, flow_start_ms)                                                                                         \
+	X(FLOW_END_MILLISECONDS, "flowEndMilliseconds", IANA, dateTimeMilliseconds, 8, default, milliseconds, 0, ALL, \
+	  flow_end_ms)                                                                                                \
+	X(RDMA_SEQUENCE_EPOCH_ID, "rdmaSequenceEpochId", PEN, unsigned64, 8, identifier, none, 1, ALL, epoch_id)      \
+	X(RDMA_SEQUENCE_REPORT_ID, "rdmaSequenceReportId", PEN, unsigned64, 8, identifier, none, 0, ALL, report_id)   \
+	X(RDMA_SEQUENCE_WINDOW, "rdmaSequenceWindow", PEN, unsigned32, 4, quantity, none, 0, ALL, window)             \
+	X(RDMA_SEQUENCE_FLAGS, "rdmaSequenceFlags", PEN, unsigned16, 2, flags, none, 0, ALL, flags)                   \
+	X(SKIPPED_PSN_TOTAL_COUNT, "skippedPsnTotalCount", PEN, unsigned64, 8, totalCounter, none, 0, ALL, skipped)   \
+	X(FILLED_PSN_TOTAL_COUNT, "filledPsnTotalCount", PEN, unsigned64, 8, totalCounter, none, 0, ALL, filled)      \
+	X(EXPIRED_PSN_TOTAL_COUNT, "expiredPsnTotalCount", PEN, unsigned64, 8, totalCounter, none, 0, ALL, expired)   \
+	X(ABANDONED_PSN_TOTAL_COUNT, "abandonedPsnTotalCount", PEN, unsigned64, 8, totalCounter, none, 0, ALL,        \
+	  abandoned)                                                                                                  \
+	X(PENDING_PSN_COUNT, "pendingPsnCount", PEN, unsigned32, 4, quantity, none, 0, ALL, pending)                  \
+	X(REPEATED_PSN_TOTAL_COUNT, "repeatedPsnTotalCount", PEN, unsigned64, 8, totalCounter, packets, 0, ALL,       \
+	  repeated)                                                                                                   \
+	X(REQUEST_PACKET_TOTAL_COUNT, "requestPacketTotalCount", PEN, unsigned64, 8, totalCounter, packets, 0, ALL,   \
+	  requests)                                                                                                   \
+	X(UNCLASSIFIED_LATE_PACKET_TOTAL_COUNT, "unclassifiedLatePacketTotalCount", PEN, unsigned64, 8, totalCounter, \
+	  packets, 0, ALL, unclassified_late)
 
 /* Every consumer copies an integer (2, 4 or 8 octets) from or into a member of
  * its size, an address from or into a member at least as long. */
@@ -168,8 +152,7 @@ RM_IPFIX_IES(RM_IE_FITS_)
 /* Row indices of RM_IPFIX_IES. */
 #define RM_PF_ENUM_(stem, ...) RM_PF_##stem,
 enum rm_pf {
-	RM_IPFIX_IES(RM_PF_ENUM_)
-	RM_PF__COUNT,
+	RM_IPFIX_IES(RM_PF_ENUM_) RM_PF__COUNT,
 };
 #undef RM_PF_ENUM_
 
@@ -177,8 +160,10 @@ enum rm_pf {
 static inline const char *rm_pf_name(enum rm_pf f)
 {
 	switch (f) {
-#define RM_PF_NAME_(stem, name, ...) case RM_PF_##stem: return name;
-	RM_IPFIX_IES(RM_PF_NAME_)
+#define RM_PF_NAME_(stem, name, ...) \
+	case RM_PF_##stem:           \
+		return name;
+		RM_IPFIX_IES(RM_PF_NAME_)
 #undef RM_PF_NAME_
 	default:
 		return NULL;
@@ -186,11 +171,11 @@ static inline const char *rm_pf_name(enum rm_pf f)
 }
 
 /* Template IDs (no Template ID is reserved by the profile; these are ours). */
-#define RM_TID_IPV4          256
-#define RM_TID_IPV6          257
-#define RM_TID_IPV4_VLAN     258 /* namespace = vlan */
-#define RM_TID_IPV6_VLAN     259
-#define RM_TID_FLOW_KEYS     260 /* Options Template: scope templateId, flowKeyIndicator */
+#define RM_TID_IPV4      256
+#define RM_TID_IPV6      257
+#define RM_TID_IPV4_VLAN 258 /* namespace = vlan */
+#define RM_TID_IPV6_VLAN 259
+#define RM_TID_FLOW_KEYS 260 /* Options Template: scope templateId, flowKeyIndicator */
 
 /* Data Record lengths with full-length encodings ([SEQOBS]). */
 #define RM_RECORD_LEN_IPV4 120

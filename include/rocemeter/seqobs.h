@@ -50,12 +50,12 @@
 
 #include "types.h"
 
-#define RM_PSN_BITS 24
-#define RM_PSN_MOD (1u << RM_PSN_BITS)           /* M = 2^24 */
-#define RM_PSN_MASK (RM_PSN_MOD - 1)
-#define RM_PSN_HALF (1u << (RM_PSN_BITS - 1))    /* M/2: ambiguous */
-#define RM_WINDOW_MAX (1u << 22)                 /* W <= 2^22 */
-#define RM_WINDOW_WORDS_MAX (RM_WINDOW_MAX / 64) /* 65536 words = 512 KiB */
+#define RM_PSN_BITS         24
+#define RM_PSN_MOD          (1u << RM_PSN_BITS) /* M = 2^24 */
+#define RM_PSN_MASK         (RM_PSN_MOD - 1)
+#define RM_PSN_HALF         (1u << (RM_PSN_BITS - 1)) /* M/2: ambiguous */
+#define RM_WINDOW_MAX       (1u << 22)                /* W <= 2^22 */
+#define RM_WINDOW_WORDS_MAX (RM_WINDOW_MAX / 64)      /* 65536 words = 512 KiB */
 
 /* Largest value a counter or H - S may reach; S < 2^24, so H cannot wrap. */
 #ifndef RM_COUNTER_MAX
@@ -67,34 +67,29 @@
  * Masks"), host order: X(suffix, mask, name, meaning) makes RM_FLAG_<suffix>.
  * Printed by rm_flags_to_text() (user/common/report_text.h).
  */
-#define RM_FLAGS(X)                                                                                   \
-	X(FINAL_EPOCH, 0x0001, "finalEpoch", "Epoch is closed.")                                      \
-	X(PROFILE_VIOLATION, 0x0002, "profileViolation",                                              \
-	  "Unsupported or malformed request/profile violation.")                                      \
-	X(CAPTURE_DISCONTINUITY, 0x0004, "captureDiscontinuity", "Complete observation interrupted.") \
-	X(STATE_EXHAUSTION, 0x0008, "stateExhaustion", "Context resource eviction.")                  \
-	X(SERIAL_DISCONTINUITY, 0x0010, "serialDiscontinuity",                                        \
-	  "Unsupported jump or ambiguous serial interpretation.")                                     \
-	X(GENERATION_UNVERIFIED, 0x0020, "generationUnverified",                                      \
-	  "Connection generation not independently established.")
+#define RM_FLAGS(X)                                                                                                    \
+	X(FINAL_EPOCH, 0x0001, "finalEpoch", "Epoch is closed.")                                                       \
+	X(PROFILE_VIOLATION, 0x0002, "profileViolation", "Unsupported or malformed request/profile violation.")        \
+	X(CAPTURE_DISCONTINUITY, 0x0004, "captureDiscontinuity", "Complete observation interrupted.")                  \
+	X(STATE_EXHAUSTION, 0x0008, "stateExhaustion", "Context resource eviction.")                                   \
+	X(SERIAL_DISCONTINUITY, 0x0010, "serialDiscontinuity", "Unsupported jump or ambiguous serial interpretation.") \
+	X(GENERATION_UNVERIFIED, 0x0020, "generationUnverified", "Connection generation not independently established.")
 
 #define RM_FLAG_ENUM_(suffix, mask, name, meaning) RM_FLAG_##suffix = mask,
-enum rm_flag {
-	RM_FLAGS(RM_FLAG_ENUM_)
-};
+enum rm_flag { RM_FLAGS(RM_FLAG_ENUM_) };
 #undef RM_FLAG_ENUM_
 /* Every defined mask; the other bits (0xFFC0) are unassigned. */
 #define RM_FLAG_OR_(suffix, mask, name, meaning) | (mask)
-#define RM_FLAG_DEFINED_MASK (0 RM_FLAGS(RM_FLAG_OR_))
+#define RM_FLAG_DEFINED_MASK                     (0 RM_FLAGS(RM_FLAG_OR_))
 /* Closure-reason bits: allowed only together with finalEpoch. */
-#define RM_FLAG_REASON_MASK           0x001e
+#define RM_FLAG_REASON_MASK 0x001e
 
 /* Ring words needed for a window of w positions. */
 #define RM_WINDOW_WORDS(w) (((w) + 63u) / 64u)
 /* Summary words for a ring of nw words, and the whole window value in words:
  * ring, level 1, level 2. */
-#define RM_SUM1_WORDS(nw) (((nw) + 63u) / 64u)
-#define RM_SUM2_WORDS(nw) ((RM_SUM1_WORDS(nw) + 63u) / 64u)
+#define RM_SUM1_WORDS(nw)         (((nw) + 63u) / 64u)
+#define RM_SUM2_WORDS(nw)         ((RM_SUM1_WORDS(nw) + 63u) / 64u)
 #define RM_WINDOW_VALUE_WORDS(nw) ((nw) + RM_SUM1_WORDS(nw) + RM_SUM2_WORDS(nw))
 
 /*
@@ -227,13 +222,13 @@ extern int *bpf_iter_num_next(struct bpf_iter_num *it) __attribute__((weak, sect
 extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __attribute__((weak, section(".ksyms")));
 
 /* for (i = 0; i < n; i++); the body may break */
-#define RM_FOR(i, n)                                                                       \
-	for (struct bpf_iter_num ___it __attribute__((aligned(8), cleanup(bpf_iter_num_destroy))), \
-	     *___p __attribute__((unused)) =                                                   \
-		     (bpf_iter_num_new(&___it, 0, (n)), (void)bpf_iter_num_destroy, (void *)0); \
-	     ({                                                                                \
-		     int *___t = bpf_iter_num_next(&___it);                                    \
-		     (___t && ((i) = *___t, (i) >= 0 && (i) < (int)(n)));                      \
+#define RM_FOR(i, n)                                                                                              \
+	for (struct bpf_iter_num ___it __attribute__((aligned(8), cleanup(bpf_iter_num_destroy))),                \
+	     *___p                                                                                                \
+	     __attribute__((unused)) = (bpf_iter_num_new(&___it, 0, (n)), (void)bpf_iter_num_destroy, (void *)0); \
+	     ({                                                                                                   \
+		     int *___t = bpf_iter_num_next(&___it);                                                       \
+		     (___t && ((i) = *___t, (i) >= 0 && (i) < (int)(n)));                                         \
 	     });)
 #else
 #define RM_FOR(i, n) for ((i) = 0; (i) < (int)(n); (i)++)
@@ -358,10 +353,10 @@ static __always_inline __s64 rm_window_clear_word(__u64 *win, __u32 nwords, __u3
  * converge. One per CPU is enough: it is used only under a context's lock.
  */
 struct rm_window_scratch {
-	__u64 seen;   /* SEEN bits counted */
-	__u64 scan1;  /* level-1 bits still to visit */
-	__u64 scan2;  /* level-2 bits still to visit */
-	__u64 scan3;  /* level-2 words still to visit: bit x for word g_first + x, set when it has bits in the run */
+	__u64 seen;  /* SEEN bits counted */
+	__u64 scan1; /* level-1 bits still to visit */
+	__u64 scan2; /* level-2 bits still to visit */
+	__u64 scan3; /* level-2 words still to visit: bit x for word g_first + x, set when it has bits in the run */
 	__u64 abs_s, fw, lw;
 	__u32 s, e, lo_bit, hi_bit;
 };
@@ -458,8 +453,7 @@ static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratc
  * Make the n positions q, q+1, ..., q+n-1 (n <= nwords * 64) PENDING.
  * Returns how many of them were SEEN, or -1 (inconsistent arguments).
  */
-static __always_inline __s64 rm_window_clear(struct rm_window_scratch *st, __u64 *win, __u32 nwords, __u64 q,
-					     __u64 n)
+static __always_inline __s64 rm_window_clear(struct rm_window_scratch *st, __u64 *win, __u32 nwords, __u64 q, __u64 n)
 {
 	__u64 fw, lw, nw;
 	__u32 j0, lo_bit, hi_bit;

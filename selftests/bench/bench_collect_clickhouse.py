@@ -5,7 +5,7 @@ ClickHouse (--store clickhouse:URL, one clickhouse-server started as a plain
 process by tests/lib/clickhouse.py) by one and by two collector processes,
 next to SQLite (--db) in the same run, on the workloads of many epochs with
 few reports each: 90,000 epochs x 10 reports and 95,000 x 1 (round by round,
-the last report final; [SEQOBS] verification example 1's counters).
+the last report final; [SEQOBS] "Verification Examples", example 1's counters).
 
 The exporters are this program: the IPFIX Messages are packed before the
 clock starts, then sent over TLS 1.3 (one session per collector, in

@@ -33,7 +33,7 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-#define MAX_CASES 12
+#define MAX_CASES   12
 #define MAX_BATCHES 101
 
 /* One figure: prog_fd on frame; next_fd >= 0: rm_base_reset tail-calls it. */
@@ -141,13 +141,18 @@ int main(int argc, char **argv)
 			{ "parse-only tc", bpf_program__fd(b->progs.rm_base_tc), -1, f_rc, l_rc },
 			{ "flowlabel, label already set (untouched)", bpf_program__fd(fl[0]->progs.rocemeter_fl), -1,
 			  f_set, l_set },
-			{ "reset -> parse-only tc (tail call)", reset, bpf_program__fd(b->progs.rm_base_tc), f_rc, l_rc },
-			{ "reset -> flowlabel literal, RC", reset, bpf_program__fd(fl[0]->progs.rocemeter_fl), f_rc, l_rc },
-			{ "reset -> flowlabel literal, UD", reset, bpf_program__fd(fl[0]->progs.rocemeter_fl), f_ud, l_ud },
-			{ "reset -> flowlabel crc32, RC", reset, bpf_program__fd(fl[1]->progs.rocemeter_fl), f_rc, l_rc },
-			{ "reset -> flowlabel crc32c, RC", reset, bpf_program__fd(fl[3]->progs.rocemeter_fl), f_rc, l_rc },
-			{ "reset -> flowlabel mpeg2+mix+seed, RC", reset, bpf_program__fd(fl[2]->progs.rocemeter_fl), f_rc,
+			{ "reset -> parse-only tc (tail call)", reset, bpf_program__fd(b->progs.rm_base_tc), f_rc,
 			  l_rc },
+			{ "reset -> flowlabel literal, RC", reset, bpf_program__fd(fl[0]->progs.rocemeter_fl), f_rc,
+			  l_rc },
+			{ "reset -> flowlabel literal, UD", reset, bpf_program__fd(fl[0]->progs.rocemeter_fl), f_ud,
+			  l_ud },
+			{ "reset -> flowlabel crc32, RC", reset, bpf_program__fd(fl[1]->progs.rocemeter_fl), f_rc,
+			  l_rc },
+			{ "reset -> flowlabel crc32c, RC", reset, bpf_program__fd(fl[3]->progs.rocemeter_fl), f_rc,
+			  l_rc },
+			{ "reset -> flowlabel mpeg2+mix+seed, RC", reset, bpf_program__fd(fl[2]->progs.rocemeter_fl),
+			  f_rc, l_rc },
 		};
 
 		while (n < MAX_CASES && c[n].name)
@@ -157,7 +162,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		printf("flow label benchmark: BPF_PROG_TEST_RUN, median of %d interleaved batches x %d runs, "
-		       "ns/packet (the kernel reports whole ns)\n", batches, repeat);
+		       "ns/packet (the kernel reports whole ns)\n",
+		       batches, repeat);
 		xdp = median[0];
 		tc = median[1];
 		reset_tc = median[3];

@@ -614,69 +614,34 @@ static int memory_table(int quick)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The baseline program, loaded so that a program array of xdp.frags programs takes it. */
+static int load_baseline(void)
 {
-	int batches = 11, quick = 0, memory_only = 0, opt;
-	const char *only = NULL;
-	double batch_ms = 40, t0 = now_s();
-	struct bcase *c, *drv_base, *drv_pass;
-	static const uint32_t ns_ctx[3] = { 1, 1000, 65536 };
-	char err[512];
-	struct sysinfo si;
-
-	while ((opt = getopt(argc, argv, "b:t:qmf:h")) != -1) {
-		switch (opt) {
-		case 'b':
-			batches = atoi(optarg);
-			break;
-		case 't':
-			batch_ms = atof(optarg);
-			break;
-		case 'q':
-			quick = 1;
-			batches = 5;
-			batch_ms = 10;
-			break;
-		case 'm':
-			memory_only = 1;
-			break;
-		case 'f':
-			only = optarg;
-			break;
-		default:
-			fprintf(stderr, "usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q] [-m] [-f TEXT]\n");
-			return opt == 'h' ? 0 : 2;
-		}
-	}
-	if (batches < 1 || batches > MAX_BATCHES || batch_ms <= 0) {
-		fprintf(stderr, "bench_meter: batches must be 1..%d and the batch time positive\n", MAX_BATCHES);
-		return 2;
-	}
-	if (geteuid() != 0) {
-		fprintf(stderr, "bench_meter: needs root (BPF_PROG_TEST_RUN)\n");
-		return 1;
-	}
-	frame_len = make_frame(frame);
-	if (memory_only)
-		return memory_table(quick) ? 1 : 0;
-
 	base = baseline__open();
 	if (!base) {
 		fprintf(stderr, "bench_meter: cannot open baseline.bpf.o\n");
-		return 1;
+		return -1;
 	}
 	/* same program, allowed into an xdp.frags program array (see bench.bpf.c) */
 	bpf_program__set_flags(base->progs.rm_base_xdp,
 			       bpf_program__flags(base->progs.rm_base_xdp) | BPF_F_XDP_HAS_FRAGS);
 	if (baseline__load(base)) {
 		fprintf(stderr, "bench_meter: cannot load baseline.bpf.o\n");
-		return 1;
+		return -1;
 	}
+	return 0;
+}
+
+/* The cases of the main table: the references, then the meter's figures. */
+static void add_main_cases(int quick, struct bcase **drv_base, struct bcase **drv_pass)
+{
+	static const uint32_t ns_ctx[3] = { 1, 1000, 65536 };
+	struct bcase *c;
 
 	add("empty XDP program, run directly", T_DIRECT_PASS, 0, 1, 0);
 	add("parse-only XDP, run directly", T_DIRECT_BASE, 0, 1, 0);
-	drv_pass = add("driver + tail call alone", T_DRV_PASS, RM_BENCH_INORDER, 1, 0);
-	drv_base = add("driver -> parse-only (the baseline)", T_DRV_BASE, RM_BENCH_INORDER, 1, 0);
+	*drv_pass = add("driver + tail call alone", T_DRV_PASS, RM_BENCH_INORDER, 1, 0);
+	*drv_base = add("driver -> parse-only (the baseline)", T_DRV_BASE, RM_BENCH_INORDER, 1, 0);
 	for (int i = 0; i < 3; i++) {
 		if (quick && ns_ctx[i] > 1000)
 			continue;
@@ -716,6 +681,14 @@ int main(int argc, char **argv)
 		c = add("meter, worst case (jumps of W - 1)", T_DRV_METER, RM_BENCH_JUMP, ns_ctx[i], RM_WINDOW_MAX);
 		c->step = RM_WINDOW_MAX - 1;
 	}
+}
+
+/* The cases of the breakdown (print_breakdown()) and of the per-CPU comparison (print_percpu()). */
+static void add_breakdown_cases(int quick)
+{
+	static const uint32_t ns_ctx[3] = { 1, 1000, 65536 };
+	struct bcase *c;
+
 	/* The breakdown: the same meter stopped after each stage (enum
 	 * rm_bench_cut), in-order at W = 1024, then the extra work of the
 	 * provisioning lookup and of a ring-buffer event per request. */
@@ -723,20 +696,19 @@ int main(int argc, char **argv)
 		static const char *const cut_name[] = {
 			[RM_CUT_PERCPU] = "per-CPU statistics and scratch lookups",
 			[RM_CUT_PARSE] = "parse and classification",
-			[RM_CUT_KEY] = "context key",
-			[RM_CUT_CLOCK] = "clock (bpf_ktime_get_coarse_ns)",
+			[RM_CUT_KEY] = "context key and clock (bpf_ktime_get_coarse_ns)",
 			[RM_CUT_CONTEXT] = "context lookup",
-			[RM_CUT_LOCK] = "window lookup, lock and unlock",
+			[RM_CUT_ENGINE] = "window lookup and the engine under the lock",
 		};
 
 		if (i == 1 || (quick && ns_ctx[i] > 1000) || (!quick && ns_ctx[i] == 1000))
 			continue;
-		for (uint32_t k = RM_CUT_PERCPU; k <= RM_CUT_LOCK; k++) {
+		for (uint32_t k = RM_CUT_PERCPU; k <= RM_CUT_ENGINE; k++) {
 			c = add(cut_name[k], T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i], 1024);
 			c->cut = k;
 			c->breakdown = 1;
 		}
-		c = add("engine and request statistics (the whole meter)", T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i],
+		c = add("request statistics and events (the whole meter)", T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i],
 			1024);
 		c->breakdown = 1;
 		c = add("the whole meter on the replay clock", T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i], 1024);
@@ -763,6 +735,14 @@ int main(int argc, char **argv)
 			c->breakdown = 2;
 		}
 	}
+}
+
+/* Mark the cases not to run: not selected by -f TEXT (only), or too big for this host. */
+static void skip_cases(const char *only)
+{
+	struct bcase *c;
+	struct sysinfo si;
+
 	/* Skip what would not fit in a quarter of RAM: the worst case keeps a
 	 * pool window (520 KiB at W = 2^22) in every context. */
 	sysinfo(&si);
@@ -789,6 +769,13 @@ int main(int argc, char **argv)
 			 (double)need / (1ull << 30), (double)si.totalram * si.mem_unit / (1ull << 30));
 		c->skip = c->why;
 	}
+}
+
+/* Set up and warm every case, run the interleaved batches, take the medians. 0, or -1 (said on stderr). */
+static int run_cases(int batches, double batch_ms)
+{
+	struct bcase *c;
+	char err[512];
 
 	for (int i = 0; i < ncases; i++) {
 		c = &cases[i];
@@ -796,10 +783,10 @@ int main(int argc, char **argv)
 			continue;
 		if (setup(c, err, sizeof(err))) {
 			fprintf(stderr, "bench_meter: %s, %u contexts, W = %u: %s\n", c->name, c->nctx, c->window, err);
-			return 1;
+			return -1;
 		}
 		if (warm(c, batch_ms * 1e6))
-			return 1;
+			return -1;
 	}
 	for (int b = 0; b < batches; b++) {
 		for (int i = 0; i < ncases; i++) {
@@ -810,7 +797,7 @@ int main(int argc, char **argv)
 				continue;
 			ns = run(c, c->repeat);
 			if (ns < 0)
-				return 1;
+				return -1;
 			c->ns[c->nb++] = ns;
 			c->runs += c->repeat;
 		}
@@ -820,12 +807,19 @@ int main(int argc, char **argv)
 		if (c->skip || !c->nb)
 			continue;
 		if (c->target == T_DRV_METER && !c->cut && check_meter(c))
-			return 1;
+			return -1;
 		qsort(c->ns, (size_t)c->nb, sizeof(double), cmp_double);
 		c->med = c->ns[c->nb / 2];
 		c->min = c->ns[0];
 		c->max = c->ns[c->nb - 1];
 	}
+	return 0;
+}
+
+/* The main table, and the worst case against in-order at the same W and contexts. */
+static void print_main_table(int batches, double batch_ms, const struct bcase *drv_base, const struct bcase *drv_pass)
+{
+	struct bcase *c;
 
 	printf("XDP meter, BPF_PROG_TEST_RUN: ns/packet, median (min-max) of %d interleaved batches of ~%.0f ms; "
 	       "ratio = median / median of \"driver -> parse-only\". SEND Only, IPv4, %zu-byte frames; the kernel "
@@ -874,6 +868,60 @@ int main(int argc, char **argv)
 		if (o)
 			printf("Worst case / in-order at W = 2^22, %u context(s): %.0fx\n", w->nctx, w->med / o->med);
 	}
+}
+
+int main(int argc, char **argv)
+{
+	int batches = 11, quick = 0, memory_only = 0, opt;
+	const char *only = NULL;
+	double batch_ms = 40, t0 = now_s();
+	struct bcase *drv_base, *drv_pass;
+
+	while ((opt = getopt(argc, argv, "b:t:qmf:h")) != -1) {
+		switch (opt) {
+		case 'b':
+			batches = atoi(optarg);
+			break;
+		case 't':
+			batch_ms = atof(optarg);
+			break;
+		case 'q':
+			quick = 1;
+			batches = 5;
+			batch_ms = 10;
+			break;
+		case 'm':
+			memory_only = 1;
+			break;
+		case 'f':
+			only = optarg;
+			break;
+		default:
+			fprintf(stderr, "usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q] [-m] [-f TEXT]\n");
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (batches < 1 || batches > MAX_BATCHES || batch_ms <= 0) {
+		fprintf(stderr, "bench_meter: batches must be 1..%d and the batch time positive\n", MAX_BATCHES);
+		return 2;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "bench_meter: needs root (BPF_PROG_TEST_RUN)\n");
+		return 1;
+	}
+	frame_len = make_frame(frame);
+	if (memory_only)
+		return memory_table(quick) ? 1 : 0;
+
+	if (load_baseline())
+		return 1;
+
+	add_main_cases(quick, &drv_base, &drv_pass);
+	add_breakdown_cases(quick);
+	skip_cases(only);
+	if (run_cases(batches, batch_ms))
+		return 1;
+	print_main_table(batches, batch_ms, drv_base, drv_pass);
 	print_breakdown(drv_base, drv_pass);
 	print_percpu(drv_base);
 	if (!only && memory_table(quick))

@@ -141,8 +141,9 @@ static void test_design_vectors(void **state)
 
 	for (int v = 0; v < RM_FL__VARIANTS; v++) {
 		for (int i = 0; i < 4; i++) {
-			struct rm_frame_spec s = { .opcode = fr[i].opcode, .sqp = fr[i].sqp, .dqp = fr[i].dqp,
-						   .payload = 16 };
+			struct rm_frame_spec s = {
+				.opcode = fr[i].opcode, .sqp = fr[i].sqp, .dqp = fr[i].dqp, .payload = 16
+			};
 			uint8_t buf[256];
 			size_t len;
 
@@ -151,8 +152,9 @@ static void test_design_vectors(void **state)
 			len = rm_frame_build(buf, sizeof(buf), &s);
 			assert_true(len > 0);
 			run_expect(f, v, buf, len, IP6_OFF(0), design_label[i][v]);
-			expect_one(f, v, rm_opcode_has_deth(fr[i].opcode) ? RM_FL_STAT_REWRITTEN_UD
-									     : RM_FL_STAT_REWRITTEN_RC);
+			expect_one(f, v,
+				   rm_opcode_has_deth(fr[i].opcode) ? RM_FL_STAT_REWRITTEN_UD
+								    : RM_FL_STAT_REWRITTEN_RC);
 		}
 	}
 }
@@ -170,13 +172,13 @@ static void test_traffic_class_kept(void **state)
 	addr_low(s.dst, 2);
 	len = rm_frame_build(buf, sizeof(buf), &s);
 	assert_int_equal(rm_frame_test_run(prog_fd(f, RM_FL_LITERAL), buf, len, out, sizeof(out), &olen, &ret), 0);
-	assert_int_equal(out[14], 0x6A);          /* version 6, TC high nibble A */
-	assert_int_equal(out[15] & 0xf0, 0xB0);   /* TC low nibble B */
+	assert_int_equal(out[14], 0x6A);        /* version 6, TC high nibble A */
+	assert_int_equal(out[15] & 0xf0, 0xB0); /* TC low nibble B */
 	assert_int_equal(rm_frame_flow_label(out + 14), 0x193A9);
 	expect_one(f, RM_FL_LITERAL, RM_FL_STAT_REWRITTEN_RC);
 }
 
-/* Seed 002 rule 2: a non-zero arriving label is never changed. */
+/* [FLOWLABEL] rule 2: a non-zero arriving label is never changed. */
 static void test_nonzero_label_untouched(void **state)
 {
 	struct fx *f = *state;
@@ -279,8 +281,12 @@ static void test_vlan_and_ext_headers(void **state)
 
 	for (int nvlan = 0; nvlan <= 2; nvlan++) {
 		for (int next = 0; next <= RM_IPV6_EXT_MAX; next++) {
-			struct rm_frame_spec s = { .nvlan = nvlan, .n_dstopts = next, .opcode = 0x64,
-						   .sqp = 0x123456, .dqp = 0xABCDEF, .payload = 20 };
+			struct rm_frame_spec s = { .nvlan = nvlan,
+						   .n_dstopts = next,
+						   .opcode = 0x64,
+						   .sqp = 0x123456,
+						   .dqp = 0xABCDEF,
+						   .payload = 20 };
 			uint8_t buf[512];
 			size_t len;
 
@@ -325,8 +331,9 @@ static void test_unconfigured(void **state)
 	addr_low(s.src, 1);
 	addr_low(s.dst, 2);
 	len = rm_frame_build(buf, sizeof(buf), &s);
-	assert_int_equal(rm_frame_test_run(bpf_program__fd(skel->progs.rocemeter_fl), buf, len, out, sizeof(out),
-				     &olen, &ret), 0);
+	assert_int_equal(
+		rm_frame_test_run(bpf_program__fd(skel->progs.rocemeter_fl), buf, len, out, sizeof(out), &olen, &ret),
+		0);
 	assert_memory_equal(out, buf, len);
 	assert_int_equal(rm_fl_stats_sum(bpf_map__fd(skel->maps.fl_stats), sums), 0);
 	assert_int_equal(sums[RM_FL_STAT_NOT_CONFIGURED], 1);
@@ -337,14 +344,10 @@ int main(void)
 {
 	rm_selftest_require_root("BPF_PROG_TEST_RUN");
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_design_vectors),
-		cmocka_unit_test(test_traffic_class_kept),
-		cmocka_unit_test(test_nonzero_label_untouched),
-		cmocka_unit_test(test_ipv4_untouched),
-		cmocka_unit_test(test_not_rocev2_untouched),
-		cmocka_unit_test(test_truncated),
-		cmocka_unit_test(test_vlan_and_ext_headers),
-		cmocka_unit_test(test_unconfigured),
+		cmocka_unit_test(test_design_vectors),          cmocka_unit_test(test_traffic_class_kept),
+		cmocka_unit_test(test_nonzero_label_untouched), cmocka_unit_test(test_ipv4_untouched),
+		cmocka_unit_test(test_not_rocev2_untouched),    cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_vlan_and_ext_headers),    cmocka_unit_test(test_unconfigured),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

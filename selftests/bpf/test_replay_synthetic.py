@@ -133,7 +133,7 @@ def test_builder_decodes_in_tshark(encap, tmp_path):
 
 
 # --------------------------------------------------------------------------
-# Seed 000, "Verification Examples", verbatim.
+# [SEQOBS], "Verification Examples", verbatim.
 
 @pytest.mark.parametrize("encap", ENCAPS)
 def test_example_reorder(encap, tmp_path):
@@ -553,7 +553,7 @@ def test_context_table_full(encap, tmp_path):
 
 @pytest.mark.parametrize("encap", ENCAPS[:3])
 def test_capture_truncation_is_a_capture_discontinuity(encap, tmp_path):
-    """Seed 000: "A capture gap closes affected epochs with
+    """[SEQOBS]: "A capture gap closes affected epochs with
     captureDiscontinuity; metering resumes only after complete observation
     has been re-established and starts fresh state." Here the capture's snap
     length cut request PSN 3 of the provisioned connection inside its BTH

@@ -23,7 +23,7 @@ WAIT = 30.0  # bound for a Distributed insert to reach its shard; never a timing
 pytestmark = pytest.mark.skipif(not os.path.exists(BIN), reason="build/rocemeter not built")
 needs_ch = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
 
-# docs/fleet.md "Schema": the SQLite store's tables (user/collect/store.h), with
+# docs/fleet.md "Schema": the SQLite store's tables (user/store/sqlite/store.h), with
 # the engine each gets; rows that change are written again with a version.
 ENGINES = {"runs": "ReplacingMergeTree", "sessions": "ReplacingMergeTree", "epochs": "ReplacingMergeTree",
            "raw_records": "MergeTree", "drops": "MergeTree", "connections": "MergeTree",

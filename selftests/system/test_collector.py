@@ -37,7 +37,7 @@ pytestmark = pytest.mark.skipif(not os.path.exists(BIN), reason="build/rocemeter
 
 # ------------------------------------------------------------ IPFIX by hand
 
-# Seed 000 "Profile Fields in Example Order", IPv4: (name, enterprise, IE, octets).
+# [SEQOBS] "Profile Fields in Example Order", IPv4: (name, enterprise, IE, octets).
 # Standard IEs keep their IANA numbers; the others are enterprise-specific
 # under the PEN with the numbers of docs/rocemeter-ie.xml.
 V4 = [("obs", 0, 138, 8), ("src", 0, 8, 4), ("dst", 0, 12, 4), ("qp", 1, 1, 4), ("pkey", 1, 2, 2),
@@ -78,7 +78,7 @@ def templates_msg(fields=V4, tid=256, domain=0):
     return message(ipfix_set(2, template_record(tid, fields)), oset, odata, domain=domain)
 
 
-# Seed 000 verification example 1 (W=4, PSNs 100,102,101,103,102):
+# [SEQOBS] "Verification Examples", example 1 (W=4, PSNs 100,102,101,103,102):
 # requests=5, skipped=1, filled=1, repeated=1, the rest 0.
 def report(epoch=1, rid=1, **kw):
     r = dict(obs=7, src=bytes([192, 0, 2, 1]), dst=bytes([192, 0, 2, 2]), qp=0x000123, pkey=0xFFFF,

@@ -365,7 +365,7 @@ def retired(m):
 
 def ipfix_file(path, first_epoch, n_epochs, reports, per_msg=100):
     """An exporter's IPFIX file: Templates, then n_epochs epochs of `reports` reports each, the last
-    final ([SEQOBS] verification example 1 counters), per_msg records per Message."""
+    final ([SEQOBS] "Verification Examples", example 1 counters), per_msg records per Message."""
     recs = []
     for k in range(reports):
         for e in range(first_epoch, first_epoch + n_epochs):

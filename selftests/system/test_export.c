@@ -263,8 +263,8 @@ static void test_no_session_counts(void **state)
  * sides completed; *c_ok / *s_ok: each side's completion. The SSLs are
  * returned for authorisation checks (caller frees).
  */
-static int handshake(SSL_CTX *cc, SSL_CTX *sc, const struct rm_tls_settings *ct, SSL **cp, SSL **sp,
-		     int *c_ok, int *s_ok)
+static int handshake(SSL_CTX *cc, SSL_CTX *sc, const struct rm_tls_settings *ct, SSL **cp, SSL **sp, int *c_ok,
+		     int *s_ok)
 {
 	SSL *c = SSL_new(cc), *s = SSL_new(sc);
 	BIO *bc, *bs;
@@ -311,11 +311,11 @@ static int handshake(SSL_CTX *cc, SSL_CTX *sc, const struct rm_tls_settings *ct,
 struct hs_case {
 	const char *client_cert;
 	const char *server_cert;
-	const char *client_peer;  /* the name the client authorises */
-	const char *server_peer;  /* the name the server authorises */
-	int client_max_tls12;     /* client limited to TLS 1.2 (a plain OpenSSL context) */
+	const char *client_peer; /* the name the client authorises */
+	const char *server_peer; /* the name the server authorises */
+	int client_max_tls12;    /* client limited to TLS 1.2 (a plain OpenSSL context) */
 	int expect_ok;
-	const char *expect_why;   /* substring of the failing side's verify error */
+	const char *expect_why; /* substring of the failing side's verify error */
 };
 
 static void run_case(const struct hs_case *k)
@@ -361,8 +361,8 @@ static void run_case(const struct hs_case *k)
 		if (ok)
 			fail_msg("%s -> %s: handshake succeeded, expected a refusal", k->client_cert, k->server_cert);
 		if (k->expect_why && !strstr(why_c, k->expect_why) && !strstr(why_s, k->expect_why))
-			fail_msg("%s -> %s: reasons '%s' / '%s', expected '%s'", k->client_cert, k->server_cert,
-				 why_c, why_s, k->expect_why);
+			fail_msg("%s -> %s: reasons '%s' / '%s', expected '%s'", k->client_cert, k->server_cert, why_c,
+				 why_s, k->expect_why);
 		/* Whatever completed must not pass authorisation either. */
 		if (cok)
 			assert_int_equal(rm_tls_authorize_peer(c, &ct, err, sizeof(err)) == 0 && sok, 0);
@@ -513,7 +513,9 @@ static int drive(const char *config)
 				if (sn && sn != seen)
 					break;
 				clock_gettime(CLOCK_MONOTONIC, &t);
-				if ((uint64_t)(t.tv_sec - t0.tv_sec) * 1000 + (uint64_t)(t.tv_nsec - t0.tv_nsec) / 1000000 >= a) {
+				if ((uint64_t)(t.tv_sec - t0.tv_sec) * 1000 +
+					    (uint64_t)(t.tv_nsec - t0.tv_nsec) / 1000000 >=
+				    a) {
 					sn = 0;
 					break;
 				}

@@ -94,7 +94,7 @@ def ref_hash(variant, data, mix=False, seed=0):
 
 
 def ref_input(src, dst, dqp, sqp=None):
-    """Seed 002: {Src_QP ||} Dst_QP || low16(src) || low16(dst), big-endian."""
+    """[FLOWLABEL]: {Src_QP ||} Dst_QP || low16(src) || low16(dst), big-endian."""
     s = ipaddress.IPv6Address(src).packed
     d = ipaddress.IPv6Address(dst).packed
     head = sqp.to_bytes(3, "big") if sqp is not None else b""

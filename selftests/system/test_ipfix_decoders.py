@@ -465,7 +465,7 @@ def test_element_file_matches_header():
             int(rec.find("cert:enterpriseId", ns).text), int(rec.find("i:elementId", ns).text),
             rec.find("i:dataType", ns).text, rec.find("i:dataTypeSemantics", ns).text,
             (rec.find("i:units", ns).text if rec.find("i:units", ns) is not None else "none"))
-    # Seed 000 "Information Element Definitions" (type, semantics, units); QP/P_Key per the referenced draft.
+    # [SEQOBS] "Information Element Definitions" (type, semantics, units); QP/P_Key per the referenced draft.
     seed = {
         "rdmaDestinationQP": ("unsigned32", "identifier", "none"),
         "rdmaPartitionKey": ("unsigned16", "identifier", "none"),

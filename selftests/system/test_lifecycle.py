@@ -696,7 +696,7 @@ def test_live_sigterm_finals_for_every_open_epoch(veth, daemons, tmp_path):
 
 
 def test_live_sigterm_under_traffic_leaves_no_unreported_epoch(veth, daemons, tmp_path):
-    """Seed 000 / docs/architecture.md "Every closure is atomic": no request is lost between epochs.
+    """[SEQOBS] / docs/architecture.md "Every closure is atomic": no request is lost between epochs.
     SIGTERM while 64 connections keep sending: every epoch that counted a
     request gets a final report. The pins are kept (--keep-pins), so after
     the exit the contexts can be read: none may hold an open epoch (one

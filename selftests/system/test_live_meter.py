@@ -237,7 +237,7 @@ def not_roce(i):
             UDP(sport=40000 + i, dport=9) / Raw(b"marker%d" % i))
 
 
-# Seed 000 "Verification Examples", W = 4.
+# [SEQOBS] "Verification Examples", W = 4.
 SEED_EXAMPLES = {
     # QP: (PSNs, expected counters of the open epoch)
     0x000101: ([100, 102, 101, 103, 102],

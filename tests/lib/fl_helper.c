@@ -103,7 +103,8 @@ static int run_frames(const struct rm_flowlabel_opts *o)
 		}
 		if (!n)
 			continue;
-		if (rm_frame_test_run(bpf_program__fd(skel->progs.rocemeter_fl), in, n, out, sizeof(out), &olen, &ret)) {
+		if (rm_frame_test_run(bpf_program__fd(skel->progs.rocemeter_fl), in, n, out, sizeof(out), &olen,
+				      &ret)) {
 			printf("ERR %s\n", strerror(errno));
 			continue;
 		}

@@ -23,22 +23,22 @@
 
 /* What to build; a zeroed spec is an IPv6 RC frame with defaults marked "0:". */
 struct rm_frame_spec {
-	int ipv4;           /* 1: IPv4 instead of IPv6 */
-	int nvlan;          /* 802.1Q tags (VLAN IDs 100, 101, ...) */
-	uint16_t tpid;      /* 0: 0x8100 for every tag */
-	uint8_t src[16];    /* IPv6 (IPv4: first 4 bytes) */
+	int ipv4;        /* 1: IPv4 instead of IPv6 */
+	int nvlan;       /* 802.1Q tags (VLAN IDs 100, 101, ...) */
+	uint16_t tpid;   /* 0: 0x8100 for every tag */
+	uint8_t src[16]; /* IPv6 (IPv4: first 4 bytes) */
 	uint8_t dst[16];
 	uint32_t label;     /* arriving Flow Label (20 bits) */
 	uint8_t tclass;     /* Traffic Class */
 	int n_dstopts;      /* IPv6 destination-options headers (8 bytes each) before UDP */
 	uint16_t udp_dport; /* 0: 4791 */
 	uint8_t opcode;
-	uint8_t tver;       /* BTH TVer (4 bits) */
-	uint16_t pkey;      /* 0: 0xFFFF (the default P_Key) */
-	uint32_t dqp, sqp;  /* sqp written into a DETH when the opcode is UD SEND */
-	uint32_t psn;       /* BTH PSN (24 bits) */
-	int no_deth;        /* 1: omit the DETH even for UD opcodes */
-	uint32_t payload;   /* bytes after BTH/DETH (extended headers, data), before the ICRC */
+	uint8_t tver;      /* BTH TVer (4 bits) */
+	uint16_t pkey;     /* 0: 0xFFFF (the default P_Key) */
+	uint32_t dqp, sqp; /* sqp written into a DETH when the opcode is UD SEND */
+	uint32_t psn;      /* BTH PSN (24 bits) */
+	int no_deth;       /* 1: omit the DETH even for UD opcodes */
+	uint32_t payload;  /* bytes after BTH/DETH (extended headers, data), before the ICRC */
 };
 
 static inline void rm_put16(uint8_t *p, uint32_t v)
@@ -108,8 +108,8 @@ static inline size_t rm_frame_build(uint8_t *buf, size_t cap, const struct rm_fr
 		memcpy(ip + 24, s->dst, 16);
 		for (int i = 0; i < s->n_dstopts; i++, eh += 8) {
 			eh[0] = i + 1 < s->n_dstopts ? 60 : 17;
-			eh[1] = 0;    /* 8 bytes */
-			eh[2] = 1;    /* PadN option */
+			eh[1] = 0; /* 8 bytes */
+			eh[2] = 1; /* PadN option */
 			eh[3] = 4;
 		}
 		udp = eh;
@@ -132,7 +132,7 @@ static inline size_t rm_frame_build(uint8_t *buf, size_t cap, const struct rm_fr
 
 /* Run one frame through prog_fd; out gets the resulting frame. Returns 0 or -errno. */
 static inline int rm_frame_test_run(int prog_fd, const uint8_t *in, size_t len, uint8_t *out, size_t cap,
-			      size_t *out_len, uint32_t *retval)
+				    size_t *out_len, uint32_t *retval)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in, .data_size_in = (uint32_t)len, .data_out = out,
 		    .data_size_out = (uint32_t)cap, .repeat = 1);

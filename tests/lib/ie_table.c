@@ -15,10 +15,14 @@
 static const char *in_name(enum rm_ie_in in)
 {
 	switch (in) {
-	case RM_IE_IN_ALL: return "all";
-	case RM_IE_IN_IPV4: return "ipv4";
-	case RM_IE_IN_IPV6: return "ipv6";
-	case RM_IE_IN_VLAN: return "vlan";
+	case RM_IE_IN_ALL:
+		return "all";
+	case RM_IE_IN_IPV4:
+		return "ipv4";
+	case RM_IE_IN_IPV6:
+		return "ipv6";
+	case RM_IE_IN_VLAN:
+		return "vlan";
 	}
 	return "?";
 }
@@ -27,14 +31,14 @@ int main(void)
 {
 	json_t *ies = json_array(), *flags = json_array(), *out;
 
-#define IE_(stem, name, pen, type, octets, sem, units, key, in, member)                                           \
-	json_array_append_new(ies, json_pack("{s:s, s:i, s:b, s:s, s:i, s:s, s:s, s:b, s:s, s:s}", "name", name,  \
-					     "number", RM_IE_NUMBER(stem, pen), "enterprise", RM_IE_##pen,        \
-					     "type", #type, "octets", octets, "semantics", #sem, "units", #units, \
-					     "key", key, "in", in_name(RM_IE_IN_##in), "member", #member));
+#define IE_(stem, name, pen, type, octets, sem, units, key, in, member)                                               \
+	json_array_append_new(ies, json_pack("{s:s, s:i, s:b, s:s, s:i, s:s, s:s, s:b, s:s, s:s}", "name", name,      \
+					     "number", RM_IE_NUMBER(stem, pen), "enterprise", RM_IE_##pen, "type",    \
+					     #type, "octets", octets, "semantics", #sem, "units", #units, "key", key, \
+					     "in", in_name(RM_IE_IN_##in), "member", #member));
 	RM_IPFIX_IES(IE_)
 #undef IE_
-#define FLAG_(suffix, mask, name, meaning)                                                                          \
+#define FLAG_(suffix, mask, name, meaning) \
 	json_array_append_new(flags, json_pack("{s:s, s:i, s:s}", "name", name, "mask", mask, "meaning", meaning));
 	RM_FLAGS(FLAG_)
 #undef FLAG_

@@ -36,9 +36,9 @@ static uint32_t num(const char *s, const char *what)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "pen", required_argument, NULL, 'p' },     { "domain", required_argument, NULL, 'd' },
-		{ "vlan", no_argument, NULL, 'v' },          { "per-msg", required_argument, NULL, 'n' },
-		{ "time", required_argument, NULL, 't' },    { NULL, 0, NULL, 0 },
+		{ "pen", required_argument, NULL, 'p' },  { "domain", required_argument, NULL, 'd' },
+		{ "vlan", no_argument, NULL, 'v' },       { "per-msg", required_argument, NULL, 'n' },
+		{ "time", required_argument, NULL, 't' }, { NULL, 0, NULL, 0 },
 	};
 	uint32_t pen = RM_IPFIX_DEFAULT_PEN, domain = 1, when = 1700000000;
 	size_t per_msg = 1000000, n = 0, cap = 0, done = 0, len;
@@ -52,12 +52,23 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 'p': pen = num(optarg, "--pen"); break;
-		case 'd': domain = num(optarg, "--domain"); break;
-		case 'v': vlan = 1; break;
-		case 'n': per_msg = num(optarg, "--per-msg"); break;
-		case 't': when = num(optarg, "--time"); break;
-		default: return 2;
+		case 'p':
+			pen = num(optarg, "--pen");
+			break;
+		case 'd':
+			domain = num(optarg, "--domain");
+			break;
+		case 'v':
+			vlan = 1;
+			break;
+		case 'n':
+			per_msg = num(optarg, "--per-msg");
+			break;
+		case 't':
+			when = num(optarg, "--time");
+			break;
+		default:
+			return 2;
 		}
 	}
 	if (optind != argc - 1 || per_msg == 0) {

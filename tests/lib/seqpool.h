@@ -22,9 +22,9 @@ struct rm_pool {
 	uint32_t nwords; /* ring words of a window */
 	uint32_t n;      /* windows */
 	uint32_t nfree;
-	uint32_t *free;  /* free slots, a stack */
-	__u64 **win;     /* n windows of RM_POOL_VALUE_WORDS(nwords) words */
-	int blocked;     /* look empty: no spare is handed out */
+	uint32_t *free; /* free slots, a stack */
+	__u64 **win;    /* n windows of RM_POOL_VALUE_WORDS(nwords) words */
+	int blocked;    /* look empty: no spare is handed out */
 	uint64_t taken, released, exhausted;
 	const char *bug; /* a window given back not zero, a slot given back twice */
 	struct rm_window_scratch sc;

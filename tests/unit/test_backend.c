@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * test_backend.c - the collector's store interface (user/collect/backend.h):
+ * test_backend.c - the collector's store interface (user/store/backend.h):
  * the store chosen by its spec (store_spec.h: sqlite:FILE, clickhouse:URL),
  * writes through the interface reaching the SQLite file (read back with
  * SQLite itself), and what the ClickHouse store needs no server for: an
@@ -20,9 +20,9 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "collect/backend.h"
-#include "collect/chstore.h"
-#include "collect/store_spec.h"
+#include "store/backend.h"
+#include "store/clickhouse/chstore.h"
+#include "store/store_spec.h"
 
 static char dir[64];
 
@@ -336,10 +336,14 @@ static void test_refusal_hint(void **state)
 		const char *err;
 		const char *fix; /* a word of the hint, NULL: none */
 	} cases[] = {
-		{ "http://h:8123/: HTTP 516: Code: 516. DB::Exception: default: Authentication failed", "store_credentials" },
-		{ "http://h:8123/: HTTP 500: Code: 193, e.displayText() = DB::Exception: Wrong password", "store_credentials" },
-		{ "http://h:8123/: HTTP 500: Code: 192, e.displayText() = DB::Exception: Unknown user x", "store_credentials" },
-		{ "http://h:8123/: HTTP 500: Code: 194, e.displayText() = DB::Exception: Password required", "store_credentials" },
+		{ "http://h:8123/: HTTP 516: Code: 516. DB::Exception: default: Authentication failed",
+		  "store_credentials" },
+		{ "http://h:8123/: HTTP 500: Code: 193, e.displayText() = DB::Exception: Wrong password",
+		  "store_credentials" },
+		{ "http://h:8123/: HTTP 500: Code: 192, e.displayText() = DB::Exception: Unknown user x",
+		  "store_credentials" },
+		{ "http://h:8123/: HTTP 500: Code: 194, e.displayText() = DB::Exception: Password required",
+		  "store_credentials" },
 		{ "http://h:8123/: HTTP 403: Code: 497. DB::Exception: x: Not enough privileges", "store_credentials" },
 		{ "http://h:8123/: HTTP 401: Unauthorized", "store_credentials" },
 		{ "http://h:8123/: HTTP 404: Code: 81, e.displayText() = DB::Exception: Database nosuch doesn't exist",
@@ -365,10 +369,8 @@ static void test_refusal_hint(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_specs),
-		cmocka_unit_test(test_sqlite_writes),
-		cmocka_unit_test(test_collector_id),
-		cmocka_unit_test(test_epoch_row),
+		cmocka_unit_test(test_specs),        cmocka_unit_test(test_sqlite_writes),
+		cmocka_unit_test(test_collector_id), cmocka_unit_test(test_epoch_row),
 		cmocka_unit_test(test_refusal_hint),
 	};
 

@@ -13,7 +13,7 @@
 
 #include "rocemeter/bth.h"
 
-/* Seed 001, transport prefixes: RC 0x00-0x1F, UC 0x20-0x3F, RD 0x40-0x5F, UD 0x60-0x7F, CNP 0x80-0x9F, XRC 0xA0-0xBF. */
+/* [IBPKT], transport prefixes: RC 0x00-0x1F, UC 0x20-0x3F, RD 0x40-0x5F, UD 0x60-0x7F, CNP 0x80-0x9F, XRC 0xA0-0xBF. */
 static void test_transport(void **state)
 {
 	static const struct {
@@ -141,7 +141,7 @@ static void test_send_write_ext_len(void **state)
 }
 
 /*
- * Seed 001's example BTH (infiniband.pcap frame 10): OpCode 4, SE 0, M 1,
+ * [IBPKT]'s example BTH (infiniband.pcap frame 10): OpCode 4, SE 0, M 1,
  * PadCnt 0, TVer 0, P_Key 0xffff, AckReq 1, PSN 13896277 (0xD40A55); the
  * DestQP is masked in [IBPKT], 0x123456 here. Then PadCnt 3 and TVer 0xF
  * with SE and M set, and a DETH with SrcQP 0xABCDEF.

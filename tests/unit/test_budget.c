@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * test_budget.c - the collector's memory budget (user/collect/budget.c) and
+ * test_budget.c - the collector's memory budget (user/rules/budget.c) and
  * its two users without sockets or SQLite: the collector rules (retained
  * epochs) and the IPFIX decoder (Templates). Expected values come from the
  * charges documented in docs/collector.md ("Memory budget": 768 bytes per
@@ -17,9 +17,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "collect/budget.h"
-#include "collect/collector_rules.h"
-#include "collect/ipfix_decode.h"
+#include "rules/budget.h"
+#include "rules/collector_rules.h"
+#include "rules/ipfix_decode.h"
 #include "rocemeter/seqobs.h"
 
 /* docs/collector.md "Memory budget" */
@@ -101,7 +101,7 @@ static void on_drop(void *arg, uint64_t session_id, uint32_t domain, uint64_t ep
 
 static const struct rm_rules_sink sink = { on_epoch, on_drop, NULL, NULL };
 
-/* Seed 000 verification example 1 (W=4, PSNs 100,102,101,103,102). */
+/* [SEQOBS] "Verification Examples", example 1 (W=4, PSNs 100,102,101,103,102). */
 static struct rm_report rep(uint64_t epoch, uint64_t report, int final)
 {
 	struct rm_report r;

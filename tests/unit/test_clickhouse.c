@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * test_clickhouse.c - what the ClickHouse client (user/collect/clickhouse.c)
- * and the store option (user/collect/store_spec.c) do without a server: the
+ * test_clickhouse.c - what the ClickHouse client (user/store/clickhouse/clickhouse.c)
+ * and the store option (user/store/store_spec.c) do without a server: the
  * store URL, the credentials file, the statements of the shipped DDL, string
  * quoting, a refused connection. Expected values come from the URL forms and
- * rules of docs/fleet.md, the tables of user/collect/store.h and ClickHouse's
+ * rules of docs/fleet.md, the tables of user/store/sqlite/store.h and ClickHouse's
  * string literal syntax (backslash escapes).
  */
 #include <stdarg.h>
@@ -21,8 +21,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "collect/clickhouse.h"
-#include "collect/store_spec.h"
+#include "store/clickhouse/clickhouse.h"
+#include "store/store_spec.h"
 
 /* The tables of the SQLite store (store.h), epochs being one plain table in ClickHouse. */
 static const char *const tables[] = {
@@ -324,11 +324,16 @@ static void test_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_url),        cmocka_unit_test(test_credentials),
-		cmocka_unit_test(test_ddl),        cmocka_unit_test(test_statements),
-		cmocka_unit_test(test_quote),      cmocka_unit_test(test_quote_space),
-		cmocka_unit_test(test_store_spec), cmocka_unit_test(test_refused),
-		cmocka_unit_test(test_url_default_port), cmocka_unit_test(test_credentials_mode),
+		cmocka_unit_test(test_url),
+		cmocka_unit_test(test_credentials),
+		cmocka_unit_test(test_ddl),
+		cmocka_unit_test(test_statements),
+		cmocka_unit_test(test_quote),
+		cmocka_unit_test(test_quote_space),
+		cmocka_unit_test(test_store_spec),
+		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_url_default_port),
+		cmocka_unit_test(test_credentials_mode),
 		cmocka_unit_test(test_credentials_forms),
 	};
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * test_collector_rules.c - user/collect/collector_rules.c against [SEQOBS]
+ * test_collector_rules.c - user/rules/collector_rules.c against [SEQOBS]
  * "Collector Processing": record checks (ranges, flags, the arithmetic
  * relations of "Bounded Sequence Observation Algorithm"), report ordering,
  * epoch keys, the admission high-water, limits and outcomes. Reports are
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "collect/collector_rules.h"
+#include "rules/collector_rules.h"
 #include "rocemeter/seqobs.h"
 
 #define MAXREC 64
@@ -89,7 +89,7 @@ static void fx_free(struct fx *f)
 }
 
 /*
- * Seed 000 verification example 1 (W=4, PSNs 100,102,101,103,102):
+ * [SEQOBS] "Verification Examples", example 1 (W=4, PSNs 100,102,101,103,102):
  * requests=5, skipped=1, filled=1, repeated=1, everything else 0.
  */
 static struct rm_report rep(uint64_t epoch, uint64_t report)
@@ -369,7 +369,7 @@ static void test_stale(void **state)
 }
 
 /*
- * Seed 000: "A smaller report ID is stale and MUST NOT modify already
+ * [SEQOBS]: "A smaller report ID is stale and MUST NOT modify already
  * published values" - also when the stale record breaks a record-level rule
  * on its own (closure reason in a non-final record, broken arithmetic): the
  * epoch keeps its state and outcome, open or complete.
@@ -412,10 +412,14 @@ static void test_decrease_and_immutables(void **state)
 	static const struct {
 		const char *what;
 		int field;
-	} cases[] = { { "requestPacketTotalCount decreased", 0 }, { "skippedPsnTotalCount decreased", 1 },
-		      { "rdmaSequenceWindow changed", 2 }, { "generationUnverified", 3 },
-		      { "flowStartMilliseconds changed", 4 }, { "repeatedPsnTotalCount decreased", 5 },
-		      { "unclassifiedLatePacketTotalCount decreased", 6 }, { "expiredPsnTotalCount decreased", 7 } };
+	} cases[] = { { "requestPacketTotalCount decreased", 0 },
+		      { "skippedPsnTotalCount decreased", 1 },
+		      { "rdmaSequenceWindow changed", 2 },
+		      { "generationUnverified", 3 },
+		      { "flowStartMilliseconds changed", 4 },
+		      { "repeatedPsnTotalCount decreased", 5 },
+		      { "unclassifiedLatePacketTotalCount decreased", 6 },
+		      { "expiredPsnTotalCount decreased", 7 } };
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct fx *f = fx_new(4, 16, 0);
@@ -424,14 +428,30 @@ static void test_decrease_and_immutables(void **state)
 		r1.expired = 1, r1.skipped += 1, r1.unclassified_late = 1, r1.requests += 1;
 		r2 = grow(r1, 2);
 		switch (cases[i].field) {
-		case 0: r2 = r1, r2.report_id = 2, r2.requests -= 1; break;
-		case 1: r2.skipped = 1, r2.filled = 0; break;
-		case 2: r2.window = 8; break;
-		case 3: r2.flags &= (uint16_t)~RM_FLAG_GENERATION_UNVERIFIED; break;
-		case 4: r2.flow_start_ms -= 1; break;
-		case 5: r2.repeated = 0; break;
-		case 6: r2.unclassified_late = 0; break;
-		case 7: r2.expired = 0, r2.skipped -= 1; break;
+		case 0:
+			r2 = r1, r2.report_id = 2, r2.requests -= 1;
+			break;
+		case 1:
+			r2.skipped = 1, r2.filled = 0;
+			break;
+		case 2:
+			r2.window = 8;
+			break;
+		case 3:
+			r2.flags &= (uint16_t)~RM_FLAG_GENERATION_UNVERIFIED;
+			break;
+		case 4:
+			r2.flow_start_ms -= 1;
+			break;
+		case 5:
+			r2.repeated = 0;
+			break;
+		case 6:
+			r2.unclassified_late = 0;
+			break;
+		case 7:
+			r2.expired = 0, r2.skipped -= 1;
+			break;
 		}
 		char why[256];
 		assert_int_equal(rm_rules_check_record(&r2, why, sizeof(why)), 0); /* valid on its own */
@@ -625,12 +645,24 @@ static void test_key_identity(void **state)
 		f = fx_new(4, 16, 0);
 		other = grow(r1, 2);
 		switch (i) {
-		case 0: other.observation_point_id = 8; break;
-		case 1: other.src[3] = 9; break;
-		case 2: other.dst[3] = 9; break;
-		case 3: other.pkey = 0x8001; break;
-		case 4: other.has_vlan_ns = 1, other.vlan[0] = 10; break;
-		case 5: other.family = 6; break;
+		case 0:
+			other.observation_point_id = 8;
+			break;
+		case 1:
+			other.src[3] = 9;
+			break;
+		case 2:
+			other.dst[3] = 9;
+			break;
+		case 3:
+			other.pkey = 0x8001;
+			break;
+		case 4:
+			other.has_vlan_ns = 1, other.vlan[0] = 10;
+			break;
+		case 5:
+			other.family = 6;
+			break;
 		}
 		assert_int_equal(feed(f, 0, &r1), RM_V_ACCEPTED);
 		assert_int_equal(feed(f, 0, &other), RM_V_KEY_CONFLICT);
@@ -699,7 +731,6 @@ static void test_max_epochs(void **state)
 	assert_int_equal(feed(f, 0, &af), RM_V_ORPHAN);
 	fx_free(f);
 }
-
 
 /* A session keeps one high-water ID per Observation Domain for its whole
  * life, so the number of domains is bounded ([SEQOBS]: finite limits): a

@@ -256,7 +256,8 @@ static void every_collect_limit_key_lands(void **state)
 	expect_error("[collect]\nmessage_timeout_ms = 0\n", 2, "message_timeout_ms");
 	expect_error("[collect]\ndead_peer_timeout_ms = 1999\n", 2, "dead_peer_timeout_ms");
 	expect_error("[collect]\nmax_raw_bytes = 1099511627777\n", 2, "max_raw_bytes");
-	expect_error("[collect]\nmax_memory_bytes = 327679\n", 2, "max_memory_bytes: '327679' is not an integer in 327680..");
+	expect_error("[collect]\nmax_memory_bytes = 327679\n", 2,
+		     "max_memory_bytes: '327679' is not an integer in 327680..");
 }
 
 /* Values other than the defaults, to see that each key lands in its field. */
@@ -470,7 +471,7 @@ static void leading_zeros_are_decimal(void **state)
 	assert_int_equal(cfg.meter.observation_point_id, 77);
 	assert_int_equal(cfg.provision[0].dest_qp, 10);
 	assert_int_equal(cfg.provision[0].pkey, 16);
-	assert_int_equal(cfg.export.port, 8);        /* "08" is no octal error: eight */
+	assert_int_equal(cfg.export.port, 8); /* "08" is no octal error: eight */
 	assert_int_equal(cfg.export.queue_records, 9);
 	expect_error("[meter]\nwindow = 0o10\n", 2, "window: '0o10' is not an integer");
 	expect_error("[meter]\nwindow = -010\n", 2, "window: '-010' is not an integer");

@@ -96,7 +96,8 @@ static void test_sliced_equals_bitwise(void **state)
 	uint32_t x = 0x12345678; /* xorshift32 */
 
 	for (int round = 0; round < 64; round++) {
-		struct rm_fl_params p = { .variant = (uint32_t)round % RM_FL__VARIANTS, .mix = (round / 4) & 1,
+		struct rm_fl_params p = { .variant = (uint32_t)round % RM_FL__VARIANTS,
+					  .mix = (round / 4) & 1,
 					  .seed = round < 8 ? 0 : x };
 
 		rm_fl_sliced_init(&p, &s);
@@ -128,7 +129,7 @@ static void test_check_values(void **state)
 	assert_int_equal(rm_fl_crc_bitwise(&mpeg2, s, 9), 0x0376E6E7);
 }
 
-/* Seed 002's byte split: Hash_Input = 0x123456ABCDEF00010002 from its fields. */
+/* [FLOWLABEL]'s byte split: Hash_Input = 0x123456ABCDEF00010002 from its fields. */
 static void test_input_layout(void **state)
 {
 	static const uint8_t src[2] = { 0x00, 0x01 }, dst[2] = { 0x00, 0x02 };
@@ -161,13 +162,10 @@ static void test_compute(void **state)
 	for (uint32_t v = 0; v < RM_FL__VARIANTS; v++) {
 		struct rm_fl_params p = { .variant = v };
 
-		assert_int_equal(rm_flowlabel_compute(&p, &a1, &a2, 1, 0x123456, 0xABCDEF, &h),
-				 vectors[0].label[v]);
+		assert_int_equal(rm_flowlabel_compute(&p, &a1, &a2, 1, 0x123456, 0xABCDEF, &h), vectors[0].label[v]);
 		assert_int_equal(h, vectors[0].h[v]);
-		assert_int_equal(rm_flowlabel_compute(&p, &a1, &a2, 0, 0x123456, 0xABCDEF, &h),
-				 vectors[1].label[v]);
-		assert_int_equal(rm_flowlabel_compute(&p, &a10, &a20, 0, 0, 0x000100, NULL),
-				 vectors[2].label[v]);
+		assert_int_equal(rm_flowlabel_compute(&p, &a1, &a2, 0, 0x123456, 0xABCDEF, &h), vectors[1].label[v]);
+		assert_int_equal(rm_flowlabel_compute(&p, &a10, &a20, 0, 0, 0x000100, NULL), vectors[2].label[v]);
 		assert_int_equal(rm_flowlabel_compute(&p, &a10, &a20, 1, 0x000001, 0x000001, NULL),
 				 vectors[3].label[v]);
 	}
@@ -214,14 +212,10 @@ static void test_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_vectors_bitwise),
-		cmocka_unit_test(test_vectors_sliced),
-		cmocka_unit_test(test_sliced_equals_bitwise),
-		cmocka_unit_test(test_check_values),
-		cmocka_unit_test(test_input_layout),
-		cmocka_unit_test(test_compute),
-		cmocka_unit_test(test_options_change_result),
-		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_vectors_bitwise),       cmocka_unit_test(test_vectors_sliced),
+		cmocka_unit_test(test_sliced_equals_bitwise), cmocka_unit_test(test_check_values),
+		cmocka_unit_test(test_input_layout),          cmocka_unit_test(test_compute),
+		cmocka_unit_test(test_options_change_result), cmocka_unit_test(test_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

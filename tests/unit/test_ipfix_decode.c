@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * test_ipfix_decode.c - the collector's IPFIX decoder (user/collect/ipfix_decode.c)
+ * test_ipfix_decode.c - the collector's IPFIX decoder (user/rules/ipfix_decode.c)
  * on hand-written Messages: Template and Options Template withdrawals
  * ([RFC7011] 8.1), the Flow Keys a Data Template needs before its records
  * are used ([SEQOBS] "Export Profile and Template"), and the Message
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "collect/ipfix_decode.h"
+#include "rules/ipfix_decode.h"
 
 #define PEN     32473u
 #define TID     256 /* the Data Template */
@@ -139,7 +139,7 @@ static void flow_keys_options_template(struct msg *m)
 	field(m, 0, 173, 8);
 }
 
-/* One valid IPv4 record of epoch 1: [SEQOBS] verification example 1 (requests 5, skipped 1, filled 1, repeated 1). */
+/* One valid IPv4 record of epoch 1: [SEQOBS] "Verification Examples", example 1 (requests 5, skipped 1, filled 1, repeated 1). */
 static void v4_record(struct msg *m, uint64_t report_id)
 {
 	size_t at = m->len;

@@ -40,13 +40,44 @@ def append(path, text):
 
 
 def test_collector_including_the_meter_fails(tree):
-    src = tree / 'user' / 'collect' / 'store.c'
+    src = tree / 'user' / 'collect' / 'session.c'
     n = sum(1 for _ in open(src)) + 1
     append(src, '#include "meter/meter.h"\n')
     r = run(str(tree))
     assert r.returncode == 1
     assert 'not ok' in r.stdout and '- user/collect' in r.stdout
-    assert 'user/collect/store.c:%d: "meter/meter.h" is in user/meter' % n in r.stdout
+    assert 'user/collect/session.c:%d: "meter/meter.h" is in user/meter' % n in r.stdout
+
+
+def test_store_including_the_collectors_loop_fails(tree):
+    # One way: rules < store < collect; the store never reaches up to the loop.
+    append(tree / 'user' / 'store' / 'sqlite' / 'flush.c', '#include "collect/collector.h"\n')
+    r = run(str(tree))
+    assert r.returncode == 1 and 'which user/store may not include' in r.stdout
+
+
+def test_rules_including_the_store_fails(tree):
+    append(tree / 'user' / 'rules' / 'collector_rules.c', '#include "store/backend.h"\n')
+    r = run(str(tree))
+    assert r.returncode == 1 and 'which user/rules may not include' in r.stdout
+
+
+def test_file_in_a_subfolder_belongs_to_its_layer(tree):
+    # user/store/sqlite/ is layer user/store: its includes are checked by that row
+    src = tree / 'user' / 'store' / 'sqlite' / 'store.c'
+    n = sum(1 for _ in open(src)) + 1
+    append(src, '#include "export/ipfix.h"\n')
+    r = run(str(tree))
+    assert r.returncode == 1
+    assert 'not ok' in r.stdout and '- user/store' in r.stdout
+    assert 'user/store/sqlite/store.c:%d: "export/ipfix.h" is in user/export, which user/store may not include' \
+        % n in r.stdout
+
+
+def test_subfolder_including_its_sibling_passes(tree):
+    # store/clickhouse/ and store/sqlite/ are one layer: an include between them is no violation
+    append(tree / 'user' / 'store' / 'sqlite' / 'store.c', '#include "store/clickhouse/clickhouse.h"\n')
+    assert run(str(tree)).returncode == 0
 
 
 def test_common_including_export_fails(tree):
@@ -75,6 +106,6 @@ def test_folder_missing_from_the_table_fails(tree):
 
 
 def test_skeleton_of_another_program_fails(tree):
-    append(tree / 'user' / 'collect' / 'store.c', '#include "meter.skel.h"\n')
+    append(tree / 'user' / 'collect' / 'collector_rules.c', '#include "meter.skel.h"\n')
     r = run(str(tree))
     assert r.returncode == 1 and '"meter.skel.h" is in user/meter' in r.stdout

@@ -7,7 +7,9 @@
  *     (docs/configuration.md "Syntax and errors");
  *   - command-line overrides of a loaded configuration (config.h);
  *   - paths (paths.h) and their environment overrides;
- *   - the log (log.h): prefixes, the default threshold, levels.
+ *   - the log (log.h): prefixes, the default threshold, levels;
+ *   - option tables (params.h): getopt's arrays, typed values, a key's
+ *     range shared with its option, the help's layout.
  * Expected values come from the documentation's wording, not from the code.
  */
 #include <errno.h>
@@ -25,6 +27,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/opts.h"
+#include "common/params.h"
 #include "common/paths.h"
 
 static struct rm_config_file cfg; /* large: static */
@@ -61,8 +64,9 @@ static void decimal_or_hex(void **state)
 
 static void not_numbers(void **state)
 {
-	static const char *const bad[] = { "", "-1", "+1", " 1", "1 ", "1e3", "0b1", "0x", "0x-1", "0x 1",
-					   "64k", "one", "18446744073709551616" };
+	static const char *const bad[] = {
+		"", "-1", "+1", " 1", "1 ", "1e3", "0b1", "0x", "0x-1", "0x 1", "64k", "one", "18446744073709551616"
+	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_refused(bad[i], 0, UINT64_MAX);
@@ -168,8 +172,8 @@ static void paths(void **state)
 static void interface_names(void **state)
 {
 	static const char *const good[] = { "eth1", "br-rdma", "a", "x23456789012345", "en.p1" };
-	static const char *const bad[] = { "", ".", "..", "../../x", "a/b", "eth0:1", "with space", "tab\t",
-					   "x234567890123456" };
+	static const char *const bad[] = { "",       ".",          "..",    "../../x",         "a/b",
+					   "eth0:1", "with space", "tab\t", "x234567890123456" };
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
 		assert_true(rm_ifname_valid(good[i]));
@@ -242,13 +246,13 @@ static void log_levels(void **state)
 	assert_int_equal(rm_log_level(), RM_LOG_NOTICE);
 	capture_stderr(log_some, out, sizeof(out));
 	assert_string_equal(out, STAMP " err rocemeter: e 1\n" STAMP " warning rocemeter: w\n" STAMP
-				 " notice rocemeter: n\nrocemeter: usage\n");
+				       " notice rocemeter: n\nrocemeter: usage\n");
 	rm_log_set_command("attach");
 	rm_log_set_level(RM_LOG_DEBUG);
 	capture_stderr(log_some, out, sizeof(out));
 	assert_string_equal(out, STAMP " err rocemeter: e 1\n" STAMP " warning rocemeter: w\n" STAMP
-				 " notice rocemeter: n\n" STAMP " info rocemeter: i\n" STAMP
-				 " debug rocemeter: d\nrocemeter attach: usage\n");
+				       " notice rocemeter: n\n" STAMP " info rocemeter: i\n" STAMP
+				       " debug rocemeter: d\nrocemeter attach: usage\n");
 	rm_log_set_ident("rocemeter collect");
 	rm_log_set_level(RM_LOG_ERR);
 	capture_stderr(log_some, out, sizeof(out));
@@ -330,6 +334,91 @@ static void log_rate_limit(void **state)
 	rm_log_set_test_clock(NULL, NULL);
 }
 
+/* A small command: its target and its table. */
+struct t_args {
+	int flag;
+	const char *file;
+	char name[8];
+	uint32_t n;
+	struct rm_collect_settings cs;
+};
+
+static const struct rm_opt t_opts[] = {
+	RM_OPT("flag", 'f', NULL, RM_OPT_FLAG, "a flag", RM_OPT_AT(struct t_args, flag)),
+	RM_OPT("file", 0, "FILE", RM_OPT_ARG, "a file,\nsecond line", RM_OPT_AT(struct t_args, file)),
+	RM_OPT_HEADING("\nHeading:\n"),
+	RM_OPT("name", 'n', "NAME", RM_OPT_STR, "cut to fit", RM_OPT_AT(struct t_args, name)),
+	RM_OPT("number", 'N', "N", RM_OPT_UINT, "in %llu..%llu", RM_OPT_AT(struct t_args, n), .lo = 1, .hi = 10,
+	       .hv = { 1, 10 }),
+	RM_OPT("a-very-long-option", 0, "VALUE", RM_OPT_CALL, "after two spaces"),
+	RM_OPT("connection", 'c', "SRC,DST", RM_OPT_CALL, "\non the next line"),
+	{ 0 },
+};
+
+/* getopt's arrays: letters with ':' when they take a value, 256 + index for long-only options. */
+static void option_tables(void **state)
+{
+	struct rm_opts_parser p;
+
+	assert_int_equal(rm_opts_init(&p, t_opts, "+"), 0);
+	assert_string_equal(p.shortopts, "+fn:N:c:");
+	assert_int_equal(p.n, 6);
+	assert_string_equal(p.longopts[1].name, "file");
+	assert_int_equal(p.longopts[1].has_arg, required_argument);
+	assert_int_equal(p.longopts[1].val, 256 + 1);
+	assert_int_equal(p.longopts[0].has_arg, no_argument);
+	assert_int_equal(p.longopts[0].val, 'f');
+	assert_null(p.longopts[6].name);
+}
+
+static void option_values(void **state)
+{
+	struct t_args a = { 0 };
+	struct rm_opt key = { .name = "max-sessions", .kind = RM_OPT_KEY, .section = "collect", .key = "max_sessions" };
+	char err[128];
+
+	assert_int_equal(rm_opt_apply(&t_opts[0], NULL, &a, err, sizeof(err)), 0);
+	assert_int_equal(a.flag, 1);
+	assert_int_equal(rm_opt_apply(&t_opts[1], "/x", &a, err, sizeof(err)), 0);
+	assert_string_equal(a.file, "/x");
+	assert_int_equal(rm_opt_apply(&t_opts[3], "0123456789", &a, err, sizeof(err)), 0);
+	assert_string_equal(a.name, "0123456"); /* a command-line string is cut to fit */
+	assert_int_equal(rm_opt_apply(&t_opts[4], "0xa", &a, err, sizeof(err)), 0);
+	assert_int_equal(a.n, 10);
+	assert_int_equal(rm_opt_apply(&t_opts[4], "11", &a, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "--number: '11' is not an integer in 1..10");
+	assert_int_equal(a.n, 10);
+	/* An option that names a key has the key's range ([collect] max_sessions, limits.h) and place. */
+	assert_int_equal(rm_opt_apply(&key, "0", &a.cs, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "--max-sessions: '0' is not an integer in 1..65536");
+	assert_int_equal(rm_opt_apply(&key, "12", &a.cs, err, sizeof(err)), 0);
+	assert_int_equal(a.cs.max_sessions, 12);
+	assert_null(rm_config_key("collect", "nosuch"));
+	assert_null(rm_config_key("nosuch", "window"));
+	assert_non_null(rm_config_key("meter", "window"));
+}
+
+/* The layout every command's --help has: letters, a column, continuation lines, headings. */
+static void option_help(void **state)
+{
+	const char *expect = "  -f, --flag       a flag\n"
+			     "      --file FILE  a file,\n"
+			     "                   second line\n"
+			     "\nHeading:\n"
+			     "  -n, --name NAME  cut to fit\n"
+			     "  -N, --number N   in 1..10\n"
+			     "      --a-very-long-option VALUE  after two spaces\n"
+			     "  -c, --connection SRC,DST\n"
+			     "                   on the next line\n";
+	char out[1024] = { 0 };
+	FILE *f = fmemopen(out, sizeof(out) - 1, "w");
+
+	assert_non_null(f);
+	rm_opts_help(f, t_opts, 19, 6);
+	fclose(f);
+	assert_string_equal(out, expect);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -345,6 +434,9 @@ int main(void)
 		cmocka_unit_test(log_levels),
 		cmocka_unit_test(log_level_names),
 		cmocka_unit_test(log_rate_limit),
+		cmocka_unit_test(option_tables),
+		cmocka_unit_test(option_values),
+		cmocka_unit_test(option_help),
 	};
 
 	return cmocka_run_group_tests_name("opts", tests, NULL, NULL);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * test_pool.c - the slab pool of the collector's epochs (user/collect/pool.c):
+ * test_pool.c - the slab pool of the collector's epochs (user/rules/pool.c):
  * every object is its own (a pattern written into each survives the others),
  * aligned to 16 bytes; slabs are mapped as the objects need them and unmapped
  * when their objects are all free, one kept; a pool let go of while objects
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "collect/pool.h"
+#include "rules/pool.h"
 
 #define OBJ 360 /* a struct rm_epoch's size on x86_64 */
 #define N   10000

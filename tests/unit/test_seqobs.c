@@ -69,16 +69,16 @@ static void check_invariants(const struct rm_seq_counters *k, int final)
 		assert_int_equal(k->abandoned, 0);
 }
 
-#define EXPECT(k, req, skp, fil, exp, aba, pen, rep, late)          \
-	do {                                                        \
-		assert_int_equal((k)->requests, (req));             \
-		assert_int_equal((k)->skipped, (skp));              \
-		assert_int_equal((k)->filled, (fil));               \
-		assert_int_equal((k)->expired, (exp));              \
-		assert_int_equal((k)->abandoned, (aba));            \
-		assert_int_equal((k)->pending, (pen));              \
-		assert_int_equal((k)->repeated, (rep));             \
-		assert_int_equal((k)->unclassified_late, (late));   \
+#define EXPECT(k, req, skp, fil, exp, aba, pen, rep, late)        \
+	do {                                                      \
+		assert_int_equal((k)->requests, (req));           \
+		assert_int_equal((k)->skipped, (skp));            \
+		assert_int_equal((k)->filled, (fil));             \
+		assert_int_equal((k)->expired, (exp));            \
+		assert_int_equal((k)->abandoned, (aba));          \
+		assert_int_equal((k)->pending, (pen));            \
+		assert_int_equal((k)->repeated, (rep));           \
+		assert_int_equal((k)->unclassified_late, (late)); \
 	} while (0)
 
 static void feed_all(struct ctx *c, const uint32_t *psn, size_t n)
@@ -244,18 +244,18 @@ static void row_backward(void **s)
 
 	ctx_init(&c, 8);
 	feed(&c, 100);
-	feed(&c, 105);                      /* 101..104 pending */
+	feed(&c, 105); /* 101..104 pending */
 	EXPECT(cur(&c), 2, 4, 0, 0, 0, 4, 0, 0);
-	feed(&c, 103);                      /* fill */
-	feed(&c, 103);                      /* now SEEN: repeated */
+	feed(&c, 103); /* fill */
+	feed(&c, 103); /* now SEEN: repeated */
 	EXPECT(cur(&c), 4, 4, 1, 0, 0, 3, 1, 0);
-	feed(&c, 110);                      /* L = 103: 101, 102 expire; 106..109 pending */
+	feed(&c, 110); /* L = 103: 101, 102 expire; 106..109 pending */
 	EXPECT(cur(&c), 5, 8, 1, 2, 0, 5, 1, 0);
-	feed(&c, 101);                      /* before L: late, no fill */
+	feed(&c, 101); /* before L: late, no fill */
 	feed(&c, 102);
 	EXPECT(cur(&c), 7, 8, 1, 2, 0, 5, 1, 2);
 	assert_int_equal(c.st.high, 110);
-	feed(&c, 104);                      /* still retained and pending */
+	feed(&c, 104); /* still retained and pending */
 	EXPECT(cur(&c), 8, 8, 2, 2, 0, 4, 1, 2);
 	ctx_free(&c);
 }
@@ -268,15 +268,15 @@ static void big_window_jumps(void **s)
 
 	ctx_init(&c, w);
 	feed(&c, 7);
-	feed(&c, 7 + (w - 1));              /* d = W - 1 */
+	feed(&c, 7 + (w - 1)); /* d = W - 1 */
 	EXPECT(cur(&c), 2, w - 2, 0, 0, 0, w - 2, 0, 0);
-	feed(&c, 7 + (w - 1) + w);          /* d = W: everything before H+1 leaves */
+	feed(&c, 7 + (w - 1) + w); /* d = W: everything before H+1 leaves */
 	EXPECT(cur(&c), 3, (w - 2) + (w - 1), 0, w - 2, 0, w - 1, 0, 0);
 	check_invariants(cur(&c), 0);
-	feed(&c, 7 + (w - 1));              /* old H, now before L = 7 + W: late */
+	feed(&c, 7 + (w - 1)); /* old H, now before L = 7 + W: late */
 	EXPECT(cur(&c), 4, (w - 2) + (w - 1), 0, w - 2, 0, w - 1, 0, 1);
-	feed(&c, 7 + w);                    /* L itself: retained and pending */
-	feed(&c, 7 + (w - 1) + w - 1);      /* H - 1: pending */
+	feed(&c, 7 + w);               /* L itself: retained and pending */
+	feed(&c, 7 + (w - 1) + w - 1); /* H - 1: pending */
 	EXPECT(cur(&c), 6, (w - 2) + (w - 1), 2, w - 2, 0, w - 3, 0, 1);
 	ctx_free(&c);
 }
@@ -289,11 +289,11 @@ static void odd_window(void **s)
 	ctx_init(&c, 100);
 	feed(&c, 0);
 	for (uint32_t p = 2; p < 1000; p += 2)
-		feed(&c, p);                /* every odd position pending */
+		feed(&c, p); /* every odd position pending */
 	/* positions 1..997 odd: 499 skipped; retained [899, 998] has 50 odd */
 	EXPECT(cur(&c), 500, 499, 0, 449, 0, 50, 0, 0);
-	feed(&c, 899);                      /* L = 899: oldest retained, pending */
-	feed(&c, 897);                      /* before L */
+	feed(&c, 899); /* L = 899: oldest retained, pending */
+	feed(&c, 897); /* before L */
 	EXPECT(cur(&c), 502, 499, 1, 449, 0, 49, 0, 1);
 	ctx_free(&c);
 }

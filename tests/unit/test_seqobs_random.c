@@ -54,13 +54,13 @@
 /* ------------------------------------------------------------------ */
 /* Constants of [SEQOBS], written out here rather than taken from the engine. */
 
-#define M      ((uint64_t)1 << 24)
-#define HALF   ((uint64_t)1 << 23)
-#define WMAX   ((uint32_t)1 << 22)
-#define FLAG_FINAL  0x0001u
+#define M            ((uint64_t)1 << 24)
+#define HALF         ((uint64_t)1 << 23)
+#define WMAX         ((uint32_t)1 << 22)
+#define FLAG_FINAL   0x0001u
 #define FLAG_CAPTURE 0x0004u
 #define FLAG_STATE   0x0008u
-#define FLAG_SERIAL 0x0010u
+#define FLAG_SERIAL  0x0010u
 /* The model's extended positions start this far above the PSN. */
 #define MODEL_BASE (7 * M)
 
@@ -524,13 +524,13 @@ static void stream_report(struct stream *s)
 	fprintf(stderr, "\n");
 }
 
-#define CMP(field_e, field_m, name)                                                                  \
-	do {                                                                                         \
+#define CMP(field_e, field_m, name)                                                                   \
+	do {                                                                                          \
 		if ((uint64_t)(e)->field_e != (uint64_t)(m)->field_m) {                               \
 			snprintf(s->why, sizeof(s->why), "%s: %s engine=%llu model=%llu", what, name, \
-				 (unsigned long long)(e)->field_e, (unsigned long long)(m)->field_m);  \
-			return 0;                                                                    \
-		}                                                                                    \
+				 (unsigned long long)(e)->field_e, (unsigned long long)(m)->field_m); \
+			return 0;                                                                     \
+		}                                                                                     \
 	} while (0)
 
 static int cmp_counters(struct stream *s, const char *what, const struct rm_seq_counters *e, const struct mcount *m)
@@ -586,7 +586,10 @@ static void trace(struct stream *s, uint32_t w, uint32_t p, int r)
 	rm_seq_snapshot(&s->st, &now);
 
 	printf("# W=%u psn=%u -> %s req=%llu skp=%llu fil=%llu exp=%llu aba=%llu pen=%u rep=%llu late=%llu\n", w, p,
-	       r == R_STARTED ? "started" : r == R_ACCOUNTED ? "accounted" : r == R_RESTARTED ? "restarted" : "error",
+	       r == R_STARTED     ? "started"
+	       : r == R_ACCOUNTED ? "accounted"
+	       : r == R_RESTARTED ? "restarted"
+				  : "error",
 	       (unsigned long long)k->requests, (unsigned long long)k->skipped, (unsigned long long)k->filled,
 	       (unsigned long long)k->expired, (unsigned long long)k->abandoned, k->pending,
 	       (unsigned long long)k->repeated, (unsigned long long)k->unclassified_late);
@@ -725,8 +728,8 @@ static int step(struct stream *s, uint32_t w, uint32_t psn)
 		return 0;
 	}
 	if (re != rm) {
-		snprintf(s->why, sizeof(s->why), "request %zu: result engine=%d model=%d (1 started, 2 accounted, 3 restarted)",
-			 s->n, re, rm);
+		snprintf(s->why, sizeof(s->why),
+			 "request %zu: result engine=%d model=%d (1 started, 2 accounted, 3 restarted)", s->n, re, rm);
 		return 0;
 	}
 	if (ex_e != ex_m) {
@@ -857,37 +860,37 @@ static uint32_t walk_next(struct rng *r, struct walk *g, uint32_t w)
 	uint64_t k = rnd(r, 1000);
 	uint64_t p;
 
-	if (k < 380) {                /* in order */
+	if (k < 380) { /* in order */
 		p = ++g->f;
-	} else if (k < 500) {         /* forward gap, d in 2..W */
+	} else if (k < 500) { /* forward gap, d in 2..W */
 		g->f += rnd_range(r, 1, w > 1 ? w : 1);
 		p = g->f;
-	} else if (k < 540) {         /* edges: d = W - 1, W, W + 1 */
+	} else if (k < 540) { /* edges: d = W - 1, W, W + 1 */
 		g->f += (uint64_t)w - 1 + rnd(r, 3);
 		p = g->f;
-	} else if (k < 560) {         /* beyond W */
+	} else if (k < 560) { /* beyond W */
 		g->f += (uint64_t)w + 1 + rnd(r, 3 * (uint64_t)w + 100);
 		p = g->f;
-	} else if (k < 720) {         /* reordered / late within about a window */
+	} else if (k < 720) { /* reordered / late within about a window */
 		p = g->f + M - rnd(r, (uint64_t)w + 3);
-	} else if (k < 850) {         /* duplicate of a recent PSN */
+	} else if (k < 850) { /* duplicate of a recent PSN */
 		p = g->nrecent ? g->recent[rnd(r, g->nrecent < 32 ? g->nrecent : 32)] : g->f;
-	} else if (k < 900) {         /* very late */
+	} else if (k < 900) { /* very late */
 		p = g->f + M - rnd_range(r, w, HALF - 1);
-	} else if (k < 915) {         /* exactly 2^23 away */
+	} else if (k < 915) { /* exactly 2^23 away */
 		p = g->f + HALF;
 		if (rnd(r, 2))
 			g->f = p;
-	} else if (k < 930) {         /* just inside the serial boundary on either side */
+	} else if (k < 930) { /* just inside the serial boundary on either side */
 		p = g->f + (rnd(r, 2) ? HALF - 1 : HALF + 1);
-	} else if (k < 940) {         /* anywhere */
+	} else if (k < 940) { /* anywhere */
 		p = rnd(r, M);
 		if (rnd(r, 2))
 			g->f = p;
-	} else if (k < 960) {         /* back to the start of the ring, then onward */
+	} else if (k < 960) { /* back to the start of the ring, then onward */
 		g->f = rnd(r, 2) ? 0 : M - 1 - rnd(r, 4);
 		p = g->f;
-	} else {                      /* in order after a short burst */
+	} else { /* in order after a short burst */
 		p = ++g->f;
 	}
 	g->f &= M - 1;
@@ -1071,24 +1074,54 @@ static int stream_serial(uint64_t seed, int verbose)
 	s.w0 = w;
 	len = (uint32_t)rnd_range(&r0, 2, 60);
 	switch (rnd(&r0, 4)) {
-	case 0: f = 0; break;
-	case 1: f = M - 1; break;
-	case 2: f = M - 1 - rnd(&r0, (uint64_t)w + 2); break;
-	default: f = HALF - rnd(&r0, 3); break;
+	case 0:
+		f = 0;
+		break;
+	case 1:
+		f = M - 1;
+		break;
+	case 2:
+		f = M - 1 - rnd(&r0, (uint64_t)w + 2);
+		break;
+	default:
+		f = HALF - rnd(&r0, 3);
+		break;
 	}
 	for (uint32_t i = 0; ok && i < len; i++) {
 		uint64_t p;
 
 		switch (i == 0 ? 99 : rnd(&r0, 12)) {
-		case 0: p = f + HALF; f = p; break;          /* ambiguous forward */
-		case 1: p = f + M - HALF; break;             /* ambiguous, same residue */
-		case 2: p = f + HALF - 1; break;             /* forward by 2^23 - 1 (> W) */
-		case 3: p = f + HALF + 1; break;             /* backward by 2^23 - 1: late */
-		case 4: f += w; p = f; break;                /* d = W */
-		case 5: f += (uint64_t)w + 1; p = f; break;  /* d = W + 1 */
-		case 6: p = f + M - rnd(&r0, (uint64_t)w + 2); break;
-		case 7: f += rnd_range(&r0, 1, w); p = f; break;
-		default: p = ++f; break;
+		case 0:
+			p = f + HALF;
+			f = p;
+			break; /* ambiguous forward */
+		case 1:
+			p = f + M - HALF;
+			break; /* ambiguous, same residue */
+		case 2:
+			p = f + HALF - 1;
+			break; /* forward by 2^23 - 1 (> W) */
+		case 3:
+			p = f + HALF + 1;
+			break; /* backward by 2^23 - 1: late */
+		case 4:
+			f += w;
+			p = f;
+			break; /* d = W */
+		case 5:
+			f += (uint64_t)w + 1;
+			p = f;
+			break; /* d = W + 1 */
+		case 6:
+			p = f + M - rnd(&r0, (uint64_t)w + 2);
+			break;
+		case 7:
+			f += rnd_range(&r0, 1, w);
+			p = f;
+			break;
+		default:
+			p = ++f;
+			break;
 		}
 		f &= M - 1;
 		ok = step(&s, w, PSN(p));
@@ -1116,15 +1149,37 @@ static int stream_large(uint64_t seed, int verbose)
 		uint64_t p;
 
 		switch (i == 0 ? 99 : rnd(&r0, 12)) {
-		case 0: f += rnd_range(&r0, 1, w); p = f; break;
-		case 1: f += w - rnd(&r0, 2); p = f; break;          /* d = W - 1, W */
-		case 2: f += (uint64_t)w + 1 + rnd(&r0, 1000); p = f; break;
-		case 3: p = f + M - rnd(&r0, (uint64_t)w + 64); break; /* back, around L */
-		case 4: p = f + M - ((uint64_t)w - 1 - rnd(&r0, 2)); break; /* exactly at L or L+1 */
-		case 5: p = f + M - rnd(&r0, 64); break;
-		case 6: p = f + HALF; break;
-		case 7: f += rnd_range(&r0, 1, 200); p = f; break;
-		default: p = ++f; break;
+		case 0:
+			f += rnd_range(&r0, 1, w);
+			p = f;
+			break;
+		case 1:
+			f += w - rnd(&r0, 2);
+			p = f;
+			break; /* d = W - 1, W */
+		case 2:
+			f += (uint64_t)w + 1 + rnd(&r0, 1000);
+			p = f;
+			break;
+		case 3:
+			p = f + M - rnd(&r0, (uint64_t)w + 64);
+			break; /* back, around L */
+		case 4:
+			p = f + M - ((uint64_t)w - 1 - rnd(&r0, 2));
+			break; /* exactly at L or L+1 */
+		case 5:
+			p = f + M - rnd(&r0, 64);
+			break;
+		case 6:
+			p = f + HALF;
+			break;
+		case 7:
+			f += rnd_range(&r0, 1, 200);
+			p = f;
+			break;
+		default:
+			p = ++f;
+			break;
 		}
 		f &= M - 1;
 		ok = step(&s, w, PSN(p));

@@ -20,9 +20,9 @@
 #include <sqlite3.h>
 #include <cmocka.h>
 
-#include "collect/collector_rules.h"
-#include "collect/pool.h"
-#include "collect/store.h"
+#include "rules/collector_rules.h"
+#include "rules/pool.h"
+#include "store/sqlite/store.h"
 
 #define T0 1700000000000ULL
 

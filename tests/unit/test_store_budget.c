@@ -20,9 +20,9 @@
 #include <sqlite3.h>
 #include <cmocka.h>
 
-#include "collect/budget.h"
-#include "collect/collector_rules.h"
-#include "collect/store.h"
+#include "rules/budget.h"
+#include "rules/collector_rules.h"
+#include "store/sqlite/store.h"
 #include "rocemeter/seqobs.h"
 
 #define EPOCH_BYTES 768u /* docs/collector.md "Memory budget": per retained epoch */

@@ -13,6 +13,7 @@
 
 #include "census.h"
 #include "census.skel.h"
+#include "common/clock.h"
 #include "common/errmsg.h"
 #include "common/limits.h"
 #include "common/log.h"
@@ -349,14 +350,6 @@ int rm_census_open_pinned(struct rm_census *c, const struct rm_ifkey *k, char *e
 	return 0;
 }
 
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int rm_census_live(const char *ifname, uint32_t max_connections, uint32_t seconds, volatile sig_atomic_t *stop,
 		   struct rm_census_result *res, char *err, size_t errlen)
 {
@@ -368,8 +361,8 @@ int rm_census_live(const char *ifname, uint32_t max_connections, uint32_t second
 	memset(res, 0, sizeof(*res));
 	if (rm_ifkey_by_name(ifname, &k, err, errlen) || rm_census_attach(&c, &k, max_connections, 0, err, errlen))
 		return -1;
-	end = clock_ns(CLOCK_MONOTONIC) + (uint64_t)seconds * 1000000000ull;
-	while (!(stop && *stop) && clock_ns(CLOCK_MONOTONIC) < end)
+	end = rm_clock_mono_ns() + (uint64_t)seconds * 1000000000ull;
+	while (!(stop && *stop) && rm_clock_mono_ns() < end)
 		usleep(100000);
 	/* Detach first: what is read is then what the census counted in its time. */
 	rc = rm_census_detach(&k, err, errlen);
@@ -449,7 +442,7 @@ int rm_census_read(const struct rm_census *c, struct rm_census_result *res)
 				res->stats[i] += sv[cpu].v[i];
 	/* Live times are monotonic: one offset to UNIX time for the whole read. */
 	if (c->live)
-		offset = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
+		offset = (uint64_t)rm_clock_unix_offset_ns();
 	while (bpf_map_get_next_key(c->map_fd, prev, &next) == 0) {
 		struct rm_census_entry *e;
 

@@ -17,24 +17,25 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/command.h"
 #include "common/config.h"
 #include "common/jsonw.h"
 #include "common/report_text.h"
 #include "common/log.h"
 #include "common/opts.h"
+#include "common/params.h"
 #include "common/timefmt.h"
 #include "rocemeter/ipfix_ie.h"
 #include "rocemeter/seqobs.h"
-#include "store_read.h"
-#include "store_spec.h"
+#include "store/store_read.h"
+#include "store/store_spec.h"
 
 /* The qualifications in words: rm_flags_to_text(), "none" when no bit is set. */
 static void flag_text(unsigned flags, char *buf, size_t len)
@@ -45,8 +46,8 @@ static void flag_text(unsigned flags, char *buf, size_t len)
 }
 
 /* The columns of an epoch (store_read.h) and their NULL test. */
-#define I64(q, c) ((unsigned long long)(q)->u[RM_ER_##c])
-#define TXT(q, c) ((q)->t[RM_ER_##c])
+#define I64(q, c)    ((unsigned long long)(q)->u[RM_ER_##c])
+#define TXT(q, c)    ((q)->t[RM_ER_##c])
 #define ISNULL(q, c) ((q)->null[RM_ER_##c])
 
 static void epoch_text(FILE *f, const struct rm_epoch_read *q, int show_collector)
@@ -71,8 +72,8 @@ static void epoch_text(FILE *f, const struct rm_epoch_read *q, int show_collecto
 			" | observed: %llu requests; %llu skipped positions (%llu filled later, %llu expired, "
 			"%llu abandoned at closure, %llu pending); %llu repeated PSNs; %llu unclassified late "
 			"requests; W %llu; flow %s .. %s",
-			I64(q, REQ), I64(q, SKIP), I64(q, FILL), I64(q, EXP), I64(q, ABAN), I64(q, PEND),
-			I64(q, REP), I64(q, LATE), I64(q, WINDOW), rm_time_format(I64(q, START), t0, sizeof(t0)),
+			I64(q, REQ), I64(q, SKIP), I64(q, FILL), I64(q, EXP), I64(q, ABAN), I64(q, PEND), I64(q, REP),
+			I64(q, LATE), I64(q, WINDOW), rm_time_format(I64(q, START), t0, sizeof(t0)),
 			rm_time_format(I64(q, END), t1, sizeof(t1)));
 	} else {
 		fprintf(f, " | observed: no accepted report (no measurement)");
@@ -82,7 +83,9 @@ static void epoch_text(FILE *f, const struct rm_epoch_read *q, int show_collecto
 	if (I64(q, UNSUP))
 		fprintf(f, ", %llu records with unsupported qualifications (kept raw, not used)", I64(q, UNSUP));
 	if (I64(q, ACCEPTED))
-		fprintf(f, " | report coverage: reports %llu..%llu, %llu accepted, %llu missing (%llu initial) in %llu gaps",
+		fprintf(f,
+			" | report coverage: reports %llu..%llu, %llu accepted, %llu missing (%llu initial) in %llu "
+			"gaps",
 			I64(q, FIRST), I64(q, LAST), I64(q, ACCEPTED), I64(q, MISSING), I64(q, MISS_INIT),
 			I64(q, GAPS));
 	else
@@ -179,15 +182,48 @@ static void csv_field(FILE *f, const char *s, int last)
 
 /* The CSV columns: the JSON object's keys flattened (docs/json.md "report"). */
 static const char *const csv_columns[] = {
-	"session_id", "observationDomainId", "rdmaSequenceEpochId", "outcome", "state", "retained", "reason",
-	"observationPointId", "sourceIPv4Address", "sourceIPv6Address", "destinationIPv4Address",
-	"destinationIPv6Address", "rdmaDestinationQP", "rdmaPartitionKey", "vlanId", "dot1qCustomerVlanId",
-	"requestPacketTotalCount", "skippedPsnTotalCount", "filledPsnTotalCount", "expiredPsnTotalCount",
-	"abandonedPsnTotalCount", "pendingPsnCount", "repeatedPsnTotalCount", "unclassifiedLatePacketTotalCount",
-	"rdmaSequenceWindow", "flowStartMilliseconds", "flowEndMilliseconds", "rdmaSequenceFlags", "flag_names",
-	"unsupported_records", "first_report_id", "last_report_id", "accepted", "missing_initial",
-	"missing_reports", "gaps", "identical_repeats", "stale", "ignored_after_invalid", "first_seen_ms",
-	"last_seen_ms", "retired_ms",
+	"session_id",
+	"observationDomainId",
+	"rdmaSequenceEpochId",
+	"outcome",
+	"state",
+	"retained",
+	"reason",
+	"observationPointId",
+	"sourceIPv4Address",
+	"sourceIPv6Address",
+	"destinationIPv4Address",
+	"destinationIPv6Address",
+	"rdmaDestinationQP",
+	"rdmaPartitionKey",
+	"vlanId",
+	"dot1qCustomerVlanId",
+	"requestPacketTotalCount",
+	"skippedPsnTotalCount",
+	"filledPsnTotalCount",
+	"expiredPsnTotalCount",
+	"abandonedPsnTotalCount",
+	"pendingPsnCount",
+	"repeatedPsnTotalCount",
+	"unclassifiedLatePacketTotalCount",
+	"rdmaSequenceWindow",
+	"flowStartMilliseconds",
+	"flowEndMilliseconds",
+	"rdmaSequenceFlags",
+	"flag_names",
+	"unsupported_records",
+	"first_report_id",
+	"last_report_id",
+	"accepted",
+	"missing_initial",
+	"missing_reports",
+	"gaps",
+	"identical_repeats",
+	"stale",
+	"ignored_after_invalid",
+	"first_seen_ms",
+	"last_seen_ms",
+	"retired_ms",
 };
 #define N_CSV (sizeof(csv_columns) / sizeof(csv_columns[0]))
 
@@ -199,9 +235,7 @@ static json_t *find_key(json_t *o, const char *name)
 
 	if ((v = json_object_get(o, name)))
 		return v;
-	json_object_foreach(o, k, v)
-		if (json_is_object(v) && (inner = json_object_get(v, name)))
-			return inner;
+	json_object_foreach(o, k, v) if (json_is_object(v) && (inner = json_object_get(v, name))) return inner;
 	return NULL;
 }
 
@@ -232,9 +266,8 @@ static void epoch_csv(FILE *f, json_t *o, int show_collector)
 			size_t j;
 			json_t *e;
 
-			json_array_foreach(v, j, e)
-				snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s", j ? "|" : "",
-					 json_string_value(e));
+			json_array_foreach(v, j, e) snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s",
+							     j ? "|" : "", json_string_value(e));
 			csv_field(f, buf, last);
 			continue;
 		}
@@ -330,6 +363,60 @@ static int show_limits(void *arg, const struct rm_limits_read *l)
 	return 0;
 }
 
+enum { FMT_TEXT, FMT_JSON, FMT_CSV };
+
+/* What the command line says. */
+struct report_args {
+	const char *db_path, *store, *credentials, *ca, *conn;
+	int format, limits;
+	struct rm_read_filter filter;
+	uint64_t now; /* UNIX ms: --since and --until durations count back from it */
+};
+
+enum { O_FORMAT = 1, O_JSON, O_SINCE, O_UNTIL };
+
+#define R struct report_args
+static const struct rm_opt report_opts[] = {
+	RM_OPT("store", 'S', "STORE", RM_OPT_ARG,
+	       "the store 'rocemeter collect' writes: sqlite:FILE\nor clickhouse:http[s]://HOST[:PORT][/?database=DB]\n"
+	       "(every collector of the fleet; docs/fleet.md)",
+	       RM_OPT_AT(R, store)),
+	RM_OPT("db", 'd', "FILE", RM_OPT_ARG, "the same as --store sqlite:FILE", RM_OPT_AT(R, db_path)),
+	RM_OPT("store-credentials", 0, "FILE", RM_OPT_ARG,
+	       "ClickHouse user and password: lines user=NAME\nand password=SECRET (never on the command line;\n"
+	       "mode 600: refused when group or others may read)",
+	       RM_OPT_AT(R, credentials)),
+	RM_OPT("store-ca", 0, "FILE", RM_OPT_ARG, "CA certificates (PEM) for clickhouse:https://", RM_OPT_AT(R, ca)),
+	RM_OPT("format", 'f', "F", RM_OPT_CALL, "text (default), json or csv", .id = O_FORMAT),
+	RM_OPT("json", 'j', NULL, RM_OPT_CALL, "the same as --format json", .id = O_JSON),
+	RM_OPT("outcome", 'o', "X", RM_OPT_ARG, "only epochs with outcome X: complete, incomplete,\ninvalid or open",
+	       RM_OPT_AT(R, filter.outcome)),
+	RM_OPT("since", 's', "T", RM_OPT_CALL, "only epochs whose flow ends at or after T", .id = O_SINCE),
+	RM_OPT("until", 'u', "T", RM_OPT_CALL,
+	       "only epochs whose flow starts at or before T\nT: ISO-8601 UTC (2026-11-30T09:15:00Z), a date (UTC\n"
+	       "midnight), UNIX milliseconds, or a duration before\nnow (90s, 15m, 2h, 7d); an epoch without an "
+	       "accepted\n"
+	       "report is placed by when the collector saw it",
+	       .id = O_UNTIL),
+	RM_OPT("connection", 'c', "SRC,DST,QP[,PKEY]", RM_OPT_ARG,
+	       "\nonly epochs of that connection (record key: addresses,\nrdmaDestinationQP, rdmaPartitionKey)",
+	       RM_OPT_AT(R, conn)),
+	RM_OPT("collector", 0, "ID", RM_OPT_ARG, "only what the collector ID stored (ClickHouse)",
+	       RM_OPT_AT(R, filter.collector_id)),
+	RM_OPT("limits", 'l', NULL, RM_OPT_FLAG,
+	       "the limits of the last collector run and the collector\nresource drops they caused (ClickHouse: of "
+	       "each\n"
+	       "collector)",
+	       RM_OPT_AT(R, limits)),
+	RM_OPT_HEADING("\n"
+		       "When a ClickHouse store holds more than one collector, every epoch and every\n"
+		       "--limits block names its collector (text: 'collector ID', json and csv: the\n"
+		       "key collector_id); session IDs are per collector.\n"),
+	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this help"),
+	{ 0 },
+};
+#undef R
+
 static void report_usage(FILE *f)
 {
 	fprintf(f, "Usage: rocemeter report --store STORE [--format text|json|csv] [--outcome X] [--since T]\n"
@@ -345,46 +432,55 @@ static void report_usage(FILE *f)
 		   "describe sequence positions: an expired position is not proof of a lost\n"
 		   "packet, a repeated PSN not proof of a retransmission, a filled position not\n"
 		   "proof of reordering. Times are ISO-8601 UTC in text.\n"
-		   "\n"
-		   "  -S, --store STORE      the store 'rocemeter collect' writes: sqlite:FILE\n"
-		   "                         or clickhouse:http[s]://HOST[:PORT][/?database=DB]\n"
-		   "                         (every collector of the fleet; docs/fleet.md)\n"
-		   "  -d, --db FILE          the same as --store sqlite:FILE\n"
-		   "      --store-credentials FILE  ClickHouse user and password: lines user=NAME\n"
-		   "                         and password=SECRET (never on the command line;\n"
-		   "                         mode 600: refused when group or others may read)\n"
-		   "      --store-ca FILE    CA certificates (PEM) for clickhouse:https://\n"
-		   "  -f, --format F         text (default), json or csv\n"
-		   "  -j, --json             the same as --format json\n"
-		   "  -o, --outcome X        only epochs with outcome X: complete, incomplete,\n"
-		   "                         invalid or open\n"
-		   "  -s, --since T          only epochs whose flow ends at or after T\n"
-		   "  -u, --until T          only epochs whose flow starts at or before T\n"
-		   "                         T: ISO-8601 UTC (2026-11-30T09:15:00Z), a date (UTC\n"
-		   "                         midnight), UNIX milliseconds, or a duration before\n"
-		   "                         now (90s, 15m, 2h, 7d); an epoch without an accepted\n"
-		   "                         report is placed by when the collector saw it\n"
-		   "  -c, --connection SRC,DST,QP[,PKEY]\n"
-		   "                         only epochs of that connection (record key: addresses,\n"
-		   "                         rdmaDestinationQP, rdmaPartitionKey)\n"
-		   "      --collector ID     only what the collector ID stored (ClickHouse)\n"
-		   "  -l, --limits           the limits of the last collector run and the collector\n"
-		   "                         resource drops they caused (ClickHouse: of each\n"
-		   "                         collector)\n"
-		   "\n"
-		   "When a ClickHouse store holds more than one collector, every epoch and every\n"
-		   "--limits block names its collector (text: 'collector ID', json and csv: the\n"
-		   "key collector_id); session IDs are per collector.\n"
-		   "  -h, --help             this help\n"
-		   "\n"
+		   "\n");
+	rm_opts_help(f, report_opts, 25, 6);
+	fprintf(f, "\n"
 		   "Exit status: 0 ok (also nothing to report: no epoch matches, or --limits on a store\n"
 		   "without a collector run), 1 the store cannot be read (missing, not initialised,\n"
 		   "ClickHouse unreachable or refusing), 2 usage error.\n");
 }
 
+/* --format, --json, --since, --until. */
+static int report_option(void *target, const struct rm_opt *e, const char *value)
+{
+	struct report_args *a = target;
+	struct rm_read_filter *filter = &a->filter;
+	char err[512];
+
+	switch (e->id) {
+	case O_JSON:
+		a->format = FMT_JSON;
+		return 0;
+	case O_FORMAT:
+		if (!strcmp(value, "text"))
+			a->format = FMT_TEXT;
+		else if (!strcmp(value, "json"))
+			a->format = FMT_JSON;
+		else if (!strcmp(value, "csv"))
+			a->format = FMT_CSV;
+		else {
+			rm_log_cmd(RM_LOG_ERR, "--format: '%s' is not text, json or csv", value);
+			return RM_EXIT_USAGE;
+		}
+		return 0;
+	default:
+		if (rm_time_parse(e->id == O_SINCE ? "--since" : "--until", value, a->now,
+				  e->id == O_SINCE ? &filter->since : &filter->until, err, sizeof(err))) {
+			rm_log_cmd(RM_LOG_ERR, "%s", err);
+			return RM_EXIT_USAGE;
+		}
+		*(e->id == O_SINCE ? &filter->has_since : &filter->has_until) = 1;
+		return 0;
+	}
+}
+
+static const struct rm_cmd_opts report_cmd = {
+	.t = report_opts, .usage = report_usage, .usage_on_error = 1, .call = report_option
+};
+
 /* The connection filter "SRC,DST,QP[,PKEY]". 0, or -EINVAL with err. */
-static int parse_connection(const char *text, char *src, char *dst, size_t len, uint64_t *qp, int64_t *pkey,
-			    char *err, size_t errlen)
+static int parse_connection(const char *text, char *src, char *dst, size_t len, uint64_t *qp, int64_t *pkey, char *err,
+			    size_t errlen)
 {
 	char buf[512], *parts[5] = { 0 }, *save = NULL, *tok;
 	uint8_t a[16], b[16];
@@ -418,16 +514,6 @@ bad:
 	return -EINVAL;
 }
 
-static uint64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-enum { FMT_TEXT, FMT_JSON, FMT_CSV };
-
 struct epochs_ctx {
 	int format;
 	int show_collector;
@@ -454,97 +540,48 @@ static int print_epoch(void *arg, const struct rm_epoch_read *e)
 
 static int cmd_report(int argc, char **argv)
 {
-	enum { O_STORE_CRED = 256, O_STORE_CA, O_COLLECTOR };
-	static const struct option opts[] = {
-		{ "db", required_argument, NULL, 'd' },
-		{ "store", required_argument, NULL, 'S' },
-		{ "store-credentials", required_argument, NULL, O_STORE_CRED },
-		{ "store-ca", required_argument, NULL, O_STORE_CA },
-		{ "collector", required_argument, NULL, O_COLLECTOR },
-		{ "json", no_argument, NULL, 'j' },
-		{ "outcome", required_argument, NULL, 'o' },
-		{ "limits", no_argument, NULL, 'l' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "since", required_argument, NULL, 's' },
-		{ "until", required_argument, NULL, 'u' },
-		{ "connection", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
-	const char *db_path = NULL, *store = NULL, *credentials = NULL, *ca = NULL, *conn = NULL;
-	int format = FMT_TEXT, limits = 0, o, rc = RM_EXIT_OK;
+	struct report_args a = { .format = FMT_TEXT, .filter = { .pkey = -1 }, .now = rm_clock_wall_ms() };
+	struct rm_read_filter *filter = &a.filter;
+	int format, rc;
 	char err[768], src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
-	uint64_t now = wall_ms();
-	struct rm_read_filter filter = { .pkey = -1 };
 	static struct rm_store_spec spec; /* large: static */
 	struct rm_store_reader *reader;
 	char **ids = NULL;
 	size_t n_ids = 0;
 	int show_collector;
 
-	optind = 1;
-	while ((o = getopt_long(argc, argv, "d:S:jo:lf:s:u:c:h", opts, NULL)) != -1) {
-		switch (o) {
-		case 'd': db_path = optarg; break;
-		case 'S': store = optarg; break;
-		case O_STORE_CRED: credentials = optarg; break;
-		case O_STORE_CA: ca = optarg; break;
-		case O_COLLECTOR: filter.collector_id = optarg; break;
-		case 'j': format = FMT_JSON; break;
-		case 'o': filter.outcome = optarg; break;
-		case 'l': limits = 1; break;
-		case 'c': conn = optarg; break;
-		case 'f':
-			if (!strcmp(optarg, "text"))
-				format = FMT_TEXT;
-			else if (!strcmp(optarg, "json"))
-				format = FMT_JSON;
-			else if (!strcmp(optarg, "csv"))
-				format = FMT_CSV;
-			else {
-				rm_log_cmd(RM_LOG_ERR, "--format: '%s' is not text, json or csv", optarg);
-				return RM_EXIT_USAGE;
-			}
-			break;
-		case 's':
-		case 'u':
-			if (rm_time_parse(o == 's' ? "--since" : "--until", optarg, now,
-					  o == 's' ? &filter.since : &filter.until, err, sizeof(err))) {
-				rm_log_cmd(RM_LOG_ERR, "%s", err);
-				return RM_EXIT_USAGE;
-			}
-			*(o == 's' ? &filter.has_since : &filter.has_until) = 1;
-			break;
-		case 'h': report_usage(stdout); return RM_EXIT_OK;
-		default: report_usage(stderr); return RM_EXIT_USAGE;
-		}
-	}
-	if ((!db_path && !store) || optind < argc) {
+	rc = rm_opts_parse(&report_cmd, argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	rc = RM_EXIT_OK;
+	format = a.format;
+	if ((!a.db_path && !a.store) || optind < argc) {
 		report_usage(stderr);
 		return RM_EXIT_USAGE;
 	}
-	if (rm_store_spec_resolve(store, db_path, credentials, ca, &spec, err, sizeof(err))) {
+	if (rm_store_spec_resolve(a.store, a.db_path, a.credentials, a.ca, &spec, err, sizeof(err))) {
 		rm_log_cmd(RM_LOG_ERR, "%s", err);
 		return RM_EXIT_USAGE;
 	}
-	if (filter.collector_id && spec.kind != RM_STORE_CLICKHOUSE) {
-		rm_log_cmd(RM_LOG_ERR, "--collector: a SQLite store holds one collector; it is for a clickhouse: store");
+	if (filter->collector_id && spec.kind != RM_STORE_CLICKHOUSE) {
+		rm_log_cmd(RM_LOG_ERR,
+			   "--collector: a SQLite store holds one collector; it is for a clickhouse: store");
 		return RM_EXIT_USAGE;
 	}
-	if (filter.outcome && strcmp(filter.outcome, "complete") && strcmp(filter.outcome, "incomplete") &&
-	    strcmp(filter.outcome, "invalid") && strcmp(filter.outcome, "open")) {
+	if (filter->outcome && strcmp(filter->outcome, "complete") && strcmp(filter->outcome, "incomplete") &&
+	    strcmp(filter->outcome, "invalid") && strcmp(filter->outcome, "open")) {
 		rm_log_cmd(RM_LOG_ERR, "--outcome must be complete, incomplete, invalid or open");
 		return RM_EXIT_USAGE;
 	}
-	if (conn) {
-		if (parse_connection(conn, src, dst, sizeof(src), &filter.qp, &filter.pkey, err, sizeof(err))) {
+	if (a.conn) {
+		if (parse_connection(a.conn, src, dst, sizeof(src), &filter->qp, &filter->pkey, err, sizeof(err))) {
 			rm_log_cmd(RM_LOG_ERR, "%s", err);
 			return RM_EXIT_USAGE;
 		}
-		filter.src = src;
-		filter.dst = dst;
+		filter->src = src;
+		filter->dst = dst;
 	}
-	if (limits && format == FMT_CSV) {
+	if (a.limits && format == FMT_CSV) {
 		rm_log_cmd(RM_LOG_ERR, "--limits is text or json");
 		return RM_EXIT_USAGE;
 	}
@@ -563,10 +600,10 @@ static int cmd_report(int argc, char **argv)
 	for (size_t i = 0; i < n_ids; i++)
 		free(ids[i]);
 	free(ids);
-	if (limits) {
+	if (a.limits) {
 		struct limits_ctx lc = { format == FMT_JSON, show_collector };
 
-		int r = rm_store_reader_limits(reader, filter.collector_id, show_limits, &lc, err, sizeof(err));
+		int r = rm_store_reader_limits(reader, filter->collector_id, show_limits, &lc, err, sizeof(err));
 
 		if (r == -ENOENT) {
 			/* nothing to report, as an epoch listing that matches nothing: text says so, JSON has no line */
@@ -581,7 +618,7 @@ static int cmd_report(int argc, char **argv)
 
 		if (format == FMT_CSV)
 			csv_header(stdout, show_collector);
-		if (rm_store_reader_epochs(reader, &filter, print_epoch, &ec, err, sizeof(err))) {
+		if (rm_store_reader_epochs(reader, filter, print_epoch, &ec, err, sizeof(err))) {
 			rm_log_cmd(RM_LOG_ERR, "%s", err);
 			rc = RM_EXIT_FAIL;
 		}

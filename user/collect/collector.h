@@ -34,6 +34,19 @@
  * Each session is read for a bounded number of octets per loop turn.
  * Memory for sessions, epochs and Templates comes from one budget
  * (budget.h); raw records are bounded in octets, per session and in all.
+ *
+ * The command owns the signals and the loop (rm_collector_run is this):
+ *
+ *     if (rm_collector_start(cs, &spec, pen, &c) == 0) {
+ *             while (!stop && rm_collector_step(c) == 0)
+ *                     ;                   (poll(); a signal ends the wait early)
+ *             rm_collector_stop(c);
+ *     }
+ *
+ * collector.c is the loop, accept.c the listener and the handshakes,
+ * session.c the Transport Sessions, collector_metrics.c the metrics.
+ * One collector per process, run by one thread; the metrics server's
+ * thread reads it under the metrics lock.
  */
 #ifndef ROCEMETER_COLLECTOR_H
 #define ROCEMETER_COLLECTOR_H
@@ -51,59 +64,60 @@
  * rocemeter_collector_<metric> (_total for counters) with label=value when
  * label is not NULL; rows of one metric are adjacent, the first gives HELP.
  * The records_* rows follow enum rm_verdict (collector_rules.h), then
- * undecodable. Adding a counter: one row here, counted in collector.c.
+ * undecodable. Adding a counter: one row here, counted where it happens
+ * (accept.c, session.c) or read when rendered (collector_metrics.c).
  */
-#define RM_COLLECTOR_STATS(X)                                                                              \
-	X(sessions_accepted, COUNTER, "sessions", "outcome", "accepted",                                   \
-	  "Transport Sessions by admission: accepted, or refused by max_sessions")                         \
-	X(sessions_refused, COUNTER, "sessions", "outcome", "refused", NULL)                               \
-	X(sessions_open, GAUGE, "sessions_open", NULL, NULL, "Transport Sessions open now")                \
-	X(messages, COUNTER, "messages", NULL, NULL, "IPFIX Messages received")                            \
-	X(received_bytes, COUNTER, "received_bytes", NULL, NULL, "IPFIX octets received")                  \
-	X(records_accepted, COUNTER, "records", "outcome", "accepted",                                     \
-	  "Data Records by the outcome of the collector rules (docs/json.md), undecodable: not bound")     \
-	X(records_repeat, COUNTER, "records", "outcome", "repeat", NULL)                                   \
-	X(records_stale, COUNTER, "records", "outcome", "stale", NULL)                                     \
-	X(records_orphan, COUNTER, "records", "outcome", "orphan", NULL)                                   \
-	X(records_unsupported, COUNTER, "records", "outcome", "unsupported", NULL)                         \
-	X(records_invalid, COUNTER, "records", "outcome", "invalid", NULL)                                 \
-	X(records_after_invalid, COUNTER, "records", "outcome", "after-invalid", NULL)                     \
-	X(records_key_conflict, COUNTER, "records", "outcome", "key-conflict", NULL)                       \
-	X(records_resource_drop, COUNTER, "records", "outcome", "resource-drop", NULL)                     \
-	X(records_unbound, COUNTER, "records", "outcome", "unbound", NULL)                                 \
-	X(records_undecodable, COUNTER, "records", "outcome", "undecodable", NULL)                         \
-	X(epochs_complete, COUNTER, "epochs", "outcome", "complete", "epochs retired, by outcome")         \
-	X(epochs_incomplete, COUNTER, "epochs", "outcome", "incomplete", NULL)                             \
-	X(epochs_invalid, COUNTER, "epochs", "outcome", "invalid", NULL)                                   \
-	X(epochs_retained, GAUGE, "epochs_retained", NULL, NULL, "epochs retained now (reports expected)") \
-	X(drops_session_limit, COUNTER, "resource_drops", "limit", "session-limit",                        \
-	  "collector resource drops by limit (refusals of the collector, never network loss)")             \
-	X(drops_epoch_admission, COUNTER, "resource_drops", "limit", "epoch-admission", NULL)              \
-	X(drops_raw_record_limit, COUNTER, "resource_drops", "limit", "raw-record-limit", NULL)            \
-	X(drops_raw_byte_limit, COUNTER, "resource_drops", "limit", "raw-byte-limit", NULL)                \
-	X(drops_memory_budget, COUNTER, "resource_drops", "limit", "memory-budget", NULL)                  \
-	X(drops_database, COUNTER, "resource_drops", "limit", "database", NULL)                            \
-	X(drops_store, COUNTER, "resource_drops", "limit", "store", NULL)                                  \
+#define RM_COLLECTOR_STATS(X)                                                                               \
+	X(sessions_accepted, COUNTER, "sessions", "outcome", "accepted",                                    \
+	  "Transport Sessions by admission: accepted, or refused by max_sessions")                          \
+	X(sessions_refused, COUNTER, "sessions", "outcome", "refused", NULL)                                \
+	X(sessions_open, GAUGE, "sessions_open", NULL, NULL, "Transport Sessions open now")                 \
+	X(messages, COUNTER, "messages", NULL, NULL, "IPFIX Messages received")                             \
+	X(received_bytes, COUNTER, "received_bytes", NULL, NULL, "IPFIX octets received")                   \
+	X(records_accepted, COUNTER, "records", "outcome", "accepted",                                      \
+	  "Data Records by the outcome of the collector rules (docs/json.md), undecodable: not bound")      \
+	X(records_repeat, COUNTER, "records", "outcome", "repeat", NULL)                                    \
+	X(records_stale, COUNTER, "records", "outcome", "stale", NULL)                                      \
+	X(records_orphan, COUNTER, "records", "outcome", "orphan", NULL)                                    \
+	X(records_unsupported, COUNTER, "records", "outcome", "unsupported", NULL)                          \
+	X(records_invalid, COUNTER, "records", "outcome", "invalid", NULL)                                  \
+	X(records_after_invalid, COUNTER, "records", "outcome", "after-invalid", NULL)                      \
+	X(records_key_conflict, COUNTER, "records", "outcome", "key-conflict", NULL)                        \
+	X(records_resource_drop, COUNTER, "records", "outcome", "resource-drop", NULL)                      \
+	X(records_unbound, COUNTER, "records", "outcome", "unbound", NULL)                                  \
+	X(records_undecodable, COUNTER, "records", "outcome", "undecodable", NULL)                          \
+	X(epochs_complete, COUNTER, "epochs", "outcome", "complete", "epochs retired, by outcome")          \
+	X(epochs_incomplete, COUNTER, "epochs", "outcome", "incomplete", NULL)                              \
+	X(epochs_invalid, COUNTER, "epochs", "outcome", "invalid", NULL)                                    \
+	X(epochs_retained, GAUGE, "epochs_retained", NULL, NULL, "epochs retained now (reports expected)")  \
+	X(drops_session_limit, COUNTER, "resource_drops", "limit", "session-limit",                         \
+	  "collector resource drops by limit (refusals of the collector, never network loss)")              \
+	X(drops_epoch_admission, COUNTER, "resource_drops", "limit", "epoch-admission", NULL)               \
+	X(drops_raw_record_limit, COUNTER, "resource_drops", "limit", "raw-record-limit", NULL)             \
+	X(drops_raw_byte_limit, COUNTER, "resource_drops", "limit", "raw-byte-limit", NULL)                 \
+	X(drops_memory_budget, COUNTER, "resource_drops", "limit", "memory-budget", NULL)                   \
+	X(drops_database, COUNTER, "resource_drops", "limit", "database", NULL)                             \
+	X(drops_store, COUNTER, "resource_drops", "limit", "store", NULL)                                   \
 	X(refused_handshake_failed, COUNTER, "refused_connections", "outcome", "handshake-failed",          \
-	  "connections that never became Transport Sessions, by outcome (docs/collector.md)")                \
+	  "connections that never became Transport Sessions, by outcome (docs/collector.md)")               \
 	X(refused_handshake_timeout, COUNTER, "refused_connections", "outcome", "handshake-timeout", NULL)  \
 	X(refused_handshake_evicted, COUNTER, "refused_connections", "outcome", "handshake-evicted", NULL)  \
 	X(refused_not_authorised, COUNTER, "refused_connections", "outcome", "not-authorised", NULL)        \
 	X(refused_session_limit, COUNTER, "refused_connections", "outcome", "session-limit", NULL)          \
 	X(refused_memory_budget, COUNTER, "refused_connections", "outcome", "memory-budget", NULL)          \
-	X(database_unavailable, GAUGE, "database_unavailable", NULL, NULL,                                 \
-	  "1 while the database cannot be written (writes wait in memory and are retried)")                \
-	X(store_unavailable, GAUGE, "store_unavailable", NULL, NULL,                                       \
-	  "1 while the ClickHouse store cannot be written (rows wait in its buffer and are retried)")      \
-	X(store_buffer_bytes, GAUGE, "store_buffer_bytes", NULL, NULL,                                     \
-	  "octets of rows waiting in the ClickHouse store's buffer (0 with SQLite)")                       \
-	X(store_buffer_capacity_bytes, GAUGE, "store_buffer_capacity_bytes", NULL, NULL,                   \
+	X(database_unavailable, GAUGE, "database_unavailable", NULL, NULL,                                  \
+	  "1 while the database cannot be written (writes wait in memory and are retried)")                 \
+	X(store_unavailable, GAUGE, "store_unavailable", NULL, NULL,                                        \
+	  "1 while the ClickHouse store cannot be written (rows wait in its buffer and are retried)")       \
+	X(store_buffer_bytes, GAUGE, "store_buffer_bytes", NULL, NULL,                                      \
+	  "octets of rows waiting in the ClickHouse store's buffer (0 with SQLite)")                        \
+	X(store_buffer_capacity_bytes, GAUGE, "store_buffer_capacity_bytes", NULL, NULL,                    \
 	  "octets of rows the ClickHouse store's buffer holds at most: store_buffer_bytes (0 with SQLite)") \
-	X(sequence_gaps, COUNTER, "sequence_gaps", NULL, NULL,                                             \
-	  "IPFIX Messages whose Sequence Number was not the expected one")                                 \
-	X(sequence_missing_records, COUNTER, "sequence_missing_records", NULL, NULL,                       \
-	  "Data Records that forward Sequence Number gaps skipped")                                        \
-	X(export_time_backwards, COUNTER, "export_time_backwards", NULL, NULL,                             \
+	X(sequence_gaps, COUNTER, "sequence_gaps", NULL, NULL,                                              \
+	  "IPFIX Messages whose Sequence Number was not the expected one")                                  \
+	X(sequence_missing_records, COUNTER, "sequence_missing_records", NULL, NULL,                        \
+	  "Data Records that forward Sequence Number gaps skipped")                                         \
+	X(export_time_backwards, COUNTER, "export_time_backwards", NULL, NULL,                              \
 	  "IPFIX Messages whose Export Time is earlier than the previous one of their domain")
 
 struct rm_collector_stats {
@@ -112,23 +126,55 @@ struct rm_collector_stats {
 #undef RM_COLLECTOR_STAT_MEMBER_
 };
 
-/*
- * Run the collector with settings cs (listen "ADDR:PORT", "[V6]:PORT" or
- * ":PORT"; tls; limits; collector_id, store_buffer_bytes and store_spool_dir for a
- * ClickHouse store), writing to the store spec (store_spec.h), and
- * enterprise IEs under pen, until *stop
- * becomes nonzero (SIGINT/SIGTERM handlers set it); then every open
- * session is ended and its epochs retired as incomplete ("collector
- * shutdown"). With cs->metrics set, serves Prometheus metrics there
- * (RM_COLLECTOR_STATS and per-session series; the loop holds the metrics
- * server's lock except while it waits in poll()). Logs through
- * user/common/log.h. Returns 0, 1 on a setup error or 2 on a
- * configuration error (the store refused for a reason no retry mends,
- * RM_BACKEND_REFUSED; message logged).
- */
 struct rm_store_spec;
+struct rm_collector;
+
+/*
+ * Start the collector with settings cs (listen "ADDR:PORT", "[V6]:PORT" or
+ * ":PORT"; tls; limits; collector_id, store_buffer_bytes and
+ * store_spool_dir for a ClickHouse store), writing to the store spec
+ * (store_spec.h), and enterprise IEs under pen: the TLS context, the
+ * memory budget, the store and its run row, the listening socket, with
+ * cs->metrics set the metrics server (RM_COLLECTOR_STATS and per-session
+ * series), then READY to systemd. cs and spec stay the caller's and must
+ * outlive the collector. Returns 0 with *out set, the metrics server's
+ * lock held (common/metrics.h: the step lets go of it only while it waits
+ * in poll()); else *out NULL, everything undone, the message logged
+ * (user/common/log.h) and 1 on a setup error or 2 on a configuration
+ * error (the store refused for a reason no retry mends,
+ * RM_BACKEND_REFUSED).
+ */
+int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_store_spec *spec, uint32_t pen,
+		       struct rm_collector **out);
+
+/*
+ * One pass of the loop: wait in poll() until a connection is readable, a
+ * new one arrives or the next tick (once a second) is due, not at all
+ * while a session has data left from its last turn; a signal ends the wait
+ * early (EINTR: install handlers without SA_RESTART). Then every ready
+ * connection's bounded turn (handshake or Messages), up to 64 new
+ * connections, the batch's commit when no session has more, the timers
+ * when a tick is due (handshake, message and session timeouts, epoch
+ * inactivity, refused connections' counts), and the ended connections
+ * freed. Returns 0, or -1 when the loop cannot go on (out of memory, poll()
+ * failed; logged): stop as on SIGTERM.
+ */
+int rm_collector_step(struct rm_collector *s);
+
+/*
+ * Tell systemd STOPPING, end every open session and retire its epochs as
+ * incomplete ("collector shutdown"), close the handshakes, write what is
+ * queued and the run's stop, log "stopped", then stop the metrics server,
+ * close the listener and the store, and free s.
+ */
+void rm_collector_stop(struct rm_collector *s);
+
+/*
+ * rm_collector_start, rm_collector_step until *stop becomes nonzero
+ * (SIGINT/SIGTERM handlers set it) or the step fails, rm_collector_stop.
+ * Returns rm_collector_start's status, else 0.
+ */
 int rm_collector_run(const struct rm_collect_settings *cs, const struct rm_store_spec *spec, uint32_t pen,
 		     volatile sig_atomic_t *stop);
-
 
 #endif /* ROCEMETER_COLLECTOR_H */

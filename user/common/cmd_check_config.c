@@ -9,7 +9,6 @@
  * with one line naming the file, key and value when not. The units run it
  * before a reload (docs/service.md).
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,7 +17,15 @@
 #include "command.h"
 #include "config.h"
 #include "log.h"
+#include "params.h"
 #include "tls.h"
+
+static const struct rm_opt check_opts[] = {
+	RM_OPT("quiet", 'q', NULL, RM_OPT_FLAG, "no summary line when the file is accepted", .off = 0,
+	       .size = sizeof(int)),
+	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this text"),
+	{ 0 },
+};
 
 static void usage(FILE *f)
 {
@@ -32,10 +39,12 @@ static void usage(FILE *f)
 		   "are refused. Nothing is attached, opened or listened on (a clickhouse:\n"
 		   "store is not contacted, its credentials file not read).\n\n"
 		   "Exit status: 0 the file is accepted, 2 it is refused (the reason on\n"
-		   "stderr, naming the file, key and value).\n\n"
-		   "  -q, --quiet   no summary line when the file is accepted\n"
-		   "  -h, --help    this text\n");
+		   "stderr, naming the file, key and value).\n\n");
+	rm_opts_help(f, check_opts, 16, 6);
 }
+
+/* The target: int quiet. */
+static const struct rm_cmd_opts check_cmd = { .t = check_opts, .usage = usage, .usage_on_error = 1 };
 
 /* A TLS context from s, as the exporter (server = 0) or the collector (1) makes it. */
 static int check_tls(const char *path, const char *section, const struct rm_tls_settings *s, int server)
@@ -56,27 +65,14 @@ static int check_tls(const char *path, const char *section, const struct rm_tls_
 
 static int cmd_check_config(int argc, char **argv)
 {
-	static const struct option opts[] = { { "quiet", no_argument, 0, 'q' },
-					      { "help", no_argument, 0, 'h' },
-					      { 0 } };
 	static struct rm_config_file cfg; /* large: static */
 	const char *path;
 	char err[1024];
-	int opt, quiet = 0;
+	int quiet = 0, rc;
 
-	while ((opt = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'q':
-			quiet = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return RM_EXIT_OK;
-		default:
-			usage(stderr);
-			return RM_EXIT_USAGE;
-		}
-	}
+	rc = rm_opts_parse(&check_cmd, argc, argv, &quiet);
+	if (rc >= 0)
+		return rc;
 	if (optind != argc - 1) {
 		usage(stderr);
 		return RM_EXIT_USAGE;
@@ -119,8 +115,8 @@ static int cmd_check_config(int argc, char **argv)
 		if (!(cfg.sections & RM_CONFIG_COLLECT) ||
 		    cfg.sections & (RM_CONFIG_METER | RM_CONFIG_PROVISION | RM_CONFIG_EXPORT)) {
 			printf("[meter] window %u, max_contexts %u%s; %d connection line%s", cfg.meter.window,
-			       cfg.meter.max_contexts, cfg.meter.provision_all ? ", provision_all" : "", cfg.n_provision,
-			       cfg.n_provision == 1 ? "" : "s");
+			       cfg.meter.max_contexts, cfg.meter.provision_all ? ", provision_all" : "",
+			       cfg.n_provision, cfg.n_provision == 1 ? "" : "s");
 			sep = "; ";
 		}
 		if (cfg.export.enabled)

@@ -18,20 +18,22 @@ struct rm_command {
 	int (*run)(int argc, char **argv);
 };
 
-#define RM_COMMAND(id, ord, sum, fn)                                                        \
-	static const struct rm_command rm_command_##id                                      \
-		__attribute__((used, section("rm_commands"), aligned(sizeof(void *)))) = {  \
-			.name = #id, .order = (ord), .summary = (sum), .run = (fn) }
+#define RM_COMMAND(id, ord, sum, fn)                                                       \
+	static const struct rm_command rm_command_##id                                     \
+		__attribute__((used, section("rm_commands"), aligned(sizeof(void *)))) = { \
+			.name = #id, .order = (ord), .summary = (sum), .run = (fn)         \
+		}
 
 /* The same for a name that is no C identifier ("check-config"). */
-#define RM_COMMAND_NAMED(id, cname, ord, sum, fn)                                           \
-	static const struct rm_command rm_command_##id                                      \
-		__attribute__((used, section("rm_commands"), aligned(sizeof(void *)))) = {  \
-			.name = (cname), .order = (ord), .summary = (sum), .run = (fn) }
+#define RM_COMMAND_NAMED(id, cname, ord, sum, fn)                                          \
+	static const struct rm_command rm_command_##id                                     \
+		__attribute__((used, section("rm_commands"), aligned(sizeof(void *)))) = { \
+			.name = (cname), .order = (ord), .summary = (sum), .run = (fn)     \
+		}
 
 /* Exit statuses shared by every subcommand. */
-#define RM_EXIT_OK 0
-#define RM_EXIT_FAIL 1
+#define RM_EXIT_OK    0
+#define RM_EXIT_FAIL  1
 #define RM_EXIT_USAGE 2
 /*
  * A capability is missing (systemd's EXIT_NOPERMISSION, the LSB's "user had

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * config.c - the INI configuration file (libinih). See config.h for the
- * sections and README.md "Configuration" for every key.
+ * sections and README.md "Configuration" for every key. Each section's keys
+ * are one table (name, kind, place, range) that the loader reads by and
+ * that `collect`'s options share (rm_config_key()).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ini.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +76,7 @@ void rm_config_apply_overrides(struct rm_config_file *cfg, const struct rm_confi
 		cfg->export.report_interval_ms = o->report_interval_ms;
 }
 
-struct parse_state {
+struct rm_config_parse {
 	struct rm_config_file *cfg;
 	char reason[256];
 	int failed;
@@ -86,7 +90,7 @@ struct parse_state {
  * an error is reported at its own line even after an earlier syntax error. */
 static char *line_reader(char *str, int num, void *stream)
 {
-	struct parse_state *ps = stream;
+	struct rm_config_parse *ps = stream;
 	char *r;
 	size_t n;
 
@@ -167,17 +171,22 @@ int rm_parse_addr(const char *s, uint8_t out[16])
 	return -1;
 }
 
-static int fail(struct parse_state *ps, const char *fmt, const char *a, const char *b)
+/* Keep the first refusal and its line; returns 0 (inih: the line is refused). */
+static int __attribute__((format(printf, 2, 3))) fail(struct rm_config_parse *ps, const char *fmt, ...)
 {
+	va_list ap;
+
 	if (!ps->failed) {
-		snprintf(ps->reason, sizeof(ps->reason), fmt, a, b);
+		va_start(ap, fmt);
+		vsnprintf(ps->reason, sizeof(ps->reason), fmt, ap);
+		va_end(ap);
 		ps->failed = 1;
 		ps->fail_line = ps->line;
 	}
 	return 0;
 }
 
-static int copy_str(struct parse_state *ps, char *dst, size_t cap, const char *name, const char *v)
+static int copy_str(struct rm_config_parse *ps, char *dst, size_t cap, const char *name, const char *v)
 {
 	if (strlen(v) >= cap || !*v)
 		return fail(ps, "%s: value empty or too long: '%s'", name, v);
@@ -227,249 +236,309 @@ int rm_parse_connection(const char *v, struct rm_provision *p, char *err, size_t
 }
 
 /* connection = SRC DST QPN|any PKEY|any */
-static int parse_connection(struct parse_state *ps, const char *v)
+static int read_connection(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *v)
 {
 	struct rm_config_file *cfg = ps->cfg;
 	char why[256];
 
-	if (cfg->n_provision >= RM_MAX_PROVISION) {
-		char n[16];
-
-		snprintf(n, sizeof(n), "%d", RM_MAX_PROVISION);
-		return fail(ps, "too many connection lines (at most %s)%s", n, "");
-	}
+	if (cfg->n_provision >= RM_MAX_PROVISION)
+		return fail(ps, "too many connection lines (at most %d)", RM_MAX_PROVISION);
 	if (rm_parse_connection(v, &cfg->provision[cfg->n_provision], why, sizeof(why)))
-		return fail(ps, "%s%s", why, "");
+		return fail(ps, "%s", why);
 	cfg->n_provision++;
 	return 1;
 }
 
-static int tls_key(struct parse_state *ps, struct rm_tls_settings *t, const char *name, const char *v)
+/* peer_name (repeatable) of [export] and [collect]. */
+static int read_peer_name(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *v)
 {
-	if (!strcmp(name, "transport")) {
-		if (!strcmp(v, "tls"))
-			t->plain_tcp = 0;
-		else if (!strcmp(v, "tcp"))
-			t->plain_tcp = 1;
-		else
-			return fail(ps, "transport: '%s' is not 'tls' or 'tcp'%s", v, "");
-		return 1;
-	}
-	if (!strcmp(name, "ca"))
-		return copy_str(ps, t->ca, sizeof(t->ca), name, v);
-	if (!strcmp(name, "cert"))
-		return copy_str(ps, t->cert, sizeof(t->cert), name, v);
-	if (!strcmp(name, "key"))
-		return copy_str(ps, t->key, sizeof(t->key), name, v);
-	if (!strcmp(name, "peer_name")) {
-		if (t->n_peer_names >= RM_MAX_PEER_NAMES) {
-			char n[16];
+	struct rm_tls_settings *t = sec;
 
-			snprintf(n, sizeof(n), "%d", RM_MAX_PEER_NAMES);
-			return fail(ps, "peer_name: at most %s names%s", n, "");
-		}
-		return copy_str(ps, t->peer_names[t->n_peer_names++], sizeof(t->peer_names[0]), name, v);
-	}
-	return -1; /* not a TLS key */
+	if (t->n_peer_names >= RM_MAX_PEER_NAMES)
+		return fail(ps, "peer_name: at most %d names", RM_MAX_PEER_NAMES);
+	return copy_str(ps, t->peer_names[t->n_peer_names++], sizeof(t->peer_names[0]), k->key, v);
 }
 
 /* metrics = ADDR:PORT ([meter] and [collect]): checked now, served at start. */
-static int metrics_key(struct parse_state *ps, char *dst, size_t len, const char *value)
+static int read_metrics(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
 {
 	char host[256], why[200];
 	unsigned int port;
 
 	if (rm_metrics_parse_listen("metrics", value, host, sizeof(host), &port, why, sizeof(why)))
-		return fail(ps, "%s%s", why, "");
-	return copy_str(ps, dst, len, "metrics", value);
+		return fail(ps, "%s", why);
+	return copy_str(ps, (char *)sec + k->off, k->size, "metrics", value);
 }
 
-/* An integer key in lo..hi (limits.h); the message is the options' one. */
-#define U64_KEY(key, lo, hi, dst)                                              \
-	if (!strcmp(name, key)) {                                              \
-		uint64_t x_;                                                   \
-		char why_[256];                                                \
-		if (rm_opt_uint(name, value, lo, hi, &x_, why_, sizeof(why_))) \
-			return fail(ps, "%s%s", why_, "");                     \
-		dst = x_;                                                      \
-		return 1;                                                      \
+static int read_listen(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
+{
+	char host[256], why[200];
+	uint16_t port;
+
+	if (rm_parse_listen(value, host, sizeof(host), &port, why, sizeof(why)))
+		return fail(ps, "listen: %s", why);
+	return copy_str(ps, (char *)sec + k->off, k->size, k->key, value);
+}
+
+/* db is the older name of store = sqlite:FILE: a file names its store once (docs/configuration.md). */
+static int read_db(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
+{
+	struct rm_collect_settings *cs = sec;
+
+	if (cs->store[0])
+		return fail(ps, "db: [collect] has both db and store: keep store (db = FILE is store = sqlite:FILE)");
+	return copy_str(ps, cs->db, sizeof(cs->db), k->key, value);
+}
+
+static int read_store(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
+{
+	struct rm_collect_settings *cs = sec;
+	char why[240];
+
+	if (cs->db[0])
+		return fail(ps,
+			    "store: [collect] has both db and store: keep store (db = FILE is store = sqlite:FILE)");
+	if (!(!strncmp(value, "sqlite:", 7) && value[7]) && strncmp(value, "clickhouse:", 11))
+		return fail(ps, "store: '%s' is not sqlite:FILE or clickhouse:URL", value);
+	/* the syntax collect applies (no server contacted): check-config agrees with it */
+	if (!strncmp(value, "clickhouse:", 11) && rm_store_url_parse(value, NULL, 0, NULL, 0, why, sizeof(why)))
+		return fail(ps, "store: %s", why);
+	return copy_str(ps, cs->store, sizeof(cs->store), k->key, value);
+}
+
+static int read_collector_id(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
+{
+	char why[200];
+
+	if (rm_collector_id_check(value, why, sizeof(why)))
+		return fail(ps, "%s", why);
+	return copy_str(ps, (char *)sec + k->off, k->size, k->key, value);
+}
+
+/* Entries of the key tables: an integer, a string, yes/no, one of two names, a reader of its own. */
+#define FIELD(type, field) offsetof(type, field), sizeof(((type *)0)->field)
+#define UINT_KEY(type, key, field, lo, hi)                                \
+	{                                                                 \
+		key, RM_KEY_UINT, FIELD(type, field), lo, hi, { 0 }, NULL \
+	}
+#define STR_KEY(type, key, field)                                      \
+	{                                                              \
+		key, RM_KEY_STR, FIELD(type, field), 0, 0, { 0 }, NULL \
+	}
+#define BOOL_KEY(type, key, field)                                      \
+	{                                                               \
+		key, RM_KEY_BOOL, FIELD(type, field), 0, 0, { 0 }, NULL \
+	}
+#define CHOICE_KEY(type, key, field, no, yes)                                   \
+	{                                                                       \
+		key, RM_KEY_CHOICE, FIELD(type, field), 0, 0, { no, yes }, NULL \
+	}
+#define FUNC_KEY(type, key, field, fn)                                \
+	{                                                             \
+		key, RM_KEY_FUNC, FIELD(type, field), 0, 0, { 0 }, fn \
 	}
 
-/* A [capture] key (capture_settings.c). */
-static int capture_key(struct parse_state *ps, const char *name, const char *value)
+#define M struct rm_meter_settings
+static const struct rm_config_key meter_keys[] = {
+	UINT_KEY(M, "window", window, RM_WINDOW_MIN, RM_WINDOW_MAX),
+	UINT_KEY(M, "max_contexts", max_contexts, RM_MAX_CONTEXTS_MIN, RM_MAX_CONTEXTS_MAX),
+	UINT_KEY(M, "max_windows", max_windows, 0, RM_MAX_WINDOWS_MAX),
+	UINT_KEY(M, "observation_point_id", observation_point_id, 0, UINT64_MAX),
+	UINT_KEY(M, "idle_timeout_ms", idle_timeout_ms, 0, RM_IDLE_TIMEOUT_MS_MAX),
+	UINT_KEY(M, "max_violations", max_violations, RM_MAX_VIOLATIONS_MIN, RM_MAX_VIOLATIONS_MAX),
+	UINT_KEY(M, "metrics_connections", metrics_connections, 0, RM_METRICS_CONNECTIONS_MAX),
+	FUNC_KEY(M, "metrics", metrics, read_metrics),
+	CHOICE_KEY(M, "namespace", namespace_vlan, "none", "vlan"),
+	CHOICE_KEY(M, "eviction", evict, "none", "oldest"),
+	BOOL_KEY(M, "provision_all", provision_all),
+	BOOL_KEY(M, "census", census),
+	BOOL_KEY(M, "rx_dropped_is_loss", rx_dropped_is_loss),
+	BOOL_KEY(M, "unattributed_is_loss", unattributed_is_loss),
+	BOOL_KEY(M, "generation_verified", generation_verified),
+	{ 0 },
+};
+#undef M
+
+static const struct rm_config_key provision_keys[] = {
+	FUNC_KEY(struct rm_config_file, "connection", provision, read_connection),
+	{ 0 },
+};
+
+/* [export] and [collect] both read these into their struct rm_tls_settings. */
+#define T struct rm_tls_settings
+static const struct rm_config_key tls_keys[] = {
+	CHOICE_KEY(T, "transport", plain_tcp, "tls", "tcp"),
+	STR_KEY(T, "ca", ca),
+	STR_KEY(T, "cert", cert),
+	STR_KEY(T, "key", key),
+	FUNC_KEY(T, "peer_name", peer_names, read_peer_name),
+	{ 0 },
+};
+#undef T
+
+#define E struct rm_export_settings
+static const struct rm_config_key export_keys[] = {
+	STR_KEY(E, "collector", collector),
+	UINT_KEY(E, "port", port, RM_PORT_MIN, RM_PORT_MAX),
+	UINT_KEY(E, "pen", pen, RM_PEN_MIN, RM_PEN_MAX),
+	UINT_KEY(E, "observation_domain", observation_domain, 0, UINT32_MAX),
+	UINT_KEY(E, "report_interval_ms", report_interval_ms, 0, RM_REPORT_INTERVAL_MS_MAX),
+	UINT_KEY(E, "queue_records", queue_records, RM_QUEUE_RECORDS_MIN, RM_QUEUE_RECORDS_MAX),
+	{ 0 },
+};
+#undef E
+
+/* The options of `collect` that are keys take their ranges from here (cmd_collect.c, RM_OPT_KEY). */
+#define C struct rm_collect_settings
+static const struct rm_config_key collect_keys[] = {
+	FUNC_KEY(C, "listen", listen, read_listen),
+	FUNC_KEY(C, "db", db, read_db),
+	FUNC_KEY(C, "store", store, read_store),
+	STR_KEY(C, "store_credentials", store_credentials),
+	STR_KEY(C, "store_ca", store_ca),
+	FUNC_KEY(C, "collector_id", collector_id, read_collector_id),
+	STR_KEY(C, "store_spool_dir", store_spool_dir),
+	UINT_KEY(C, "store_buffer_bytes", store_buffer_bytes, RM_STORE_BUFFER_BYTES_MIN, RM_STORE_BUFFER_BYTES_MAX),
+	FUNC_KEY(C, "metrics", metrics, read_metrics),
+	UINT_KEY(C, "max_sessions", max_sessions, RM_MAX_SESSIONS_MIN, RM_MAX_SESSIONS_MAX),
+	UINT_KEY(C, "max_epochs", max_epochs, RM_MAX_EPOCHS_MIN, RM_MAX_EPOCHS_MAX),
+	UINT_KEY(C, "max_raw_records", max_raw_records, 0, RM_MAX_RAW_RECORDS_MAX),
+	UINT_KEY(C, "inactivity_timeout_ms", inactivity_timeout_ms, 0, RM_INACTIVITY_TIMEOUT_MS_MAX),
+	UINT_KEY(C, "max_handshakes", max_handshakes, RM_MAX_HANDSHAKES_MIN, RM_MAX_HANDSHAKES_MAX),
+	UINT_KEY(C, "max_handshakes_per_source", max_handshakes_per_source, RM_MAX_HANDSHAKES_MIN,
+		 RM_MAX_HANDSHAKES_MAX),
+	UINT_KEY(C, "handshake_timeout_ms", handshake_timeout_ms, RM_HANDSHAKE_TIMEOUT_MS_MIN,
+		 RM_HANDSHAKE_TIMEOUT_MS_MAX),
+	UINT_KEY(C, "session_timeout_ms", session_timeout_ms, 0, RM_SESSION_TIMEOUT_MS_MAX),
+	UINT_KEY(C, "message_timeout_ms", message_timeout_ms, RM_MESSAGE_TIMEOUT_MS_MIN, RM_MESSAGE_TIMEOUT_MS_MAX),
+	UINT_KEY(C, "dead_peer_timeout_ms", dead_peer_timeout_ms, RM_DEAD_PEER_TIMEOUT_MS_MIN,
+		 RM_DEAD_PEER_TIMEOUT_MS_MAX),
+	UINT_KEY(C, "max_raw_bytes", max_raw_bytes, 0, RM_MAX_RAW_BYTES_MAX),
+	UINT_KEY(C, "max_raw_bytes_per_session", max_raw_bytes_per_session, 0, RM_MAX_RAW_BYTES_MAX),
+	UINT_KEY(C, "max_memory_bytes", max_memory_bytes, RM_MAX_MEMORY_BYTES_MIN, RM_MAX_MEMORY_BYTES_MAX),
+	{ 0 },
+};
+#undef C
+
+/* Every [capture] key: capture_settings.c reads it into struct rm_capture_settings. */
+static int read_capture(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
 {
 	char why[256];
-	int r;
 
-	ps->cfg->sections |= RM_CONFIG_CAPTURE;
-	r = rm_capture_key(&ps->cfg->capture, name, value, ps->line, why, sizeof(why));
-	if (r < 0)
-		return fail(ps, "unknown key '%s' in [%s]", name, "capture");
-	return r ? 1 : fail(ps, "%s%s", why, "");
+	if (rm_capture_key(sec, k->key, value, ps->line, why, sizeof(why)) <= 0)
+		return fail(ps, "%s", why);
+	return 1;
+}
+
+#define P struct rm_capture_settings
+static const struct rm_config_key capture_keys[] = {
+	FUNC_KEY(P, "encapsulation", encap, read_capture),
+	FUNC_KEY(P, "vxlan_port", vxlan_port, read_capture),
+	FUNC_KEY(P, "rspan_vlan", rspan_vlan, read_capture),
+	FUNC_KEY(P, "mirror_sessions", auto_sessions, read_capture),
+	FUNC_KEY(P, "observation_point", points, read_capture),
+	{ 0 },
+};
+#undef P
+
+#define NO_TLS ((size_t)-1)
+/* A section: its RM_CONFIG_* bit, its settings in struct rm_config_file, its keys, its TLS settings. */
+static const struct config_section {
+	const char *name;
+	unsigned int bit;
+	size_t off;
+	const struct rm_config_key *keys;
+	size_t tls_off; /* in the section's settings, or NO_TLS */
+} sections[] = {
+	{ "meter", RM_CONFIG_METER, offsetof(struct rm_config_file, meter), meter_keys, NO_TLS },
+	{ "capture", RM_CONFIG_CAPTURE, offsetof(struct rm_config_file, capture), capture_keys, NO_TLS },
+	{ "provision", RM_CONFIG_PROVISION, 0, provision_keys, NO_TLS },
+	{ "export", RM_CONFIG_EXPORT, offsetof(struct rm_config_file, export), export_keys,
+	  offsetof(struct rm_export_settings, tls) },
+	{ "collect", RM_CONFIG_COLLECT, offsetof(struct rm_config_file, collect), collect_keys,
+	  offsetof(struct rm_collect_settings, tls) },
+};
+
+static const struct config_section *find_section(const char *name)
+{
+	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
+		if (!strcmp(sections[i].name, name))
+			return &sections[i];
+	return NULL;
+}
+
+static const struct rm_config_key *find_key(const struct rm_config_key *t, const char *name)
+{
+	for (; t->key; t++)
+		if (!strcmp(t->key, name))
+			return t;
+	return NULL;
+}
+
+const struct rm_config_key *rm_config_key(const char *section, const char *key)
+{
+	const struct config_section *s = find_section(section);
+
+	return s ? find_key(s->keys, key) : NULL;
+}
+
+/* value of key k into the section's settings sec: 1, or 0 with the reason kept. */
+static int read_key(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
+{
+	char *dst = (char *)sec + k->off, why[256];
+	uint64_t x;
+
+	switch (k->kind) {
+	case RM_KEY_UINT:
+		/* the message is the options' one (opts.h) */
+		if (rm_opt_uint(k->key, value, k->lo, k->hi, &x, why, sizeof(why)))
+			return fail(ps, "%s", why);
+		rm_opt_put_uint(dst, k->size, x);
+		return 1;
+	case RM_KEY_STR:
+		return copy_str(ps, dst, k->size, k->key, value);
+	case RM_KEY_BOOL:
+		if (parse_bool(value, (int *)dst))
+			return fail(ps, "%s: '%s' is not yes or no", k->key, value);
+		return 1;
+	case RM_KEY_CHOICE:
+		if (strcmp(value, k->names[0]) && strcmp(value, k->names[1]))
+			return fail(ps, "%s: '%s' is not '%s' or '%s'", k->key, value, k->names[0], k->names[1]);
+		*(int *)dst = !strcmp(value, k->names[1]);
+		return 1;
+	case RM_KEY_FUNC:
+		return k->read(ps, sec, k, value);
+	}
+	return 0;
 }
 
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
-	struct parse_state *ps = user;
-	struct rm_config_file *cfg = ps->cfg;
-	int r;
+	struct rm_config_parse *ps = user;
+	const struct config_section *s;
+	const struct rm_config_key *k;
+	char *sec;
 
 	if (ps->failed)
 		return 0;
-	if (!strcmp(section, "meter"))
-		cfg->sections |= RM_CONFIG_METER;
-	else if (!strcmp(section, "provision"))
-		cfg->sections |= RM_CONFIG_PROVISION;
-	else if (!strcmp(section, "export"))
-		cfg->sections |= RM_CONFIG_EXPORT;
-	else if (!strcmp(section, "collect"))
-		cfg->sections |= RM_CONFIG_COLLECT;
-	if (!strcmp(section, "meter")) {
-		U64_KEY("window", RM_WINDOW_MIN, RM_WINDOW_MAX, cfg->meter.window);
-		U64_KEY("max_contexts", RM_MAX_CONTEXTS_MIN, RM_MAX_CONTEXTS_MAX, cfg->meter.max_contexts);
-		U64_KEY("max_windows", 0, RM_MAX_WINDOWS_MAX, cfg->meter.max_windows);
-		U64_KEY("observation_point_id", 0, UINT64_MAX, cfg->meter.observation_point_id);
-		U64_KEY("idle_timeout_ms", 0, RM_IDLE_TIMEOUT_MS_MAX, cfg->meter.idle_timeout_ms);
-		U64_KEY("max_violations", RM_MAX_VIOLATIONS_MIN, RM_MAX_VIOLATIONS_MAX, cfg->meter.max_violations);
-		U64_KEY("metrics_connections", 0, RM_METRICS_CONNECTIONS_MAX, cfg->meter.metrics_connections);
-		if (!strcmp(name, "metrics"))
-			return metrics_key(ps, cfg->meter.metrics, sizeof(cfg->meter.metrics), value);
-		if (!strcmp(name, "namespace")) {
-			if (!strcmp(value, "none"))
-				cfg->meter.namespace_vlan = 0;
-			else if (!strcmp(value, "vlan"))
-				cfg->meter.namespace_vlan = 1;
-			else
-				return fail(ps, "namespace: '%s' is not 'none' or 'vlan'%s", value, "");
-			return 1;
-		}
-		if (!strcmp(name, "eviction")) {
-			if (!strcmp(value, "none"))
-				cfg->meter.evict = 0;
-			else if (!strcmp(value, "oldest"))
-				cfg->meter.evict = 1;
-			else
-				return fail(ps, "eviction: '%s' is not 'none' or 'oldest'%s", value, "");
-			return 1;
-		}
-		if (!strcmp(name, "provision_all")) {
-			if (parse_bool(value, &cfg->meter.provision_all))
-				return fail(ps, "provision_all: '%s' is not yes or no%s", value, "");
-			return 1;
-		}
-		if (!strcmp(name, "census")) {
-			if (parse_bool(value, &cfg->meter.census))
-				return fail(ps, "census: '%s' is not yes or no%s", value, "");
-			return 1;
-		}
-		if (!strcmp(name, "rx_dropped_is_loss")) {
-			if (parse_bool(value, &cfg->meter.rx_dropped_is_loss))
-				return fail(ps, "rx_dropped_is_loss: '%s' is not yes or no%s", value, "");
-			return 1;
-		}
-		if (!strcmp(name, "unattributed_is_loss")) {
-			if (parse_bool(value, &cfg->meter.unattributed_is_loss))
-				return fail(ps, "unattributed_is_loss: '%s' is not yes or no%s", value, "");
-			return 1;
-		}
-		if (!strcmp(name, "generation_verified")) {
-			if (parse_bool(value, &cfg->meter.generation_verified))
-				return fail(ps, "generation_verified: '%s' is not yes or no%s", value, "");
-			return 1;
-		}
-	} else if (!strcmp(section, "capture")) {
-		return capture_key(ps, name, value);
-	} else if (!strcmp(section, "provision")) {
-		if (!strcmp(name, "connection"))
-			return parse_connection(ps, value);
-	} else if (!strcmp(section, "export")) {
-		if (!strcmp(name, "collector"))
-			return copy_str(ps, cfg->export.collector, sizeof(cfg->export.collector), name, value);
-		U64_KEY("port", RM_PORT_MIN, RM_PORT_MAX, cfg->export.port);
-		U64_KEY("pen", RM_PEN_MIN, RM_PEN_MAX, cfg->export.pen);
-		U64_KEY("observation_domain", 0, UINT32_MAX, cfg->export.observation_domain);
-		U64_KEY("report_interval_ms", 0, RM_REPORT_INTERVAL_MS_MAX, cfg->export.report_interval_ms);
-		U64_KEY("queue_records", RM_QUEUE_RECORDS_MIN, RM_QUEUE_RECORDS_MAX, cfg->export.queue_records);
-		r = tls_key(ps, &cfg->export.tls, name, value);
-		if (r >= 0)
-			return r;
-	} else if (!strcmp(section, "collect")) {
-		if (!strcmp(name, "listen")) {
-			char host[256], why[200];
-			uint16_t port;
-
-			if (rm_parse_listen(value, host, sizeof(host), &port, why, sizeof(why)))
-				return fail(ps, "listen: %s%s", why, "");
-			return copy_str(ps, cfg->collect.listen, sizeof(cfg->collect.listen), name, value);
-		}
-		/* db is the older name of store = sqlite:FILE: a file names its store once (docs/configuration.md) */
-		if ((!strcmp(name, "db") && cfg->collect.store[0]) || (!strcmp(name, "store") && cfg->collect.db[0]))
-			return fail(
-				ps,
-				"%s: [collect] has both db and store: keep store (db = FILE is store = sqlite:FILE)%s",
-				name, "");
-		if (!strcmp(name, "db"))
-			return copy_str(ps, cfg->collect.db, sizeof(cfg->collect.db), name, value);
-		if (!strcmp(name, "store")) {
-			char why[240];
-
-			if (!(!strncmp(value, "sqlite:", 7) && value[7]) && strncmp(value, "clickhouse:", 11))
-				return fail(ps, "store: '%s' is not sqlite:FILE or clickhouse:URL%s", value, "");
-			/* the syntax collect applies (no server contacted): check-config agrees with it */
-			if (!strncmp(value, "clickhouse:", 11) &&
-			    rm_store_url_parse(value, NULL, 0, NULL, 0, why, sizeof(why)))
-				return fail(ps, "store: %s%s", why, "");
-			return copy_str(ps, cfg->collect.store, sizeof(cfg->collect.store), name, value);
-		}
-		if (!strcmp(name, "store_credentials"))
-			return copy_str(ps, cfg->collect.store_credentials, sizeof(cfg->collect.store_credentials),
-					name, value);
-		if (!strcmp(name, "store_ca"))
-			return copy_str(ps, cfg->collect.store_ca, sizeof(cfg->collect.store_ca), name, value);
-		if (!strcmp(name, "collector_id")) {
-			char why[200];
-
-			if (rm_collector_id_check(value, why, sizeof(why)))
-				return fail(ps, "%s%s", why, "");
-			return copy_str(ps, cfg->collect.collector_id, sizeof(cfg->collect.collector_id), name, value);
-		}
-		if (!strcmp(name, "store_spool_dir"))
-			return copy_str(ps, cfg->collect.store_spool_dir, sizeof(cfg->collect.store_spool_dir), name,
-					value);
-		U64_KEY("store_buffer_bytes", RM_STORE_BUFFER_BYTES_MIN, RM_STORE_BUFFER_BYTES_MAX,
-			cfg->collect.store_buffer_bytes);
-		if (!strcmp(name, "metrics"))
-			return metrics_key(ps, cfg->collect.metrics, sizeof(cfg->collect.metrics), value);
-		U64_KEY("max_sessions", RM_MAX_SESSIONS_MIN, RM_MAX_SESSIONS_MAX, cfg->collect.max_sessions);
-		U64_KEY("max_epochs", RM_MAX_EPOCHS_MIN, RM_MAX_EPOCHS_MAX, cfg->collect.max_epochs);
-		U64_KEY("max_raw_records", 0, RM_MAX_RAW_RECORDS_MAX, cfg->collect.max_raw_records);
-		U64_KEY("inactivity_timeout_ms", 0, RM_INACTIVITY_TIMEOUT_MS_MAX, cfg->collect.inactivity_timeout_ms);
-		U64_KEY("max_handshakes", RM_MAX_HANDSHAKES_MIN, RM_MAX_HANDSHAKES_MAX, cfg->collect.max_handshakes);
-		U64_KEY("max_handshakes_per_source", RM_MAX_HANDSHAKES_MIN, RM_MAX_HANDSHAKES_MAX,
-			cfg->collect.max_handshakes_per_source);
-		U64_KEY("handshake_timeout_ms", RM_HANDSHAKE_TIMEOUT_MS_MIN, RM_HANDSHAKE_TIMEOUT_MS_MAX,
-			cfg->collect.handshake_timeout_ms);
-		U64_KEY("session_timeout_ms", 0, RM_SESSION_TIMEOUT_MS_MAX, cfg->collect.session_timeout_ms);
-		U64_KEY("message_timeout_ms", RM_MESSAGE_TIMEOUT_MS_MIN, RM_MESSAGE_TIMEOUT_MS_MAX,
-			cfg->collect.message_timeout_ms);
-		U64_KEY("dead_peer_timeout_ms", RM_DEAD_PEER_TIMEOUT_MS_MIN, RM_DEAD_PEER_TIMEOUT_MS_MAX,
-			cfg->collect.dead_peer_timeout_ms);
-		U64_KEY("max_raw_bytes", 0, RM_MAX_RAW_BYTES_MAX, cfg->collect.max_raw_bytes);
-		U64_KEY("max_raw_bytes_per_session", 0, RM_MAX_RAW_BYTES_MAX, cfg->collect.max_raw_bytes_per_session);
-		U64_KEY("max_memory_bytes", RM_MAX_MEMORY_BYTES_MIN, RM_MAX_MEMORY_BYTES_MAX,
-			cfg->collect.max_memory_bytes);
-		r = tls_key(ps, &cfg->collect.tls, name, value);
-		if (r >= 0)
-			return r;
-	} else {
-		return fail(ps, "unknown section [%s]%s", section, "");
+	s = find_section(section);
+	if (!s)
+		return fail(ps, "unknown section [%s]", section);
+	ps->cfg->sections |= s->bit;
+	sec = (char *)ps->cfg + s->off;
+	k = find_key(s->keys, name);
+	if (!k && s->tls_off != NO_TLS) {
+		k = find_key(tls_keys, name);
+		sec += s->tls_off;
 	}
-	return fail(ps, "unknown key '%s' in [%s]", name, section);
+	if (!k)
+		return fail(ps, "unknown key '%s' in [%s]", name, section);
+	return read_key(ps, sec, k, value);
 }
 
 int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size_t errlen)
 {
-	struct parse_state ps = { .cfg = cfg, .at_eol = 1 };
+	struct rm_config_parse ps = { .cfg = cfg, .at_eol = 1 };
 	struct stat st;
 	int line, fd;
 

@@ -195,6 +195,33 @@ int rm_collect_store_check(const struct rm_collect_settings *cs, char *err, size
 /* [collect]: the store as the configuration names it (store, else db), for summaries. */
 const char *rm_collect_store_name(const struct rm_collect_settings *cs);
 
+/*
+ * A key of a section, as the loader reads it (config.c's tables): an
+ * integer (RM_KEY_UINT: lo..hi, size bytes), a string (RM_KEY_STR: a
+ * char[size], refused empty or too long), yes/no (RM_KEY_BOOL: int), one of
+ * two names (RM_KEY_CHOICE: int 0 or 1), or its own reader (RM_KEY_FUNC).
+ * off is the place in the section's settings (struct rm_meter_settings,
+ * ...).
+ */
+enum rm_key_kind { RM_KEY_UINT, RM_KEY_STR, RM_KEY_BOOL, RM_KEY_CHOICE, RM_KEY_FUNC };
+struct rm_config_parse;
+struct rm_config_key {
+	const char *key;
+	enum rm_key_kind kind;
+	size_t off, size;
+	uint64_t lo, hi;      /* RM_KEY_UINT */
+	const char *names[2]; /* RM_KEY_CHOICE: the names of 0 and 1 */
+	/* RM_KEY_FUNC: 1 read, 0 refused (the reason kept in ps); sec is the section's settings */
+	int (*read)(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value);
+};
+
+/*
+ * The key of [section] ("collect", "max_sessions"), for an option that
+ * shares its range and place (params.h RM_OPT_KEY); NULL when there is
+ * none. Keys of the TLS settings are not found here.
+ */
+const struct rm_config_key *rm_config_key(const char *section, const char *key);
+
 /* IPv4 or IPv6 address text into 16 bytes, network order (IPv4 in the
  * first 4, rest zero). Returns 4, 6, or -1 if s is neither. */
 int rm_parse_addr(const char *s, uint8_t out[16]);

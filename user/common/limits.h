@@ -89,7 +89,7 @@
 #define RM_MAX_RAW_BYTES_PER_SESSION_DEFAULT (8ull << 20)
 #define RM_MAX_MEMORY_BYTES_MIN              327680ull /* one handshake slot and one session (below) */
 /* Bytes the memory budget charges per handshake slot (all reserved at start) and per admitted
- * session: user/collect/budget.h has every cost, docs/collector.md "Memory budget" the same numbers.
+ * session: user/rules/budget.h has every cost, docs/collector.md "Memory budget" the same numbers.
  * Here because a [collect] section is refused by them (rm_collect_memory_check()). */
 #define RM_BUDGET_HANDSHAKE_BYTES   65536u  /* per handshake slot, reserved at start: SSL object mid-handshake */
 #define RM_BUDGET_SESSION_BYTES     262144u /* per admitted session: receive buffer, TLS state, tables */

@@ -14,6 +14,7 @@
 #include <bpf/libbpf.h>
 #include <systemd/sd-journal.h>
 
+#include "clock.h"
 #include "log.h"
 
 #define MAX_DEFAULT_FIELDS 4
@@ -118,14 +119,9 @@ void rm_log_set_test_clock(const uint64_t *realtime_ms, const uint64_t *monotoni
 
 static uint64_t clock_ms(clockid_t id)
 {
-	struct timespec ts;
-
-	if (id == CLOCK_REALTIME && test_realtime_ms)
-		return *test_realtime_ms;
-	if (id == CLOCK_MONOTONIC && test_monotonic_ms)
-		return *test_monotonic_ms;
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	if (id == CLOCK_REALTIME)
+		return test_realtime_ms ? *test_realtime_ms : rm_clock_wall_ms();
+	return test_monotonic_ms ? *test_monotonic_ms : rm_clock_mono_ms();
 }
 
 /* systemd's rule (JOURNAL_STREAM=DEV:INODE of the stream it gave us): is stderr that stream? */

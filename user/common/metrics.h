@@ -3,7 +3,7 @@
  * metrics.h - Prometheus metrics of the daemons: the text exposition
  * format (version 0.0.4) written to a FILE, and the HTTP server (GNU
  * libmicrohttpd, its own thread) that serves it on /metrics. `attach`
- * (user/meter/daemon.c) and `collect` (user/collect/collector.c) each
+ * (user/meter/daemon.c) and `collect` (user/collect/collector_metrics.c) each
  * render their own content; docs/metrics.md lists the metrics.
  */
 #ifndef ROCEMETER_METRICS_H

@@ -36,11 +36,20 @@ int rm_parse_uint(const char *text, uint64_t min, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-int rm_opt_uint(const char *name, const char *text, uint64_t min, uint64_t max, uint64_t *out, char *err,
-		size_t errlen)
+int rm_opt_uint(const char *name, const char *text, uint64_t min, uint64_t max, uint64_t *out, char *err, size_t errlen)
 {
 	if (rm_parse_uint(text, min, max, out) == 0)
 		return 0;
 	rm_errf(err, errlen, "%s: '%s' is not an integer in %" PRIu64 "..%" PRIu64, name, text ? text : "", min, max);
 	return -EINVAL;
+}
+
+void rm_opt_put_uint(void *dst, size_t size, uint64_t v)
+{
+	if (size == sizeof(uint64_t))
+		*(uint64_t *)dst = v;
+	else if (size == sizeof(uint32_t))
+		*(uint32_t *)dst = (uint32_t)v;
+	else if (size == sizeof(uint16_t))
+		*(uint16_t *)dst = (uint16_t)v;
 }

@@ -24,7 +24,7 @@ struct jfield {
 	uint16_t off; /* in struct rm_report */
 };
 
-#define JFIELD_(stem, name, pen, type, octets, sem, units, key, in, member)                  \
+#define JFIELD_(stem, name, pen, type, octets, sem, units, key, in, member) \
 	{ name, RM_IE_T_##type, octets, RM_IE_IN_##in, offsetof(struct rm_report, member) },
 static const struct jfield fields[] = { RM_IPFIX_IES(JFIELD_) };
 #undef JFIELD_
@@ -93,7 +93,8 @@ int rm_report_parse_json(const char *text, struct rm_report *r, char *err, size_
 		fail(err, errlen, "not a JSON object");
 		goto out;
 	}
-	json_object_foreach(root, name, val) {
+	json_object_foreach(root, name, val)
+	{
 		const struct jfield *j = lookup(name);
 		json_int_t x;
 		uint64_t max;

@@ -11,8 +11,10 @@
 const char *rm_flag_name(uint16_t mask)
 {
 	switch (mask) {
-#define FLAG_NAME_(suffix, m, name, meaning) case m: return name;
-	RM_FLAGS(FLAG_NAME_)
+#define FLAG_NAME_(suffix, m, name, meaning) \
+	case m:                              \
+		return name;
+		RM_FLAGS(FLAG_NAME_)
 #undef FLAG_NAME_
 	default:
 		return NULL;
@@ -69,14 +71,13 @@ void rm_report_write_text(FILE *f, const struct rm_report *r, int wide)
 		fprintf(f,
 			"%s %s > %s qp 0x%06" PRIx32 " e%" PRIu64 " r%" PRIu64 " %s req=%" PRIu64 " skip=%" PRIu64
 			" exp=%" PRIu64 " aban=%" PRIu64 " rep=%" PRIu64 " late=%" PRIu64 "\n",
-			t1, src, dst, r->dest_qp, r->epoch_id, r->report_id, rm_report_state_text(r->flags), r->requests,
-			r->skipped, r->expired, r->abandoned, r->repeated, r->unclassified_late);
+			t1, src, dst, r->dest_qp, r->epoch_id, r->report_id, rm_report_state_text(r->flags),
+			r->requests, r->skipped, r->expired, r->abandoned, r->repeated, r->unclassified_late);
 		return;
 	}
 	rm_flags_to_text(r->flags, flags, sizeof(flags));
 	rm_time_format(r->flow_start_ms, t0, sizeof(t0));
-	fprintf(f,
-		"%s > %s qp 0x%06" PRIx32 " pkey 0x%04" PRIx16 " observation point %" PRIu64, src, dst, r->dest_qp,
+	fprintf(f, "%s > %s qp 0x%06" PRIx32 " pkey 0x%04" PRIx16 " observation point %" PRIu64, src, dst, r->dest_qp,
 		r->pkey, r->observation_point_id);
 	if (r->has_vlan_ns)
 		fprintf(f, " vlan %u/%u", r->vlan[0], r->vlan[1]);

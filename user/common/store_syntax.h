@@ -3,7 +3,7 @@
  * store_syntax.h - the syntax of a ClickHouse store URL and of a collector
  * ID (docs/fleet.md), pure string checks without a network: one
  * implementation for the configuration loader (check-config and collect
- * alike) and the collector's ClickHouse client (user/collect/clickhouse.c).
+ * alike) and the collector's ClickHouse client (user/store/clickhouse/clickhouse.c).
  */
 #ifndef ROCEMETER_STORE_SYNTAX_H
 #define ROCEMETER_STORE_SYNTAX_H

@@ -215,8 +215,9 @@ static SSL_CTX *make_ctx(const struct rm_tls_settings *s, int server, char *err,
 		return NULL;
 	}
 	if (s->n_peer_names <= 0) {
-		rm_errf(err, errlen, "tls: no peer_name configured: TLS requires at least one explicitly "
-				 "authorised peer name");
+		rm_errf(err, errlen,
+			"tls: no peer_name configured: TLS requires at least one explicitly "
+			"authorised peer name");
 		return NULL;
 	}
 	for (int i = 0; i < s->n_peer_names && i < RM_MAX_PEER_NAMES; i++)
@@ -266,7 +267,8 @@ static SSL_CTX *make_ctx(const struct rm_tls_settings *s, int server, char *err,
 		if (encrypted) {
 			ERR_clear_error();
 			rm_errf(err, errlen,
-				"tls: key file %s is encrypted: rocemeter never asks for a pass phrase (a service has no "
+				"tls: key file %s is encrypted: rocemeter never asks for a pass phrase (a service has "
+				"no "
 				"terminal); store the key unencrypted, readable by root only "
 				"(openssl pkey -in %s -out NEWFILE)",
 				s->key, s->key);
@@ -402,16 +404,15 @@ int rm_tls_authorize_peer(SSL *ssl, const struct rm_tls_settings *s, char *err, 
 	rm_tls_peer_subject(ssl, subj, sizeof(subj));
 	if (vr != X509_V_OK) {
 		rm_errf(err, errlen, "tls: peer certificate %s did not verify: %s", subj,
-		    X509_verify_cert_error_string(vr));
+			X509_verify_cert_error_string(vr));
 		return -1;
 	}
-	if (peer_name_ok(cert, s->peer_names, s->n_peer_names < RM_MAX_PEER_NAMES ? s->n_peer_names
-										   : RM_MAX_PEER_NAMES))
+	if (peer_name_ok(cert, s->peer_names,
+			 s->n_peer_names < RM_MAX_PEER_NAMES ? s->n_peer_names : RM_MAX_PEER_NAMES))
 		return 0;
 	names[0] = '\0';
 	for (int i = 0; i < s->n_peer_names && i < RM_MAX_PEER_NAMES && off + 1 < sizeof(names); i++)
 		off += snprintf(names + off, sizeof(names) - off, "%s%s", i ? ", " : "", s->peer_names[i]);
-	rm_errf(err, errlen, "tls: peer certificate %s carries none of the authorised peer names (%s)", subj,
-	    names);
+	rm_errf(err, errlen, "tls: peer certificate %s carries none of the authorised peer names (%s)", subj, names);
 	return -1;
 }

@@ -40,40 +40,41 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "common/clock.h"
 #include "common/errmsg.h"
 #include "common/log.h"
 #include "export.h"
 #include "ipfix.h"
 #include "common/tls.h"
 
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 30000
+#define BACKOFF_MIN_MS         100
+#define BACKOFF_MAX_MS         30000
 #define BACKOFF_RESET_AFTER_MS 10000 /* a session this long resets the backoff */
-#define ESTABLISH_TIMEOUT_MS 10000   /* connect + handshake */
-#define TCP_USER_TIMEOUT_MS 60000    /* unacknowledged data: the collector is gone */
+#define ESTABLISH_TIMEOUT_MS   10000 /* connect + handshake */
+#define TCP_USER_TIMEOUT_MS    60000 /* unacknowledged data: the collector is gone */
 
 struct rm_exporter {
 	struct rm_export_settings s;
 	int vlan_ns;
-	SSL_CTX *ctx;                  /* NULL with transport = tcp */
+	SSL_CTX *ctx; /* NULL with transport = tcp */
 	pthread_t thread;
-	int wake_fd;                   /* eventfd */
+	int wake_fd; /* eventfd */
 
 	pthread_mutex_t mu;
-	pthread_cond_t drained;        /* head == tail */
+	pthread_cond_t drained; /* head == tail */
 	struct rm_report *ring;
-	uint64_t cap, head, tail;      /* producer: tail, consumer: head (indices, not wrapped) */
-	uint64_t session;              /* current session number, 0 while none (atomic reads) */
-	uint64_t session_count;        /* sessions established so far */
-	int idle_waiting;              /* the thread sleeps until data arrives */
+	uint64_t cap, head, tail; /* producer: tail, consumer: head (indices, not wrapped) */
+	uint64_t session;         /* current session number, 0 while none (atomic reads) */
+	uint64_t session_count;   /* sessions established so far */
+	int idle_waiting;         /* the thread sleeps until data arrives */
 	int stopping;
-	uint64_t stop_deadline_ms;     /* monotonic */
+	uint64_t stop_deadline_ms; /* monotonic */
 	struct rm_export_stats st;
 	char last_error[1400];
 
 	/* Thread-only state. */
 	struct rm_ipfix_encoder enc;
-	uint8_t *buf;                  /* one IPFIX Message */
+	uint8_t *buf; /* one IPFIX Message */
 	unsigned int seed;
 	struct flight *flight; /* Data Messages written and not yet acknowledged, oldest first */
 	size_t fl_first, fl_n, fl_cap;
@@ -83,9 +84,9 @@ struct rm_exporter {
 struct conn {
 	int fd;
 	SSL *ssl;
-	char peer[600];                /* "HOST port P (ADDR)" for messages */
-	uint64_t written;              /* plain TCP: octets handed to the kernel */
-	uint64_t acked_base;           /* tcpi_bytes_acked when the connection was established */
+	char peer[600];      /* "HOST port P (ADDR)" for messages */
+	uint64_t written;    /* plain TCP: octets handed to the kernel */
+	uint64_t acked_base; /* tcpi_bytes_acked when the connection was established */
 };
 
 /* A Data Message in flight: where it ends in the TCP stream, and its records. */
@@ -96,14 +97,6 @@ struct flight {
 
 /* IO_ABORT: stop deadline passed in the middle of a message (no close_notify). */
 enum { IO_WAKE = 1, IO_OK = 0, IO_FAIL = -1, IO_STOP = -2, IO_ABORT = -3 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* Log a failure on stderr and keep it for rm_exporter_last_error(). */
 static void fail_log(struct rm_exporter *x, const char *why)
@@ -151,12 +144,12 @@ static int stopping(struct rm_exporter *x, uint64_t *deadline)
  * on_wake is set (the caller re-checks its state), IO_FAIL on timeout (why
  * set), IO_STOP when stopping and past the stop deadline (or stop_now).
  */
-static int wait_fd(struct rm_exporter *x, int fd, short events, uint64_t deadline, int stop_now,
-		   int on_wake, const char *what, char *why, size_t whylen)
+static int wait_fd(struct rm_exporter *x, int fd, short events, uint64_t deadline, int stop_now, int on_wake,
+		   const char *what, char *why, size_t whylen)
 {
 	for (;;) {
 		struct pollfd p[2] = { { .fd = x->wake_fd, .events = POLLIN }, { .fd = fd, .events = events } };
-		uint64_t stop_at, t = now_ms(), end = deadline;
+		uint64_t stop_at, t = rm_clock_mono_ms(), end = deadline;
 		int timeout, r;
 
 		if (stopping(x, &stop_at)) {
@@ -193,7 +186,8 @@ static void conn_close(struct conn *c, int graceful, struct rm_exporter *x)
 			int r = SSL_shutdown(c->ssl);
 
 			if (r < 0 && SSL_get_error(c->ssl, r) == SSL_ERROR_WANT_WRITE &&
-			    wait_fd(x, c->fd, POLLOUT, now_ms() + 1000, 0, 0, "close_notify", NULL, 0) == IO_OK)
+			    wait_fd(x, c->fd, POLLOUT, rm_clock_mono_ms() + 1000, 0, 0, "close_notify", NULL, 0) ==
+				    IO_OK)
 				SSL_shutdown(c->ssl);
 		}
 		SSL_free(c->ssl);
@@ -206,7 +200,7 @@ static void conn_close(struct conn *c, int graceful, struct rm_exporter *x)
 			 * RST, and the collector could lose data it has not read yet: end
 			 * our direction, then discard input until its FIN (bounded wait).
 			 */
-			uint64_t end = now_ms() + 2000;
+			uint64_t end = rm_clock_mono_ms() + 2000;
 			char scratch[4096];
 
 			shutdown(c->fd, SHUT_WR);
@@ -245,7 +239,8 @@ static void ssl_reason(SSL *ssl, int r, const char *what, char *why, size_t whyl
 	}
 	if (off + 1 < whylen) {
 		if (e == SSL_ERROR_SYSCALL)
-			snprintf(why + off, whylen - off, "; %s", errno ? strerror(errno) : "connection closed by peer");
+			snprintf(why + off, whylen - off, "; %s",
+				 errno ? strerror(errno) : "connection closed by peer");
 		else if (e == SSL_ERROR_ZERO_RETURN)
 			snprintf(why + off, whylen - off, "; collector sent close_notify");
 	}
@@ -434,7 +429,7 @@ static int await_acceptance(struct rm_exporter *x, struct conn *c, char *why, si
 		wait += 4 * (uint64_t)ti.tcpi_rtt / 1000;
 	if (wait > 2000)
 		wait = 2000;
-	r = wait_fd(x, c->fd, POLLIN, now_ms() + wait, 1, 0, "acceptance", why, whylen);
+	r = wait_fd(x, c->fd, POLLIN, rm_clock_mono_ms() + wait, 1, 0, "acceptance", why, whylen);
 	if (r == IO_STOP) {
 		conn_close(c, 0, x);
 		return r;
@@ -456,7 +451,7 @@ static int await_acceptance(struct rm_exporter *x, struct conn *c, char *why, si
 /* Connect, handshake, authorise, wait for the collector's acceptance. */
 static int establish(struct rm_exporter *x, struct conn *c, char *why, size_t whylen)
 {
-	uint64_t deadline = now_ms() + ESTABLISH_TIMEOUT_MS;
+	uint64_t deadline = rm_clock_mono_ms() + ESTABLISH_TIMEOUT_MS;
 	char what[700];
 	int r;
 
@@ -501,7 +496,7 @@ static int establish(struct rm_exporter *x, struct conn *c, char *why, size_t wh
 	}
 	if (SSL_version(c->ssl) != TLS1_3_VERSION) {
 		rm_errf(why, whylen, "TLS handshake with %s: negotiated %s, not TLS 1.3", c->peer,
-		    SSL_get_version(c->ssl));
+			SSL_get_version(c->ssl));
 		conn_close(c, 0, x);
 		return IO_FAIL;
 	}
@@ -514,8 +509,7 @@ static int establish(struct rm_exporter *x, struct conn *c, char *why, size_t wh
 }
 
 /* Write all of buf. IO_ABORT when a stop's deadline passed meanwhile. */
-static int conn_write(struct rm_exporter *x, struct conn *c, const uint8_t *buf, size_t len, char *why,
-		      size_t whylen)
+static int conn_write(struct rm_exporter *x, struct conn *c, const uint8_t *buf, size_t len, char *why, size_t whylen)
 {
 	size_t off = 0;
 
@@ -587,7 +581,7 @@ static int conn_check_input(struct conn *c, char *why, size_t whylen)
 			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 				return IO_OK;
 			rm_errf(why, whylen, "collector closed the connection%s%s", n < 0 ? ": " : "",
-			    n < 0 ? strerror(errno) : "");
+				n < 0 ? strerror(errno) : "");
 			return IO_FAIL;
 		}
 		ERR_clear_error();
@@ -606,9 +600,10 @@ static int conn_check_input(struct conn *c, char *why, size_t whylen)
 	}
 }
 
+/* The Message Header's Export Time: UNIX seconds ([RFC7011] 3.1). */
 static uint32_t export_time(void)
 {
-	return (uint32_t)time(NULL);
+	return (uint32_t)(rm_clock_wall_ms() / 1000);
 }
 
 /* Session established: Templates first, then publish the session number. */
@@ -687,7 +682,7 @@ static int serve(struct rm_exporter *x, struct conn *c, char *why, size_t whylen
 				return IO_FAIL;
 			}
 		}
-		if (x->head == x->tail || (x->stopping && now_ms() >= x->stop_deadline_ms)) {
+		if (x->head == x->tail || (x->stopping && rm_clock_mono_ms() >= x->stop_deadline_ms)) {
 			pthread_mutex_unlock(&x->mu);
 			return IO_STOP;
 		}
@@ -742,7 +737,7 @@ static void *exporter_thread(void *arg)
 			rc = start_session(x, &c, why, sizeof(why));
 		if (rc == IO_OK) {
 			/* Established: serve until failure or stop. */
-			started = now_ms();
+			started = rm_clock_mono_ms();
 			rc = serve(x, &c, why, sizeof(why));
 			if (rc == IO_FAIL) {
 				uint64_t nm, lost = flight_lost(x, &c, &nm);
@@ -762,7 +757,7 @@ static void *exporter_thread(void *arg)
 			if (rc != IO_FAIL)
 				break;
 			fail_log(x, msg);
-			if (now_ms() - started >= BACKOFF_RESET_AFTER_MS)
+			if (rm_clock_mono_ms() - started >= BACKOFF_RESET_AFTER_MS)
 				backoff = BACKOFF_MIN_MS;
 		} else {
 			conn_close(&c, 0, x);
@@ -776,15 +771,14 @@ static void *exporter_thread(void *arg)
 		/* Bounded exponential backoff with jitter, cut short by a stop. */
 		delay = backoff / 2 + (uint64_t)rand_r(&x->seed) % (backoff / 2 + 1);
 		backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
-		if (wait_fd(x, -1, 0, now_ms() + delay, 1, 0, "backoff", NULL, 0) == IO_STOP)
+		if (wait_fd(x, -1, 0, rm_clock_mono_ms() + delay, 1, 0, "backoff", NULL, 0) == IO_STOP)
 			break;
 	}
 	end_session(x, 0);
 	return NULL;
 }
 
-struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vlan_ns, char *err,
-				      size_t errlen)
+struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vlan_ns, char *err, size_t errlen)
 {
 	struct rm_exporter *x;
 	sigset_t all, old;
@@ -814,8 +808,10 @@ struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vl
 	if (!x->s.port)
 		x->s.port = s->tls.plain_tcp ? RM_IPFIX_PORT_TCP : RM_IPFIX_PORT_TLS;
 	if (s->tls.plain_tcp) {
-		rm_log(RM_LOG_WARNING, "export: WARNING: transport = tcp: reports to %s go unauthenticated "
-				       "and unencrypted; the RoCEv2 sequence observation profile requires mutually authenticated TLS 1.3",
+		rm_log(RM_LOG_WARNING,
+		       "export: WARNING: transport = tcp: reports to %s go unauthenticated "
+		       "and unencrypted; the RoCEv2 sequence observation profile requires mutually authenticated TLS "
+		       "1.3",
 		       s->collector);
 	} else {
 		x->ctx = rm_tls_client_ctx(&s->tls, tlserr, sizeof(tlserr));
@@ -838,7 +834,7 @@ struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vl
 		goto fail;
 	}
 	rm_ipfix_init(&x->enc, s->pen, s->observation_domain, x->vlan_ns);
-	x->seed = (unsigned int)(now_ms() ^ (uint64_t)getpid() ^ (uintptr_t)x);
+	x->seed = (unsigned int)(rm_clock_mono_ms() ^ (uint64_t)getpid() ^ (uintptr_t)x);
 	pthread_mutex_init(&x->mu, NULL);
 	pthread_cond_init(&x->drained, NULL);
 	/* The thread gets no signals: SIGPIPE becomes EPIPE, the others go to the caller. */
@@ -911,18 +907,9 @@ int rm_exporter_submit(struct rm_exporter *x, uint64_t session, const struct rm_
 
 int rm_exporter_flush(struct rm_exporter *x, int timeout_ms)
 {
-	struct timespec ts;
+	struct timespec ts = rm_clock_wall_deadline(timeout_ms >= 0 ? (uint64_t)timeout_ms : 0);
 	int rc = 0;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	if (timeout_ms >= 0) {
-		ts.tv_sec += timeout_ms / 1000;
-		ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-	}
 	pthread_mutex_lock(&x->mu);
 	while (x->head != x->tail && rc == 0) {
 		if (timeout_ms < 0)
@@ -946,7 +933,7 @@ void rm_exporter_stop_stats(struct rm_exporter *x, int flush_timeout_ms, struct 
 		return;
 	pthread_mutex_lock(&x->mu);
 	x->stopping = 1;
-	x->stop_deadline_ms = now_ms() + (flush_timeout_ms > 0 ? (uint64_t)flush_timeout_ms : 0);
+	x->stop_deadline_ms = rm_clock_mono_ms() + (flush_timeout_ms > 0 ? (uint64_t)flush_timeout_ms : 0);
 	pthread_mutex_unlock(&x->mu);
 	wake(x);
 	pthread_join(x->thread, NULL);
@@ -970,9 +957,14 @@ void rm_exporter_stats(struct rm_exporter *x, struct rm_export_stats *out)
 	pthread_mutex_unlock(&x->mu);
 }
 
-#define EXPORT_ROW_(member, type, metric, cause, help)                                                     \
-	{ #member,    RM_METRIC_##type, "rocemeter_export_" metric RM_METRIC_SUFFIX_##type,                   \
-	  RM_METRIC_LABEL_IF(cause, "cause"), cause, help, offsetof(struct rm_export_stats, member) },
+#define EXPORT_ROW_(member, type, metric, cause, help)        \
+	{ #member,                                            \
+	  RM_METRIC_##type,                                   \
+	  "rocemeter_export_" metric RM_METRIC_SUFFIX_##type, \
+	  RM_METRIC_LABEL_IF(cause, "cause"),                 \
+	  cause,                                              \
+	  help,                                               \
+	  offsetof(struct rm_export_stats, member) },
 static const struct rm_metric_row export_rows[] = { RM_EXPORT_STATS(EXPORT_ROW_) };
 #undef EXPORT_ROW_
 

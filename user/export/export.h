@@ -59,12 +59,12 @@ struct rm_exporter;
 	X(sessions, COUNTER, "sessions", NULL, "Transport Sessions established (Templates sent)")          \
 	X(reconnects, COUNTER, "reconnects", NULL, "Transport Sessions established after the first")       \
 	X(connect_failures, COUNTER, "connect_failures", NULL,                                             \
-	  "session attempts that failed: resolve, connect, handshake, authorisation")                       \
+	  "session attempts that failed: resolve, connect, handshake, authorisation")                      \
 	X(sessions_lost, COUNTER, "sessions_lost", NULL,                                                   \
-	  "established sessions that ended on an error or a peer close")                                    \
+	  "established sessions that ended on an error or a peer close")                                   \
 	X(records_sent, COUNTER, "records_sent", NULL, "Data Records written to the session")              \
 	X(lost_in_flight, COUNTER, "records_lost_in_flight", NULL,                                         \
-	  "of records_sent: in Messages the collector had not acknowledged (TCP) when their session died")  \
+	  "of records_sent: in Messages the collector had not acknowledged (TCP) when their session died") \
 	X(messages_sent, COUNTER, "messages_sent", NULL, "IPFIX Messages written, Templates included")     \
 	X(bytes_sent, COUNTER, "sent_bytes", NULL, "IPFIX octets written, before TLS")                     \
 	X(dropped_queue_full, COUNTER, "records_dropped", "queue_full",                                    \
@@ -97,8 +97,7 @@ const struct rm_metric_row *rm_export_stat_rows(size_t *n);
  * s->port 0 means 4740 (TLS) or 4739 (tcp). The queue (s->queue_records
  * reports) is allocated here, once: memory never grows afterwards.
  */
-struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vlan_ns, char *err,
-				      size_t errlen);
+struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vlan_ns, char *err, size_t errlen);
 
 /*
  * Number of the current established Transport Session: 1 for the first,

@@ -36,8 +36,8 @@ void rm_ids_reset(struct rm_ids *ids);
  * or the report ID would exceed the limit (UINT64_MAX; the caller then
  * closes the epoch or the session); nothing changes on -1.
  */
-int rm_ids_assign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epoch_gen, int final,
-		  uint64_t *epoch_id, uint64_t *report_id);
+int rm_ids_assign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epoch_gen, int final, uint64_t *epoch_id,
+		  uint64_t *report_id);
 
 /*
  * Undo the rm_ids_assign() of a report that was not serialized after all
@@ -47,8 +47,8 @@ int rm_ids_assign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epo
  * epoch ID; a later one gives its report ID back. A final report changes
  * nothing (its epoch is over). Only the latest assignment can be undone.
  */
-void rm_ids_unassign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epoch_gen, int final,
-		     uint64_t epoch_id, uint64_t report_id);
+void rm_ids_unassign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epoch_gen, int final, uint64_t epoch_id,
+		     uint64_t report_id);
 
 /*
  * Forget every epoch but keep the last epoch ID (IDs are never reused in the

@@ -12,22 +12,27 @@
 
 #include "ipfix.h"
 
-#define SET_ID_TEMPLATE 2
+#define SET_ID_TEMPLATE         2
 #define SET_ID_OPTIONS_TEMPLATE 3
 
 struct profile_field {
 	uint16_t ie;
 	uint8_t enterprise;
-	uint8_t type;     /* enum rm_ie_type */
+	uint8_t type; /* enum rm_ie_type */
 	uint16_t len;
 	uint16_t off;
-	uint8_t key;      /* a Flow Key */
-	uint8_t in;       /* enum rm_ie_in: which Templates carry it */
+	uint8_t key; /* a Flow Key */
+	uint8_t in;  /* enum rm_ie_in: which Templates carry it */
 };
 
-#define FIELD_(stem, name, pen, type, octets, sem, units, key, in, member)                                  \
-	{ RM_IE_NUMBER(stem, pen), RM_IE_##pen, RM_IE_T_##type, octets, offsetof(struct rm_report, member), \
-	  key, RM_IE_IN_##in },
+#define FIELD_(stem, name, pen, type, octets, sem, units, key, in, member) \
+	{ RM_IE_NUMBER(stem, pen),                                         \
+	  RM_IE_##pen,                                                     \
+	  RM_IE_T_##type,                                                  \
+	  octets,                                                          \
+	  offsetof(struct rm_report, member),                              \
+	  key,                                                             \
+	  RM_IE_IN_##in },
 static const struct profile_field profile[] = { RM_IPFIX_IES(FIELD_) };
 #undef FIELD_
 
@@ -231,8 +236,8 @@ static uint8_t *put_record(uint8_t *p, const struct rm_ipfix_template *t, const 
 	return p;
 }
 
-size_t rm_ipfix_data_msg(struct rm_ipfix_encoder *e, uint32_t export_time, const struct rm_report *r,
-			 size_t n, size_t *used, uint8_t *buf, size_t cap)
+size_t rm_ipfix_data_msg(struct rm_ipfix_encoder *e, uint32_t export_time, const struct rm_report *r, size_t n,
+			 size_t *used, uint8_t *buf, size_t cap)
 {
 	size_t limit = cap < RM_IPFIX_MSG_MAX ? cap : RM_IPFIX_MSG_MAX;
 	size_t off = RM_IPFIX_MSG_HDR_LEN, i = 0;

@@ -33,35 +33,35 @@
 
 #define RM_IPFIX_MSG_HDR_LEN 16
 #define RM_IPFIX_SET_HDR_LEN 4
-#define RM_IPFIX_MSG_MAX 65535
+#define RM_IPFIX_MSG_MAX     65535
 
 /*
  * Template Record lengths (header 4 + 4 per IANA field + 8 per enterprise
  * field): 4 + 5*4 + 14*8 = 136; with the VLAN namespace keys 144. The same
  * for IPv4 and IPv6 (only field lengths differ).
  */
-#define RM_IPFIX_TEMPLATE_RECORD_LEN 136
+#define RM_IPFIX_TEMPLATE_RECORD_LEN      136
 #define RM_IPFIX_TEMPLATE_RECORD_LEN_VLAN 144
 /* Flow Keys Options Template Record: 6 + 2*4 = 14; its Options Data Record: 2 + 8 = 10. */
 #define RM_IPFIX_FLOWKEYS_TEMPLATE_LEN 14
-#define RM_IPFIX_FLOWKEYS_RECORD_LEN 10
+#define RM_IPFIX_FLOWKEYS_RECORD_LEN   10
 /* flowKeyIndicator values: fields 1,2,3,4,5,8 (no VLAN) / 1..7,10 (VLAN). */
-#define RM_IPFIX_FLOWKEYS 0x9fULL
+#define RM_IPFIX_FLOWKEYS      0x9fULL
 #define RM_IPFIX_FLOWKEYS_VLAN 0x27fULL
 
 #define RM_IPFIX_MAX_FIELDS 21
 
 /* One Field Specifier of a Data Template, with where its value comes from. */
 struct rm_ipfix_field {
-	uint16_t ie;         /* Information Element number (without the enterprise bit) */
-	uint16_t len;        /* octets on the wire */
-	uint8_t enterprise;  /* 1: enterprise-specific, PEN follows */
-	uint8_t kind;        /* enum rm_ie_type of the value (internal) */
-	uint16_t off;        /* offset in struct rm_report (internal) */
+	uint16_t ie;        /* Information Element number (without the enterprise bit) */
+	uint16_t len;       /* octets on the wire */
+	uint8_t enterprise; /* 1: enterprise-specific, PEN follows */
+	uint8_t kind;       /* enum rm_ie_type of the value (internal) */
+	uint16_t off;       /* offset in struct rm_report (internal) */
 };
 
 struct rm_ipfix_template {
-	uint16_t tid;        /* Template ID */
+	uint16_t tid; /* Template ID */
 	uint16_t nfields;
 	uint16_t record_len; /* Data Record octets */
 	uint64_t flow_keys;  /* flowKeyIndicator */
@@ -69,10 +69,10 @@ struct rm_ipfix_template {
 };
 
 struct rm_ipfix_encoder {
-	uint32_t pen;        /* Private Enterprise Number of the enterprise IEs */
-	uint32_t domain;     /* Observation Domain ID */
-	int vlan_ns;         /* 1: Templates carry vlanId and dot1qCustomerVlanId */
-	uint32_t sequence;   /* Data Records sent so far in the session (mod 2^32) */
+	uint32_t pen;                     /* Private Enterprise Number of the enterprise IEs */
+	uint32_t domain;                  /* Observation Domain ID */
+	int vlan_ns;                      /* 1: Templates carry vlanId and dot1qCustomerVlanId */
+	uint32_t sequence;                /* Data Records sent so far in the session (mod 2^32) */
 	struct rm_ipfix_template tmpl[2]; /* [0] IPv4, [1] IPv6 */
 };
 
@@ -101,8 +101,8 @@ size_t rm_ipfix_templates_msg(struct rm_ipfix_encoder *e, uint32_t export_time, 
  * one record fits, ENODATA when n is 0. r->has_vlan_ns is not consulted:
  * the encoder's vlan_ns decides whether r->vlan is exported.
  */
-size_t rm_ipfix_data_msg(struct rm_ipfix_encoder *e, uint32_t export_time, const struct rm_report *r,
-			 size_t n, size_t *used, uint8_t *buf, size_t cap);
+size_t rm_ipfix_data_msg(struct rm_ipfix_encoder *e, uint32_t export_time, const struct rm_report *r, size_t n,
+			 size_t *used, uint8_t *buf, size_t cap);
 
 /* Template Record length in octets for family 4 or 6 (136, or 144 with VLAN keys); 0 if family is bad. */
 size_t rm_ipfix_template_record_len(const struct rm_ipfix_encoder *e, int family);

@@ -5,36 +5,42 @@
  * rm_flowlabel_compute() (flowlabel.h) from the options.
  */
 #include <arpa/inet.h>
-#include <getopt.h>
 #include <stdio.h>
 
 #include "common/command.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/opts.h"
+#include "common/params.h"
 #include "flowlabel.h"
+
+/* Every option is handled by cmd_flowlabel() by its letter. */
+static const struct rm_opt fl_opts[] = {
+	RM_OPT("src", 's', "ADDR", RM_OPT_CALL, "IPv6 source address"),
+	RM_OPT("dst", 'd', "ADDR", RM_OPT_CALL, "IPv6 destination address"),
+	RM_OPT("dqp", 'q', "QPN", RM_OPT_CALL, "BTH destination QP (0..%#llx, decimal or 0x hex)",
+	       .hv = { RM_QPN_MAX }),
+	RM_OPT("sqp", 'Q', "QPN", RM_OPT_CALL, "DETH source QP (UD SEND opcodes 0x64/0x65)"),
+	RM_OPT("hash", 'H', "NAME", RM_OPT_CALL,
+	       "literal (default: the Flow Label draft's text taken\nliterally), crc32 (zlib), crc32c, mpeg2"),
+	RM_OPT("mix", 'm', NULL, RM_OPT_CALL, "apply the murmur3 finalizer to the 32-bit result"),
+	RM_OPT("seed", 'S', "N", RM_OPT_CALL, "32-bit secret XORed into the initial CRC register"),
+	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this text"),
+	{ 0 },
+};
 
 static void fl_usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: rocemeter flowlabel --src ADDR --dst ADDR --dqp QPN [--sqp QPN]\n"
-		"                           [--hash literal|crc32|crc32c|mpeg2] [--mix] [--seed N]\n\n"
-		"Print the IPv6 Flow Label that the flow-label program writes into a\n"
-		"RoCEv2 packet from ADDR to ADDR with destination QP QPN: the low 20 bits of a\n"
-		"CRC over {Src_QP || Dst_QP || low 16 bits of src || low 16 bits of dst} when\n"
-		"--sqp is given (UD, DETH present), else {Dst_QP || low16 src || low16 dst}.\n\n"
-		"Options:\n"
-		"  -s, --src ADDR   IPv6 source address\n"
-		"  -d, --dst ADDR   IPv6 destination address\n"
-		"  -q, --dqp QPN    BTH destination QP (0..%#x, decimal or 0x hex)\n"
-		"  -Q, --sqp QPN    DETH source QP (UD SEND opcodes 0x64/0x65)\n"
-		"  -H, --hash NAME  literal (default: the Flow Label draft's text taken\n"
-		"                   literally), crc32 (zlib), crc32c, mpeg2\n"
-		"  -m, --mix        apply the murmur3 finalizer to the 32-bit result\n"
-		"  -S, --seed N     32-bit secret XORed into the initial CRC register\n"
-		"  -h, --help       this text\n\n"
-		"A computed label of 0 is written as 0x%05x (a zero Flow Label means no label).\n",
-		RM_QPN_MAX, RM_FL_ZERO_SUBSTITUTE);
+	fprintf(f, "Usage: rocemeter flowlabel --src ADDR --dst ADDR --dqp QPN [--sqp QPN]\n"
+		   "                           [--hash literal|crc32|crc32c|mpeg2] [--mix] [--seed N]\n\n"
+		   "Print the IPv6 Flow Label that the flow-label program writes into a\n"
+		   "RoCEv2 packet from ADDR to ADDR with destination QP QPN: the low 20 bits of a\n"
+		   "CRC over {Src_QP || Dst_QP || low 16 bits of src || low 16 bits of dst} when\n"
+		   "--sqp is given (UD, DETH present), else {Dst_QP || low16 src || low16 dst}.\n\n"
+		   "Options:\n");
+	rm_opts_help(f, fl_opts, 19, 6);
+	fprintf(f, "\nA computed label of 0 is written as 0x%05x (a zero Flow Label means no label).\n",
+		RM_FL_ZERO_SUBSTITUTE);
 }
 
 static int parse_addr6(const char *opt, const char *s, struct in6_addr *a)
@@ -52,13 +58,8 @@ static int parse_addr6(const char *opt, const char *s, struct in6_addr *a)
 
 static int cmd_flowlabel(int argc, char **argv)
 {
-	static const struct option lopts[] = {
-		{ "src", required_argument, NULL, 's' }, { "dst", required_argument, NULL, 'd' },
-		{ "dqp", required_argument, NULL, 'q' }, { "sqp", required_argument, NULL, 'Q' },
-		{ "hash", required_argument, NULL, 'H' }, { "mix", no_argument, NULL, 'm' },
-		{ "seed", required_argument, NULL, 'S' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	static struct rm_opts_parser parser;
+	const struct rm_opt *e;
 	struct rm_fl_params p = { .variant = RM_FL_LITERAL };
 	struct in6_addr src, dst;
 	int have_src = 0, have_dst = 0, have_dqp = 0, have_sqp = 0, c, v;
@@ -66,9 +67,11 @@ static int cmd_flowlabel(int argc, char **argv)
 	char err[256];
 	uint64_t x;
 
+	/* ":": a missing value is told apart from an unknown option, in our own words. */
+	rm_opts_init(&parser, fl_opts, ":");
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:d:q:Q:H:mS:h", lopts, NULL)) != -1) {
+	while ((c = rm_opts_next(&parser, argc, argv, &e)) != -1) {
 		switch (c) {
 		case 's':
 			if (parse_addr6("--src", optarg, &src))
@@ -134,8 +137,8 @@ static int cmd_flowlabel(int argc, char **argv)
 		return RM_EXIT_USAGE;
 	}
 	label = rm_flowlabel_compute(&p, &src, &dst, have_sqp, sqp, dqp, &hash);
-	printf("hash:       0x%08x (%s%s%s)\n", hash, rm_flowlabel_variant_name(p.variant),
-	       p.mix ? ", mix" : "", p.seed ? ", seeded" : "");
+	printf("hash:       0x%08x (%s%s%s)\n", hash, rm_flowlabel_variant_name(p.variant), p.mix ? ", mix" : "",
+	       p.seed ? ", seeded" : "");
 	printf("flow label: 0x%05x (%u)\n", rm_fl_label_written(label), rm_fl_label_written(label));
 	if (!label)
 		printf("note: computed label 0: the program writes the substitute 0x%05x instead\n",
@@ -143,5 +146,4 @@ static int cmd_flowlabel(int argc, char **argv)
 	return RM_EXIT_OK;
 }
 
-RM_COMMAND(flowlabel, 70, "compute the IPv6 Flow Label of a RoCEv2 connection",
-	   cmd_flowlabel);
+RM_COMMAND(flowlabel, 70, "compute the IPv6 Flow Label of a RoCEv2 connection", cmd_flowlabel);

@@ -60,17 +60,15 @@ const char *rm_flowlabel_direction_name(int direction)
 	return direction == RM_FL_INGRESS ? "ingress" : direction == RM_FL_EGRESS ? "egress" : "?";
 }
 
-uint32_t rm_flowlabel_compute(const struct rm_fl_params *p, const struct in6_addr *src,
-			      const struct in6_addr *dst, int has_sqp, uint32_t sqp, uint32_t dqp,
-			      uint32_t *hash32)
+uint32_t rm_flowlabel_compute(const struct rm_fl_params *p, const struct in6_addr *src, const struct in6_addr *dst,
+			      int has_sqp, uint32_t sqp, uint32_t dqp, uint32_t *hash32)
 {
 	struct rm_fl_sliced tabs; /* 10 KiB */
 	__u8 in[RM_FL_INPUT_MAX];
 	__u32 len, h;
 
 	rm_fl_sliced_init(p, &tabs);
-	len = rm_fl_input(in, has_sqp, sqp & 0xffffff, dqp & 0xffffff, &src->s6_addr[14],
-			  &dst->s6_addr[14]);
+	len = rm_fl_input(in, has_sqp, sqp & 0xffffff, dqp & 0xffffff, &src->s6_addr[14], &dst->s6_addr[14]);
 	h = rm_fl_crc_sliced(p, &tabs, in, len);
 	if (hash32)
 		*hash32 = h;
@@ -78,8 +76,7 @@ uint32_t rm_flowlabel_compute(const struct rm_fl_params *p, const struct in6_add
 }
 
 /* Open the skeleton and set its .rodata from opts (not loaded yet). */
-static struct flowlabel *open_configured(const struct rm_flowlabel_opts *opts, char *err,
-					     size_t errlen)
+static struct flowlabel *open_configured(const struct rm_flowlabel_opts *opts, char *err, size_t errlen)
 {
 	struct rm_fl_params p = { .variant = opts->variant, .mix = opts->mix ? 1 : 0, .seed = opts->seed };
 	struct flowlabel *skel;
@@ -101,8 +98,7 @@ static struct flowlabel *open_configured(const struct rm_flowlabel_opts *opts, c
 	return skel;
 }
 
-struct flowlabel *rm_flowlabel_open_load(const struct rm_flowlabel_opts *opts, char *err,
-					     size_t errlen)
+struct flowlabel *rm_flowlabel_open_load(const struct rm_flowlabel_opts *opts, char *err, size_t errlen)
 {
 	struct flowlabel *skel = open_configured(opts, err, errlen);
 	int rc;
@@ -121,8 +117,8 @@ struct flowlabel *rm_flowlabel_open_load(const struct rm_flowlabel_opts *opts, c
 
 static int check_ifname(const char *ifname, char *err, size_t errlen)
 {
-	if (!ifname || !*ifname || strlen(ifname) >= IF_NAMESIZE || strchr(ifname, '/') ||
-	    !strcmp(ifname, ".") || !strcmp(ifname, "..")) {
+	if (!ifname || !*ifname || strlen(ifname) >= IF_NAMESIZE || strchr(ifname, '/') || !strcmp(ifname, ".") ||
+	    !strcmp(ifname, "..")) {
 		rm_errf(err, errlen, "invalid interface name '%s'", ifname ? ifname : "");
 		return -EINVAL;
 	}
@@ -152,8 +148,7 @@ static __u32 tc_prog_id(int ifindex, int direction)
 	return rc ? 0 : q.prog_id;
 }
 
-int rm_flowlabel_attach(const char *ifname, const struct rm_flowlabel_opts *opts, char *err,
-			size_t errlen)
+int rm_flowlabel_attach(const char *ifname, const struct rm_flowlabel_opts *opts, char *err, size_t errlen)
 {
 	char dir[PATH_MAX], path[PATH_MAX];
 	struct rm_ifkey key;
@@ -178,8 +173,8 @@ int rm_flowlabel_attach(const char *ifname, const struct rm_flowlabel_opts *opts
 	id = tc_prog_id(ifindex, opts->direction);
 	if (id) {
 		rm_errf(err, errlen,
-		       "the flow-label program is already attached to %s %s (program id %u); detach it first",
-		       ifname, rm_flowlabel_direction_name(opts->direction), id);
+			"the flow-label program is already attached to %s %s (program id %u); detach it first", ifname,
+			rm_flowlabel_direction_name(opts->direction), id);
 		return -EEXIST;
 	}
 	rc = rm_ifkey_by_name(ifname, &key, err, errlen);
@@ -218,7 +213,7 @@ int rm_flowlabel_attach(const char *ifname, const struct rm_flowlabel_opts *opts
 	rc = bpf_tc_attach(&hook, &to); /* no BPF_TC_F_REPLACE: fails if one appeared meanwhile */
 	if (rc) {
 		rm_errf(err, errlen, "cannot attach the tc filter to %s %s: %s", ifname,
-		       rm_flowlabel_direction_name(opts->direction), strerror(-rc));
+			rm_flowlabel_direction_name(opts->direction), strerror(-rc));
 		goto out;
 	}
 out:
@@ -260,7 +255,7 @@ int rm_flowlabel_detach(const char *ifname, char *err, size_t errlen)
 		rc = bpf_tc_detach(&hook, &to);
 		if (rc) {
 			rm_errf(err, errlen, "cannot detach the tc filter from %s %s: %s", ifname,
-			       rm_flowlabel_direction_name(d), strerror(-rc));
+				rm_flowlabel_direction_name(d), strerror(-rc));
 			return rc;
 		}
 		removed++;
@@ -308,8 +303,8 @@ static int prog_config(__u32 prog_id, struct flowlabel__rodata *ro)
 			continue;
 		if (!bpf_obj_get_info_by_fd(mfd, &mi, &mlen)) {
 			n = strlen(mi.name);
-			if (n >= 7 && !strcmp(mi.name + n - 7, ".rodata") &&
-			    mi.value_size == sizeof(*ro) && !bpf_map_lookup_elem(mfd, &key, ro))
+			if (n >= 7 && !strcmp(mi.name + n - 7, ".rodata") && mi.value_size == sizeof(*ro) &&
+			    !bpf_map_lookup_elem(mfd, &key, ro))
 				found = 0;
 		}
 		close(mfd);
@@ -321,8 +316,8 @@ static int prog_config(__u32 prog_id, struct flowlabel__rodata *ro)
 struct fl_status {
 	__u64 sums[RM_FL_STAT__COUNT], total;
 	struct {
-		__u32 prog_id;               /* 0: not attached */
-		int have_config;             /* ro read from the program's .rodata */
+		__u32 prog_id;   /* 0: not attached */
+		int have_config; /* ro read from the program's .rodata */
 		struct flowlabel__rodata ro;
 	} dir[RM_FL_EGRESS + 1];
 };
@@ -407,7 +402,8 @@ json_t *rm_flowlabel_status_json(const char *ifname)
 			v = json_object();
 			json_object_set_new(v, "prog_id", json_integer(st.dir[d].prog_id));
 			if (st.dir[d].have_config) {
-				json_object_set_new(v, "hash", json_string(rm_flowlabel_variant_name(st.dir[d].ro.fl_variant)));
+				json_object_set_new(v, "hash",
+						    json_string(rm_flowlabel_variant_name(st.dir[d].ro.fl_variant)));
 				json_object_set_new(v, "mix", json_boolean(st.dir[d].ro.fl_mix));
 				json_object_set_new(v, "seeded", json_boolean(st.dir[d].ro.fl_seed));
 			}

@@ -59,9 +59,8 @@ const char *rm_flowlabel_direction_name(int direction);
  * gets the 32-bit hash. Returns the 20-bit Flow Label as [FLOWLABEL] computes it
  * (may be 0: the program writes rm_fl_label_written() of it).
  */
-uint32_t rm_flowlabel_compute(const struct rm_fl_params *p, const struct in6_addr *src,
-			      const struct in6_addr *dst, int has_sqp, uint32_t sqp, uint32_t dqp,
-			      uint32_t *hash32);
+uint32_t rm_flowlabel_compute(const struct rm_fl_params *p, const struct in6_addr *src, const struct in6_addr *dst,
+			      int has_sqp, uint32_t sqp, uint32_t dqp, uint32_t *hash32);
 
 /*
  * Open and load bpf/flowlabel.bpf.o with opts' variant, mix and seed (the
@@ -69,8 +68,7 @@ uint32_t rm_flowlabel_compute(const struct rm_fl_params *p, const struct in6_add
  * benchmarks (BPF_PROG_TEST_RUN). Returns NULL and sets err on failure;
  * free with flowlabel__destroy().
  */
-struct flowlabel *rm_flowlabel_open_load(const struct rm_flowlabel_opts *opts, char *err,
-					     size_t errlen);
+struct flowlabel *rm_flowlabel_open_load(const struct rm_flowlabel_opts *opts, char *err, size_t errlen);
 
 /*
  * Attach the program to ifname's clsact hook in opts->direction and pin
@@ -79,8 +77,7 @@ struct flowlabel *rm_flowlabel_open_load(const struct rm_flowlabel_opts *opts, c
  * an existing pin is reused). Refuses a second attachment in the same
  * direction. Returns 0, or a negative errno with err set.
  */
-int rm_flowlabel_attach(const char *ifname, const struct rm_flowlabel_opts *opts, char *err,
-			size_t errlen);
+int rm_flowlabel_attach(const char *ifname, const struct rm_flowlabel_opts *opts, char *err, size_t errlen);
 
 /*
  * Remove the filter(s) of both directions and the fl_stats pin; the pin

@@ -7,7 +7,6 @@
  * its proved process, never by removing its pins.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,10 +15,22 @@
 #include "common/command.h"
 #include "common/log.h"
 #include "common/opts.h"
+#include "common/params.h"
 #include "common/paths.h"
 #include "daemon.h"
 #include "flowlabel/flowlabel.h"
 #include "pins.h"
+
+struct detach_args {
+	uint64_t ifindex;
+};
+
+static const struct rm_opt detach_opts[] = {
+	RM_OPT("ifindex", 0, "N", RM_OPT_UINT, "the interface by its index in this network namespace",
+	       RM_OPT_AT(struct detach_args, ifindex), .lo = 1, .hi = UINT32_MAX),
+	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this text"),
+	{ 0 },
+};
 
 static void usage(FILE *f)
 {
@@ -33,10 +44,11 @@ static void usage(FILE *f)
 		   "uses are never removed.\n"
 		   "--ifindex N removes what is left of an interface that no longer exists\n"
 		   "(`rocemeter status` lists it by its index).\n\n"
-		   "Options:\n"
-		   "  --ifindex N  the interface by its index in this network namespace\n"
-		   "  -h, --help   this text\n");
+		   "Options:\n");
+	rm_opts_help(f, detach_opts, 15, 2);
 }
+
+static const struct rm_cmd_opts detach_cmd = { .t = detach_opts, .usage = usage, .usage_on_error = 1 };
 
 /* The daemon holds the lock: stop it through its proved process. Returns the lock fd, -ENOENT, or -1. */
 static int stop_daemon(const struct rm_ifkey *k, const char *label)
@@ -62,37 +74,21 @@ static int stop_daemon(const struct rm_ifkey *k, const char *label)
 
 static int cmd_detach(int argc, char **argv)
 {
-	static const struct option opts[] = { { "ifindex", required_argument, 0, 'x' },
-					      { "help", no_argument, 0, 'h' },
-					      { 0 } };
+	struct detach_args args = { 0 };
 	struct rm_ifkey k;
 	char path[512], err[512], label[64];
-	int fd, did = 0, opt, rc;
-	uint64_t ifindex = 0;
+	int fd, did = 0, rc;
 	uint32_t prog_id;
 
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'x':
-			if (rm_opt_uint("--ifindex", optarg, 1, UINT32_MAX, &ifindex, err, sizeof(err))) {
-				rm_log_cmd(RM_LOG_ERR, "%s", err);
-				return RM_EXIT_USAGE;
-			}
-			break;
-		case 'h':
-			usage(stdout);
-			return RM_EXIT_OK;
-		default:
-			usage(stderr);
-			return RM_EXIT_USAGE;
-		}
-	}
-	if (ifindex ? optind != argc : optind != argc - 1) {
+	rc = rm_opts_parse(&detach_cmd, argc, argv, &args);
+	if (rc >= 0)
+		return rc;
+	if (args.ifindex ? optind != argc : optind != argc - 1) {
 		usage(stderr);
 		return RM_EXIT_USAGE;
 	}
-	if (ifindex) {
-		if (rm_ifkey_by_index((uint32_t)ifindex, &k)) {
+	if (args.ifindex) {
+		if (rm_ifkey_by_index((uint32_t)args.ifindex, &k)) {
 			rm_log_cmd(RM_LOG_ERR, "cannot read the network namespace");
 			return RM_EXIT_FAIL;
 		}

@@ -6,7 +6,6 @@
  * through the pins of the running attachment (violations.h).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +13,18 @@
 #include "common/command.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/params.h"
 #include "common/paths.h"
 #include "violations.h"
 
 #define CONNECTION_WORDS 4 /* SRC DST QPN|any PKEY|any */
+
+static const struct rm_opt reenable_opts[] = {
+	RM_OPT("all", 'a', NULL, RM_OPT_FLAG, "every disabled connection, and leave the fail-safe", .off = 0,
+	       .size = sizeof(int)),
+	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this text"),
+	{ 0 },
+};
 
 static void usage(FILE *f)
 {
@@ -30,12 +37,17 @@ static void usage(FILE *f)
 		   "disabled connection, else nothing changes. --all re-enables every one and\n"
 		   "leaves the fail-safe of a full violations map. `rocemeter status IFACE` lists\n"
 		   "them. A SIGHUP reload re-enables only connections whose provisioning changed.\n\n"
-		   "Options:\n"
-		   "  -a, --all   every disabled connection, and leave the fail-safe\n"
-		   "  -h, --help  this text\n\n"
+		   "Options:\n");
+	rm_opts_help(f, reenable_opts, 14, 6);
+	fprintf(f, "\n"
 		   "Exit status: 0 done; 1 not attached, or a connection matches no disabled one;\n"
 		   "2 usage.\n");
 }
+
+/* "+": options only before IFACE, so that nothing in a pattern is taken for one. The target: int all. */
+static const struct rm_cmd_opts reenable_cmd = {
+	.t = reenable_opts, .prefix = "+", .usage = usage, .usage_on_error = 1
+};
 
 /*
  * The words after IFACE, CONNECTION_WORDS per connection (a quoted line
@@ -91,30 +103,19 @@ static void print_done(const char *ifname, const struct rm_ctx_key *keys, size_t
 
 static int cmd_reenable(int argc, char **argv)
 {
-	static const struct option opts[] = { { "all", no_argument, 0, 'a' }, { "help", no_argument, 0, 'h' }, { 0 } };
 	struct rm_violations_fds f;
 	struct rm_provision *pat = NULL;
 	struct rm_ctx_key *done = NULL;
 	size_t ndone = 0;
-	int opt, all = 0, npat = 0, unmatched, was_fail_safe = 0, e, rc = RM_EXIT_OK;
+	int all = 0, npat = 0, unmatched, was_fail_safe = 0, e, rc;
 	const char *ifname;
 	struct rm_ifkey k;
 	char err[512];
 
-	/* "+": options only before IFACE, so that nothing in a pattern is taken for one. */
-	while ((opt = getopt_long(argc, argv, "+ah", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'a':
-			all = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return RM_EXIT_OK;
-		default:
-			usage(stderr);
-			return RM_EXIT_USAGE;
-		}
-	}
+	rc = rm_opts_parse(&reenable_cmd, argc, argv, &all);
+	if (rc >= 0)
+		return rc;
+	rc = RM_EXIT_OK;
 	if (optind >= argc) {
 		rm_log_cmd(RM_LOG_ERR, "give an interface");
 		usage(stderr);

@@ -6,12 +6,12 @@
  * starting or stopping), the connections a profile violation disabled, the
  * daemon's export counters, and the flow-label program's statistics; with
  * --connections, the connection census of `attach --census` instead.
- * Stops nothing and changes nothing.
+ * Each interface's pins are read once (struct meter_status), then printed
+ * as text or as JSON. Stops nothing and changes nothing.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -28,6 +28,7 @@
 #include "common/jsonw.h"
 #include "common/log.h"
 #include "common/opts.h"
+#include "common/params.h"
 #include "common/paths.h"
 #include "flowlabel/flowlabel.h"
 #include "meter.h"
@@ -35,6 +36,37 @@
 #include "common/report_text.h"
 #include "rocemeter/ipfix_ie.h"
 #include "violations.h"
+
+/* One context as status shows it: its key and an atomic copy of its value (BPF_F_LOCK). */
+struct status_ctx {
+	struct rm_ctx_key key;
+	struct rm_ctx val;
+};
+
+/*
+ * What status reads of one interface's pins, once, for the text and the
+ * JSON printer. A part that could not be read has its have_ flag 0.
+ */
+struct meter_status {
+	char dir[512];  /* the pin directory */
+	int attached;   /* the statistics map is pinned: the rest was read */
+	int have_stats; /* st was read */
+	uint64_t st[RM_STAT__COUNT];
+	int have_contexts;      /* the contexts map is pinned, with this build's layout */
+	struct status_ctx *ctx; /* its contexts, n of them (free()) */
+	size_t n;
+	uint64_t pooled; /* contexts with a pool window */
+	int have_pool;   /* pool was read (map `windows`) */
+	struct rm_pool_info pool;
+	int have_violations;             /* the violations were listed */
+	int fail_safe;                   /* the fail-safe of a full violations map is engaged */
+	struct rm_violation_entry *viol; /* the disabled connections, n_viol of them (free()) */
+	size_t n_viol;
+	const char *state; /* meter_state(): "live", "busy" or "stale" */
+	uint32_t prog_id;  /* the attached XDP program, if live */
+	json_t *daemon;    /* the daemon's stats file (not read when stale), or NULL */
+	json_t *mirror;    /* the mirror sessions (mirror_json()), or NULL */
+};
 
 static void print_ctx_text(const struct rm_ctx_key *k, const struct rm_ctx *v)
 {
@@ -63,43 +95,54 @@ static void print_ctx_text(const struct rm_ctx_key *k, const struct rm_ctx *v)
 
 /*
  * The connections a profile violation disabled (maps `violations` and
- * `contexts`) and the fail-safe of a full violations map, as text; with o,
- * as the keys "violations_fail_safe" and "violations" of o instead.
+ * `contexts`) and the fail-safe of a full violations map, into ms.
  */
-static void violations(const struct rm_ifkey *ifk, const char *label, json_t *o)
+static void read_violations(const struct rm_ifkey *ifk, struct meter_status *ms)
 {
 	struct rm_violations_fds f;
-	struct rm_violation_entry *v = NULL;
-	size_t n = 0;
-	char err[512], key[160];
-	int fail_safe;
-	json_t *a;
+	char err[512];
 
 	if (rm_violations_open_pinned(ifk, &f, err, sizeof(err)))
 		return; /* an attachment of an older version, or being removed */
-	fail_safe = rm_violations_fail_safe(&f) > 0;
-	if (rm_violations_list(&f, &v, &n)) {
-		rm_violations_close(&f);
+	ms->fail_safe = rm_violations_fail_safe(&f) > 0;
+	ms->have_violations = rm_violations_list(&f, &ms->viol, &ms->n_viol) == 0;
+	rm_violations_close(&f);
+}
+
+/* The violations of ms as text. */
+static void print_violations_text(const struct meter_status *ms, const char *label)
+{
+	const struct rm_violation_entry *v = ms->viol;
+	size_t n = ms->n_viol;
+	char key[160];
+
+	if (!ms->have_violations)
 		return;
-	}
-	if (!o) {
-		if (fail_safe)
-			printf("  FAIL-SAFE: the violations map was full; no new connection is metered until "
-			       "'rocemeter reenable %s --all'\n",
-			       label);
-		printf("  violations (disabled until 'rocemeter reenable %s ...'):%s\n", label, n ? "" : " (none)");
-		for (size_t i = 0; i < n; i++) {
-			rm_violations_format_key(&v[i].key, key, sizeof(key));
-			if (v[i].in_map)
-				printf("    %s opcode 0x%02x psn %u %s\n", key, v[i].v.opcode, v[i].v.psn,
-				       rm_violation_cause_name(v[i].v.cause));
-			else
-				printf("    %s (held by its context: the map was full)\n", key);
-		}
-		goto out;
-	}
-	a = json_array();
+	if (ms->fail_safe)
+		printf("  FAIL-SAFE: the violations map was full; no new connection is metered until "
+		       "'rocemeter reenable %s --all'\n",
+		       label);
+	printf("  violations (disabled until 'rocemeter reenable %s ...'):%s\n", label, n ? "" : " (none)");
 	for (size_t i = 0; i < n; i++) {
+		rm_violations_format_key(&v[i].key, key, sizeof(key));
+		if (v[i].in_map)
+			printf("    %s opcode 0x%02x psn %u %s\n", key, v[i].v.opcode, v[i].v.psn,
+			       rm_violation_cause_name(v[i].v.cause));
+		else
+			printf("    %s (held by its context: the map was full)\n", key);
+	}
+}
+
+/* The violations of ms as the keys "violations_fail_safe" and "violations" of o. */
+static void set_violations_json(json_t *o, const struct meter_status *ms)
+{
+	const struct rm_violation_entry *v = ms->viol;
+	json_t *a;
+
+	if (!ms->have_violations)
+		return;
+	a = json_array();
+	for (size_t i = 0; i < ms->n_viol; i++) {
 		const struct rm_ctx_key *k = &v[i].key;
 		int six = k->family == 6;
 		json_t *e = json_object();
@@ -123,11 +166,8 @@ static void violations(const struct rm_ifkey *ifk, const char *label, json_t *o)
 		}
 		json_array_append_new(a, e);
 	}
-	json_object_set_new(o, "violations_fail_safe", json_boolean(fail_safe));
+	json_object_set_new(o, "violations_fail_safe", json_boolean(ms->fail_safe));
 	json_object_set_new(o, "violations", a);
-out:
-	free(v);
-	rm_violations_close(&f);
 }
 
 /* What the kernel says of k's pins: attached, stale, or in the hands of a starting or stopping daemon. */
@@ -212,27 +252,31 @@ static int contexts_fit(int fd)
 	return 0;
 }
 
-/* The window pool (map `windows`) and the contexts of each tier (docs/meter.md "Memory"). */
-static json_t *pool_json(const struct rm_ifkey *k, uint64_t inline_ctx, uint64_t pooled_ctx)
+/* The window pool's shape (map `windows`, docs/meter.md "Memory"), into ms. */
+static void read_pool(const struct rm_ifkey *k, struct meter_status *ms)
 {
-	struct rm_pool_info pi;
 	char path[512];
-	json_t *o;
 	int fd;
 
 	if (rm_paths_pin(k, "windows", path, sizeof(path)) || (fd = bpf_obj_get(path)) < 0)
-		return json_null();
-	if (rm_meter_read_pool(fd, &pi)) {
-		close(fd);
-		return json_null();
-	}
+		return;
+	ms->have_pool = rm_meter_read_pool(fd, &ms->pool) == 0;
 	close(fd);
+}
+
+/* The window pool and the contexts of each tier, as JSON (null when the pool was not read). */
+static json_t *pool_json(const struct meter_status *ms)
+{
+	json_t *o;
+
+	if (!ms->have_pool)
+		return json_null();
 	o = json_object();
-	json_object_set_new(o, "windows", json_integer(pi.windows));
-	json_object_set_new(o, "window_positions", json_integer(pi.positions));
-	json_object_set_new(o, "window_bytes", rm_json_u64(pi.bytes));
-	json_object_set_new(o, "pooled_contexts", rm_json_u64(pooled_ctx));
-	json_object_set_new(o, "inline_contexts", rm_json_u64(inline_ctx));
+	json_object_set_new(o, "windows", json_integer(ms->pool.windows));
+	json_object_set_new(o, "window_positions", json_integer(ms->pool.positions));
+	json_object_set_new(o, "window_bytes", rm_json_u64(ms->pool.bytes));
+	json_object_set_new(o, "pooled_contexts", rm_json_u64(ms->pooled));
+	json_object_set_new(o, "inline_contexts", rm_json_u64((uint64_t)ms->n - ms->pooled));
 	return o;
 }
 
@@ -307,10 +351,10 @@ static json_t *mirror_json(const struct rm_ifkey *k)
 	return o;
 }
 
-/* The mirror sessions as text lines, when there are any. */
-static void mirror_text(const struct rm_ifkey *k)
+/* The mirror sessions (mirror_json()) as text lines, when there are any. */
+static void mirror_text(json_t *o)
 {
-	json_t *o = mirror_json(k), *e;
+	json_t *e;
 	size_t i;
 
 	if (!o)
@@ -329,7 +373,6 @@ static void mirror_text(const struct rm_ifkey *k)
 		printf("  unknown mirror session (not metered): %s\n", t ? t : "?");
 		free(t);
 	}
-	json_decref(o);
 }
 
 /* The command that removes k's stale pins. */
@@ -341,99 +384,154 @@ static void print_stale_hint(const struct rm_ifkey *k)
 		printf("(run 'rocemeter detach --ifindex %u')\n", k->ifindex);
 }
 
-/* One interface as text (label: its name, or "ifindex N" when it is gone). */
-static void status_text(const struct rm_ifkey *k, const char *label)
+/* Every context of the pinned contexts map fd (closed here), in map order, into ms. */
+static void read_contexts(int fd, struct meter_status *ms)
 {
-	char path[512], dir[512];
-	uint64_t st[RM_STAT__COUNT];
-	int stats_fd, ctx_fd, n = 0;
-	uint64_t pooled = 0;
 	struct rm_ctx_key key, next, *prev = NULL;
 	struct rm_ctx val;
-	const char *state;
-	uint32_t prog_id = 0;
-	json_t *dj, *pj;
+	size_t cap = 0;
 
-	rm_paths_pin_dir(k, dir, sizeof(dir));
-	printf("%s (ifindex %u, pins %s):\n", label, k->ifindex, dir);
-	if (rm_paths_pin(k, "stats", path, sizeof(path)) || (stats_fd = bpf_obj_get(path)) < 0) {
-		printf("  meter: not attached%s\n", k->ifname[0] ? "" : " (no such interface)");
-		goto flowlabel;
+	ms->have_contexts = 1;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem_flags(fd, &key, &val, BPF_F_LOCK))
+			continue; /* removed meanwhile */
+		if (ms->n == cap) {
+			size_t ncap = cap ? 2 * cap : 256;
+			struct status_ctx *p = realloc(ms->ctx, ncap * sizeof(*p));
+
+			if (!p) {
+				rm_log_cmd(RM_LOG_WARNING, "out of memory: %zu contexts shown", ms->n);
+				break;
+			}
+			ms->ctx = p;
+			cap = ncap;
+		}
+		ms->ctx[ms->n].key = key;
+		ms->ctx[ms->n].val = val;
+		ms->pooled += rm_seq_pooled(&val.seq);
+		ms->n++;
 	}
-	if (rm_meter_read_stats(stats_fd, st) == 0) {
-		printf("  meter statistics:\n");
-		for (int i = 0; i < RM_STAT__COUNT; i++)
-			printf("    %-26s %" PRIu64 "\n", rm_stat_name(i), st[i]);
-	}
+	close(fd);
+}
+
+/*
+ * Read k's pins once into *ms: statistics, contexts, the window pool,
+ * violations, the kernel's state and the daemon's counters. Nothing past
+ * the statistics map if it is not pinned; no daemon counters if stale.
+ * status_free() releases it.
+ */
+static void status_read(const struct rm_ifkey *k, struct meter_status *ms)
+{
+	char path[512];
+	int stats_fd, ctx_fd;
+
+	memset(ms, 0, sizeof(*ms));
+	rm_paths_pin_dir(k, ms->dir, sizeof(ms->dir));
+	if (rm_paths_pin(k, "stats", path, sizeof(path)) || (stats_fd = bpf_obj_get(path)) < 0)
+		return;
+	ms->attached = 1;
+	ms->have_stats = rm_meter_read_stats(stats_fd, ms->st) == 0;
 	close(stats_fd);
 	if (!rm_paths_pin(k, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0 &&
-	    contexts_fit(ctx_fd)) {
-		printf("  contexts:\n");
-		while (bpf_map_get_next_key(ctx_fd, prev, &next) == 0) {
-			key = next;
-			prev = &key;
-			if (bpf_map_lookup_elem_flags(ctx_fd, &key, &val, BPF_F_LOCK))
-				continue; /* removed meanwhile */
-			print_ctx_text(&key, &val);
-			pooled += rm_seq_pooled(&val.seq);
-			n++;
+	    contexts_fit(ctx_fd))
+		read_contexts(ctx_fd, ms);
+	read_pool(k, ms);
+	read_violations(k, ms);
+	ms->mirror = mirror_json(k);
+	/* Liveness from the kernel: is the pinned program the interface's XDP program? */
+	ms->state = meter_state(k, &ms->prog_id);
+	if (strcmp(ms->state, "stale"))
+		ms->daemon = daemon_json(k);
+}
+
+static void status_free(struct meter_status *ms)
+{
+	free(ms->ctx);
+	free(ms->viol);
+	json_decref(ms->daemon);
+	json_decref(ms->mirror);
+}
+
+/* The daemon's counters (its stats file) as text: one line a value, an object's members indented. */
+static void print_daemon_text(json_t *dj)
+{
+	const char *name;
+	json_t *v;
+
+	printf("  daemon:\n");
+	json_object_foreach(dj, name, v)
+	{
+		if (json_is_object(v)) {
+			const char *k2;
+			json_t *v2;
+
+			printf("    %s:\n", name);
+			json_object_foreach(v, k2, v2)
+			{
+				char *t = json_dumps(v2, JSON_ENCODE_ANY);
+
+				printf("      %-26s %s\n", k2, t ? t : "?");
+				free(t);
+			}
+			continue;
 		}
-		printf(n ? "" : "    (none)\n");
-		close(ctx_fd);
+		char *t = json_dumps(v, JSON_ENCODE_ANY);
+
+		printf("    %-28s %s\n", name, t ? t : "?");
+		free(t);
 	}
-	pj = pool_json(k, (uint64_t)n - pooled, pooled);
-	if (json_is_object(pj))
+}
+
+/* The meter's part of ms as text, from its statistics to the daemon's counters. */
+static void print_meter_text(const struct rm_ifkey *k, const struct meter_status *ms, const char *label)
+{
+	if (ms->have_stats) {
+		printf("  meter statistics:\n");
+		for (int i = 0; i < RM_STAT__COUNT; i++)
+			printf("    %-26s %" PRIu64 "\n", rm_stat_name(i), ms->st[i]);
+	}
+	if (ms->have_contexts) {
+		printf("  contexts:\n");
+		for (size_t i = 0; i < ms->n; i++)
+			print_ctx_text(&ms->ctx[i].key, &ms->ctx[i].val);
+		printf(ms->n ? "" : "    (none)\n");
+	}
+	if (ms->have_pool)
 		printf("  window pool: %" PRIu64 " windows of %" PRIu64 " positions (%" PRIu64 " bytes each); "
 		       "contexts: %" PRIu64 " inline, %" PRIu64 " with a pool window\n",
-		       (uint64_t)json_integer_value(json_object_get(pj, "windows")),
-		       (uint64_t)json_integer_value(json_object_get(pj, "window_positions")),
-		       (uint64_t)json_integer_value(json_object_get(pj, "window_bytes")), (uint64_t)n - pooled, pooled);
-	json_decref(pj);
-	mirror_text(k);
-	violations(k, label, NULL);
-	/* Liveness from the kernel: is the pinned program the interface's XDP program? */
-	state = meter_state(k, &prog_id);
-	if (!strcmp(state, "live")) {
-		printf("  attached: XDP program id %u\n", prog_id);
-	} else if (!strcmp(state, "busy")) {
+		       (uint64_t)ms->pool.windows, (uint64_t)ms->pool.positions, ms->pool.bytes,
+		       (uint64_t)ms->n - ms->pooled, ms->pooled);
+	mirror_text(ms->mirror);
+	print_violations_text(ms, label);
+	if (!strcmp(ms->state, "live")) {
+		printf("  attached: XDP program id %u\n", ms->prog_id);
+	} else if (!strcmp(ms->state, "busy")) {
 		printf("  not attached: a rocemeter daemon holds these pins while starting or stopping\n");
 	} else {
 		printf("  STALE: no attached XDP program uses these pins and no daemon holds them ");
 		print_stale_hint(k);
-		goto flowlabel;
+		return;
 	}
-	dj = daemon_json(k);
-	if (dj) {
-		const char *name;
-		json_t *v;
+	if (ms->daemon)
+		print_daemon_text(ms->daemon);
+}
 
-		printf("  daemon:\n");
-		json_object_foreach(dj, name, v)
-		{
-			if (json_is_object(v)) {
-				const char *k2;
-				json_t *v2;
+/* One interface as text (label: its name, or "ifindex N" when it is gone). */
+static void status_text(const struct rm_ifkey *k, const char *label)
+{
+	struct meter_status ms;
 
-				printf("    %s:\n", name);
-				json_object_foreach(v, k2, v2)
-				{
-					char *t = json_dumps(v2, JSON_ENCODE_ANY);
-
-					printf("      %-26s %s\n", k2, t ? t : "?");
-					free(t);
-				}
-				continue;
-			}
-			char *t = json_dumps(v, JSON_ENCODE_ANY);
-
-			printf("    %-28s %s\n", name, t ? t : "?");
-			free(t);
-		}
-		json_decref(dj);
-	}
-flowlabel:
+	status_read(k, &ms);
+	printf("%s (ifindex %u, pins %s):\n", label, k->ifindex, ms.dir);
+	if (ms.attached)
+		print_meter_text(k, &ms, label);
+	else
+		printf("  meter: not attached%s\n", k->ifname[0] ? "" : " (no such interface)");
 	if (k->ifname[0])
 		rm_flowlabel_status(k->ifname, stdout, 0);
+	status_free(&ms);
 }
 
 /* The connection census of `attach --census` on interface k (label: its name or index), as text. */
@@ -485,66 +583,49 @@ static json_t *census_json(const struct rm_ifkey *k, const char *label)
 	return o;
 }
 
-/* One interface as a JSON object (docs/json.md "status"). */
-static json_t *status_json(const struct rm_ifkey *k, const char *label)
+/* The meter's part of ms as keys of o (docs/json.md "status"), from "meter" to "daemon". */
+static void set_meter_json(json_t *o, const struct meter_status *ms)
 {
-	char path[512], dir[512];
-	uint64_t st[RM_STAT__COUNT];
-	int stats_fd, ctx_fd;
-	uint64_t n = 0, pooled = 0;
-	struct rm_ctx_key key, next, *prev = NULL;
-	struct rm_ctx val;
-	const char *state;
-	uint32_t prog_id = 0;
-	json_t *o = json_object(), *dj;
-
-	rm_paths_pin_dir(k, dir, sizeof(dir));
-	json_object_set_new(o, "interface", rm_json_text(label));
-	json_object_set_new(o, "ifindex", json_integer(k->ifindex));
-	json_object_set_new(o, "pins", rm_json_text(dir));
-	if (rm_paths_pin(k, "stats", path, sizeof(path)) || (stats_fd = bpf_obj_get(path)) < 0) {
-		json_object_set_new(o, "meter", json_null());
-		goto flowlabel;
-	}
-	if (rm_meter_read_stats(stats_fd, st) == 0) {
+	if (ms->have_stats) {
 		json_t *m = json_object();
 
 		for (int i = 0; i < RM_STAT__COUNT; i++)
-			json_object_set_new(m, rm_stat_name(i), rm_json_u64(st[i]));
+			json_object_set_new(m, rm_stat_name(i), rm_json_u64(ms->st[i]));
 		json_object_set_new(o, "meter", m);
 	}
-	close(stats_fd);
-	if (!rm_paths_pin(k, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0 &&
-	    contexts_fit(ctx_fd)) {
+	if (ms->have_contexts) {
 		json_t *a = json_array();
 
-		while (bpf_map_get_next_key(ctx_fd, prev, &next) == 0) {
-			key = next;
-			prev = &key;
-			if (bpf_map_lookup_elem_flags(ctx_fd, &key, &val, BPF_F_LOCK))
-				continue; /* removed meanwhile */
-			json_array_append_new(a, ctx_json(&key, &val));
-			pooled += rm_seq_pooled(&val.seq);
-			n++;
-		}
+		for (size_t i = 0; i < ms->n; i++)
+			json_array_append_new(a, ctx_json(&ms->ctx[i].key, &ms->ctx[i].val));
 		json_object_set_new(o, "contexts", a);
-		close(ctx_fd);
-		json_object_set_new(o, "window_pool", pool_json(k, n - pooled, pooled));
+		json_object_set_new(o, "window_pool", pool_json(ms));
 	}
-	violations(k, label, o);
-	dj = mirror_json(k);
-	json_object_set_new(o, "mirror", dj ? dj : json_null());
-	state = meter_state(k, &prog_id);
-	json_object_set_new(o, "state", json_string(state));
-	json_object_set_new(o, "xdp_prog_id", json_integer(prog_id));
-	json_object_set_new(o, "stale", json_boolean(!strcmp(state, "stale")));
-	if (!strcmp(state, "stale"))
-		goto flowlabel;
-	dj = daemon_json(k);
-	if (dj)
-		json_object_set_new(o, "daemon", dj);
-flowlabel:
+	set_violations_json(o, ms);
+	json_object_set(o, "mirror", ms->mirror ? ms->mirror : json_null());
+	json_object_set_new(o, "state", json_string(ms->state));
+	json_object_set_new(o, "xdp_prog_id", json_integer(ms->prog_id));
+	json_object_set_new(o, "stale", json_boolean(!strcmp(ms->state, "stale")));
+	if (ms->daemon)
+		json_object_set_new(o, "daemon", json_incref(ms->daemon));
+}
+
+/* One interface as a JSON object (docs/json.md "status"). */
+static json_t *status_json(const struct rm_ifkey *k, const char *label)
+{
+	struct meter_status ms;
+	json_t *o = json_object();
+
+	status_read(k, &ms);
+	json_object_set_new(o, "interface", rm_json_text(label));
+	json_object_set_new(o, "ifindex", json_integer(k->ifindex));
+	json_object_set_new(o, "pins", rm_json_text(ms.dir));
+	if (ms.attached)
+		set_meter_json(o, &ms);
+	else
+		json_object_set_new(o, "meter", json_null());
 	json_object_set_new(o, "flowlabel", k->ifname[0] ? flowlabel_json(k->ifname) : json_null());
+	status_free(&ms);
 	return o;
 }
 
@@ -559,52 +640,58 @@ static void status_one(const struct rm_ifkey *k, const char *label, int connecti
 		status_text(k, label);
 }
 
+struct status_args {
+	int json, connections;
+};
+
+static const struct rm_opt status_opts[] = {
+	RM_OPT("json", 'j', NULL, RM_OPT_FLAG, "one JSON array, one object per interface (docs/json.md)",
+	       RM_OPT_AT(struct status_args, json)),
+	RM_OPT("connections", 'C', NULL, RM_OPT_FLAG,
+	       "instead, the RoCEv2 connections the census of\n'attach --census' counted, with ready [provision]\n"
+	       "lines (as 'rocemeter connections')",
+	       RM_OPT_AT(struct status_args, connections)),
+	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this text"),
+	{ 0 },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: rocemeter status [IFACE] [--json] [--connections]\n\n"
+		   "Show the meter's statistics and live contexts (atomic snapshots of the\n"
+		   "pinned maps), whether the kernel still runs it on the interface (live, or\n"
+		   "STALE pins), the connections a profile violation disabled (and the\n"
+		   "fail-safe of a full violations map: 'rocemeter reenable'), the daemon's\n"
+		   "report and export counters (records sent, dropped because the queue was\n"
+		   "full, without a session, or with a lost session; sent but lost in flight\n"
+		   "when a session died; epochs closed because a new Transport Session\n"
+		   "began), and the flow-label program's statistics. Without IFACE: every\n"
+		   "interface of this network namespace with pins under\n"
+		   "/sys/fs/bpf/rocemeter/NETNS/IFINDEX/ (an interface is found by its index,\n"
+		   "so a renamed one shows under its new name). The statistics are described\n"
+		   "in docs/meter.md.\n\n"
+		   "Options:\n");
+	rm_opts_help(f, status_opts, 22, 6);
+}
+
+/* An unknown option: getopt's line, no usage. */
+static const struct rm_cmd_opts status_cmd = { .t = status_opts, .usage = usage };
+
 static int cmd_status(int argc, char **argv)
 {
-	static const struct option opts[] = { { "json", no_argument, 0, 'j' },
-					      { "connections", no_argument, 0, 'C' },
-					      { "help", no_argument, 0, 'h' },
-					      { 0 } };
-	int json = 0, opt, count = 0, connections = 0, rc;
+	struct status_args args = { 0 };
+	int json, count = 0, connections, rc;
 	json_t *all;
 	char dir[512], err[256], label[64];
 	struct rm_ifkey k;
 	DIR *d;
 	struct dirent *e;
 
-	while ((opt = getopt_long(argc, argv, "jCh", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'j':
-			json = 1;
-			break;
-		case 'C':
-			connections = 1;
-			break;
-		case 'h':
-			printf("Usage: rocemeter status [IFACE] [--json] [--connections]\n\n"
-			       "Show the meter's statistics and live contexts (atomic snapshots of the\n"
-			       "pinned maps), whether the kernel still runs it on the interface (live, or\n"
-			       "STALE pins), the connections a profile violation disabled (and the\n"
-			       "fail-safe of a full violations map: 'rocemeter reenable'), the daemon's\n"
-			       "report and export counters (records sent, dropped because the queue was\n"
-			       "full, without a session, or with a lost session; sent but lost in flight\n"
-			       "when a session died; epochs closed because a new Transport Session\n"
-			       "began), and the flow-label program's statistics. Without IFACE: every\n"
-			       "interface of this network namespace with pins under\n"
-			       "/sys/fs/bpf/rocemeter/NETNS/IFINDEX/ (an interface is found by its index,\n"
-			       "so a renamed one shows under its new name). The statistics are described\n"
-			       "in docs/meter.md.\n\n"
-			       "Options:\n"
-			       "  -j, --json          one JSON array, one object per interface (docs/json.md)\n"
-			       "  -C, --connections   instead, the RoCEv2 connections the census of\n"
-			       "                      'attach --census' counted, with ready [provision]\n"
-			       "                      lines (as 'rocemeter connections')\n"
-			       "  -h, --help          this text\n");
-			return RM_EXIT_OK;
-		default:
-			return RM_EXIT_USAGE;
-		}
-	}
+	rc = rm_opts_parse(&status_cmd, argc, argv, &args);
+	if (rc >= 0)
+		return rc;
+	json = args.json;
+	connections = args.connections;
 	for (int i = optind; i < argc; i++) {
 		if (!rm_ifname_valid(argv[i])) {
 			rm_log_cmd(RM_LOG_ERR, "'%s' is not a valid interface name", argv[i]);

@@ -20,6 +20,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "census/census.h"
+#include "common/clock.h"
 #include "common/errmsg.h"
 #include "common/jsonw.h"
 #include "common/limits.h"
@@ -78,14 +79,6 @@ struct rm_daemon {
 	struct rm_daemon_stats pub; /* the counters a scrape shows: written under the server's lock */
 	uint64_t pub_session;
 };
-
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int live_sink_fn(void *arg, const struct rm_report *r)
 {
@@ -520,18 +513,13 @@ static void attach_error(struct rm_daemon *d, const char *mode, int e, char *err
 		e == EOPNOTSUPP && strcmp(mode, "generic") ? "; the driver lacks native XDP: try --mode generic" : "");
 }
 
-struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, size_t errlen)
+/* A daemon for o, nothing started yet (teardown() undoes nothing); NULL if out of memory. */
+static struct rm_daemon *daemon_new(const struct rm_daemon_opts *o)
 {
-	const char *mode = o->generic ? "generic" : "native";
 	struct rm_daemon *d = calloc(1, sizeof(*d));
-	struct rm_meter_load_opts lo = { .replay = 0 };
-	char path[512], why[512];
-	int rc;
 
-	if (!d) {
-		rm_errf(err, errlen, "out of memory");
+	if (!d)
 		return NULL;
-	}
 	d->ifname = o->ifname;
 	d->ifindex = (int)if_nametoindex(o->ifname);
 	d->config_path = o->config_path;
@@ -546,17 +534,36 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 		d->cfg.meter.observation_point_id = (uint64_t)d->ifindex;
 
 	d->lock_fd = -1;
-	rc = rm_ifkey_by_name(d->ifname, &d->key, err, errlen);
-	if (rc)
-		goto fail;
+	return d;
+}
+
+/* Take the lock of d's pin directory into d->lock_fd. 0, or -1 with who holds it, or why not, in err. */
+static int lock_pin_dir(struct rm_daemon *d, char *err, size_t errlen)
+{
+	char why[512];
+
 	d->lock_fd = rm_pin_lock(&d->key, 1, why, sizeof(why));
 	if (d->lock_fd < 0) {
 		if (d->lock_fd == -EBUSY)
 			describe_holder(d, err, errlen);
 		else
 			rm_errf(err, errlen, "cannot prepare the pin directory on bpffs: %s", why);
-		goto fail;
+		return -1;
 	}
+	return 0;
+}
+
+/*
+ * The pins of d's interface, locked: a meter the kernel still runs is never
+ * replaced; stale pins are removed with o->replace_stale, else refused.
+ * 0, or -1 with the reason in err.
+ */
+static int claim_pins(struct rm_daemon *d, const struct rm_daemon_opts *o, char *err, size_t errlen)
+{
+	char path[512], why[512];
+
+	if (rm_ifkey_by_name(d->ifname, &d->key, err, errlen) || lock_pin_dir(d, err, errlen))
+		return -1;
 	if (rm_pin_meter_exists(&d->key)) {
 		uint32_t live_id = 0;
 		int live = rm_pin_meter_live(&d->key, &live_id);
@@ -572,14 +579,14 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 			else
 				rm_errf(err, errlen, "cannot tell whether the meter pinned at %s is attached: %s", path,
 					strerror(-live));
-			goto fail;
+			return -1;
 		}
 		if (!o->replace_stale) {
 			rm_errf(err, errlen,
 				"stale pins for %s in %s (no attached XDP program uses them, no process holds them);\n"
 				"  run 'rocemeter detach %s' first, or attach with --replace-stale",
 				d->ifname, path, d->ifname);
-			goto fail;
+			return -1;
 		}
 		/* We hold the lock and the kernel runs no program of these pins. */
 		rm_log(RM_LOG_NOTICE, "removing stale pins of %s in %s left by an attachment that did not exit cleanly",
@@ -590,15 +597,21 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 			rm_log(RM_LOG_WARNING, "%s", why);
 		d->keep_pins = o->keep_pins;
 		rm_pin_unlock(d->lock_fd); /* the directory went with the pins: lock it anew */
-		d->lock_fd = rm_pin_lock(&d->key, 1, why, sizeof(why));
-		if (d->lock_fd < 0) {
-			if (d->lock_fd == -EBUSY)
-				describe_holder(d, err, errlen);
-			else
-				rm_errf(err, errlen, "cannot prepare the pin directory on bpffs: %s", why);
-			goto fail;
-		}
+		if (lock_pin_dir(d, err, errlen))
+			return -1;
 	}
+	return 0;
+}
+
+/*
+ * Load and provision the meter, attach it to the interface (mode: "native"
+ * or "generic"), pin its maps, then the flow-label program and the census
+ * if asked. 0, or -1 with the reason in err.
+ */
+static int attach_meter(struct rm_daemon *d, const struct rm_daemon_opts *o, const char *mode, char *err, size_t errlen)
+{
+	struct rm_meter_load_opts lo = { .replay = 0 };
+
 	/* namespace = vlan in native mode: the device-bound program, which also
 	 * reads VLAN tags the NIC took into the packet metadata. */
 	lo.dev_bound_ifindex = d->cfg.meter.namespace_vlan && !o->generic ? d->ifindex : 0;
@@ -611,7 +624,7 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 	if (rm_meter_load_ex(&d->meter, &d->cfg.meter, &lo, err, errlen) ||
 	    rm_meter_provision(&d->meter, d->cfg.provision, d->cfg.n_provision, d->cfg.meter.generation_verified, err,
 			       errlen))
-		goto fail;
+		return -1;
 	d->meter.skel->data->rm_cfg.mirror = o->mirror;
 	{
 		LIBBPF_OPTS(bpf_link_create_opts, lo, .flags = o->generic ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE);
@@ -619,37 +632,48 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 		d->link_fd = bpf_link_create(d->meter.xdp_fd, d->ifindex, BPF_XDP, &lo);
 		if (d->link_fd < 0) {
 			attach_error(d, mode, errno, err, errlen);
-			goto fail;
+			return -1;
 		}
 	}
 	if (pin_maps(d, err, errlen))
-		goto fail;
+		return -1;
 	if (o->flowlabel) {
 		if (rm_flowlabel_attach(d->ifname, o->flowlabel, err, errlen))
-			goto fail;
+			return -1;
 		d->flowlabel = 1;
 	}
 	if (o->census) {
 		struct rm_census c;
 
 		if (rm_census_attach(&c, &d->key, RM_CENSUS_MAX_CONNECTIONS_DEFAULT, 1, err, errlen))
-			goto fail;
+			return -1;
 		d->census = 1;
 	}
-	rc = rm_pin_write_pid(&d->key);
+	return 0;
+}
+
+/*
+ * The PID file, the reporter on the event ring buffer, then the exporter
+ * (last: no failure above leaves a session to take down). 0, or -1 with the
+ * reason in err.
+ */
+static int start_reporting(struct rm_daemon *d, char *err, size_t errlen)
+{
+	int rc = rm_pin_write_pid(&d->key);
+
 	if (rc)
 		rm_log(RM_LOG_WARNING, "cannot write the PID file under %s: %s (detach cannot stop this daemon)",
 		       rm_paths_rundir(), strerror(-rc));
 	if (rm_reporter_init(&d->rep, &d->meter, d->cfg.meter.observation_point_id, d->cfg.meter.namespace_vlan,
 			     d->cfg.meter.generation_verified, 0, live_sink_fn, &d->sink)) {
 		rm_errf(err, errlen, "out of memory");
-		goto fail;
+		return -1;
 	}
 	rm_reporter_set_schedule(&d->rep, d->cfg.export.report_interval_ms, d->cfg.meter.idle_timeout_ms);
 	rc = rm_reporter_open_events(&d->rep);
 	if (rc) {
 		rm_errf(err, errlen, "cannot open the event ring buffer: %s", strerror(-rc));
-		goto fail;
+		return -1;
 	}
 	/* The exporter last: no failure above leaves a session to take down. */
 	if (d->cfg.export.enabled) {
@@ -658,9 +682,16 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 		d->sink.exporter = rm_exporter_start(&d->cfg.export, d->cfg.meter.namespace_vlan, why, sizeof(why));
 		if (!d->sink.exporter) {
 			rm_errf(err, errlen, "export: %s", why);
-			goto fail;
+			return -1;
 		}
 	}
+	return 0;
+}
+
+/* Say what was attached and where the reports go; start watching capture loss from the counters now. */
+static void announce(struct rm_daemon *d, const struct rm_daemon_opts *o, const char *mode)
+{
+	char path[512];
 
 	rm_paths_pin_dir(&d->key, path, sizeof(path));
 	rm_log(RM_LOG_NOTICE,
@@ -680,18 +711,37 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 				d->cfg.meter.rx_dropped_is_loss);
 		d->unattributed_seen = st[RM_STAT_UNATTRIBUTED];
 	}
-	{
-		const char *listen = o->metrics ? o->metrics : d->cfg.meter.metrics;
+}
 
-		if (listen[0]) {
-			d->metrics = rm_metrics_start(listen, render_metrics, d, err, errlen);
-			if (!d->metrics)
-				goto fail;
-			publish(d);
-			rm_log(RM_LOG_NOTICE, "metrics: serving /metrics on %s (port %u)", listen,
-			       rm_metrics_port(d->metrics));
-		}
+/* The metrics server, if --metrics or [meter] metrics names an address. 0, or -1 with the reason in err. */
+static int start_metrics(struct rm_daemon *d, const struct rm_daemon_opts *o, char *err, size_t errlen)
+{
+	const char *listen = o->metrics ? o->metrics : d->cfg.meter.metrics;
+
+	if (listen[0]) {
+		d->metrics = rm_metrics_start(listen, render_metrics, d, err, errlen);
+		if (!d->metrics)
+			return -1;
+		publish(d);
+		rm_log(RM_LOG_NOTICE, "metrics: serving /metrics on %s (port %u)", listen, rm_metrics_port(d->metrics));
 	}
+	return 0;
+}
+
+struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, size_t errlen)
+{
+	const char *mode = o->generic ? "generic" : "native";
+	struct rm_daemon *d = daemon_new(o);
+
+	if (!d) {
+		rm_errf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (claim_pins(d, o, err, errlen) || attach_meter(d, o, mode, err, errlen) || start_reporting(d, err, errlen))
+		goto fail;
+	announce(d, o, mode);
+	if (start_metrics(d, o, err, errlen))
+		goto fail;
 	sd_notify(0, "READY=1");
 	return d;
 fail:
@@ -710,7 +760,7 @@ int rm_daemon_wait(struct rm_daemon *d, int timeout_ms)
 
 int rm_daemon_step(struct rm_daemon *d, unsigned int flags)
 {
-	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	uint64_t now = rm_clock_mono_ns();
 	int tick;
 
 	if (flags & RM_DAEMON_RELOAD)

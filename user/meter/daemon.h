@@ -35,18 +35,18 @@
  * label is not NULL; rows of one metric are adjacent, the first gives HELP.
  */
 #define RM_DAEMON_STATS(X)                                                                                   \
-	X(reports, COUNTER, "reports", NULL, NULL, "reports made, non-final and final")                     \
-	X(final_reports, COUNTER, "final_reports", NULL, NULL, "final reports made")                        \
-	X(reports_not_made_id_exhausted, COUNTER, "reports_not_made_id_exhausted", NULL, NULL,              \
+	X(reports, COUNTER, "reports", NULL, NULL, "reports made, non-final and final")                      \
+	X(final_reports, COUNTER, "final_reports", NULL, NULL, "final reports made")                         \
+	X(reports_not_made_id_exhausted, COUNTER, "reports_not_made_id_exhausted", NULL, NULL,               \
 	  "reports not made: an epoch or report ID would wrap")                                              \
-	X(closed_for_new_session, COUNTER, "epochs_closed_for_new_session", NULL, NULL,                     \
+	X(closed_for_new_session, COUNTER, "epochs_closed_for_new_session", NULL, NULL,                      \
 	  "epochs closed because a new Transport Session started (their finals belong to no session)")       \
-	X(closures_profile_violation, COUNTER, "closures", "reason", "profileViolation",                    \
+	X(closures_profile_violation, COUNTER, "closures", "reason", "profileViolation",                     \
 	  "epochs closed, by closure reason (the rdmaSequenceFlags bit; none: finalEpoch alone, e.g. idle, " \
 	  "reload, shutdown)")                                                                               \
-	X(closures_capture_discontinuity, COUNTER, "closures", "reason", "captureDiscontinuity", NULL)      \
-	X(closures_state_exhaustion, COUNTER, "closures", "reason", "stateExhaustion", NULL)                \
-	X(closures_serial_discontinuity, COUNTER, "closures", "reason", "serialDiscontinuity", NULL)        \
+	X(closures_capture_discontinuity, COUNTER, "closures", "reason", "captureDiscontinuity", NULL)       \
+	X(closures_state_exhaustion, COUNTER, "closures", "reason", "stateExhaustion", NULL)                 \
+	X(closures_serial_discontinuity, COUNTER, "closures", "reason", "serialDiscontinuity", NULL)         \
 	X(closures_none, COUNTER, "closures", "reason", "none", NULL)
 
 struct rm_daemon_stats {

@@ -106,7 +106,8 @@ void rm_meter_metrics_write(FILE *f, const struct rm_meter_metrics_view *v)
 		}
 	}
 	rm_metrics_family(f, "rocemeter_meter_contexts", RM_METRIC_GAUGE,
-			  "contexts by state: open (an epoch is open), closed, disabled (profile violation, or no longer provisioned)");
+			  "contexts by state: open (an epoch is open), closed, disabled (profile violation, or no "
+			  "longer provisioned)");
 	{
 		const struct rm_metric_label lo[] = { ifl, { "state", "open" } }, lc[] = { ifl, { "state", "closed" } },
 					     ld[] = { ifl, { "state", "disabled" } };

@@ -18,24 +18,24 @@
 #include <stdint.h>
 
 struct rm_observe {
-	char ifname[64];           /* refreshed from ifindex at every poll: renames are followed */
-	int ifindex;               /* what the readings and link events are asked by */
-	int link_fd;               /* the daemon's XDP link */
-	int count_rx_dropped;      /* also count rx_dropped (see rm_observe_init) */
-	int nl_fd;                 /* NETLINK_ROUTE socket in RTNLGRP_LINK (link events), -1 if none */
-	uint64_t rx_lost;          /* rx_missed_errors + rx_fifo_errors + rx_over_errors (+ rx_dropped) */
+	char ifname[64];      /* refreshed from ifindex at every poll: renames are followed */
+	int ifindex;          /* what the readings and link events are asked by */
+	int link_fd;          /* the daemon's XDP link */
+	int count_rx_dropped; /* also count rx_dropped (see rm_observe_init) */
+	int nl_fd;            /* NETLINK_ROUTE socket in RTNLGRP_LINK (link events), -1 if none */
+	uint64_t rx_lost;     /* rx_missed_errors + rx_fifo_errors + rx_over_errors (+ rx_dropped) */
 	uint64_t ringbuf_drops;
-	uint32_t carrier_changes;  /* IFLA_CARRIER_CHANGES: up and down transitions since boot */
-	uint32_t carrier_downs;    /* IFLA_CARRIER_DOWN_COUNT: down transitions since boot */
-	int carrier;               /* 1 up, 0 down, -1 unknown */
-	int pending;               /* RM_OBS_* bits seen in link events, not yet returned */
+	uint32_t carrier_changes; /* IFLA_CARRIER_CHANGES: up and down transitions since boot */
+	uint32_t carrier_downs;   /* IFLA_CARRIER_DOWN_COUNT: down transitions since boot */
+	int carrier;              /* 1 up, 0 down, -1 unknown */
+	int pending;              /* RM_OBS_* bits seen in link events, not yet returned */
 };
 
 /* What rm_observe_poll() found (bit set). */
-#define RM_OBS_RX_LOST     0x1 /* the NIC or driver dropped received frames */
-#define RM_OBS_CARRIER     0x2 /* carrier went down or changed (observation resumes when it is up) */
-#define RM_OBS_LINK_GONE   0x4 /* our XDP link was detached: the program no longer sees frames */
-#define RM_OBS_RINGBUF     0x8 /* events lost on the ring buffer (a closure may be lost) */
+#define RM_OBS_RX_LOST   0x1 /* the NIC or driver dropped received frames */
+#define RM_OBS_CARRIER   0x2 /* carrier went down or changed (observation resumes when it is up) */
+#define RM_OBS_LINK_GONE 0x4 /* our XDP link was detached: the program no longer sees frames */
+#define RM_OBS_RINGBUF   0x8 /* events lost on the ring buffer (a closure may be lost) */
 
 /*
  * Take the first readings and subscribe to the link events of ifname (in

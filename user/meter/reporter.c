@@ -8,7 +8,7 @@
 #include <bpf/libbpf.h>
 #include <glib.h>
 
-#include "clock.h"
+#include "common/clock.h"
 #include "reporter.h"
 
 /*

@@ -8,7 +8,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +22,8 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/opts.h"
+#include "common/params.h"
+#include "common/signals.h"
 
 static volatile sig_atomic_t stop_requested;
 
@@ -31,42 +32,82 @@ static void on_signal(int sig)
 	stop_requested = 1;
 }
 
+/* What the command line says. */
+struct connections_args {
+	const char *live, *config, *encapsulation;
+	uint32_t seconds, max_connections;
+	int has_seconds, provision_only, json;
+};
+
+enum { O_SECONDS = 1 };
+
+#define C struct connections_args
+static const struct rm_opt connections_opts[] = {
+	RM_OPT("live", 'l', "IFACE", RM_OPT_ARG,
+	       "count at the tc ingress of IFACE instead of\nreading captures (root; SIGINT or SIGTERM ends\n"
+	       "the count early)",
+	       RM_OPT_AT(C, live)),
+	RM_OPT("seconds", 's', "N", RM_OPT_CALL, "with --live: count for N seconds, 1..%llu\n(default %llu)",
+	       .id = O_SECONDS, .hv = { RM_CENSUS_SECONDS_MAX, RM_CENSUS_SECONDS_DEFAULT }),
+	RM_OPT("max-connections", 'm', "N", RM_OPT_UINT,
+	       "connection keys counted at most, %llu..%llu\n(default %llu; beyond: not_counted_table_full)",
+	       RM_OPT_AT(C, max_connections), .lo = RM_CENSUS_MAX_CONNECTIONS_MIN, .hi = RM_CENSUS_MAX_CONNECTIONS_MAX,
+	       .hv = { RM_CENSUS_MAX_CONNECTIONS_MIN, RM_CENSUS_MAX_CONNECTIONS_MAX,
+		       RM_CENSUS_MAX_CONNECTIONS_DEFAULT }),
+	RM_OPT("provision-only", 'p', NULL, RM_OPT_FLAG,
+	       "print only the [provision] section (a file\nthat --config of attach and replay reads)",
+	       RM_OPT_AT(C, provision_only)),
+	RM_OPT("json", 'j', NULL, RM_OPT_FLAG, "one JSON object (docs/json.md \"connections\")", RM_OPT_AT(C, json)),
+	RM_OPT("config", 'c', "FILE", RM_OPT_ARG,
+	       "the [capture] section of FILE: the mirror\nencapsulations to take off, and observation_point\n"
+	       "lines (a key's obs N is line N's; printed first)",
+	       RM_OPT_AT(C, config)),
+	RM_OPT("encapsulation", 'e', "LIST", RM_OPT_ARG,
+	       "mirror encapsulations to take off, over [capture]:\nplain, erspan (erspan1, erspan2, erspan3), vxlan,\n"
+	       "rspan, comma separated, or auto (all); sessions no\nline names get observation points of their own",
+	       RM_OPT_AT(C, encapsulation)),
+	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this text"),
+	{ 0 },
+};
+#undef C
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: rocemeter connections [OPTIONS] PCAP...\n"
-		"       rocemeter connections --live IFACE [--seconds N] [OPTIONS]\n\n"
-		"List the RoCEv2 connections seen in capture files (pcap or pcapng,\n"
-		"Ethernet), or at the tc ingress of IFACE for N seconds: per key (source,\n"
-		"destination, destination QP, P_Key, VLAN IDs) the packets by opcode class,\n"
-		"the opcodes, and whether the sequence observation profile can cover it\n"
-		"(only SEND and RDMA WRITE requests) or why not; then a [provision] section\n"
-		"with one ready 'connection = SRC DST QPN PKEY' line per eligible\n"
-		"connection and a comment line per excluded one.\n\n"
-		"Options:\n"
-		"  -l, --live IFACE           count at the tc ingress of IFACE instead of\n"
-		"                             reading captures (root; SIGINT or SIGTERM ends\n"
-		"                             the count early)\n"
-		"  -s, --seconds N            with --live: count for N seconds, 1..%u\n"
-		"                             (default %u)\n"
-		"  -m, --max-connections N    connection keys counted at most, %u..%u\n"
-		"                             (default %u; beyond: not_counted_table_full)\n"
-		"  -p, --provision-only       print only the [provision] section (a file\n"
-		"                             that --config of attach and replay reads)\n"
-		"  -j, --json                 one JSON object (docs/json.md \"connections\")\n"
-		"  -c, --config FILE          the [capture] section of FILE: the mirror\n"
-		"                             encapsulations to take off, and observation_point\n"
-		"                             lines (a key's obs N is line N's; printed first)\n"
-		"  -e, --encapsulation LIST   mirror encapsulations to take off, over [capture]:\n"
-		"                             plain, erspan (erspan1, erspan2, erspan3), vxlan,\n"
-		"                             rspan, comma separated, or auto (all); sessions no\n"
-		"                             line names get observation points of their own\n"
-		"  -h, --help                 this text\n\n"
-		"Exit status: 0 ok, 1 a capture could not be read or the census could not\n"
-		"be loaded or attached, 2 usage error.\n",
-		RM_CENSUS_SECONDS_MAX, RM_CENSUS_SECONDS_DEFAULT, RM_CENSUS_MAX_CONNECTIONS_MIN,
-		RM_CENSUS_MAX_CONNECTIONS_MAX, RM_CENSUS_MAX_CONNECTIONS_DEFAULT);
+	fprintf(f, "Usage: rocemeter connections [OPTIONS] PCAP...\n"
+		   "       rocemeter connections --live IFACE [--seconds N] [OPTIONS]\n\n"
+		   "List the RoCEv2 connections seen in capture files (pcap or pcapng,\n"
+		   "Ethernet), or at the tc ingress of IFACE for N seconds: per key (source,\n"
+		   "destination, destination QP, P_Key, VLAN IDs) the packets by opcode class,\n"
+		   "the opcodes, and whether the sequence observation profile can cover it\n"
+		   "(only SEND and RDMA WRITE requests) or why not; then a [provision] section\n"
+		   "with one ready 'connection = SRC DST QPN PKEY' line per eligible\n"
+		   "connection and a comment line per excluded one.\n\n"
+		   "Options:\n");
+	rm_opts_help(f, connections_opts, 29, 6);
+	fprintf(f, "\n"
+		   "Exit status: 0 ok, 1 a capture could not be read or the census could not\n"
+		   "be loaded or attached, 2 usage error.\n");
 }
+
+/* --seconds N: the value, and that it was given (it needs --live). */
+static int connections_option(void *target, const struct rm_opt *e, const char *value)
+{
+	struct connections_args *a = target;
+	char err[256];
+	uint64_t v;
+
+	if (rm_opt_uint("--seconds", value, 1, RM_CENSUS_SECONDS_MAX, &v, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		return RM_EXIT_USAGE;
+	}
+	a->seconds = (uint32_t)v;
+	a->has_seconds = 1;
+	return 0;
+}
+
+static const struct rm_cmd_opts connections_cmd = {
+	.t = connections_opts, .usage = usage, .usage_on_error = 1, .call = connections_option
+};
 
 /* --config's [capture] and --encapsulation for the census; 0 or -1 (said). */
 static int capture_setup(struct rm_config_file *cfg, const char *config, const char *encapsulation)
@@ -103,112 +144,61 @@ static void print_points(FILE *f, const struct rm_census_result *res, const stru
 
 static int cmd_connections(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "live", required_argument, 0, 'l' },
-		{ "seconds", required_argument, 0, 's' },
-		{ "max-connections", required_argument, 0, 'm' },
-		{ "provision-only", no_argument, 0, 'p' },
-		{ "json", no_argument, 0, 'j' },
-		{ "config", required_argument, 0, 'c' },
-		{ "encapsulation", required_argument, 0, 'e' },
-		{ "help", no_argument, 0, 'h' },
-		{ 0 },
-	};
-	uint32_t max_connections = RM_CENSUS_MAX_CONNECTIONS_DEFAULT, seconds = RM_CENSUS_SECONDS_DEFAULT;
-	struct rm_census_result res;
-	const char *live = NULL, *config = NULL, *encapsulation = NULL;
 	static struct rm_config_file cfg; /* large: static */
-	int json = 0, provision_only = 0, has_seconds = 0, opt, rc;
+	struct connections_args a = { .seconds = RM_CENSUS_SECONDS_DEFAULT,
+				      .max_connections = RM_CENSUS_MAX_CONNECTIONS_DEFAULT };
+	struct rm_census_result res;
 	int64_t frames_read = -1;
 	char err[512];
-	uint64_t v;
+	int rc;
 
-	while ((opt = getopt_long(argc, argv, "l:s:m:pjhc:e:", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'l':
-			live = optarg;
-			break;
-		case 'c':
-			config = optarg;
-			break;
-		case 'e':
-			encapsulation = optarg;
-			break;
-		case 'p':
-			provision_only = 1;
-			break;
-		case 'j':
-			json = 1;
-			break;
-		case 's':
-			if (rm_opt_uint("--seconds", optarg, 1, RM_CENSUS_SECONDS_MAX, &v, err, sizeof(err)))
-				goto bad_value;
-			seconds = (uint32_t)v;
-			has_seconds = 1;
-			break;
-		case 'm':
-			if (rm_opt_uint("--max-connections", optarg, RM_CENSUS_MAX_CONNECTIONS_MIN,
-					RM_CENSUS_MAX_CONNECTIONS_MAX, &v, err, sizeof(err)))
-				goto bad_value;
-			max_connections = (uint32_t)v;
-			break;
-		case 'h':
-			usage(stdout);
-			return RM_EXIT_OK;
-		default:
-			usage(stderr);
-			return RM_EXIT_USAGE;
-		}
-	}
-	if (json && provision_only) {
+	rc = rm_opts_parse(&connections_cmd, argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	if (a.json && a.provision_only) {
 		rm_log_cmd(RM_LOG_ERR, "--json and --provision-only exclude each other");
 		return RM_EXIT_USAGE;
 	}
-	if (live && optind < argc) {
+	if (a.live && optind < argc) {
 		rm_log_cmd(RM_LOG_ERR, "--live reads no capture file");
 		return RM_EXIT_USAGE;
 	}
-	if (!live && has_seconds) {
+	if (!a.live && a.has_seconds) {
 		rm_log_cmd(RM_LOG_ERR, "--seconds needs --live IFACE");
 		return RM_EXIT_USAGE;
 	}
-	if (!live && optind >= argc) {
+	if (!a.live && optind >= argc) {
 		rm_log_cmd(RM_LOG_ERR, "no capture file given (or --live IFACE)");
 		usage(stderr);
 		return RM_EXIT_USAGE;
 	}
 
-	if (capture_setup(&cfg, config, encapsulation))
+	if (capture_setup(&cfg, a.config, a.encapsulation))
 		return RM_EXIT_USAGE;
-	if (live) {
-		struct sigaction sa;
-
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_signal;
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-		rc = rm_census_live(live, max_connections, seconds, &stop_requested, &res, err, sizeof(err));
+	if (a.live) {
+		rm_signals_handle(on_signal, 0);
+		rc = rm_census_live(a.live, a.max_connections, a.seconds, &stop_requested, &res, err, sizeof(err));
 	} else {
 		uint64_t n = 0;
 
-		rc = rm_census_captures(argv + optind, argc - optind, max_connections, isatty(STDERR_FILENO), &res, &n,
-					err, sizeof(err));
+		rc = rm_census_captures(argv + optind, argc - optind, a.max_connections, isatty(STDERR_FILENO), &res,
+					&n, err, sizeof(err));
 		frames_read = (int64_t)n;
 	}
 	if (rc) {
 		rm_log_cmd(RM_LOG_ERR, "%s", err);
 		return RM_EXIT_FAIL;
 	}
-	if (json) {
+	if (a.json) {
 		json_t *o = json_object();
 
 		rm_conn_set_json(o, &res, frames_read);
 		rc = rm_json_write(stdout, o);
 	} else {
-		if (!provision_only)
+		if (!a.provision_only)
 			print_points(stdout, &res, &cfg.capture);
 		rm_conn_write_text(stdout, &res, frames_read,
-				   provision_only ? RM_CONN_PROVISION : RM_CONN_TABLE | RM_CONN_PROVISION);
+				   a.provision_only ? RM_CONN_PROVISION : RM_CONN_TABLE | RM_CONN_PROVISION);
 	}
 	rm_census_result_free(&res);
 	if (rc || fflush(stdout) || ferror(stdout)) {
@@ -216,10 +206,6 @@ static int cmd_connections(int argc, char **argv)
 		return RM_EXIT_FAIL;
 	}
 	return RM_EXIT_OK;
-
-bad_value:
-	rm_log_cmd(RM_LOG_ERR, "%s", err);
-	return RM_EXIT_USAGE;
 }
 
 RM_COMMAND(connections, 45, "list the RoCEv2 connections of captures or an interface as [provision] lines",

@@ -6,7 +6,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/opts.h"
+#include "common/params.h"
 #include "common/report_json.h"
 #include "common/report_text.h"
 #include "meter/meter.h"
@@ -64,51 +64,78 @@ static int write_stats_json(const char *path, const struct rm_replay_result *res
 	return 0;
 }
 
+/* What the command line says. */
+struct replay_args {
+	const char *config, *stats_json, *encapsulation;
+	int json, wide;
+	struct rm_config_overrides ov;
+	struct rm_replay_opts ro;
+};
+
+#define R struct replay_args
+static const struct rm_opt replay_opts[] = {
+	RM_OPT("config", 'c', "FILE", RM_OPT_ARG, "configuration file ([meter], [capture] and [provision])",
+	       RM_OPT_AT(R, config)),
+	RM_OPT("encapsulation", 'e', "LIST", RM_OPT_ARG,
+	       "mirror encapsulations to take off, over [capture]:\nplain, erspan (erspan1, erspan2, erspan3), vxlan,\n"
+	       "rspan, comma separated, or auto (all); sessions no\nobservation_point line names get derived IDs",
+	       RM_OPT_AT(R, encapsulation)),
+	RM_OPT("window", 'w', "W", RM_OPT_UINT,
+	       "history width W in PSN positions, %llu..%llu\n(default %llu, or the config file's)",
+	       RM_OPT_AT(R, ov.window), .lo = RM_WINDOW_MIN, .hi = RM_WINDOW_MAX,
+	       .hv = { RM_WINDOW_MIN, RM_WINDOW_MAX, RM_WINDOW_DEFAULT }),
+	RM_OPT("provision-all", 'a', NULL, RM_OPT_FLAG,
+	       "meter every RC connection seen (the operator\nasserts that the sequence observation profile applies)",
+	       RM_OPT_AT(R, ov.provision_all)),
+	/* Replay's own: [export] report_interval_ms is the daemon's. */
+	RM_OPT("report-interval", 'i', "MS", RM_OPT_UINT,
+	       "report boundaries every MS ms of capture time:\nnon-final reports of the epochs that changed\n"
+	       "(default: final reports only)",
+	       RM_OPT_AT(R, ro.report_interval_ms), .lo = 1, .hi = RM_REPORT_INTERVAL_MS_MAX),
+	RM_OPT("json", 'j', NULL, RM_OPT_FLAG, "JSON Lines, keys = the Information Element names", RM_OPT_AT(R, json)),
+	RM_OPT("ipfix-out", 'o', "FILE", RM_OPT_ARG,
+	       "also write the reports as an IPFIX file (the\nbytes one exporter session would send)",
+	       RM_OPT_AT(R, ro.ipfix_out)),
+	RM_OPT("stats-json", 's', "FILE", RM_OPT_ARG,
+	       "write the statistics as JSON to FILE\n(default: a summary on standard error)",
+	       RM_OPT_AT(R, stats_json)),
+	RM_OPT("max-contexts", 'm', "N", RM_OPT_UINT, "context table size (default %llu)",
+	       RM_OPT_AT(R, ov.max_contexts), .lo = RM_MAX_CONTEXTS_MIN, .hi = RM_MAX_CONTEXTS_MAX,
+	       .hv = { RM_MAX_CONTEXTS_DEFAULT }),
+	RM_OPT("max-windows", 'M', "N", RM_OPT_UINT,
+	       "windows in the pool for epochs whose pending\npositions reach more than 63 behind the highest\n"
+	       "(default: automatic, see rocemeter.conf max_windows)",
+	       RM_OPT_AT(R, ov.max_windows), .lo = 1, .hi = RM_MAX_WINDOWS_MAX),
+	RM_OPT("wide", 'W', NULL, RM_OPT_FLAG, "text: every field of each report (default: a\ncompact line)",
+	       RM_OPT_AT(R, wide)),
+	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this text"),
+	{ 0 },
+};
+#undef R
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: rocemeter replay [OPTIONS] PCAP...\n\n"
-		"Run the XDP meter over capture files (pcap or pcapng, Ethernet), in the\n"
-		"order given, as one stream, with the capture timestamps as arrival times\n"
-		"(made non-decreasing: a frame stamped before an earlier one is metered at\n"
-		"the latest time seen, counted as timestamps_backwards).\n"
-		"Prints one report per line: a final report at each closure, non-final\n"
-		"reports at every --report-interval boundary of capture time of the epochs\n"
-		"that counted a request since their last report (epochs idle longer than\n"
-		"idle_timeout_ms close first), and at the end of input a final report\n"
-		"(finalEpoch) for every open epoch.\n\n"
-		"Options:\n"
-		"  -c, --config FILE          configuration file ([meter], [capture] and [provision])\n"
-		"  -e, --encapsulation LIST   mirror encapsulations to take off, over [capture]:\n"
-		"                             plain, erspan (erspan1, erspan2, erspan3), vxlan,\n"
-		"                             rspan, comma separated, or auto (all); sessions no\n"
-		"                             observation_point line names get derived IDs\n"
-		"  -w, --window W             history width W in PSN positions, %u..%u\n"
-		"                             (default %u, or the config file's)\n"
-		"  -a, --provision-all        meter every RC connection seen (the operator\n"
-		"                             asserts that the sequence observation profile applies)\n"
-		"  -i, --report-interval MS   report boundaries every MS ms of capture time:\n"
-		"                             non-final reports of the epochs that changed\n"
-		"                             (default: final reports only)\n"
-		"  -j, --json                 JSON Lines, keys = the Information Element names\n"
-		"  -o, --ipfix-out FILE       also write the reports as an IPFIX file (the\n"
-		"                             bytes one exporter session would send)\n"
-		"  -s, --stats-json FILE      write the statistics as JSON to FILE\n"
-		"                             (default: a summary on standard error)\n"
-		"  -m, --max-contexts N       context table size (default %u)\n"
-		"  -M, --max-windows N        windows in the pool for epochs whose pending\n"
-		"                             positions reach more than 63 behind the highest\n"
-		"                             (default: automatic, see rocemeter.conf max_windows)\n"
-		"  -W, --wide                 text: every field of each report (default: a\n"
-		"                             compact line)\n"
-		"  -h, --help                 this text\n\n"
-		"On a terminal, standard error shows the progress (frames replayed).\n\n"
-		"Exit status: 0 ok, 1 a capture could not be read (no report printed) or\n"
-		"an output (standard output, --ipfix-out, --stats-json) could not be\n"
-		"written (the run stops at the first write error), 2 usage or\n"
-		"configuration error.\n",
-		RM_WINDOW_MIN, RM_WINDOW_MAX, RM_WINDOW_DEFAULT, RM_MAX_CONTEXTS_DEFAULT);
+	fprintf(f, "Usage: rocemeter replay [OPTIONS] PCAP...\n\n"
+		   "Run the XDP meter over capture files (pcap or pcapng, Ethernet), in the\n"
+		   "order given, as one stream, with the capture timestamps as arrival times\n"
+		   "(made non-decreasing: a frame stamped before an earlier one is metered at\n"
+		   "the latest time seen, counted as timestamps_backwards).\n"
+		   "Prints one report per line: a final report at each closure, non-final\n"
+		   "reports at every --report-interval boundary of capture time of the epochs\n"
+		   "that counted a request since their last report (epochs idle longer than\n"
+		   "idle_timeout_ms close first), and at the end of input a final report\n"
+		   "(finalEpoch) for every open epoch.\n\n"
+		   "Options:\n");
+	rm_opts_help(f, replay_opts, 29, 6);
+	fprintf(f, "\n"
+		   "On a terminal, standard error shows the progress (frames replayed).\n\n"
+		   "Exit status: 0 ok, 1 a capture could not be read (no report printed) or\n"
+		   "an output (standard output, --ipfix-out, --stats-json) could not be\n"
+		   "written (the run stops at the first write error), 2 usage or\n"
+		   "configuration error.\n");
 }
+
+static const struct rm_cmd_opts replay_cmd = { .t = replay_opts, .usage = usage, .usage_on_error = 1 };
 
 static void print_stats(FILE *f, const struct rm_replay_result *res, int json)
 {
@@ -182,85 +209,17 @@ static int finish(const struct rm_replay_result *res, const char *stats_json)
 
 static int cmd_replay(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "config", required_argument, 0, 'c' },
-		{ "window", required_argument, 0, 'w' },
-		{ "provision-all", no_argument, 0, 'a' },
-		{ "report-interval", required_argument, 0, 'i' },
-		{ "json", no_argument, 0, 'j' },
-		{ "ipfix-out", required_argument, 0, 'o' },
-		{ "stats-json", required_argument, 0, 's' },
-		{ "max-contexts", required_argument, 0, 'm' },
-		{ "help", no_argument, 0, 'h' },
-		{ "wide", no_argument, 0, 'W' },
-		{ "max-windows", required_argument, 0, 'M' },
-		{ "encapsulation", required_argument, 0, 'e' },
-		{ 0 },
-	};
 	static struct rm_config_file cfg; /* large: static */
-	struct rm_config_overrides ov;
-	struct rm_replay_opts ro = { .cfg = &cfg };
+	struct replay_args a = { .ro.cfg = &cfg };
+	struct rm_replay_opts *ro = &a.ro;
 	struct rm_replay_result res;
-	const char *config = NULL, *stats_json = NULL, *encapsulation = NULL;
-	int json = 0, opt, ret, wide = 0;
 	char err[512];
-	uint64_t v;
+	int ret;
 
-	rm_config_overrides_init(&ov);
-	while ((opt = getopt_long(argc, argv, "c:w:ai:jo:s:m:M:hWe:", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'e':
-			encapsulation = optarg;
-			break;
-		case 'c':
-			config = optarg;
-			break;
-		case 'a':
-			ov.provision_all = 1;
-			break;
-		case 'j':
-			json = 1;
-			break;
-		case 'W':
-			wide = 1;
-			break;
-		case 'o':
-			ro.ipfix_out = optarg;
-			break;
-		case 's':
-			stats_json = optarg;
-			break;
-		case 'w':
-			if (rm_opt_uint("--window", optarg, RM_WINDOW_MIN, RM_WINDOW_MAX, &v, err, sizeof(err)))
-				goto bad_value;
-			ov.window = (uint32_t)v;
-			break;
-		case 'm':
-			if (rm_opt_uint("--max-contexts", optarg, RM_MAX_CONTEXTS_MIN, RM_MAX_CONTEXTS_MAX, &v, err,
-					sizeof(err)))
-				goto bad_value;
-			ov.max_contexts = (uint32_t)v;
-			break;
-		case 'M':
-			if (rm_opt_uint("--max-windows", optarg, 1, RM_MAX_WINDOWS_MAX, &v, err, sizeof(err)))
-				goto bad_value;
-			ov.max_windows = (uint32_t)v;
-			break;
-		case 'i':
-			/* Replay's own: [export] report_interval_ms is the daemon's. */
-			if (rm_opt_uint("--report-interval", optarg, 1, RM_REPORT_INTERVAL_MS_MAX, &v, err,
-					sizeof(err)))
-				goto bad_value;
-			ro.report_interval_ms = v;
-			break;
-		case 'h':
-			usage(stdout);
-			return RM_EXIT_OK;
-		default:
-			usage(stderr);
-			return RM_EXIT_USAGE;
-		}
-	}
+	rm_config_overrides_init(&a.ov);
+	ret = rm_opts_parse(&replay_cmd, argc, argv, &a);
+	if (ret >= 0)
+		return ret;
 	if (optind >= argc) {
 		rm_log_cmd(RM_LOG_ERR, "no capture file given");
 		usage(stderr);
@@ -268,43 +227,39 @@ static int cmd_replay(int argc, char **argv)
 	}
 
 	rm_config_defaults(&cfg);
-	if (config && rm_config_load(config, &cfg, err, sizeof(err))) {
+	if (a.config && rm_config_load(a.config, &cfg, err, sizeof(err))) {
 		rm_log_cmd(RM_LOG_ERR, "%s", err);
 		return RM_EXIT_USAGE;
 	}
-	rm_config_apply_overrides(&cfg, &ov);
-	if (encapsulation && rm_capture_override(&cfg.capture, encapsulation, err, sizeof(err))) {
-		rm_log_cmd(RM_LOG_ERR, "--encapsulation %s: %s", encapsulation, err);
+	rm_config_apply_overrides(&cfg, &a.ov);
+	if (a.encapsulation && rm_capture_override(&cfg.capture, a.encapsulation, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "--encapsulation %s: %s", a.encapsulation, err);
 		return RM_EXIT_USAGE;
 	}
 	if (!cfg.meter.provision_all && cfg.n_provision == 0)
 		rm_log_cmd(RM_LOG_WARNING, "warning: nothing is provisioned (use --provision-all or a "
 					   "[provision] section); no connection will be metered");
 
-	ro.print = json ? print_json : print_text; /* --ipfix-out writes them too, it does not replace them */
-	ro.print_name = "standard output";
-	ro.print_arg = &wide;
-	ro.progress = isatty(STDERR_FILENO);
-	if (rm_replay_run(&ro, argv + optind, argc - optind, &res, err, sizeof(err))) {
+	ro->print = a.json ? print_json : print_text; /* --ipfix-out writes them too, it does not replace them */
+	ro->print_name = "standard output";
+	ro->print_arg = &a.wide;
+	ro->progress = isatty(STDERR_FILENO);
+	if (rm_replay_run(ro, argv + optind, argc - optind, &res, err, sizeof(err))) {
 		rm_log_cmd(RM_LOG_ERR, "%s", err);
 		ret = RM_EXIT_FAIL;
 	} else {
 		/* What is still buffered may fail too: the run is not done until
 		 * it is written. */
-		if (ro.print && (fflush(stdout) || ferror(stdout))) {
+		if (ro->print && (fflush(stdout) || ferror(stdout))) {
 			rm_log_cmd(RM_LOG_ERR, "standard output: %s", strerror(errno ? errno : EIO));
 			ret = RM_EXIT_FAIL;
 		} else {
-			ret = finish(&res, stats_json);
+			ret = finish(&res, a.stats_json);
 		}
 	}
 	fflush(stdout);
 	rm_replay_result_free(&res);
 	return ret;
-
-bad_value:
-	rm_log_cmd(RM_LOG_ERR, "%s", err);
-	return RM_EXIT_USAGE;
 }
 
 RM_COMMAND(replay, 40, "run the meter over capture files (pcap, pcapng) offline", cmd_replay);

@@ -33,17 +33,17 @@ struct rm_replay_opts {
 };
 
 struct rm_replay_result {
-	int have_stats;                   /* stats[] could be read */
-	uint64_t stats[RM_STAT__COUNT];   /* the meter's, frames shorter than an Ethernet header included */
+	int have_stats;                 /* stats[] could be read */
+	uint64_t stats[RM_STAT__COUNT]; /* the meter's, frames shorter than an Ethernet header included */
 	uint64_t frames_read;
-	uint64_t truncated;               /* frames the capture's snap length cut */
-	uint64_t capture_faults;          /* cuts that closed every open epoch (captureDiscontinuity) */
-	uint64_t timestamps_backwards;    /* frames stamped before an earlier frame: run at the clock's time */
-	uint64_t backwards_max_ns;        /* the largest of those steps back */
-	uint64_t id_exhausted;            /* reports not made: an ID would wrap */
-	struct rm_ctx_key *disabled;      /* connections a profile violation disabled (rm_replay_result_free) */
+	uint64_t truncated;            /* frames the capture's snap length cut */
+	uint64_t capture_faults;       /* cuts that closed every open epoch (captureDiscontinuity) */
+	uint64_t timestamps_backwards; /* frames stamped before an earlier frame: run at the clock's time */
+	uint64_t backwards_max_ns;     /* the largest of those steps back */
+	uint64_t id_exhausted;         /* reports not made: an ID would wrap */
+	struct rm_ctx_key *disabled;   /* connections a profile violation disabled (rm_replay_result_free) */
 	size_t n_disabled;
-	char close_err[300];              /* the IPFIX file failed at its close ("" if not) */
+	char close_err[300]; /* the IPFIX file failed at its close ("" if not) */
 };
 
 /*

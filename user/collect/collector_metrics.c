@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * collector_metrics.c - what `rocemeter collect --metrics` serves
+ * (docs/metrics.md): RM_COLLECTOR_STATS and the per-session series,
+ * rendered on the metrics server's thread (collector_int.h).
+ */
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "collector_int.h"
+
+#define COLLECTOR_ROW_(member, type, metric, label, value, help) \
+	{ #member,                                               \
+	  RM_METRIC_##type,                                      \
+	  "rocemeter_collector_" metric RM_METRIC_SUFFIX_##type, \
+	  label,                                                 \
+	  value,                                                 \
+	  help,                                                  \
+	  offsetof(struct rm_collector_stats, member) },
+static const struct rm_metric_row collector_rows[] = { RM_COLLECTOR_STATS(COLLECTOR_ROW_) };
+#undef COLLECTOR_ROW_
+
+/* Per-session series: X(conn member, metric, help). */
+#define SESSION_SERIES(X)                                                             \
+	X(messages, "messages", "IPFIX Messages received in the Transport Session")   \
+	X(records, "records", "Data Records received in the Transport Session")       \
+	X(octets, "received_bytes", "IPFIX octets received in the Transport Session") \
+	X(rejected, "records_undecodable", "records of the session the decoder could not bind")
+
+/* GET /metrics, on the server's thread; the loop holds the lock except in poll(). */
+void rm_collector_render_metrics(void *arg, FILE *f)
+{
+	struct rm_collector *s = arg;
+	struct rm_collector_stats st = s->stats;
+
+	st.sessions_open = 0;
+	st.epochs_retained = 0;
+	if (s->st->ops == &rm_backend_sqlite) {
+		st.drops_database = rm_backend_drops(s->st);
+		st.database_unavailable = (uint64_t)rm_backend_unavailable(s->st);
+	} else {
+		st.drops_store = rm_backend_drops(s->st);
+		st.store_unavailable = (uint64_t)rm_backend_unavailable(s->st);
+	}
+	st.store_buffer_bytes = rm_backend_buffer_bytes(s->st);
+	st.store_buffer_capacity_bytes = rm_backend_buffer_capacity(s->st);
+	for (size_t i = 0; i < s->nconns; i++) {
+		if (s->conns[i]->closing)
+			continue;
+		st.sessions_open++;
+		if (s->conns[i]->rs)
+			st.epochs_retained += rm_rules_retained(s->conns[i]->rs);
+		if (s->conns[i]->dec) { /* an ended session's counts are in s->stats */
+			const struct rm_ipfix_counts *h = rm_ipfix_counts(s->conns[i]->dec);
+
+			st.sequence_gaps += h->seq_gaps;
+			st.sequence_missing_records += h->seq_missing;
+			st.export_time_backwards += h->time_backwards;
+		}
+	}
+	rm_metrics_rows(f, collector_rows, sizeof(collector_rows) / sizeof(collector_rows[0]), &st, NULL, 0);
+#define SESSION_FAMILY_(member, metric, help)                                                          \
+	rm_metrics_family(f, "rocemeter_collector_session_" metric "_total", RM_METRIC_COUNTER, help); \
+	for (size_t i = 0; i < s->nconns; i++) {                                                       \
+		const struct conn *c = s->conns[i];                                                    \
+		char id[24];                                                                           \
+		const struct rm_metric_label l[] = { { "session", id }, { "peer", c->peer } };         \
+		if (c->closing)                                                                        \
+			continue;                                                                      \
+		snprintf(id, sizeof(id), "%" PRId64, c->session_id);                                   \
+		rm_metrics_sample(f, "rocemeter_collector_session_" metric "_total", l, 2, c->member); \
+	}
+	SESSION_SERIES(SESSION_FAMILY_)
+#undef SESSION_FAMILY_
+}

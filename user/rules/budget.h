@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * budget.h - the collector's memory budget (docs/collector.md "Memory
+ * budget"; [SEQOBS] "Collector Processing": finite resource limits). One
+ * counter of bytes, charged at fixed, documented costs per object by the
+ * collector (handshake slots, Transport Sessions), the collector rules
+ * (retained epochs) and the IPFIX decoder (Templates). No I/O: a refusal
+ * goes to a callback, which stores it as a collector resource drop.
+ * Not thread-safe: the collector's loop is its only user.
+ */
+#ifndef ROCEMETER_BUDGET_H
+#define ROCEMETER_BUDGET_H
+
+#include <stdint.h>
+
+#include "common/limits.h" /* RM_BUDGET_HANDSHAKE_BYTES, RM_BUDGET_SESSION_BYTES */
+
+/*
+ * Bytes charged per object: upper bounds of what each holds, allocator and
+ * table overhead included (docs/collector.md lists the same numbers; the
+ * struct sizes are checked against them at compile time).
+ */
+/* RM_BUDGET_HANDSHAKE_BYTES and RM_BUDGET_SESSION_BYTES: user/common/limits.h (the configuration checks them). */
+#define RM_BUDGET_EPOCH_BYTES    768u /* per retained epoch: struct rm_epoch, hash and list entries */
+#define RM_BUDGET_TEMPLATE_BYTES 512u /* per Template, plus the octets of its Template Record */
+
+struct rm_budget;
+
+/* Called once per refusal: what ("epoch", "Template", "session"), the bytes that did not fit. */
+typedef void (*rm_budget_refused_fn)(void *arg, const char *what, uint64_t bytes);
+
+/* A budget of limit bytes; refused (may be NULL) is called with arg. NULL on ENOMEM. */
+struct rm_budget *rm_budget_new(uint64_t limit, rm_budget_refused_fn refused, void *arg);
+void rm_budget_free(struct rm_budget *b);
+
+/*
+ * Charge bytes if used + bytes <= limit: 0. Otherwise -1, nothing charged,
+ * no callback (the caller may free something and try again). A NULL budget
+ * is unlimited: always 0.
+ */
+int rm_budget_try(struct rm_budget *b, uint64_t bytes);
+/* A refusal of what (bytes that did not fit): counted, and given to the callback. NULL: nothing. */
+void rm_budget_refuse(struct rm_budget *b, const char *what, uint64_t bytes);
+/* rm_budget_try(), and rm_budget_refuse() when it fails: 0 or -1. */
+int rm_budget_take(struct rm_budget *b, uint64_t bytes, const char *what);
+/* Return bytes charged before (never more than are in use). NULL: nothing. */
+void rm_budget_give(struct rm_budget *b, uint64_t bytes);
+
+uint64_t rm_budget_limit(const struct rm_budget *b);
+uint64_t rm_budget_used(const struct rm_budget *b);
+/* Refusals since rm_budget_new(). */
+uint64_t rm_budget_refusals(const struct rm_budget *b);
+
+#endif /* ROCEMETER_BUDGET_H */

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * backend.c - the store interface (backend.h): the SQLite store's ops (the
+ * functions of store.c, unchanged behind adapters) and the choice of store
+ * by its spec (the ClickHouse store's ops are in chstore.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "store/clickhouse/chstore.h"
+#include "store_spec.h"
+
+/* ---------------- SQLite: store.c ---------------- */
+
+static void sq_close(void *st)
+{
+	rm_store_close(st);
+}
+static const char *sq_error(void *st)
+{
+	return rm_store_error(st);
+}
+static int sq_begin(void *st)
+{
+	return rm_store_begin(st);
+}
+static int sq_commit(void *st)
+{
+	return rm_store_commit(st);
+}
+static int sq_flush(void *st)
+{
+	return rm_store_flush(st);
+}
+static int sq_unavailable(const void *st)
+{
+	return rm_store_unavailable(st);
+}
+static uint64_t sq_drops(const void *st)
+{
+	return rm_store_database_drops(st);
+}
+static int64_t sq_run_start(void *st, const char *listen, const char *transport, const struct rm_rules_limits *lim,
+			    uint32_t max_raw_records, uint32_t pen, uint64_t now_ms)
+{
+	return rm_store_run_start(st, listen, transport, lim, max_raw_records, pen, now_ms);
+}
+static int sq_run_stop(void *st, int64_t run_id, uint64_t now_ms)
+{
+	return rm_store_run_stop(st, run_id, now_ms);
+}
+static int64_t sq_session_start(void *st, int64_t run_id, const char *peer, const char *transport, uint64_t now_ms)
+{
+	return rm_store_session_start(st, run_id, peer, transport, now_ms);
+}
+static int sq_session_peer(void *st, int64_t session_id, const char *subject)
+{
+	return rm_store_session_peer(st, session_id, subject);
+}
+static int sq_session_end(void *st, int64_t session_id, const char *reason, uint64_t now_ms,
+			  const struct rm_session_counts *c)
+{
+	return rm_store_session_end(st, session_id, reason, now_ms, c);
+}
+static int sq_epoch(void *st, struct rm_epoch *e)
+{
+	return rm_store_epoch(st, e);
+}
+static int sq_raw(void *st, int64_t session_id, uint32_t domain, uint16_t tid, const struct rm_report *r,
+		  const char *verdict, const char *reason, const uint8_t *raw, size_t len, const uint8_t *tmpl,
+		  size_t tmpl_len, uint64_t now_ms)
+{
+	return rm_store_raw(st, session_id, domain, tid, r, verdict, reason, raw, len, tmpl, tmpl_len, now_ms);
+}
+static int sq_drop(void *st, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms)
+{
+	return rm_store_drop(st, session_id, kind, detail, now_ms);
+}
+static int sq_connections(void *st, uint64_t minute_ms, const char *source, const char *outcome, uint64_t count,
+			  uint64_t first_ms, uint64_t last_ms, const char *detail)
+{
+	return rm_store_connections(st, minute_ms, source, outcome, count, first_ms, last_ms, detail);
+}
+static int sq_run_limit(void *st, int64_t run_id, const char *name, uint64_t value)
+{
+	return rm_store_run_limit(st, run_id, name, value);
+}
+static uint64_t sq_raw_bytes(void *st)
+{
+	return rm_store_raw_bytes(st);
+}
+static void sq_set_budget(void *st, struct rm_budget *b)
+{
+	rm_store_set_budget(st, b);
+}
+static int sq_make_room(void *st)
+{
+	return rm_store_make_room(st);
+}
+
+const struct rm_backend_ops rm_backend_sqlite = {
+	.name = "sqlite",
+	.drop_kind = "database",
+	.close = sq_close,
+	.error = sq_error,
+	.begin = sq_begin,
+	.commit = sq_commit,
+	.flush = sq_flush,
+	.unavailable = sq_unavailable,
+	.drops = sq_drops,
+	.run_start = sq_run_start,
+	.run_stop = sq_run_stop,
+	.session_start = sq_session_start,
+	.session_peer = sq_session_peer,
+	.session_end = sq_session_end,
+	.epoch = sq_epoch,
+	.raw = sq_raw,
+	.drop = sq_drop,
+	.connections = sq_connections,
+	.run_limit = sq_run_limit,
+	.raw_bytes = sq_raw_bytes,
+	.set_budget = sq_set_budget,
+	.make_room = sq_make_room,
+};
+
+/* ---------------- the choice ---------------- */
+
+struct rm_backend *rm_backend_open(const struct rm_store_spec *spec, const char *collector_id, uint64_t buffer_bytes,
+				   const char *spool_dir, char *err, size_t errlen)
+{
+	struct rm_backend *b = calloc(1, sizeof(*b));
+	char e[400] = "";
+
+	if (!b) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (spec->kind == RM_STORE_SQLITE) {
+		b->ops = &rm_backend_sqlite;
+		b->st = rm_store_open(spec->path, 0, e, sizeof(e));
+	} else {
+		b->ops = &rm_backend_clickhouse;
+		b->st = rm_chstore_open(&spec->ch, collector_id, buffer_bytes, spool_dir, e, sizeof(e));
+	}
+	if (!b->st) {
+		snprintf(err, errlen, "%s: %s", spec->kind == RM_STORE_SQLITE ? "database" : "ClickHouse store", e);
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+void rm_backend_close(struct rm_backend *b)
+{
+	if (!b)
+		return;
+	b->ops->close(b->st);
+	free(b);
+}

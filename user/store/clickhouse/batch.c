@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * batch.c - batches of rows and the queue between the collector's thread and the
+ * sender: the buffer's bound, what changed serialized at a hand-over.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "chstore_impl.h"
+#include "common/limits.h"
+#include "common/log.h"
+
+/* ---------------- batches and the queue ---------------- */
+
+struct batch *rm_chs_batch_new(void)
+{
+	struct batch *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	for (int t = 0; t < T__N; t++)
+		b->body[t] = g_byte_array_new();
+	return b;
+}
+
+void rm_chs_batch_free(struct batch *b)
+{
+	if (!b)
+		return;
+	for (int t = 0; t < T__N; t++)
+		g_byte_array_free(b->body[t], TRUE);
+	free(b);
+}
+
+size_t rm_chs_batch_size(const struct batch *b)
+{
+	size_t n = 0;
+
+	for (int t = 0; t < T__N; t++)
+		n += b->body[t]->len;
+	return n;
+}
+
+uint64_t rm_chs_queued(struct rm_chstore *cs)
+{
+	uint64_t q;
+
+	pthread_mutex_lock(&cs->mu);
+	q = cs->queued_bytes;
+	pthread_mutex_unlock(&cs->mu);
+	return q;
+}
+
+/* Room for more octets of rows that may be dropped (the bound of chstore.h). */
+int rm_chs_room(struct rm_chstore *cs, size_t more)
+{
+	return rm_chs_batch_size(cs->cur) + more + rm_chs_queued(cs) <= cs->bound;
+}
+
+/* ---------------- hand-over ---------------- */
+
+static void serialize_sessions(struct rm_chstore *cs)
+{
+	GHashTableIter it;
+	gpointer v;
+
+	g_hash_table_iter_init(&it, cs->sessions);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		struct rm_sess_row *s = v;
+
+		if (!s->dirty)
+			continue;
+		rm_chs_session_row(cs, cs->cur->body[T_SESSIONS], s);
+		s->dirty = 0;
+		if (s->ended_ms)
+			g_hash_table_iter_remove(&it);
+	}
+}
+
+static void serialize_drops(struct rm_chstore *cs)
+{
+	GHashTableIter it;
+	gpointer v;
+
+	g_hash_table_iter_init(&it, cs->drops);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		struct rm_drop_row *d = v;
+		GByteArray *b = cs->cur->body[T_DROPS];
+
+		if (!d->count)
+			continue;
+		rm_chs_put_str(b, cs->id);
+		rm_chs_put_u64(b, (uint64_t)d->session_id);
+		rm_chs_put_str(b, d->kind);
+		rm_chs_put_u64(b, d->count);
+		rm_chs_put_u64(b, d->first_ms);
+		rm_chs_put_u64(b, d->last_ms);
+		rm_chs_put_nstr(b, d->detail);
+		g_hash_table_iter_remove(&it);
+	}
+}
+
+/* Live epochs' latest states, while there is room; the others stay waiting. */
+static void serialize_live(struct rm_chstore *cs)
+{
+	guint kept = 0;
+
+	for (guint i = 0; i < cs->live->len; i++) {
+		struct rm_epoch *e = cs->live->pdata[i];
+
+		if (!e)
+			continue;
+		if (!rm_chs_room(cs, 512)) {
+			cs->live->pdata[kept++] = e;
+			e->store_slot = kept;
+			continue;
+		}
+		rm_chstore_epoch_row(cs->cur->body[T_EPOCHS], cs->id, e, rm_chs_next_version(cs));
+		e->store_slot = 0;
+	}
+	g_ptr_array_set_size(cs->live, kept);
+}
+
+/* Give the batch to the sender and start a new one. -1 on out of memory. */
+int rm_chs_handoff(struct rm_chstore *cs)
+{
+	struct batch *b, *fresh;
+
+	serialize_live(cs);
+	serialize_sessions(cs);
+	serialize_drops(cs);
+	cs->last_handoff_ms = rm_clock_mono_ms();
+	b = cs->cur;
+	b->bytes = rm_chs_batch_size(b);
+	if (!b->bytes)
+		return 0;
+	fresh = rm_chs_batch_new();
+	if (!fresh)
+		return -1;
+	cs->cur = fresh;
+	pthread_mutex_lock(&cs->mu);
+	*cs->tail = b;
+	cs->tail = &b->next;
+	cs->queued_bytes += b->bytes;
+	pthread_cond_signal(&cs->cv);
+	pthread_mutex_unlock(&cs->mu);
+	return 0;
+}

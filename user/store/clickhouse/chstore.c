@@ -1,0 +1,503 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * chstore.c - the collector's ClickHouse store: the calls of the store interface
+ * (backend.h) on the collector's thread, open and close. Rows are serialized
+ * on this thread (rows.c, batch.c) and inserted by the sender thread
+ * (sender.c). See chstore.h;
+ * chstore_impl.h is what the files of clickhouse/ share.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "chstore_impl.h"
+#include "common/limits.h"
+#include "common/log.h"
+
+uint64_t rm_chs_next_version(struct rm_chstore *cs)
+{
+	uint64_t v = rm_clock_wall_us();
+
+	if (v <= cs->last_version)
+		v = cs->last_version + 1;
+	cs->last_version = v;
+	return v;
+}
+
+/* ---------------- the calls of store.h ---------------- */
+
+static const char *ch_error(void *p)
+{
+	struct rm_chstore *cs = p;
+
+	return cs->err;
+}
+
+static int ch_begin(void *p)
+{
+	return 0;
+}
+
+static int ch_commit(void *p)
+{
+	struct rm_chstore *cs = p;
+	uint64_t m = rm_clock_mono_ms();
+
+	if (cs->run_id && !cs->run.stopped_ms && m - cs->last_heartbeat_ms >= RM_CHSTORE_HEARTBEAT_MS) {
+		rm_chs_run_row(cs); /* the heartbeat: this collector ID is in use (chstore.h) */
+		cs->last_heartbeat_ms = m;
+	}
+	if (cs->drops_unlogged && m - cs->drops_logged_ms >= RM_CHSTORE_DROP_LOG_MS)
+		rm_chs_log_drops(cs);
+	if (rm_clock_mono_ms() - cs->last_handoff_ms < RM_CHSTORE_FLUSH_MS &&
+	    rm_chs_batch_size(cs->cur) < RM_CHSTORE_FLUSH_BYTES)
+		return 0;
+	return rm_chs_handoff(cs);
+}
+
+static int ch_flush(void *p)
+{
+	return rm_chs_handoff(p);
+}
+
+static int ch_unavailable(const void *p)
+{
+	struct rm_chstore *cs = (struct rm_chstore *)p;
+	int d;
+
+	pthread_mutex_lock(&cs->mu);
+	d = cs->down;
+	pthread_mutex_unlock(&cs->mu);
+	return d;
+}
+
+static uint64_t ch_drops(const void *p)
+{
+	return ((const struct rm_chstore *)p)->store_drops;
+}
+
+static int64_t ch_run_start(void *p, const char *listen, const char *transport, const struct rm_rules_limits *lim,
+			    uint32_t max_raw_records, uint32_t pen, uint64_t now_ms)
+{
+	struct rm_chstore *cs = p;
+
+	if (rm_chs_start_ids(cs, now_ms) == RM_BACKEND_REFUSED)
+		return RM_BACKEND_REFUSED;
+	cs->raw_limit = max_raw_records;
+	cs->run_id = cs->next_run++;
+	cs->run.started_ms = now_ms;
+	cs->run.listen = strdup(listen ? listen : "");
+	cs->run.transport = strdup(transport ? transport : "");
+	cs->run.lim = *lim;
+	cs->run.max_raw_records = max_raw_records;
+	cs->run.pen = pen;
+	if (!cs->run.listen || !cs->run.transport) {
+		snprintf(cs->err, sizeof(cs->err), "out of memory");
+		return -1;
+	}
+	rm_chs_run_row(cs);
+	cs->last_heartbeat_ms = rm_clock_mono_ms();
+	return cs->run_id;
+}
+
+static int ch_run_stop(void *p, int64_t run_id, uint64_t now_ms)
+{
+	struct rm_chstore *cs = p;
+
+	cs->run.stopped_ms = now_ms ? now_ms : 1;
+	rm_chs_run_row(cs);
+	return 0;
+}
+
+static struct rm_sess_row *sess_get(struct rm_chstore *cs, int64_t id)
+{
+	return rm_sess_rows_get(cs->sessions, id, NULL);
+}
+
+static int64_t ch_session_start(void *p, int64_t run_id, const char *peer, const char *transport, uint64_t now_ms)
+{
+	struct rm_chstore *cs = p;
+	int64_t id = cs->next_session;
+	struct rm_sess_row *s = sess_get(cs, id);
+
+	if (!s)
+		return -1;
+	cs->next_session++;
+	cs->sessions_started++;
+	return rm_sess_row_start(s, run_id, peer, transport, now_ms) ? -1 : id;
+}
+
+static int ch_session_peer(void *p, int64_t session_id, const char *subject)
+{
+	struct rm_sess_row *s = sess_get(p, session_id);
+
+	return s ? rm_sess_row_peer(s, subject) : -1;
+}
+
+static int ch_session_end(void *p, int64_t session_id, const char *reason, uint64_t now_ms,
+			  const struct rm_session_counts *c)
+{
+	struct rm_sess_row *s = sess_get(p, session_id);
+
+	return s ? rm_sess_row_end(s, reason, now_ms, c) : -1;
+}
+
+/*
+ * A live epoch waits by reference (serialized at the hand-over, once
+ * however often it changed); a retired one is serialized now (the rules
+ * free it after this call), or dropped when the buffer is full.
+ */
+static int ch_epoch(void *p, struct rm_epoch *e)
+{
+	struct rm_chstore *cs = p;
+
+	if (!e->store_id)
+		e->store_id = cs->next_epoch++;
+	if (!e->retired_ms) {
+		if (!e->store_slot) {
+			g_ptr_array_add(cs->live, e);
+			e->store_slot = cs->live->len;
+		}
+		return 0;
+	}
+	if (e->store_slot) {
+		cs->live->pdata[e->store_slot - 1] = NULL;
+		e->store_slot = 0;
+	}
+	if (!rm_chs_room(cs, 512)) {
+		char d[200];
+
+		snprintf(d, sizeof(d), "epoch %" PRIu64 " (%s) not stored: ClickHouse store buffer full",
+			 e->key.epoch_id, rm_outcome_name(e->outcome));
+		rm_chs_store_drop(cs, (int64_t)e->session_id, d);
+		return 0;
+	}
+	rm_chstore_epoch_row(cs->cur->body[T_EPOCHS], cs->id, e, rm_chs_next_version(cs));
+	cs->cur->retired++;
+	return 0;
+}
+
+static int ch_raw(void *p, int64_t session_id, uint32_t domain, uint16_t tid, const struct rm_report *r,
+		  const char *verdict, const char *reason, const uint8_t *raw, size_t len, const uint8_t *tmpl,
+		  size_t tmpl_len, uint64_t now_ms)
+{
+	struct rm_chstore *cs = p;
+	GByteArray *b = cs->cur->body[T_RAW];
+
+	if (cs->raw_rows >= cs->raw_limit) {
+		char d[160];
+
+		snprintf(d, sizeof(d), "raw record not kept (%s): max_raw_records %u reached", verdict, cs->raw_limit);
+		return rm_chs_count_drop(cs, session_id, "raw-record-limit", d, now_ms) < 0 ? -1 : 0;
+	}
+	if (!rm_chs_room(cs, len + tmpl_len + 256)) {
+		char d[200];
+
+		snprintf(d, sizeof(d), "raw record not kept (%s): ClickHouse store buffer full", verdict);
+		rm_chs_store_drop(cs, session_id, d);
+		return 0;
+	}
+	rm_chs_put_str(b, cs->id);
+	rm_chs_put_u64(b, (uint64_t)cs->next_raw++);
+	rm_chs_put_u64(b, (uint64_t)session_id);
+	rm_chs_put_u64(b, now_ms);
+	rm_chs_put_u64(b, domain);
+	rm_chs_put_u64(b, tid);
+	rm_chs_put_nu64(b, !r, r ? r->epoch_id : 0);
+	rm_chs_put_nu64(b, !r, r ? r->report_id : 0);
+	rm_chs_put_nu64(b, !r, r ? r->flags : 0);
+	rm_chs_put_str(b, verdict);
+	rm_chs_put_str(b, reason ? reason : "");
+	rm_chs_put_bytes(b, raw, len);
+	rm_chs_put_u8(b, tmpl ? 0 : 1);
+	if (tmpl)
+		rm_chs_put_bytes(b, tmpl, tmpl_len);
+	cs->cur->raw++;
+	cs->raw_rows++;
+	cs->raw_bytes += len + (tmpl ? tmpl_len : 0);
+	return 1;
+}
+
+static int ch_drop(void *p, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms)
+{
+	return rm_chs_count_drop(p, session_id, kind, detail, now_ms);
+}
+
+static int ch_connections(void *p, uint64_t minute_ms, const char *source, const char *outcome, uint64_t count,
+			  uint64_t first_ms, uint64_t last_ms, const char *detail)
+{
+	struct rm_chstore *cs = p;
+	GByteArray *b = cs->cur->body[T_CONNS];
+
+	if (!rm_chs_room(cs, 512)) {
+		char d[200];
+
+		snprintf(d, sizeof(d),
+			 "%" PRIu64 " refused connections (%s) from %s not stored: ClickHouse store "
+			 "buffer full",
+			 count, outcome, source);
+		rm_chs_store_drop(cs, 0, d);
+		return 0;
+	}
+	rm_chs_put_str(b, cs->id);
+	rm_chs_put_u64(b, minute_ms);
+	rm_chs_put_str(b, source);
+	rm_chs_put_str(b, outcome);
+	rm_chs_put_u64(b, count);
+	rm_chs_put_u64(b, first_ms);
+	rm_chs_put_u64(b, last_ms);
+	rm_chs_put_nstr(b, detail);
+	cs->cur->conns++;
+	return 0;
+}
+
+static int ch_run_limit(void *p, int64_t run_id, const char *name, uint64_t value)
+{
+	struct rm_chstore *cs = p;
+	GByteArray *b = cs->cur->body[T_LIMITS];
+
+	rm_chs_put_str(b, cs->id);
+	rm_chs_put_u64(b, (uint64_t)run_id);
+	rm_chs_put_str(b, name);
+	rm_chs_put_u64(b, value);
+	rm_chs_put_u64(b, cs->limit_seq++);
+	return 0;
+}
+
+static uint64_t ch_raw_bytes(void *p)
+{
+	return ((struct rm_chstore *)p)->raw_bytes;
+}
+
+uint64_t rm_chstore_waiting(struct rm_chstore *cs)
+{
+	return rm_chs_batch_size(cs->cur) + rm_chs_queued(cs);
+}
+
+static uint64_t ch_buffer_bytes(void *p)
+{
+	return rm_chstore_waiting(p);
+}
+
+static uint64_t ch_buffer_capacity(void *p)
+{
+	return ((struct rm_chstore *)p)->bound;
+}
+
+static const char *ch_collector_id(void *p)
+{
+	return ((struct rm_chstore *)p)->id;
+}
+
+/* ---------------- open, close ---------------- */
+
+static void ch_close(void *p)
+{
+	struct rm_chstore *cs = p;
+	int joined = 1, waits = 0;
+
+	if (!cs)
+		return;
+	if (cs->thread_up) {
+		struct timespec ts;
+
+		rm_chs_handoff(cs);
+		pthread_mutex_lock(&cs->mu);
+		cs->stopping = 1;
+		cs->stop_at_ms = rm_clock_mono_ms() + RM_CHSTORE_CLOSE_WAIT_MS;
+		pthread_cond_broadcast(&cs->cv);
+		pthread_mutex_unlock(&cs->mu);
+		/* An INSERT under way ends within its own timeout. */
+		ts = rm_clock_wall_deadline(((RM_CHSTORE_CLOSE_WAIT_MS + RM_CHSTORE_REQUEST_MS) / 1000 + 1) * 1000);
+		joined = pthread_timedjoin_np(cs->thread, NULL, &ts) == 0;
+		pthread_mutex_lock(&cs->mu);
+		waits = cs->inflight || cs->head;
+		pthread_mutex_unlock(&cs->mu);
+	}
+	rm_chs_log_drops(cs);
+	if (waits) {
+		struct batch *lists[2];
+		char err[800], what[200];
+		int rc, skip_run;
+
+		pthread_mutex_lock(&cs->mu);
+		lists[0] = cs->inflight;
+		lists[1] = cs->head;
+		/* a run that never reached ClickHouse and received no session: its runs and limits rows are not kept */
+		skip_run = !cs->reached && !cs->sessions_started;
+		rc = rm_chs_spool_write(cs, lists, skip_run, what, sizeof(what), err, sizeof(err));
+		pthread_mutex_unlock(&cs->mu);
+		if (rc == 0 && *what) {
+			rm_log(RM_LOG_NOTICE,
+			       "ClickHouse store: not sent within %u ms at close, spooled to %s (sent at the next "
+			       "start of collector ID %s with this store): %s",
+			       RM_CHSTORE_CLOSE_WAIT_MS, cs->spool_path, cs->id, what);
+		} else if (rc == 0 && skip_run) {
+			rm_log(RM_LOG_NOTICE,
+			       "ClickHouse store: this run never reached ClickHouse and received no session: its runs "
+			       "row is not spooled");
+		} else if (rc < 0) {
+			uint64_t lost = 0;
+
+			for (int q = 0; q < 2; q++)
+				for (const struct batch *b = lists[q]; b; b = b->next)
+					lost += (b->sent[T_EPOCHS] ? 0 : b->retired) + (b->sent[T_RAW] ? 0 : b->raw) +
+						(b->sent[T_CONNS] ? 0 : b->conns);
+			cs->store_drops += lost;
+			rm_log(RM_LOG_ERR,
+			       "ClickHouse store: not sent within %u ms at close and not spooled (collector resource "
+			       "drops of kind store): %s; spool: %s",
+			       RM_CHSTORE_CLOSE_WAIT_MS, what, err);
+		}
+	}
+	if (cs->thread_up)
+		rm_log(RM_LOG_INFO, "ClickHouse store closed: %" PRIu64 " store drops", cs->store_drops);
+	if (!joined)
+		return; /* the sender still holds the store: leave it to the process's exit */
+	for (int q = 0; q < 2; q++) {
+		struct batch *b = q ? cs->head : cs->inflight;
+
+		while (b) {
+			struct batch *next = b->next;
+
+			rm_chs_batch_free(b);
+			b = next;
+		}
+	}
+	rm_chs_batch_free(cs->cur);
+	for (guint i = 0; i < cs->live->len; i++)
+		if (cs->live->pdata[i])
+			((struct rm_epoch *)cs->live->pdata[i])->store_slot = 0;
+	g_ptr_array_free(cs->live, TRUE);
+	g_hash_table_destroy(cs->sessions);
+	g_hash_table_destroy(cs->drops);
+	g_hash_table_destroy(cs->drops_unlogged_by_session);
+	pthread_mutex_destroy(&cs->mu);
+	pthread_cond_destroy(&cs->cv);
+	free(cs->run.listen);
+	free(cs->run.transport);
+	free(cs);
+}
+
+int rm_chstore_check_id(const char *id, char *err, size_t errlen)
+{
+	return rm_collector_id_check(id, err, errlen);
+}
+
+int rm_chstore_default_id(char *buf, size_t len, char *err, size_t errlen)
+{
+	char host[256];
+
+	if (gethostname(host, sizeof(host)) < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "collector_id: the host name: %s", strerror(e));
+		return -e;
+	}
+	host[sizeof(host) - 1] = '\0';
+	if (strlen(host) > RM_CHSTORE_COLLECTOR_ID_MAX)
+		host[RM_CHSTORE_COLLECTOR_ID_MAX] = '\0';
+	snprintf(buf, len, "%s", host);
+	return rm_chstore_check_id(buf, err, errlen);
+}
+
+struct rm_chstore *rm_chstore_open(const struct rm_ch_conf *conf, const char *collector_id, uint64_t buffer_bytes,
+				   const char *spool_dir, char *err, size_t errlen)
+{
+	struct rm_chstore *cs = calloc(1, sizeof(*cs));
+
+	if (!cs) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	cs->conf = *conf;
+	cs->conf.connect_timeout_ms = RM_CHSTORE_CONNECT_MS;
+	cs->conf.timeout_ms = RM_CHSTORE_REQUEST_MS;
+	/*
+	 * An INSERT into a Distributed table returns once every shard has its
+	 * rows, not when they are queued on the receiving server: a collector
+	 * restarted at once then sees its largest IDs (docs/fleet.md "Writing").
+	 * Tables that are not Distributed ignore the setting.
+	 */
+	snprintf(cs->conf.settings, sizeof(cs->conf.settings), "insert_distributed_sync=1");
+	cs->bound = buffer_bytes ? buffer_bytes : RM_CHSTORE_BUFFER_DEFAULT;
+	cs->cur = rm_chs_batch_new();
+	cs->live = g_ptr_array_new();
+	cs->sessions = rm_sess_rows_new();
+	cs->drops = rm_drop_rows_new();
+	cs->drops_unlogged_by_session = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+	cs->tail = &cs->head;
+	cs->last_handoff_ms = rm_clock_mono_ms();
+	pthread_mutex_init(&cs->mu, NULL);
+	pthread_cond_init(&cs->cv, NULL);
+	if (!cs->cur) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (collector_id && *collector_id) {
+		if (rm_chstore_check_id(collector_id, err, errlen) < 0)
+			goto fail;
+		snprintf(cs->id, sizeof(cs->id), "%s", collector_id);
+	} else if (rm_chstore_default_id(cs->id, sizeof(cs->id), err, errlen) < 0) {
+		goto fail;
+	}
+	if (!spool_dir || !*spool_dir)
+		spool_dir = RM_STORE_SPOOL_DIR_DEFAULT;
+	snprintf(cs->store_name, sizeof(cs->store_name), "%s?database=%s", conf->base, conf->database);
+	{
+		/* the spool belongs to its store: ID.TAG.spool, TAG the start of SHA-256 over the store's name */
+		gchar *sum = g_compute_checksum_for_string(G_CHECKSUM_SHA256, cs->store_name, -1);
+		size_t n = (size_t)snprintf(cs->spool_path, sizeof(cs->spool_path), "%s/%s.%.*s.spool", spool_dir,
+					    cs->id, RM_CHSTORE_SPOOL_TAG_LEN, sum);
+
+		g_free(sum);
+		if (n >= sizeof(cs->spool_path) - 8 || strlen(spool_dir) >= sizeof(cs->spool_dir)) {
+			snprintf(err, errlen, "store_spool_dir: '%s' is too long", spool_dir);
+			goto fail;
+		}
+		snprintf(cs->spool_dir, sizeof(cs->spool_dir), "%s", spool_dir);
+	}
+	if (pthread_create(&cs->thread, NULL, rm_chs_sender, cs) != 0) {
+		snprintf(err, errlen, "the sender thread: %s", strerror(errno));
+		goto fail;
+	}
+	cs->thread_up = 1;
+	return cs;
+fail:
+	ch_close(cs);
+	return NULL;
+}
+
+const struct rm_backend_ops rm_backend_clickhouse = {
+	.name = "clickhouse",
+	.drop_kind = "store",
+	.close = ch_close,
+	.error = ch_error,
+	.begin = ch_begin,
+	.commit = ch_commit,
+	.flush = ch_flush,
+	.unavailable = ch_unavailable,
+	.drops = ch_drops,
+	.run_start = ch_run_start,
+	.run_stop = ch_run_stop,
+	.session_start = ch_session_start,
+	.session_peer = ch_session_peer,
+	.session_end = ch_session_end,
+	.epoch = ch_epoch,
+	.raw = ch_raw,
+	.drop = ch_drop,
+	.connections = ch_connections,
+	.run_limit = ch_run_limit,
+	.raw_bytes = ch_raw_bytes,
+	.buffer_bytes = ch_buffer_bytes,
+	.buffer_capacity = ch_buffer_capacity,
+	.collector_id = ch_collector_id,
+};

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * chstore_impl.h - what the files of the ClickHouse store
+ * (user/store/clickhouse/) share: struct rm_chstore (the collector's thread's
+ * part, and the part shared with the sender under mu), batches, and the
+ * functions one file calls in another. Not for use outside clickhouse/: the
+ * interface is chstore.h.
+ */
+#ifndef ROCEMETER_CHSTORE_IMPL_H
+#define ROCEMETER_CHSTORE_IMPL_H
+
+#include <glib.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chstore.h"
+#include "common/clock.h"
+#include "store/store_rows.h"
+
+enum table { T_RUNS, T_SESSIONS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS, T_LIMITS, T__N };
+
+/* Rows handed to the sender together. */
+struct batch {
+	GByteArray *body[T__N];
+	uint8_t sent[T__N];
+	uint32_t retired, raw, conns; /* epoch outcomes, raw records, counts of refused connections in it */
+	size_t bytes;
+	int from_spool; /* read from the spool file at the start */
+	struct batch *next;
+};
+
+struct rm_chstore {
+	struct rm_ch_conf conf;
+	char id[RM_CHSTORE_COLLECTOR_ID_MAX + 1];
+	char err[4096];
+	uint64_t bound;
+
+	/* The collector's thread. */
+	struct batch *cur;
+	GPtrArray *live;      /* struct rm_epoch * changed since they were last serialized; e->store_slot = index + 1 */
+	GHashTable *sessions; /* int64 id -> struct rm_sess_row */
+	GHashTable *drops;    /* "session/kind" -> struct rm_drop_row */
+	int64_t next_run, next_session, next_epoch, next_raw, run_id;
+	uint64_t limit_seq;
+	uint64_t last_version;
+	uint64_t last_handoff_ms;
+	uint32_t raw_limit;
+	uint64_t raw_rows, raw_bytes;
+	uint64_t store_drops;
+	uint64_t drops_logged_ms, drops_unlogged; /* the last "store drops" log line, the drops since */
+	GHashTable *drops_unlogged_by_session;    /* int64 session ID -> uint64 drops since that line */
+	char drops_last[200];                     /* the last drop's detail */
+	uint64_t last_heartbeat_ms;
+	char store_name[700]; /* "BASE?database=DB": the store a spool file belongs to */
+	char spool_dir[512];
+	char spool_path[640]; /* spool_dir/ID.TAG.spool, TAG from store_name (chstore.h) */
+	int recovered;
+	uint64_t sessions_started; /* in this run */
+	struct {
+		uint64_t started_ms, stopped_ms;
+		char *listen, *transport;
+		struct rm_rules_limits lim;
+		uint32_t max_raw_records, pen;
+	} run;
+
+	/* Shared with the sender, under mu. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct batch *head, **tail; /* the queue */
+	struct batch *inflight;     /* batches the sender is inserting */
+	uint64_t queued_bytes;      /* octets in the queue and in flight */
+	uint64_t inserted_rows;
+	int down;            /* the last INSERT failed */
+	int reached;         /* ClickHouse answered in this run (a query at the start or an INSERT) */
+	unsigned spool_left; /* batches of the spool file not inserted yet: the file is removed at 0 */
+	int stopping;        /* close: insert what waits until stop_at_ms, then end */
+	/* what the spool file read at the start holds, in the words of the logs */
+	char spool_what[200];
+	uint64_t stop_at_ms;
+	pthread_t thread;
+	int thread_up;
+};
+
+/* chstore.c */
+/* The version of the next row written: the wall clock in microseconds, larger than the last one. */
+uint64_t rm_chs_next_version(struct rm_chstore *cs);
+
+/* rows.c */
+/* One INSERT per table, by enum table; its column list is the order rows are serialized in. */
+extern const char *const rm_chs_inserts[T__N];
+/* The tables' names, by enum table. */
+extern const char *const rm_chs_table_names[T__N];
+/* RowBinary UInt64 (little-endian) appended to b. */
+void rm_chs_put_u64(GByteArray *b, uint64_t v);
+/* RowBinary UInt8 appended to b. */
+void rm_chs_put_u8(GByteArray *b, uint8_t v);
+/* RowBinary String of len octets appended to b (LEB128 length, then the octets). */
+void rm_chs_put_bytes(GByteArray *b, const void *p, size_t len);
+/* RowBinary String of a C string appended to b. */
+void rm_chs_put_str(GByteArray *b, const char *s);
+/* RowBinary Nullable(UInt64): NULL if null, else v. */
+void rm_chs_put_nu64(GByteArray *b, int null, uint64_t v);
+/* RowBinary Nullable(String): NULL if s is. */
+void rm_chs_put_nstr(GByteArray *b, const char *s);
+/* A sessions row (docs/clickhouse/single.sql) with the next version, appended to b. */
+void rm_chs_session_row(struct rm_chstore *cs, GByteArray *b, const struct rm_sess_row *s);
+
+/* batch.c */
+/* An empty batch; NULL on out of memory. */
+struct batch *rm_chs_batch_new(void);
+/* Free a batch (NULL: nothing). */
+void rm_chs_batch_free(struct batch *b);
+/* The octets of a batch's rows. */
+size_t rm_chs_batch_size(const struct batch *b);
+/* Octets in the queue and in flight (takes mu). */
+uint64_t rm_chs_queued(struct rm_chstore *cs);
+/* 1 if the batch being built, the queue and more octets fit in the buffer's bound (cs->bound), else 0. */
+int rm_chs_room(struct rm_chstore *cs, size_t more);
+/* Serialize what changed (live epochs, sessions, drops) into the batch being built and queue it. 0 or -1. */
+int rm_chs_handoff(struct rm_chstore *cs);
+
+/* drops.c */
+/* Count a collector resource drop of kind for a session. 0 or -1. */
+int rm_chs_count_drop(struct rm_chstore *cs, int64_t session_id, const char *kind, const char *detail, uint64_t now);
+/* Log the store drops since the last such line, per session, and count anew. */
+void rm_chs_log_drops(struct rm_chstore *cs);
+/* A row the buffer could not take: a drop of kind "store", logged at most every RM_CHSTORE_DROP_LOG_MS. */
+void rm_chs_store_drop(struct rm_chstore *cs, int64_t session_id, const char *detail);
+
+/* sender.c */
+/* The sender thread (arg: the store): inserts the queued batches, retries with backoff while ClickHouse is down. */
+void *rm_chs_sender(void *arg);
+/* Every unsent table of group, in table order; 0, or the first failure's rm_ch_query result with err. */
+int rm_chs_send_group(struct rm_chstore *cs, struct rm_ch *ch, struct batch *group, char *err, size_t errlen);
+
+/* spool.c */
+/* The spool directory is this user's and writable by nobody else, or missing: 0; else -EPERM or -errno, err. */
+int rm_chs_spool_dir_check(const char *dir, char *err, size_t errlen);
+/*
+ * Write the batches of lists (in flight, queued) to the spool file, whole or
+ * absent; skip_run leaves out the run's own rows. 0 or -errno with err; *what: the counts in words.
+ */
+int rm_chs_spool_write(struct rm_chstore *cs, struct batch *const lists[2], int skip_run, char *what, size_t whatlen,
+		       char *err, size_t errlen);
+/* Log the spool files of this collector ID for other stores, and of the first version: not sent here. */
+void rm_chs_spool_others(struct rm_chstore *cs);
+/* What an earlier run spooled, sent or queued: 1 sent or no spool, 0 queued, RM_BACKEND_REFUSED (cs->err). */
+int rm_chs_spool_send(struct rm_chstore *cs, struct rm_ch *ch);
+
+/* lease.c */
+/*
+ * The exchange at a run's start: the spool, whether the ID is in use, IDs after
+ * the stored ones, what an earlier run left open ended. 0, or RM_BACKEND_REFUSED with cs->err.
+ */
+int rm_chs_start_ids(struct rm_chstore *cs, uint64_t now_ms);
+/* The runs row, whole, replacing one still waiting: at the start, at each heartbeat, at the stop. */
+void rm_chs_run_row(struct rm_chstore *cs);
+
+#endif /* ROCEMETER_CHSTORE_IMPL_H */

@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * store.h - the collector's SQLite database ([SEQOBS] "Collector
+ * Processing": stored outcomes, raw records, finite limits shown to the
+ * operator). WAL journal with synchronous=NORMAL: a committed transaction
+ * survives a crash of the process; after a power loss or an operating
+ * system crash the database is consistent but may have lost the last
+ * transactions committed before it (those not yet checkpointed or synced).
+ *
+ * Writes are deferred: every rm_store_* write call only records what is to
+ * be written (epoch rows by reference to the live epoch, sessions, raw
+ * records, drop counts, refused connections, run limits) and rm_store_commit() writes all of it in one
+ * transaction - when RM_STORE_FLUSH_MS have passed since the last one, or
+ * RM_STORE_FLUSH_EPOCHS retired epochs or RM_STORE_FLUSH_RAW_BYTES of raw
+ * records wait, or when forced (the collector forces one at each session
+ * end). The collector calls it only between IPFIX Messages
+ * (collector.h), so a transaction never holds part of a Message; an epoch
+ * changed many times between two transactions is written once. Row IDs are
+ * assigned in memory, in the order rows are first handed in (so a row ID
+ * never depends on when the write succeeds), from the largest ID stored.
+ *
+ * Database errors never lose state silently. A failed transaction (busy or
+ * locked by another process past RM_STORE_BUSY_MS, disk full, I/O error)
+ * is rolled back and everything stays queued; the store retries with
+ * exponential backoff (RM_STORE_RETRY_MIN_MS doubling to
+ * RM_STORE_RETRY_MAX_MS) and logs once when the database becomes
+ * unavailable, every RM_STORE_REMIND_MS while it stays so, and once when it
+ * is writable again. While it is unavailable, what waits in memory is
+ * bounded: at most RM_STORE_MAX_KEPT_EPOCHS retired epochs,
+ * RM_STORE_MAX_RAW_BYTES of raw records and RM_STORE_MAX_CONN_ROWS rows of
+ * refused connections; beyond, a retired epoch's outcome, a raw record or a
+ * count of refused connections is not kept and is counted as a collector resource drop
+ * of kind "database" (the count is written once the database is back; an
+ * epoch row left behind is then marked incomplete with that reason).
+ * Live (retained) epochs and sessions are always kept: they are in memory
+ * anyway.
+ *
+ * One collector per database: rm_store_open (read-write) takes an
+ * exclusive lock on the file (flock) and refuses a database in use. At a
+ * run's start (rm_store_run_start), sessions that a previous run left open
+ * - it was killed or crashed - are ended and their epochs retired: open
+ * ones become incomplete ("collector restarted"), settled ones keep their
+ * outcome.
+ *
+ * Tables (created when missing; a database of the earlier layout with
+ * epoch_keys + epoch_state is converted at open):
+ *   runs        one row per `rocemeter collect` start: listen address,
+ *               transport, the limits in force
+ *   sessions    one row per admitted Transport Session: peer, times, end
+ *               reason, message/record counts, verdicts, IPFIX header
+ *               anomalies (Sequence Number gaps, records the forward gaps
+ *               skipped, Export Time going back)
+ *   epochs      (a view) one row per epoch: full key, outcome and reason,
+ *               state, qualification flags, report coverage (first/last
+ *               report ID, missing reports, gaps), latest accepted counters
+ *               (NULL when no report was accepted), times. It reads three
+ *               tables: epoch_rows, one row per epoch written while it was
+ *               open (updated in place until retired) or changed after it
+ *               was packed; epoch_archive, the epochs settled or retired at
+ *               their first write, packed (JSON, each epoch as its
+ *               differences from the chunk's first, written once); and
+ *               epoch_retired, the retirement times of packed epochs
+ *               written before it, as ranges of IDs
+ *   raw_records records kept raw (unsupported qualifications, invalid,
+ *               orphan, unbound and undecodable records), at most
+ *               max_raw_records rows in the database
+ *   drops       collector resource drops, one row per session and kind
+ *               with a count (never network loss); session 0: connections
+ *               refused before they were sessions
+ *   connections connections that never became a Transport Session, counted
+ *               per minute, source address and outcome
+ *   run_limits  every limit of a run by name
+ * All times are UNIX milliseconds. IPFIX unsigned64 values (IDs, counters)
+ * are stored as SQLite's signed 64-bit integers with the same bits: read
+ * them back as unsigned (values above 2^63 - 1 look negative in SQL).
+ *
+ * Not thread-safe: one thread uses a store.
+ */
+#ifndef ROCEMETER_STORE_H
+#define ROCEMETER_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rules/collector_rules.h"
+
+#define RM_STORE_FLUSH_MS             1000        /* at most this long between transactions */
+#define RM_STORE_FLUSH_EPOCHS         65536       /* or this many epoch rows waiting */
+#define RM_STORE_FLUSH_RAW_BYTES      (4u << 20)  /* or this many octets of raw records waiting */
+#define RM_STORE_ARCHIVE_CHUNK        (1u << 20)  /* JSON octets of packed epochs per epoch_archive row */
+#define RM_STORE_BUSY_MS              200         /* wait for another process's write lock, per attempt */
+#define RM_STORE_RETRY_MIN_MS         100         /* backoff after a failed transaction ... */
+#define RM_STORE_RETRY_MAX_MS         5000        /* ... doubling up to this */
+#define RM_STORE_REMIND_MS            60000       /* log line while the database stays unavailable */
+#define RM_STORE_MAX_KEPT_EPOCHS      100000      /* retired epochs waiting in memory while unavailable */
+#define RM_STORE_MAX_RETIREMENTS      1000000     /* settled epochs' retirement times waiting (16 octets each) */
+#define RM_STORE_MAX_RAW_BYTES        (16u << 20) /* raw record octets (with their Templates) waiting */
+#define RM_STORE_MAX_CONN_ROWS        10000       /* rows of refused connections waiting while unavailable */
+#define RM_STORE_CACHE_KIB            65536       /* SQLite page cache */
+#define RM_STORE_WAL_CHECKPOINT_PAGES 16384       /* checkpoint when the WAL is this long (64 MiB) ... */
+#define RM_STORE_WAL_IDLE_PAGES       1024        /* ... or this long and nothing waits to be written */
+
+struct rm_store;
+
+/*
+ * Open (create) the database at path; readonly opens without creating or
+ * converting, and without the lock. NULL with err on failure (a read-write
+ * open also fails when another process holds the database's lock).
+ */
+struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t errlen);
+/* Commit what waits (forced, one attempt), log what could not be stored, close. NULL is a no-op. */
+void rm_store_close(struct rm_store *st);
+/* Last SQLite error message. */
+const char *rm_store_error(struct rm_store *st);
+/*
+ * The store logs through user/common/log.h: the database unavailable, still
+ * unavailable (every RM_STORE_REMIND_MS), writable again, the recovery at a
+ * run's start, what could not be stored at close.
+ */
+
+/*
+ * Transactions. rm_store_begin is kept for the callers' structure and does
+ * nothing. rm_store_commit(st) writes what waits if a flush is due (see
+ * above), rm_store_flush(st) whatever the time (but not before the retry
+ * time while the database is unavailable). Both return 0 when
+ * everything is written or still waits (the database is unavailable and
+ * the state is kept for a retry), -1 on out of memory.
+ */
+int rm_store_begin(struct rm_store *st);
+int rm_store_commit(struct rm_store *st);
+int rm_store_flush(struct rm_store *st);
+/* 1 while the last transaction failed and the store waits to retry. */
+int rm_store_unavailable(const struct rm_store *st);
+/* Collector resource drops of kind "database" since the store was opened (epoch outcomes, raw records, counts). */
+uint64_t rm_store_database_drops(const struct rm_store *st);
+
+/*
+ * A collector run and its limits; ends the sessions of earlier runs left
+ * open and retires their epochs (see above). Written at once (not
+ * deferred). Returns the run ID or -1 (rm_store_error).
+ */
+int64_t rm_store_run_start(struct rm_store *st, const char *listen, const char *transport,
+			   const struct rm_rules_limits *lim, uint32_t max_raw_records, uint32_t pen, uint64_t now_ms);
+int rm_store_run_stop(struct rm_store *st, int64_t run_id, uint64_t now_ms);
+
+/* A new Transport Session (connection accepted); returns its ID (> 0) or -1 (out of memory). */
+int64_t rm_store_session_start(struct rm_store *st, int64_t run_id, const char *peer, const char *transport,
+			       uint64_t now_ms);
+/* The authorised peer's certificate subject. */
+int rm_store_session_peer(struct rm_store *st, int64_t session_id, const char *subject);
+
+struct rm_session_counts {
+	uint64_t messages, records, octets, rejected;   /* rejected: octets runs the decoder could not bind */
+	const uint64_t *verdicts;                       /* RM_V__COUNT counts, or NULL */
+	uint64_t seq_gaps, seq_missing, time_backwards; /* IPFIX header anomalies (ipfix_decode.h) */
+};
+int rm_store_session_end(struct rm_store *st, int64_t session_id, const char *reason, uint64_t now_ms,
+			 const struct rm_session_counts *c);
+
+/*
+ * An epoch changed or is retired: its row is written (inserted, or updated
+ * with the latest state) by the next transaction. A retired epoch is kept
+ * by the store (e->sink_keeps set) until written. e->store_id is its row
+ * ID from the first call on. 0 or -1 (out of memory).
+ */
+int rm_store_epoch(struct rm_store *st, struct rm_epoch *e);
+
+/*
+ * Keep a raw record (r may be NULL when undecodable): copied, written by
+ * the next transaction. Returns 1 if queued, 0 if refused by
+ * max_raw_records or by the memory bound while the database is unavailable
+ * (recorded as a drop), -1 on out of memory.
+ */
+int rm_store_raw(struct rm_store *st, int64_t session_id, uint32_t domain, uint16_t tid, const struct rm_report *r,
+		 const char *verdict, const char *reason, const uint8_t *raw, size_t len, const uint8_t *tmpl,
+		 size_t tmpl_len, uint64_t now_ms);
+
+/* Count a collector resource drop of kind for a session (added to its row by the next transaction). 0 or -1. */
+int rm_store_drop(struct rm_store *st, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms);
+
+struct rm_budget;
+/*
+ * Charge what waits for the next transaction to b (budget.h; NULL: no
+ * budget): a retired epoch the store keeps holds the RM_BUDGET_EPOCH_BYTES
+ * its retained epoch was charged (the rules pass the charge on with
+ * sink_keeps) until it is written; a raw record waiting is charged its
+ * octets (record, reason, Template, bookkeeping) when queued, refused past
+ * the budget (rm_budget_take: the budget's callback counts it) unless
+ * writing what waits makes room. Set before the first session.
+ */
+void rm_store_set_budget(struct rm_store *st, struct rm_budget *b);
+/*
+ * The budget is full (the rules' sink->room): write what waits now, if
+ * retired epochs or raw records hold charges and the database is
+ * available, in the middle of a Message if it must. 0 if charges were
+ * returned, -1 if not.
+ */
+int rm_store_make_room(struct rm_store *st);
+
+/* Raw record bound (set from the run's limits). */
+void rm_store_set_raw_limit(struct rm_store *st, uint32_t max_raw_records);
+
+/*
+ * Refused connections (never Transport Sessions), counted per minute,
+ * source address and outcome (docs/collector.md "What is stored"): the
+ * next transaction adds count to the row (minute_ms, source, outcome),
+ * created when missing, and sets its last time and detail. 0 (queued, or
+ * counted as a "database" drop beyond RM_STORE_MAX_CONN_ROWS rows waiting)
+ * or -1 (out of memory).
+ */
+int rm_store_connections(struct rm_store *st, uint64_t minute_ms, const char *source, const char *outcome,
+			 uint64_t count, uint64_t first_ms, uint64_t last_ms, const char *detail);
+/* One limit of a run, by its configuration key (run_limits), written by the next transaction. 0 or -1. */
+int rm_store_run_limit(struct rm_store *st, int64_t run_id, const char *name, uint64_t value);
+/* Octets of the raw records in the database (not those still waiting): record plus its Template, summed. */
+uint64_t rm_store_raw_bytes(struct rm_store *st);
+
+/* The sqlite3 handle, for read-only queries (report). */
+struct sqlite3 *rm_store_db(struct rm_store *st);
+
+#endif /* ROCEMETER_STORE_H */

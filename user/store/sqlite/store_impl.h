@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * store_impl.h - what the files of the SQLite store (user/store/sqlite/)
+ * share: struct rm_store, the rows waiting for a transaction, the epoch
+ * columns' indexes (columns.h) and statements, and the functions one file
+ * calls in another. Not for use outside sqlite/: the interface is store.h.
+ */
+#ifndef ROCEMETER_STORE_IMPL_H
+#define ROCEMETER_STORE_IMPL_H
+
+#include <arpa/inet.h>
+#include <glib.h>
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/clock.h"
+#include "store.h"
+#include "store/columns.h"
+#include "store/store_rows.h"
+
+/*
+ * An epoch's columns (columns.h), in the order of the epochs view (that of
+ * the earlier layout's view of the same name); EC_* are their indexes, and
+ * parameter EC_x + 1 of the epoch statements.
+ */
+#define EPOCH_COLUMNS          RM_EPOCH_COLUMN_NAMES
+#define EPOCH_COLUMNS_AFTER_ID RM_EPOCH_COLUMN_NAMES_AFTER_ID
+
+enum {
+#define X(NAME, column, sqlite, ch, null, write, kind, field, read) EC_##NAME,
+	RM_EPOCH_COLUMNS(X)
+#undef X
+		EC__N
+};
+
+/*
+ * Epochs live in three tables, read together through the view epochs:
+ *   epoch_rows     one row per epoch written while open, updated in place
+ *                  until retired; also an epoch changed after it was
+ *                  packed while retained (the row then replaces the packed
+ *                  copy);
+ *   epoch_archive  epochs settled (final or invalid) or retired at their
+ *                  first write, packed: one row per transaction chunk,
+ *                  written once. base is a JSON array of the EC_* columns
+ *                  of the chunk's first epoch; data a JSON array with one
+ *                  element per epoch: an object of the columns that differ
+ *                  from base (key: the column's letter in ARC_KEYS, value
+ *                  never null), or, when the epoch is NULL where base is
+ *                  not (and in chunks of earlier versions), the array of
+ *                  all its columns; retained counts the epochs of the chunk
+ *                  written before their retirement (retired_ms null);
+ *   epoch_retired  the retirement times of those: ranges of row IDs
+ *                  (first_id..last_id) retired at one time.
+ * A settled epoch stays retained (closure state) until a limit, the
+ * inactivity timeout or its session's end retires it, and rarely changes
+ * after: so most epochs are written once, packed, and their retirement
+ * costs a share of one range; a row each costs several times more. The
+ * epochs of a chunk share most columns (session, addresses, times to the
+ * millisecond, outcome): packed as differences, an epoch takes some 40
+ * octets instead of some 200.
+ */
+#define ARC_KEYS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+enum {
+	Q_EPOCH_INSERT,
+	Q_EPOCH_UPDATE,
+	Q_EPOCH_LOST,
+	Q_EPOCH_RETIRE,
+	Q_ARCHIVE,
+	Q_RETIRED,
+	Q_SESSION,
+	Q_RAW,
+	Q_DROP,
+	Q_CONNECTIONS,
+	Q_RUN_LIMIT,
+	Q_RUN_STOP,
+	Q_BEGIN,
+	Q_COMMIT,
+	Q_ROLLBACK,
+	Q__N
+};
+
+/* A Template's octets shared by the raw records that carry it. */
+struct tmpl_copy {
+	unsigned int refs;
+	size_t len;
+	uint8_t data[];
+};
+
+struct raw_row {
+	int64_t session_id;
+	uint64_t received_ms, epoch_id, report_id;
+	uint32_t domain;
+	uint16_t tid, flags;
+	uint8_t has_report;
+	const char *verdict; /* a static name */
+	char *reason;
+	struct tmpl_copy *tmpl;
+	size_t len;
+	uint8_t rec[];
+};
+
+/* Refused connections of one minute, source and outcome, added to their row. */
+struct conn_row {
+	uint64_t minute_ms, count, first_ms, last_ms;
+	char *source, *outcome, *detail;
+};
+
+/* One limit of a run (run_limits). */
+struct limit_row {
+	int64_t run_id;
+	uint64_t value;
+	char *name;
+};
+
+/* The retirement of a settled epoch whose row is up to date. */
+struct retire_only {
+	int64_t id;
+	uint64_t retired_ms;
+};
+
+/* Packed epochs first..last retired at retired_ms (epoch_retired). */
+struct retire_range {
+	int64_t first, last;
+	uint64_t retired_ms;
+};
+
+/* e->store_row: 0 nothing written, ROW_TABLE a row in epoch_rows, ROW_PACKED a copy in epoch_archive only. */
+enum { ROW_NONE = 0, ROW_TABLE = 1, ROW_PACKED = 2 };
+
+/* One column value of an epoch: an integer (SQLite's signed 64 bits, same bits as unsigned64), text, or NULL. */
+struct val {
+	enum { V_NULL, V_INT, V_TEXT } t;
+	int64_t i;
+	const char *s;
+};
+
+/* Bound of one packed epoch in JSON: 21 octets per integer and separator, 6 per character of text (\\u00XX), keys. */
+#define ARC_ENTRY_MAX (8 + EC__N * 26 + 6 * (2 * INET6_ADDRSTRLEN + RM_EPOCH_REASON_MAX + 32))
+_Static_assert(sizeof(ARC_KEYS) - 1 >= EC__N, "a key letter per epoch column");
+_Static_assert(EC__N <= 64, "a bit per epoch column (rm_sq_archive_add)");
+
+struct rm_store {
+	sqlite3 *db;
+	sqlite3_stmt *q[Q__N];
+	int readonly;
+	int lock_fd;
+	uint32_t raw_limit;
+	uint64_t raw_rows; /* rows in the database */
+	int64_t next_session, next_epoch;
+
+	/* What waits for the next transaction. */
+	GPtrArray *epochs;    /* struct rm_epoch *; e->store_slot = index + 1 */
+	uint32_t kept;        /* of them retired, owned here */
+	GHashTable *sessions; /* int64 id -> struct rm_sess_row */
+	uint32_t sessions_dirty;
+	GPtrArray *raw; /* struct raw_row * */
+	size_t raw_bytes;
+	struct tmpl_copy *last_tmpl;
+	GHashTable *drops; /* "session/kind" -> struct rm_drop_row */
+	GHashTable *conns; /* "minute/outcome/source" -> struct conn_row */
+	GArray *limits;    /* struct limit_row */
+	GArray *lost;      /* int64 row IDs of epochs whose outcome was not kept */
+	GArray *retire;    /* struct retire_only: settled epochs whose rows need only retired_ms */
+	GArray *ranges;    /* struct retire_range: packed epochs whose copies need only retired_ms */
+	char *arc;         /* the epoch_archive chunk being built (JSON) */
+	size_t arc_len, arc_cap;
+	int64_t arc_first, arc_last;
+	uint32_t arc_retained; /* of the chunk's epochs, those not retired */
+	/* The chunk's first epoch (its base): what the next epochs are compared with. */
+	int64_t arc_base_int[EC__N]; /* EPOCH_INT_COLUMNS as written; EC_STATE, EC_OUTCOME: the enums */
+	uint64_t arc_base_nulls;     /* its NULL columns (rm_sq_epoch_nulls) */
+	char *arc_base_reason;       /* owned (g_strdup) */
+	uint8_t arc_base_family, arc_base_src[16], arc_base_dst[16];                   /* its addresses as octets ... */
+	char arc_base_src_text[INET6_ADDRSTRLEN], arc_base_dst_text[INET6_ADDRSTRLEN]; /* ... and as texts */
+	char arc_base_json[ARC_ENTRY_MAX];                                             /* the base column */
+	size_t arc_base_len;
+	int64_t stop_run; /* runs row to mark stopped, 0: none */
+	uint64_t stop_ms;
+
+	/* Health. */
+	uint64_t last_flush_ms; /* CLOCK_MONOTONIC */
+	int down;               /* the last transaction failed */
+	uint64_t down_since_ms, retry_at_ms, backoff_ms, last_remind_ms;
+	uint64_t down_drops;     /* "database" drops since the database became unavailable */
+	uint64_t database_drops; /* "database" drops since the store was opened */
+	char down_why[200];
+	int wal_pages;
+	struct rm_budget *budget; /* charged for kept epochs and raw records rm_sq_waiting (NULL: none) */
+};
+
+/*
+ * The integer columns of an epoch's row and the fields they come from
+ * (columns.h, kinds U64 and U8): X(EC_x, field); the others (EC_SRC,
+ * EC_DST, EC_STATE, EC_OUTCOME, EC_REASON) are texts.
+ */
+#define INT_(NAME, column, sqlite, ch, null, write, kind, field, read) INT_##kind(EC_##NAME, field)
+#define INT_U64(c, f)                                                  X(c, f)
+#define INT_U8(c, f)                                                   X(c, f)
+#define INT_ADDR(c, f)
+#define INT_STATE(c, f)
+#define INT_OUTCOME(c, f)
+#define INT_TEXT(c, f)
+#define EPOCH_INT_COLUMNS(X) RM_EPOCH_COLUMNS(INT_)
+
+#define COL(c) (1ULL << (c))
+/* The columns of the latest accepted report (null MEAS): NULL without one (no measurement). */
+#define MEAS_(NAME, column, sqlite, ch, null, write, kind, field, read) MEAS_##null(EC_##NAME)
+#define MEAS_MEAS(c)                                                    | COL(c)
+#define MEAS_NN(c)
+#define MEAS_ZERO(c)
+#define MEAS_OPT(c)
+#define EC_MEASUREMENT (0 RM_EPOCH_COLUMNS(MEAS_))
+
+/* store.c */
+/* Step a prepared statement and reset it (bindings kept). 0 (done or a row) or -1. */
+int rm_sq_step_reset(sqlite3_stmt *q);
+/* The first column of the first row of sql as an integer; -1 on error. */
+int64_t rm_sq_scalar(struct rm_store *st, const char *sql);
+/* Run sql with parameters bound by fmt ("i" int64_t, "s" text, in order). Rows changed, or -1. */
+int64_t rm_sq_exec_args(struct rm_store *st, const char *sql, const char *fmt, ...);
+
+/* schema.c */
+/* The tables, created when missing (CREATE TABLE IF NOT EXISTS ...). */
+extern const char rm_sq_schema[];
+/* The statements prepared at open, by Q_*; Q_EPOCH_UPDATE is NULL (rm_sq_epoch_update_sql). */
+extern const char *const rm_sq_queries[Q__N];
+/* The update of an epoch row's columns written with every version; g_free it. */
+char *rm_sq_epoch_update_sql(void);
+/* Append column c of a packed epoch as SQL (j: its json_each row, a: its epoch_archive row). */
+void rm_sq_packed_col(GString *g, int c);
+/* Append the retirement time of the packed epoch whose row ID is the SQL expression id, or NULL. */
+void rm_sq_retirement_of(GString *g, const char *id);
+/* Convert a database of the earlier layout (epoch_keys + epoch_state). SQLITE_OK or an SQLite error, msg set. */
+int rm_sq_convert_epochs(struct rm_store *st, char **msg);
+/* (Re)create the view epochs over epoch_rows and epoch_archive. SQLITE_OK or an SQLite error, msg set. */
+int rm_sq_create_view(struct rm_store *st, char **msg);
+/* Add column with its declaration to table unless it exists. SQLITE_OK or an SQLite error, msg set. */
+int rm_sq_add_column(struct rm_store *st, const char *table, const char *column, const char *decl, char **msg);
+
+/* queue.c */
+/* Drop a reference to a Template copy (NULL: nothing). */
+void rm_sq_tmpl_put(struct tmpl_copy *t);
+/* Free a struct raw_row (GPtrArray free function). */
+void rm_sq_raw_free(gpointer p);
+/* Free a struct conn_row (GHashTable value free function). */
+void rm_sq_conn_row_free(gpointer p);
+/* Clear a struct limit_row (GArray clear function). */
+void rm_sq_limit_row_clear(gpointer p);
+/* 1 if anything waits for the next transaction. */
+int rm_sq_waiting(const struct rm_store *st);
+
+/* rows.c */
+/* An address of r (16 octets a) as text: dotted IPv4 or inet_ntop IPv6, into buf of len. */
+void rm_sq_addr_text(const struct rm_report *r, const uint8_t *a, char *buf, size_t len);
+/* The stored name of an epoch state: open, final, invalid. */
+const char *rm_sq_state_name(enum rm_epoch_state s);
+/* An epoch's NULL columns, a bit each (COL(EC_x)). */
+uint64_t rm_sq_epoch_nulls(const struct rm_epoch *e);
+/* 1 if the epoch is written packed (epoch_archive) rather than as a row. */
+int rm_sq_packs(const struct rm_epoch *e);
+/* Insert or update an epoch's row in epoch_rows. 0 or -1 (SQLite error). */
+int rm_sq_write_epoch(struct rm_store *st, const struct rm_epoch *e);
+/* Bind s as text to parameter i, or NULL when s is NULL. */
+void rm_sq_bind_text_or_null(sqlite3_stmt *q, int i, const char *s);
+/* Insert or update a session row. 0 or -1. */
+int rm_sq_write_session(struct rm_store *st, const struct rm_sess_row *s);
+/* Insert a raw record. 0 or -1. */
+int rm_sq_write_raw(struct rm_store *st, const struct raw_row *r);
+/* Add a drop count to its row. 0 or -1. */
+int rm_sq_write_drop(struct rm_store *st, const struct rm_drop_row *d);
+/* Add a count of refused connections to its row. 0 or -1. */
+int rm_sq_write_conn(struct rm_store *st, const struct conn_row *c);
+/* Write one limit of a run. 0 or -1. */
+int rm_sq_write_limit(struct rm_store *st, const struct limit_row *l);
+/* Mark the row of an epoch whose outcome was not kept (retired, incomplete if open). 0 or -1. */
+int rm_sq_write_lost(struct rm_store *st, int64_t id, uint64_t now_ms);
+
+/* archive.c */
+/* Forget the base of the chunk being built. */
+void rm_sq_base_clear(struct rm_store *st);
+/* Append an epoch to the chunk being built (st->arc). 0 or -1 (out of memory). */
+int rm_sq_archive_add(struct rm_store *st, const struct rm_epoch *e);
+/* Write the chunk being built as one epoch_archive row, and start a new one. 0 or -1. */
+int rm_sq_archive_write(struct rm_store *st);
+
+/* flush.c */
+/* sqlite3_wal_hook callback: records the WAL's length for checkpoints. */
+int rm_sq_wal_hook(void *arg, sqlite3 *db, const char *name, int pages);
+/* Try a transaction of what waits now; on failure the store is unavailable and retries later (logged). */
+void rm_sq_attempt(struct rm_store *st);
+
+#endif /* ROCEMETER_STORE_IMPL_H */
