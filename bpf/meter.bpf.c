@@ -764,7 +764,7 @@ static __always_inline int parse_frame(struct xdp_md *xdp, const int batch, stru
 	 * the BTH, or stopped for a reason other than the copy's end. */
 	if (batch && rm_batch_short && !pkt->bth_ok &&
 	    (verdict == RM_PARSE_BAD_ETH || verdict == RM_PARSE_BAD_IP || verdict == RM_PARSE_BAD_UDP ||
-	     verdict == RM_PARSE_BAD_BTH))
+	     verdict == RM_PARSE_BAD_BTH || verdict == RM_PARSE_BAD_MIRROR))
 		return FRAME_AGAIN;
 	st->v[RM_STAT_FRAMES]++;
 	if (rm_cfg.use_replay_clock)

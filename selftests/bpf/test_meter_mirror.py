@@ -451,3 +451,20 @@ def test_connections_lists_capture_truncated_uc(tmp_path):
         frames.append(Frame(f[:64], t.T0 + i * MS, wirelen=len(f)))
     out = connections(tmp_path, frames)
     assert "qp 0x000077" in out and "excluded: UC" in out
+
+
+def test_mirror_headers_beyond_the_batch_copy(tmp_path):
+    """An outer IPv6 header with a 200-byte destination-options header puts
+    GRE and ERSPAN beyond the first 192 bytes replay's batch copies of a
+    frame: the frame is run whole and metered like the others."""
+    from scapy.layers.inet6 import IPv6ExtHdrDestOpt, PadN
+    s, d = V4
+    inner = [t.roce_frame(s, d, 0xA1, 10 + i) for i in range(3)]
+    frames = []
+    for i, f in enumerate(inner):
+        ip6 = IPv6(src=SWITCH_A6, dst=MONITOR6, hlim=64) / IPv6ExtHdrDestOpt(options=[PadN(optdata=b"\0" * 190)])
+        frames.append(bytes(outer_eth() / ip6 / GRE(proto=0x88BE, seqnum_present=1, sequence_number=i + 1)
+                            / ERSPAN_II(ver=1, session_id=7) / Raw(f)))
+    r = replay(tmp_path, frames, "-c", config(tmp_path))
+    assert r.stats["malformed_mirror"] == 0 and r.stats["eligible_requests"] == 3
+    assert [x["observationPointId"] for x in r.reports] == [1011]

@@ -183,7 +183,8 @@ static void capture_fault(struct replay *p, struct rm_replay_result *res)
 
 static int cut_verdict(int r)
 {
-	return r == RM_PARSE_BAD_ETH || r == RM_PARSE_BAD_IP || r == RM_PARSE_BAD_UDP || r == RM_PARSE_BAD_BTH;
+	return r == RM_PARSE_BAD_ETH || r == RM_PARSE_BAD_IP || r == RM_PARSE_BAD_UDP || r == RM_PARSE_BAD_BTH ||
+	       r == RM_PARSE_BAD_MIRROR; /* a mirror's headers cut: the copy inside may be any request */
 }
 
 /*
