@@ -5,7 +5,8 @@
  * A test run with `repeat` runs a program again and again on the same
  * bytes, but the meter must see a new PSN on every request, and a different
  * dest QP for every live context. bench_drive rewrites the BTH of an
- * untagged IPv4 RoCEv2 frame (BTH at byte 42: Ethernet 14 + IPv4 20 + UDP 8)
+ * untagged IPv4 RoCEv2 frame (BTH at byte 42: Ethernet 14 + IPv4 20 + UDP 8,
+ * or bench_bth_off for the same frame inside a mirror's headers)
  * from a request counter, then tail-calls the program under test in
  * bench_next[0] (the meter, the parse-only baseline, or bench_pass to
  * measure the driver alone). Request i of the run goes to context
@@ -35,6 +36,10 @@ __u32 bench_mode;         /* enum rm_bench_mode */
 __u32 bench_nctx = 1;     /* live contexts, >= 1 */
 __u32 bench_step = 1;     /* BENCH_JUMP: PSN advance per request of a context */
 __u32 bench_qp_base = 16; /* dest QP of context 0 */
+/* Where the BTH is: a mirrored frame's is behind its outer headers. */
+__u32 bench_bth_off = RM_BENCH_BTH_OFFSET;
+/* An ERSPAN II/III frame's GRE sequence number (0: none): request i sends i + 1. */
+__u32 bench_seq_off;
 
 /*
  * BENCH_MIX, one period of 16 requests over 13 PSNs: two swapped pairs
@@ -56,7 +61,7 @@ int bench_drive(struct xdp_md *xdp)
 {
 	__u8 *p = (void *)(long)xdp->data;
 	void *data_end = (void *)(long)xdp->data_end;
-	__u8 *bth = p + RM_BENCH_BTH_OFFSET;
+	__u8 *bth = p + (bench_bth_off & 0xff);
 	__u32 n = bench_nctx ? bench_nctx : 1;
 	__u64 i = bench_i++;
 	__u64 j = i / n;
@@ -80,6 +85,16 @@ int bench_drive(struct xdp_md *xdp)
 	bth[9] = (__u8)(psn >> 16);
 	bth[10] = (__u8)(psn >> 8);
 	bth[11] = (__u8)psn;
+	if (bench_seq_off) {
+		__u8 *q = p + (bench_seq_off & 0xff);
+
+		if ((void *)(q + 4) > data_end)
+			return XDP_ABORTED;
+		q[0] = (__u8)((i + 1) >> 24);
+		q[1] = (__u8)((i + 1) >> 16);
+		q[2] = (__u8)((i + 1) >> 8);
+		q[3] = (__u8)(i + 1);
+	}
 	bpf_tail_call(xdp, &bench_next, 0);
 	return XDP_ABORTED;
 }

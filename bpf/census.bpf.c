@@ -49,6 +49,78 @@ struct {
 	__type(value, struct rm_census_stats);
 } census_stats SEC(".maps");
 
+/* mirror_sessions: the [capture] observation_point lines, as the meter's
+ * (rm_mirror_key -> rm_mirror_session; only obs is read): a mirrored
+ * frame's key carries its session's observation point, 0 for a session no
+ * line names. Filled by userspace. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RM_OBS_MAX);
+	__type(key, struct rm_mirror_key);
+	__type(value, struct rm_mirror_session);
+} mirror_sessions SEC(".maps");
+
+/* census_pkt: per-CPU room for the parsed headers (the global parsers take map memory). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rm_pkt);
+} census_pkt SEC(".maps");
+
+/* The parser, verified once per program type (see RM_PARSE_GLOBAL). */
+RM_PARSE_GLOBAL(rm_parse_census_tc, struct __sk_buff)
+RM_PARSE_GLOBAL(rm_parse_census_xdp, struct xdp_md)
+
+/* mirror_sessions = auto (--encapsulation): a session no line names gets
+ * the next observation point, as in the meter; the loader sets the first. */
+const volatile __u32 census_auto = 0;
+__u32 census_auto_next;
+
+static __always_inline struct rm_mirror_session *census_auto_session(const struct rm_mirror_key *mk)
+{
+	struct rm_mirror_session init;
+	__u32 obs = __sync_fetch_and_add(&census_auto_next, 1) + 1;
+
+	if (obs > RM_OBS_MAX)
+		return NULL;
+	__builtin_memset(&init, 0, sizeof(init));
+	init.obs = (__u8)obs;
+	bpf_map_update_elem(&mirror_sessions, mk, &init, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&mirror_sessions, mk);
+}
+
+/* The observation point of a mirrored frame's session (0: plain, or no line names it). */
+static __always_inline __u8 census_obs(void *data, void *data_end, const struct rm_pkt *pkt)
+{
+	struct rm_mirror_session *s;
+	struct rm_mirror_key mk;
+	__u8 *src;
+
+	if (!rm_capture_encap || pkt->mirror == RM_MIRROR_NONE)
+		return 0;
+	__builtin_memset(&mk, 0, sizeof(mk));
+	mk.kind = pkt->mirror;
+	mk.session = pkt->session;
+	if (pkt->mirror == RM_MIRROR_ERSPAN) {
+		src = (__u8 *)data + (pkt->outer_src_off & RM_PKT_OFF_MASK);
+		mk.family = pkt->outer_family;
+		if (pkt->outer_family == 4) {
+			if ((void *)(src + 4) > data_end)
+				return 0;
+			__builtin_memcpy(mk.src, src, 4);
+		} else {
+			if ((void *)(src + 16) > data_end)
+				return 0;
+			__builtin_memcpy(mk.src, src, 16);
+		}
+	}
+	s = bpf_map_lookup_elem(&mirror_sessions, &mk);
+	if (!s && census_auto)
+		s = census_auto_session(&mk);
+	return s ? s->obs : 0;
+}
+
 /* An RC request the meter would close with profileViolation as malformed (docs/meter.md). */
 static __always_inline int malformed(const struct rm_pkt *pkt)
 {
@@ -65,7 +137,7 @@ static __always_inline int malformed(const struct rm_pkt *pkt)
  * readable, at time now; meta_vid: the VLAN ID of a tag the packet metadata
  * holds (0: none).
  */
-static __always_inline void count(void *data, void *data_end, __u32 frame_len, __u16 meta_vid, __u64 now)
+static __always_inline void count(void *data, void *data_end, const struct rm_pkt *pktp, __u16 meta_vid, __u64 now)
 {
 	__u32 zero = 0, cls;
 	struct rm_census_stats *st = bpf_map_lookup_elem(&census_stats, &zero);
@@ -77,7 +149,7 @@ static __always_inline void count(void *data, void *data_end, __u32 frame_len, _
 	if (!st)
 		return;
 	st->v[RM_CENSUS_STAT_FRAMES]++;
-	rm_parse_len(data, data_end, frame_len, &pkt);
+	__builtin_memcpy(&pkt, pktp, sizeof(pkt));
 	if (!pkt.bth_ok) {
 		st->v[RM_CENSUS_STAT_NO_BTH_FRAMES]++;
 		return;
@@ -101,6 +173,7 @@ static __always_inline void count(void *data, void *data_end, __u32 frame_len, _
 	}
 	key.dest_qp = pkt.dest_qp;
 	key.pkey = pkt.pkey;
+	key.obs = census_obs(data, data_end, &pkt);
 	/* The meter's namespace = vlan key: the metadata's tag is the outermost. */
 	if (meta_vid) {
 		key.vlan[0] = meta_vid;
@@ -142,6 +215,8 @@ int rocemeter_census(struct __sk_buff *skb)
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
+	__u32 zero = 0;
+	struct rm_pkt *pkt = bpf_map_lookup_elem(&census_pkt, &zero);
 
 	/* Non-linear skb (e.g. GRO): make the headers readable first. */
 	if (data + RM_CENSUS_PULL_LEN > data_end && skb->len > (__u32)(data_end - data)) {
@@ -149,8 +224,13 @@ int rocemeter_census(struct __sk_buff *skb)
 		data = (void *)(long)skb->data;
 		data_end = (void *)(long)skb->data_end;
 	}
+	if (!pkt)
+		return TC_ACT_UNSPEC;
 	/* Lengths in the headers are checked against the whole frame, not the linear part. */
-	count(data, data_end, skb->len, skb->vlan_present ? (__u16)(skb->vlan_tci & RM_VLAN_VID_MASK) : 0,
+	rm_parse_census_tc(skb, skb->len, pkt);
+	data = (void *)(long)skb->data;
+	data_end = (void *)(long)skb->data_end;
+	count(data, data_end, pkt, skb->vlan_present ? (__u16)(skb->vlan_tci & RM_VLAN_VID_MASK) : 0,
 	      bpf_ktime_get_ns());
 	return TC_ACT_UNSPEC;
 }
@@ -160,8 +240,12 @@ int rocemeter_census_xdp(struct xdp_md *xdp)
 {
 	void *data = (void *)(long)xdp->data;
 	void *data_end = (void *)(long)xdp->data_end;
-	__u32 frame_len = census_cfg.wire_len ? census_cfg.wire_len : bpf_xdp_get_buff_len(xdp);
+	__u32 frame_len = census_cfg.wire_len ? census_cfg.wire_len : bpf_xdp_get_buff_len(xdp), zero = 0;
+	struct rm_pkt *pkt = bpf_map_lookup_elem(&census_pkt, &zero);
 
-	count(data, data_end, frame_len, 0, census_cfg.now_ns);
+	if (!pkt)
+		return XDP_PASS;
+	rm_parse_census_xdp(xdp, frame_len, pkt);
+	count(data, data_end, pkt, 0, census_cfg.now_ns);
 	return XDP_PASS;
 }

@@ -40,6 +40,12 @@ const volatile __u32 rm_window_words = 16; /* ring words of a pool window (its v
 const volatile __u32 rm_bench_cut = RM_CUT_NONE;
 const volatile __u32 rm_bench_flags = 0;
 
+/* mirror_sessions = auto (a load-time constant): sessions no line names get
+ * observation points from rm_auto_next on (the loader sets it to the lines'
+ * count). */
+const volatile __u32 rm_capture_auto = 0;
+__u32 rm_auto_next;
+
 /* Runtime configuration; the loader writes it through the skeleton. */
 struct rm_config rm_cfg = { .window = 1024 };
 
@@ -134,6 +140,32 @@ struct {
 	__type(key, __u32);
 	__type(value, struct rm_stats);
 } stats SEC(".maps");
+
+/* mirror_sessions: rm_mirror_key -> rm_mirror_session, the [capture]
+ * observation_point lines; filled by the loader, counters by the program. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RM_OBS_MAX);
+	__type(key, struct rm_mirror_key);
+	__type(value, struct rm_mirror_session);
+} mirror_sessions SEC(".maps");
+
+/* mirror_unknown: frames of sessions no line names, per session (outer
+ * source for ERSPAN), for `status`; the least recent forgotten. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct rm_mirror_key);
+	__type(value, __u64);
+} mirror_unknown SEC(".maps");
+
+/* obs_points: observation point (rm_ctx_key obs) -> its capture generation. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RM_OBS_MAX + 1);
+	__type(key, __u32);
+	__type(value, struct rm_obs_point);
+} obs_points SEC(".maps");
 
 /* One request for locked(): inputs, then what happened. */
 struct rm_request {
@@ -243,6 +275,10 @@ static __always_inline int verdict_stat(int verdict)
 		return RM_STAT_MALFORMED_BTH;
 	case RM_PARSE_UNSUP_TPID:
 		return RM_STAT_UNSUP_TPID;
+	case RM_PARSE_BAD_MIRROR:
+		return RM_STAT_MALFORMED_MIRROR;
+	case RM_PARSE_NESTED:
+		return RM_STAT_NESTED_ENCAP;
 	default:
 		return -1;
 	}
@@ -339,11 +375,182 @@ static __always_inline void window_done(struct rm_seq_win *w, int spare, struct 
  * it "closes all contexts that may be affected"). With unattributed_is_loss,
  * every open epoch becomes stale.
  */
-static __always_inline void unattributed(struct rm_stats *st)
+static __always_inline void unattributed(struct rm_stats *st, __u32 obs)
 {
+	struct rm_obs_point *op = obs ? bpf_map_lookup_elem(&obs_points, &obs) : NULL;
+
 	st->v[RM_STAT_UNATTRIBUTED]++;
-	if (rm_cfg.unattributed_is_loss)
+	if (!rm_cfg.unattributed_is_loss)
+		return;
+	if (op) /* a mirrored frame: only the epochs its observation point saw */
+		__sync_fetch_and_add(&op->gen, 1);
+	else
 		__sync_fetch_and_add(&rm_capture_gen, 1);
+}
+
+/*
+ * The capture generation of observation point obs: rm_capture_gen (a fault
+ * of the whole capture) plus the point's own (its mirror session's gaps).
+ * Both only grow, so the sum changes when either does; an epoch started
+ * under another sum is stale.
+ */
+static __always_inline __u32 capture_gen(__u32 obs)
+{
+	struct rm_obs_point *op;
+
+	if (!obs)
+		return rm_capture_gen;
+	op = bpf_map_lookup_elem(&obs_points, &obs);
+	return rm_capture_gen + (op ? op->gen : 0);
+}
+
+static __always_inline int mirror_reordered(struct rm_mirror_session *s)
+{
+	__sync_fetch_and_add(&s->reordered, 1);
+	return -1;
+}
+
+/*
+ * A GRE sequence number of session s: one past the highest
+ * is in order; further ahead is mirror loss (a gap); at or up to
+ * RM_MIRROR_REORDER_MAX behind it is reordering (or a duplicate) in the
+ * mirror path, counted and metered; further behind, the sender restarted:
+ * a gap too, and the sequence starts there (docs/deployment.md "Mirror
+ * loss"). Returns 1 for a gap, -1 for reordering, 0 in order.
+ */
+static __always_inline int mirror_sequence(struct rm_mirror_session *s, __u32 seq)
+{
+	__u64 old, next = 1ull << 32 | seq;
+	int r = -1;
+
+	/* A few tries: another CPU changed the state meanwhile (one session's
+	 * frames normally arrive on one CPU). Losing them all counts the frame
+	 * as reordered, never as a gap. */
+	for (int i = 0; i < 4; i++) {
+		__s32 d;
+
+		old = s->seq_state;
+		d = (__s32)(seq - (__u32)old);
+		if (!(old >> 32) || d == 1)
+			r = 0;
+		else if (d > 1 || d < -RM_MIRROR_REORDER_MAX)
+			r = d > 1 ? d - 1 : 1;
+		else
+			return mirror_reordered(s);
+		if (__sync_val_compare_and_swap(&s->seq_state, old, next) == old)
+			break;
+		r = -1;
+	}
+	if (r < 0)
+		return mirror_reordered(s);
+	if (r > 0) {
+		__sync_fetch_and_add(&s->gaps, 1);
+		__sync_fetch_and_add(&s->lost, (__u64)r);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * mirror_sessions = auto: a session no line names gets the next free
+ * observation point (userspace derives its observationPointId from the
+ * session, rm_capture_auto_id()). NULL when all RM_OBS_MAX are taken.
+ */
+static __always_inline struct rm_mirror_session *auto_session(const struct rm_mirror_key *mk)
+{
+	struct rm_mirror_session init;
+	__u32 obs = __sync_fetch_and_add(&rm_auto_next, 1) + 1;
+
+	if (obs > RM_OBS_MAX)
+		return NULL;
+	__builtin_memset(&init, 0, sizeof(init));
+	init.obs = (__u8)obs;
+	bpf_map_update_elem(&mirror_sessions, mk, &init, BPF_NOEXIST); /* another CPU may have added it */
+	return bpf_map_lookup_elem(&mirror_sessions, mk);
+}
+
+/*
+ * The observation point of a frame the parser read (rm_capture_encap set),
+ * into pkt->obs and returned: 0 for a plain frame when plain frames are accepted; a mirrored frame's
+ * from its session's line, after the session's sequence check (a gap makes
+ * that point's open epochs stale). -1: not metered (a session no line
+ * names, counted per session; a plain frame when only mirrors are).
+ * A global function: verified once, and only when mirrors are accepted.
+ */
+__noinline int rm_mirror_point(struct xdp_md *xdp, struct rm_pkt *pkt)
+{
+	void *data = (void *)(long)xdp->data;
+	void *data_end = (void *)(long)xdp->data_end;
+	__u32 zero = 0, obs;
+	struct rm_stats *st = bpf_map_lookup_elem(&stats, &zero);
+	struct rm_mirror_session *s;
+	struct rm_obs_point *op;
+	struct rm_mirror_key mk;
+	__u64 one = 1, *n;
+	__u8 *src;
+
+	if (!pkt)
+		return -1;
+	if (pkt->mirror == RM_MIRROR_NONE && (rm_capture_encap & RM_ENCAP_PLAIN))
+		return 0;
+	if (!st)
+		return -1;
+	if (pkt->mirror == RM_MIRROR_NONE) {
+		if (rm_capture_encap & RM_ENCAP_PLAIN)
+			return 0;
+		st->v[RM_STAT_UNKNOWN_MIRROR]++;
+		return -1;
+	}
+	st->v[RM_STAT_MIRROR_FRAMES]++;
+	__builtin_memset(&mk, 0, sizeof(mk));
+	mk.kind = pkt->mirror;
+	mk.session = pkt->session;
+	if (pkt->mirror == RM_MIRROR_ERSPAN) {
+		src = (__u8 *)data + (pkt->outer_src_off & RM_PKT_OFF_MASK);
+		mk.family = pkt->outer_family;
+		if (pkt->outer_family == 4) {
+			if ((void *)(src + 4) > data_end)
+				return -1;
+			__builtin_memcpy(mk.src, src, 4);
+		} else {
+			if ((void *)(src + 16) > data_end)
+				return -1;
+			__builtin_memcpy(mk.src, src, 16);
+		}
+	}
+	s = bpf_map_lookup_elem(&mirror_sessions, &mk);
+	if (!s && rm_capture_auto)
+		s = auto_session(&mk);
+	if (!s) {
+		st->v[RM_STAT_UNKNOWN_MIRROR]++;
+		n = bpf_map_lookup_elem(&mirror_unknown, &mk);
+		if (n)
+			__sync_fetch_and_add(n, 1);
+		else
+			bpf_map_update_elem(&mirror_unknown, &mk, &one, BPF_NOEXIST);
+		return -1;
+	}
+	__sync_fetch_and_add(&s->frames, 1);
+	s->last_ns = rm_cfg.use_replay_clock ? rm_cfg.replay_now_ns : bpf_ktime_get_coarse_ns();
+	obs = s->obs;
+	if (pkt->truncated) {
+		st->v[RM_STAT_TRUNCATED_MIRROR]++;
+		s->truncated++; /* a per-session hint; the statistic is exact */
+	}
+	if (pkt->has_seq && (pkt->encap & (RM_ENCAP_ERSPAN2 | RM_ENCAP_ERSPAN3))) {
+		int seq = mirror_sequence(s, pkt->gre_seq);
+
+		if (seq > 0) {
+			st->v[RM_STAT_MIRROR_GAPS]++;
+			op = bpf_map_lookup_elem(&obs_points, &obs);
+			if (op)
+				__sync_fetch_and_add(&op->gen, 1);
+		} else if (seq < 0) {
+			st->v[RM_STAT_MIRROR_REORDERED]++;
+		}
+	}
+	pkt->obs = (__u8)obs;
+	return (int)pkt->obs;
 }
 
 /* The parser stopped before a BTH, at something that may hide one: an
@@ -557,7 +764,7 @@ static __always_inline int parse_frame(struct xdp_md *xdp, const int batch, stru
 	 * the BTH, or stopped for a reason other than the copy's end. */
 	if (batch && rm_batch_short && !pkt->bth_ok &&
 	    (verdict == RM_PARSE_BAD_ETH || verdict == RM_PARSE_BAD_IP || verdict == RM_PARSE_BAD_UDP ||
-	     verdict == RM_PARSE_BAD_BTH))
+	     verdict == RM_PARSE_BAD_BTH || verdict == RM_PARSE_BAD_MIRROR))
 		return FRAME_AGAIN;
 	st->v[RM_STAT_FRAMES]++;
 	if (rm_cfg.use_replay_clock)
@@ -566,9 +773,11 @@ static __always_inline int parse_frame(struct xdp_md *xdp, const int batch, stru
 	if (stat < 0 || stat >= RM_STAT__COUNT)
 		return FRAME_DONE;
 	st->v[stat]++;
+	if (rm_capture_encap && rm_mirror_point(xdp, pkt) < 0)
+		return FRAME_DONE;
 	if (!pkt->bth_ok) {
 		if (may_hide_request(pkt))
-			unattributed(st);
+			unattributed(st, pkt->obs);
 		return FRAME_DONE;
 	}
 	return verdict;
@@ -599,6 +808,13 @@ static __always_inline int classify(const struct rm_pkt *pkt, int verdict, struc
 	}
 	if (verdict == RM_PARSE_BAD_UDP) {
 		*cause = RM_VIOLATION_MALFORMED;
+		return ACT_VIOLATION;
+	}
+	if (verdict != RM_PARSE_OK && !rm_opcode_is_rc_send_or_write(pkt->opcode)) {
+		/* The opcode before the frame form: an unsupported request read
+		 * in a form not metered is still observed ([SEQOBS]
+		 * "Applicability and Provisioning"): it disables the connection. */
+		*cause = RM_VIOLATION_UNSUPPORTED;
 		return ACT_VIOLATION;
 	}
 	if (verdict != RM_PARSE_OK)
@@ -645,9 +861,10 @@ static __always_inline int context_key(struct xdp_md *xdp, const int dev_bound, 
 	}
 	key->dest_qp = pkt->dest_qp;
 	key->pkey = pkt->pkey;
+	key->obs = pkt->obs;
 	if (rm_cfg.ns_mode == RM_NS_VLAN && vlan_key(xdp, dev_bound, pkt, key, st)) {
 		if (!foreign)
-			unattributed(st);
+			unattributed(st, pkt->obs);
 		return -1;
 	}
 	return 0;
@@ -736,7 +953,7 @@ static __always_inline int engine_step(struct rm_ctx *ctx, struct rm_scratch *sc
 	rq->late_violation = late_violation;
 	rq->psn = psn;
 	rq->now = now;
-	rq->gen = rm_capture_gen;
+	rq->gen = capture_gen(sc->key.obs);
 	if (act == ACT_METER)
 		spare = window_prepare(ctx, &w, psn, 0);
 	else
@@ -986,6 +1203,7 @@ int rocemeter_ctl(struct xdp_md *xdp)
 		return XDP_PASS;
 	}
 	__builtin_memcpy(&key, &c->key, sizeof(key));
+	gen = capture_gen(key.obs);
 	if (c->op == RM_CTL_REENABLE)
 		forgot = bpf_map_delete_elem(&violations, &key) == 0;
 	ctx = bpf_map_lookup_elem(&contexts, &key);

@@ -28,9 +28,17 @@
  * non-linear skb are in the linear part, the payload need not be; a frame
  * replayed from a capture truncated by its snap length has its wire length.
  *
- * One function per header (parse_eth, parse_ipv4, parse_ipv6, parse_udp,
- * parse_bth) moves a struct rm_cursor and returns a verdict; rm_parse_len()
- * chains them. All are __always_inline; RM_PARSE_GLOBAL makes the chain one
+ * Mirrored copies (docs/deployment.md), when the loader sets rm_capture_encap:
+ * an RSPAN VLAN's tag is taken off; ERSPAN I, II and III (GRE over IPv4 or
+ * IPv6) and VXLAN are taken off and the inner frame is parsed as a frame of
+ * its own, its lengths checked against the outer payload's end (a copy the
+ * switch truncated is read to its BTH: pkt->truncated). The session that
+ * carried it is in pkt->mirror, session, gre_seq. A mirror inside a mirror
+ * is RM_PARSE_NESTED; a mirror header that is not read RM_PARSE_BAD_MIRROR.
+ *
+ * One function per header (parse_eth, parse_rspan, parse_ipv4, parse_ipv6,
+ * parse_gre, parse_erspan, parse_vxlan, parse_udp, parse_bth) moves a
+ * struct rm_cursor and returns a verdict; rm_parse_len() chains them. All are __always_inline; RM_PARSE_GLOBAL makes the chain one
  * global BPF function for a program too big to verify it inline (the meter).
  */
 #ifndef ROCEMETER_BPF_PARSE_H
@@ -51,6 +59,7 @@
 
 #define RM_IPPROTO_HOPOPTS  0
 #define RM_IPPROTO_UDP      17
+#define RM_IPPROTO_GRE      47
 #define RM_IPPROTO_ROUTING  43
 #define RM_IPPROTO_FRAGMENT 44
 #define RM_IPPROTO_DSTOPTS  60
@@ -73,6 +82,29 @@
  * headers of at most 2048 + 8 < 32768): masking with this bounds a pointer
  * data + offset for the verifier without changing it. */
 #define RM_PKT_OFF_MASK 0x7fff
+
+/* Mirror encapsulations (RFC 2784 / RFC 2890 GRE, the ERSPAN headers of
+ * draft-foschiano-erspan, RFC 7348 VXLAN). */
+#define RM_GRE_C          0x8000                           /* checksum present (4 bytes with Reserved1) */
+#define RM_GRE_R          0x4000                           /* routing present (RFC 1701): not read */
+#define RM_GRE_K          0x2000                           /* key present (4 bytes) */
+#define RM_GRE_S          0x1000                           /* sequence number present (4 bytes) */
+#define RM_GRE_KNOWN      (RM_GRE_C | RM_GRE_K | RM_GRE_S) /* every other bit: strict route, recursion, flags, version */
+#define RM_GRE_P_ERSPAN   0x88BE                           /* ERSPAN type I (no S bit, no header) and type II */
+#define RM_GRE_P_ERSPAN3  0x22EB                           /* ERSPAN type III */
+#define RM_ERSPAN2_LEN    8
+#define RM_ERSPAN3_LEN    12
+#define RM_ERSPAN3_PLAT   8 /* the platform-specific sub-header (O bit) */
+#define RM_VXLAN_LEN      8
+#define RM_VXLAN_I        0x08 /* VXLAN flags: the VNI is valid */
+#define RM_MIRROR_OFF_MAX 1024 /* an inner frame starting further in is not read (offsets stay < 2^15) */
+
+/* Set by the loader before load (rocemeter/common.h RM_ENCAP_*): what this
+ * attachment decapsulates. 0 (every program but a mirror meter's): plain
+ * frames, and the verifier drops the decapsulation as dead code. */
+const volatile __u32 rm_capture_encap = 0;
+const volatile __u32 rm_capture_vxlan_port = RM_VXLAN_PORT;
+const volatile __u32 rm_capture_rspan_vlan = 0; /* RSPAN VLAN ID; 0: none */
 
 /* enum rm_parse_verdict is in rocemeter/common.h (replay reads it). */
 
@@ -103,6 +135,19 @@ struct rm_pkt {
 	__u16 pkey;                    /* BTH P_Key, host order */
 	__u32 dest_qp;                 /* BTH DestQP, 24 bits, host order */
 	__u32 psn;                     /* BTH PSN, 24 bits, host order */
+	/* A mirrored frame (rm_capture_encap): the headers above are the inner
+	 * frame's, the mirror session's are here. */
+	__u8 mirror;         /* enum rm_mirror_kind; RM_MIRROR_NONE: a plain frame */
+	__u8 encap;          /* the RM_ENCAP_* bit of its encapsulation */
+	__u8 has_seq;        /* gre_seq is valid (GRE S bit) */
+	__u8 truncated;      /* a truncated copy: ERSPAN T bit, or shorter than its IP length */
+	__u8 outer_family;   /* ERSPAN: 4 or 6 */
+	__u8 obs;            /* not the parser's: the meter's observation point of the frame (rm_ctx_key obs) */
+	__u16 outer_src_off; /* ERSPAN: the outer source address */
+	__u16 inner_off;     /* where the inner frame starts (RM_PARSE_INNER) */
+	__u32 inner_end;     /* where it ends: the outer payload's end */
+	__u32 session;       /* ERSPAN session ID, VXLAN VNI or RSPAN VLAN ID */
+	__u32 gre_seq;       /* GRE sequence number, host order */
 };
 
 /*
@@ -116,8 +161,9 @@ struct rm_cursor {
 	void *data;
 	void *data_end;
 	__u8 *pos;
-	__u32 frame_len;
+	__u32 frame_len; /* inside a mirror: the offset where the outer packet's payload ends */
 	struct rm_pkt *pkt;
+	int inner; /* in a decapsulated frame: lengths may exceed frame_len (a truncated copy) */
 };
 
 /* Note a form that is read but not metered; the first cause is kept. */
@@ -150,6 +196,29 @@ static __always_inline int tpid_odd(__u16 type)
 }
 
 /*
+ * The outermost 802.1Q tag when its VLAN ID is the RSPAN VLAN: it marks a
+ * mirrored frame, not a tenant, so it is taken off (no VLAN ID of the key,
+ * no tag of the depth) and names the session. Returns where the next tag
+ * or the EtherType's header starts; *type: the EtherType after it.
+ */
+static __always_inline __u8 *parse_rspan(struct rm_cursor *c, struct rm_pkt *pkt, __u8 *cur, __u16 *type)
+{
+	struct rm_vlan_hdr *vh = (struct rm_vlan_hdr *)cur;
+	__u16 vid;
+
+	if ((void *)(vh + 1) > c->data_end)
+		return cur; /* parse_eth says it is truncated */
+	vid = bpf_ntohs(vh->tci) & RM_VLAN_VID_MASK;
+	if (!vid || vid != rm_capture_rspan_vlan)
+		return cur;
+	pkt->mirror = RM_MIRROR_RSPAN;
+	pkt->encap = RM_ENCAP_RSPAN;
+	pkt->session = vid;
+	*type = bpf_ntohs(vh->proto);
+	return (__u8 *)(vh + 1);
+}
+
+/*
  * Ethernet and up to RM_VLAN_READ_MAX tags (RM_VLAN_DEPTH_MAX metered); the
  * VLAN IDs go to pkt->vlan. *proto: the EtherType after the tags.
  */
@@ -163,6 +232,8 @@ static __always_inline int parse_eth(struct rm_cursor *c, struct rm_pkt *pkt, __
 		return RM_PARSE_BAD_ETH;
 	type = bpf_ntohs(eth->h_proto);
 	cur = (__u8 *)(eth + 1);
+	if ((rm_capture_encap & RM_ENCAP_RSPAN) && !c->inner && type == RM_ETH_P_8021Q)
+		cur = parse_rspan(c, pkt, cur, &type);
 
 #pragma unroll
 	for (int i = 0; i < RM_VLAN_READ_MAX; i++) {
@@ -217,8 +288,13 @@ static __always_inline int parse_ipv4(struct rm_cursor *c, struct rm_pkt *pkt, _
 	tot = bpf_ntohs(ip4->tot_len);
 	if (ip4->version != 4 || ihl < sizeof(*ip4) || tot < ihl)
 		return RM_PARSE_BAD_IP;
-	if ((void *)(c->pos + ihl) > c->data_end || cursor_offset(c) + tot > c->frame_len)
+	if ((void *)(c->pos + ihl) > c->data_end || cursor_offset(c) + ihl > c->frame_len)
 		return RM_PARSE_BAD_IP;
+	if (cursor_offset(c) + tot > c->frame_len) {
+		if (!c->inner)
+			return RM_PARSE_BAD_IP;
+		pkt->truncated = 1; /* a switch cut the mirrored copy: the headers are what is metered */
+	}
 	if (ip4->frag_off & bpf_htons(RM_IP_FRAG_MASK)) {
 		if (ip4->frag_off & bpf_htons(RM_IP_OFFSET_MASK))
 			return RM_PARSE_FRAGMENT;
@@ -269,8 +345,11 @@ static __always_inline int parse_ipv6(struct rm_cursor *c, struct rm_pkt *pkt, _
 	if (ip6->version != 6)
 		return RM_PARSE_BAD_IP;
 	plen = bpf_ntohs(ip6->payload_len);
-	if (cursor_offset(c) + (__u32)sizeof(*ip6) + plen > c->frame_len)
-		return RM_PARSE_BAD_IP;
+	if (cursor_offset(c) + (__u32)sizeof(*ip6) + plen > c->frame_len) {
+		if (!c->inner || cursor_offset(c) + (__u32)sizeof(*ip6) > c->frame_len)
+			return RM_PARSE_BAD_IP;
+		pkt->truncated = 1;
+	}
 	pkt->family = 6;
 	pkt->src_off = (__u16)((__u8 *)&ip6->saddr - (__u8 *)c->data);
 	pkt->dst_off = (__u16)((__u8 *)&ip6->daddr - (__u8 *)c->data);
@@ -323,7 +402,7 @@ static __always_inline int parse_udp(struct rm_cursor *c, __u32 ip_payload, stru
 	struct udphdr *udp = (struct udphdr *)c->pos;
 	__u32 ulen;
 
-	if ((void *)(udp + 1) > c->data_end)
+	if ((void *)(udp + 1) > c->data_end || (c->inner && cursor_offset(c) + sizeof(*udp) > c->frame_len))
 		return RM_PARSE_BAD_UDP;
 	if (udp->dest != bpf_htons(RM_ROCEV2_UDP_PORT))
 		return RM_PARSE_NOT_ROCEV2;
@@ -343,7 +422,7 @@ static __always_inline int parse_bth(struct rm_cursor *c, struct rm_pkt *pkt)
 {
 	__u8 *bth = c->pos;
 
-	if ((void *)(bth + RM_BTH_LEN) > c->data_end)
+	if ((void *)(bth + RM_BTH_LEN) > c->data_end || (c->inner && cursor_offset(c) + RM_BTH_LEN > c->frame_len))
 		return RM_PARSE_BAD_BTH;
 	pkt->bth_off = (__u16)cursor_offset(c);
 	pkt->padcnt = rm_bth_padcnt(bth);
@@ -357,7 +436,171 @@ static __always_inline int parse_bth(struct rm_cursor *c, struct rm_pkt *pkt)
 	return RM_PARSE_OK;
 }
 
-/* The chain of headers; returns where it stopped (RM_PARSE_OK: at the BTH's end). */
+/* Not a verdict: the outer headers of a mirror were read, the inner frame follows at pos. */
+#define RM_PARSE_INNER 0xff
+
+/*
+ * The inner frame starts at pos and ends at end (an offset: the end of the
+ * outer packet's payload). Shorter than an Ethernet header: a malformed
+ * mirror; else the cursor moves into it.
+ */
+static __always_inline int enter_inner(struct rm_cursor *c, __u32 end)
+{
+	__u32 off = cursor_offset(c);
+
+	if (off > RM_MIRROR_OFF_MAX || end < off + (__u32)sizeof(struct ethhdr))
+		return RM_PARSE_BAD_MIRROR;
+	c->pkt->inner_off = (__u16)off;
+	c->pkt->inner_end = end;
+	return RM_PARSE_INNER;
+}
+
+/*
+ * GRE (RFC 2784, with RFC 2890's key and sequence number) carrying ERSPAN.
+ * *proto: the protocol type. Another protocol is not a mirror
+ * (RM_PARSE_NOT_ROCEV2); routing (R), strict source route, recursion, the
+ * other flag bits or a version other than 0 are not read
+ * (RM_PARSE_BAD_MIRROR). The sequence number goes to pkt->gre_seq.
+ */
+static __always_inline int parse_gre(struct rm_cursor *c, struct rm_pkt *pkt, __u16 *proto)
+{
+	__u8 *g = c->pos;
+	__u32 len = 4;
+	__u16 flags;
+
+	if ((void *)(g + 4) > c->data_end)
+		return RM_PARSE_BAD_MIRROR;
+	flags = (__u16)(g[0] << 8 | g[1]);
+	*proto = (__u16)(g[2] << 8 | g[3]);
+	if (*proto != RM_GRE_P_ERSPAN && *proto != RM_GRE_P_ERSPAN3)
+		return RM_PARSE_NOT_ROCEV2;
+	if (flags & ~RM_GRE_KNOWN)
+		return RM_PARSE_BAD_MIRROR;
+	if (flags & RM_GRE_C)
+		len += 4;
+	if (flags & RM_GRE_K)
+		len += 4;
+	if (flags & RM_GRE_S) {
+		if ((void *)(g + len + 4) > c->data_end)
+			return RM_PARSE_BAD_MIRROR;
+		pkt->gre_seq = (__u32)g[len] << 24 | (__u32)g[len + 1] << 16 | (__u32)g[len + 2] << 8 | g[len + 3];
+		pkt->has_seq = 1;
+		len += 4;
+	}
+	c->pos = g + len;
+	return RM_PARSE_OK;
+}
+
+/*
+ * The ERSPAN header after GRE: none for type I (0x88BE without a sequence
+ * number), 8 bytes of version 1 for type II (0x88BE), 12 bytes of version 2
+ * for type III (0x22EB) and its 8-byte platform sub-header when O is set.
+ * A type this attachment does not accept is not a mirror; another version,
+ * or a type III frame type other than Ethernet, is not read. Session ID and
+ * T (truncated) to pkt.
+ */
+static __always_inline int parse_erspan(struct rm_cursor *c, struct rm_pkt *pkt, __u16 proto)
+{
+	__u8 *h = c->pos;
+	__u32 ver, len = RM_ERSPAN2_LEN;
+
+	pkt->mirror = RM_MIRROR_ERSPAN;
+	if (proto == RM_GRE_P_ERSPAN && !pkt->has_seq) {
+		if (!(rm_capture_encap & RM_ENCAP_ERSPAN1))
+			return RM_PARSE_NOT_ROCEV2;
+		pkt->encap = RM_ENCAP_ERSPAN1;
+		return RM_PARSE_OK;
+	}
+	if ((void *)(h + RM_ERSPAN2_LEN) > c->data_end)
+		return RM_PARSE_BAD_MIRROR;
+	ver = h[0] >> 4;
+	pkt->session = (__u32)(h[2] & 0x03) << 8 | h[3];
+	if (h[2] & 0x04)
+		pkt->truncated = 1;
+	if (proto == RM_GRE_P_ERSPAN) {
+		if (ver != 1)
+			return RM_PARSE_BAD_MIRROR;
+		if (!(rm_capture_encap & RM_ENCAP_ERSPAN2))
+			return RM_PARSE_NOT_ROCEV2;
+		pkt->encap = RM_ENCAP_ERSPAN2;
+	} else {
+		if (ver != 2)
+			return RM_PARSE_BAD_MIRROR;
+		if (!(rm_capture_encap & RM_ENCAP_ERSPAN3))
+			return RM_PARSE_NOT_ROCEV2;
+		if ((void *)(h + RM_ERSPAN3_LEN) > c->data_end || ((h[10] >> 2) & 0x1f) != 0)
+			return RM_PARSE_BAD_MIRROR; /* truncated, or FT is not Ethernet */
+		len = RM_ERSPAN3_LEN + ((h[11] & 0x01) ? RM_ERSPAN3_PLAT : 0);
+		pkt->encap = RM_ENCAP_ERSPAN3;
+	}
+	c->pos = h + len;
+	return RM_PARSE_OK;
+}
+
+/* A UDP header to the VXLAN port (rm_capture_vxlan_port) at pos. */
+static __always_inline int udp_to_vxlan(const struct rm_cursor *c)
+{
+	struct udphdr *udp = (struct udphdr *)c->pos;
+
+	return (void *)(udp + 1) <= c->data_end && udp->dest == bpf_htons((__u16)rm_capture_vxlan_port);
+}
+
+/*
+ * UDP and the 8-byte VXLAN header (RFC 7348): the I flag set, the VNI to
+ * pkt->session. *end: where the UDP datagram ends (an offset).
+ */
+static __always_inline int parse_vxlan(struct rm_cursor *c, struct rm_pkt *pkt, __u32 ip_payload, __u32 *end)
+{
+	struct udphdr *udp = (struct udphdr *)c->pos;
+	__u8 *v = (__u8 *)(udp + 1);
+	__u32 ulen;
+
+	if ((void *)(v + RM_VXLAN_LEN) > c->data_end)
+		return RM_PARSE_BAD_MIRROR;
+	ulen = bpf_ntohs(udp->len);
+	if (ulen < sizeof(*udp) + RM_VXLAN_LEN || ulen > ip_payload || !(v[0] & RM_VXLAN_I))
+		return RM_PARSE_BAD_MIRROR;
+	pkt->mirror = RM_MIRROR_VXLAN;
+	pkt->encap = RM_ENCAP_VXLAN;
+	pkt->session = (__u32)v[4] << 16 | (__u32)v[5] << 8 | v[6];
+	*end = cursor_offset(c) + ulen;
+	c->pos = v + RM_VXLAN_LEN;
+	return RM_PARSE_OK;
+}
+
+/*
+ * A mirror's headers after the outer IP header (l4, ip_payload bytes):
+ * GRE + ERSPAN, or UDP + VXLAN. RM_PARSE_INNER: the inner frame follows;
+ * RM_PARSE_OK: not a mirror this attachment takes off (plain UDP goes on);
+ * else a verdict. Inside a mirror, a mirror is RM_PARSE_NESTED.
+ */
+static __always_inline int parse_mirror(struct rm_cursor *c, struct rm_pkt *pkt, __u8 l4, __u32 ip_payload)
+{
+	__u32 end = cursor_offset(c) + ip_payload;
+	__u16 proto;
+	int v;
+
+	if (l4 == RM_IPPROTO_GRE && (rm_capture_encap & (RM_ENCAP_ERSPAN1 | RM_ENCAP_ERSPAN2 | RM_ENCAP_ERSPAN3))) {
+		if (c->inner || pkt->mirror)
+			return RM_PARSE_NESTED;
+		pkt->outer_family = pkt->family;
+		pkt->outer_src_off = pkt->src_off;
+		v = parse_gre(c, pkt, &proto);
+		if (v == RM_PARSE_OK)
+			v = parse_erspan(c, pkt, proto);
+		return v == RM_PARSE_OK ? enter_inner(c, end) : v;
+	}
+	if (l4 == RM_IPPROTO_UDP && (rm_capture_encap & RM_ENCAP_VXLAN) && udp_to_vxlan(c)) {
+		if (c->inner || pkt->mirror)
+			return RM_PARSE_NESTED;
+		v = parse_vxlan(c, pkt, ip_payload, &end);
+		return v == RM_PARSE_OK ? enter_inner(c, end) : v;
+	}
+	return RM_PARSE_OK;
+}
+
+/* The chain of headers; returns where it stopped (RM_PARSE_OK: at the BTH's
+ * end; RM_PARSE_INNER: at a mirrored frame's start). */
 static __always_inline int parse_headers(struct rm_cursor *c, struct rm_pkt *pkt)
 {
 	__u32 ip_payload;
@@ -377,12 +620,58 @@ static __always_inline int parse_headers(struct rm_cursor *c, struct rm_pkt *pkt
 		return RM_PARSE_NOT_ROCEV2;
 	if (verdict != RM_PARSE_OK)
 		return verdict;
+	if (rm_capture_encap & RM_ENCAP_MIRROR) {
+		verdict = parse_mirror(c, pkt, l4, ip_payload);
+		if (verdict != RM_PARSE_OK)
+			return verdict;
+	}
 	if (l4 != RM_IPPROTO_UDP)
 		return RM_PARSE_NOT_ROCEV2;
 	verdict = parse_udp(c, ip_payload, pkt);
 	if (verdict != RM_PARSE_OK)
 		return verdict;
 	return parse_bth(c, pkt);
+}
+
+/*
+ * A mirrored frame, from pkt->inner_off to pkt->inner_end (RM_PARSE_INNER):
+ * its tags, addresses and BTH replace the outer ones (its VLAN tags are the
+ * tenant's, the outer ones the mirror transport's). Returns its verdict.
+ */
+static __always_inline int rm_parse_inner(void *data, void *data_end, struct rm_pkt *pkt)
+{
+	struct rm_cursor c = {
+		.data = data, .data_end = data_end, .frame_len = pkt->inner_end, .pkt = pkt, .inner = 1
+	};
+	__u32 off = pkt->inner_off;
+	int verdict;
+
+	if (off > RM_MIRROR_OFF_MAX)
+		return RM_PARSE_BAD_MIRROR;
+	c.pos = (__u8 *)data + off;
+	pkt->nvlan = 0;
+	pkt->nvid = 0;
+	pkt->vlan[0] = 0;
+	pkt->vlan[1] = 0;
+	pkt->rocev2_port = 0;
+	verdict = parse_headers(&c, pkt);
+	return verdict == RM_PARSE_INNER ? RM_PARSE_NESTED : verdict;
+}
+
+/* The outer headers: a verdict, or RM_PARSE_INNER for a mirror (rm_parse_inner() goes on). */
+static __always_inline int rm_parse_outer(void *data, void *data_end, __u32 frame_len, struct rm_pkt *pkt)
+{
+	struct rm_cursor c = { .data = data, .data_end = data_end, .pos = data, .frame_len = frame_len, .pkt = pkt };
+
+	__builtin_memset(pkt, 0, sizeof(*pkt));
+	return parse_headers(&c, pkt);
+}
+
+/* Where the parser stopped into pkt->stop; the frame's verdict. */
+static __always_inline int rm_parse_done(struct rm_pkt *pkt, int stop)
+{
+	pkt->stop = (__u8)stop;
+	return pkt->irregular ? pkt->irregular : stop;
 }
 
 /*
@@ -394,27 +683,39 @@ static __always_inline int parse_headers(struct rm_cursor *c, struct rm_pkt *pkt
  */
 static __always_inline int rm_parse_len(void *data, void *data_end, __u32 frame_len, struct rm_pkt *pkt)
 {
-	struct rm_cursor c = { .data = data, .data_end = data_end, .pos = data, .frame_len = frame_len, .pkt = pkt };
+	int stop = rm_parse_outer(data, data_end, frame_len, pkt);
 
-	__builtin_memset(pkt, 0, sizeof(*pkt));
-	pkt->stop = (__u8)parse_headers(&c, pkt);
-	return pkt->irregular ? pkt->irregular : pkt->stop;
+	if (stop == RM_PARSE_INNER)
+		stop = rm_parse_inner(data, data_end, pkt);
+	return rm_parse_done(pkt, stop);
 }
 
 /*
  * Define int NAME(CTX_TYPE *ctx, __u32 frame_len, struct rm_pkt *pkt):
- * rm_parse_len() over the context's packet as a global BPF function. The
+ * rm_parse_len() over the context's packet as a global BPF function, and
+ * NAME_inner() for a mirrored frame's inner headers as another one (each
+ * verified alone: the decapsulating parser in one would pass the limit). The
  * verifier checks a global function once, on its own, and continues the
  * caller with its result unknown; inlined, every path through the parser
  * (tags, extension headers, the forms read but not metered) would multiply
  * the paths of the caller -- the meter would pass the verifier's limit.
  */
-#define RM_PARSE_GLOBAL(name, ctx_type)                                                                    \
-	__noinline int name(ctx_type *ctx, __u32 frame_len, struct rm_pkt *pkt)                            \
-	{                                                                                                  \
-		if (!pkt)                                                                                  \
-			return RM_PARSE_BAD_ETH;                                                           \
-		return rm_parse_len((void *)(long)ctx->data, (void *)(long)ctx->data_end, frame_len, pkt); \
+#define RM_PARSE_GLOBAL(name, ctx_type)                                                                      \
+	__noinline int name##_inner(ctx_type *ctx, struct rm_pkt *pkt)                                       \
+	{                                                                                                    \
+		if (!pkt)                                                                                    \
+			return RM_PARSE_BAD_MIRROR;                                                          \
+		return rm_parse_inner((void *)(long)ctx->data, (void *)(long)ctx->data_end, pkt);            \
+	}                                                                                                    \
+	__noinline int name(ctx_type *ctx, __u32 frame_len, struct rm_pkt *pkt)                              \
+	{                                                                                                    \
+		int stop;                                                                                    \
+		if (!pkt)                                                                                    \
+			return RM_PARSE_BAD_ETH;                                                             \
+		stop = rm_parse_outer((void *)(long)ctx->data, (void *)(long)ctx->data_end, frame_len, pkt); \
+		if (stop == RM_PARSE_INNER)                                                                  \
+			stop = name##_inner(ctx, pkt);                                                       \
+		return rm_parse_done(pkt, stop);                                                             \
 	}
 
 /* rm_parse_len() for a frame that is entirely within [data, data_end). */

@@ -10,11 +10,13 @@ ROCEMETER_SRCS += user/common/config.c user/common/errmsg.c user/common/tls.c \
                   user/common/opts.c user/common/paths.c user/common/clock.c user/common/metrics.c \
                   user/common/jsonw.c user/common/timefmt.c user/common/caps.c \
                   user/common/cmd_check_config.c user/common/store_syntax.c user/common/params.c \
-                  user/common/health.c
+                  user/common/health.c user/common/capture_settings.c
 LDLIBS         += -ljansson -lmicrohttpd
 CHECK_PROGS    += $(BUILD)/tests/unit/test_config
 # rocemeter check-config: exit 0 or 2, TLS files included (no root).
 CHECK_SCRIPTS  += tests/unit/test_check_config.py
+# The [capture] section: FILE:LINE and the reason for each bad key or line.
+CHECK_SCRIPTS  += tests/unit/test_capture_config.py
 # Option values and tables, command-line overrides, paths and the log's levels.
 CHECK_PROGS    += $(BUILD)/tests/unit/test_opts
 # The include rule of docs/architecture.md ("Who may include what").

@@ -13,6 +13,9 @@ ROCEMETER_SRCS += user/meter/meter.c user/meter/reporter.c user/meter/pins.c use
 # on a veth pair in a network namespace.
 CHECK_PROGS    += $(BUILD)/selftests/bpf/test_meter_cpus
 CHECK_SCRIPTS  += selftests/system/test_live_meter.py
+# The kernel's own mirroring into the meter: tc u32 + mirred to the metered
+# veth (local SPAN) and into a vxlan device (remote mirror, [capture] vxlan).
+CHECK_SCRIPTS  += selftests/system/test_live_mirror.py
 # The tc program that test_live_meter.py puts on the sending veth end to give
 # the meter VLAN tags as packet metadata (not a test itself).
 check: $(BUILD)/tests/lib/vlan_push.bpf.o

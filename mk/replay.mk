@@ -11,5 +11,9 @@ CHECK_SCRIPTS  += selftests/bpf/test_replay_captures.py selftests/bpf/test_repla
 # Capture time: report boundaries across gaps, idle expiry first, timestamps
 # that go backwards, near 0 or past 2038.
 CHECK_SCRIPTS  += selftests/bpf/test_replay_time.py
+# Mirrored copies (ERSPAN I/II/III, VXLAN, RSPAN): counters equal to the plain
+# frames' per observation point, GRE sequence gaps, bad mirror headers
+# (scapy.contrib.erspan builds them, tshark's ERSPAN dissector checks them).
+CHECK_SCRIPTS  += selftests/bpf/test_meter_mirror.py
 # Write errors on the outputs (standard output, --ipfix-out, --stats-json).
 CHECK_SCRIPTS  += selftests/bpf/test_replay_outputs.py

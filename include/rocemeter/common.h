@@ -25,6 +25,68 @@
 #define RM_VLAN_READ_MAX     4 /* tags, any of the TPIDs the parser knows */
 #define RM_IPV6_EXT_READ_MAX 8 /* IPv6 extension headers */
 
+/*
+ * Mirrored traffic ([capture] encapsulation, docs/deployment.md): the
+ * encapsulations the parser takes off, as bits of the load-time constant
+ * rm_capture_encap (bpf/parse.h). 0: plain frames only, the parser of a
+ * TAP or a local SPAN port.
+ */
+#define RM_ENCAP_PLAIN   0x01 /* frames as sent: metered at observation point 0 */
+#define RM_ENCAP_ERSPAN1 0x02 /* GRE 0x88BE without sequence number, no ERSPAN header */
+#define RM_ENCAP_ERSPAN2 0x04 /* GRE 0x88BE with sequence number, ERSPAN version 1 (type II) */
+#define RM_ENCAP_ERSPAN3 0x08 /* GRE 0x22EB, ERSPAN version 2 (type III), its platform sub-header */
+#define RM_ENCAP_VXLAN   0x10 /* UDP to the VXLAN port (4789) */
+#define RM_ENCAP_RSPAN   0x20 /* an 802.1Q tag of the RSPAN VLAN, taken off */
+#define RM_ENCAP_MIRROR  0x3e /* every mirror encapsulation */
+#define RM_VXLAN_PORT    4789 /* IANA */
+
+/* The kind of mirror a frame came through (struct rm_pkt mirror, struct rm_mirror_key kind). */
+enum rm_mirror_kind {
+	RM_MIRROR_NONE = 0,
+	RM_MIRROR_ERSPAN = 1, /* ERSPAN I, II or III: outer source address + session ID */
+	RM_MIRROR_VXLAN = 2,  /* VXLAN: VNI */
+	RM_MIRROR_RSPAN = 3,  /* RSPAN: VLAN ID */
+};
+
+#define RM_OBS_MAX            255 /* observation_point lines of an attachment (rm_ctx_key obs is a byte) */
+#define RM_MIRROR_REORDER_MAX 64  /* a GRE sequence number this far back is reordering; further: a restart */
+
+/*
+ * A mirror session (map `mirror_sessions`, hash of rm_mirror_key ->
+ * rm_mirror_session): what userspace loads from the observation_point
+ * lines. src is the outer source address for ERSPAN (zero otherwise),
+ * session the ERSPAN session ID (ERSPAN I: 0), the VNI or the VLAN ID.
+ */
+struct rm_mirror_key {
+	__u8 kind;   /* enum rm_mirror_kind */
+	__u8 family; /* ERSPAN: the outer header's, 4 or 6; else 0 */
+	__u16 _pad;
+	__u32 session;
+	__u8 src[16];
+};
+
+struct rm_mirror_session {
+	__u64 seq_state; /* 1 << 32 | the highest GRE sequence number seen (serial order); 0: none yet.
+			  * One word, changed with compare-and-swap: no lock on the frame's path */
+	__u8 obs;        /* its observation point, 1..RM_OBS_MAX */
+	__u8 _pad[7];
+	__u64 id;        /* its observationPointId (userspace's; 0: derived, mirror_sessions = auto) */
+	__u64 frames;    /* frames of the session (compare with the switch's counter) */
+	__u64 gaps;      /* sequence gaps (and restarts): captureDiscontinuity */
+	__u64 lost;      /* sequence numbers skipped by the gaps */
+	__u64 reordered; /* sequence numbers at or behind the highest: counted, metered */
+	__u64 truncated; /* truncated copies */
+	__u64 last_ns;   /* meter clock of its last frame */
+};
+
+/* An observation point's capture generation (map `obs_points`, array
+ * indexed by rm_ctx_key obs): a gap of its mirror session raises it, which
+ * makes the epochs of its contexts stale, and no others. */
+struct rm_obs_point {
+	__u32 gen;
+	__u32 _pad;
+};
+
 /* Key namespace (config `namespace`): none, or the VLAN IDs of the frame. */
 #define RM_NS_NONE 0
 #define RM_NS_VLAN 1
@@ -32,16 +94,19 @@
 /*
  * Record key of a context ([SEQOBS] "Identity and Epoch Lifecycle"),
  * without the parts that are constant per attachment (Transport Session,
- * Observation Domain, observationPointId). The UDP source port is not part
- * of it. IPv4 addresses occupy the first 4 bytes of src/dst, rest zero.
+ * Observation Domain). obs names the observation point: 0 the attachment's
+ * own (observation_point_id), n the n-th [capture] observation_point line,
+ * whose mirror session delivered the frame; the reporter maps it to the
+ * observationPointId. The UDP source port is not part of it. IPv4
+ * addresses occupy the first 4 bytes of src/dst, rest zero.
  */
 struct rm_ctx_key {
-	__u8 src[16];  /* source IP address, network order */
-	__u8 dst[16];  /* destination IP address, network order */
-	__u32 dest_qp; /* BTH DestQP, 24 bits */
-	__u16 pkey;    /* BTH P_Key */
-	__u8 family;   /* 4 or 6 */
-	__u8 _pad;
+	__u8 src[16];                  /* source IP address, network order */
+	__u8 dst[16];                  /* destination IP address, network order */
+	__u32 dest_qp;                 /* BTH DestQP, 24 bits */
+	__u16 pkey;                    /* BTH P_Key */
+	__u8 family;                   /* 4 or 6 */
+	__u8 obs;                      /* observation point: 0 the attachment's own, 1..RM_OBS_MAX a mirror session's */
 	__u16 vlan[RM_VLAN_DEPTH_MAX]; /* VLAN IDs outer..inner when namespace = vlan, else 0 */
 };
 
@@ -178,6 +243,8 @@ enum rm_parse_verdict {
 	RM_PARSE_BAD_UDP,     /* truncated UDP header, UDP length < 8 + 12 or > IP payload */
 	RM_PARSE_BAD_BTH,     /* BTH not within the frame */
 	RM_PARSE_UNSUP_TPID,  /* a tag with TPID 0x9100, 0x9200 or 0x9300 */
+	RM_PARSE_BAD_MIRROR,  /* a mirror header that is not read: GRE flags, routing, ERSPAN version, frame type */
+	RM_PARSE_NESTED,      /* a mirror encapsulation inside a mirrored frame */
 };
 
 /*
@@ -235,7 +302,19 @@ enum rm_parse_verdict {
 	X(POOL_TAKEN, "window_pool_taken", WINDOW_POOL_TAKEN,                                                          \
 	  "pool windows taken: an epoch's pending positions reached more than 63 positions behind the highest")        \
 	X(POOL_EXHAUSTED, "window_pool_exhausted", WINDOW_POOL_EXHAUSTED,                                              \
-	  "epochs closed with stateExhaustion: the window pool had no window for them")
+	  "epochs closed with stateExhaustion: the window pool had no window for them")                                \
+	X(MALFORMED_MIRROR, "malformed_mirror", PARSE,                                                                 \
+	  "mirror headers not read: GRE flags or routing, ERSPAN version, not Ethernet inside, inner frame too short") \
+	X(NESTED_ENCAP, "nested_encapsulation", PARSE, "a mirror encapsulation inside a mirrored frame: not metered")  \
+	X(MIRROR_FRAMES, "mirror_frames", MIRROR_FRAMES, "mirrored frames of a mirror session (ERSPAN, VXLAN, RSPAN)") \
+	X(UNKNOWN_MIRROR, "unknown_mirror_session", UNKNOWN_MIRROR,                                                    \
+	  "frames of a mirror session no observation_point names, or plain frames not accepted: not metered")          \
+	X(TRUNCATED_MIRROR, "truncated_mirror", TRUNCATED_MIRROR,                                                      \
+	  "mirrored copies cut by the switch: metered from their headers")                                             \
+	X(MIRROR_GAPS, "mirror_sequence_gaps", MIRROR_GAPS,                                                            \
+	  "GRE sequence gaps of an ERSPAN session: its observation point's epochs closed with captureDiscontinuity")   \
+	X(MIRROR_REORDERED, "mirror_sequence_reordered", MIRROR_REORDERED,                                             \
+	  "GRE sequence numbers at most 64 behind the session's highest: counted, metered")
 
 #define RM_STAT_ENUM_(suffix, name, group, desc) RM_STAT_##suffix,
 /* clang-format off */
@@ -270,7 +349,16 @@ enum rm_stat {
 	X(WINDOW_POOL_TAKEN, "window_pool_taken",                                                          \
 	  "pool windows taken: an epoch's pending positions reached beyond the inline window")             \
 	X(WINDOW_POOL_EXHAUSTED, "window_pool_exhausted",                                                  \
-	  "epochs closed with stateExhaustion: the window pool had no window for them")
+	  "epochs closed with stateExhaustion: the window pool had no window for them")                    \
+	X(MIRROR_FRAMES, "mirror_frames", "frames of a mirror session (ERSPAN, VXLAN, RSPAN)")             \
+	X(UNKNOWN_MIRROR, "unknown_mirror_session_frames",                                                 \
+	  "frames of a mirror session no observation point names: not metered")                            \
+	X(TRUNCATED_MIRROR, "truncated_mirror_frames",                                                     \
+	  "mirrored copies cut by the switch: metered from their headers")                                 \
+	X(MIRROR_GAPS, "mirror_sequence_gaps",                                                             \
+	  "GRE sequence gaps of an ERSPAN session (its observation point's epochs closed)")                \
+	X(MIRROR_REORDERED, "mirror_sequence_reordered",                                                   \
+	  "GRE sequence numbers behind the session's highest: counted, metered")
 
 #define RM_STAT_GROUP_ENUM_(group, metric, help) RM_STAT_GROUP_##group,
 enum rm_stat_group {

@@ -81,6 +81,13 @@ struct bcase {
 	int nb;
 	double ns[MAX_BATCHES];
 	double med, min, max;
+	/* A mirrored frame (NULL: the plain one): its bytes, its BTH's offset,
+	 * the [capture] the meter is loaded with. */
+	const uint8_t *fr;
+	size_t fr_len;
+	uint32_t bth_off;
+	uint32_t seq_off; /* its GRE sequence number's offset (0: none), a new one per request */
+	const struct rm_capture_settings *capture;
 };
 
 static struct bcase cases[MAX_CASES];
@@ -100,6 +107,66 @@ static size_t make_frame(uint8_t *f)
 
 	return rm_frame_build(f, sizeof(frame), &s);
 }
+
+/*
+ * The plain frame as a switch mirrors it to the monitoring host: outer
+ * Ethernet + IPv4 from 192.0.2.1, then GRE with a sequence number and an
+ * ERSPAN II (8 bytes) or III (12 bytes) header of session 7, or UDP to 4789
+ * and VXLAN with VNI 5001. Returns its length; *bth_off: the BTH's offset.
+ */
+enum mirror_kind { MK_ERSPAN2, MK_ERSPAN3, MK_VXLAN };
+
+static size_t mirror_frame(uint8_t *out, size_t cap, enum mirror_kind k, uint32_t *bth_off)
+{
+	static const uint8_t outer_ip[20] = { 0x45, 0, 0, 0, 0, 1, 0, 0, 64, 0, 0, 0, 192, 0, 2, 1, 192, 0, 2, 100 };
+	size_t hdr = k == MK_ERSPAN2 ? 8 + 8 : k == MK_ERSPAN3 ? 8 + 12 : 8 + 8, n = 14 + 20 + hdr, tot;
+	uint8_t *h = out + 34;
+
+	if (n + frame_len > cap)
+		return 0;
+	memset(out, 0, n);
+	memcpy(out, frame, 12); /* the inner MAC addresses serve the outer frame too */
+	out[12] = 0x08;
+	memcpy(out + 14, outer_ip, 20);
+	tot = 20 + hdr + frame_len;
+	out[16] = (uint8_t)(tot >> 8);
+	out[17] = (uint8_t)tot;
+	out[23] = k == MK_VXLAN ? 17 : 47;
+	if (k == MK_VXLAN) {
+		size_t ulen = 8 + 8 + frame_len;
+
+		h[0] = 0x9c, h[1] = 0x40, h[2] = 0x12, h[3] = 0xb5; /* 40000 -> 4789 */
+		h[4] = (uint8_t)(ulen >> 8), h[5] = (uint8_t)ulen;
+		h[8] = 0x08;                              /* I */
+		h[12] = 0x00, h[13] = 0x13, h[14] = 0x89; /* VNI 5001 */
+	} else {
+		h[0] = 0x10; /* S */
+		h[2] = k == MK_ERSPAN2 ? 0x88 : 0x22;
+		h[3] = k == MK_ERSPAN2 ? 0xbe : 0xeb;
+		h[7] = 1;                             /* sequence number 1 */
+		h[8] = k == MK_ERSPAN2 ? 0x10 : 0x20; /* version 1 or 2 */
+		h[11] = 7;                            /* session 7 */
+	}
+	memcpy(out + n, frame, frame_len);
+	*bth_off = (uint32_t)(n + RM_BENCH_BTH_OFFSET);
+	return n + frame_len;
+}
+
+/* [capture] of the mirror rows: ERSPAN and VXLAN taken off, the session of mirror_frame(). */
+static struct rm_capture_settings mirror_capture;
+
+static void mirror_capture_init(void)
+{
+	rm_capture_defaults(&mirror_capture);
+	mirror_capture.encap = RM_ENCAP_PLAIN | (RM_ENCAP_MIRROR & ~RM_ENCAP_RSPAN);
+	mirror_capture.n_points = 2;
+	mirror_capture.points[0] = (struct rm_obs_line){
+		.id = 1, .kind = RM_MIRROR_ERSPAN, .family = 4, .src = { 192, 0, 2, 1 }, .session = 7
+	};
+	mirror_capture.points[1] = (struct rm_obs_line){ .id = 2, .kind = RM_MIRROR_VXLAN, .session = 5001 };
+}
+
+static uint8_t mirror_frames[3][320];
 
 static double now_s(void)
 {
@@ -133,7 +200,8 @@ static struct bcase *add(const char *name, enum target t, int mode, uint32_t nct
 static double run(struct bcase *c, uint32_t repeat)
 {
 	uint8_t out[256];
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (uint32_t)frame_len, .data_out = out,
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = c->fr ? c->fr : frame,
+		    .data_size_in = (uint32_t)(c->fr ? c->fr_len : frame_len), .data_out = out,
 		    .data_size_out = sizeof(out), .repeat = repeat);
 
 	if (bpf_prog_test_run_opts(c->prog_fd, &o)) {
@@ -182,6 +250,10 @@ static int setup(struct bcase *c, char *err, size_t errlen)
 	c->drv->bss->bench_mode = (__u32)c->mode;
 	c->drv->data->bench_nctx = c->nctx;
 	c->drv->data->bench_step = c->step;
+	if (c->fr) {
+		c->drv->data->bench_bth_off = c->bth_off;
+		c->drv->bss->bench_seq_off = c->seq_off;
+	}
 	c->prog_fd = bpf_program__fd(c->drv->progs.bench_drive);
 	if (c->target == T_DRV_METER) {
 		struct rm_meter_settings s = {
@@ -194,9 +266,9 @@ static int setup(struct bcase *c, char *err, size_t errlen)
 			.idle_timeout_ms = 0,
 		};
 
-		struct rm_meter_load_opts lo = { .replay = c->replay_clock,
-						 .bench_cut = c->cut,
-						 .bench_flags = c->bflags };
+		struct rm_meter_load_opts lo = {
+			.replay = c->replay_clock, .bench_cut = c->cut, .bench_flags = c->bflags, .capture = c->capture
+		};
 
 		if (c->bflags & RM_BENCH_PROVISION_EACH) {
 			/* one line for the host pair, any QP: the lookup finds it with
@@ -577,6 +649,22 @@ static void add_main_cases(int quick, struct bcase **drv_base, struct bcase **dr
 	}
 	c = add("meter, in-order, replay clock (no clock read)", T_DRV_METER, RM_BENCH_INORDER, 1, 1024);
 	c->replay_clock = 1;
+	/* Mirrored copies: the same inner frame, decapsulated (docs/deployment.md). */
+	mirror_capture_init();
+	add("meter, plain frame, no [capture]", T_DRV_METER, RM_BENCH_INORDER, 1, 1024);
+	c = add("meter, plain frame, mirrors taken off ([capture])", T_DRV_METER, RM_BENCH_INORDER, 1, 1024);
+	c->capture = &mirror_capture;
+	for (int k = MK_ERSPAN2; k <= MK_VXLAN; k++) {
+		static const char *const name[] = { "meter, ERSPAN II frame of it (GRE sequence in order)",
+						    "meter, ERSPAN III frame of it (GRE sequence in order)",
+						    "meter, VXLAN frame of it" };
+
+		c = add(name[k], T_DRV_METER, RM_BENCH_INORDER, 1, 1024);
+		c->capture = &mirror_capture;
+		c->fr = mirror_frames[k];
+		c->fr_len = mirror_frame(mirror_frames[k], sizeof(mirror_frames[k]), (enum mirror_kind)k, &c->bth_off);
+		c->seq_off = k == MK_VXLAN ? 0 : 14 + 20 + 4;
+	}
 	for (int i = 0; i < 3; i++) {
 		if (quick && ns_ctx[i] > 1000)
 			continue;

@@ -559,7 +559,9 @@ class ReplayModel:
         eligible = op <= WRITE_ONLY_IMM and not rec.malformed and not rec.irregular
         if rec.malformed and not rec.irregular:
             self.stats["malformed_bth"] += 1
-        unobserved = rec.irregular not in (None, "malformed_udp") and op < 0x20
+        # An unsupported request read in a form not metered is still an
+        # observed unsupported request: a profile violation, not a capture gap.
+        unobserved = rec.irregular not in (None, "malformed_udp") and op <= WRITE_ONLY_IMM
         st = self.ctx.get(rec.key)
         if st is None:
             if not self.provisioned(rec.key):

@@ -591,9 +591,8 @@ static void test_ids(void **state)
 	assign(ids, &a, 1, 0, 1, 3);
 	assign(ids, &a, 2, 0, 4, 1); /* next local generation = new epoch */
 	assert_int_equal(rm_ids_count(ids), 4);
-	/* Padding and only the padding differs: same context. */
+	/* A copy of the key: the same context. */
 	a2 = a;
-	a2._pad = 0x5a;
 	assign(ids, &a2, 1, 1, 1, 4); /* final: assigned, then forgotten */
 	assert_int_equal(rm_ids_count(ids), 3);
 	assign(ids, &a, 1, 0, 5, 1); /* never reused: a fresh ID */
@@ -604,8 +603,12 @@ static void test_ids(void **state)
 	a2 = a;
 	a2.family = 6;
 	assign(ids, &a2, 1, 0, 7, 1);
+	/* So is the observation point (a mirror session's). */
+	a2 = a;
+	a2.obs = 3;
+	assign(ids, &a2, 1, 0, 8, 1);
 	/* Final on the first report: allocated and forgotten at once. */
-	assign(ids, &b, 9, 1, 8, 1);
+	assign(ids, &b, 9, 1, 9, 1);
 	assign(ids, &b, 1, 0, 2, 2);
 	/* New Transport Session. */
 	rm_ids_reset(ids);

@@ -27,6 +27,54 @@
  */
 #define RM_CENSUS_RUN_MAX 65536u
 
+/* [capture] for the censuses this process loads (rm_census_set_capture()). */
+static const struct rm_capture_settings *census_capture;
+
+void rm_census_set_capture(const struct rm_capture_settings *c)
+{
+	census_capture = c && c->encap != RM_ENCAP_PLAIN ? c : NULL;
+}
+
+/* The mirror encapsulations as the parser's load-time constants. */
+static void capture_rodata(struct census *sk)
+{
+	const struct rm_capture_settings *c = census_capture;
+
+	if (!c)
+		return;
+	sk->rodata->rm_capture_encap = c->encap;
+	sk->rodata->rm_capture_vxlan_port = c->vxlan_port;
+	sk->rodata->rm_capture_rspan_vlan = c->rspan_vlan;
+	sk->rodata->census_auto = c->auto_sessions ? 1 : 0;
+	sk->bss->census_auto_next = (__u32)c->n_points;
+}
+
+/* The observation_point lines: line i is observation point i + 1 of the keys. */
+static int capture_sessions(struct census *sk)
+{
+	const struct rm_capture_settings *c = census_capture;
+
+	for (int i = 0; c && i < c->n_points; i++) {
+		const struct rm_obs_line *p = &c->points[i];
+		struct rm_mirror_session v;
+		struct rm_mirror_key k;
+
+		memset(&k, 0, sizeof(k));
+		memset(&v, 0, sizeof(v));
+		k.kind = p->kind;
+		k.session = p->session;
+		if (p->kind == RM_MIRROR_ERSPAN) {
+			k.family = p->family;
+			memcpy(k.src, p->src, 16);
+		}
+		v.obs = (__u8)(i + 1);
+		v.id = p->id;
+		if (bpf_map_update_elem(bpf_map__fd(sk->maps.mirror_sessions), &k, &v, BPF_NOEXIST))
+			return -errno;
+	}
+	return 0;
+}
+
 static void init(struct rm_census *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -52,8 +100,11 @@ static int open_load(struct rm_census *c, uint32_t max_connections, char *err, s
 		return rc;
 	}
 	rc = bpf_map__set_max_entries(c->skel->maps.census, max_connections);
+	capture_rodata(c->skel);
 	if (!rc)
 		rc = census__load(c->skel);
+	if (!rc)
+		rc = capture_sessions(c->skel);
 	if (rc) {
 		rm_errf(err, errlen,
 			"the kernel refused the census BPF program (%s); run with ROCEMETER_LIBBPF_DEBUG=1 for the "
@@ -66,6 +117,34 @@ static int open_load(struct rm_census *c, uint32_t max_connections, char *err, s
 	c->map_fd = bpf_map__fd(c->skel->maps.census);
 	c->stats_fd = bpf_map__fd(c->skel->maps.census_stats);
 	return 0;
+}
+
+int rm_census_points(const struct rm_census *c, struct rm_census_point *out, int max)
+{
+	struct rm_mirror_key key, next, *prev = NULL;
+	struct rm_mirror_session v;
+	int n = 0, fd;
+
+	if (!c->skel)
+		return 0;
+	fd = bpf_map__fd(c->skel->maps.mirror_sessions);
+	while (n < max && bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &v))
+			continue;
+		out[n].key = key;
+		out[n].obs = v.obs;
+		out[n].id = v.id ? v.id : rm_capture_auto_id(&key);
+		for (int i = n; i > 0 && out[i - 1].obs > out[i].obs; i--) { /* by observation point */
+			struct rm_census_point t = out[i];
+
+			out[i] = out[i - 1];
+			out[i - 1] = t;
+		}
+		n++;
+	}
+	return n;
 }
 
 int rm_census_load(struct rm_census *c, uint32_t max_connections, char *err, size_t errlen)
@@ -348,6 +427,7 @@ int rm_census_read(const struct rm_census *c, struct rm_census_result *res)
 	int rc = 0;
 
 	memset(res, 0, sizeof(*res));
+	res->n_points = rm_census_points(c, res->points, RM_OBS_MAX);
 	if (ncpu <= 0)
 		return -EINVAL;
 	vals = calloc((size_t)ncpu, sizeof(*vals));

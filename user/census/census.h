@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/capture_settings.h"
 #include "common/paths.h"
 #include "rocemeter/census.h"
 #include "rocemeter/common.h"
@@ -49,9 +50,18 @@ struct rm_census_entry {
 	struct rm_census_val v; /* first_ns and last_ns in UNIX ns (live times converted) */
 };
 
+/* A mirror session of a census and the observation point its keys carry. */
+struct rm_census_point {
+	struct rm_mirror_key key;
+	uint8_t obs;
+	uint64_t id; /* the line's observationPointId, or derived (rm_capture_auto_id()) */
+};
+
 struct rm_census_result {
 	struct rm_census_entry *entries; /* sorted by family, addresses, QP, P_Key, VLANs */
 	size_t n;
+	struct rm_census_point points[RM_OBS_MAX]; /* the mirror sessions (keys' obs), rm_census_points() */
+	int n_points;
 	uint64_t stats[RM_CENSUS_STAT__COUNT]; /* enum rm_census_stat, summed over CPUs */
 };
 
@@ -61,6 +71,17 @@ struct rm_census_result {
  * -1 with err.
  */
 int rm_census_load(struct rm_census *c, uint32_t max_connections, char *err, size_t errlen);
+
+/*
+ * The [capture] settings of the censuses this process loads from now on:
+ * the encapsulations the parser takes off, and the observation_point lines
+ * whose sessions give a key its obs (0: plain, or a session no line names).
+ * NULL or plain only: the plain parser. c must outlive those censuses.
+ */
+void rm_census_set_capture(const struct rm_capture_settings *c);
+
+/* The census's mirror sessions (lines and derived ones) into out[0..max-1]; their number. */
+int rm_census_points(const struct rm_census *c, struct rm_census_point *out, int max);
 
 /*
  * Run one captured frame (caplen bytes captured of wirelen on the wire,

@@ -129,9 +129,11 @@ static void connection_text(const struct rm_ctx_key *k, char *buf, size_t len)
 	if (n < 0 || (size_t)n >= len)
 		return;
 	if (k->vlan[1])
-		snprintf(buf + n, len - (size_t)n, " vlan %u/%u", k->vlan[0], k->vlan[1]);
+		n += snprintf(buf + n, len - (size_t)n, " vlan %u/%u", k->vlan[0], k->vlan[1]);
 	else if (k->vlan[0])
-		snprintf(buf + n, len - (size_t)n, " vlan %u", k->vlan[0]);
+		n += snprintf(buf + n, len - (size_t)n, " vlan %u", k->vlan[0]);
+	if (k->obs && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, " obs %u", k->obs);
 }
 
 /* Same connection but for the VLAN IDs: one provisioning line covers both. */
@@ -294,6 +296,8 @@ static json_t *entry_json(const struct rm_census_entry *e)
 		json_object_set_new(o, rm_pf_name(RM_PF_VLAN_ID), json_integer(k->vlan[0]));
 		json_object_set_new(o, rm_pf_name(RM_PF_DOT1Q_CUSTOMER_VLAN_ID), json_integer(k->vlan[1]));
 	}
+	if (k->obs)
+		json_object_set_new(o, "observation_point", json_integer(k->obs));
 	json_object_set_new(o, rm_pf_name(RM_PF_RDMA_DESTINATION_QP), json_integer(k->dest_qp));
 	json_object_set_new(o, rm_pf_name(RM_PF_RDMA_PARTITION_KEY), json_integer(k->pkey));
 	for (int c = 0; c < RM_CENSUS_CLASS__COUNT; c++)

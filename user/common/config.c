@@ -54,6 +54,7 @@ void rm_config_defaults(struct rm_config_file *cfg)
 	cfg->collect.max_memory_bytes = RM_MAX_MEMORY_BYTES_DEFAULT;
 	cfg->collect.store_buffer_bytes = RM_STORE_BUFFER_BYTES_DEFAULT;
 	snprintf(cfg->collect.store_spool_dir, sizeof(cfg->collect.store_spool_dir), "%s", RM_STORE_SPOOL_DIR_DEFAULT);
+	rm_capture_defaults(&cfg->capture);
 }
 
 void rm_config_overrides_init(struct rm_config_overrides *o)
@@ -419,6 +420,27 @@ static const struct rm_config_key collect_keys[] = {
 };
 #undef C
 
+/* Every [capture] key: capture_settings.c reads it into struct rm_capture_settings. */
+static int read_capture(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
+{
+	char why[256];
+
+	if (rm_capture_key(sec, k->key, value, ps->line, why, sizeof(why)) <= 0)
+		return fail(ps, "%s", why);
+	return 1;
+}
+
+#define P struct rm_capture_settings
+static const struct rm_config_key capture_keys[] = {
+	FUNC_KEY(P, "encapsulation", encap, read_capture),
+	FUNC_KEY(P, "vxlan_port", vxlan_port, read_capture),
+	FUNC_KEY(P, "rspan_vlan", rspan_vlan, read_capture),
+	FUNC_KEY(P, "mirror_sessions", auto_sessions, read_capture),
+	FUNC_KEY(P, "observation_point", points, read_capture),
+	{ 0 },
+};
+#undef P
+
 #define NO_TLS ((size_t)-1)
 /* A section: its RM_CONFIG_* bit, its settings in struct rm_config_file, its keys, its TLS settings. */
 static const struct config_section {
@@ -429,6 +451,7 @@ static const struct config_section {
 	size_t tls_off; /* in the section's settings, or NO_TLS */
 } sections[] = {
 	{ "meter", RM_CONFIG_METER, offsetof(struct rm_config_file, meter), meter_keys, NO_TLS },
+	{ "capture", RM_CONFIG_CAPTURE, offsetof(struct rm_config_file, capture), capture_keys, NO_TLS },
 	{ "provision", RM_CONFIG_PROVISION, 0, provision_keys, NO_TLS },
 	{ "export", RM_CONFIG_EXPORT, offsetof(struct rm_config_file, export), export_keys,
 	  offsetof(struct rm_export_settings, tls) },
@@ -555,6 +578,13 @@ int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size
 	}
 	if (line > 0) {
 		snprintf(err, errlen, "%s:%d: syntax error", path, line);
+		return -1;
+	}
+	if (rm_capture_check(&cfg->capture, &line, ps.reason, sizeof(ps.reason))) {
+		if (line > 0)
+			snprintf(err, errlen, "%s:%d: %s", path, line, ps.reason);
+		else
+			snprintf(err, errlen, "%s: [capture]: %s", path, ps.reason);
 		return -1;
 	}
 	/* Export is on when a collector is named; the other [export] keys

@@ -8,6 +8,8 @@
  *              provision_all, idle_timeout_ms, generation_verified, eviction,
  *              rx_dropped_is_loss, max_violations, unattributed_is_loss, metrics,
  *              metrics_connections, census
+ *   [capture]  encapsulation, vxlan_port, rspan_vlan, mirror_sessions,
+ *              observation_point (repeatable; capture_settings.c, docs/deployment.md)
  *   [provision] one line per provisioned connection:
  *              connection = SRC DST QPN|any PKEY|any
  *   [export]   collector, port, transport (tls|tcp), ca, cert, key,
@@ -28,7 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "limits.h" /* RM_MAX_PEER_NAMES, RM_MAX_PROVISION and every range */
+#include "capture_settings.h" /* [capture] */
+#include "limits.h"           /* RM_MAX_PEER_NAMES, RM_MAX_PROVISION and every range */
 
 /* One provisioning line; addresses in network order (IPv4: first 4 bytes). */
 struct rm_provision {
@@ -113,6 +116,7 @@ struct rm_collect_settings {
 #define RM_CONFIG_PROVISION 0x2
 #define RM_CONFIG_EXPORT    0x4
 #define RM_CONFIG_COLLECT   0x8
+#define RM_CONFIG_CAPTURE   0x10
 
 struct rm_config_file {
 	unsigned int sections; /* RM_CONFIG_* of the sections the file had keys in */
@@ -121,6 +125,7 @@ struct rm_config_file {
 	int n_provision;
 	struct rm_export_settings export;
 	struct rm_collect_settings collect;
+	struct rm_capture_settings capture;
 };
 
 /*

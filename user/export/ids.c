@@ -19,7 +19,7 @@ struct epoch_key {
 	uint16_t pkey;
 	uint16_t vlan[RM_VLAN_DEPTH_MAX];
 	uint8_t family;
-	uint8_t zero;
+	uint8_t obs; /* the observation point: the same connection seen at two is two epochs */
 };
 
 struct epoch {
@@ -105,6 +105,7 @@ static void make_key(struct epoch_key *k, const struct rm_ctx_key *key, uint32_t
 	k->pkey = key->pkey;
 	memcpy(k->vlan, key->vlan, sizeof(k->vlan));
 	k->family = key->family;
+	k->obs = key->obs;
 }
 
 int rm_ids_assign(struct rm_ids *ids, const struct rm_ctx_key *key, uint32_t epoch_gen, int final, uint64_t *epoch_id,

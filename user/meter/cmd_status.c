@@ -79,6 +79,7 @@ struct meter_status {
 	const char *state; /* meter_state(): "live", "busy" or "stale" */
 	uint32_t prog_id;  /* the attached XDP program, if live */
 	json_t *daemon;    /* the daemon's stats file (not read when stale), or NULL */
+	json_t *mirror;    /* the mirror sessions (mirror_json()), or NULL */
 };
 
 static void print_ctx_text(const struct rm_ctx_key *k, const struct rm_ctx *v)
@@ -93,6 +94,8 @@ static void print_ctx_text(const struct rm_ctx_key *k, const struct rm_ctx *v)
 	printf("  %s > %s qp 0x%06x pkey 0x%04x", src, dst, k->dest_qp, k->pkey);
 	if (k->vlan[0] || k->vlan[1])
 		printf(" vlan %u/%u", k->vlan[0], k->vlan[1]);
+	if (k->obs)
+		printf(" obs %u", k->obs);
 	printf(" %s epoch-gen %u W %u requests=%llu skipped=%llu filled=%llu expired=%llu pending=%u repeated=%llu "
 	       "unclassified_late=%llu\n",
 	       rm_ctx_flag(v, RM_CTX_VIOLATED)   ? "DISABLED(profileViolation)"
@@ -209,6 +212,8 @@ static json_t *ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v)
 		json_object_set_new(o, rm_pf_name(RM_PF_VLAN_ID), json_integer(k->vlan[0]));
 		json_object_set_new(o, rm_pf_name(RM_PF_DOT1Q_CUSTOMER_VLAN_ID), json_integer(k->vlan[1]));
 	}
+	if (k->obs)
+		json_object_set_new(o, "observation_point", json_integer(k->obs));
 	json_object_set_new(o, rm_pf_name(RM_PF_RDMA_DESTINATION_QP), json_integer(k->dest_qp));
 	json_object_set_new(o, rm_pf_name(RM_PF_RDMA_PARTITION_KEY), json_integer(k->pkey));
 	rm_seq_snapshot(&v->seq, &snap);
@@ -289,6 +294,101 @@ static json_t *pool_json(const struct meter_status *ms)
 	return o;
 }
 
+/* A mirror session's key as JSON: kind, outer source (ERSPAN), session. */
+static json_t *mirror_key_json(const struct rm_mirror_key *mk)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "kind", json_string(rm_capture_kind_name(mk->kind)));
+	if (mk->kind == RM_MIRROR_ERSPAN)
+		json_object_set_new(o, "source", rm_json_addr(mk->family, mk->src));
+	json_object_set_new(o, "session", json_integer(mk->session));
+	return o;
+}
+
+/*
+ * The mirror sessions of k (maps `mirror_sessions` and `mirror_unknown`,
+ * docs/deployment.md "Proving coverage of every ECMP path"): per session its
+ * observation point, frames, GRE sequence gaps and the last frame's age;
+ * the sessions no line names with their frames. NULL without the pins.
+ */
+static json_t *mirror_json(const struct rm_ifkey *k)
+{
+	struct rm_mirror_key key, next, *prev = NULL;
+	struct rm_mirror_session v;
+	json_t *o, *a, *u;
+	char path[512];
+	uint64_t n;
+	int fd;
+
+	if (rm_paths_pin(k, "mirror_sessions", path, sizeof(path)) || (fd = bpf_obj_get(path)) < 0)
+		return NULL;
+	o = json_object();
+	a = json_array();
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		json_t *e;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &v))
+			continue;
+		e = mirror_key_json(&key);
+		json_object_set_new(e, "observation_point", json_integer(v.obs));
+		json_object_set_new(e, "observationPointId", rm_json_u64(v.id ? v.id : rm_capture_auto_id(&key)));
+		json_object_set_new(e, "frames", rm_json_u64(v.frames));
+		json_object_set_new(e, "sequence_gaps", rm_json_u64(v.gaps));
+		json_object_set_new(e, "sequence_lost", rm_json_u64(v.lost));
+		json_object_set_new(e, "sequence_reordered", rm_json_u64(v.reordered));
+		json_object_set_new(e, "truncated", rm_json_u64(v.truncated));
+		json_object_set_new(e, "last_frame_ns", rm_json_u64(v.last_ns));
+		json_array_append_new(a, e);
+	}
+	close(fd);
+	json_object_set_new(o, "sessions", a);
+	u = json_array();
+	if (!rm_paths_pin(k, "mirror_unknown", path, sizeof(path)) && (fd = bpf_obj_get(path)) >= 0) {
+		prev = NULL;
+		while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+			json_t *e;
+
+			key = next;
+			prev = &key;
+			if (bpf_map_lookup_elem(fd, &key, &n))
+				continue;
+			e = mirror_key_json(&key);
+			json_object_set_new(e, "frames", rm_json_u64(n));
+			json_array_append_new(u, e);
+		}
+		close(fd);
+	}
+	json_object_set_new(o, "unknown_sessions", u);
+	return o;
+}
+
+/* The mirror sessions (mirror_json()) as text lines, when there are any. */
+static void mirror_text(json_t *o)
+{
+	json_t *e;
+	size_t i;
+
+	if (!o)
+		return;
+	json_array_foreach(json_object_get(o, "sessions"), i, e)
+	{
+		char *t = json_dumps(e, JSON_COMPACT);
+
+		printf("  mirror session: %s\n", t ? t : "?");
+		free(t);
+	}
+	json_array_foreach(json_object_get(o, "unknown_sessions"), i, e)
+	{
+		char *t = json_dumps(e, JSON_COMPACT);
+
+		printf("  unknown mirror session (not metered): %s\n", t ? t : "?");
+		free(t);
+	}
+}
+
 /* The command that removes k's stale pins. */
 static void print_stale_hint(const struct rm_ifkey *k)
 {
@@ -353,6 +453,7 @@ static void status_read(const struct rm_ifkey *k, struct meter_status *ms)
 		read_contexts(ctx_fd, ms);
 	read_pool(k, ms);
 	read_violations(k, ms);
+	ms->mirror = mirror_json(k);
 	/* Liveness from the kernel: is the pinned program the interface's XDP program? */
 	ms->state = meter_state(k, &ms->prog_id);
 	if (strcmp(ms->state, "stale"))
@@ -364,6 +465,7 @@ static void status_free(struct meter_status *ms)
 	free(ms->ctx);
 	free(ms->viol);
 	json_decref(ms->daemon);
+	json_decref(ms->mirror);
 }
 
 /* The daemon's counters (its stats file) as text: one line a value, an object's members indented. */
@@ -415,6 +517,7 @@ static void print_meter_text(const struct rm_ifkey *k, const struct meter_status
 		       "contexts: %" PRIu64 " inline, %" PRIu64 " with a pool window\n",
 		       (uint64_t)ms->pool.windows, (uint64_t)ms->pool.positions, ms->pool.bytes,
 		       (uint64_t)ms->n - ms->pooled, ms->pooled);
+	mirror_text(ms->mirror);
 	print_violations_text(ms, label);
 	if (!strcmp(ms->state, "live")) {
 		printf("  attached: XDP program id %u\n", ms->prog_id);
@@ -530,6 +633,7 @@ static void set_meter_json(json_t *o, const struct meter_status *ms)
 		json_object_set_new(o, "window_pool", pool_json(ms));
 	}
 	set_violations_json(o, ms);
+	json_object_set(o, "mirror", ms->mirror ? ms->mirror : json_null());
 	json_object_set_new(o, "state", json_string(ms->state));
 	json_object_set_new(o, "xdp_prog_id", json_integer(ms->prog_id));
 	json_object_set_new(o, "stale", json_boolean(!strcmp(ms->state, "stale")));

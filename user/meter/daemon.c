@@ -68,6 +68,7 @@ struct rm_daemon {
 	struct rm_observe obs;
 	uint64_t table_full_seen;
 	uint64_t unattributed_seen;               /* RM_STAT_UNATTRIBUTED at the last check */
+	uint64_t mirror_gaps_seen;                /* RM_STAT_MIRROR_GAPS at the last check */
 	uint64_t unrecorded_seen;                 /* RM_STAT_VIOLATIONS_UNRECORDED at the last check */
 	uint64_t violations_seen;                 /* RM_STAT_VIOLATIONS at the last check */
 	struct rm_violations_logged *viol_logged; /* the disabled connections logged; NULL until the first */
@@ -262,6 +263,16 @@ static int check_observation(struct rm_daemon *d)
 		rm_reporter_walk(&d->rep, RM_CTL_CLOSE_STALE, 0, 0);
 	}
 	d->unattributed_seen = st[RM_STAT_UNATTRIBUTED];
+	/* Mirror loss: a GRE sequence gap made its observation point's epochs stale. */
+	if (st[RM_STAT_MIRROR_GAPS] > d->mirror_gaps_seen) {
+		rm_log(RM_LOG_WARNING,
+		       "mirror loss (%" PRIu64 " GRE sequence gaps): closing the epochs of those observation points "
+		       "with captureDiscontinuity",
+		       st[RM_STAT_MIRROR_GAPS] - d->mirror_gaps_seen);
+		rm_reporter_drain(&d->rep);
+		rm_reporter_walk(&d->rep, RM_CTL_CLOSE_STALE, 0, 0);
+	}
+	d->mirror_gaps_seen = st[RM_STAT_MIRROR_GAPS];
 	bits = rm_observe_poll(&d->obs, st[RM_STAT_RINGBUF_DROPS]);
 	if (!bits)
 		return 0;
@@ -364,6 +375,10 @@ static void reload(struct rm_daemon *d)
 		nc->meter.rx_dropped_is_loss = d->cfg.meter.rx_dropped_is_loss;
 		nc->meter.max_violations = d->cfg.meter.max_violations;
 	}
+	if (memcmp(&nc->capture, &d->cfg.capture, sizeof(nc->capture))) {
+		rm_log(RM_LOG_WARNING, "reload: [capture] takes effect only on restart; keeping the running one");
+		nc->capture = d->cfg.capture;
+	}
 	/* The new policy first, so that any request counted after the closure
 	 * below belongs to an epoch started under it. */
 	d->meter.skel->data->rm_cfg.window = nc->meter.window;
@@ -410,8 +425,10 @@ done:
 static int pin_maps(struct rm_daemon *d, char *err, size_t errlen)
 {
 	struct meter *sk = d->meter.skel;
-	struct bpf_map *maps[] = { sk->maps.contexts, sk->maps.windows,    sk->maps.provision,  sk->maps.stats,
-				   sk->maps.events,   sk->maps.free_slots, sk->maps.violations, sk->maps.viol_state };
+	struct bpf_map *maps[] = { sk->maps.contexts,      sk->maps.windows,    sk->maps.provision,
+				   sk->maps.stats,         sk->maps.events,     sk->maps.free_slots,
+				   sk->maps.violations,    sk->maps.viol_state, sk->maps.mirror_sessions,
+				   sk->maps.mirror_unknown };
 	static const char *const names[] = { RM_PIN_MAPS };
 	char path[512];
 
@@ -629,6 +646,7 @@ static int attach_meter(struct rm_daemon *d, const struct rm_daemon_opts *o, con
 		       "namespace = vlan in generic mode: VLAN tags the NIC takes off (receive VLAN offload) are not "
 		       "seen; turn it off (ethtool -K %s rxvlan off) or use native mode",
 		       d->ifname);
+	lo.capture = &d->cfg.capture;
 	if (rm_meter_load_ex(&d->meter, &d->cfg.meter, &lo, err, errlen) ||
 	    rm_meter_provision(&d->meter, d->cfg.provision, d->cfg.n_provision, d->cfg.meter.generation_verified, err,
 			       errlen))

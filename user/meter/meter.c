@@ -121,6 +121,80 @@ int rm_meter_read_pool(int windows_fd, struct rm_pool_info *out)
 	return 0;
 }
 
+/* [capture] as load-time constants: plain frames only leave the plain parser. */
+static void capture_rodata(struct rm_meter *m, struct meter *sk, const struct rm_capture_settings *c)
+{
+	m->capture = c && c->encap != RM_ENCAP_PLAIN ? c : NULL;
+	if (!m->capture)
+		return;
+	sk->rodata->rm_capture_encap = c->encap;
+	sk->rodata->rm_capture_vxlan_port = c->vxlan_port;
+	sk->rodata->rm_capture_rspan_vlan = c->rspan_vlan;
+	sk->rodata->rm_capture_auto = c->auto_sessions ? 1 : 0;
+	sk->bss->rm_auto_next = (__u32)c->n_points;
+}
+
+/* The observation_point lines into mirror_sessions: line i is obs i + 1. */
+static int capture_sessions(struct rm_meter *m, char *err, size_t errlen)
+{
+	const struct rm_capture_settings *c = m->capture;
+
+	for (int i = 0; c && i < c->n_points; i++) {
+		const struct rm_obs_line *p = &c->points[i];
+		struct rm_mirror_session v;
+		struct rm_mirror_key k;
+
+		memset(&k, 0, sizeof(k));
+		memset(&v, 0, sizeof(v));
+		k.kind = p->kind;
+		k.session = p->session;
+		if (p->kind == RM_MIRROR_ERSPAN) {
+			k.family = p->family;
+			memcpy(k.src, p->src, 16);
+		}
+		v.obs = (__u8)(i + 1);
+		v.id = p->id;
+		m->obs_ids[i + 1] = p->id;
+		if (bpf_map_update_elem(m->mirror_sessions_fd, &k, &v, BPF_NOEXIST)) {
+			snprintf(err, errlen, "cannot add observation point %s: %s", p->name, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+uint64_t rm_meter_obs_id(struct rm_meter *m, unsigned int obs, uint64_t own_id)
+{
+	struct rm_mirror_key k, next;
+	struct rm_mirror_session v;
+	void *prev = NULL;
+
+	if (!obs)
+		return own_id;
+	if (obs > RM_OBS_MAX)
+		return 0;
+	if (m->obs_ids[obs] || m->mirror_sessions_fd <= 0)
+		return m->obs_ids[obs];
+	while (bpf_map_get_next_key(m->mirror_sessions_fd, prev, &next) == 0) {
+		k = next;
+		prev = &k;
+		if (bpf_map_lookup_elem(m->mirror_sessions_fd, &k, &v) == 0 && v.obs == obs) {
+			m->obs_ids[obs] = rm_capture_auto_id(&k);
+			break;
+		}
+	}
+	return m->obs_ids[obs];
+}
+
+const char *rm_meter_obs_name(const struct rm_meter *m, unsigned int obs)
+{
+	if (!obs)
+		return "";
+	if (m->capture && obs <= (unsigned int)m->capture->n_points)
+		return m->capture->points[obs - 1].name;
+	return "auto";
+}
+
 int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int replay, char *err, size_t errlen)
 {
 	struct rm_meter_load_opts o = { .replay = replay };
@@ -161,6 +235,7 @@ int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, cons
 	sk->data->rm_cfg.use_replay_clock = replay ? 1 : 0;
 	sk->data->rm_cfg.idle_timeout_ns = s->idle_timeout_ms * 1000000ull;
 	sk->data->rm_cfg.unattributed_is_loss = s->unattributed_is_loss ? 1 : 0;
+	capture_rodata(m, sk, o->capture);
 	if (bpf_map__set_value_size(sk->maps.windows, RM_POOL_VALUE_WORDS(m->window_words) * sizeof(__u64)) ||
 	    bpf_map__set_max_entries(sk->maps.windows, m->pool_windows) ||
 	    bpf_map__set_max_entries(sk->maps.contexts, s->max_contexts) ||
@@ -235,6 +310,10 @@ int rm_meter_load_ex(struct rm_meter *m, const struct rm_meter_settings *s, cons
 			goto fail;
 		}
 	}
+	m->mirror_sessions_fd = bpf_map__fd(sk->maps.mirror_sessions);
+	m->mirror_unknown_fd = bpf_map__fd(sk->maps.mirror_unknown);
+	if (capture_sessions(m, err, errlen))
+		goto fail;
 	for (__u32 slot = 0; slot < m->pool_windows; slot++) {
 		if (bpf_map_update_elem(m->free_slots_fd, NULL, &slot, BPF_ANY)) {
 			snprintf(err, errlen, "cannot fill the free-slot queue: %s", strerror(errno));

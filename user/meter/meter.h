@@ -28,6 +28,10 @@ struct rm_meter {
 	int replay_fd; /* replay only: rocemeter_replay, the batch program */
 	int contexts_fd, windows_fd, provision_fd, stats_fd, events_fd, free_slots_fd;
 	int violations_fd, viol_state_fd;
+	int mirror_sessions_fd, mirror_unknown_fd;
+	/* observationPointId of each rm_ctx_key obs: 0 unknown yet (mirror_sessions = auto) */
+	uint64_t obs_ids[RM_OBS_MAX + 1];
+	const struct rm_capture_settings *capture; /* NULL: plain frames only */
 };
 
 struct rm_meter_load_opts {
@@ -37,6 +41,10 @@ struct rm_meter_load_opts {
 				* native XDP; it cannot be test-run, so never with replay) */
 	int replay_batch;      /* replay: load the batch program rocemeter_replay instead of rocemeter_xdp
 				* (rm_meter_replay_run(); one verification of the meter instead of two) */
+	/* [capture]: the encapsulations to take off and the observation_point
+	 * lines (mirror sessions); NULL or plain only: the plain parser. Kept
+	 * by the meter: it must outlive it. */
+	const struct rm_capture_settings *capture;
 	/* Benchmarks only (selftests/bench/bench_meter.c): enum rm_bench_cut and
 	 * RM_BENCH_* flags of rocemeter/bench.h; 0 for the whole meter. */
 	uint32_t bench_cut, bench_flags;
@@ -138,6 +146,17 @@ const char *rm_stat_name(int stat);
  * group of several statistics tells them apart by the label cause.
  */
 const struct rm_metric_row *rm_meter_stat_rows(size_t *n);
+
+/*
+ * The observationPointId of a context key's obs: 0 is the attachment's
+ * (own_id); an observation_point line's ID; with mirror_sessions = auto the
+ * ID derived from the session the datapath gave it (rm_capture_auto_id()),
+ * read from the mirror_sessions map once. 0 if unknown.
+ */
+uint64_t rm_meter_obs_id(struct rm_meter *m, unsigned int obs, uint64_t own_id);
+
+/* The name of a context key's obs: the line's NAME, "auto" or "" (obs 0). */
+const char *rm_meter_obs_name(const struct rm_meter *m, unsigned int obs);
 
 void rm_meter_unload(struct rm_meter *m);
 

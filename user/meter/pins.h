@@ -21,7 +21,9 @@
 #include "common/paths.h"
 
 /* The meter's pinned map names (kernel map names, <= 15 characters). */
-#define RM_PIN_MAPS "contexts", "windows", "provision", "stats", "events", "free_slots", "violations", "viol_state"
+#define RM_PIN_MAPS                                                                                      \
+	"contexts", "windows", "provision", "stats", "events", "free_slots", "violations", "viol_state", \
+		"mirror_sessions", "mirror_unknown"
 /* The pinned control program (rocemeter_ctl), run by `reenable` from another process. */
 #define RM_PIN_CTL "ctl"
 /* The meter's XDP program, pinned beside its maps: liveness compares its ID with the interface's. */

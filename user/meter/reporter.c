@@ -50,7 +50,6 @@ static gboolean key_equal(gconstpointer a, gconstpointer b)
 static void norm_key(struct rm_ctx_key *k, const struct rm_ctx_key *key)
 {
 	*k = *key;
-	k->_pad = 0;
 }
 
 /* The offset for an epoch starting now: 0 on capture time (already UNIX). */
@@ -205,7 +204,8 @@ void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, c
 			epoch_forget(r, key);
 		return;
 	}
-	rep.observation_point_id = r->observation_point_id;
+	rep.observation_point_id =
+		key->obs ? rm_meter_obs_id(r->meter, key->obs, r->observation_point_id) : r->observation_point_id;
 	rep.family = key->family;
 	memcpy(rep.src, key->src, 16);
 	memcpy(rep.dst, key->dst, 16);

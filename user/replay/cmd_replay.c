@@ -66,7 +66,7 @@ static int write_stats_json(const char *path, const struct rm_replay_result *res
 
 /* What the command line says. */
 struct replay_args {
-	const char *config, *stats_json;
+	const char *config, *stats_json, *encapsulation;
 	int json, wide;
 	struct rm_config_overrides ov;
 	struct rm_replay_opts ro;
@@ -74,7 +74,12 @@ struct replay_args {
 
 #define R struct replay_args
 static const struct rm_opt replay_opts[] = {
-	RM_OPT("config", 'c', "FILE", RM_OPT_ARG, "configuration file ([meter] and [provision])", RM_OPT_AT(R, config)),
+	RM_OPT("config", 'c', "FILE", RM_OPT_ARG, "configuration file ([meter], [capture] and [provision])",
+	       RM_OPT_AT(R, config)),
+	RM_OPT("encapsulation", 'e', "LIST", RM_OPT_ARG,
+	       "mirror encapsulations to take off, over [capture]:\nplain, erspan (erspan1, erspan2, erspan3), vxlan,\n"
+	       "rspan, comma separated, or auto (all); sessions no\nobservation_point line names get derived IDs",
+	       RM_OPT_AT(R, encapsulation)),
 	RM_OPT("window", 'w', "W", RM_OPT_UINT,
 	       "history width W in PSN positions, %llu..%llu\n(default %llu, or the config file's)",
 	       RM_OPT_AT(R, ov.window), .lo = RM_WINDOW_MIN, .hi = RM_WINDOW_MAX,
@@ -227,6 +232,10 @@ static int cmd_replay(int argc, char **argv)
 		return RM_EXIT_USAGE;
 	}
 	rm_config_apply_overrides(&cfg, &a.ov);
+	if (a.encapsulation && rm_capture_override(&cfg.capture, a.encapsulation, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "--encapsulation %s: %s", a.encapsulation, err);
+		return RM_EXIT_USAGE;
+	}
 	if (!cfg.meter.provision_all && cfg.n_provision == 0)
 		rm_log_cmd(RM_LOG_WARNING, "warning: nothing is provisioned (use --provision-all or a "
 					   "[provision] section); no connection will be metered");

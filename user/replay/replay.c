@@ -143,7 +143,7 @@ static int setup(struct replay *p, char *err, size_t errlen)
 	const struct rm_config_file *cfg = p->o->cfg;
 	int rc;
 
-	struct rm_meter_load_opts lo = { .replay = 1, .replay_batch = 1 };
+	struct rm_meter_load_opts lo = { .replay = 1, .replay_batch = 1, .capture = &cfg->capture };
 
 	if (rm_meter_load_ex(&p->meter, &cfg->meter, &lo, err, errlen) ||
 	    rm_meter_provision(&p->meter, cfg->provision, cfg->n_provision, cfg->meter.generation_verified, err,
@@ -183,7 +183,8 @@ static void capture_fault(struct replay *p, struct rm_replay_result *res)
 
 static int cut_verdict(int r)
 {
-	return r == RM_PARSE_BAD_ETH || r == RM_PARSE_BAD_IP || r == RM_PARSE_BAD_UDP || r == RM_PARSE_BAD_BTH;
+	return r == RM_PARSE_BAD_ETH || r == RM_PARSE_BAD_IP || r == RM_PARSE_BAD_UDP || r == RM_PARSE_BAD_BTH ||
+	       r == RM_PARSE_BAD_MIRROR; /* a mirror's headers cut: the copy inside may be any request */
 }
 
 /*

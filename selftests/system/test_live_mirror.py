@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""The kernel's own mirroring into a live meter (root): frames a namespace
+sends on a veth are copied by `tc ... u32 match u32 0 0 action mirred egress
+mirror` to the metered link, as they are (local SPAN, plain frames) or into
+a vxlan device whose underlay is the metered link (a remote mirror,
+VXLAN-encapsulated by the kernel). The meter attached with `[capture]`
+reports the same counters as `rocemeter replay` over the plain frames, at
+the observation point of the VXLAN session; `status` shows the session.
+
+The metered end stays in the root namespace (pins); the sender, the mirror
+filter and the vxlan device are in the test's namespace (test_live_meter.py's
+Link). This kernel has no GRE module: ERSPAN is tested through captures
+(selftests/bpf/test_meter_mirror.py).
+"""
+import json
+import os
+
+import pytest
+
+import rocetest as rt
+import test_live_meter as live
+from test_live_meter import ROCEMETER, sh, wait_for
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (XDP, tc, namespaces)")
+link = live.link
+
+VNI = 5001
+UNDER_LOCAL, UNDER_REMOTE = "10.77.0.2", "10.77.0.1"
+
+
+def sender(link):
+    """A veth pair inside the namespace: the sender transmits on src0; its
+    egress is mirrored. Returns src0's name."""
+    a, b = "rms" + link.iface[3:], "rmt" + link.iface[3:]
+    sh("ip", "-n", link.ns, "link", "add", a, "type", "veth", "peer", "name", b)
+    for dev in (a, b):
+        sh("ip", "-n", link.ns, "link", "set", dev, "mtu", "9000", "up")
+    sh("ip", "netns", "exec", link.ns, "tc", "qdisc", "add", "dev", a, "clsact")
+    return a
+
+
+def mirror_to(link, dev, target):
+    sh("ip", "netns", "exec", link.ns, "tc", "filter", "add", "dev", dev, "egress", "protocol", "all", "u32",
+       "match", "u32", "0", "0", "action", "mirred", "egress", "mirror", "dev", target)
+
+
+def frames():
+    s, d = live.SRC, live.DST
+    psns = [10, 11, 13, 12, 14, 14, 15, 17, 18]
+    out = [live.send_only(0xA1, p) for p in psns] + [live.send_only(0xB2, 100 + i) for i in range(5)]
+    return out
+
+
+def replay_reports(tmp_path, fr):
+    from scapy.utils import wrpcap
+    path = os.path.join(str(tmp_path), "plain.pcap")
+    wrpcap(path, fr)
+    p = sh(ROCEMETER, "replay", "--provision-all", "--window", "1024", "--json", path)
+    return [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
+
+
+def counters(reports):
+    return sorted((rt.report_key(r),) + tuple(r[f] for f in rt.COUNTER_FIELDS
+                                              if f not in ("flowStartMilliseconds", "flowEndMilliseconds"))
+                  for r in reports)
+
+
+def send_from(link, dev, fr, tmp_path):
+    from scapy.utils import wrpcap
+    path = os.path.join(str(tmp_path), "send.pcap")
+    wrpcap(path, fr)
+    sh("ip", "netns", "exec", link.ns, "tcpreplay", "-q", "--pps=2000", "-i", dev, path, timeout=120)
+
+
+def test_local_span_with_mirred(link, tmp_path):
+    """tc mirred copies the sender's frames to the metered link: plain
+    frames, metered as on a TAP."""
+    src = sender(link)
+    mirror_to(link, src, link.peer)
+    d = link.attach("--provision-all", "--window", "1024", "--json")
+    fr = frames()
+    send_from(link, src, fr, tmp_path)
+    link.wait_frames(len(fr))
+    assert d.stop() == 0
+    assert counters(d.reports()) == counters(replay_reports(tmp_path, fr))
+
+
+def test_vxlan_device_as_mirror_target(link, tmp_path):
+    """tc mirred into a vxlan device: the kernel sends VXLAN copies (VNI
+    5001) over the metered link; the meter takes them off and reports them
+    at the session's observation point."""
+    src = sender(link)
+    vx = "rmv" + link.iface[3:]
+    sh("ip", "-n", link.ns, "addr", "add", UNDER_LOCAL + "/24", "dev", link.peer)
+    mac = json.loads(sh("ip", "-j", "link", "show", "dev", link.iface).stdout)[0]["address"]
+    sh("ip", "-n", link.ns, "neigh", "add", UNDER_REMOTE, "lladdr", mac, "dev", link.peer)
+    sh("ip", "-n", link.ns, "link", "add", vx, "type", "vxlan", "id", str(VNI), "local", UNDER_LOCAL,
+       "remote", UNDER_REMOTE, "dstport", "4789", "dev", link.peer)
+    sh("ip", "-n", link.ns, "link", "set", vx, "mtu", "8900", "up")
+    mirror_to(link, src, vx)
+    cfg = os.path.join(str(tmp_path), "vx.conf")
+    with open(cfg, "w") as f:
+        f.write("[capture]\nencapsulation = vxlan\nobservation_point = 301 vtep-ns vxlan %d\n" % VNI)
+    d = link.attach("--provision-all", "--window", "1024", "--json", "--config", cfg)
+    fr = frames()
+    send_from(link, src, fr, tmp_path)
+
+    def mirrored():
+        m = link.status()["meter"]
+        return m["mirror_frames"] >= len(fr) and m
+    m = wait_for(mirrored, "the VXLAN copies")
+    st = link.status()
+    assert m["unknown_mirror_session"] == 0 and m["malformed_mirror"] == 0
+    sessions = st["mirror"]["sessions"]
+    assert [(s["kind"], s["session"], s["observationPointId"]) for s in sessions] == [("vxlan", VNI, 301)]
+    assert sessions[0]["frames"] == len(fr)
+    assert all(c.get("observation_point") == 1 for c in st["contexts"])
+    assert d.stop() == 0
+    reps = d.reports()
+    assert {r["observationPointId"] for r in reps} == {301}
+    assert counters(reps) == counters(replay_reports(tmp_path, fr))
+
+
+def test_erspan_capture_sent_live(link, tmp_path):
+    """ERSPAN II and III copies of two switches built with scapy and sent
+    live with tcpreplay: the reports equal the plain frames' at each
+    switch's observation point, and a GRE sequence gap of one switch closes
+    only its epochs."""
+    from scapy.contrib.erspan import ERSPAN_II, ERSPAN_III
+    from scapy.layers.inet import IP
+    from scapy.layers.l2 import GRE, Ether
+    from scapy.packet import Raw
+
+    def erspan(inner, switch, seq, kind):
+        pkt = Ether(src="02:00:00:00:0a:01", dst="02:00:00:00:0a:02") / IP(src=switch, dst="192.0.2.100") / GRE(
+            proto=0x88BE if kind == 2 else 0x22EB, seqnum_present=1, sequence_number=seq)
+        pkt = pkt / (ERSPAN_II(ver=1, session_id=3) if kind == 2 else ERSPAN_III(ver=2, session_id=3))
+        return pkt / Raw(bytes(inner))
+
+    fr = frames()
+    copies = []
+    for i, f in enumerate(fr):
+        copies.append(erspan(f, "192.0.2.11", 1 + i, 2))
+        if i != 3:  # switch B's copy of the fourth frame is lost
+            copies.append(erspan(f, "192.0.2.12", 1 + i, 3))
+    cfg = os.path.join(str(tmp_path), "erspan.conf")
+    with open(cfg, "w") as f:
+        f.write("[capture]\nencapsulation = erspan\nobservation_point = 11 leaf-a erspan 192.0.2.11 3\n"
+                "observation_point = 12 leaf-b erspan 192.0.2.12 3\n")
+    d = link.attach("--provision-all", "--window", "1024", "--json", "--config", cfg)
+    link.send(copies, name="erspan.pcap")
+    link.wait_frames(len(copies))
+    st = link.status()
+    assert st["meter"]["mirror_sequence_gaps"] == 1
+    by_id = {s["observationPointId"]: s for s in st["mirror"]["sessions"]}
+    assert by_id[11]["sequence_gaps"] == 0 and by_id[12]["sequence_gaps"] == 1 and by_id[12]["sequence_lost"] == 1
+    assert d.stop() == 0
+    reps = d.reports()
+    assert counters([r for r in reps if r["observationPointId"] == 11]) == counters(replay_reports(tmp_path, fr))
+    b = [r for r in reps if r["observationPointId"] == 12]
+    assert any(r["rdmaSequenceFlags"] & rt.CAPTURE_DISCONTINUITY for r in b)
+    assert not any(r["rdmaSequenceFlags"] & rt.CAPTURE_DISCONTINUITY for r in reps if r["observationPointId"] == 11)
+    # replay over the capture that was sent gives the same reports
+    p = sh(ROCEMETER, "replay", "--provision-all", "--window", "1024", "--json", "--config", cfg,
+           os.path.join(link.tmp, "erspan.pcap"))
+    assert counters(reps) == counters([json.loads(x) for x in p.stdout.splitlines() if x.strip()])

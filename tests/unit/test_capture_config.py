@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""The [capture] section (user/common/capture_settings.c) through
+`rocemeter check-config`: a good section passes; each bad one is refused
+with FILE:LINE and the reason (docs/deployment.md, docs/configuration.md).
+No root."""
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROCEMETER = os.environ.get("ROCEMETER", os.path.join(ROOT, os.environ.get("BUILD", "build"), "rocemeter"))
+
+GOOD = """[meter]
+provision_all = yes
+[capture]
+encapsulation = plain, erspan, vxlan, rspan
+vxlan_port = 4789
+rspan_vlan = 900
+mirror_sessions = table
+observation_point = 101 leaf1-eth1 erspan 192.0.2.1 7
+observation_point = 102 leaf2-eth1 erspan 2001:db8::2 1023
+observation_point = 103 vtep1 vxlan 5001
+observation_point = 104 rspan-900 rspan 900
+"""
+
+
+def check(tmp_path, text):
+    path = tmp_path / "c.ini"
+    path.write_text(text)
+    p = subprocess.run([ROCEMETER, "check-config", str(path)], capture_output=True, text=True, timeout=30)
+    return p.returncode, p.stdout + p.stderr, str(path)
+
+
+def test_good_section(tmp_path):
+    rc, out, _ = check(tmp_path, GOOD)
+    assert rc == 0, out
+
+
+BAD = [
+    ("encapsulation = gre", 2, "encapsulation: 'gre' is not"),
+    ("encapsulation =", 2, "encapsulation: empty"),
+    ("vxlan_port = 4791", 2, "vxlan_port: 4791 is RoCEv2's port"),
+    ("vxlan_port = 70000", 2, "vxlan_port"),
+    ("rspan_vlan = 4095", 2, "rspan_vlan"),
+    ("mirror_sessions = maybe", 2, "mirror_sessions: 'maybe'"),
+    ("observation_point = 1 a erspan 192.0.2.1", 2, "erspan takes the outer source address and the session ID"),
+    ("observation_point = 1 a erspan 192.0.2.x 7", 2, "'192.0.2.x' is not an IPv4 or IPv6 address"),
+    ("observation_point = 1 a erspan 192.0.2.1 1024", 2, "session ID"),
+    ("observation_point = 0 a vxlan 5", 2, "observation_point ID"),
+    ("observation_point = 1 a vxlan 16777216", 2, "VNI"),
+    ("observation_point = 1 a gre 5", 2, "'gre' is not erspan, vxlan or rspan"),
+    ("observation_point = 1 a vxlan", 2, "is not ID NAME"),
+    ("colour = blue", 2, "unknown key 'colour' in [capture]"),
+]
+
+
+@pytest.mark.parametrize("line,lineno,reason", BAD, ids=[b[0] for b in BAD])
+def test_bad_key(tmp_path, line, lineno, reason):
+    rc, out, path = check(tmp_path, "[capture]\n" + line + "\n")
+    assert rc == 2
+    assert "%s:%d: " % (path, lineno) in out and reason in out, out
+
+
+SECTION = [
+    ("encapsulation = erspan\nobservation_point = 1 a vxlan 5\n", 3, "observation_point a: vxlan is not in encapsulation"),
+    ("encapsulation = rspan\n", 2, "rspan needs rspan_vlan"),
+    ("encapsulation = rspan\nrspan_vlan = 10\nobservation_point = 1 a rspan 11\n", 4, "VLAN 11 is not rspan_vlan 10"),
+    ("encapsulation = vxlan\nobservation_point = 1 a vxlan 5\nobservation_point = 1 b vxlan 6\n", 4,
+     "ID 1 is also a's (line 3)"),
+    ("encapsulation = erspan\nobservation_point = 1 a erspan 192.0.2.1 7\nobservation_point = 2 b erspan 192.0.2.1 7\n",
+     4, "the same mirror session as a (line 3)"),
+]
+
+
+@pytest.mark.parametrize("text,lineno,reason", SECTION, ids=[s[2][:40] for s in SECTION])
+def test_bad_section(tmp_path, text, lineno, reason):
+    rc, out, path = check(tmp_path, "[capture]\n" + text)
+    assert rc == 2
+    assert "%s:%d: " % (path, lineno) in out and reason in out, out
+
+
+def test_too_many_points(tmp_path):
+    text = "[capture]\nencapsulation = vxlan\n" + "".join(
+        "observation_point = %d p%d vxlan %d\n" % (i + 1, i, i) for i in range(256))
+    rc, out, path = check(tmp_path, text)
+    assert rc == 2 and "%s:258: observation_point: at most 255 lines" % path in out, out
