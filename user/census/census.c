@@ -55,20 +55,10 @@ static int capture_sessions(struct census *sk)
 	const struct rm_capture_settings *c = census_capture;
 
 	for (int i = 0; c && i < c->n_points; i++) {
-		const struct rm_obs_line *p = &c->points[i];
 		struct rm_mirror_session v;
 		struct rm_mirror_key k;
 
-		memset(&k, 0, sizeof(k));
-		memset(&v, 0, sizeof(v));
-		k.kind = p->kind;
-		k.session = p->session;
-		if (p->kind == RM_MIRROR_ERSPAN) {
-			k.family = p->family;
-			memcpy(k.src, p->src, 16);
-		}
-		v.obs = (__u8)(i + 1);
-		v.id = p->id;
+		rm_capture_session_entry(c, i, &k, &v);
 		if (bpf_map_update_elem(bpf_map__fd(sk->maps.mirror_sessions), &k, &v, BPF_NOEXIST))
 			return -errno;
 	}

@@ -267,3 +267,20 @@ int rm_capture_override(struct rm_capture_settings *c, const char *text, char *w
 	c->auto_sessions = 1;
 	return rm_capture_check(c, &line, why, len);
 }
+
+void rm_capture_session_entry(const struct rm_capture_settings *c, int i, struct rm_mirror_key *k,
+			      struct rm_mirror_session *v)
+{
+	const struct rm_obs_line *p = &c->points[i];
+
+	memset(k, 0, sizeof(*k));
+	memset(v, 0, sizeof(*v));
+	k->kind = p->kind;
+	k->session = p->session;
+	if (p->kind == RM_MIRROR_ERSPAN) {
+		k->family = p->family;
+		memcpy(k->src, p->src, 16);
+	}
+	v->obs = (__u8)(i + 1);
+	v->id = p->id;
+}

@@ -80,4 +80,13 @@ uint64_t rm_capture_auto_id(const struct rm_mirror_key *k);
 /* "erspan", "vxlan", "rspan" or "plain" for enum rm_mirror_kind. */
 const char *rm_capture_kind_name(int kind);
 
+/*
+ * The observation_point line i of c (0 <= i < c->n_points) as its entry of
+ * the mirror_sessions map (struct rm_mirror_key -> struct rm_mirror_session,
+ * include/rocemeter/common.h), for the meter and the census alike: line i is
+ * observation point i + 1 of the contexts' and the census's keys.
+ */
+void rm_capture_session_entry(const struct rm_capture_settings *c, int i, struct rm_mirror_key *k,
+			      struct rm_mirror_session *v);
+
 #endif

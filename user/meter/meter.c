@@ -140,23 +140,14 @@ static int capture_sessions(struct rm_meter *m, char *err, size_t errlen)
 	const struct rm_capture_settings *c = m->capture;
 
 	for (int i = 0; c && i < c->n_points; i++) {
-		const struct rm_obs_line *p = &c->points[i];
 		struct rm_mirror_session v;
 		struct rm_mirror_key k;
 
-		memset(&k, 0, sizeof(k));
-		memset(&v, 0, sizeof(v));
-		k.kind = p->kind;
-		k.session = p->session;
-		if (p->kind == RM_MIRROR_ERSPAN) {
-			k.family = p->family;
-			memcpy(k.src, p->src, 16);
-		}
-		v.obs = (__u8)(i + 1);
-		v.id = p->id;
-		m->obs_ids[i + 1] = p->id;
+		rm_capture_session_entry(c, i, &k, &v);
+		m->obs_ids[i + 1] = v.id;
 		if (bpf_map_update_elem(m->mirror_sessions_fd, &k, &v, BPF_NOEXIST)) {
-			snprintf(err, errlen, "cannot add observation point %s: %s", p->name, strerror(errno));
+			snprintf(err, errlen, "cannot add observation point %s: %s", c->points[i].name,
+				 strerror(errno));
 			return -1;
 		}
 	}
