@@ -3,7 +3,9 @@
  * store_read.c - the read interface of `report` (store_read.h): dispatch to
  * the store's implementation.
  */
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "store_read.h"
 
@@ -71,4 +73,19 @@ void rm_limits_read_free(struct rm_limits_read *l)
 	free_named(l->refused, l->n_refused);
 	free_named(l->drops, l->n_drops);
 	*l = (struct rm_limits_read){ 0 };
+}
+
+int rm_named_u64_push(struct rm_named_u64 **v, size_t *n, const char *name, uint64_t value)
+{
+	struct rm_named_u64 *nv = realloc(*v, (*n + 1) * sizeof(**v));
+
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	nv[*n].name = strdup(name ? name : "");
+	nv[*n].value = value;
+	if (!nv[*n].name)
+		return -ENOMEM;
+	(*n)++;
+	return 0;
 }

@@ -74,6 +74,13 @@ struct rm_limits_read {
 };
 void rm_limits_read_free(struct rm_limits_read *l);
 
+/*
+ * Append (a copy of name, "" for NULL; value) to the array *v of *n entries,
+ * as both readers fill struct rm_limits_read. 0, or -ENOMEM (*v and *n stay
+ * valid; an entry whose name could not be copied is not counted).
+ */
+int rm_named_u64_push(struct rm_named_u64 **v, size_t *n, const char *name, uint64_t value);
+
 struct rm_store_reader;
 
 /*

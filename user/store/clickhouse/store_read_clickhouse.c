@@ -281,21 +281,6 @@ static int chr_epochs(struct rm_store_reader *base, const struct rm_read_filter 
 	return rc ? rc : stop;
 }
 
-static int push(struct rm_named_u64 **v, size_t *n, const char *name, uint64_t value)
-{
-	struct rm_named_u64 *nv = realloc(*v, (*n + 1) * sizeof(**v));
-
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	nv[*n].name = strdup(name ? name : "");
-	nv[*n].value = value;
-	if (!nv[*n].name)
-		return -ENOMEM;
-	(*n)++;
-	return 0;
-}
-
 /* name/value rows of sql into v. */
 static int named_rows(struct ch_reader *r, const char *sql, struct rm_named_u64 **v, size_t *n, char *err,
 		      size_t errlen)
@@ -305,7 +290,7 @@ static int named_rows(struct ch_reader *r, const char *sql, struct rm_named_u64 
 	int rc = select_tsv(r, sql, &res, err, errlen);
 
 	for (p = res.data; !rc && tsv_row(&p, f, 2) == 2;)
-		if ((rc = push(v, n, f[0], u64(f[1]))))
+		if ((rc = rm_named_u64_push(v, n, f[0], u64(f[1]))))
 			snprintf(err, errlen, "out of memory");
 	rm_ch_result_free(&res);
 	return rc;

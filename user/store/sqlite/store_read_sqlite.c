@@ -138,21 +138,6 @@ static int sq_epochs(struct rm_store_reader *base, const struct rm_read_filter *
 	return stop;
 }
 
-static int push(struct rm_named_u64 **v, size_t *n, const char *name, uint64_t value)
-{
-	struct rm_named_u64 *nv = realloc(*v, (*n + 1) * sizeof(**v));
-
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	nv[*n].name = strdup(name ? name : "");
-	nv[*n].value = value;
-	if (!nv[*n].name)
-		return -ENOMEM;
-	(*n)++;
-	return 0;
-}
-
 /* name/value rows of a query into v; a query that cannot be prepared (a table of an older layout) reads nothing. */
 static int named_rows(sqlite3 *db, const char *sql, int64_t bind, struct rm_named_u64 **v, size_t *n)
 {
@@ -164,7 +149,7 @@ static int named_rows(sqlite3 *db, const char *sql, int64_t bind, struct rm_name
 	if (bind >= 0)
 		sqlite3_bind_int64(q, 1, bind);
 	while (!rc && sqlite3_step(q) == SQLITE_ROW)
-		rc = push(v, n, TXT(q, 0), I64(q, 1));
+		rc = rm_named_u64_push(v, n, TXT(q, 0), I64(q, 1));
 	sqlite3_finalize(q);
 	return rc;
 }
@@ -217,7 +202,7 @@ static int sq_limits(struct rm_store_reader *base, const char *collector_id,
 			return -EIO;
 		}
 		while (!rc && sqlite3_step(q) == SQLITE_ROW)
-			rc = push(&l.drops, &l.n_drops, TXT(q, 0), I64(q, 1));
+			rc = rm_named_u64_push(&l.drops, &l.n_drops, TXT(q, 0), I64(q, 1));
 		sqlite3_finalize(q);
 	}
 	if (rc) {
