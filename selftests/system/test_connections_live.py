@@ -129,8 +129,11 @@ def test_attach_census_and_status(link, tmp_path):
     assert d.stop() == 0
     assert tc_filter(link.iface) is None
     assert not any(os.path.exists(p) for p in pins)
-    st = json.loads(live.sh(ROCEMETER, "status", link.iface, "--connections", "--json").stdout)
-    assert st == [{"interface": link.iface, "census_attached": False}]
+    # No census any more: exit 3 (not attached), as for the meter.
+    p = subprocess.run([ROCEMETER, "status", link.iface, "--connections", "--json"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 3, p
+    assert json.loads(p.stdout) == [{"interface": link.iface, "census_attached": False}]
 
 
 def test_census_with_mirror_refused(link, tmp_path):

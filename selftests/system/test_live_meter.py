@@ -378,8 +378,10 @@ def test_seed_examples_live_status_bpftool_and_final(link):
         assert t0 * 1000 - 2000 <= r["flowStartMilliseconds"] <= r["flowEndMilliseconds"] <= t1 * 1000 + 2000, r
         assert r["observationPointId"] == ifindex
     check_gone(link)
-    # status on a detached interface: meter null, exit 0.
-    assert link.status()["meter"] is None
+    # status on a detached interface: meter null, exit 3 (not attached: docs/man/rocemeter-status.8).
+    p = subprocess.run([ROCEMETER, "status", link.iface, "--json"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 3, p
+    assert json.loads(p.stdout)[0]["meter"] is None
 
 
 def test_detach_command_stops_daemon(link):
