@@ -9,13 +9,21 @@
  * or bench_bth_off for the same frame inside a mirror's headers)
  * from a request counter, then tail-calls the program under test in
  * bench_next[0] (the meter, the parse-only baseline, or bench_pass to
- * measure the driver alone). Request i of the run goes to context
- * c = i % bench_nctx (dest QP bench_qp_base + c) as that context's request
- * j = i / bench_nctx, with PSN (24 bits, [IBPKT] "Base Transport Header"):
+ * measure the driver alone). Requests come in bursts of B = bench_burst
+ * back-to-back requests of one context (an RDMA message: a 64 KiB WRITE at
+ * 4 KiB MTU is 16 packets of one QP), the bursts round-robin over the
+ * N = bench_nctx contexts: request i goes to context c = (i / B) % N
+ * (dest QP bench_qp_base + c) as that context's request
+ * j = (i / (B N)) B + i % B (B = 1: round-robin, request by request), with
+ * PSN (24 bits, [IBPKT] "Base Transport Header"):
  *
  *   BENCH_INORDER  psn = j                                 (d = 1 every time)
  *   BENCH_MIX      psn = 13 * (j / 16) + bench_mix[j % 16]  (reorder/duplicate mix)
  *   BENCH_JUMP     psn = j * bench_step                    (forward jumps of bench_step)
+ *   BENCH_TRACE    entry e = bench_trace[i % L] of a capture's requests in
+ *                  their order (L = bench_trace_len): context e >> 24, psn =
+ *                  (e & 0xffffff) + (i / L) * bench_trace_span, so that every
+ *                  lap continues each connection's PSNs (B and N unused)
  *
  * The programs are xdp.frags because the meter's rocemeter_xdp is: the
  * kernel lets a program array hold only programs whose frags flag matches
@@ -36,6 +44,9 @@ __u32 bench_mode;         /* enum rm_bench_mode */
 __u32 bench_nctx = 1;     /* live contexts, >= 1 */
 __u32 bench_step = 1;     /* BENCH_JUMP: PSN advance per request of a context */
 __u32 bench_qp_base = 16; /* dest QP of context 0 */
+__u32 bench_burst = 1;    /* B: back-to-back requests of one context, >= 1 */
+__u32 bench_trace_len;    /* BENCH_TRACE: entries of bench_trace, 1..RM_BENCH_TRACE_MAX */
+__u32 bench_trace_span;   /* BENCH_TRACE: PSN advance of every context per lap */
 /* Where the BTH is: a mirrored frame's is behind its outer headers. */
 __u32 bench_bth_off = RM_BENCH_BTH_OFFSET;
 /* An ERSPAN II/III frame's GRE sequence number (0: none): request i sends i + 1. */
@@ -47,6 +58,15 @@ __u32 bench_seq_off;
  * (5, 11), and a late duplicate 4 positions back (6).
  */
 const __u8 bench_mix[16] = { 0, 1, 3, 2, 4, 5, 5, 6, 8, 7, 9, 10, 6, 11, 11, 12 };
+
+/* BENCH_TRACE: a capture's requests in order, context index << 24 | PSN
+ * relative to that connection's lowest (bench_meter fills it). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RM_BENCH_TRACE_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} bench_trace SEC(".maps");
 
 /* The program under test, slot 0. */
 struct {
@@ -62,13 +82,23 @@ int bench_drive(struct xdp_md *xdp)
 	__u8 *p = (void *)(long)xdp->data;
 	void *data_end = (void *)(long)xdp->data_end;
 	__u8 *bth = p + (bench_bth_off & 0xff);
-	__u32 n = bench_nctx ? bench_nctx : 1;
+	__u32 n = bench_nctx ? bench_nctx : 1, b = bench_burst ? bench_burst : 1;
 	__u64 i = bench_i++;
-	__u64 j = i / n;
-	__u32 c = (__u32)(i % n), psn, qp = bench_qp_base + c;
+	__u64 j = (i / ((__u64)b * n)) * b + i % b;
+	__u32 c = (__u32)((i / b) % n), psn, qp;
 
 	if ((void *)(bth + RM_BTH_LEN) > data_end)
 		return XDP_ABORTED;
+	if (bench_mode == RM_BENCH_TRACE) {
+		__u32 len = bench_trace_len ? bench_trace_len : 1, k = (__u32)(i % len), *e;
+
+		e = bpf_map_lookup_elem(&bench_trace, &k);
+		if (!e)
+			return XDP_ABORTED;
+		c = *e >> 24;
+		j = (*e & 0xffffff) + (i / len) * bench_trace_span;
+	}
+	qp = bench_qp_base + c;
 	switch (bench_mode) {
 	case RM_BENCH_MIX:
 		psn = (__u32)((j >> 4) * 13) + bench_mix[j & 15];

@@ -895,8 +895,6 @@ static __always_inline int find_context(const struct rm_ctx_key *key, int act, i
 	struct rm_ctx *ctx;
 
 	*late_violation = 0;
-	if ((rm_bench_flags & RM_BENCH_PROVISION_EACH) && !provisioned(key))
-		return O_COUNTED;
 	ctx = bpf_map_lookup_elem(&contexts, key);
 	*ctxp = ctx;
 	if (ctx)

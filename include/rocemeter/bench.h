@@ -11,7 +11,13 @@ enum rm_bench_mode {
 	RM_BENCH_INORDER = 0, /* psn = j: d = 1 */
 	RM_BENCH_MIX = 1,     /* reorder/duplicate mix, period 16 requests over 13 PSNs */
 	RM_BENCH_JUMP = 2,    /* psn = j * bench_step: forward jumps */
+	RM_BENCH_TRACE = 3,   /* a capture's own order of connections and PSNs (bench_trace) */
 };
+
+/* BENCH_TRACE: most requests of the trace, and most connections (the
+ * context index has 8 bits). */
+#define RM_BENCH_TRACE_MAX   65536
+#define RM_BENCH_TRACE_CONNS 256
 
 /*
  * The meter's per-packet breakdown (bench_meter's "breakdown" table): the
@@ -33,8 +39,7 @@ enum rm_bench_cut {
 
 /* Extra work per request for the breakdown (rm_bench_flags), each measured
  * against the whole meter: */
-#define RM_BENCH_PROVISION_EACH 0x1 /* the provisioning lookup of a new context, on every request */
-#define RM_BENCH_EMIT_EACH      0x2 /* one ring-buffer event per request (as an epoch start sends) */
+#define RM_BENCH_EMIT_EACH 0x2 /* one ring-buffer event per request (as an epoch start sends) */
 /* The per-CPU comparison: the meter without the context's spin lock, what a
  * context owned by one CPU would cost on that CPU (single-CPU runs only). */
 #define RM_BENCH_NO_LOCK 0x4

@@ -29,11 +29,13 @@
  *   -f  only the meter cases whose name holds TEXT (and the baseline), no memory table
  */
 #include <errno.h>
+#include <glob.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +44,7 @@
 #include <bpf/libbpf.h>
 
 #include "meter/meter.h"
+#include "replay/capture.h"
 #include "rocemeter/bench.h"
 #include "rocemeter/bth.h"
 #include "rocemeter/seqobs.h"
@@ -51,13 +54,16 @@
 #include "frames.h"
 
 #define MAX_BATCHES 101
-#define MAX_CASES   48
+#define MAX_CASES   80
 #define PAYLOAD     64
 /* RM_BENCH_EMIT_EACH: runs between two drains, so that the 4 MiB ring
  * buffer never fills (an event takes 152 bytes with its header). */
 #define EMIT_RUN_MAX 20000
 
 enum target { T_DIRECT_PASS, T_DIRECT_BASE, T_DRV_PASS, T_DRV_BASE, T_DRV_METER };
+
+/* provision_all; one exact line (host pair, dest QP, P_Key) per context; one any-QP line for the host pair */
+enum prov_kind { PROV_ALL, PROV_EXACT, PROV_ANY_QP };
 
 struct bcase {
 	const char *name;
@@ -67,6 +73,8 @@ struct bcase {
 	uint32_t nctx;    /* live contexts */
 	uint32_t window;  /* W of the meter */
 	uint32_t step;    /* RM_BENCH_JUMP */
+	uint32_t burst;   /* back-to-back requests of one context (bench_burst; 1: round-robin) */
+	int prov;         /* enum prov_kind: how the meter is provisioned */
 	uint32_t cut;     /* breakdown: enum rm_bench_cut of the meter */
 	uint32_t bflags;  /* breakdown: RM_BENCH_* extra work per request */
 	int breakdown;    /* a row of the breakdown table, not of the main one */
@@ -168,6 +176,137 @@ static void mirror_capture_init(void)
 
 static uint8_t mirror_frames[3][320];
 
+/*
+ * The NCCL captures' own order (BENCH_TRACE): the RC SEND and RDMA WRITE
+ * requests of every linlinw5_nccl_*.pcap in the capture directory, file
+ * after file, each (file, addresses, dest QP) a connection of its own, as
+ * context index << 24 | PSN - the connection's lowest PSN. trace_span: one
+ * more than the highest relative PSN (every lap advances each connection
+ * by it). trace_conns = 0: no capture found (trace_why says so).
+ */
+static uint32_t trace[RM_BENCH_TRACE_MAX];
+static uint32_t trace_len, trace_span, trace_conns;
+static char trace_why[640];
+
+struct trace_conn {
+	int file;
+	uint8_t src[16], dst[16];
+	uint32_t qp, low;
+};
+
+/* The BTH of an Ethernet frame of RoCEv2 (IPv4/IPv6, UDP 4791, up to two VLAN tags), with
+ * its addresses; NULL if it is none. */
+static const uint8_t *rocev2_bth(const uint8_t *f, uint32_t len, uint8_t *src, uint8_t *dst)
+{
+	uint32_t off = 12, ip;
+	uint16_t type;
+
+	for (;;) {
+		if (off + 2 > len)
+			return NULL;
+		type = (uint16_t)(f[off] << 8 | f[off + 1]);
+		if (type != 0x8100 && type != 0x88a8)
+			break;
+		off += 4;
+	}
+	ip = off + 2;
+	memset(src, 0, 16);
+	memset(dst, 0, 16);
+	if (type == 0x0800 && ip + 20 <= len && f[ip + 9] == 17) {
+		memcpy(src, f + ip + 12, 4);
+		memcpy(dst, f + ip + 16, 4);
+		off = ip + (uint32_t)(f[ip] & 15) * 4;
+	} else if (type == 0x86dd && ip + 40 <= len && f[ip + 6] == 17) {
+		memcpy(src, f + ip + 8, 16);
+		memcpy(dst, f + ip + 24, 16);
+		off = ip + 40;
+	} else {
+		return NULL;
+	}
+	if (off + 8 + RM_BTH_LEN > len || f[off + 2] != 0x12 || f[off + 3] != 0xb7) /* UDP to 4791 */
+		return NULL;
+	return f + off + 8;
+}
+
+/* The connection of (file, src, dst, qp): its index, a new one, or -1 when there are too many. */
+static int trace_conn_of(struct trace_conn *tc, int file, const uint8_t *src, const uint8_t *dst, uint32_t qp)
+{
+	for (uint32_t k = 0; k < trace_conns; k++)
+		if (tc[k].file == file && tc[k].qp == qp && !memcmp(tc[k].src, src, 16) && !memcmp(tc[k].dst, dst, 16))
+			return (int)k;
+	if (trace_conns == RM_BENCH_TRACE_CONNS)
+		return -1;
+	tc[trace_conns] = (struct trace_conn){ .file = file, .qp = qp, .low = 0xffffffff };
+	memcpy(tc[trace_conns].src, src, 16);
+	memcpy(tc[trace_conns].dst, dst, 16);
+	return (int)trace_conns++;
+}
+
+static void load_trace_files(const char *dir)
+{
+	static struct trace_conn tc[RM_BENCH_TRACE_CONNS];
+	static uint32_t psn[RM_BENCH_TRACE_MAX];
+	char pattern[512], perr[256];
+	glob_t g;
+
+	snprintf(pattern, sizeof(pattern), "%s/linlinw5_nccl_*.pcap", dir);
+	if (glob(pattern, 0, NULL, &g)) {
+		snprintf(trace_why, sizeof(trace_why), "not run: no capture %s", pattern);
+		return;
+	}
+	for (size_t fi = 0; fi < g.gl_pathc && trace_len < RM_BENCH_TRACE_MAX; fi++) {
+		struct rm_capture *pc = rm_capture_open(&g.gl_pathv[fi], 1, perr, sizeof(perr));
+		struct rm_frame fr;
+		const uint8_t *bth;
+		uint8_t src[16], dst[16];
+
+		if (!pc)
+			continue;
+		while (trace_len < RM_BENCH_TRACE_MAX && rm_capture_next(pc, &fr, perr, sizeof(perr)) == 1) {
+			int k;
+
+			bth = rocev2_bth(fr.data, fr.caplen, src, dst);
+			if (!bth || bth[0] > RM_OPCODE_RC_RDMA_WRITE_ONLY_IMM)
+				continue; /* RC SEND and RDMA WRITE requests only ([IBPKT] opcodes 0x00-0x0b) */
+			k = trace_conn_of(tc, (int)fi, src, dst, (uint32_t)(bth[5] << 16 | bth[6] << 8 | bth[7]));
+			if (k < 0)
+				break;
+			psn[trace_len] = (uint32_t)(bth[9] << 16 | bth[10] << 8 | bth[11]);
+			if (psn[trace_len] < tc[k].low)
+				tc[k].low = psn[trace_len];
+			trace[trace_len++] = (uint32_t)k << 24;
+		}
+		rm_capture_close(pc);
+	}
+	globfree(&g);
+	for (uint32_t i = 0; i < trace_len; i++) {
+		uint32_t rel = psn[i] - tc[trace[i] >> 24].low;
+
+		trace[i] |= rel;
+		if (rel + 1 > trace_span)
+			trace_span = rel + 1;
+	}
+	if (!trace_len) {
+		trace_conns = 0;
+		snprintf(trace_why, sizeof(trace_why), "not run: no RC request in %s", pattern);
+	}
+}
+
+/* The trace into a driver's bench_trace map. 0, or -1 with err. */
+static int load_trace(struct bench *drv, char *err, size_t errlen)
+{
+	int fd = bpf_map__fd(drv->maps.bench_trace);
+
+	for (uint32_t i = 0; i < trace_len; i++)
+		if (bpf_map_update_elem(fd, &i, &trace[i], BPF_ANY)) {
+			snprintf(err, errlen, "cannot fill bench_trace: %s", strerror(errno));
+			return -1;
+		}
+	drv->bss->bench_trace_len = trace_len;
+	drv->bss->bench_trace_span = trace_span;
+	return 0;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -183,6 +322,67 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * The physical reference of the many-context rows: the latency of one
+ * dependent random memory access over a working set the size of the
+ * contexts map of 65,536 contexts (its memlock figure), a pointer chase
+ * through a random cycle over all its 64-byte lines (Sattolo's shuffle),
+ * on transparent huge pages where the kernel gives them (the kernel's own
+ * objects sit in its direct map of large pages). Measured once per round of
+ * batches, so that the machine's load hits it as it hits the meter.
+ */
+#define CHASE_STEPS (1u << 19)
+
+static void **chase_buf;
+static size_t chase_bytes;
+static double chase[MAX_BATCHES], chase_med, chase_min, chase_max;
+static int chase_n;
+
+static int chase_setup(size_t bytes)
+{
+	size_t lines = bytes / 64, *order;
+	uint64_t rnd = 0x9e3779b97f4a7c15ull;
+
+	if (lines < 2)
+		return -1;
+	const size_t huge = 2u << 20; /* a 2 MiB-aligned start: every 2 MiB of it can be a huge page */
+	void *raw = mmap(NULL, lines * 64 + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (raw == MAP_FAILED)
+		return -1;
+	chase_buf = (void **)(((uintptr_t)raw + huge - 1) & ~(uintptr_t)(huge - 1));
+	madvise(chase_buf, lines * 64, MADV_HUGEPAGE);
+	order = malloc(lines * sizeof(*order));
+	if (!order)
+		return -1;
+	for (size_t i = 0; i < lines; i++)
+		order[i] = i;
+	for (size_t i = lines - 1; i > 0; i--) { /* Sattolo: one cycle through every line */
+		size_t j, t;
+
+		rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+		j = (size_t)(rnd % i);
+		t = order[i], order[i] = order[j], order[j] = t;
+	}
+	for (size_t i = 0; i < lines; i++)
+		chase_buf[order[i] * 8] = &chase_buf[order[(i + 1) % lines] * 8];
+	free(order);
+	chase_bytes = lines * 64;
+	return 0;
+}
+
+/* ns per dependent access, one measurement of CHASE_STEPS steps. */
+static double chase_once(void)
+{
+	void **p = chase_buf;
+	double t0 = now_s();
+
+	for (uint32_t i = 0; i < CHASE_STEPS; i++)
+		p = (void **)*p;
+	__asm__ volatile("" : : "r"(p) : "memory"); /* the chase is not dead code */
+	return (now_s() - t0) * 1e9 / CHASE_STEPS;
+}
+
 static struct bcase *add(const char *name, enum target t, int mode, uint32_t nctx, uint32_t window)
 {
 	struct bcase *c = &cases[ncases++];
@@ -193,6 +393,7 @@ static struct bcase *add(const char *name, enum target t, int mode, uint32_t nct
 	c->nctx = nctx;
 	c->window = window;
 	c->step = 1;
+	c->burst = 1;
 	return c;
 }
 
@@ -218,6 +419,38 @@ static double run(struct bcase *c, uint32_t repeat)
 		return -1;
 	}
 	return (double)o.duration;
+}
+
+/*
+ * PROV_EXACT: one line per context (host pair, its dest QP, the frame's
+ * P_Key); PROV_ANY_QP: one line for the host pair, any QP (a new context
+ * finds it with its second probe, exact then any QP). 0, or -1 with err.
+ */
+static int provision(struct bcase *c, char *err, size_t errlen)
+{
+	struct rm_provision one = {
+		.family = 4, .src = { 10, 0, 0, 1 }, .dst = { 10, 0, 0, 2 }, .pkey = 0xffff, .any_qp = 1
+	};
+	struct rm_provision *p;
+	int r;
+
+	if (c->prov == PROV_ALL)
+		return 0;
+	if (c->prov == PROV_ANY_QP)
+		return rm_meter_provision(&c->m, &one, 1, 0, err, errlen);
+	p = calloc(c->nctx, sizeof(*p));
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (uint32_t i = 0; i < c->nctx; i++) {
+		p[i] = one;
+		p[i].any_qp = 0;
+		p[i].dest_qp = c->drv->data->bench_qp_base + i;
+	}
+	r = rm_meter_provision(&c->m, p, (int)c->nctx, 0, err, errlen);
+	free(p);
+	return r;
 }
 
 static int discard_event(void *ctx, void *data, size_t size)
@@ -250,6 +483,9 @@ static int setup(struct bcase *c, char *err, size_t errlen)
 	c->drv->bss->bench_mode = (__u32)c->mode;
 	c->drv->data->bench_nctx = c->nctx;
 	c->drv->data->bench_step = c->step;
+	c->drv->data->bench_burst = c->burst;
+	if (c->mode == RM_BENCH_TRACE && load_trace(c->drv, err, errlen))
+		return -1;
 	if (c->fr) {
 		c->drv->data->bench_bth_off = c->bth_off;
 		c->drv->bss->bench_seq_off = c->seq_off;
@@ -262,7 +498,7 @@ static int setup(struct bcase *c, char *err, size_t errlen)
 			 * or a window for every context of the worst case (each holds one) */
 			.max_contexts = c->nctx > 65536 ? c->nctx : 65536,
 			.max_windows = c->mode == RM_BENCH_JUMP ? c->nctx : 0,
-			.provision_all = 1,
+			.provision_all = c->prov == PROV_ALL,
 			.idle_timeout_ms = 0,
 		};
 
@@ -270,21 +506,9 @@ static int setup(struct bcase *c, char *err, size_t errlen)
 			.replay = c->replay_clock, .bench_cut = c->cut, .bench_flags = c->bflags, .capture = c->capture
 		};
 
-		if (c->bflags & RM_BENCH_PROVISION_EACH) {
-			/* one line for the host pair, any QP: the lookup finds it with
-			 * its second key (exact, then any QP) */
-			struct rm_provision p = {
-				.family = 4, .src = { 10, 0, 0, 1 }, .dst = { 10, 0, 0, 2 }, .pkey = 0xffff, .any_qp = 1
-			};
-
-			s.provision_all = 0;
-			if (rm_meter_load_ex(&c->m, &s, &lo, err, errlen) ||
-			    rm_meter_provision(&c->m, &p, 1, 0, err, errlen))
-				return -1;
-		} else if (rm_meter_load_ex(&c->m, &s, &lo, err, errlen)) {
-			/* replay = 0: the kernel clock, as when attached */
+		/* replay = 0: the kernel clock, as when attached */
+		if (rm_meter_load_ex(&c->m, &s, &lo, err, errlen) || provision(c, err, errlen))
 			return -1;
-		}
 		if (c->bflags & RM_BENCH_EMIT_EACH) {
 			c->rb = ring_buffer__new(c->m.events_fd, discard_event, NULL, NULL);
 			if (!c->rb) {
@@ -309,7 +533,7 @@ static int setup(struct bcase *c, char *err, size_t errlen)
 /* Warm up (every context exists and has seen >= 2 requests), then size a batch. */
 static int warm(struct bcase *c, double batch_ns)
 {
-	uint64_t w = (uint64_t)c->nctx * 2;
+	uint64_t w = (uint64_t)c->nctx * (c->burst > 2 ? c->burst : 2);
 	double ns;
 
 	if (c->target == T_DRV_METER && c->mode != RM_BENCH_JUMP && w < 200000)
@@ -410,7 +634,7 @@ static void print_breakdown(const struct bcase *base, const struct bcase *drv_pa
 			printf("| stage | ns/packet | stage ns | stage x parse-only |\n|---|---:|---:|---:|\n");
 			printf("| driver + tail call alone | %.0f | | |\n", drv_pass->med);
 		}
-		if (c->cut || (!c->replay_clock && !c->bflags)) {
+		if (c->cut || (!c->replay_clock && !c->bflags && !c->prov)) {
 			inc = c->med - prev->med;
 			what = c->name;
 			prev = c;
@@ -632,6 +856,34 @@ static int load_baseline(void)
 	return 0;
 }
 
+/*
+ * What operators have: messages of B back-to-back packets of one QP, the
+ * bursts round-robin over 1,000 and 65,536 QPs (in order and in the mix),
+ * and the NCCL captures' own order of connections and PSNs.
+ */
+static void add_burst_cases(int quick)
+{
+	static const uint32_t bursts[3] = { 4, 16, 64 }, ns_ctx[2] = { 1000, 65536 };
+	static const char *const name[2][3] = {
+		{ "meter, in-order, bursts of 4", "meter, in-order, bursts of 16", "meter, in-order, bursts of 64" },
+		{ "meter, mix, bursts of 4", "meter, mix, bursts of 16", "meter, mix, bursts of 64" },
+	};
+	struct bcase *c;
+
+	for (int m = 0; m < 2; m++)
+		for (int b = 0; b < 3; b++)
+			for (int i = 0; i < 2; i++) {
+				if (quick && ns_ctx[i] > 1000)
+					continue;
+				c = add(name[m][b], T_DRV_METER, m ? RM_BENCH_MIX : RM_BENCH_INORDER, ns_ctx[i], 1024);
+				c->burst = bursts[b];
+			}
+	c = add("meter, the NCCL captures' own order", T_DRV_METER, RM_BENCH_TRACE, trace_conns ? trace_conns : 1,
+		1024);
+	if (!trace_conns)
+		c->skip = trace_why;
+}
+
 /* The cases of the main table: the references, then the meter's figures. */
 static void add_main_cases(int quick, struct bcase **drv_base, struct bcase **drv_pass)
 {
@@ -670,6 +922,7 @@ static void add_main_cases(int quick, struct bcase **drv_base, struct bcase **dr
 			continue;
 		add("meter, reorder/duplicate mix", T_DRV_METER, RM_BENCH_MIX, ns_ctx[i], 1024);
 	}
+	add_burst_cases(quick);
 	for (int i = 0; i < 3; i++) {
 		if (quick && ns_ctx[i] > 1000)
 			continue;
@@ -714,9 +967,13 @@ static void add_breakdown_cases(int quick)
 		c = add("the whole meter on the replay clock", T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i], 1024);
 		c->replay_clock = 1;
 		c->breakdown = 1;
-		c = add("+ provisioning lookup on every request (any-QP line)", T_DRV_METER, RM_BENCH_INORDER,
+		c = add("+ one exact provisioning line per context (no provision_all)", T_DRV_METER, RM_BENCH_INORDER,
 			ns_ctx[i], 1024);
-		c->bflags = RM_BENCH_PROVISION_EACH;
+		c->prov = PROV_EXACT;
+		c->breakdown = 1;
+		c = add("+ one any-QP provisioning line (no provision_all)", T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i],
+			1024);
+		c->prov = PROV_ANY_QP;
 		c->breakdown = 1;
 		c = add("+ one ring-buffer event per request", T_DRV_METER, RM_BENCH_INORDER, ns_ctx[i], 1024);
 		c->bflags = RM_BENCH_EMIT_EACH;
@@ -757,6 +1014,10 @@ static void skip_cases(const char *only)
 			c->skip = "not selected (-f)";
 			continue;
 		}
+		if (c->prov == PROV_EXACT && c->nctx > 4096) {
+			c->skip = "not run: more contexts than provisioning lines (4,096)";
+			continue;
+		}
 		ms.window = c->window;
 		ms.max_contexts = c->nctx > 65536 ? c->nctx : 65536;
 		ms.max_windows = c->mode == RM_BENCH_JUMP ? c->nctx : 0;
@@ -787,8 +1048,12 @@ static int run_cases(int batches, double batch_ms)
 		}
 		if (warm(c, batch_ms * 1e6))
 			return -1;
+		if (!chase_buf && c->target == T_DRV_METER && c->nctx == 65536 && !c->cut)
+			chase_setup(map_memlock(c->m.contexts_fd)); /* the table's size, its elements made */
 	}
 	for (int b = 0; b < batches; b++) {
+		if (chase_buf)
+			chase[chase_n++] = chase_once();
 		for (int i = 0; i < ncases; i++) {
 			double ns;
 
@@ -802,6 +1067,12 @@ static int run_cases(int batches, double batch_ms)
 			c->runs += c->repeat;
 		}
 	}
+	if (chase_n) {
+		qsort(chase, (size_t)chase_n, sizeof(double), cmp_double);
+		chase_med = chase[chase_n / 2];
+		chase_min = chase[0];
+		chase_max = chase[chase_n - 1];
+	}
 	for (int i = 0; i < ncases; i++) {
 		c = &cases[i];
 		if (c->skip || !c->nb)
@@ -814,6 +1085,45 @@ static int run_cases(int batches, double batch_ms)
 		c->max = c->ns[c->nb - 1];
 	}
 	return 0;
+}
+
+/*
+ * The 65,536-context rows in cold memory accesses: (meter at 65,536 - the
+ * same meter at 1 context, round-robin) / the latency of one dependent
+ * random access over the table's size (chase_once()).
+ */
+static void print_cold_accesses(void)
+{
+	char mib[32];
+
+	if (!chase_n) {
+		printf("\nPhysical reference: not measured (no 65,536-context row ran).\n");
+		return;
+	}
+	printf("\nPhysical reference, same run: one dependent random memory access over %s MiB (the contexts map "
+	       "of 65,536 contexts, its memlock figure; a pointer chase over 64-byte lines, transparent huge "
+	       "pages): %.1f ns (%.1f-%.1f), median of %d measurements interleaved with the batches.\n\n",
+	       fmt_big((double)chase_bytes / 1048576.0, 1, mib, sizeof(mib)), chase_med, chase_min, chase_max, chase_n);
+	printf("| figure | W | at 65,536, ns | at 1, ns | difference, ns | cold accesses per packet |\n"
+	       "|---|---:|---:|---:|---:|---:|\n");
+	for (int i = 0; i < ncases; i++) {
+		const struct bcase *c = &cases[i], *one = NULL;
+
+		if (c->target != T_DRV_METER || c->nctx != 65536 || c->skip || !c->nb || c->breakdown)
+			continue;
+		for (int j = 0; j < ncases; j++) {
+			const struct bcase *o = &cases[j];
+
+			if (o->target == T_DRV_METER && o->nctx == 1 && o->mode == c->mode && o->window == c->window &&
+			    o->burst == 1 && !o->breakdown && !o->replay_clock && !o->capture && !o->fr && !o->skip &&
+			    o->nb && !one)
+				one = o;
+		}
+		if (one)
+			printf("| %s | %s | %.0f | %.0f | %.0f | %.2f |\n", c->name,
+			       c->window == RM_WINDOW_MAX ? "2^22" : "1,024", c->med, one->med, c->med - one->med,
+			       (c->med - one->med) / chase_med);
+	}
 }
 
 /* The main table, and the worst case against in-order at the same W and contexts. */
@@ -910,6 +1220,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	frame_len = make_frame(frame);
+	load_trace_files(getenv("RM_BENCH_PCAPS") ? getenv("RM_BENCH_PCAPS") : "../shared/data/pcaps");
 	if (memory_only)
 		return memory_table(quick) ? 1 : 0;
 
@@ -922,6 +1233,7 @@ int main(int argc, char **argv)
 	if (run_cases(batches, batch_ms))
 		return 1;
 	print_main_table(batches, batch_ms, drv_base, drv_pass);
+	print_cold_accesses();
 	print_breakdown(drv_base, drv_pass);
 	print_percpu(drv_base);
 	if (!only && memory_table(quick))
