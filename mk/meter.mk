@@ -12,6 +12,7 @@ ROCEMETER_SRCS += user/meter/meter.c user/meter/reporter.c user/meter/pins.c use
 # violations and mirror mode through BPF_PROG_TEST_RUN; attach/detach/status
 # on a veth pair in a network namespace.
 CHECK_PROGS    += $(BUILD)/selftests/bpf/test_meter_cpus
+CHECK_PROGS    += $(BUILD)/selftests/bpf/test_verify_budget
 CHECK_SCRIPTS  += selftests/system/test_live_meter.py
 # The kernel's own mirroring into the meter: tc u32 + mirred to the metered
 # veth (local SPAN) and into a vxlan device (remote mirror, [capture] vxlan).
