@@ -1173,7 +1173,8 @@ static void print_main_table(int batches, double batch_ms, const struct bcase *d
 			continue;
 		for (int j = 0; j < ncases; j++)
 			if (cases[j].target == T_DRV_METER && cases[j].mode == RM_BENCH_INORDER &&
-			    !cases[j].replay_clock && cases[j].window == w->window && cases[j].nctx == w->nctx)
+			    !cases[j].replay_clock && cases[j].window == w->window && cases[j].nctx == w->nctx &&
+			    cases[j].burst == 1 && !cases[j].capture && !cases[j].fr && !cases[j].skip && cases[j].nb)
 				o = &cases[j];
 		if (o)
 			printf("Worst case / in-order at W = 2^22, %u context(s): %.0fx\n", w->nctx, w->med / o->med);
