@@ -31,6 +31,7 @@
 #include "common/report_text.h"
 #include "daemon.h"
 #include "export/export.h"
+#include "features.h"
 #include "identity.h"
 #include "meter.h"
 #include "meter.skel.h"
@@ -647,6 +648,9 @@ static int attach_meter(struct rm_daemon *d, const struct rm_daemon_opts *o, con
 		       "seen; turn it off (ethtool -K %s rxvlan off) or use native mode",
 		       d->ifname);
 	lo.capture = &d->cfg.capture;
+	/* Name a missing kernel feature before the verifier does. */
+	if (rm_features_check(lo.dev_bound_ifindex > 0, err, errlen))
+		return -1;
 	if (rm_meter_load_ex(&d->meter, &d->cfg.meter, &lo, err, errlen) ||
 	    rm_meter_provision(&d->meter, d->cfg.provision, d->cfg.n_provision, d->cfg.meter.generation_verified, err,
 			       errlen))
