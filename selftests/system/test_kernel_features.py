@@ -44,10 +44,21 @@ def veth():
         subprocess.run(["ip", "link", "del", DEV], capture_output=True)
 
 
-def attach(lacks, *args, timeout=60):
+def attach(lacks, *args):
     env = dict(os.environ, **{ENV: lacks})
     return subprocess.Popen([ROCEMETER, "attach", DEV, *args], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
+
+
+def refused(p):
+    """attach's exit status and standard error; an attach that did not exit is killed (a failure)."""
+    try:
+        _, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        pytest.fail("attach did not refuse: it was still running after 60 s")
+    return p.returncode, err
 
 
 def xdp_on(dev):
@@ -57,9 +68,8 @@ def xdp_on(dev):
 @pytest.mark.parametrize("name", sorted(FEATURES))
 def test_missing_feature_is_named_at_attach(veth, name):
     what, since = FEATURES[name]
-    p = attach(name)
-    _, err = p.communicate(timeout=60)
-    assert p.returncode == 1, err
+    rc, err = refused(attach(name))
+    assert rc == 1, err
     assert "the kernel lacks" in err and what in err and "(Linux %s or later; docs/requirements.md)" % since in err, err
     assert not xdp_on(DEV) and not os.path.exists(os.path.join(veth, "contexts")), err
 
@@ -67,9 +77,8 @@ def test_missing_feature_is_named_at_attach(veth, name):
 def test_vlan_metadata_kfunc(veth, tmp_path):
     conf = tmp_path / "vlan.conf"
     conf.write_text("[meter]\nnamespace = vlan\n")
-    p = attach("rx_vlan_tag", "-c", str(conf))
-    _, err = p.communicate(timeout=60)
-    assert p.returncode == 1, err
+    rc, err = refused(attach("rx_vlan_tag", "-c", str(conf)))
+    assert rc == 1, err
     assert "bpf_xdp_metadata_rx_vlan_tag" in err and "Linux 6.8 or later" in err and "--mode generic" in err, err
     assert not xdp_on(DEV)
     # without namespace = vlan (and in generic mode) the kfunc is not needed: the meter attaches
