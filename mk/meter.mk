@@ -6,7 +6,7 @@
 BPF_NAMES      += meter
 ROCEMETER_SRCS += user/meter/meter.c user/meter/reporter.c user/meter/pins.c user/meter/observe.c \
                   user/meter/provision.c user/meter/violations.c \
-                  user/meter/daemon.c user/meter/meter_metrics.c user/meter/cmd_attach.c user/meter/cmd_detach.c \
+                  user/meter/daemon.c user/meter/features.c user/meter/identity.c user/meter/netns.c user/meter/meter_metrics.c user/meter/cmd_attach.c user/meter/cmd_detach.c \
                   user/meter/cmd_status.c user/meter/cmd_reenable.c
 # The BPF build of the engine across CPUs, the specification's examples,
 # violations and mirror mode through BPF_PROG_TEST_RUN; attach/detach/status
@@ -30,6 +30,10 @@ CHECK_SCRIPTS  += selftests/system/test_lifecycle.py
 # namespace and ifindex, a detach that proves its target, renames, actionable errors.
 CHECK_SCRIPTS  += selftests/system/test_deploy.py
 CHECK_SCRIPTS  += selftests/system/test_status_netns.py
+# The kernel feature probes of attach, each missing feature forced (docs/requirements.md).
+CHECK_SCRIPTS  += selftests/system/test_kernel_features.py
+# The default observationPointId: two namespaces, one interface name, two IDs.
+CHECK_SCRIPTS  += selftests/system/test_obs_identity.py
 # include/rocemeter/bth.h on the host: the opcode predicates and BTH fields
 # against the BTH opcode table ([IBPKT]).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_bth

@@ -31,7 +31,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     messages UInt64, records UInt64, octets UInt64, rejected UInt64,
     accepted UInt64, repeats UInt64, stale UInt64, orphans UInt64, unsupported UInt64, invalid UInt64,
     after_invalid UInt64, key_conflicts UInt64, resource_drops UInt64, unbound UInt64,
-    seq_gaps UInt64, seq_missing UInt64, export_time_backwards UInt64,
+    seq_gaps UInt64, seq_missing UInt64, export_time_backwards UInt64, peer_name Nullable(String),
     version UInt64
 ) ENGINE = ReplacingMergeTree(version)
 PARTITION BY toYYYYMMDD(toDateTime(intDiv(started_ms, 1000)))

@@ -24,7 +24,7 @@ import time
 import pytest
 
 from clickhouse import CLUSTER, DATABASE, cluster, server, skip_reason
-from test_collector import (BIN, GEN_CERTS, GEN_UNVERIFIED, V6, Collector, close_tls, data_msg, later, report,
+from test_collector import (BIN, EXPORTER, GEN_CERTS, GEN_UNVERIFIED, V6, Collector, close_tls, data_msg, later, report,
                             send_session, templates_msg)
 
 WAIT = 30.0  # bound for rows to reach their shard; never a timing assertion
@@ -405,7 +405,9 @@ COLLECTOR_CLOCK = ("first_seen_ms", "last_seen_ms", "retired_ms")  # when this c
 
 def comparable(args, out):
     """report's output without what depends on the run rather than on the data: the collector's
-    clock (JSON keys and CSV columns above; --limits: the start time) and its listen address."""
+    clock (JSON keys and CSV columns above; --limits: the start time), its listen address and the
+    exporter's source port (exporter.peer)."""
+    out = re.sub(rb"127\.0\.0\.1:\d+", b"127.0.0.1:PORT", out)
     text = out.decode()
     fmt = "json" if "-j" in args or "json" in args else "csv" if "csv" in args else "text"
     if "--limits" in args:
@@ -441,3 +443,9 @@ def test_report_through_the_collector(pki, tmp_path):
             got = ch_report(ch, *args)
             assert want[0] == got[0] == 0, (args, want[2], got[2])
             assert comparable(args, got[1]) == comparable(args, want[1]), args
+        # ClickHouse names each epoch's exporter: test_collector.py's certificate, its authorised name
+        exporters = [json.loads(x)["exporter"] for x in ch_report(ch, "--json")[1].decode().splitlines()]
+        subj = subprocess.run(["openssl", "x509", "-in", f"{pki}/exporter.pem", "-noout", "-subject", "-nameopt",
+                               "compat"], capture_output=True, text=True, check=True).stdout.strip()[len("subject="):]
+        assert exporters and all(x["peer_name"] == EXPORTER and x["peer_subject"].startswith(subj + " SAN ")
+                                 and re.fullmatch(r"127\.0\.0\.1:\d+", x["peer"]) for x in exporters), exporters

@@ -11,6 +11,9 @@ scripts/gen-certs) to the collector on loopback, and what it stored is read
 back with the sqlite3 module. Expected values come from [SEQOBS]'s rules and
 its verification examples.
 """
+import csv
+import io
+import ipaddress
 import json
 import os
 import random
@@ -293,6 +296,72 @@ def test_complete_epoch_stored(collector):
     assert t[0].split() == ["FLOW", "END", "EPOCH", "OUTCOME", "OP", "CONNECTION", "REQUESTS", "SEQUENCE"]
     assert t[1].split()[1:] == ["3", "complete", "7", "192.0.2.1,192.0.2.2,0x123", "9", "seen", "late", "3,",
                                 "repeated", "1"]
+
+
+def openssl_subject(pki, cert):
+    """The certificate's subject in OpenSSL's one-line form and its SANs, from openssl x509."""
+    path = f"{pki}/{cert}.pem"
+    subj = subprocess.run(["openssl", "x509", "-in", path, "-noout", "-subject", "-nameopt", "compat"],
+                          capture_output=True, text=True, check=True).stdout.strip().split("=", 1)[1]
+    sans = subprocess.run(["openssl", "x509", "-in", path, "-noout", "-ext", "subjectAltName"],
+                          capture_output=True, text=True, check=True).stdout.splitlines()[1:]
+    return subj, [x.strip() for x in ",".join(sans).split(",") if x.strip()]
+
+
+def san_text(san):
+    """openssl x509's "IP Address:0:0:0:0:0:0:0:1" as inet_ntop writes it ("IP:::1")."""
+    if san.startswith("IP Address:"):
+        return "IP:" + str(ipaddress.ip_address(san[len("IP Address:"):]))
+    return san
+
+
+@pytest.mark.parametrize("collector", [("--peer-name", "127.0.0.1")], indirect=True)
+def test_report_names_the_exporter(collector, pki):
+    """Each epoch names its Transport Session's exporter (sessions: peer, peer_subject, peer_name;
+    report JSON, CSV, --verbose): the address and port the exporter's socket has (getsockname), the
+    subject openssl x509 reads from its certificate, and which authorised peer name it matched:
+    exporter.pem by its DNS SAN, wrongname.pem (intruder.rocemeter.test) by its IP SAN 127.0.0.1."""
+    ports = []
+    for i, cert in enumerate(("exporter", "wrongname")):
+        s = collector.connect(cert)
+        ports.append(s.getsockname()[1])
+        s.sendall(templates_msg() + data_msg(report(epoch=10 + i, rid=1, flags=FINAL | GEN_UNVERIFIED)))
+        close_tls(s)
+        collector.wait_ended(i + 1)
+    sess = collector.wait_ended(2)
+    assert [x["peer_name"] for x in sess] == [EXPORTER, "127.0.0.1"]
+    p = subprocess.run([BIN, "report", "--db", collector.db, "--json"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    got = [json.loads(x)["exporter"] for x in p.stdout.splitlines()]
+    for x, cert, port, name in zip(got, ("exporter", "wrongname"), ports, (EXPORTER, "127.0.0.1")):
+        subj, sans = openssl_subject(pki, cert)
+        assert x["peer"] == f"127.0.0.1:{port}" and x["peer_name"] == name, x
+        assert x["peer_subject"].startswith(subj + " SAN "), x
+        assert x["peer_subject"][len(subj) + 5:].split(",") == [san_text(a) for a in sans], x
+    rows = list(csv.DictReader(io.StringIO(subprocess.run(
+        [BIN, "report", "--db", collector.db, "--format", "csv"], capture_output=True, text=True).stdout)))
+    assert [(r["peer"], r["peer_name"], r["peer_subject"]) for r in rows] == \
+        [(x["peer"], x["peer_name"], x["peer_subject"]) for x in got]
+    t = subprocess.run([BIN, "report", "--db", collector.db, "--verbose"], capture_output=True, text=True).stdout
+    assert t.splitlines()[0].endswith(f" | exporter: {EXPORTER} at 127.0.0.1:{ports[0]} (certificate "
+                                      f"{got[0]['peer_subject']})"), t
+
+
+def test_report_names_a_plain_tcp_exporter(tmp_path):
+    c = Collector(tmp_path, None, plain=True)
+    try:
+        s = c.connect("plain")
+        port = s.getsockname()[1]
+        s.sendall(templates_msg() + data_msg(report(epoch=1, rid=1, flags=FINAL | GEN_UNVERIFIED)))
+        s.close()
+        c.wait_ended(1)
+        p = subprocess.run([BIN, "report", "--db", c.db, "--json"], capture_output=True, text=True)
+        (j,) = [json.loads(x) for x in p.stdout.splitlines()]
+        assert j["exporter"] == {"peer": f"127.0.0.1:{port}", "peer_name": None, "peer_subject": None}
+        t = subprocess.run([BIN, "report", "--db", c.db, "--verbose"], capture_output=True, text=True).stdout
+        assert t.rstrip().endswith(f" | exporter: 127.0.0.1:{port} (plain TCP, unauthenticated)"), t
+    finally:
+        c.stop()
 
 
 def test_ipv6_template_and_two_domains(collector):

@@ -372,11 +372,12 @@ def test_seed_examples_live_status_bpftool_and_final(link):
     check_seed_finals(d.reports())
     assert "stopping" in d.stderr()
     # Arrival times are exported as UNIX milliseconds (docs/architecture.md "Time"), not
-    # boot-relative; the default observationPointId is the interface index.
-    ifindex = socket.if_nametoindex(link.iface)
+    # boot-relative; the default observationPointId is derived from the host and the interface
+    # (computed here independently: rocetest.derived_observation_point).
+    obs = rt.derived_observation_point(link.iface)
     for r in d.reports():
         assert t0 * 1000 - 2000 <= r["flowStartMilliseconds"] <= r["flowEndMilliseconds"] <= t1 * 1000 + 2000, r
-        assert r["observationPointId"] == ifindex
+        assert r["observationPointId"] == obs
     check_gone(link)
     # status on a detached interface: meter null, exit 3 (not attached: docs/man/rocemeter-status.8).
     p = subprocess.run([ROCEMETER, "status", link.iface, "--json"], capture_output=True, text=True, timeout=60)

@@ -103,3 +103,24 @@ def test_exit_status_live_stale_not_attached(meter):
     p = inside("status", DEV, check=False)
     assert p.returncode == NOT_ATTACHED and "meter: not attached" in p.stdout, p
     assert inside("status", DEV, "--connections", check=False).returncode == NOT_ATTACHED
+
+
+def test_namespace_selector_status_and_detach_from_the_host(meter):
+    """--namespace NS (an ip netns name, or the inode status lists): status and detach of the meter in
+    namespace A, run from this namespace; detach stops its daemon (final reports, exit 0) and removes
+    its pins, as the same detach run inside A does."""
+    proc, netns, ifindex = meter
+    p = sh(ROCEMETER, "status", "--namespace", NS, DEV, "--json", check=False)
+    assert p.returncode == 0, p
+    (o,) = json.loads(p.stdout)
+    assert (o["netns"], o["ifindex"], o["state"]) == (netns, ifindex, "live")
+    listed = json.loads(sh(ROCEMETER, "status", "--namespace", str(netns), "--json").stdout)
+    assert [(x["netns"], x["interface"]) for x in listed] == [(netns, DEV)]  # that namespace only
+    p = sh(ROCEMETER, "detach", "--namespace", NS, DEV, check=False)
+    assert p.returncode == 0 and "stopped the meter on %s (process" % DEV in p.stdout, p
+    assert proc.wait(timeout=30) == 0, proc.stderr.read()
+    assert not os.path.exists("/sys/fs/bpf/rocemeter/%d/%d" % (netns, ifindex))
+    p = sh(ROCEMETER, "status", "--namespace", str(netns), DEV, check=False)
+    assert p.returncode == NOT_ATTACHED, p
+    p = sh(ROCEMETER, "detach", "--namespace", "rmstnone%d" % PID, DEV, check=False)
+    assert p.returncode != 0 and "--namespace rmstnone%d: cannot enter /run/netns/rmstnone%d" % (PID, PID) in p.stderr

@@ -215,6 +215,27 @@ def pin_dir(ifname, netns=None, bpffs=None):
     return os.path.join(bpffs, "rocemeter", str(ino), str(ifindex))
 
 
+def derived_observation_point(ifname, netns=None):
+    """The observationPointId `attach` derives for ifname without observation_point_id
+    (docs/configuration.md "observation_point_id"), computed here with hashlib from
+    /etc/machine-id and what ethtool -P and ip(8) say of the interface: SHA-256 of
+    machine-id, NUL, the name, NUL, the permanent address (or, when ethtool reports
+    none or all zeros, the current Ethernet address); its first 8 octets big-endian, bits 63 and 62 set to 0 and 1."""
+    import hashlib
+    pre = ["ip", "netns", "exec", netns] if netns else []
+    with open("/etc/machine-id") as f:
+        mid = f.read().strip()
+    perm = subprocess.run([*pre, "ethtool", "-P", ifname], capture_output=True, text=True, check=True).stdout
+    perm = perm.split("address:")[1].strip()  # "not set" when the device has none
+    mac = b"" if perm == "not set" else bytes.fromhex(perm.replace(":", ""))
+    if not any(mac):
+        link = json.loads(subprocess.run([*pre, "ip", "-j", "link", "show", "dev", ifname], capture_output=True,
+                                         text=True, check=True).stdout)[0]
+        mac = bytes.fromhex(link["address"].replace(":", "")) if link.get("link_type") == "ether" else b""
+    d = hashlib.sha256(mid.encode() + b"\0" + ifname.encode() + b"\0" + mac).digest()
+    return int.from_bytes(d[:8], "big") % (1 << 62) + (1 << 62)
+
+
 def report_key(r):
     """(family, src, dst, dest QP, P_Key) of a JSON report."""
     if "sourceIPv4Address" in r:

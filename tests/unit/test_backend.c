@@ -305,7 +305,7 @@ static void test_sqlite_writes(void **state)
 	assert_true(run > 0);
 	sid = rm_backend_session_start(b, run, "127.0.0.1:5000", "tls", 1700000000001ull);
 	assert_true(sid > 0);
-	assert_int_equal(rm_backend_session_peer(b, sid, "CN=exporter"), 0);
+	assert_int_equal(rm_backend_session_peer(b, sid, "CN=exporter", "exporter.test"), 0);
 	assert_int_equal(rm_backend_drop(b, sid, "epoch-admission", "refused", 1700000000002ull), 0);
 	assert_int_equal(rm_backend_drop(b, sid, "epoch-admission", "refused again", 1700000000003ull), 0);
 	assert_int_equal(rm_backend_run_limit(b, run, "max_sessions", 4), 0);

@@ -57,6 +57,23 @@ static void flag_text(unsigned flags, char *buf, size_t len)
 #define TXT(q, c)    ((q)->t[RM_ER_##c])
 #define ISNULL(q, c) ((q)->null[RM_ER_##c])
 
+/* " | exporter: NAME at ADDR:PORT (certificate SUBJECT)": who sent the epoch's Transport Session. */
+static void exporter_text(FILE *f, const struct rm_epoch_read *q)
+{
+	if (!q->peer) {
+		fprintf(f, " | exporter: not recorded");
+		return;
+	}
+	fprintf(f, " | exporter: ");
+	if (q->peer_name)
+		fprintf(f, "%s at ", q->peer_name);
+	fprintf(f, "%s", q->peer);
+	if (q->peer_subject)
+		fprintf(f, " (certificate %s)", q->peer_subject);
+	else
+		fprintf(f, " (plain TCP, unauthenticated)");
+}
+
 static void epoch_text(FILE *f, const struct rm_epoch_read *q, int show_collector)
 {
 	char fl[160], t0[RM_TIME_TEXT_LEN], t1[RM_TIME_TEXT_LEN];
@@ -100,11 +117,23 @@ static void epoch_text(FILE *f, const struct rm_epoch_read *q, int show_collecto
 	if (I64(q, REPEATS) || I64(q, STALE) || I64(q, IGNORED))
 		fprintf(f, "; ignored: %llu identical repeats, %llu stale, %llu after invalidation", I64(q, REPEATS),
 			I64(q, STALE), I64(q, IGNORED));
+	exporter_text(f, q);
 	fputc('\n', f);
 }
 
 /* The IE name of a row of RM_IPFIX_IES. */
 #define IE(stem) rm_pf_name(RM_PF_##stem)
+
+/* The exporter of the epoch's Transport Session (docs/json.md "report": exporter). */
+static json_t *exporter_json(const struct rm_epoch_read *q)
+{
+	json_t *x = json_object();
+
+	json_object_set_new(x, "peer", rm_json_text(q->peer));
+	json_object_set_new(x, "peer_name", rm_json_text(q->peer_name));
+	json_object_set_new(x, "peer_subject", rm_json_text(q->peer_subject));
+	return x;
+}
 
 /* One epoch as a JSON object (docs/json.md "report"). */
 static json_t *epoch_json(const struct rm_epoch_read *q, int show_collector)
@@ -167,6 +196,7 @@ static json_t *epoch_json(const struct rm_epoch_read *q, int show_collector)
 	json_object_set_new(o, "first_seen_ms", rm_json_u64(I64(q, FIRST_SEEN)));
 	json_object_set_new(o, "last_seen_ms", rm_json_u64(I64(q, LAST_SEEN)));
 	json_object_set_new(o, "retired_ms", ISNULL(q, RETIRED) ? json_null() : rm_json_u64(I64(q, RETIRED)));
+	json_object_set_new(o, "exporter", exporter_json(q));
 	return o;
 }
 
@@ -231,6 +261,9 @@ static const char *const csv_columns[] = {
 	"first_seen_ms",
 	"last_seen_ms",
 	"retired_ms",
+	"peer",
+	"peer_name",
+	"peer_subject",
 };
 #define N_CSV (sizeof(csv_columns) / sizeof(csv_columns[0]))
 

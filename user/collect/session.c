@@ -402,8 +402,15 @@ int rm_session_admit(struct conn *c)
 	rm_collector_store_check(s, id < 0 ? -1 : 0, "session start");
 	c->session_id = id;
 	if (c->ssl) {
+		char name[256];
+
 		rm_tls_peer_subject(c->ssl, subj, sizeof(subj));
-		rm_collector_store_check(s, rm_backend_session_peer(s->st, id, subj), "session peer");
+		rm_collector_store_check(
+			s,
+			rm_backend_session_peer(s->st, id, subj,
+						rm_tls_authorized_name(c->ssl, &s->cs->tls, name, sizeof(name)) ? NULL
+														: name),
+			"session peer");
 	}
 	c->last_rx_mono = rm_clock_mono_ms();
 	if (!(c->buf = malloc(BUF_CAP)) || !(c->dec = rm_ipfix_session_new(s->pen)) ||

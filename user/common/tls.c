@@ -98,18 +98,24 @@ static int is_address(const char *name)
 	return inet_pton(AF_INET, name, a) == 1 || inet_pton(AF_INET6, name, a) == 1;
 }
 
-/* 1 if cert carries one of the names, else 0. */
-static int peer_name_ok(X509 *cert, const char (*name)[256], int n)
+/* The index of the first of the names that cert carries, or -1. */
+static int peer_name_index(X509 *cert, const char (*name)[256], int n)
 {
 	for (int i = 0; i < n; i++) {
 		if (is_address(name[i])) {
 			if (X509_check_ip_asc(cert, name[i], 0) == 1)
-				return 1;
+				return i;
 		} else if (X509_check_host(cert, name[i], 0, X509_CHECK_FLAG_NO_WILDCARDS, NULL) == 1) {
-			return 1;
+			return i;
 		}
 	}
-	return 0;
+	return -1;
+}
+
+/* 1 if cert carries one of the names, else 0. */
+static int peer_name_ok(X509 *cert, const char (*name)[256], int n)
+{
+	return peer_name_index(cert, name, n) >= 0;
 }
 
 /* "CN=x (DNS:a, DNS:b, IP:192.0.2.1)": the names a certificate carries. */
@@ -382,6 +388,19 @@ void rm_tls_peer_subject(SSL *ssl, char *buf, size_t len)
 		}
 	}
 	GENERAL_NAMES_free(sans);
+}
+
+int rm_tls_authorized_name(SSL *ssl, const struct rm_tls_settings *s, char *buf, size_t len)
+{
+	X509 *cert = ssl && !s->plain_tcp ? SSL_get0_peer_certificate(ssl) : NULL;
+	int i = cert ? peer_name_index(cert, s->peer_names,
+				       s->n_peer_names < RM_MAX_PEER_NAMES ? s->n_peer_names : RM_MAX_PEER_NAMES)
+		     : -1;
+
+	if (i < 0)
+		return -1;
+	snprintf(buf, len, "%s", s->peer_names[i]);
+	return 0;
 }
 
 int rm_tls_authorize_peer(SSL *ssl, const struct rm_tls_settings *s, char *err, size_t errlen)

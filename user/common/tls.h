@@ -59,6 +59,13 @@ int rm_tls_client_setup(SSL *ssl, const struct rm_tls_settings *s, char *err, si
 int rm_tls_authorize_peer(SSL *ssl, const struct rm_tls_settings *s, char *err, size_t errlen);
 
 /*
+ * The authorised peer name (of s->peer_names, as configured) that the peer's
+ * certificate carries, the first that rm_tls_authorize_peer() matched, into
+ * buf. 0, or -1 when none does (no certificate, plain TCP).
+ */
+int rm_tls_authorized_name(SSL *ssl, const struct rm_tls_settings *s, char *buf, size_t len);
+
+/*
  * Append the reasons of the calling thread's OpenSSL error queue (and
  * clear it) to buf, "; "-separated, after `what`. Returns buf.
  */

@@ -19,23 +19,29 @@
 #include "common/paths.h"
 #include "daemon.h"
 #include "flowlabel/flowlabel.h"
+#include "netns.h"
 #include "pins.h"
 
 struct detach_args {
 	uint64_t ifindex;
+	const char *netns;
 };
 
 static const struct rm_opt detach_opts[] = {
 	RM_OPT("ifindex", 0, "N", RM_OPT_UINT, "the interface by its index in this network namespace",
 	       RM_OPT_AT(struct detach_args, ifindex), .lo = 1, .hi = UINT32_MAX),
+	RM_OPT("namespace", 'n', "NS", RM_OPT_ARG,
+	       "IFACE (or N) of network namespace NS: an 'ip netns'\nname, a path such as /proc/PID/ns/net, or the "
+	       "inode\n'rocemeter status' lists",
+	       RM_OPT_AT(struct detach_args, netns)),
 	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this text"),
 	{ 0 },
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: rocemeter detach IFACE\n"
-		   "       rocemeter detach --ifindex N\n\n"
+	fprintf(f, "Usage: rocemeter detach [--namespace NS] IFACE\n"
+		   "       rocemeter detach [--namespace NS] --ifindex N\n\n"
 		   "Stop the meter daemon on IFACE (its open epochs get final reports), remove\n"
 		   "the flow-label program, the connection census and every pin of the\n"
 		   "interface (under /sys/fs/bpf/rocemeter/NETNS/IFINDEX/). A daemon\n"
@@ -43,7 +49,9 @@ static void usage(FILE *f)
 		   "executable, recorded start time); pins that an attached XDP program still\n"
 		   "uses are never removed.\n"
 		   "--ifindex N removes what is left of an interface that no longer exists\n"
-		   "(`rocemeter status` lists it by its index).\n\n"
+		   "(`rocemeter status` lists it by its index).\n"
+		   "--namespace NS does it from the host for a meter in another network\n"
+		   "namespace on the same bpffs (as 'nsenter --net=PATH rocemeter detach').\n\n"
 		   "Options:\n");
 	rm_opts_help(f, detach_opts, 15, 2);
 }
@@ -86,6 +94,11 @@ static int cmd_detach(int argc, char **argv)
 	if (args.ifindex ? optind != argc : optind != argc - 1) {
 		usage(stderr);
 		return RM_EXIT_USAGE;
+	}
+	/* In the selected namespace, everything below is as for this one's (same bpffs, same run directory). */
+	if (args.netns && rm_netns_select(args.netns, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		return RM_EXIT_FAIL;
 	}
 	if (args.ifindex) {
 		if (rm_ifkey_by_index((uint32_t)args.ifindex, &k)) {

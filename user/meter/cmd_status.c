@@ -37,6 +37,7 @@
 #include "common/paths.h"
 #include "flowlabel/flowlabel.h"
 #include "meter.h"
+#include "netns.h"
 #include "pins.h"
 #include "common/report_text.h"
 #include "rocemeter/ipfix_ie.h"
@@ -678,46 +679,6 @@ static int status_one(const struct rm_ifkey *k, const char *label, int connectio
 }
 
 /*
- * A path that holds network namespace netns (its inode): a name of `ip netns`
- * under /run/netns, else a process's /proc/PID/ns/net. -ENOENT if none does.
- */
-static int netns_path(uint64_t netns, char *buf, size_t len)
-{
-	static const char *const dirs[] = { "/run/netns", "/proc" };
-	struct stat st;
-
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		DIR *d = opendir(dirs[i]);
-		struct dirent *e;
-
-		while (d && (e = readdir(d))) {
-			if (e->d_name[0] == '.' || (i == 1 && (e->d_name[0] < '0' || e->d_name[0] > '9')))
-				continue;
-			snprintf(buf, len, i ? "%s/%s/ns/net" : "%s/%s", dirs[i], e->d_name);
-			if (!stat(buf, &st) && (uint64_t)st.st_ino == netns) {
-				closedir(d);
-				return 0;
-			}
-		}
-		if (d)
-			closedir(d);
-	}
-	return -ENOENT;
-}
-
-/* Enter the network namespace at path (setns: CAP_SYS_ADMIN); 0 or -errno. */
-static int netns_enter(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
-
-	if (fd < 0)
-		return -errno;
-	rc = setns(fd, CLONE_NEWNET) ? -errno : 0;
-	close(fd);
-	return rc;
-}
-
-/*
  * The other network namespaces with pins on this bpffs, one call of fn per
  * namespace, inside it (the caller's namespace is entered again after each);
  * path is "" when no process or name holds it. Returns the worst of fn's results.
@@ -739,9 +700,9 @@ static int for_other_netns(int (*fn)(uint64_t netns, const char *path, void *arg
 	while ((e = readdir(d))) {
 		if (rm_parse_uint(e->d_name, 1, UINT64_MAX, &ns) || ns == own)
 			continue;
-		if (netns_path(ns, path, sizeof(path))) {
+		if (rm_netns_path(ns, path, sizeof(path))) {
 			path[0] = '\0';
-		} else if (self < 0 || (rc = netns_enter(path))) {
+		} else if (self < 0 || (rc = rm_netns_enter(path))) {
 			/* Held, so not stale, but not readable from here. */
 			rm_log_cmd(RM_LOG_WARNING, "network namespace %" PRIu64 " (%s) not read: cannot enter it: %s",
 				   ns, path, strerror(self < 0 ? self_err : -rc));
@@ -902,6 +863,7 @@ static void status_absent(const char *ifname, int connections, json_t *all)
 
 struct status_args {
 	int json, connections;
+	const char *netns;
 };
 
 static const struct rm_opt status_opts[] = {
@@ -911,13 +873,17 @@ static const struct rm_opt status_opts[] = {
 	       "instead, the RoCEv2 connections the census of\n'attach --census' counted, with ready [provision]\n"
 	       "lines (as 'rocemeter connections')",
 	       RM_OPT_AT(struct status_args, connections)),
+	RM_OPT("namespace", 'n', "NS", RM_OPT_ARG,
+	       "the meters of network namespace NS (an 'ip netns' name,\na path such as /proc/PID/ns/net, or the "
+	       "inode\nstatus lists) instead of this one's",
+	       RM_OPT_AT(struct status_args, netns)),
 	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this text"),
 	{ 0 },
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: rocemeter status [IFACE] [--json] [--connections]\n\n"
+	fprintf(f, "Usage: rocemeter status [IFACE] [--json] [--connections] [--namespace NS]\n\n"
 		   "Show the meter's statistics and live contexts (atomic snapshots of the\n"
 		   "pinned maps), whether the kernel still runs it on the interface (live, or\n"
 		   "STALE pins), the connections a profile violation disabled (and the\n"
@@ -964,8 +930,8 @@ static int status_named(char **names, int n, int connections, json_t *all)
 	return worst;
 }
 
-/* `status`: every interface with pins, of this network namespace, then of the others that bpffs holds. */
-static void status_all(int connections, json_t *all)
+/* `status`: every interface with pins, of this network namespace, then (others) of the others that bpffs holds. */
+static void status_all(int connections, int others, json_t *all)
 {
 	struct list_args a = { .connections = connections, .all = all };
 	char dir[512];
@@ -974,7 +940,8 @@ static void status_all(int connections, json_t *all)
 		list_dir(dir, NULL, &a);
 	if (!a.count && !all)
 		printf("nothing attached in this network namespace (no pins under %s)\n", dir);
-	for_other_netns(status_netns, &a);
+	if (others)
+		for_other_netns(status_netns, &a);
 }
 
 static int cmd_status(int argc, char **argv)
@@ -991,11 +958,20 @@ static int cmd_status(int argc, char **argv)
 			return RM_EXIT_USAGE;
 		}
 	}
+	if (args.netns) {
+		char err[600];
+
+		/* From here on the selected namespace is this one: the same code reads it. */
+		if (rm_netns_select(args.netns, err, sizeof(err))) {
+			rm_log_cmd(RM_LOG_ERR, "%s", err);
+			return RM_EXIT_FAIL;
+		}
+	}
 	all = args.json ? json_array() : NULL;
 	if (optind < argc) {
 		rc = status_named(argv + optind, argc - optind, args.connections, all);
 	} else {
-		status_all(args.connections, all);
+		status_all(args.connections, !args.netns, all);
 		rc = RM_EXIT_OK;
 	}
 	if (args.json && rm_json_write(stdout, all)) {

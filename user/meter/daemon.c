@@ -31,6 +31,8 @@
 #include "common/report_text.h"
 #include "daemon.h"
 #include "export/export.h"
+#include "features.h"
+#include "identity.h"
 #include "meter.h"
 #include "meter.skel.h"
 #include "meter_metrics.h"
@@ -66,6 +68,7 @@ struct rm_daemon {
 	struct rm_reporter rep;
 	struct live_sink sink;
 	struct rm_observe obs;
+	uint64_t derived_obs; /* the default observationPointId (identity.h); 0 when configured */
 	uint64_t table_full_seen;
 	uint64_t unattributed_seen;               /* RM_STAT_UNATTRIBUTED at the last check */
 	uint64_t mirror_gaps_seen;                /* RM_STAT_MIRROR_GAPS at the last check */
@@ -173,6 +176,7 @@ static void write_stats_file(struct rm_daemon *d)
 	if (!f)
 		goto out;
 	json_object_set_new(o, "pid", json_integer(getpid()));
+	json_object_set_new(o, "observationPointId", rm_json_u64(d->cfg.meter.observation_point_id));
 	daemon_stats(d, &ds);
 	rows = rm_daemon_stat_rows(&n);
 	rm_json_set_rows(o, rows, n, &ds);
@@ -359,7 +363,7 @@ static void reload(struct rm_daemon *d)
 		goto done;
 	}
 	if (!nc->meter.observation_point_id)
-		nc->meter.observation_point_id = (uint64_t)d->ifindex;
+		nc->meter.observation_point_id = d->derived_obs;
 	if (nc->meter.namespace_vlan != d->cfg.meter.namespace_vlan ||
 	    nc->meter.max_contexts != d->cfg.meter.max_contexts || nc->meter.max_windows != d->cfg.meter.max_windows ||
 	    nc->meter.observation_point_id != d->cfg.meter.observation_point_id ||
@@ -556,9 +560,6 @@ static struct rm_daemon *daemon_new(const struct rm_daemon_opts *o)
 	d->keep_pins = o->keep_pins;
 	d->link_fd = -1;
 	d->obs.nl_fd = -1;
-	if (!d->cfg.meter.observation_point_id)
-		d->cfg.meter.observation_point_id = (uint64_t)d->ifindex;
-
 	d->lock_fd = -1;
 	return d;
 }
@@ -647,6 +648,9 @@ static int attach_meter(struct rm_daemon *d, const struct rm_daemon_opts *o, con
 		       "seen; turn it off (ethtool -K %s rxvlan off) or use native mode",
 		       d->ifname);
 	lo.capture = &d->cfg.capture;
+	/* Name a missing kernel feature before the verifier does. */
+	if (rm_features_check(lo.dev_bound_ifindex > 0, err, errlen))
+		return -1;
 	if (rm_meter_load_ex(&d->meter, &d->cfg.meter, &lo, err, errlen) ||
 	    rm_meter_provision(&d->meter, d->cfg.provision, d->cfg.n_provision, d->cfg.meter.generation_verified, err,
 			       errlen))
@@ -721,10 +725,11 @@ static void announce(struct rm_daemon *d, const struct rm_daemon_opts *o, const 
 
 	rm_paths_pin_dir(&d->key, path, sizeof(path));
 	rm_log(RM_LOG_NOTICE,
-	       "attached to %s (ifindex %d, %s XDP, W %u, max_contexts %u%s%s%s%s); maps pinned under %s", d->ifname,
-	       d->ifindex, mode, d->cfg.meter.window, d->cfg.meter.max_contexts,
-	       d->cfg.meter.provision_all ? ", provision_all" : "", o->mirror ? ", mirror" : "",
-	       d->meter.dev_bound ? ", VLAN tags from the packet metadata too" : "",
+	       "attached to %s (ifindex %d, %s XDP, observationPointId %" PRIu64 "%s, W %u, max_contexts %u%s%s%s%s); "
+	       "maps pinned under %s",
+	       d->ifname, d->ifindex, mode, d->cfg.meter.observation_point_id, d->derived_obs ? " derived" : "",
+	       d->cfg.meter.window, d->cfg.meter.max_contexts, d->cfg.meter.provision_all ? ", provision_all" : "",
+	       o->mirror ? ", mirror" : "", d->meter.dev_bound ? ", VLAN tags from the packet metadata too" : "",
 	       d->census ? ", connection census at tc ingress" : "", path);
 	if (d->sink.exporter)
 		rm_log(RM_LOG_NOTICE, "exporting to %s port %u (%s)", d->cfg.export.collector, d->cfg.export.port,
@@ -754,6 +759,22 @@ static int start_metrics(struct rm_daemon *d, const struct rm_daemon_opts *o, ch
 	return 0;
 }
 
+/* Without observation_point_id, the derived one (identity.h). 0, or -1 with the reason in err. */
+static int derive_obs_point(struct rm_daemon *d, char *err, size_t errlen)
+{
+	char why[512];
+
+	if (d->cfg.meter.observation_point_id)
+		return 0;
+	if (rm_identity_obs_point(d->ifname, &d->derived_obs, why, sizeof(why))) {
+		rm_errf(err, errlen, "no default observationPointId for %s (%s); set observation_point_id in [meter]",
+			d->ifname, why);
+		return -1;
+	}
+	d->cfg.meter.observation_point_id = d->derived_obs;
+	return 0;
+}
+
 struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, size_t errlen)
 {
 	const char *mode = o->generic ? "generic" : "native";
@@ -763,7 +784,8 @@ struct rm_daemon *rm_daemon_start(const struct rm_daemon_opts *o, char *err, siz
 		rm_errf(err, errlen, "out of memory");
 		return NULL;
 	}
-	if (claim_pins(d, o, err, errlen) || attach_meter(d, o, mode, err, errlen) || start_reporting(d, err, errlen))
+	if (claim_pins(d, o, err, errlen) || derive_obs_point(d, err, errlen) ||
+	    attach_meter(d, o, mode, err, errlen) || start_reporting(d, err, errlen))
 		goto fail;
 	announce(d, o, mode);
 	if (start_metrics(d, o, err, errlen))

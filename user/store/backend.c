@@ -56,9 +56,9 @@ static int64_t sq_session_start(void *st, int64_t run_id, const char *peer, cons
 {
 	return rm_store_session_start(st, run_id, peer, transport, now_ms);
 }
-static int sq_session_peer(void *st, int64_t session_id, const char *subject)
+static int sq_session_peer(void *st, int64_t session_id, const char *subject, const char *name)
 {
-	return rm_store_session_peer(st, session_id, subject);
+	return rm_store_session_peer(st, session_id, subject, name);
 }
 static int sq_session_end(void *st, int64_t session_id, const char *reason, uint64_t now_ms,
 			  const struct rm_session_counts *c)

@@ -32,7 +32,7 @@ struct rm_backend_ops {
 			     uint32_t max_raw_records, uint32_t pen, uint64_t now_ms);
 	int (*run_stop)(void *st, int64_t run_id, uint64_t now_ms);
 	int64_t (*session_start)(void *st, int64_t run_id, const char *peer, const char *transport, uint64_t now_ms);
-	int (*session_peer)(void *st, int64_t session_id, const char *subject);
+	int (*session_peer)(void *st, int64_t session_id, const char *subject, const char *name);
 	int (*session_end)(void *st, int64_t session_id, const char *reason, uint64_t now_ms,
 			   const struct rm_session_counts *c);
 	int (*epoch)(void *st, struct rm_epoch *e);
@@ -134,9 +134,10 @@ static inline int64_t rm_backend_session_start(struct rm_backend *b, int64_t run
 {
 	return b->ops->session_start(b->st, run_id, peer, transport, now_ms);
 }
-static inline int rm_backend_session_peer(struct rm_backend *b, int64_t session_id, const char *subject)
+static inline int rm_backend_session_peer(struct rm_backend *b, int64_t session_id, const char *subject,
+					  const char *name)
 {
-	return b->ops->session_peer(b->st, session_id, subject);
+	return b->ops->session_peer(b->st, session_id, subject, name);
 }
 static inline int rm_backend_session_end(struct rm_backend *b, int64_t session_id, const char *reason, uint64_t now_ms,
 					 const struct rm_session_counts *c)

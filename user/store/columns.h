@@ -115,7 +115,8 @@
 	X(UNBOUND, unbound, "INTEGER DEFAULT 0", "UInt64", NN, UPD, U64, verdicts[RM_V_UNBOUND], N)                   \
 	X(SEQ_GAPS, seq_gaps, "INTEGER DEFAULT 0", "UInt64", NN, UPD, U64, c.seq_gaps, N)                             \
 	X(SEQ_MISSING, seq_missing, "INTEGER DEFAULT 0", "UInt64", NN, UPD, U64, c.seq_missing, N)                    \
-	X(TIME_BACKWARDS, export_time_backwards, "INTEGER DEFAULT 0", "UInt64", NN, UPD, U64, c.time_backwards, N)
+	X(TIME_BACKWARDS, export_time_backwards, "INTEGER DEFAULT 0", "UInt64", NN, UPD, U64, c.time_backwards, N)    \
+	X(PEER_NAME, peer_name, "TEXT", "String", OPT, UPD, TEXT, peer_name, N)
 
 /*
  * The column names joined by ", ", as one string literal: "id, session_id,

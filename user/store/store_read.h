@@ -40,6 +40,10 @@ struct rm_epoch_read {
 	uint64_t u[RM_ER__N];     /* U columns */
 	const char *t[RM_ER__N];  /* T columns */
 	uint8_t null[RM_ER__N];
+	/* The exporter, from the sessions row of the epoch's Transport Session (NULL when not stored):
+	 * its address (ADDR:PORT, [ADDR]:PORT), certificate subject and SANs, and the authorised peer
+	 * name the certificate matched (columns peer, peer_subject, peer_name). */
+	const char *peer, *peer_subject, *peer_name;
 };
 
 /* report's filters; each unset field is no filter. */

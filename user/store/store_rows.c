@@ -13,6 +13,7 @@ static void sess_free(gpointer p)
 
 	free(s->peer);
 	free(s->subject);
+	free(s->peer_name);
 	free(s->transport);
 	free(s->reason);
 	free(s);
@@ -59,9 +60,9 @@ int rm_sess_row_start(struct rm_sess_row *s, int64_t run_id, const char *peer, c
 	return set_text(&s->peer, peer) || set_text(&s->transport, transport) ? -1 : 0;
 }
 
-int rm_sess_row_peer(struct rm_sess_row *s, const char *subject)
+int rm_sess_row_peer(struct rm_sess_row *s, const char *subject, const char *name)
 {
-	return set_text(&s->subject, subject);
+	return set_text(&s->subject, subject) || (name && set_text(&s->peer_name, name)) ? -1 : 0;
 }
 
 int rm_sess_row_end(struct rm_sess_row *s, const char *reason, uint64_t now_ms, const struct rm_session_counts *c)

@@ -19,6 +19,7 @@
 struct rm_sess_row {
 	int64_t id, run_id;
 	char *peer, *subject, *transport, *reason;
+	char *peer_name;               /* the authorised peer name the certificate matched; NULL over plain TCP */
 	uint64_t started_ms, ended_ms; /* UNIX ms; ended_ms 0 while open */
 	struct rm_session_counts c;    /* c.verdicts is NULL: the counts are in verdicts */
 	uint64_t verdicts[RM_V__COUNT];
@@ -35,8 +36,8 @@ GHashTable *rm_sess_rows_new(void);
 struct rm_sess_row *rm_sess_rows_get(GHashTable *t, int64_t id, int *was_clean);
 /* Fill a new row: run, peer address text, transport ("tls", "tcp"), start. 0 or -1 (out of memory). */
 int rm_sess_row_start(struct rm_sess_row *s, int64_t run_id, const char *peer, const char *transport, uint64_t now_ms);
-/* The authorised peer's certificate subject. 0 or -1. */
-int rm_sess_row_peer(struct rm_sess_row *s, const char *subject);
+/* The authorised peer's certificate subject, and the authorised peer name it matched (NULL: none). 0 or -1. */
+int rm_sess_row_peer(struct rm_sess_row *s, const char *subject, const char *name);
 /* The end: time (0 is stored as 1: ended), reason, counts (c->verdicts copied when set). 0 or -1. */
 int rm_sess_row_end(struct rm_sess_row *s, const char *reason, uint64_t now_ms, const struct rm_session_counts *c);
 

@@ -135,11 +135,11 @@ static int64_t ch_session_start(void *p, int64_t run_id, const char *peer, const
 	return rm_sess_row_start(s, run_id, peer, transport, now_ms) ? -1 : id;
 }
 
-static int ch_session_peer(void *p, int64_t session_id, const char *subject)
+static int ch_session_peer(void *p, int64_t session_id, const char *subject, const char *name)
 {
 	struct rm_sess_row *s = sess_get(p, session_id);
 
-	return s ? rm_sess_row_peer(s, subject) : -1;
+	return s ? rm_sess_row_peer(s, subject, name) : -1;
 }
 
 /* An open session's counts so far: its row is written again (a new version), as SQLite's is. */

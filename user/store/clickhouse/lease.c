@@ -59,12 +59,14 @@ static int recover(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, uin
 		"INSERT INTO sessions (collector_id, id, version, run_id, peer, peer_subject, transport, started_ms,"
 		" ended_ms, end_reason, messages, records, octets, rejected, accepted, repeats, stale, orphans,"
 		" unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound, seq_gaps, seq_missing,"
-		" export_time_backwards) SELECT collector_id, id, %" PRIu64 ", run_id, peer, peer_subject, transport,"
+		" export_time_backwards, peer_name) SELECT collector_id, id, %" PRIu64
+		", run_id, peer, peer_subject, transport,"
 		" started_ms, toNullable(toUInt64(%" PRIu64
 		")), toNullable('collector restarted: the run that held this"
 		" session ended without closing it'), messages, records, octets, rejected, accepted, repeats, stale,"
 		" orphans, unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound, seq_gaps,"
-		" seq_missing, export_time_backwards FROM sessions FINAL WHERE collector_id = %s AND id GLOBAL IN"
+		" seq_missing, export_time_backwards, peer_name FROM sessions FINAL WHERE collector_id = %s AND id "
+		"GLOBAL IN"
 		" (SELECT id FROM sessions WHERE collector_id = %s GROUP BY id HAVING argMax(isNull(ended_ms), "
 		"version))",
 		ver, now_ms, qid, qid);

@@ -219,16 +219,23 @@ static int chr_epochs(struct rm_store_reader *base, const struct rm_read_filter 
 	const char *kinds = rm_epoch_read_kinds;
 	struct ch_reader *r = (struct ch_reader *)base;
 	struct rm_ch_result res = { 0 };
-	char sql[12288], *p, *fld[RM_ER__N + 1];
+	static const char *const scols[] = { "peer", "peer_subject", "peer_name" };
+	char sql[16384], *p, *fld[RM_ER__N + 4];
 	size_t n = 0;
 	int rc = 0, stop = 0, c;
 
 	rc |= add(sql, sizeof(sql), &n, "SELECT collector_id");
 	for (c = 0; c < RM_ER__N; c++)
 		rc |= add(sql, sizeof(sql), &n, ", `%s`", cols[c]);
-	rc |= add(sql, sizeof(sql), &n, " FROM (");
+	rc |= add(sql, sizeof(sql), &n, ", x_peer, x_peer_subject, x_peer_name FROM (");
 	rc |= add_latest(sql, sizeof(sql), &n, "epochs", cols, kinds, RM_ER__N, f->collector_id);
-	rc |= add(sql, sizeof(sql), &n, ") WHERE 1");
+	/* The exporter: the latest row of the epoch's session, by (collector_id, session_id). */
+	rc |= add(sql, sizeof(sql), &n,
+		  ") ANY LEFT JOIN (SELECT collector_id, id AS session_id, peer AS x_peer, peer_subject AS "
+		  "x_peer_subject,"
+		  " peer_name AS x_peer_name FROM (");
+	rc |= add_latest(sql, sizeof(sql), &n, "sessions", scols, "TTT", 3, f->collector_id);
+	rc |= add(sql, sizeof(sql), &n, ")) USING (collector_id, session_id) WHERE 1");
 	if (f->outcome) {
 		rc |= add(sql, sizeof(sql), &n, " AND outcome = ");
 		rc |= add_quoted(sql, sizeof(sql), &n, f->outcome);
@@ -256,12 +263,12 @@ static int chr_epochs(struct rm_store_reader *base, const struct rm_read_filter 
 	rc = select_tsv(r, sql, &res, err, errlen);
 	for (p = res.data; !rc && !stop;) {
 		struct rm_epoch_read e = { 0 };
-		int k = tsv_row(&p, fld, RM_ER__N + 1);
+		int k = tsv_row(&p, fld, RM_ER__N + 4);
 
 		if (!k)
 			break;
-		if (k != RM_ER__N + 1) {
-			snprintf(err, errlen, "ClickHouse answered a row of %d columns, not %d", k, RM_ER__N + 1);
+		if (k != RM_ER__N + 4) {
+			snprintf(err, errlen, "ClickHouse answered a row of %d columns, not %d", k, RM_ER__N + 4);
 			rc = -EPROTO;
 			break;
 		}
@@ -275,6 +282,10 @@ static int chr_epochs(struct rm_store_reader *base, const struct rm_read_filter 
 			else
 				e.u[c] = u64(v);
 		}
+		/* An epoch without a sessions row: the join's defaults, empty strings. */
+		e.peer = fld[RM_ER__N + 1] && fld[RM_ER__N + 1][0] ? fld[RM_ER__N + 1] : NULL;
+		e.peer_subject = fld[RM_ER__N + 2] && fld[RM_ER__N + 2][0] ? fld[RM_ER__N + 2] : NULL;
+		e.peer_name = fld[RM_ER__N + 3] && fld[RM_ER__N + 3][0] ? fld[RM_ER__N + 3] : NULL;
 		stop = fn(arg, &e);
 	}
 	rm_ch_result_free(&res);

@@ -149,11 +149,11 @@ int64_t rm_store_session_start(struct rm_store *st, int64_t run_id, const char *
 	return rm_sess_row_start(s, run_id, peer, transport, now_ms) ? -1 : id;
 }
 
-int rm_store_session_peer(struct rm_store *st, int64_t session_id, const char *subject)
+int rm_store_session_peer(struct rm_store *st, int64_t session_id, const char *subject, const char *name)
 {
 	struct rm_sess_row *s = session_row(st, session_id);
 
-	return s ? rm_sess_row_peer(s, subject) : -1;
+	return s ? rm_sess_row_peer(s, subject, name) : -1;
 }
 
 int rm_store_session_end(struct rm_store *st, int64_t session_id, const char *reason, uint64_t now_ms,

@@ -212,6 +212,7 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 	    rm_sq_add_column(st, "sessions", "seq_gaps", "INTEGER DEFAULT 0", &msg) != SQLITE_OK ||
 	    rm_sq_add_column(st, "sessions", "seq_missing", "INTEGER DEFAULT 0", &msg) != SQLITE_OK ||
 	    rm_sq_add_column(st, "sessions", "export_time_backwards", "INTEGER DEFAULT 0", &msg) != SQLITE_OK ||
+	    rm_sq_add_column(st, "sessions", "peer_name", "TEXT", &msg) != SQLITE_OK ||
 	    rm_sq_add_column(st, "epoch_archive", "retained", "INTEGER DEFAULT 0", &msg) != SQLITE_OK ||
 	    rm_sq_add_column(st, "epoch_archive", "base", "TEXT", &msg) != SQLITE_OK ||
 	    rm_sq_create_view(st, &msg) != SQLITE_OK) {

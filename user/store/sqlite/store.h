@@ -146,8 +146,8 @@ int rm_store_run_stop(struct rm_store *st, int64_t run_id, uint64_t now_ms);
 /* A new Transport Session (connection accepted); returns its ID (> 0) or -1 (out of memory). */
 int64_t rm_store_session_start(struct rm_store *st, int64_t run_id, const char *peer, const char *transport,
 			       uint64_t now_ms);
-/* The authorised peer's certificate subject. */
-int rm_store_session_peer(struct rm_store *st, int64_t session_id, const char *subject);
+/* The authorised peer's certificate subject and the authorised peer name it matched (NULL: none). */
+int rm_store_session_peer(struct rm_store *st, int64_t session_id, const char *subject, const char *name);
 
 struct rm_session_counts {
 	uint64_t messages, records, octets, rejected;   /* rejected: octets runs the decoder could not bind */

@@ -77,6 +77,19 @@ static int sq_collectors(struct rm_store_reader *base, char ***ids, size_t *n, c
 #define I64(q, c) ((uint64_t)sqlite3_column_int64(q, c))
 #define TXT(q, c) ((const char *)sqlite3_column_text(q, c))
 
+/* Whether table has the column (a store of an earlier layout, opened read-only, may not). */
+static int has_column(sqlite3 *db, const char *table, const char *column)
+{
+	char sql[160];
+	sqlite3_stmt *q;
+
+	snprintf(sql, sizeof(sql), "SELECT %s FROM %s LIMIT 0", column, table);
+	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_finalize(q);
+	return 1;
+}
+
 static int sq_epochs(struct rm_store_reader *base, const struct rm_read_filter *f,
 		     int (*fn)(void *arg, const struct rm_epoch_read *e), void *arg, char *err, size_t errlen)
 {
@@ -91,14 +104,17 @@ static int sq_epochs(struct rm_store_reader *base, const struct rm_read_filter *
 
 	n += (size_t)snprintf(sql + n, sizeof(sql) - n, "SELECT");
 	for (int c = 0; c < RM_ER__N; c++)
-		n += (size_t)snprintf(sql + n, sizeof(sql) - n, "%s %s", c ? "," : "", cols[c]);
+		n += (size_t)snprintf(sql + n, sizeof(sql) - n, "%s e.%s", c ? "," : "", cols[c]);
+	/* The exporter from its session's row; a store older than the column peer_name has none. */
+	n += (size_t)snprintf(sql + n, sizeof(sql) - n, ", s.peer, s.peer_subject, %s",
+			      has_column(db, "sessions", "peer_name") ? "s.peer_name" : "NULL");
 	snprintf(sql + n, sizeof(sql) - n, "%s",
-		 " FROM epochs"
+		 " FROM epochs e LEFT JOIN sessions s ON s.id = e.session_id"
 		 " WHERE (?1 IS NULL OR outcome = ?1)"
 		 " AND (?2 IS NULL OR coalesce(flow_end_ms, last_seen_ms) >= ?2)"
 		 " AND (?3 IS NULL OR coalesce(flow_start_ms, first_seen_ms) <= ?3)"
 		 " AND (?4 IS NULL OR (src = ?4 AND dst = ?5 AND dest_qp = ?6 AND (?7 IS NULL OR pkey = ?7)))"
-		 " ORDER BY id");
+		 " ORDER BY e.id");
 	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "%s: %s", r->path, sqlite3_errmsg(db));
 		return -EIO;
@@ -127,6 +143,9 @@ static int sq_epochs(struct rm_store_reader *base, const struct rm_read_filter *
 			else
 				e.u[c] = I64(q, c);
 		}
+		e.peer = TXT(q, RM_ER__N);
+		e.peer_subject = TXT(q, RM_ER__N + 1);
+		e.peer_name = TXT(q, RM_ER__N + 2);
 		stop = fn(arg, &e);
 	}
 	if (!stop && rc != SQLITE_DONE) {
