@@ -25,7 +25,7 @@
 #include "common/log.h"
 #include "journal.h"
 
-#define MAGIC "RMRECV1"
+#define MAGIC "RMRECV2"
 
 /* The first octets of a file (host byte order: the file is read by the same host). */
 struct jhead {
@@ -36,6 +36,7 @@ struct jhead {
 	uint64_t snapshot_octets;                     /* Template Messages before the received octets */
 	char peer[64];
 	char transport[8];
+	char subject[256]; /* the authorised peer's certificate subject; "" for plain TCP */
 };
 
 /* A session whose end waits for its transaction. */
@@ -163,6 +164,8 @@ static int write_file(struct conn *c, const char *path)
 	memcpy(h.magic, MAGIC, sizeof(h.magic));
 	snprintf(h.peer, sizeof(h.peer), "%s", c->peer);
 	snprintf(h.transport, sizeof(h.transport), "%s", c->ssl ? "tls" : "tcp");
+	if (c->ssl)
+		rm_tls_peer_subject(c->ssl, h.subject, sizeof(h.subject));
 	if (c->dec)
 		rm_ipfix_templates_each(c->dec, snapshot_one, snap);
 	h.snapshot_octets = snap->len;
@@ -307,7 +310,7 @@ static void rc_reject(void *arg, uint32_t domain, uint16_t tid, const uint8_t *r
 	((struct recount *)arg)->rejected++;
 }
 
-static const struct rm_ipfix_sink recount_sink = { rc_record, rc_reject, NULL };
+static const struct rm_ipfix_sink recount_sink = { rc_record, rc_reject, NULL, NULL };
 
 /*
  * Decode n octets of Messages at p with dec, as the session did: each whole
@@ -374,7 +377,7 @@ static int recover_file(struct rm_journal *j, const char *path, uint64_t now_ms,
 		return 0;
 	}
 	memcpy(&h, buf, sizeof(h));
-	h.peer[sizeof(h.peer) - 1] = h.transport[sizeof(h.transport) - 1] = 0;
+	h.peer[sizeof(h.peer) - 1] = h.transport[sizeof(h.transport) - 1] = h.subject[sizeof(h.subject) - 1] = 0;
 	if (h.snapshot_octets > n - sizeof(h) || !(dec = rm_ipfix_session_new(j->pen))) {
 		free(buf);
 		return -1;
@@ -382,6 +385,7 @@ static int recover_file(struct rm_journal *j, const char *path, uint64_t now_ms,
 	*l = (struct rm_store_lost_session){ .id = h.session_id,
 					     .run_id = h.run_id,
 					     .peer = h.peer,
+					     .subject = h.subject,
 					     .transport = h.transport,
 					     .started_ms = h.started_ms,
 					     .messages = h.messages,

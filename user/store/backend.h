@@ -60,6 +60,9 @@ struct rm_backend_ops {
 	int (*session_counts)(void *st, int64_t session_id, const struct rm_session_counts *c);
 	uint64_t (*transactions)(const void *st);
 	int (*session_lost)(void *st, const struct rm_store_lost_session *l, uint64_t now_ms, uint64_t *lost);
+	/* Optional: rm_store_session_acked (NULL: the store does not match Reliability records). */
+	int (*session_acked)(void *st, const struct rm_store_acked *a, uint64_t now_ms,
+			     struct rm_store_acked_result *res);
 };
 
 /*
@@ -217,6 +220,21 @@ static inline int rm_backend_session_lost(struct rm_backend *b, const struct rm_
 					  uint64_t *lost)
 {
 	return b->ops->session_lost ? b->ops->session_lost(b->st, l, now_ms, lost) : -1;
+}
+
+/*
+ * An exporter's Reliability record of an earlier session (store.h
+ * rm_store_session_acked): 1 matched, 0 not (res->why), -1 refused or no
+ * such call in this store (res->why set then).
+ */
+static inline int rm_backend_session_acked(struct rm_backend *b, const struct rm_store_acked *a, uint64_t now_ms,
+					   struct rm_store_acked_result *res)
+{
+	if (!b->ops->session_acked) {
+		*res = (struct rm_store_acked_result){ .why = "this store does not match Reliability records" };
+		return 0;
+	}
+	return b->ops->session_acked(b->st, a, now_ms, res);
 }
 
 #endif /* ROCEMETER_BACKEND_H */
