@@ -53,9 +53,10 @@ struct rm_journal {
 	int failed_logged;
 };
 
-struct rm_journal *rm_journal_open(const char *db_path, struct rm_backend *st, uint32_t pen, char *err, size_t errlen)
+struct rm_journal *rm_journal_open(const char *dir, struct rm_backend *st, uint32_t pen, char *err, size_t errlen)
 {
 	struct rm_journal *j;
+	char parent[300], *slash;
 
 	err[0] = 0;
 	if (!rm_backend_has_journal(st))
@@ -68,9 +69,18 @@ struct rm_journal *rm_journal_open(const char *db_path, struct rm_backend *st, u
 	j->st = st;
 	j->pen = pen;
 	j->pending = g_array_new(FALSE, FALSE, sizeof(struct pending));
-	if ((size_t)snprintf(j->dir, sizeof(j->dir), "%s.received", db_path) >= sizeof(j->dir) ||
+	errno = 0;
+	snprintf(parent, sizeof(parent), "%s", dir);
+	if ((slash = strrchr(parent, '/')) && slash != parent) {
+		*slash = 0;
+		if (mkdir(parent, 0700) < 0 && errno != EEXIST) /* the spool directory may not exist yet */
+			goto fail;
+		errno = 0;
+	}
+	if ((size_t)snprintf(j->dir, sizeof(j->dir), "%s", dir) >= sizeof(j->dir) ||
 	    (mkdir(j->dir, 0700) < 0 && errno != EEXIST)) {
-		snprintf(err, errlen, "received-Messages journal %s.received: %s", db_path,
+	fail:
+		snprintf(err, errlen, "received-Messages journal %s: %s", dir,
 			 errno ? strerror(errno) : "path too long");
 		rm_journal_close(j);
 		return NULL;

@@ -317,7 +317,7 @@ void rm_session_end(struct conn *c, const char *reason)
 		rm_collector_store_check(s, rm_backend_session_end(s->st, c->session_id, reason, t, &cnt),
 					 "session end");
 	}
-	jgen = rm_backend_transactions(s->st);
+	jgen = rm_backend_handed(s->st);
 	rm_collector_batch_commit(s);
 	rm_collector_store_check(s, rm_backend_flush(s->st),
 				 "commit"); /* a session's end and its epochs' outcomes: at once */

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rules/collector_rules.h"
 #include "store/sqlite/store.h"
@@ -60,6 +61,14 @@ struct rm_backend_ops {
 	int (*session_counts)(void *st, int64_t session_id, const struct rm_session_counts *c);
 	uint64_t (*transactions)(const void *st);
 	int (*session_lost)(void *st, const struct rm_store_lost_session *l, uint64_t now_ms, uint64_t *lost);
+	/*
+	 * Optional (NULL: transactions): the number of the last transaction
+	 * begun, so that what is queued now is durable once transactions()
+	 * exceeds it (ClickHouse: batches handed over vs. inserted).
+	 */
+	uint64_t (*handed)(const void *st);
+	/* Optional (NULL: DATABASE.received for SQLite): the journal's directory. 0, or -1 (too long). */
+	int (*journal_dir)(void *st, char *buf, size_t len);
 	/* Optional: rm_store_session_acked (NULL: the store does not match Reliability records). */
 	int (*session_acked)(void *st, const struct rm_store_acked *a, uint64_t now_ms,
 			     struct rm_store_acked_result *res);
@@ -214,6 +223,18 @@ static inline int rm_backend_session_counts(struct rm_backend *b, int64_t sessio
 static inline uint64_t rm_backend_transactions(const struct rm_backend *b)
 {
 	return b->ops->transactions ? b->ops->transactions(b->st) : 0;
+}
+/* The journal's directory: the store's journal_dir, else db_path.received (SQLite). 0 or -1 (too long). */
+static inline int rm_backend_journal_dir(struct rm_backend *b, const char *db_path, char *buf, size_t len)
+{
+	if (b->ops->journal_dir)
+		return b->ops->journal_dir(b->st, buf, len);
+	return (size_t)snprintf(buf, len, "%s.received", db_path) >= len ? -1 : 0;
+}
+/* What is queued now is durable once rm_backend_transactions exceeds this. */
+static inline uint64_t rm_backend_handed(const struct rm_backend *b)
+{
+	return b->ops->handed ? b->ops->handed(b->st) : rm_backend_transactions(b);
 }
 /* What a crash lost of session l (store.h rm_store_session_lost); -1 for a store without. */
 static inline int rm_backend_session_lost(struct rm_backend *b, const struct rm_store_lost_session *l, uint64_t now_ms,
