@@ -762,6 +762,9 @@ def test_kill_under_rocemeter_exporter_loses_nothing_uncounted(tmp_path, pki, tr
             assert c2.stop() == 0
     finally:
         d.close()
+        if c.proc.poll() is None:  # a failure before the kill: never leave it running
+            c.proc.kill()
+            c.proc.wait()
     s1, s2 = c2.query("SELECT * FROM sessions ORDER BY id")
     drops = crash_drops(c2, 1)
     read1 = s1["records"] + s1["rejected"]

@@ -275,10 +275,15 @@ int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_sto
 			goto out;
 		}
 		s->journal = rm_journal_open(jdir, s->st, pen, err, sizeof(err));
-		if (!s->journal && err[0]) {
+		if (!s->journal && err[0] && spec->kind == RM_STORE_SQLITE) {
 			rm_log(RM_LOG_ERR, "%s", err);
 			goto out;
 		}
+		if (!s->journal && err[0]) /* ClickHouse: the spool directory's parent may be missing */
+			rm_log(RM_LOG_ERR,
+			       "%s: what the collector reads is not protected against a crash (kill -9 loses what "
+			       "was read and not inserted without a count)",
+			       err);
 		rm_journal_recover(s->journal, rm_clock_wall_ms());
 	}
 	store_limits(s);

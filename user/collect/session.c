@@ -262,7 +262,12 @@ static void dec_reliability(void *arg, uint32_t domain, const struct rm_ipfix_re
 	if (c->ssl)
 		rm_tls_peer_subject(c->ssl, subj, sizeof(subj));
 	rc = rm_backend_session_acked(s->st, &a, rm_clock_wall_ms(), &res);
-	if (rc > 0) {
+	if (rc == 2) {
+		rm_log(RM_LOG_NOTICE,
+		       "session %" PRId64 ": its exporter reports an earlier session from %s that delivered %" PRIu64
+		       " records: matched by the store",
+		       c->session_id, peer, r->records);
+	} else if (rc > 0) {
 		s->stats.drops_unread_at_crash += res.lost;
 		rm_log(RM_LOG_WARNING,
 		       "session %" PRId64 ": its exporter reports that session %" PRId64 " from %s delivered %" PRIu64

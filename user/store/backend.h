@@ -48,6 +48,8 @@ struct rm_backend_ops {
 	/* Optional (NULL: the store keeps nothing charged to the budget): rm_store_set_budget, rm_store_make_room. */
 	void (*set_budget)(void *st, struct rm_budget *b);
 	int (*make_room)(void *st);
+	/* Optional: records counted as unread-at-crash by the store itself (ClickHouse's sender). */
+	uint64_t (*acked_drops)(void *st);
 	/* Optional (NULL: no buffer): octets of rows waiting to be written, and the most that may wait. */
 	uint64_t (*buffer_bytes)(void *st);
 	uint64_t (*buffer_capacity)(void *st);
@@ -245,8 +247,8 @@ static inline int rm_backend_session_lost(struct rm_backend *b, const struct rm_
 
 /*
  * An exporter's Reliability record of an earlier session (store.h
- * rm_store_session_acked): 1 matched, 0 not (res->why), -1 refused or no
- * such call in this store (res->why set then).
+ * rm_store_session_acked): 1 matched, 0 not (res->why), -1 refused, 2
+ * queued (ClickHouse: matched by its sender thread, which logs the outcome).
  */
 static inline int rm_backend_session_acked(struct rm_backend *b, const struct rm_store_acked *a, uint64_t now_ms,
 					   struct rm_store_acked_result *res)

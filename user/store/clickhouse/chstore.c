@@ -521,4 +521,6 @@ const struct rm_backend_ops rm_backend_clickhouse = {
 	.handed = rm_chs_handed,
 	.session_lost = rm_chs_session_lost,
 	.journal_dir = rm_chs_journal_dir,
+	.session_acked = rm_chs_session_acked,
+	.acked_drops = rm_chs_acked_drops,
 };

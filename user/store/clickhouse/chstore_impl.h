@@ -20,6 +20,14 @@
 
 enum table { T_RUNS, T_SESSIONS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS, T_LIMITS, T__N };
 
+/* An exporter's Reliability record waiting for the sender (store.h struct rm_store_acked, copied). */
+struct acked_req {
+	char peer[80], peer_alt[80], subject[256];
+	int64_t reporting_id;
+	uint64_t records, ended_ms, now_ms;
+	struct acked_req *next;
+};
+
 /* Rows handed to the sender together. */
 struct batch {
 	GByteArray *body[T__N];
@@ -73,11 +81,13 @@ struct rm_chstore {
 	struct batch *inflight;     /* batches the sender is inserting */
 	uint64_t queued_bytes;      /* octets in the queue and in flight */
 	uint64_t inserted_rows;
-	uint64_t inserted_seq; /* the largest seq of a batch ClickHouse took (batches go in order) */
-	int down;              /* the last INSERT failed */
-	int reached;           /* ClickHouse answered in this run (a query at the start or an INSERT) */
-	unsigned spool_left;   /* batches of the spool file not inserted yet: the file is removed at 0 */
-	int stopping;          /* close: insert what waits until stop_at_ms, then end */
+	uint64_t inserted_seq;   /* the largest seq of a batch ClickHouse took (batches go in order) */
+	struct acked_req *acked; /* Reliability records to match, newest first */
+	uint64_t acked_drops;    /* records counted as unread-at-crash by the sender */
+	int down;                /* the last INSERT failed */
+	int reached;             /* ClickHouse answered in this run (a query at the start or an INSERT) */
+	unsigned spool_left;     /* batches of the spool file not inserted yet: the file is removed at 0 */
+	int stopping;            /* close: insert what waits until stop_at_ms, then end */
 	/* what the spool file read at the start holds, in the words of the logs */
 	char spool_what[200];
 	uint64_t stop_at_ms;
@@ -158,6 +168,12 @@ int rm_chs_session_lost(void *p, const struct rm_store_lost_session *l, uint64_t
 uint64_t rm_chs_transactions(const void *p);
 uint64_t rm_chs_handed(const void *p);
 int rm_chs_journal_dir(void *p, char *buf, size_t len);
+/* backend.h session_acked: queued for the sender (2). */
+int rm_chs_session_acked(void *p, const struct rm_store_acked *a, uint64_t now_ms, struct rm_store_acked_result *res);
+/* The sender: match the queued Reliability records (takes and gives back mu around ClickHouse's answers). */
+void rm_chs_acked_process(struct rm_chstore *cs, struct rm_ch *ch);
+/* backend.h acked_drops. */
+uint64_t rm_chs_acked_drops(void *p);
 
 /* lease.c */
 /*

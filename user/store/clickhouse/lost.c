@@ -166,3 +166,179 @@ out:
 		*lost = 0;
 	return rc < 0 ? -1 : 0;
 }
+
+/* ---------------- an exporter's Reliability record (rocemeter/ipfix_ie.h RM_TID_RELIABILITY) ---------------- */
+
+int rm_chs_session_acked(void *p, const struct rm_store_acked *a, uint64_t now_ms, struct rm_store_acked_result *res)
+{
+	struct rm_chstore *cs = p;
+	struct acked_req *r = calloc(1, sizeof(*r));
+
+	*res = (struct rm_store_acked_result){ .why = "out of memory" };
+	if (!r)
+		return 0;
+	snprintf(r->peer, sizeof(r->peer), "%s", a->peer);
+	snprintf(r->peer_alt, sizeof(r->peer_alt), "%s", a->peer_alt ? a->peer_alt : a->peer);
+	snprintf(r->subject, sizeof(r->subject), "%s", a->subject);
+	r->reporting_id = a->reporting_id;
+	r->records = a->records;
+	r->ended_ms = a->ended_ms;
+	r->now_ms = now_ms;
+	pthread_mutex_lock(&cs->mu);
+	r->next = cs->acked;
+	cs->acked = r;
+	pthread_cond_signal(&cs->cv);
+	pthread_mutex_unlock(&cs->mu);
+	res->why = NULL;
+	return 2;
+}
+
+uint64_t rm_chs_acked_drops(void *p)
+{
+	struct rm_chstore *cs = p;
+	uint64_t v;
+
+	pthread_mutex_lock(&cs->mu);
+	v = cs->acked_drops;
+	pthread_mutex_unlock(&cs->mu);
+	return v;
+}
+
+/*
+ * The latest version of the session r may speak of (as the SQLite store's
+ * acked_match): v = id, records + rejected, open (1), started_ms, version.
+ * 1 found, 0 none, -1 no answer.
+ */
+static int acked_match(struct rm_ch *ch, const char *qid, const struct acked_req *r, uint64_t v[5], char *err,
+		       size_t errlen)
+{
+	char qp[200], qa[200], qs[600], *sql;
+	struct rm_ch_result res = { 0 };
+	char *p;
+	int rc;
+
+	rm_ch_quote(r->peer, qp, sizeof(qp));
+	rm_ch_quote(r->peer_alt, qa, sizeof(qa));
+	rm_ch_quote(r->subject, qs, sizeof(qs));
+	sql = g_strdup_printf(
+		"SELECT id, argMax(records + rejected, version), argMax(isNull(ended_ms), version),"
+		" argMax(started_ms, version), max(version) FROM sessions WHERE collector_id = %s AND id < %" PRId64
+		" GROUP BY id HAVING argMax(ifNull(peer, ''), version) IN (%s, %s) AND"
+		" argMax(ifNull(peer_subject, ''), version) = %s ORDER BY id DESC LIMIT 1 FORMAT TabSeparated",
+		qid, r->reporting_id, qp, qa, qs);
+	rc = rm_ch_query(ch, sql, NULL, 0, NULL, &res, err, errlen);
+	g_free(sql);
+	if (rc < 0)
+		return -1;
+	p = res.data;
+	rc = p && *p ? 1 : 0;
+	for (int i = 0; i < 5; i++) {
+		v[i] = p ? strtoull(p, &p, 10) : 0;
+		while (p && (*p == '\t' || *p == '\n'))
+			p++;
+	}
+	rm_ch_result_free(&res);
+	return rc;
+}
+
+/* One record: matched, counted and logged. why: the reason it was not counted, or NULL. */
+static const char *acked_one(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, const struct acked_req *r,
+			     int64_t *id, uint64_t *read, uint64_t *lost, char *err, size_t errlen)
+{
+	uint64_t v[5], n = 0;
+	char detail[300], qd[700], *sql;
+	struct rm_ch_result res = { 0 };
+	int rc = ch ? acked_match(ch, qid, r, v, err, errlen) : -1;
+
+	if (rc < 0)
+		return err[0] ? err : "ClickHouse did not answer";
+	if (rc == 0)
+		return "no earlier session of this exporter from that address and port";
+	*id = (int64_t)v[0];
+	*read = v[1];
+	if (v[2])
+		return "that session is still open";
+	if (r->ended_ms && v[3] > r->ended_ms + 60000)
+		return "that session started after the one reported had ended";
+	sql = g_strdup_printf("SELECT count() FROM drops WHERE collector_id = %s AND session_id = %" PRId64
+			      " AND kind = 'unread-at-crash' FORMAT TabSeparated",
+			      qid, *id);
+	rc = rm_ch_query(ch, sql, NULL, 0, NULL, &res, err, errlen);
+	g_free(sql);
+	if (rc == 0 && res.data)
+		n = strtoull(res.data, NULL, 10);
+	rm_ch_result_free(&res);
+	if (rc < 0)
+		return err;
+	if (n)
+		return "that session was reported before";
+	*lost = r->records > *read ? r->records - *read : 0;
+	if (!*lost)
+		return NULL;
+	snprintf(detail, sizeof(detail),
+		 "%" PRIu64 " records the collector's kernel acknowledged and the collector never read (the exporter's "
+		 "next session reported %" PRIu64 " acknowledged; %" PRIu64 " read)",
+		 *lost, r->records, *read);
+	rm_ch_quote(detail, qd, sizeof(qd));
+	sql = g_strdup_printf(
+		"INSERT INTO drops (collector_id, session_id, kind, count, first_ms, last_ms, last_detail)"
+		" VALUES (%s, %" PRId64 ", 'unread-at-crash', %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %s)",
+		qid, *id, *lost, r->now_ms, r->now_ms, qd);
+	rc = rm_ch_query(ch, sql, NULL, 0, NULL, NULL, err, errlen);
+	g_free(sql);
+	if (rc == 0) {
+		uint64_t ver = rm_clock_wall_us() > v[4] ? rm_clock_wall_us() : v[4] + 1;
+
+		sql = g_strdup_printf(
+			"INSERT INTO sessions (collector_id, id, version, run_id, peer, peer_subject, transport,"
+			" started_ms, ended_ms, end_reason, messages, records, octets, rejected, accepted, repeats,"
+			" stale, orphans, unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound,"
+			" seq_gaps, seq_missing, export_time_backwards) SELECT collector_id, id, %" PRIu64
+			", run_id, peer, peer_subject, transport, started_ms, ended_ms, end_reason, messages, records,"
+			" octets, rejected, accepted, repeats, stale, orphans, unsupported, invalid, after_invalid,"
+			" key_conflicts, resource_drops + %" PRIu64 ", unbound, seq_gaps, seq_missing,"
+			" export_time_backwards FROM sessions FINAL WHERE collector_id = %s AND id = %" PRId64,
+			ver, *lost, qid, *id);
+		rc = rm_ch_query(ch, sql, NULL, 0, NULL, NULL, err, errlen);
+		g_free(sql);
+	}
+	return rc < 0 ? err : NULL;
+}
+
+void rm_chs_acked_process(struct rm_chstore *cs, struct rm_ch *ch)
+{
+	char qid[2 * RM_CHSTORE_COLLECTOR_ID_MAX + 8];
+	struct acked_req *r = cs->acked;
+
+	cs->acked = NULL;
+	pthread_mutex_unlock(&cs->mu);
+	rm_ch_quote(cs->id, qid, sizeof(qid));
+	while (r) {
+		struct acked_req *next = r->next;
+		char err[512] = "";
+		int64_t id = 0;
+		uint64_t read = 0, lost = 0;
+		const char *why = acked_one(cs, ch, qid, r, &id, &read, &lost, err, sizeof(err));
+
+		if (why)
+			rm_log(RM_LOG_NOTICE,
+			       "session %" PRId64
+			       ": its exporter reports an earlier session from %s that delivered %" PRIu64
+			       " records; not counted: %s",
+			       r->reporting_id, r->peer, r->records, why);
+		else
+			rm_log(RM_LOG_WARNING,
+			       "session %" PRId64 ": its exporter reports that session %" PRId64
+			       " from %s delivered %" PRIu64 " records; %" PRIu64 " were read: %" PRIu64
+			       " never read (collector resource drop 'unread-at-crash')",
+			       r->reporting_id, id, r->peer, r->records, read, lost);
+		if (!why) {
+			pthread_mutex_lock(&cs->mu);
+			cs->acked_drops += lost;
+			pthread_mutex_unlock(&cs->mu);
+		}
+		free(r);
+		r = next;
+	}
+	pthread_mutex_lock(&cs->mu);
+}

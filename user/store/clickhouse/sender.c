@@ -78,8 +78,14 @@ void *rm_chs_sender(void *arg)
 		size_t n = 0;
 		int failed = 0;
 
-		while (!cs->head && !cs->stopping)
+		while (!cs->head && !cs->acked && !cs->stopping)
 			pthread_cond_wait(&cs->cv, &cs->mu);
+		if (cs->acked && !cs->stopping) {
+			if (!ch)
+				ch = rm_ch_open(&cs->conf, err, sizeof(err));
+			rm_chs_acked_process(cs, ch);
+			continue;
+		}
 		if (!cs->head || (cs->stopping && rm_clock_mono_ms() >= cs->stop_at_ms))
 			break;
 		/* Take what is queued, up to RM_CHSTORE_SEND_MAX_BYTES (at least one batch). */
