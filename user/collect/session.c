@@ -236,6 +236,7 @@ static void dec_note(void *arg, uint32_t domain, const char *msg)
  * crashed) become a collector resource drop "unread-at-crash" of that
  * session. Only a session of the same authorised peer can be spoken of.
  */
+#define RELIABILITY_MAX 16 /* records handled per session: what rocemeter's exporter sends at most */
 static void dec_reliability(void *arg, uint32_t domain, const struct rm_ipfix_reliability *r)
 {
 	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
@@ -250,6 +251,13 @@ static void dec_reliability(void *arg, uint32_t domain, const struct rm_ipfix_re
 	struct rm_store_acked_result res;
 	int rc;
 
+	if (c->reliability++ >= RELIABILITY_MAX) {
+		if (c->reliability == RELIABILITY_MAX + 1)
+			rm_log(RM_LOG_WARNING,
+			       "session %" PRId64 ": more than %d Reliability records; the rest are ignored",
+			       c->session_id, RELIABILITY_MAX);
+		return;
+	}
 	inet_ntop(AF_INET6, r->exporter_addr, a6, sizeof(a6));
 	snprintf(alt, sizeof(alt), "[%s]:%u", a6, r->exporter_port);
 	if (!memcmp(r->exporter_addr, mapped, sizeof(mapped))) {
