@@ -6,7 +6,7 @@ ROCEMETER_SRCS += user/store/backend.c user/store/store_spec.c user/store/store_
                   user/store/sqlite/recover.c user/store/sqlite/lost.c user/store/sqlite/store_read_sqlite.c \
                   user/store/clickhouse/clickhouse.c user/store/clickhouse/chstore.c user/store/clickhouse/rows.c \
                   user/store/clickhouse/batch.c user/store/clickhouse/drops.c user/store/clickhouse/sender.c \
-                  user/store/clickhouse/spool.c user/store/clickhouse/lease.c \
+                  user/store/clickhouse/spool.c user/store/clickhouse/lease.c user/store/clickhouse/lost.c \
                   user/store/clickhouse/store_read_clickhouse.c
 # ClickHouse's HTTP interface (docs/fleet.md); the DDL files are compiled in (.incbin).
 LDLIBS         += -lcurl

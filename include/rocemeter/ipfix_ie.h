@@ -38,6 +38,17 @@
 #define IE_FLOW_KEY_INDICATOR       173
 #define IE_DOT1Q_CUSTOMER_VLAN_ID   245 /* namespace key, inner VLAN (namespace = vlan) */
 
+/*
+ * IANA standard Information Elements of the Reliability Options Template
+ * (RFC 7011 section 4.3 "Exporting Process Reliability Statistics",
+ * docs/ipfix-mapping.md "What an earlier Transport Session delivered").
+ */
+#define IE_EXPORTED_OCTET_TOTAL_COUNT       40
+#define IE_EXPORTED_MESSAGE_TOTAL_COUNT     41
+#define IE_EXPORTED_FLOW_RECORD_TOTAL_COUNT 42
+#define IE_EXPORTER_IPV6_ADDRESS            131
+#define IE_EXPORTER_TRANSPORT_PORT          217
+
 /* Enterprise-specific elements under the configured PEN (types and semantics: RM_IPFIX_IES). */
 #define RM_IE_RDMA_DESTINATION_QP                  1
 #define RM_IE_RDMA_PARTITION_KEY                   2
@@ -171,11 +182,41 @@ static inline const char *rm_pf_name(enum rm_pf f)
 }
 
 /* Template IDs (no Template ID is reserved by the profile; these are ours). */
-#define RM_TID_IPV4      256
-#define RM_TID_IPV6      257
-#define RM_TID_IPV4_VLAN 258 /* namespace = vlan */
-#define RM_TID_IPV6_VLAN 259
-#define RM_TID_FLOW_KEYS 260 /* Options Template: scope templateId, flowKeyIndicator */
+#define RM_TID_IPV4        256
+#define RM_TID_IPV6        257
+#define RM_TID_IPV4_VLAN   258 /* namespace = vlan */
+#define RM_TID_IPV6_VLAN   259
+#define RM_TID_FLOW_KEYS   260 /* Options Template: scope templateId, flowKeyIndicator */
+#define RM_TID_RELIABILITY 261 /* Options Template: what an earlier Transport Session delivered (below) */
+
+/*
+ * rocemeter's own extension (docs/ipfix-mapping.md "What an earlier
+ * Transport Session delivered"): in the Transport Session after one that
+ * died, the exporter sends, right after its Templates Message, a Message
+ * with the Options Template RM_TID_RELIABILITY and one Options Data Record
+ * per earlier session that died:
+ *   scope exporterIPv6Address(131, 16 octets; an IPv4 address IPv4-mapped)
+ *         exporterTransportPort(217, 2): the exporter's end of the dead
+ *         session's TCP connection, as the collector saw it as its peer;
+ *   flowStartMilliseconds(152), flowEndMilliseconds(153): when that session
+ *         was established and when it died (UNIX ms, the exporter's clock);
+ *   exportedMessageTotalCount(41), exportedFlowRecordTotalCount(42),
+ *   exportedOctetTotalCount(40): of what that session sent, the IPFIX
+ *         Messages the collector's kernel acknowledged entirely (TCP), their
+ *         Data Records of the profile's Data Templates (Options Data Records
+ *         not counted) and their octets (Message lengths, before TLS).
+ * Other collectors ignore an Options Template they do not know.
+ */
+#define RM_RELIABILITY_TEMPLATE_LEN 34 /* Options Template Record: 6 + 7 * 4 */
+#define RM_RELIABILITY_RECORD_LEN   58 /* 16 + 2 + 5 * 8 */
+
+/* One Reliability Options Data Record, host order. */
+struct rm_ipfix_reliability {
+	uint8_t exporter_addr[16]; /* network order; IPv4 as ::ffff:a.b.c.d */
+	uint16_t exporter_port;
+	uint64_t started_ms, ended_ms;
+	uint64_t messages, records, octets;
+};
 
 /* Data Record lengths with full-length encodings ([SEQOBS]). */
 #define RM_RECORD_LEN_IPV4 120

@@ -130,8 +130,8 @@ def free_port():
 
 
 class Collector:
-    def __init__(self, tmp, pki, *extra, plain=False):
-        self.port = free_port()
+    def __init__(self, tmp, pki, *extra, plain=False, port=None):
+        self.port = port or free_port()
         self.db = os.path.join(str(tmp), "c.db")
         self.errpath = os.path.join(str(tmp), "collector.log")
         self.pki = pki

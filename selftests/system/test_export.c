@@ -513,9 +513,10 @@ static int drive(const char *config)
 				if (sn && sn != seen)
 					break;
 				clock_gettime(CLOCK_MONOTONIC, &t);
-				if ((uint64_t)(t.tv_sec - t0.tv_sec) * 1000 +
-					    (uint64_t)(t.tv_nsec - t0.tv_nsec) / 1000000 >=
-				    a) {
+				/* Signed: tv_nsec may be smaller than at the start. */
+				if ((int64_t)(t.tv_sec - t0.tv_sec) * 1000 +
+					    (int64_t)(t.tv_nsec - t0.tv_nsec) / 1000000 >=
+				    (int64_t)a) {
 					sn = 0;
 					break;
 				}

@@ -211,7 +211,9 @@ def expected_report(k):
 # --------------------------------------- an IPFIX stream decoder from RFC 7011
 
 IANA = {138: "observationPointId", 8: "src", 12: "dst", 27: "src", 28: "dst",
-        152: "flowStartMilliseconds", 153: "flowEndMilliseconds", 145: "templateId", 173: "flowKeyIndicator"}
+        152: "flowStartMilliseconds", 153: "flowEndMilliseconds", 145: "templateId", 173: "flowKeyIndicator",
+        40: "exportedOctetTotalCount", 41: "exportedMessageTotalCount", 42: "exportedFlowRecordTotalCount",
+        131: "exporterIPv6Address", 217: "exporterTransportPort"}
 ENTERPRISE = {1: "rdmaDestinationQP", 2: "rdmaPartitionKey", 3: "rdmaSequenceEpochId", 4: "rdmaSequenceReportId",
               5: "rdmaSequenceWindow", 6: "rdmaSequenceFlags", 7: "skippedPsnTotalCount", 8: "filledPsnTotalCount",
               9: "expiredPsnTotalCount", 10: "abandonedPsnTotalCount", 11: "pendingPsnCount",
@@ -262,7 +264,7 @@ def decode_stream(data):
                         name = ENTERPRISE[ie] if pen else IANA[ie]
                         if pen:
                             assert pen == PEN, f"PEN {pen}"
-                        if name in ("src", "dst"):
+                        if name in ("src", "dst", "exporterIPv6Address"):
                             rec[name] = str(ipaddress.ip_address(raw))
                         else:
                             rec[name] = int.from_bytes(raw, "big")
@@ -273,9 +275,20 @@ def decode_stream(data):
     return msgs, templates
 
 
-def check_session_stream(data, ks, domain=7):
-    """A whole Transport Session: Templates first, then exactly reports ks in order, sequence numbers right."""
+def check_session_stream(data, ks, domain=7, reliability=None):
+    """A whole Transport Session: Templates first, then exactly reports ks in order, sequence numbers right.
+    reliability: the number of Reliability records (rocemeter's extension, Options Template 261) the
+    Message after the Templates carries, reporting earlier sessions that died (None: no such Message)."""
     msgs, templates = decode_stream(data)
+    if reliability is not None:
+        rel = msgs.pop(1)
+        assert rel["sets"] == [3, 261] and rel["sequence"] == len(msgs[0]["records"]), rel
+        assert [r["tid"] for r in rel["records"]] == [261] * reliability
+        seq0 = len(msgs[0]["records"]) + reliability
+        assert msgs[1]["sequence"] == seq0, "the Reliability records count in the Sequence Number"
+        msgs[1]["sequence"] -= reliability
+        for m in msgs[2:]:
+            m["sequence"] -= reliability
     assert msgs, "no IPFIX message received"
     first = msgs[0]
     # Templates message first: Template Set, Options Template Set, the Flow Keys Options Data.
@@ -508,11 +521,27 @@ def test_reconnect_new_session(tmp_path, pki, procs):
     assert st["sessions"] == 2 and st["reconnects"] == 1 and st["sessions_lost"] == 1
     assert st["dropped_no_session"] + st["dropped_session_lost"] == 5
     assert st["records_sent"] == 150
-    check_session_stream(open(out1, "rb").read(), range(100))
-    # The new session starts with Templates and Sequence Number 0; reports 105..154.
-    check_session_stream(open(out2, "rb").read(), range(105, 155))
+    s1 = open(out1, "rb").read()
+    check_session_stream(s1, range(100))
+    # The new session starts with Templates and Sequence Number 0, then the Reliability record of
+    # session 1 (it died: everything it sent was acknowledged, read above); reports 105..154.
+    s2 = open(out2, "rb").read()
+    check_session_stream(s2, range(105, 155), reliability=1)
+    (rel,) = decode_stream(s2)[0][1]["records"]
+    assert ipaddress.ip_address(rel["exporterIPv6Address"]).ipv4_mapped == ipaddress.ip_address("127.0.0.1") and rel["exporterTransportPort"] > 0
+    assert rel["exportedFlowRecordTotalCount"] == 100
+    assert rel["exportedMessageTotalCount"] == len(decode_stream(s1)[0])
+    assert rel["exportedOctetTotalCount"] == len(s1)
+    now_ms = time.time() * 1000
+    assert now_ms - 60000 < rel["flowStartMilliseconds"] <= rel["flowEndMilliseconds"] <= now_ms
     check_with_ipfixdump(out2, range(105, 155))
-    assert "Transport Session 1 lost" in d.stderr()
+    # ipfixDump (libfixbuf, IANA's registry) decodes the Options record the same way.
+    r = subprocess.run(["ipfixDump", "--in", out2, "--element-file", IE_FILE], capture_output=True, text=True,
+                       timeout=60)
+    assert re.search(r"exportedFlowRecordTotalCount\s*:\s*100\b", r.stdout), r.stdout
+    assert re.search(r"exportedOctetTotalCount\s*:\s*%d\b" % len(s1), r.stdout), r.stdout
+    assert re.search(r"exporterTransportPort\s*:\s*%d\b" % rel["exporterTransportPort"], r.stdout)
+    assert "Transport Session 1 lost" in d.stderr() and "100 records in" in d.stderr()
 
 
 class StalledCollector:

@@ -256,7 +256,7 @@ def test_prometheus_scrapes_meter_and_collector(tmp_path, pki, link):
             "rocemeter_collector_resource_drops_total": {
                 frozenset({"limit": k}.items()): limits["drops"].get(k, 0)
                 for k in ("session-limit", "epoch-admission", "raw-record-limit", "raw-byte-limit", "memory-budget",
-                          "database", "store")},
+                          "database", "store", "unread-at-crash")},
             "rocemeter_collector_database_unavailable": {frozenset(): 0},
             "rocemeter_collector_store_unavailable": {frozenset(): 0},
             "rocemeter_collector_refused_connections_total": {

@@ -51,7 +51,7 @@ static void on_note(void *arg, uint32_t domain, const char *msg)
 	snprintf(notes + used, sizeof(notes) - used, "%s\n", msg);
 }
 
-static const struct rm_ipfix_sink sink = { on_record, on_reject, on_note };
+static const struct rm_ipfix_sink sink = { on_record, on_reject, on_note, NULL };
 
 static void reset_sink(void)
 {
@@ -403,6 +403,111 @@ static void test_anomaly_notes_rate_limited(void **state)
 	rm_ipfix_session_free(s);
 }
 
+/* ---------------- rocemeter's Reliability record (ipfix_ie.h RM_TID_RELIABILITY) ---------------- */
+
+static struct rm_ipfix_reliability got_rel[4];
+static int n_rel;
+
+static void on_reliability(void *arg, uint32_t domain, const struct rm_ipfix_reliability *r)
+{
+	if (n_rel < 4)
+		got_rel[n_rel] = *r;
+	n_rel++;
+}
+
+static const struct rm_ipfix_sink rel_sink = { on_record, on_reject, on_note, on_reliability };
+
+/*
+ * An Options Template of RFC 7011's IANA elements, written here from
+ * docs/ipfix-mapping.md "What an earlier Transport Session delivered":
+ * scope exporterIPv6Address(131, 16) exporterTransportPort(217, 2); then
+ * flowStartMilliseconds(152), flowEndMilliseconds(153),
+ * exportedMessageTotalCount(41), exportedFlowRecordTotalCount(42),
+ * exportedOctetTotalCount(40), 8 octets each. scope: its Scope Field Count.
+ */
+static void reliability_template(struct msg *m, uint16_t tid, uint16_t scope)
+{
+	static const uint16_t f[7][2] = { { 131, 16 }, { 217, 2 }, { 152, 8 }, { 153, 8 },
+					  { 41, 8 },   { 42, 8 },  { 40, 8 } };
+
+	set_begin(m, 3);
+	put(m, tid, 2);
+	put(m, 7, 2);
+	put(m, scope, 2);
+	for (int i = 0; i < 7; i++)
+		field(m, 0, f[i][0], f[i][1]);
+	set_end(m);
+}
+
+static void reliability_record(struct msg *m, uint16_t port, uint64_t records)
+{
+	put(m, 0, 8); /* ::ffff:192.0.2.9 */
+	put(m, 0xffff, 4);
+	put(m, 0xc0000209, 4);
+	put(m, port, 2);
+	put(m, 1700000000000ull, 8);
+	put(m, 1700000009000ull, 8);
+	put(m, 77, 8);
+	put(m, records, 8);
+	put(m, 123456, 8);
+}
+
+/*
+ * The record is bound by its fields, not its Template ID: delivered through
+ * sink->reliability with its values, never rejected, counted in the Sequence
+ * Number as every Options Data Record; the same fields with another scope
+ * count bind nothing (ignored as any unknown Options Data Record is).
+ */
+static void test_reliability_record(void **state)
+{
+	struct rm_ipfix_session *s = rm_ipfix_session_new(PEN);
+	const struct rm_ipfix_counts *c = rm_ipfix_counts(s);
+	char err[200];
+	struct msg m;
+
+	reset_sink();
+	n_rel = 0;
+	begin(&m, 1700000000, 0, 0);
+	reliability_template(&m, 300, 2);
+	reliability_template(&m, 301, 1);
+	set_begin(&m, 300);
+	reliability_record(&m, 40001, 25000);
+	reliability_record(&m, 40002, 7);
+	set_end(&m);
+	set_begin(&m, 301);
+	reliability_record(&m, 40003, 9);
+	set_end(&m);
+	assert_int_equal(rm_ipfix_message(s, m.b, done(&m), &rel_sink, NULL, err, sizeof(err)), 0);
+	assert_int_equal(n_rejects, 0);
+	assert_int_equal(n_records, 0);
+	assert_int_equal(n_rel, 2);
+	assert_int_equal(got_rel[0].exporter_addr[10], 0xff);
+	assert_int_equal(got_rel[0].exporter_addr[12], 192);
+	assert_int_equal(got_rel[0].exporter_addr[15], 9);
+	assert_int_equal(got_rel[0].exporter_port, 40001);
+	assert_int_equal(got_rel[0].started_ms, 1700000000000ull);
+	assert_int_equal(got_rel[0].ended_ms, 1700000009000ull);
+	assert_int_equal(got_rel[0].messages, 77);
+	assert_int_equal(got_rel[0].records, 25000);
+	assert_int_equal(got_rel[0].octets, 123456);
+	assert_int_equal(got_rel[1].exporter_port, 40002);
+	assert_int_equal(got_rel[1].records, 7);
+	/* Three Options Data Records: the next Message's Sequence Number is 3. */
+	begin(&m, 1700000000, 3, 0);
+	assert_int_equal(feed(s, &m), 0);
+	assert_int_equal(c->seq_gaps, 0);
+	/* A sink without the callback ignores the records. */
+	reset_sink();
+	begin(&m, 1700000000, 3, 0);
+	set_begin(&m, 300);
+	reliability_record(&m, 40004, 1);
+	set_end(&m);
+	assert_int_equal(feed(s, &m), 0);
+	assert_int_equal(n_rejects, 0);
+	assert_int_equal(n_rel, 2);
+	rm_ipfix_session_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -413,6 +518,7 @@ int main(void)
 		cmocka_unit_test(test_sequence_wraps),
 		cmocka_unit_test(test_export_time_backwards),
 		cmocka_unit_test(test_anomaly_notes_rate_limited),
+		cmocka_unit_test(test_reliability_record),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -267,12 +267,23 @@ int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_sto
 		rm_log(RM_LOG_ERR, "%s: %s", s->st->ops->drop_kind, rm_backend_error(s->st));
 		goto out;
 	}
-	if (spec->kind == RM_STORE_SQLITE) {
-		s->journal = rm_journal_open(spec->path, s->st, pen, err, sizeof(err));
-		if (!s->journal && err[0]) {
+	if (rm_backend_has_journal(s->st)) {
+		char jdir[300];
+
+		if (rm_backend_journal_dir(s->st, spec->path, jdir, sizeof(jdir)) < 0) {
+			rm_log(RM_LOG_ERR, "received-Messages journal: its directory's name is too long");
+			goto out;
+		}
+		s->journal = rm_journal_open(jdir, s->st, pen, err, sizeof(err));
+		if (!s->journal && err[0] && spec->kind == RM_STORE_SQLITE) {
 			rm_log(RM_LOG_ERR, "%s", err);
 			goto out;
 		}
+		if (!s->journal && err[0]) /* ClickHouse: the spool directory's parent may be missing */
+			rm_log(RM_LOG_ERR,
+			       "%s: what the collector reads is not protected against a crash (kill -9 loses what "
+			       "was read and not inserted without a count)",
+			       err);
 		rm_journal_recover(s->journal, rm_clock_wall_ms());
 	}
 	store_limits(s);

@@ -102,6 +102,7 @@
 	X(drops_memory_budget, COUNTER, "resource_drops", "limit", "memory-budget", NULL)                         \
 	X(drops_database, COUNTER, "resource_drops", "limit", "database", NULL)                                   \
 	X(drops_store, COUNTER, "resource_drops", "limit", "store", NULL)                                         \
+	X(drops_unread_at_crash, COUNTER, "resource_drops", "limit", "unread-at-crash", NULL)                     \
 	X(refused_handshake_failed, COUNTER, "refused_connections", "outcome", "handshake-failed",                \
 	  "connections that never became Transport Sessions, by outcome (docs/collector.md)")                     \
 	X(refused_handshake_timeout, COUNTER, "refused_connections", "outcome", "handshake-timeout", NULL)        \

@@ -84,6 +84,7 @@ struct conn {
 	uint64_t notes_held; /* notes since, only counted */
 	int jfd;             /* its received-Messages journal file (journal.h), -1: none */
 	uint64_t jbytes;     /* octets received into that file */
+	uint32_t reliability; /* Reliability records of the exporter handled (at most RELIABILITY_MAX, session.c) */
 };
 
 struct rm_collector {

@@ -25,7 +25,7 @@
 #include "common/log.h"
 #include "journal.h"
 
-#define MAGIC "RMRECV1"
+#define MAGIC "RMRECV2"
 
 /* The first octets of a file (host byte order: the file is read by the same host). */
 struct jhead {
@@ -36,6 +36,7 @@ struct jhead {
 	uint64_t snapshot_octets;                     /* Template Messages before the received octets */
 	char peer[64];
 	char transport[8];
+	char subject[256]; /* the authorised peer's certificate subject; "" for plain TCP */
 };
 
 /* A session whose end waits for its transaction. */
@@ -52,9 +53,10 @@ struct rm_journal {
 	int failed_logged;
 };
 
-struct rm_journal *rm_journal_open(const char *db_path, struct rm_backend *st, uint32_t pen, char *err, size_t errlen)
+struct rm_journal *rm_journal_open(const char *dir, struct rm_backend *st, uint32_t pen, char *err, size_t errlen)
 {
 	struct rm_journal *j;
+	char parent[300], *slash;
 
 	err[0] = 0;
 	if (!rm_backend_has_journal(st))
@@ -67,9 +69,18 @@ struct rm_journal *rm_journal_open(const char *db_path, struct rm_backend *st, u
 	j->st = st;
 	j->pen = pen;
 	j->pending = g_array_new(FALSE, FALSE, sizeof(struct pending));
-	if ((size_t)snprintf(j->dir, sizeof(j->dir), "%s.received", db_path) >= sizeof(j->dir) ||
+	errno = 0;
+	snprintf(parent, sizeof(parent), "%s", dir);
+	if ((slash = strrchr(parent, '/')) && slash != parent) {
+		*slash = 0;
+		if (mkdir(parent, 0700) < 0 && errno != EEXIST) /* the spool directory may not exist yet */
+			goto fail;
+		errno = 0;
+	}
+	if ((size_t)snprintf(j->dir, sizeof(j->dir), "%s", dir) >= sizeof(j->dir) ||
 	    (mkdir(j->dir, 0700) < 0 && errno != EEXIST)) {
-		snprintf(err, errlen, "received-Messages journal %s.received: %s", db_path,
+	fail:
+		snprintf(err, errlen, "received-Messages journal %s: %s", dir,
 			 errno ? strerror(errno) : "path too long");
 		rm_journal_close(j);
 		return NULL;
@@ -163,6 +174,8 @@ static int write_file(struct conn *c, const char *path)
 	memcpy(h.magic, MAGIC, sizeof(h.magic));
 	snprintf(h.peer, sizeof(h.peer), "%s", c->peer);
 	snprintf(h.transport, sizeof(h.transport), "%s", c->ssl ? "tls" : "tcp");
+	if (c->ssl)
+		rm_tls_peer_subject(c->ssl, h.subject, sizeof(h.subject));
 	if (c->dec)
 		rm_ipfix_templates_each(c->dec, snapshot_one, snap);
 	h.snapshot_octets = snap->len;
@@ -307,7 +320,7 @@ static void rc_reject(void *arg, uint32_t domain, uint16_t tid, const uint8_t *r
 	((struct recount *)arg)->rejected++;
 }
 
-static const struct rm_ipfix_sink recount_sink = { rc_record, rc_reject, NULL };
+static const struct rm_ipfix_sink recount_sink = { rc_record, rc_reject, NULL, NULL };
 
 /*
  * Decode n octets of Messages at p with dec, as the session did: each whole
@@ -374,7 +387,7 @@ static int recover_file(struct rm_journal *j, const char *path, uint64_t now_ms,
 		return 0;
 	}
 	memcpy(&h, buf, sizeof(h));
-	h.peer[sizeof(h.peer) - 1] = h.transport[sizeof(h.transport) - 1] = 0;
+	h.peer[sizeof(h.peer) - 1] = h.transport[sizeof(h.transport) - 1] = h.subject[sizeof(h.subject) - 1] = 0;
 	if (h.snapshot_octets > n - sizeof(h) || !(dec = rm_ipfix_session_new(j->pen))) {
 		free(buf);
 		return -1;
@@ -382,6 +395,7 @@ static int recover_file(struct rm_journal *j, const char *path, uint64_t now_ms,
 	*l = (struct rm_store_lost_session){ .id = h.session_id,
 					     .run_id = h.run_id,
 					     .peer = h.peer,
+					     .subject = h.subject,
 					     .transport = h.transport,
 					     .started_ms = h.started_ms,
 					     .messages = h.messages,

@@ -4,7 +4,7 @@
  * "After a crash"): every octet a Transport Session reads is appended to
  * its file before it is decoded, so that after kill -9 or a crash the next
  * start counts the records read and never committed as a collector
- * resource drop of their session. One file per open session, bounded by
+ * resource drop of their session (SQLite and ClickHouse stores). One file per open session, bounded by
  * rotation; used by session.c and collector.c, one thread.
  */
 #ifndef ROCEMETER_COLLECT_JOURNAL_H
@@ -24,11 +24,12 @@ struct rm_journal;
 #define RM_JOURNAL_ROTATE_BYTES (4u << 20)
 
 /*
- * The journal of the SQLite database db_path, in the directory
- * db_path.received (made when missing), for store st. NULL with err "" when
- * the store keeps no journal (ClickHouse); NULL with err set on failure.
+ * The journal of store st in the directory dir (made when missing, with its
+ * parent): DATABASE.received for SQLite, STORE_SPOOL_DIR/COLLECTOR_ID.TAG.received
+ * for ClickHouse (backend.h journal_dir). NULL with err "" when the store
+ * keeps no journal; NULL with err set on failure.
  */
-struct rm_journal *rm_journal_open(const char *db_path, struct rm_backend *st, uint32_t pen, char *err, size_t errlen);
+struct rm_journal *rm_journal_open(const char *dir, struct rm_backend *st, uint32_t pen, char *err, size_t errlen);
 /* Close the files; a session's file stays until its end is committed (the next start reads it). NULL: no-op. */
 void rm_journal_close(struct rm_journal *j);
 /*

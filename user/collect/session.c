@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -228,7 +229,68 @@ static void dec_note(void *arg, uint32_t domain, const char *msg)
 	c->notes_held = 0;
 }
 
-static const struct rm_ipfix_sink dec_sink = { dec_record, dec_reject, dec_note };
+/*
+ * The exporter reports what an earlier Transport Session of its delivered
+ * (rocemeter/ipfix_ie.h RM_TID_RELIABILITY): the records the collector's
+ * kernel acknowledged and this collector never read (it was killed, or
+ * crashed) become a collector resource drop "unread-at-crash" of that
+ * session. Only a session of the same authorised peer can be spoken of.
+ */
+#define RELIABILITY_MAX 16 /* records handled per session: what rocemeter's exporter sends at most */
+static void dec_reliability(void *arg, uint32_t domain, const struct rm_ipfix_reliability *r)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	struct conn *c = arg;
+	struct rm_collector *s = c->srv;
+	char a4[INET_ADDRSTRLEN], a6[INET6_ADDRSTRLEN], peer[80], alt[80], subj[256] = "";
+	struct rm_store_acked a = { .peer = peer,
+				    .subject = subj,
+				    .reporting_id = c->session_id,
+				    .records = r->records,
+				    .ended_ms = r->ended_ms };
+	struct rm_store_acked_result res;
+	int rc;
+
+	if (c->reliability++ >= RELIABILITY_MAX) {
+		if (c->reliability == RELIABILITY_MAX + 1)
+			rm_log(RM_LOG_WARNING,
+			       "session %" PRId64 ": more than %d Reliability records; the rest are ignored",
+			       c->session_id, RELIABILITY_MAX);
+		return;
+	}
+	inet_ntop(AF_INET6, r->exporter_addr, a6, sizeof(a6));
+	snprintf(alt, sizeof(alt), "[%s]:%u", a6, r->exporter_port);
+	if (!memcmp(r->exporter_addr, mapped, sizeof(mapped))) {
+		inet_ntop(AF_INET, r->exporter_addr + 12, a4, sizeof(a4));
+		snprintf(peer, sizeof(peer), "%s:%u", a4, r->exporter_port);
+		a.peer_alt = alt;
+	} else {
+		snprintf(peer, sizeof(peer), "%s", alt);
+	}
+	if (c->ssl)
+		rm_tls_peer_subject(c->ssl, subj, sizeof(subj));
+	rc = rm_backend_session_acked(s->st, &a, rm_clock_wall_ms(), &res);
+	if (rc == 2) {
+		rm_log(RM_LOG_NOTICE,
+		       "session %" PRId64 ": its exporter reports an earlier session from %s that delivered %" PRIu64
+		       " records: matched by the store",
+		       c->session_id, peer, r->records);
+	} else if (rc > 0) {
+		s->stats.drops_unread_at_crash += res.lost;
+		rm_log(RM_LOG_WARNING,
+		       "session %" PRId64 ": its exporter reports that session %" PRId64 " from %s delivered %" PRIu64
+		       " records (%" PRIu64 " Messages acknowledged); %" PRIu64 " were read: %" PRIu64
+		       " never read (collector resource drop 'unread-at-crash')",
+		       c->session_id, res.id, peer, r->records, r->messages, res.read, res.lost);
+	} else {
+		rm_log(RM_LOG_NOTICE,
+		       "session %" PRId64 ": its exporter reports an earlier session from %s that delivered %" PRIu64
+		       " records; not counted: %s",
+		       c->session_id, peer, r->records, rc < 0 ? rm_backend_error(s->st) : res.why);
+	}
+}
+
+static const struct rm_ipfix_sink dec_sink = { dec_record, dec_reject, dec_note, dec_reliability };
 
 /* ---------------- sessions ---------------- */
 
@@ -268,7 +330,7 @@ void rm_session_end(struct conn *c, const char *reason)
 		rm_collector_store_check(s, rm_backend_session_end(s->st, c->session_id, reason, t, &cnt),
 					 "session end");
 	}
-	jgen = rm_backend_transactions(s->st);
+	jgen = rm_backend_handed(s->st);
 	rm_collector_batch_commit(s);
 	rm_collector_store_check(s, rm_backend_flush(s->st),
 				 "commit"); /* a session's end and its epochs' outcomes: at once */

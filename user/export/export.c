@@ -15,6 +15,12 @@
  * tcpi_bytes_acked, counted from the connection's establishment). When the
  * session dies, the records of the Messages not (entirely) acknowledged
  * are counted as lost_in_flight: the collector never received them whole.
+ * What the collector's kernel did acknowledge of a session that died
+ * (Messages, their records and octets) is reported in the next session,
+ * right after its Templates, as Reliability Options Data Records
+ * (rocemeter/ipfix_ie.h RM_TID_RELIABILITY): the collector counts what it
+ * never read of it. A report stays pending until the Message that carries
+ * it is acknowledged; at most RELIABILITY_PENDING wait (the oldest goes).
  *
  * Waiting: the thread sleeps in poll() on its socket and an eventfd. A
  * producer writes the eventfd only when the thread is idle-waiting for data;
@@ -52,6 +58,7 @@
 #define BACKOFF_RESET_AFTER_MS 10000 /* a session this long resets the backoff */
 #define ESTABLISH_TIMEOUT_MS   10000 /* connect + handshake */
 #define TCP_USER_TIMEOUT_MS    60000 /* unacknowledged data: the collector is gone */
+#define RELIABILITY_PENDING    16    /* reports of dead sessions waiting for a session that delivers them */
 
 struct rm_exporter {
 	struct rm_export_settings s;
@@ -76,23 +83,31 @@ struct rm_exporter {
 	struct rm_ipfix_encoder enc;
 	uint8_t *buf; /* one IPFIX Message */
 	unsigned int seed;
-	struct flight *flight; /* Data Messages written and not yet acknowledged, oldest first */
+	struct flight *flight; /* Messages written and not yet acknowledged, oldest first */
 	size_t fl_first, fl_n, fl_cap;
+	uint64_t s_messages, s_records, s_octets;              /* written in the current session */
+	struct rm_ipfix_reliability pend[RELIABILITY_PENDING]; /* dead sessions not yet reported */
+	size_t n_pend, pend_sent; /* pend_sent: the first ones, written in this session ... */
+	uint64_t pend_end;        /* ... in the Message that ends here in the stream */
 };
 
 /* One connection: fd, and ssl unless plain TCP. */
 struct conn {
 	int fd;
 	SSL *ssl;
-	char peer[600];      /* "HOST port P (ADDR)" for messages */
-	uint64_t written;    /* plain TCP: octets handed to the kernel */
-	uint64_t acked_base; /* tcpi_bytes_acked when the connection was established */
+	char peer[600];         /* "HOST port P (ADDR)" for messages */
+	uint64_t written;       /* plain TCP: octets handed to the kernel */
+	uint64_t acked_base;    /* tcpi_bytes_acked when the connection was established */
+	uint8_t local_addr[16]; /* our end of the connection (IPv4-mapped for IPv4), network order */
+	uint16_t local_port;
+	uint64_t started_ms; /* UNIX ms: connected */
 };
 
-/* A Data Message in flight: where it ends in the TCP stream, and its records. */
+/* A Message in flight: where it ends in the TCP stream, its Data Records and its octets (IPFIX). */
 struct flight {
 	uint64_t end;
 	uint64_t records;
+	uint64_t octets;
 };
 
 /* IO_ABORT: stop deadline passed in the middle of a message (no close_notify). */
@@ -295,9 +310,15 @@ static void flight_prune(struct rm_exporter *x, uint64_t acked)
 	}
 }
 
-/* A Data Message of records records was written entirely; then prune by what the peer acknowledged. */
-static void flight_add(struct rm_exporter *x, const struct conn *c, uint64_t records)
+/*
+ * A Message of octets octets with records Data Records was written
+ * entirely: counted in the session, then prune by what the peer acknowledged.
+ */
+static void flight_add(struct rm_exporter *x, const struct conn *c, uint64_t records, uint64_t octets)
 {
+	x->s_messages++;
+	x->s_records += records;
+	x->s_octets += octets;
 	if (x->fl_n == x->fl_cap) {
 		size_t cap = x->fl_cap ? x->fl_cap * 2 : 256;
 		struct flight *f = malloc(cap * sizeof(*f));
@@ -311,29 +332,60 @@ static void flight_add(struct rm_exporter *x, const struct conn *c, uint64_t rec
 		x->fl_cap = cap;
 		x->fl_first = 0;
 	}
-	x->flight[(x->fl_first + x->fl_n) % x->fl_cap] = (struct flight){ conn_written(c), records };
+	x->flight[(x->fl_first + x->fl_n) % x->fl_cap] = (struct flight){ conn_written(c), records, octets };
 	x->fl_n++;
 	flight_prune(x, conn_acked(c));
 }
 
 /*
- * The session died: the records of the Messages the peer had not
+ * The session ended: the records of the Messages the peer had not
  * acknowledged entirely. Forgets every Message. Returns the records and,
- * in *messages, their Messages.
+ * in *messages and *octets, their Messages and octets; *acked the octets
+ * of the stream acknowledged (UINT64_MAX if unknown: nothing counted).
  */
-static uint64_t flight_lost(struct rm_exporter *x, const struct conn *c, uint64_t *messages)
+static uint64_t flight_lost(struct rm_exporter *x, const struct conn *c, uint64_t *messages, uint64_t *octets,
+			    uint64_t *acked)
 {
-	uint64_t acked = conn_acked(c), lost = 0;
+	uint64_t lost = 0;
 
-	*messages = 0;
-	if (acked != UINT64_MAX)
-		flight_prune(x, acked);
-	for (size_t i = 0; acked != UINT64_MAX && i < x->fl_n; i++) {
-		lost += x->flight[(x->fl_first + i) % x->fl_cap].records;
+	*acked = conn_acked(c);
+	*messages = *octets = 0;
+	if (*acked != UINT64_MAX)
+		flight_prune(x, *acked);
+	for (size_t i = 0; *acked != UINT64_MAX && i < x->fl_n; i++) {
+		const struct flight *f = &x->flight[(x->fl_first + i) % x->fl_cap];
+
+		lost += f->records;
+		*octets += f->octets;
 		(*messages)++;
 	}
 	x->fl_first = x->fl_n = 0;
 	return lost;
+}
+
+/* Our end of the connection, for the Reliability record of this session if it dies. */
+static void conn_local(struct conn *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	memset(c->local_addr, 0, sizeof(c->local_addr));
+	c->local_port = 0;
+	c->started_ms = rm_clock_wall_ms();
+	if (getsockname(c->fd, (struct sockaddr *)&ss, &sl) < 0)
+		return;
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+
+		c->local_addr[10] = c->local_addr[11] = 0xff;
+		memcpy(c->local_addr + 12, &a->sin_addr, 4);
+		c->local_port = ntohs(a->sin_port);
+	} else if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+
+		memcpy(c->local_addr, &a->sin6_addr, 16);
+		c->local_port = ntohs(a->sin6_port);
+	}
 }
 
 static int set_sockopts(int fd)
@@ -400,6 +452,7 @@ static int tcp_connect(struct rm_exporter *x, struct conn *c, uint64_t deadline,
 		}
 		c->fd = fd;
 		c->written = 0;
+		conn_local(c);
 		if (tcp_bytes_acked(fd, &c->acked_base) < 0)
 			c->acked_base = 0;
 		rc = IO_OK;
@@ -606,13 +659,39 @@ static uint32_t export_time(void)
 	return (uint32_t)(rm_clock_wall_ms() / 1000);
 }
 
+/*
+ * After the Templates: the Reliability records of the earlier sessions that
+ * died, one Message (their Options Template first). *len gets its octets (0: none).
+ */
+static int send_reliability(struct rm_exporter *x, struct conn *c, size_t *len, char *why, size_t whylen)
+{
+	int r;
+
+	*len = 0;
+	x->pend_sent = 0;
+	if (!x->n_pend)
+		return IO_OK;
+	*len = rm_ipfix_reliability_msg(&x->enc, export_time(), x->pend, x->n_pend, x->buf, RM_IPFIX_MSG_MAX);
+	if (!*len)
+		return IO_OK;
+	r = conn_write(x, c, x->buf, *len, why, whylen);
+	if (r != IO_OK)
+		return r;
+	flight_add(x, c, 0, *len);
+	x->pend_sent = x->n_pend;
+	x->pend_end = conn_written(c);
+	return IO_OK;
+}
+
 /* Session established: Templates first, then publish the session number. */
 static int start_session(struct rm_exporter *x, struct conn *c, char *why, size_t whylen)
 {
-	size_t len;
+	size_t len, rlen;
 	int r;
 
 	rm_ipfix_reset(&x->enc);
+	x->s_messages = x->s_records = x->s_octets = 0;
+	x->fl_first = x->fl_n = 0;
 	len = rm_ipfix_templates_msg(&x->enc, export_time(), x->buf, RM_IPFIX_MSG_MAX);
 	if (!len) {
 		rm_errf(why, whylen, "internal error: Templates message does not fit");
@@ -621,14 +700,18 @@ static int start_session(struct rm_exporter *x, struct conn *c, char *why, size_
 	r = conn_write(x, c, x->buf, len, why, whylen);
 	if (r != IO_OK)
 		return r;
+	flight_add(x, c, 0, len);
+	r = send_reliability(x, c, &rlen, why, whylen);
+	if (r != IO_OK)
+		return r;
 	pthread_mutex_lock(&x->mu);
 	x->session_count++;
 	__atomic_store_n(&x->session, x->session_count, __ATOMIC_RELEASE);
 	x->st.sessions++;
 	if (x->session_count > 1)
 		x->st.reconnects++;
-	x->st.messages_sent++;
-	x->st.bytes_sent += len;
+	x->st.messages_sent += rlen ? 2 : 1;
+	x->st.bytes_sent += len + rlen;
 	pthread_mutex_unlock(&x->mu);
 	{
 		char sid[24];
@@ -657,6 +740,56 @@ static void end_session(struct rm_exporter *x, int lost)
 	x->head = x->tail;
 	pthread_cond_broadcast(&x->drained);
 	pthread_mutex_unlock(&x->mu);
+}
+
+/*
+ * The session served by c ended with rc: the Reliability records it
+ * delivered are done with; if it died (IO_FAIL), its records not
+ * acknowledged are lost in flight, and what was acknowledged is reported
+ * in the next session. msg: the log line of a lost session.
+ */
+static void session_over(struct rm_exporter *x, struct conn *c, int rc, const char *why, char *msg, size_t msglen)
+{
+	uint64_t nm, no, acked, lost = flight_lost(x, c, &nm, &no, &acked);
+	struct rm_ipfix_reliability *p;
+
+	if (x->pend_sent && acked != UINT64_MAX && acked >= x->pend_end) {
+		memmove(x->pend, x->pend + x->pend_sent, (x->n_pend - x->pend_sent) * sizeof(x->pend[0]));
+		x->n_pend -= x->pend_sent;
+	}
+	x->pend_sent = 0;
+	if (rc != IO_FAIL)
+		return;
+	pthread_mutex_lock(&x->mu);
+	x->st.lost_in_flight += lost;
+	pthread_mutex_unlock(&x->mu);
+	if (acked == UINT64_MAX) {
+		snprintf(msg, msglen,
+			 "Transport Session %llu lost: %s; what the collector acknowledged is unknown (TCP_INFO)",
+			 (unsigned long long)x->session_count, why);
+		return;
+	}
+	if (x->n_pend == RELIABILITY_PENDING) {
+		rm_log(RM_LOG_WARNING,
+		       "export: %d dead Transport Sessions wait to be reported; the oldest is forgotten",
+		       RELIABILITY_PENDING);
+		memmove(x->pend, x->pend + 1, (RELIABILITY_PENDING - 1) * sizeof(x->pend[0]));
+		x->n_pend--;
+	}
+	p = &x->pend[x->n_pend++];
+	memcpy(p->exporter_addr, c->local_addr, sizeof(p->exporter_addr));
+	p->exporter_port = c->local_port;
+	p->started_ms = c->started_ms;
+	p->ended_ms = rm_clock_wall_ms();
+	p->messages = x->s_messages - nm;
+	p->records = x->s_records - lost;
+	p->octets = x->s_octets - no;
+	snprintf(msg, msglen,
+		 "Transport Session %llu lost: %s; %llu records in %llu messages were sent but not acknowledged by "
+		 "the collector (lost in flight); %llu records in %llu messages were acknowledged (reported in the "
+		 "next session)",
+		 (unsigned long long)x->session_count, why, (unsigned long long)lost, (unsigned long long)nm,
+		 (unsigned long long)p->records, (unsigned long long)p->messages);
 }
 
 /* Send queued records until the session fails (IO_FAIL) or a stop ends it (IO_STOP). */
@@ -708,7 +841,7 @@ static int serve(struct rm_exporter *x, struct conn *c, char *why, size_t whylen
 		rc = conn_write(x, c, x->buf, len, why, whylen);
 		if (rc != IO_OK)
 			return rc;
-		flight_add(x, c, used);
+		flight_add(x, c, used, len);
 		pthread_mutex_lock(&x->mu);
 		x->head += used;
 		x->st.records_sent += used;
@@ -739,19 +872,7 @@ static void *exporter_thread(void *arg)
 			/* Established: serve until failure or stop. */
 			started = rm_clock_mono_ms();
 			rc = serve(x, &c, why, sizeof(why));
-			if (rc == IO_FAIL) {
-				uint64_t nm, lost = flight_lost(x, &c, &nm);
-
-				pthread_mutex_lock(&x->mu);
-				x->st.lost_in_flight += lost;
-				pthread_mutex_unlock(&x->mu);
-				snprintf(msg, sizeof(msg),
-					 "Transport Session %llu lost: %s; %llu records in %llu messages were sent but "
-					 "not acknowledged by the collector (lost in flight)",
-					 (unsigned long long)x->session_count, why, (unsigned long long)lost,
-					 (unsigned long long)nm);
-			}
-			x->fl_first = x->fl_n = 0;
+			session_over(x, &c, rc, why, msg, sizeof(msg));
 			end_session(x, rc == IO_FAIL);
 			conn_close(&c, rc == IO_STOP, x);
 			if (rc != IO_FAIL)

@@ -277,3 +277,50 @@ size_t rm_ipfix_data_msg(struct rm_ipfix_encoder *e, uint32_t export_time, const
 	*used = i;
 	return off;
 }
+
+/* The Reliability Options Template's Field Specifiers (ipfix_ie.h), scope first. */
+static const uint16_t reliability_fields[][2] = {
+	{ IE_EXPORTER_IPV6_ADDRESS, 16 },       { IE_EXPORTER_TRANSPORT_PORT, 2 },
+	{ IE_FLOW_START_MILLISECONDS, 8 },      { IE_FLOW_END_MILLISECONDS, 8 },
+	{ IE_EXPORTED_MESSAGE_TOTAL_COUNT, 8 }, { IE_EXPORTED_FLOW_RECORD_TOTAL_COUNT, 8 },
+	{ IE_EXPORTED_OCTET_TOTAL_COUNT, 8 },
+};
+#define RELIABILITY_SCOPE 2
+
+size_t rm_ipfix_reliability_msg(struct rm_ipfix_encoder *e, uint32_t export_time, const struct rm_ipfix_reliability *r,
+				size_t n, uint8_t *buf, size_t cap)
+{
+	size_t total = RM_IPFIX_MSG_HDR_LEN + RM_IPFIX_SET_HDR_LEN + RM_RELIABILITY_TEMPLATE_LEN +
+		       RM_IPFIX_SET_HDR_LEN + n * RM_RELIABILITY_RECORD_LEN;
+	size_t nf = sizeof(reliability_fields) / sizeof(reliability_fields[0]);
+	uint8_t *p = buf + RM_IPFIX_MSG_HDR_LEN;
+
+	_Static_assert(6 + sizeof(reliability_fields) / sizeof(reliability_fields[0]) * 4 ==
+			       RM_RELIABILITY_TEMPLATE_LEN,
+		       "RM_RELIABILITY_TEMPLATE_LEN");
+	if (!n || total > cap || total > RM_IPFIX_MSG_MAX)
+		return 0;
+	p = put16(p, SET_ID_OPTIONS_TEMPLATE);
+	p = put16(p, RM_IPFIX_SET_HDR_LEN + RM_RELIABILITY_TEMPLATE_LEN);
+	p = put16(p, RM_TID_RELIABILITY);
+	p = put16(p, (uint16_t)nf);
+	p = put16(p, RELIABILITY_SCOPE);
+	for (size_t i = 0; i < nf; i++) {
+		p = put16(p, reliability_fields[i][0]);
+		p = put16(p, reliability_fields[i][1]);
+	}
+	p = put16(p, RM_TID_RELIABILITY);
+	p = put16(p, (uint16_t)(RM_IPFIX_SET_HDR_LEN + n * RM_RELIABILITY_RECORD_LEN));
+	for (size_t i = 0; i < n; i++) {
+		memcpy(p, r[i].exporter_addr, 16);
+		p = put16(p + 16, r[i].exporter_port);
+		p = put64(p, r[i].started_ms);
+		p = put64(p, r[i].ended_ms);
+		p = put64(p, r[i].messages);
+		p = put64(p, r[i].records);
+		p = put64(p, r[i].octets);
+	}
+	put_header(buf, (uint16_t)total, export_time, e->sequence, e->domain);
+	e->sequence += (uint32_t)n; /* Options Data Records count (RFC 7011, section 3.1) */
+	return total;
+}

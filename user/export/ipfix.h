@@ -104,6 +104,17 @@ size_t rm_ipfix_templates_msg(struct rm_ipfix_encoder *e, uint32_t export_time, 
 size_t rm_ipfix_data_msg(struct rm_ipfix_encoder *e, uint32_t export_time, const struct rm_report *r, size_t n,
 			 size_t *used, uint8_t *buf, size_t cap);
 
+/*
+ * The Message that reports earlier Transport Sessions that died
+ * (rocemeter's extension, ipfix_ie.h RM_TID_RELIABILITY): the Reliability
+ * Options Template Set, then one Options Data Set of the n records r. Sent
+ * after the Templates Message; the n records count in the Sequence Number.
+ * Returns bytes written (16 + 38 + 4 + 58 n), or 0 if n is 0 or it does not
+ * fit in min(cap, 65535) (nothing changed).
+ */
+size_t rm_ipfix_reliability_msg(struct rm_ipfix_encoder *e, uint32_t export_time, const struct rm_ipfix_reliability *r,
+				size_t n, uint8_t *buf, size_t cap);
+
 /* Template Record length in octets for family 4 or 6 (136, or 144 with VLAN keys); 0 if family is bad. */
 size_t rm_ipfix_template_record_len(const struct rm_ipfix_encoder *e, int family);
 

@@ -32,15 +32,25 @@ static const struct {
 #undef PF_DEF_
 };
 
+/* The fields of a Reliability record (ipfix_ie.h), in the order rel_ie lists them. */
+enum { REL_ADDR, REL_PORT, REL_START, REL_END, REL_MESSAGES, REL_RECORDS, REL_OCTETS, REL__COUNT };
+static const uint16_t rel_ie[REL__COUNT][2] = {
+	{ IE_EXPORTER_IPV6_ADDRESS, 16 },       { IE_EXPORTER_TRANSPORT_PORT, 2 },
+	{ IE_FLOW_START_MILLISECONDS, 8 },      { IE_FLOW_END_MILLISECONDS, 8 },
+	{ IE_EXPORTED_MESSAGE_TOTAL_COUNT, 8 }, { IE_EXPORTED_FLOW_RECORD_TOTAL_COUNT, 8 },
+	{ IE_EXPORTED_OCTET_TOTAL_COUNT, 8 },
+};
+
 /* A received (Options) Template and what it binds to. */
 struct tmpl {
 	gint64 hkey; /* domain << 16 | tid */
 	uint32_t domain;
 	uint16_t tid;
-	uint8_t options;   /* Options Template */
-	uint8_t usable;    /* Data Template bound to the profile */
-	uint8_t keys_ok;   /* Data Template: its Flow Keys were advertised and agree */
-	uint8_t flow_keys; /* Options Template: Flow Keys (scope templateId, flowKeyIndicator) */
+	uint8_t options;     /* Options Template */
+	uint8_t usable;      /* Data Template bound to the profile */
+	uint8_t keys_ok;     /* Data Template: its Flow Keys were advertised and agree */
+	uint8_t flow_keys;   /* Options Template: Flow Keys (scope templateId, flowKeyIndicator) */
+	uint8_t reliability; /* Options Template: rocemeter's Reliability (ipfix_ie.h RM_TID_RELIABILITY) */
 	uint8_t family;
 	uint8_t has_vlan_ns;
 	uint16_t rec_len; /* Data Record octets; 0 if a field is variable-length */
@@ -49,6 +59,7 @@ struct tmpl {
 	uint64_t key_bits;              /* flowKeyIndicator the record key requires */
 	uint64_t unknown_bits;          /* fields not understood (bit per field index < 64) */
 	int32_t fk_tid_off, fk_ind_off; /* Flow Keys record offsets */
+	int32_t rel_off[REL__COUNT];    /* Reliability record offsets, -1 absent */
 	char why[200];                  /* reason when unusable */
 	uint8_t *bytes;                 /* Template Record as received */
 	size_t nbytes;
@@ -324,6 +335,8 @@ static void bind_options_template(struct tmpl *t, const uint8_t *fs, uint16_t co
 	int varlen = 0;
 
 	t->fk_tid_off = t->fk_ind_off = -1;
+	for (int k = 0; k < REL__COUNT; k++)
+		t->rel_off[k] = -1;
 	for (uint16_t i = 0; i < count; i++) {
 		uint16_t ie = be16(fs) & 0x7fff, len = be16(fs + 2);
 		int ent = (fs[0] & 0x80) != 0;
@@ -337,11 +350,17 @@ static void bind_options_template(struct tmpl *t, const uint8_t *fs, uint16_t co
 			t->fk_tid_off = (int32_t)off;
 		if (!ent && i >= scope && ie == IE_FLOW_KEY_INDICATOR && len == 8)
 			t->fk_ind_off = (int32_t)off;
+		/* Reliability: the exporter's address and port are the scope, the rest is not. */
+		for (int k = 0; !ent && k < REL__COUNT; k++)
+			if (ie == rel_ie[k][0] && len == rel_ie[k][1] && (k <= REL_PORT) == (i < scope))
+				t->rel_off[k] = (int32_t)off;
 		off += len;
 	}
 	t->rec_len = varlen || off > RM_IPFIX_MAX_MSG ? 0 : (uint16_t)off;
 	t->nfields = count;
 	t->flow_keys = !varlen && scope == 1 && t->fk_tid_off >= 0 && t->fk_ind_off >= 0;
+	t->reliability = !varlen && scope == 2 && t->rel_off[REL_ADDR] >= 0 && t->rel_off[REL_PORT] >= 0 &&
+			 t->rel_off[REL_MESSAGES] >= 0 && t->rel_off[REL_RECORDS] >= 0 && t->rel_off[REL_OCTETS] >= 0;
 }
 
 static void withdraw_all(struct rm_ipfix_session *s, uint32_t domain, int options)
@@ -493,6 +512,22 @@ static void flow_keys_record(struct rm_ipfix_session *s, uint32_t domain, const 
 		note(sink, arg, domain, "%s; its Data Records will be rejected", t->why);
 }
 
+/* A Reliability Options Data Record: what an earlier Transport Session of this exporter delivered. */
+static void reliability_record(const struct tmpl *t, const uint8_t *rec, uint32_t domain,
+			       const struct rm_ipfix_sink *sink, void *arg)
+{
+	struct rm_ipfix_reliability r = { 0 };
+
+	memcpy(r.exporter_addr, rec + t->rel_off[REL_ADDR], 16);
+	r.exporter_port = be16(rec + t->rel_off[REL_PORT]);
+	r.started_ms = t->rel_off[REL_START] >= 0 ? be64(rec + t->rel_off[REL_START]) : 0;
+	r.ended_ms = t->rel_off[REL_END] >= 0 ? be64(rec + t->rel_off[REL_END]) : 0;
+	r.messages = be64(rec + t->rel_off[REL_MESSAGES]);
+	r.records = be64(rec + t->rel_off[REL_RECORDS]);
+	r.octets = be64(rec + t->rel_off[REL_OCTETS]);
+	sink->reliability(arg, domain, &r);
+}
+
 /*
  * One reader per abstract data type (the type column of RM_IPFIX_IES):
  * integers into host order, addresses as they are. The pointer types check
@@ -559,6 +594,8 @@ static void data_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t tid, 
 		if (t->options) {
 			if (t->flow_keys)
 				flow_keys_record(s, domain, t, p, sink, arg);
+			else if (t->reliability && sink->reliability)
+				reliability_record(t, p, domain, sink, arg);
 			continue;
 		}
 		if (!t->usable) {

@@ -46,7 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rocemeter/report.h"
+#include "rocemeter/ipfix_ie.h"
 
 #define RM_IPFIX_HDR_LEN 16
 #define RM_IPFIX_MAX_MSG 65535
@@ -81,6 +81,15 @@ struct rm_ipfix_sink {
 	void (*reject)(void *arg, uint32_t domain, uint16_t tid, const uint8_t *raw, size_t len, const char *reason);
 	/* Informational, one line (Template accepted, withdrawn, unusable). May be NULL. */
 	void (*note)(void *arg, uint32_t domain, const char *msg);
+	/*
+	 * A Reliability Options Data Record (rocemeter/ipfix_ie.h
+	 * RM_TID_RELIABILITY, bound by its fields: scope exporterIPv6Address and
+	 * exporterTransportPort; exportedMessageTotalCount,
+	 * exportedFlowRecordTotalCount, exportedOctetTotalCount; the start and
+	 * end times optional, 0 when absent). May be NULL: ignored, as every
+	 * other Options Data Record is.
+	 */
+	void (*reliability)(void *arg, uint32_t domain, const struct rm_ipfix_reliability *r);
 };
 
 /* New decoder state for one Transport Session; pen = PEN of the enterprise IEs. NULL on ENOMEM. */

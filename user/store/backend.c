@@ -113,6 +113,11 @@ static int sq_session_lost(void *st, const struct rm_store_lost_session *l, uint
 {
 	return rm_store_session_lost(st, l, now_ms, lost);
 }
+static int sq_session_acked(void *st, const struct rm_store_acked *a, uint64_t now_ms,
+			    struct rm_store_acked_result *res)
+{
+	return rm_store_session_acked(st, a, now_ms, res);
+}
 
 const struct rm_backend_ops rm_backend_sqlite = {
 	.name = "sqlite",
@@ -140,6 +145,7 @@ const struct rm_backend_ops rm_backend_sqlite = {
 	.session_counts = sq_session_counts,
 	.transactions = sq_transactions,
 	.session_lost = sq_session_lost,
+	.session_acked = sq_session_acked,
 };
 
 /* ---------------- the choice ---------------- */

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rules/collector_rules.h"
 #include "store/sqlite/store.h"
@@ -47,6 +48,8 @@ struct rm_backend_ops {
 	/* Optional (NULL: the store keeps nothing charged to the budget): rm_store_set_budget, rm_store_make_room. */
 	void (*set_budget)(void *st, struct rm_budget *b);
 	int (*make_room)(void *st);
+	/* Optional: records counted as unread-at-crash by the store itself (ClickHouse's sender). */
+	uint64_t (*acked_drops)(void *st);
 	/* Optional (NULL: no buffer): octets of rows waiting to be written, and the most that may wait. */
 	uint64_t (*buffer_bytes)(void *st);
 	uint64_t (*buffer_capacity)(void *st);
@@ -60,6 +63,17 @@ struct rm_backend_ops {
 	int (*session_counts)(void *st, int64_t session_id, const struct rm_session_counts *c);
 	uint64_t (*transactions)(const void *st);
 	int (*session_lost)(void *st, const struct rm_store_lost_session *l, uint64_t now_ms, uint64_t *lost);
+	/*
+	 * Optional (NULL: transactions): the number of the last transaction
+	 * begun, so that what is queued now is durable once transactions()
+	 * exceeds it (ClickHouse: batches handed over vs. inserted).
+	 */
+	uint64_t (*handed)(const void *st);
+	/* Optional (NULL: DATABASE.received for SQLite): the journal's directory. 0, or -1 (too long). */
+	int (*journal_dir)(void *st, char *buf, size_t len);
+	/* Optional: rm_store_session_acked (NULL: the store does not match Reliability records). */
+	int (*session_acked)(void *st, const struct rm_store_acked *a, uint64_t now_ms,
+			     struct rm_store_acked_result *res);
 };
 
 /*
@@ -213,11 +227,38 @@ static inline uint64_t rm_backend_transactions(const struct rm_backend *b)
 {
 	return b->ops->transactions ? b->ops->transactions(b->st) : 0;
 }
+/* The journal's directory: the store's journal_dir, else db_path.received (SQLite). 0 or -1 (too long). */
+static inline int rm_backend_journal_dir(struct rm_backend *b, const char *db_path, char *buf, size_t len)
+{
+	if (b->ops->journal_dir)
+		return b->ops->journal_dir(b->st, buf, len);
+	return (size_t)snprintf(buf, len, "%s.received", db_path) >= len ? -1 : 0;
+}
+/* What is queued now is durable once rm_backend_transactions exceeds this. */
+static inline uint64_t rm_backend_handed(const struct rm_backend *b)
+{
+	return b->ops->handed ? b->ops->handed(b->st) : rm_backend_transactions(b);
+}
 /* What a crash lost of session l (store.h rm_store_session_lost); -1 for a store without. */
 static inline int rm_backend_session_lost(struct rm_backend *b, const struct rm_store_lost_session *l, uint64_t now_ms,
 					  uint64_t *lost)
 {
 	return b->ops->session_lost ? b->ops->session_lost(b->st, l, now_ms, lost) : -1;
+}
+
+/*
+ * An exporter's Reliability record of an earlier session (store.h
+ * rm_store_session_acked): 1 matched, 0 not (res->why), -1 refused, 2
+ * queued (ClickHouse: matched by its sender thread, which logs the outcome).
+ */
+static inline int rm_backend_session_acked(struct rm_backend *b, const struct rm_store_acked *a, uint64_t now_ms,
+					   struct rm_store_acked_result *res)
+{
+	if (!b->ops->session_acked) {
+		*res = (struct rm_store_acked_result){ .why = "this store does not match Reliability records" };
+		return 0;
+	}
+	return b->ops->session_acked(b->st, a, now_ms, res);
 }
 
 #endif /* ROCEMETER_BACKEND_H */

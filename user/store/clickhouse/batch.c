@@ -68,11 +68,19 @@ int rm_chs_room(struct rm_chstore *cs, size_t more)
 
 /* ---------------- hand-over ---------------- */
 
+/*
+ * Sessions rows, with the counts the received-Messages journal compares
+ * with after a crash: not while live epochs wait for room (their records
+ * would be counted as stored before they are), and inserted after the
+ * batch's other tables (rm_chs_send_order).
+ */
 static void serialize_sessions(struct rm_chstore *cs)
 {
 	GHashTableIter it;
 	gpointer v;
 
+	if (cs->live->len)
+		return;
 	g_hash_table_iter_init(&it, cs->sessions);
 	while (g_hash_table_iter_next(&it, NULL, &v)) {
 		struct rm_sess_row *s = v;
@@ -147,6 +155,7 @@ int rm_chs_handoff(struct rm_chstore *cs)
 	if (!fresh)
 		return -1;
 	cs->cur = fresh;
+	b->seq = ++cs->handed;
 	pthread_mutex_lock(&cs->mu);
 	*cs->tail = b;
 	cs->tail = &b->next;

@@ -517,4 +517,10 @@ const struct rm_backend_ops rm_backend_clickhouse = {
 	.buffer_bytes = ch_buffer_bytes,
 	.buffer_capacity = ch_buffer_capacity,
 	.collector_id = ch_collector_id,
+	.transactions = rm_chs_transactions,
+	.handed = rm_chs_handed,
+	.session_lost = rm_chs_session_lost,
+	.journal_dir = rm_chs_journal_dir,
+	.session_acked = rm_chs_session_acked,
+	.acked_drops = rm_chs_acked_drops,
 };

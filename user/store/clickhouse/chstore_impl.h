@@ -20,6 +20,14 @@
 
 enum table { T_RUNS, T_SESSIONS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS, T_LIMITS, T__N };
 
+/* An exporter's Reliability record waiting for the sender (store.h struct rm_store_acked, copied). */
+struct acked_req {
+	char peer[80], peer_alt[80], subject[256];
+	int64_t reporting_id;
+	uint64_t records, ended_ms, now_ms;
+	struct acked_req *next;
+};
+
 /* Rows handed to the sender together. */
 struct batch {
 	GByteArray *body[T__N];
@@ -27,6 +35,7 @@ struct batch {
 	uint32_t retired, raw, conns; /* epoch outcomes, raw records, counts of refused connections in it */
 	size_t bytes;
 	int from_spool; /* read from the spool file at the start */
+	uint64_t seq;   /* the hand-over's number (1, 2, ...; 0: from the spool) */
 	struct batch *next;
 };
 
@@ -57,6 +66,7 @@ struct rm_chstore {
 	char spool_path[640]; /* spool_dir/ID.TAG.spool, TAG from store_name (chstore.h) */
 	int recovered;
 	uint64_t sessions_started; /* in this run */
+	uint64_t handed;           /* batches handed over to the sender in this run */
 	struct {
 		uint64_t started_ms, stopped_ms;
 		char *listen, *transport;
@@ -71,10 +81,13 @@ struct rm_chstore {
 	struct batch *inflight;     /* batches the sender is inserting */
 	uint64_t queued_bytes;      /* octets in the queue and in flight */
 	uint64_t inserted_rows;
-	int down;            /* the last INSERT failed */
-	int reached;         /* ClickHouse answered in this run (a query at the start or an INSERT) */
-	unsigned spool_left; /* batches of the spool file not inserted yet: the file is removed at 0 */
-	int stopping;        /* close: insert what waits until stop_at_ms, then end */
+	uint64_t inserted_seq;   /* the largest seq of a batch ClickHouse took (batches go in order) */
+	struct acked_req *acked; /* Reliability records to match, newest first */
+	uint64_t acked_drops;    /* records counted as unread-at-crash by the sender */
+	int down;                /* the last INSERT failed */
+	int reached;             /* ClickHouse answered in this run (a query at the start or an INSERT) */
+	unsigned spool_left;     /* batches of the spool file not inserted yet: the file is removed at 0 */
+	int stopping;            /* close: insert what waits until stop_at_ms, then end */
 	/* what the spool file read at the start holds, in the words of the logs */
 	char spool_what[200];
 	uint64_t stop_at_ms;
@@ -129,6 +142,8 @@ void rm_chs_log_drops(struct rm_chstore *cs);
 void rm_chs_store_drop(struct rm_chstore *cs, int64_t session_id, const char *detail);
 
 /* sender.c */
+/* The order the tables of a group are inserted in: sessions last. */
+extern const int rm_chs_send_order[T__N];
 /* The sender thread (arg: the store): inserts the queued batches, retries with backoff while ClickHouse is down. */
 void *rm_chs_sender(void *arg);
 /* Every unsent table of group, in table order; 0, or the first failure's rm_ch_query result with err. */
@@ -147,6 +162,18 @@ int rm_chs_spool_write(struct rm_chstore *cs, struct batch *const lists[2], int 
 void rm_chs_spool_others(struct rm_chstore *cs);
 /* What an earlier run spooled, sent or queued: 1 sent or no spool, 0 queued, RM_BACKEND_REFUSED (cs->err). */
 int rm_chs_spool_send(struct rm_chstore *cs, struct rm_ch *ch);
+
+/* lost.c: the received-Messages journal's calls (backend.h session_lost, transactions, handed, journal_dir). */
+int rm_chs_session_lost(void *p, const struct rm_store_lost_session *l, uint64_t now_ms, uint64_t *lost);
+uint64_t rm_chs_transactions(const void *p);
+uint64_t rm_chs_handed(const void *p);
+int rm_chs_journal_dir(void *p, char *buf, size_t len);
+/* backend.h session_acked: queued for the sender (2). */
+int rm_chs_session_acked(void *p, const struct rm_store_acked *a, uint64_t now_ms, struct rm_store_acked_result *res);
+/* The sender: match the queued Reliability records (takes and gives back mu around ClickHouse's answers). */
+void rm_chs_acked_process(struct rm_chstore *cs, struct rm_ch *ch);
+/* backend.h acked_drops. */
+uint64_t rm_chs_acked_drops(void *p);
 
 /* lease.c */
 /*

@@ -20,6 +20,13 @@
 #include "common/limits.h"
 #include "common/log.h"
 
+/*
+ * The tables of a group in the order they are inserted: sessions last, so
+ * that a sessions row in ClickHouse (the counts it covers) implies the rest
+ * of its batch is there too (the received-Messages journal relies on it).
+ */
+const int rm_chs_send_order[T__N] = { T_RUNS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS, T_LIMITS, T_SESSIONS };
+
 static int send_table(struct rm_chstore *cs, struct rm_ch *ch, struct batch *group, int t, char *err, size_t errlen)
 {
 	GByteArray *body = g_byte_array_new();
@@ -71,8 +78,14 @@ void *rm_chs_sender(void *arg)
 		size_t n = 0;
 		int failed = 0;
 
-		while (!cs->head && !cs->stopping)
+		while (!cs->head && !cs->acked && !cs->stopping)
 			pthread_cond_wait(&cs->cv, &cs->mu);
+		if (cs->acked && !cs->stopping) {
+			if (!ch)
+				ch = rm_ch_open(&cs->conf, err, sizeof(err));
+			rm_chs_acked_process(cs, ch);
+			continue;
+		}
 		if (!cs->head || (cs->stopping && rm_clock_mono_ms() >= cs->stop_at_ms))
 			break;
 		/* Take what is queued, up to RM_CHSTORE_SEND_MAX_BYTES (at least one batch). */
@@ -91,7 +104,9 @@ void *rm_chs_sender(void *arg)
 
 		for (;;) {
 			failed = 0;
-			for (int t = 0; t < T__N && !failed; t++) {
+			for (int i = 0; i < T__N && !failed; i++) {
+				int t = rm_chs_send_order[i];
+
 				if (!ch)
 					ch = rm_ch_open(&cs->conf, err, sizeof(err));
 				if (!ch || send_table(cs, ch, group, t, err, sizeof(err)) < 0) {
@@ -141,6 +156,8 @@ void *rm_chs_sender(void *arg)
 			struct batch *next = group->next;
 
 			cs->queued_bytes -= group->bytes;
+			if (group->seq > cs->inserted_seq)
+				cs->inserted_seq = group->seq;
 			if (group->from_spool && cs->spool_left && !--cs->spool_left && unlink(cs->spool_path) == 0)
 				rm_log(RM_LOG_NOTICE, "ClickHouse store: the spool %s (%s) sent and removed",
 				       cs->spool_path, cs->spool_what);
@@ -177,7 +194,7 @@ int rm_chs_send_group(struct rm_chstore *cs, struct rm_ch *ch, struct batch *gro
 {
 	int rc = 0;
 
-	for (int t = 0; t < T__N && !rc; t++)
-		rc = send_table(cs, ch, group, t, err, errlen);
+	for (int i = 0; i < T__N && !rc; i++)
+		rc = send_table(cs, ch, group, rm_chs_send_order[i], err, errlen);
 	return rc;
 }

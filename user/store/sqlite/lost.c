@@ -44,9 +44,10 @@ static int write_lost(struct rm_store *st, const struct rm_store_lost_session *l
 		return 0; /* everything read is stored: the row stays as written */
 	if (!have &&
 	    rm_sq_exec_args(st,
-			    "INSERT INTO sessions (id, run_id, peer, transport, started_ms, ended_ms, end_reason)"
-			    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-			    "iissiis", l->id, l->run_id, l->peer, l->transport, (int64_t)l->started_ms, (int64_t)now_ms,
+			    "INSERT INTO sessions (id, run_id, peer, peer_subject, transport, started_ms, ended_ms,"
+			    " end_reason) VALUES (?1, ?2, ?3, nullif(?4, ''), ?5, ?6, ?7, ?8)",
+			    "iisssiis", l->id, l->run_id, l->peer, l->subject ? l->subject : "", l->transport,
+			    (int64_t)l->started_ms, (int64_t)now_ms,
 			    "collector restarted: the run that held this session ended before writing it") < 0)
 		return -1;
 	if (rm_sq_exec_args(st,
@@ -85,4 +86,114 @@ int rm_store_session_lost(struct rm_store *st, const struct rm_store_lost_sessio
 	if (l->id >= st->next_session)
 		st->next_session = l->id + 1; /* IDs continue after the largest stored */
 	return 0;
+}
+
+/* The latest session a may speak of: 1 found (res->id, res->read, *ended, *started), 0 none, -1 error. */
+static int acked_match(struct rm_store *st, const struct rm_store_acked *a, struct rm_store_acked_result *res,
+		       int64_t *ended, int64_t *started)
+{
+	sqlite3_stmt *q;
+	int rc;
+
+	if (sqlite3_prepare_v2(
+		    st->db,
+		    "SELECT id, coalesce(records, 0) + coalesce(rejected, 0), coalesce(ended_ms, 0), started_ms"
+		    " FROM sessions WHERE peer IN (?1, ?2) AND coalesce(peer_subject, '') = ?3 AND id < ?4"
+		    " ORDER BY id DESC LIMIT 1",
+		    -1, &q, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_text(q, 1, a->peer, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, a->peer_alt ? a->peer_alt : a->peer, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 3, a->subject, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 4, a->reporting_id);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		res->id = sqlite3_column_int64(q, 0);
+		res->read = (uint64_t)sqlite3_column_int64(q, 1);
+		*ended = sqlite3_column_int64(q, 2);
+		*started = sqlite3_column_int64(q, 3);
+	}
+	sqlite3_finalize(q);
+	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* 1 when session id already has an unread-at-crash drop, 0 when not, -1 on error. */
+static int acked_before(struct rm_store *st, int64_t id)
+{
+	sqlite3_stmt *q;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT 1 FROM drops WHERE session_id = ?1 AND kind = 'unread-at-crash'", -1, &q,
+			       NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(q, 1, id);
+	rc = sqlite3_step(q);
+	sqlite3_finalize(q);
+	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* The statements of a matched session, in the open transaction. 0 or -1. */
+static int write_acked(struct rm_store *st, const struct rm_store_acked *a, uint64_t now_ms,
+		       const struct rm_store_acked_result *res)
+{
+	char detail[300];
+
+	snprintf(detail, sizeof(detail),
+		 "%" PRIu64 " records the collector's kernel acknowledged and the collector never read (the exporter's "
+		 "next session reported %" PRIu64 " acknowledged; %" PRIu64 " read)",
+		 res->lost, a->records, res->read);
+	if (rm_sq_exec_args(st,
+			    "INSERT INTO drops (session_id, kind, count, first_ms, last_ms, last_detail)"
+			    " VALUES (?1, 'unread-at-crash', ?2, ?3, ?3, ?4)",
+			    "iiis", res->id, (int64_t)res->lost, (int64_t)now_ms, detail) < 0 ||
+	    rm_sq_exec_args(st, "UPDATE sessions SET resource_drops = coalesce(resource_drops, 0) + ?2 WHERE id = ?1",
+			    "ii", res->id, (int64_t)res->lost) < 0)
+		return -1;
+	return 0;
+}
+
+/* May the record speak of the session matched? 1 yes, 0 no (res->why), -1 error. */
+static int acked_check(struct rm_store *st, const struct rm_store_acked *a, struct rm_store_acked_result *res,
+		       int64_t ended, int64_t started)
+{
+	int before;
+
+	if (!ended || g_hash_table_contains(st->sessions, &res->id)) {
+		res->why = "that session is still open";
+		return 0;
+	}
+	if (a->ended_ms && (uint64_t)started > a->ended_ms + 60000) {
+		res->why = "that session started after the one reported had ended";
+		return 0;
+	}
+	before = acked_before(st, res->id);
+	if (before > 0)
+		res->why = "that session was reported before";
+	return before < 0 ? -1 : !before;
+}
+
+int rm_store_session_acked(struct rm_store *st, const struct rm_store_acked *a, uint64_t now_ms,
+			   struct rm_store_acked_result *res)
+{
+	int64_t ended = 0, started = 0;
+	int rc;
+
+	*res = (struct rm_store_acked_result){ 0 };
+	if (sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return -1;
+	rc = acked_match(st, a, res, &ended, &started);
+	if (rc > 0)
+		rc = acked_check(st, a, res, ended, started);
+	else if (rc == 0)
+		res->why = "no earlier session of this exporter from that address and port";
+	if (rc > 0) {
+		res->lost = a->records > res->read ? a->records - res->read : 0;
+		if (res->lost && write_acked(st, a, now_ms, res) < 0)
+			rc = -1;
+	}
+	if (rc < 0 || sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+		return -1;
+	}
+	return rc;
 }

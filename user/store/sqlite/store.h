@@ -176,7 +176,7 @@ uint64_t rm_store_transactions(const struct rm_store *st);
  */
 struct rm_store_lost_session {
 	int64_t id, run_id;
-	const char *peer, *transport;
+	const char *peer, *transport, *subject; /* subject: "" for plain TCP */
 	uint64_t started_ms;
 	uint64_t messages, records, rejected, octets, partial_octets;
 };
@@ -189,6 +189,37 @@ struct rm_store_lost_session {
  * of records. 0, or -1 (the database refused: the journal is kept).
  */
 int rm_store_session_lost(struct rm_store *st, const struct rm_store_lost_session *l, uint64_t now_ms, uint64_t *lost);
+
+/*
+ * What an exporter says an earlier Transport Session of its delivered
+ * (a Reliability record, rocemeter/ipfix_ie.h RM_TID_RELIABILITY): the
+ * session's peer text as the collector writes it ("ADDR:PORT" or
+ * "[ADDR]:PORT"; peer_alt another spelling of it or NULL), the authorised
+ * subject of the session that reports it ("" for plain TCP), that
+ * session's ID (the earlier one has a smaller ID), and the counts.
+ */
+struct rm_store_acked {
+	const char *peer, *peer_alt, *subject;
+	int64_t reporting_id;
+	uint64_t records, ended_ms; /* Data Records acknowledged; when it died (UNIX ms, 0 unknown) */
+};
+/* The outcome: the session matched, the records it had read (records + rejected), what it never read. */
+struct rm_store_acked_result {
+	int64_t id;
+	uint64_t read, lost;
+	const char *why; /* no match: why (static text) */
+};
+/*
+ * Match a with the latest ended session of the same peer and subject
+ * before the reporting one, that started before a->ended_ms + 60 s: the
+ * acknowledged records it never read (a->records minus its records and
+ * rejected) become a collector resource drop of kind "unread-at-crash" of
+ * that session (once: a session already counted is not counted again),
+ * written at once. 1 matched (res filled), 0 not matched (res->why), -1
+ * the database refused.
+ */
+int rm_store_session_acked(struct rm_store *st, const struct rm_store_acked *a, uint64_t now_ms,
+			   struct rm_store_acked_result *res);
 
 /*
  * An epoch changed or is retired: its row is written (inserted, or updated

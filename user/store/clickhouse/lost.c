@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * lost.c - the ClickHouse store's part of the collector's received-Messages
+ * journal (user/collect/journal.h; docs/collector.md "After a crash"): which
+ * hand-overs ClickHouse took (the journal's files of ended sessions go once
+ * the batch with their end is inserted), the journal's directory beside the
+ * spool, and at a run's start the records a killed run had read and
+ * ClickHouse never got: a collector resource drop "collector-crash" of
+ * their session, as the SQLite store's lost.c counts them.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chstore_impl.h"
+#include "common/log.h"
+
+uint64_t rm_chs_transactions(const void *p)
+{
+	struct rm_chstore *cs = (struct rm_chstore *)p;
+	uint64_t v;
+
+	pthread_mutex_lock(&cs->mu);
+	v = cs->inserted_seq;
+	pthread_mutex_unlock(&cs->mu);
+	return v;
+}
+
+uint64_t rm_chs_handed(const void *p)
+{
+	return ((const struct rm_chstore *)p)->handed;
+}
+
+int rm_chs_journal_dir(void *p, char *buf, size_t len)
+{
+	struct rm_chstore *cs = p;
+	size_t n = strlen(cs->spool_path);
+
+	/* SPOOL_DIR/ID.TAG.spool -> SPOOL_DIR/ID.TAG.received: one journal per collector ID and store */
+	if (n < 6 || (size_t)snprintf(buf, len, "%.*s.received", (int)(n - 6), cs->spool_path) >= len)
+		return -1;
+	return 0;
+}
+
+/* The latest version of session id: 1 with its records + rejected and resource_drops, 0 none, -1 no answer. */
+static int committed(struct rm_ch *ch, const char *qid, int64_t id, uint64_t *read, char *err, size_t errlen)
+{
+	struct rm_ch_result r = { 0 };
+	char *sql = g_strdup_printf("SELECT count(), argMax(records + rejected, version) FROM sessions"
+				    " WHERE collector_id = %s AND id = %" PRId64 " FORMAT TabSeparated",
+				    qid, id);
+	int rc = rm_ch_query(ch, sql, NULL, 0, NULL, &r, err, errlen);
+	char *q;
+	uint64_t n;
+
+	g_free(sql);
+	if (rc < 0)
+		return -1;
+	n = r.data ? strtoull(r.data, &q, 10) : 0;
+	*read = n && r.data ? strtoull(q, NULL, 10) : 0;
+	rm_ch_result_free(&r);
+	return n ? 1 : 0;
+}
+
+/* A new version of the stored row of l: the counts read, resource_drops + lost. */
+static int rewrite(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, const struct rm_store_lost_session *l,
+		   uint64_t lost, char *err, size_t errlen)
+{
+	char *sql = g_strdup_printf(
+		"INSERT INTO sessions (collector_id, id, version, run_id, peer, peer_subject, transport, started_ms,"
+		" ended_ms, end_reason, messages, records, octets, rejected, accepted, repeats, stale, orphans,"
+		" unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound, seq_gaps, seq_missing,"
+		" export_time_backwards) SELECT collector_id, id, %" PRIu64 ", run_id, peer, peer_subject, transport,"
+		" started_ms, ended_ms, end_reason, %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", accepted,"
+		" repeats, stale, orphans, unsupported, invalid, after_invalid, key_conflicts, resource_drops + "
+		"%" PRIu64 ", unbound, seq_gaps, seq_missing, export_time_backwards FROM sessions FINAL"
+		" WHERE collector_id = %s AND id = %" PRId64,
+		rm_chs_next_version(cs), l->messages, l->records, l->octets, l->rejected, lost, qid, l->id);
+	int rc = rm_ch_query(ch, sql, NULL, 0, NULL, NULL, err, errlen);
+
+	g_free(sql);
+	return rc;
+}
+
+/* The row of a session that was never written, from the journal. */
+static int insert_row(struct rm_chstore *cs, struct rm_ch *ch, const struct rm_store_lost_session *l, uint64_t lost,
+		      uint64_t now_ms, char *err, size_t errlen)
+{
+	struct rm_sess_row s = { .id = l->id, .run_id = l->run_id, .started_ms = l->started_ms };
+	struct rm_session_counts c = {
+		.messages = l->messages, .records = l->records, .octets = l->octets, .rejected = l->rejected
+	};
+	GByteArray *b = g_byte_array_new();
+	int rc = -1;
+
+	if (rm_sess_row_start(&s, l->run_id, l->peer, l->transport, l->started_ms) == 0 &&
+	    (!l->subject || !*l->subject || rm_sess_row_peer(&s, l->subject) == 0) &&
+	    rm_sess_row_end(&s, "collector restarted: the run that held this session ended before writing it", now_ms,
+			    &c) == 0) {
+		s.verdicts[RM_V_RESOURCE_DROP] = lost;
+		rm_chs_session_row(cs, b, &s);
+		rc = rm_ch_query(ch, rm_chs_inserts[T_SESSIONS], b->data, b->len, NULL, NULL, err, errlen);
+	}
+	g_byte_array_free(b, TRUE);
+	free(s.peer);
+	free(s.subject);
+	free(s.transport);
+	free(s.reason);
+	return rc;
+}
+
+static int insert_drop(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, const struct rm_store_lost_session *l,
+		       uint64_t lost, uint64_t now_ms, char *err, size_t errlen)
+{
+	char detail[300], qd[700], *sql;
+	int rc;
+
+	snprintf(detail, sizeof(detail),
+		 "%" PRIu64 " records read and not committed when the collector ended without closing the session "
+		 "(%" PRIu64 " records and %" PRIu64 " rejected read)%s",
+		 lost, l->records, l->rejected, l->partial_octets ? "; and the octets of an incomplete Message" : "");
+	rm_ch_quote(detail, qd, sizeof(qd));
+	sql = g_strdup_printf(
+		"INSERT INTO drops (collector_id, session_id, kind, count, first_ms, last_ms, last_detail)"
+		" VALUES (%s, %" PRId64 ", 'collector-crash', %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %s)",
+		qid, l->id, lost, now_ms, now_ms, qd);
+	rc = rm_ch_query(ch, sql, NULL, 0, NULL, NULL, err, errlen);
+	g_free(sql);
+	return rc;
+}
+
+int rm_chs_session_lost(void *p, const struct rm_store_lost_session *l, uint64_t now_ms, uint64_t *lost)
+{
+	struct rm_chstore *cs = p;
+	struct rm_ch_conf conf = cs->conf;
+	char qid[2 * RM_CHSTORE_COLLECTOR_ID_MAX + 8];
+	struct rm_ch *ch;
+	uint64_t read = 0, have_read = l->records + l->rejected;
+	int have, rc = -1;
+
+	*lost = 0;
+	conf.timeout_ms = RM_CHSTORE_REQUEST_MS;
+	conf.connect_timeout_ms = RM_CHSTORE_CONNECT_MS;
+	ch = rm_ch_open(&conf, cs->err, sizeof(cs->err));
+	if (!ch)
+		return -1;
+	rm_ch_quote(cs->id, qid, sizeof(qid));
+	have = committed(ch, qid, l->id, &read, cs->err, sizeof(cs->err));
+	if (have < 0)
+		goto out;
+	*lost = have_read > read ? have_read - read : 0;
+	rc = 0;
+	if (have && !*lost)
+		goto out; /* everything read is stored */
+	rc = have ? rewrite(cs, ch, qid, l, *lost, cs->err, sizeof(cs->err))
+		  : insert_row(cs, ch, l, *lost, now_ms, cs->err, sizeof(cs->err));
+	if (rc == 0 && *lost)
+		rc = insert_drop(cs, ch, qid, l, *lost, now_ms, cs->err, sizeof(cs->err));
+	if (l->id >= cs->next_session)
+		cs->next_session = l->id + 1; /* IDs continue after the largest stored */
+out:
+	rm_ch_close(ch);
+	if (rc < 0)
+		*lost = 0;
+	return rc < 0 ? -1 : 0;
+}
+
+/* ---------------- an exporter's Reliability record (rocemeter/ipfix_ie.h RM_TID_RELIABILITY) ---------------- */
+
+int rm_chs_session_acked(void *p, const struct rm_store_acked *a, uint64_t now_ms, struct rm_store_acked_result *res)
+{
+	struct rm_chstore *cs = p;
+	struct acked_req *r = calloc(1, sizeof(*r));
+
+	*res = (struct rm_store_acked_result){ .why = "out of memory" };
+	if (!r)
+		return 0;
+	snprintf(r->peer, sizeof(r->peer), "%s", a->peer);
+	snprintf(r->peer_alt, sizeof(r->peer_alt), "%s", a->peer_alt ? a->peer_alt : a->peer);
+	snprintf(r->subject, sizeof(r->subject), "%s", a->subject);
+	r->reporting_id = a->reporting_id;
+	r->records = a->records;
+	r->ended_ms = a->ended_ms;
+	r->now_ms = now_ms;
+	pthread_mutex_lock(&cs->mu);
+	r->next = cs->acked;
+	cs->acked = r;
+	pthread_cond_signal(&cs->cv);
+	pthread_mutex_unlock(&cs->mu);
+	res->why = NULL;
+	return 2;
+}
+
+uint64_t rm_chs_acked_drops(void *p)
+{
+	struct rm_chstore *cs = p;
+	uint64_t v;
+
+	pthread_mutex_lock(&cs->mu);
+	v = cs->acked_drops;
+	pthread_mutex_unlock(&cs->mu);
+	return v;
+}
+
+/*
+ * The latest version of the session r may speak of (as the SQLite store's
+ * acked_match): v = id, records + rejected, open (1), started_ms, version.
+ * 1 found, 0 none, -1 no answer.
+ */
+static int acked_match(struct rm_ch *ch, const char *qid, const struct acked_req *r, uint64_t v[5], char *err,
+		       size_t errlen)
+{
+	char qp[200], qa[200], qs[600], *sql;
+	struct rm_ch_result res = { 0 };
+	char *p;
+	int rc;
+
+	rm_ch_quote(r->peer, qp, sizeof(qp));
+	rm_ch_quote(r->peer_alt, qa, sizeof(qa));
+	rm_ch_quote(r->subject, qs, sizeof(qs));
+	sql = g_strdup_printf(
+		"SELECT id, argMax(records + rejected, version), argMax(isNull(ended_ms), version),"
+		" argMax(started_ms, version), max(version) FROM sessions WHERE collector_id = %s AND id < %" PRId64
+		" GROUP BY id HAVING argMax(ifNull(peer, ''), version) IN (%s, %s) AND"
+		" argMax(ifNull(peer_subject, ''), version) = %s ORDER BY id DESC LIMIT 1 FORMAT TabSeparated",
+		qid, r->reporting_id, qp, qa, qs);
+	rc = rm_ch_query(ch, sql, NULL, 0, NULL, &res, err, errlen);
+	g_free(sql);
+	if (rc < 0)
+		return -1;
+	p = res.data;
+	rc = p && *p ? 1 : 0;
+	for (int i = 0; i < 5; i++) {
+		v[i] = p ? strtoull(p, &p, 10) : 0;
+		while (p && (*p == '\t' || *p == '\n'))
+			p++;
+	}
+	rm_ch_result_free(&res);
+	return rc;
+}
+
+/* One record: matched, counted and logged. why: the reason it was not counted, or NULL. */
+static const char *acked_one(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, const struct acked_req *r,
+			     int64_t *id, uint64_t *read, uint64_t *lost, char *err, size_t errlen)
+{
+	uint64_t v[5], n = 0;
+	char detail[300], qd[700], *sql;
+	struct rm_ch_result res = { 0 };
+	int rc = ch ? acked_match(ch, qid, r, v, err, errlen) : -1;
+
+	if (rc < 0)
+		return err[0] ? err : "ClickHouse did not answer";
+	if (rc == 0)
+		return "no earlier session of this exporter from that address and port";
+	*id = (int64_t)v[0];
+	*read = v[1];
+	if (v[2])
+		return "that session is still open";
+	if (r->ended_ms && v[3] > r->ended_ms + 60000)
+		return "that session started after the one reported had ended";
+	sql = g_strdup_printf("SELECT count() FROM drops WHERE collector_id = %s AND session_id = %" PRId64
+			      " AND kind = 'unread-at-crash' FORMAT TabSeparated",
+			      qid, *id);
+	rc = rm_ch_query(ch, sql, NULL, 0, NULL, &res, err, errlen);
+	g_free(sql);
+	if (rc == 0 && res.data)
+		n = strtoull(res.data, NULL, 10);
+	rm_ch_result_free(&res);
+	if (rc < 0)
+		return err;
+	if (n)
+		return "that session was reported before";
+	*lost = r->records > *read ? r->records - *read : 0;
+	if (!*lost)
+		return NULL;
+	snprintf(detail, sizeof(detail),
+		 "%" PRIu64 " records the collector's kernel acknowledged and the collector never read (the exporter's "
+		 "next session reported %" PRIu64 " acknowledged; %" PRIu64 " read)",
+		 *lost, r->records, *read);
+	rm_ch_quote(detail, qd, sizeof(qd));
+	sql = g_strdup_printf(
+		"INSERT INTO drops (collector_id, session_id, kind, count, first_ms, last_ms, last_detail)"
+		" VALUES (%s, %" PRId64 ", 'unread-at-crash', %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %s)",
+		qid, *id, *lost, r->now_ms, r->now_ms, qd);
+	rc = rm_ch_query(ch, sql, NULL, 0, NULL, NULL, err, errlen);
+	g_free(sql);
+	if (rc == 0) {
+		uint64_t ver = rm_clock_wall_us() > v[4] ? rm_clock_wall_us() : v[4] + 1;
+
+		sql = g_strdup_printf(
+			"INSERT INTO sessions (collector_id, id, version, run_id, peer, peer_subject, transport,"
+			" started_ms, ended_ms, end_reason, messages, records, octets, rejected, accepted, repeats,"
+			" stale, orphans, unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound,"
+			" seq_gaps, seq_missing, export_time_backwards) SELECT collector_id, id, %" PRIu64
+			", run_id, peer, peer_subject, transport, started_ms, ended_ms, end_reason, messages, records,"
+			" octets, rejected, accepted, repeats, stale, orphans, unsupported, invalid, after_invalid,"
+			" key_conflicts, resource_drops + %" PRIu64 ", unbound, seq_gaps, seq_missing,"
+			" export_time_backwards FROM sessions FINAL WHERE collector_id = %s AND id = %" PRId64,
+			ver, *lost, qid, *id);
+		rc = rm_ch_query(ch, sql, NULL, 0, NULL, NULL, err, errlen);
+		g_free(sql);
+	}
+	return rc < 0 ? err : NULL;
+}
+
+void rm_chs_acked_process(struct rm_chstore *cs, struct rm_ch *ch)
+{
+	char qid[2 * RM_CHSTORE_COLLECTOR_ID_MAX + 8];
+	struct acked_req *r = cs->acked;
+
+	cs->acked = NULL;
+	pthread_mutex_unlock(&cs->mu);
+	rm_ch_quote(cs->id, qid, sizeof(qid));
+	while (r) {
+		struct acked_req *next = r->next;
+		char err[512] = "";
+		int64_t id = 0;
+		uint64_t read = 0, lost = 0;
+		const char *why = acked_one(cs, ch, qid, r, &id, &read, &lost, err, sizeof(err));
+
+		if (why)
+			rm_log(RM_LOG_NOTICE,
+			       "session %" PRId64
+			       ": its exporter reports an earlier session from %s that delivered %" PRIu64
+			       " records; not counted: %s",
+			       r->reporting_id, r->peer, r->records, why);
+		else
+			rm_log(RM_LOG_WARNING,
+			       "session %" PRId64 ": its exporter reports that session %" PRId64
+			       " from %s delivered %" PRIu64 " records; %" PRIu64 " were read: %" PRIu64
+			       " never read (collector resource drop 'unread-at-crash')",
+			       r->reporting_id, id, r->peer, r->records, read, lost);
+		if (!why) {
+			pthread_mutex_lock(&cs->mu);
+			cs->acked_drops += lost;
+			pthread_mutex_unlock(&cs->mu);
+		}
+		free(r);
+		r = next;
+	}
+	pthread_mutex_lock(&cs->mu);
+}
