@@ -58,7 +58,7 @@ BPF_SKELS := $(patsubst %,$(BUILD)/%.skel.h,$(BPF_NAMES))
 ROCEMETER_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(ROCEMETER_SRCS))
 
 .PHONY: all deps check bench demo install vmlinux clean
-all: $(BPF_OBJS) $(BPF_SKELS) $(BUILD)/rocemeter
+all: $(BPF_OBJS) $(BPF_SKELS) $(BUILD)/rocemeter $(BUILD)/libexec/rocemeter
 
 # Header dependencies come from the compilers (-MMD -MP: build/**/*.d).
 DEPFLAGS   = -MMD -MP -MT $@ -MF $@.d
@@ -76,8 +76,23 @@ $(BUILD)/user/%.o: user/%.c | $(BPF_SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/rocemeter: $(ROCEMETER_OBJS)
+# The subcommands: build/libexec/rocemeter, installed as $(LIBDIR)/rocemeter.
+$(BUILD)/libexec/rocemeter: $(ROCEMETER_OBJS)
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The `rocemeter` command: a static launcher (user/launch/launch.c) that blocks the daemons'
+# signals before any dynamic loader runs, then executes the one above. Its own flags, never
+# the sanitizers' (no static link with them); $(LIBDIR) compiled in, rebuilt when it changes.
+LAUNCH_CFLAGS ?= -O2 -g
+$(BUILD)/launch-libdir: FORCE
+	@mkdir -p $(@D)
+	@echo '$(LIBDIR)' | cmp -s - $@ || echo '$(LIBDIR)' > $@
+$(BUILD)/rocemeter: user/launch/launch.c user/common/signals.h $(BUILD)/launch-libdir
+	$(CC) $(CPPFLAGS) $(LAUNCH_CFLAGS) -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser \
+		-DRM_LIBDIR='"$(LIBDIR)"' $(LDFLAGS) -static -o $@ $<
+.PHONY: FORCE
+FORCE:
 
 # Test programs and benchmarks: tests/unit/ (no root), selftests/bpf/,
 # selftests/system/, selftests/bench/, helpers in tests/lib/; each is linked
@@ -108,6 +123,7 @@ demo: deps
 install: all
 	install -D -m 0755 $(BUILD)/rocemeter $(DESTDIR)$(SBINDIR)/rocemeter
 	install -d $(DESTDIR)$(LIBDIR)
+	install -m 0755 $(BUILD)/libexec/rocemeter $(DESTDIR)$(LIBDIR)/rocemeter
 	install -m 0644 $(BUILD)/meter.bpf.o $(BUILD)/flowlabel.bpf.o $(DESTDIR)$(LIBDIR)/
 	install -D -m 0644 docs/rocemeter.8 $(DESTDIR)$(MANDIR)/man8/rocemeter.8
 	install -m 0644 $(wildcard docs/man/*.8) $(DESTDIR)$(MANDIR)/man8/
