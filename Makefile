@@ -124,7 +124,7 @@ check: deps all $(CHECK_PROGS)
 # every shared capture through `rocemeter replay` and compare with the plain build (SAN_SCRIPTS,
 # mk/replay.mk). About 5 minutes on a quiet 2-core host, most of it the build.
 SAN_BUILD   = $(BUILD)/san
-SAN_FLAGS   = -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SAN_FLAGS   = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 SAN_UNIT    = $(filter-out %/test_seqobs_random,\
                 $(patsubst $(BUILD)/%,$(SAN_BUILD)/%,$(filter $(BUILD)/tests/unit/%,$(CHECK_PROGS))))
 SAN_ENV     = ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
