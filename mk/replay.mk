@@ -17,3 +17,6 @@ CHECK_SCRIPTS  += selftests/bpf/test_replay_time.py
 CHECK_SCRIPTS  += selftests/bpf/test_meter_mirror.py
 # Write errors on the outputs (standard output, --ipfix-out, --stats-json).
 CHECK_SCRIPTS  += selftests/bpf/test_replay_outputs.py
+# Under ASan+UBSan (make check-sanitize only): every shared capture through replay, three ways,
+# as the plain build prints it.
+SAN_SCRIPTS    += selftests/bpf/test_replay_sanitize.py

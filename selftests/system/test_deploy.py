@@ -216,6 +216,76 @@ def test_sigterm_while_starting_stops_in_order(things, tmp_path, env, delay_ms):
     assert not xdp_on(lk.dev)
 
 
+# Moments after the start (exec) at which a signal arrives: from at once, while the dynamic
+# loader maps the libraries (about 30 ms on a busy host before rocemeter's launcher), to after.
+EARLY_MS = [0, 3, 10, 25, 50]
+
+
+def ran_user_code(pid, sig):
+    """The process has run an instruction of its own since exec: it blocks sig, or a loader
+    has mapped a library (ld.so maps them before the program's first instruction). Before
+    that the kernel is still in execve or has not scheduled it, where no program can act."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            blk = [line for line in f if line.startswith("SigBlk:")][0]
+        if int(blk.split()[1], 16) & (1 << (sig - 1)):
+            return True
+        with open("/proc/%d/maps" % pid) as f:
+            return any(".so" in line and "/ld-linux" not in line for line in f)
+    except (OSError, IndexError):
+        return True  # gone: the assertions below say how
+
+
+def send_early(p, sig, ms):
+    """sig ms after exec, but never before the process ran code of its own (ran_user_code)."""
+    deadline = time.monotonic() + ms / 1000
+    while not ran_user_code(p.pid, sig):
+        pass
+    time.sleep(max(0.0, deadline - time.monotonic()))
+    p.proc.send_signal(sig)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_signal_right_after_exec_never_kills_attach(things, tmp_path, env, sig):
+    """A SIGTERM or SIGHUP 0..50 ms after exec, while the dynamic loader still
+    runs (the issue: exit 129, nothing logged, 3 of 24 starts): never a death
+    by the signal. SIGTERM stops the daemon in order,
+    exit 0, with a log line naming the signal; SIGHUP reloads once it runs."""
+    lk = link(things)
+    cfg = conf(tmp_path)
+    for ms in EARLY_MS:
+        notify = Notify(tmp_path / ("n%s.sock" % tag()))
+        d = attach(things, tmp_path, env, lk.dev, "--config", cfg, "--window", "64", notify=notify)
+        send_early(d, sig, ms)
+        if sig == signal.SIGHUP:
+            assert notify.next() == ["READY=1"], (ms, d.proc.poll(), d.stderr())
+            assert notify.next() == ["RELOADING=1"] and notify.next() == ["READY=1"], (ms, d.stderr())
+            d.proc.send_signal(signal.SIGTERM)
+        rc = d.wait()
+        assert rc == 0, "signal at %d ms: exit %d: %s" % (ms, rc, d.stderr())
+        assert "SIGTERM received: stopping" in d.stderr(), (ms, d.stderr())
+        assert not os.path.exists(lk.pins) and not xdp_on(lk.dev), ms
+        notify.close()
+
+
+def test_signal_right_after_exec_never_kills_collect(things, tmp_path):
+    """collect: a SIGHUP 0..50 ms after exec is ignored, a SIGTERM stops it in
+    order (exit 0, "stopped" logged): never a death by the signal."""
+    for ms in EARLY_MS:
+        for sig in (signal.SIGHUP, signal.SIGTERM):
+            c = proc(things, tmp_path, ["collect", "--plain-tcp", "--listen", "127.0.0.1:%d" % free_port(),
+                                        "--db", str(tmp_path / ("c%s.db" % tag()))])
+            send_early(c, sig, ms)
+            if sig == signal.SIGHUP:
+                wait_for(lambda: "listening on" in c.stderr() or c.proc.poll() is not None,
+                         "the collector to listen")
+                assert c.proc.poll() is None, (ms, c.proc.returncode, c.stderr())
+                c.proc.send_signal(signal.SIGTERM)
+            rc = c.wait()
+            assert rc == 0, "%s at %d ms: exit %d: %s" % (sig.name, ms, rc, c.stderr())
+            assert "stopped" in c.stderr(), (ms, c.stderr())
+
+
 def test_collect_survives_hup_and_usr(things, tmp_path):
     """collect: SIGHUP (at once and later), SIGUSR1 and SIGUSR2 are ignored;
     SIGTERM still stops it in order."""

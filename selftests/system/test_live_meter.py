@@ -19,6 +19,7 @@ bpftool reads the pinned maps with their BTF as a second reader besides
 import itertools
 import json
 import os
+import shutil
 import select
 import signal
 import socket
@@ -398,6 +399,40 @@ def test_detach_command_stops_daemon(link):
     check_gone(link)
     p = sh(ROCEMETER, "detach", link.iface, check=False)
     assert p.returncode != 0 and "rocemeter is not attached to" in p.stderr
+
+
+def test_status_of_a_daemon_whose_pins_were_removed(link):
+    """Pins removed under a running daemon (rm -r of its pin directory): the
+    daemon keeps metering, and `status IFACE` says so (before: "meter: not
+    attached", exit 3): running without its pins, the daemon's PID, the XDP
+    program the kernel shows on the interface, how to mend it; exit 6
+    (docs/man/rocemeter-status.8). `detach IFACE`, the mend it names, stops it."""
+    d = link.attach("--provision-all", "--window", "4", "--json")
+    n = link.send(seed_frames())
+    link.wait_frames(n)
+    shutil.rmtree(link.pin_dir())
+    net = json.loads(sh("bpftool", "-j", "net", "show", "dev", link.iface).stdout)
+    xdp = [x for e in net for x in e.get("xdp", [])]
+    assert len(xdp) == 1, net
+    prog = json.loads(sh("bpftool", "-j", "prog", "show", "id", str(xdp[0]["id"])).stdout)
+    assert prog["name"].startswith("rocemeter_xdp"), prog  # still metering
+    p = sh(ROCEMETER, "status", link.iface, check=False)
+    assert p.returncode == 6, p
+    assert ("meter: RUNNING WITHOUT ITS PINS: daemon process %d meters %s (XDP program id %d attached)"
+            % (d.proc.pid, link.iface, xdp[0]["id"])) in p.stdout, p.stdout
+    assert "systemctl restart\n    rocemeter@%s (or rocemeter detach %s" % (link.iface, link.iface) in p.stdout
+    assert "meter: not attached" not in p.stdout
+    p = sh(ROCEMETER, "status", link.iface, "--json", check=False)
+    assert p.returncode == 6, p
+    doc = json.loads(p.stdout)[0]
+    assert (doc["meter"], doc["state"], doc["daemon_pid"], doc["xdp_prog_id"]) == \
+        (None, "unpinned", d.proc.pid, xdp[0]["id"]), doc
+    p = sh(ROCEMETER, "detach", link.iface)
+    assert "stopped the meter on %s (process %d)" % (link.iface, d.proc.pid) in p.stdout
+    assert d.proc.poll() == 0, d.stderr()
+    check_seed_finals(d.reports())  # its final reports, although its maps were unpinned
+    assert not link.xdp_attached()
+    assert sh(ROCEMETER, "status", link.iface, check=False).returncode == 3
 
 
 def test_second_attach_refused_and_stale_pins(link):

@@ -368,7 +368,7 @@ def test_stop_exports_final_reports(ct):
 
 def test_configuration_error_is_not_restarted(ct):
     """Exit status 2 (a refused file) ends in failed, not in an endless restart."""
-    ct.write("/etc/rocemeter/%s.conf" % IFACE, meter_conf(extra="[meter]\nbogus = 1\n"))
+    ct.write("/etc/rocemeter/%s.conf" % IFACE, meter_conf(extra="[capture]\nbogus = 1\n"))
     p = ct.systemctl("start", METER, check=False)
     assert p.returncode != 0
     st = ct.show(METER, "ActiveState", "SubState", "ExecMainStatus", "NRestarts")

@@ -200,3 +200,23 @@ def test_usage():
     assert p.returncode == 2 and "Usage: rocemeter check-config" in p.stderr
     p = subprocess.run([ROCEMETER, "check-config", "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "Exit status: 0" in p.stdout
+
+
+@pytest.mark.parametrize("text,line,reason", [
+    (b"[collect]\nlisten = [::1]:4740\ndb = /tmp/x.db\ntransport = tcp\npeer_name = exp\0orter\n", 5,
+     "a NUL byte at column 16 (a value would end there); remove it"),
+    (b"[meter]\nwin\0dow = 10\nmax_contexts = 5\n", 2, "a NUL byte at column 4 (a value would end there); remove it"),
+    (b"[meter]\nwindow = 10\nmax_contexts = 5\nwindow = 12\n", 4,
+     "'window' given twice in [meter] (first at line 2); keep one"),
+    (b"[meter]\nwindow = 10\n[meter]\nmax_contexts = 5\n", 3, "section [meter] given twice (first at line 1); merge the two"),
+])
+def test_nul_byte_and_given_twice_refused(tmp_path, text, line, reason):
+    """A NUL byte (inih's strings end there: 'exp\\0orter' authorised "exp"; elsewhere the reason was
+    "line longer than 198 characters"), a key or a section given twice (the last won, silently):
+    exit 2, FILE:LINE and the reason."""
+    f = tmp_path / "bad.conf"
+    f.write_bytes(text)
+    p = check(f)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stderr == "rocemeter check-config: %s:%d: %s\n" % (f, line, reason)
+    assert p.stdout == ""

@@ -9,7 +9,9 @@
  *   - bad lines are refused with "PATH:LINE: reason", at the exact line:
  *     unknown key and section, W out of 1..2^22, bad address, mixed address
  *     families, destination QP above 0xffffff, bad P_Key, too many peer
- *     names, malformed lines; the first error wins.
+ *     names, malformed lines, a NUL byte, a key or section given twice (the
+ *     lists excepted: connection, peer_name, observation_point, [provision]);
+ *     the first error wins.
  * Run from the source tree (scripts/run-tests does), or set ROCEMETER_SRCDIR.
  */
 #include <stdarg.h>
@@ -402,7 +404,7 @@ static void too_many_peer_names(void **state)
 
 static void first_error_wins(void **state)
 {
-	expect_error("[meter]\nwindow = 64\nwindow = 0\nbogus = 1\n[nosuch]\nx = 1\n", 3, "window: '0'");
+	expect_error("[meter]\nwindow = 64\nmax_contexts = 0\nbogus = 1\n[nosuch]\nx = 1\n", 3, "max_contexts: '0'");
 }
 
 static void syntax_error(void **state)
@@ -424,6 +426,73 @@ static void long_line(void **state)
 	/* Up to inih's line buffer, a line is fine. */
 	snprintf(text, sizeof(text), "[meter]\n# %0150d\nwindow = 0\n", 0);
 	expect_error(text, 3, "window: '0'");
+}
+
+/* len bytes of text (NUL bytes included) must be refused at line `line` with `needle` in the reason. */
+static void expect_error_bytes(const char *text, size_t len, int line, const char *needle)
+{
+	char path[64] = "/tmp/rm-test-config-XXXXXX", prefix[128];
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	rm_config_defaults(&cfg);
+	assert_int_equal(rm_config_load(path, &cfg, err, sizeof(err)), -1);
+	unlink(path);
+	snprintf(prefix, sizeof(prefix), "%s:%d: ", path, line);
+	if (strncmp(err, prefix, strlen(prefix)) || !strstr(err, needle))
+		fail_msg("expected '%s%s...', got '%s'", prefix, needle, err);
+}
+
+#define EXPECT_ERROR_BYTES(lit, line, needle) expect_error_bytes(lit, sizeof(lit) - 1, line, needle)
+
+/*
+ * A NUL byte ends a C string: inih read "peer_name = exp\0orter" as "exp"
+ * (authorising the peer "exp"), and a NUL elsewhere gave "line longer than
+ * 198 characters". Refused at its line and column, wherever it stands.
+ */
+static void nul_byte(void **state)
+{
+	EXPECT_ERROR_BYTES("[collect]\nlisten = [::1]:4740\ndb = /tmp/x.db\npeer_name = exp\0orter\n", 4,
+			   "a NUL byte at column 16");
+	EXPECT_ERROR_BYTES("[meter]\nwin\0dow = 10\nmax_contexts = 5\n", 2, "a NUL byte at column 4");
+	EXPECT_ERROR_BYTES("[meter]\n# a comment\0\nwindow = 10\n", 2, "a NUL byte at column 12");
+	EXPECT_ERROR_BYTES("[meter]\nwindow = 10\0", 2, "a NUL byte at column 12"); /* no newline at the end */
+}
+
+/* A key or a section given twice: refused at the second, naming the first (last-wins was silent). */
+static void given_twice(void **state)
+{
+	expect_error("[meter]\nwindow = 64\nmax_contexts = 5\nwindow = 128\n", 4,
+		     "'window' given twice in [meter] (first at line 2); keep one");
+	expect_error("[export]\ncollector = 192.0.2.9\nca = /a.pem\nca = /b.pem\n", 4,
+		     "'ca' given twice in [export] (first at line 3)");
+	expect_error("[collect]\ntransport = tls\nlisten = [::1]:4740\ntransport = tcp\n", 4,
+		     "'transport' given twice in [collect] (first at line 2)");
+	expect_error("[meter]\nwindow = 64\n[export]\nport = 4739\n[meter]\nmax_contexts = 5\n", 5,
+		     "section [meter] given twice (first at line 1); merge the two");
+	expect_error("[collect]\nlisten = [::1]:4740\n  [collect]\n", 3,
+		     "section [collect] given twice (first at line 1)");
+	/* inih takes an indented line as a second value of the key above it */
+	expect_error("[meter]\nwindow = 64\n  128\n", 3, "an indented line continues 'window' of line 2");
+}
+
+/* What is a list may repeat: connection lines (and [provision] itself), peer_name, observation_point. */
+static void lists_repeat(void **state)
+{
+	expect_ok("[provision]\nconnection = 192.0.2.1 192.0.2.2 1 any\n[meter]\nwindow = 64\n"
+		  "[provision]\nconnection = 192.0.2.1 192.0.2.2 2 any\nconnection = 192.0.2.1 192.0.2.2 3 any\n");
+	assert_int_equal(cfg.n_provision, 3);
+	expect_ok("[export]\ncollector = 192.0.2.9\npeer_name = a.example\npeer_name = b.example\n"
+		  "[collect]\nlisten = [::1]:4740\ndb = /tmp/x.db\npeer_name = c.example\n");
+	assert_int_equal(cfg.export.tls.n_peer_names, 2);
+	assert_int_equal(cfg.collect.tls.n_peer_names, 1);
+	expect_ok("[capture]\nencapsulation = erspan\nobservation_point = 101 leaf1 erspan 192.0.2.1 7\n"
+		  "observation_point = 102 leaf2 erspan 192.0.2.2 8\n");
+	/* the same key in two sections is two keys */
+	expect_ok("[meter]\nmetrics = 127.0.0.1:9464\n[collect]\nlisten = [::1]:4740\ndb = /tmp/x.db\n"
+		  "metrics = 127.0.0.1:9465\n");
 }
 
 static void missing_file(void **state)
@@ -525,6 +594,9 @@ int main(void)
 		cmocka_unit_test(leading_zeros_are_decimal),
 		cmocka_unit_test(listen_addresses),
 		cmocka_unit_test(sections_named),
+		cmocka_unit_test(nul_byte),
+		cmocka_unit_test(given_twice),
+		cmocka_unit_test(lists_repeat),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

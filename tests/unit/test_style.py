@@ -84,3 +84,21 @@ def test_clocks_are_read_only_in_the_clock_module():
                 if CLOCK_READ.search(line):
                     found.append('%s:%d: %s' % (rel, n, line.strip()))
     assert not found, 'clocks read outside user/common/clock.c:\n' + '\n'.join(found)
+
+
+# qsort(3) with a NULL base is undefined even for 0 elements (UBSan, issue 27): rm_sort() guards it.
+QSORT = re.compile(r'\bqsort\s*\(')
+
+
+def test_qsort_only_through_rm_sort():
+    found = []
+    for dirpath, _, files in os.walk(os.path.join(ROOT, 'user')):
+        for fn in files:
+            path = os.path.join(dirpath, fn)
+            rel = os.path.relpath(path, ROOT)
+            if not fn.endswith(('.c', '.h')) or rel == os.path.join('user', 'common', 'sort.h'):
+                continue
+            for n, line in enumerate(open(path), 1):
+                if QSORT.search(line):
+                    found.append('%s:%d: %s' % (rel, n, line.strip()))
+    assert not found, 'qsort() outside user/common/sort.h (use rm_sort()):\n' + '\n'.join(found)

@@ -18,6 +18,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "common/sort.h"
 
 /*
  * BPF_PROG_TEST_RUN takes an XDP frame of at most about 72 KiB (a page and
@@ -460,7 +461,7 @@ int rm_census_read(const struct rm_census *c, struct rm_census_result *res)
 		e->v.last_ns += offset;
 		res->n++;
 	}
-	qsort(res->entries, res->n, sizeof(*res->entries), cmp_entry);
+	rm_sort(res->entries, res->n, sizeof(*res->entries), cmp_entry);
 out:
 	free(vals);
 	free(sv);

@@ -23,6 +23,7 @@
 #include "common/timefmt.h"
 #include "report_html.h"
 #include "rocemeter/seqobs.h"
+#include "common/sort.h"
 
 /* The page (HTML, CSS and the drawing code), compiled in: mk/collect.mk names it as a prerequisite. */
 extern const char rm_html_page[] __attribute__((visibility("hidden")));
@@ -564,8 +565,7 @@ static json_t *observation_points_json(struct h_ctx *c, const struct h_grid *g)
 			q->s[k * g->nb + b] = sat_add(q->s[k * g->nb + b], v[k]);
 	}
 	/* the series are indexed by ID above: sort only now */
-	if (np)
-		qsort(p, np, sizeof(*p), cmp_obs);
+	rm_sort(p, np, sizeof(*p), cmp_obs);
 	for (size_t i = 0; i < np; i++) {
 		if (i < RM_HTML_OBS_POINTS_MAX && !c->oom)
 			json_array_append_new(rows, obs_json(&p[i], g->nb));

@@ -13,6 +13,7 @@
 #include "report_summary.h"
 #include "report_table.h"
 #include "rocemeter/ipfix_ie.h"
+#include "common/sort.h"
 
 #define U(e, c)   ((e)->u[RM_ER_##c])
 #define T(e, c)   ((e)->t[RM_ER_##c])
@@ -151,8 +152,7 @@ static int by_health(const void *pa, const void *pb)
 
 void rm_summary_sort(struct rm_summary *s)
 {
-	if (s->n > 1)
-		qsort(s->rows, s->n, sizeof(s->rows[0]), by_health);
+	rm_sort(s->rows, s->n, sizeof(s->rows[0]), by_health);
 }
 
 #define IE(stem) rm_pf_name(RM_PF_##stem)

@@ -76,6 +76,10 @@ void rm_config_apply_overrides(struct rm_config_file *cfg, const struct rm_confi
 		cfg->export.report_interval_ms = o->report_interval_ms;
 }
 
+/* Room for the first line of each section and key (duplicates are refused: FILE:LINE). */
+#define CONFIG_MAX_SECTIONS 8
+#define CONFIG_MAX_KEYS     48
+
 struct rm_config_parse {
 	struct rm_config_file *cfg;
 	char reason[256];
@@ -84,37 +88,56 @@ struct rm_config_parse {
 	int line;      /* physical line being parsed, from 1 */
 	int at_eol;    /* the last read ended a line */
 	int fail_line; /* line of the first handler error */
+	int indented;  /* the line starts with blanks: inih takes it as the previous value's continuation */
+	int section_line[CONFIG_MAX_SECTIONS];              /* the line of each section's header, 0 before it */
+	int key_line[CONFIG_MAX_SECTIONS][CONFIG_MAX_KEYS]; /* the line of each key's value, 0 before it */
 };
 
-/* fgets for ini_parse_stream() that keeps the physical line number, so that
- * an error is reported at its own line even after an earlier syntax error. */
+static int __attribute__((format(printf, 2, 3))) fail(struct rm_config_parse *ps, const char *fmt, ...);
+static void note_section(struct rm_config_parse *ps, const char *line);
+
+/*
+ * fgets for ini_parse_stream() that keeps the physical line number, so that
+ * an error is reported at its own line even after an earlier syntax error,
+ * and refuses what inih would misread: a NUL byte (inih's strings end there:
+ * "peer_name = exp\0orter" would authorise "exp"), a line too long (inih
+ * would parse its rest as a line of its own), a section given twice.
+ */
 static char *line_reader(char *str, int num, void *stream)
 {
 	struct rm_config_parse *ps = stream;
-	char *r;
-	size_t n;
+	int i = 0, c = EOF, start;
 
 	if (ps->at_eol)
 		ps->line++;
-	r = fgets(str, num, ps->f);
-	n = r ? strlen(r) : 0;
-	ps->at_eol = n > 0 && r[n - 1] == '\n';
-	if (n > 0 && !ps->at_eol) {
-		int c = fgetc(ps->f);
-
+	start = ps->at_eol;
+	while (i < num - 1 && (c = getc(ps->f)) != EOF) {
+		if (c == '\0') {
+			fail(ps, "a NUL byte at column %d (a value would end there); remove it", i + 1);
+			c = ' ';
+		}
+		str[i++] = (char)c;
+		if (c == '\n')
+			break;
+	}
+	if (i == 0)
+		return NULL;
+	str[i] = '\0';
+	ps->at_eol = str[i - 1] == '\n';
+	if (!ps->at_eol && c != EOF) {
+		c = getc(ps->f);
 		if (c == '\n') {
 			ps->at_eol = 1; /* exactly num - 1 characters before the newline */
 		} else if (c != EOF) {
-			/* inih would parse the rest of the line as a line of its own. */
 			ungetc(c, ps->f);
-			if (!ps->failed) {
-				snprintf(ps->reason, sizeof(ps->reason), "line longer than %d characters", num - 2);
-				ps->failed = 1;
-				ps->fail_line = ps->line;
-			}
+			fail(ps, "line longer than %d characters", num - 2);
 		}
 	}
-	return r;
+	if (start) {
+		ps->indented = (str[0] == ' ' || str[0] == '\t') && str[strspn(str, " \t\r\n")];
+		note_section(ps, str);
+	}
+	return str;
 }
 
 static int parse_bool(const char *v, int *out)
@@ -317,25 +340,31 @@ static int read_collector_id(struct rm_config_parse *ps, void *sec, const struct
 
 /* Entries of the key tables: an integer, a string, yes/no, one of two names, a reader of its own. */
 #define FIELD(type, field) offsetof(type, field), sizeof(((type *)0)->field)
-#define UINT_KEY(type, key, field, lo, hi)                                \
+#define UINT_KEY(type, key, field, lo, hi)                                   \
+	{                                                                    \
+		key, RM_KEY_UINT, FIELD(type, field), lo, hi, { 0 }, NULL, 0 \
+	}
+#define STR_KEY(type, key, field)                                         \
 	{                                                                 \
-		key, RM_KEY_UINT, FIELD(type, field), lo, hi, { 0 }, NULL \
+		key, RM_KEY_STR, FIELD(type, field), 0, 0, { 0 }, NULL, 0 \
 	}
-#define STR_KEY(type, key, field)                                      \
-	{                                                              \
-		key, RM_KEY_STR, FIELD(type, field), 0, 0, { 0 }, NULL \
+#define BOOL_KEY(type, key, field)                                         \
+	{                                                                  \
+		key, RM_KEY_BOOL, FIELD(type, field), 0, 0, { 0 }, NULL, 0 \
 	}
-#define BOOL_KEY(type, key, field)                                      \
-	{                                                               \
-		key, RM_KEY_BOOL, FIELD(type, field), 0, 0, { 0 }, NULL \
+#define CHOICE_KEY(type, key, field, no, yes)                                      \
+	{                                                                          \
+		key, RM_KEY_CHOICE, FIELD(type, field), 0, 0, { no, yes }, NULL, 0 \
 	}
-#define CHOICE_KEY(type, key, field, no, yes)                                   \
-	{                                                                       \
-		key, RM_KEY_CHOICE, FIELD(type, field), 0, 0, { no, yes }, NULL \
+#define FUNC_KEY(type, key, field, fn)                                   \
+	{                                                                \
+		key, RM_KEY_FUNC, FIELD(type, field), 0, 0, { 0 }, fn, 0 \
 	}
-#define FUNC_KEY(type, key, field, fn)                                \
-	{                                                             \
-		key, RM_KEY_FUNC, FIELD(type, field), 0, 0, { 0 }, fn \
+
+/* A key whose lines add up to a list (connection, peer_name, observation_point). */
+#define LIST_KEY(type, key, field, fn)                                   \
+	{                                                                \
+		key, RM_KEY_FUNC, FIELD(type, field), 0, 0, { 0 }, fn, 1 \
 	}
 
 #define M struct rm_meter_settings
@@ -360,7 +389,7 @@ static const struct rm_config_key meter_keys[] = {
 #undef M
 
 static const struct rm_config_key provision_keys[] = {
-	FUNC_KEY(struct rm_config_file, "connection", provision, read_connection),
+	LIST_KEY(struct rm_config_file, "connection", provision, read_connection),
 	{ 0 },
 };
 
@@ -371,7 +400,7 @@ static const struct rm_config_key tls_keys[] = {
 	STR_KEY(T, "ca", ca),
 	STR_KEY(T, "cert", cert),
 	STR_KEY(T, "key", key),
-	FUNC_KEY(T, "peer_name", peer_names, read_peer_name),
+	LIST_KEY(T, "peer_name", peer_names, read_peer_name),
 	{ 0 },
 };
 #undef T
@@ -436,35 +465,92 @@ static const struct rm_config_key capture_keys[] = {
 	FUNC_KEY(P, "vxlan_port", vxlan_port, read_capture),
 	FUNC_KEY(P, "rspan_vlan", rspan_vlan, read_capture),
 	FUNC_KEY(P, "mirror_sessions", auto_sessions, read_capture),
-	FUNC_KEY(P, "observation_point", points, read_capture),
+	LIST_KEY(P, "observation_point", points, read_capture),
 	{ 0 },
 };
 #undef P
 
 #define NO_TLS ((size_t)-1)
-/* A section: its RM_CONFIG_* bit, its settings in struct rm_config_file, its keys, its TLS settings. */
+/*
+ * A section: its RM_CONFIG_* bit, its settings in struct rm_config_file, its
+ * keys, its TLS settings, whether its header may come again ([provision]:
+ * only connection lines, which add up; every other section once).
+ */
 static const struct config_section {
 	const char *name;
 	unsigned int bit;
 	size_t off;
 	const struct rm_config_key *keys;
 	size_t tls_off; /* in the section's settings, or NO_TLS */
+	int repeatable;
 } sections[] = {
-	{ "meter", RM_CONFIG_METER, offsetof(struct rm_config_file, meter), meter_keys, NO_TLS },
-	{ "capture", RM_CONFIG_CAPTURE, offsetof(struct rm_config_file, capture), capture_keys, NO_TLS },
-	{ "provision", RM_CONFIG_PROVISION, 0, provision_keys, NO_TLS },
+	{ "meter", RM_CONFIG_METER, offsetof(struct rm_config_file, meter), meter_keys, NO_TLS, 0 },
+	{ "capture", RM_CONFIG_CAPTURE, offsetof(struct rm_config_file, capture), capture_keys, NO_TLS, 0 },
+	{ "provision", RM_CONFIG_PROVISION, 0, provision_keys, NO_TLS, 1 },
 	{ "export", RM_CONFIG_EXPORT, offsetof(struct rm_config_file, export), export_keys,
-	  offsetof(struct rm_export_settings, tls) },
+	  offsetof(struct rm_export_settings, tls), 0 },
 	{ "collect", RM_CONFIG_COLLECT, offsetof(struct rm_config_file, collect), collect_keys,
-	  offsetof(struct rm_collect_settings, tls) },
+	  offsetof(struct rm_collect_settings, tls), 0 },
 };
+
+#define N_SECTIONS (sizeof(sections) / sizeof(sections[0]))
+_Static_assert(N_SECTIONS <= CONFIG_MAX_SECTIONS, "CONFIG_MAX_SECTIONS: room for every section");
 
 static const struct config_section *find_section(const char *name)
 {
-	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
+	for (size_t i = 0; i < N_SECTIONS; i++)
 		if (!strcmp(sections[i].name, name))
 			return &sections[i];
 	return NULL;
+}
+
+/* A header line "[name]" (after blanks, as inih reads it): a section other than [provision] only once. */
+static void note_section(struct rm_config_parse *ps, const char *line)
+{
+	const char *p = line + strspn(line, " \t"), *end;
+	size_t i;
+
+	if (*p != '[' || !(end = strchr(p, ']')))
+		return;
+	for (i = 0; i < N_SECTIONS; i++)
+		if (strlen(sections[i].name) == (size_t)(end - p - 1) && !strncmp(sections[i].name, p + 1, end - p - 1))
+			break;
+	if (i == N_SECTIONS)
+		return; /* unknown: refused at its first key */
+	if (ps->section_line[i] && !sections[i].repeatable)
+		fail(ps, "section [%s] given twice (first at line %d); merge the two", sections[i].name,
+		     ps->section_line[i]);
+	else if (!ps->section_line[i])
+		ps->section_line[i] = ps->line;
+}
+
+/* A key given again in its section: 1 (the reason kept in ps), 0 when this is its first line or it is a list. */
+static int key_again(struct rm_config_parse *ps, const struct config_section *s, const struct rm_config_key *k,
+		     const char *section)
+{
+	size_t n = 0, i;
+	int *first;
+
+	if (k->repeatable)
+		return 0;
+	while (s->keys[n].key)
+		n++;
+	i = k >= s->keys && k < s->keys + n ? (size_t)(k - s->keys) : n + (size_t)(k - tls_keys);
+	if (i >= CONFIG_MAX_KEYS)
+		return 0; /* cannot happen: the tables are smaller (test_config) */
+	first = &ps->key_line[s - sections][i];
+	if (!*first) {
+		*first = ps->line;
+		return 0;
+	}
+	if (ps->indented)
+		fail(ps,
+		     "an indented line continues '%s' of line %d (inih reads it as a second value); "
+		     "unindent it or join the lines",
+		     k->key, *first);
+	else
+		fail(ps, "'%s' given twice in [%s] (first at line %d); keep one", k->key, section, *first);
+	return 1;
 }
 
 static const struct rm_config_key *find_key(const struct rm_config_key *t, const char *name)
@@ -533,6 +619,8 @@ static int handler(void *user, const char *section, const char *name, const char
 	}
 	if (!k)
 		return fail(ps, "unknown key '%s' in [%s]", name, section);
+	if (key_again(ps, s, k, section))
+		return 0;
 	return read_key(ps, sec, k, value);
 }
 

@@ -213,6 +213,7 @@ struct rm_config_key {
 	const char *names[2]; /* RM_KEY_CHOICE: the names of 0 and 1 */
 	/* RM_KEY_FUNC: 1 read, 0 refused (the reason kept in ps); sec is the section's settings */
 	int (*read)(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value);
+	int repeatable; /* may be given more than once in its section (a list); any other key once */
 };
 
 /*

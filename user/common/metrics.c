@@ -275,14 +275,19 @@ struct rm_metrics_server *rm_metrics_start(const char *listen_text, rm_metrics_r
 		s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 							 : ((struct sockaddr_in *)&ss)->sin_port);
 	/* One thread answers every scrape in turn: a scrape is small, and the
-	 * render function runs under the owner's lock anyway. It starts with
-	 * every signal blocked: a SIGTERM taken by it would not interrupt the
-	 * owner's wait, which must act on it. */
+	 * render function runs under the owner's lock anyway. The thread polls
+	 * every connection without blocking on any, so a client that sends its
+	 * request slowly (or reads the answer slowly) delays nobody; the
+	 * per-address limit and the idle timeout keep slow clients from taking
+	 * every slot (docs/metrics.md "Slow clients"). It starts with every
+	 * signal blocked: a SIGTERM taken by it would not interrupt the owner's
+	 * wait, which must act on it. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC, 0, NULL, NULL, answer,
-				  s, MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_CONNECTION_LIMIT, 16u,
-				  MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+				  s, MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_CONNECTION_LIMIT,
+				  RM_METRICS_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT, RM_METRICS_PER_ADDRESS,
+				  MHD_OPTION_CONNECTION_TIMEOUT, RM_METRICS_CONNECTION_TIMEOUT_S, MHD_OPTION_END);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!s->mhd) {
 		rm_errf(err, errlen, "metrics: cannot start the HTTP server on %s", listen_text);

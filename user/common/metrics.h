@@ -100,6 +100,16 @@ typedef void (*rm_metrics_render_fn)(void *arg, FILE *out);
 struct rm_metrics_server;
 
 /*
+ * The HTTP server's limits against slow or idle clients (docs/metrics.md
+ * "Slow clients"): connections in all, connections from one address (more
+ * are closed at once), and the seconds a connection may stay silent, in
+ * the middle of its request or between two, before it is closed.
+ */
+#define RM_METRICS_CONNECTIONS          64u
+#define RM_METRICS_PER_ADDRESS          4u
+#define RM_METRICS_CONNECTION_TIMEOUT_S 5u
+
+/*
  * Listen on listen ("ADDR:PORT", "[IPV6]:PORT" or ":PORT" for every
  * address; PORT 0 picks a free port, see rm_metrics_port()) and serve
  * GET /metrics with render(arg, out), Content-Type

@@ -6,6 +6,8 @@
  * nor interrupts a half-made setup, and acts on what arrived once its
  * handlers exist (docs/service.md "Signals while starting"). The handlers
  * are set by rm_signals_handle() (also `connections --live`: INT and TERM).
+ * The `rocemeter` launcher (user/launch/) blocks them already, before the
+ * dynamic loader runs, for the commands rm_signals_daemon_command() names.
  */
 #ifndef ROCEMETER_SIGNALS_H
 #define ROCEMETER_SIGNALS_H
@@ -23,6 +25,12 @@ static inline void rm_signals_block(sigset_t *set)
 	sigaddset(set, SIGUSR1);
 	sigaddset(set, SIGUSR2);
 	sigprocmask(SIG_BLOCK, set, NULL);
+}
+
+/* 1 when the subcommand `name` is a daemon that blocks the five from its start (attach, collect). */
+static inline int rm_signals_daemon_command(const char *name)
+{
+	return !strcmp(name, "attach") || !strcmp(name, "collect");
 }
 
 /* rm_signals_handle(): SIGHUP goes to the handler too (attach: reload). */

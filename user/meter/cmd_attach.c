@@ -26,6 +26,7 @@
 #include "daemon.h"
 #include "flowlabel/flowlabel.h"
 
+/* stop_requested: the signal that asked for the stop (SIGTERM, SIGINT), 0 while none did. */
 static volatile sig_atomic_t stop_requested, reload_requested;
 
 static void on_signal(int sig)
@@ -33,7 +34,7 @@ static void on_signal(int sig)
 	if (sig == SIGHUP)
 		reload_requested = 1;
 	else
-		stop_requested = 1;
+		stop_requested = sig;
 }
 
 /* What the command line says: the daemon's options and what attach checks first. */
@@ -164,6 +165,8 @@ static int run_daemon(const struct rm_daemon_opts *o, const sigset_t *sigs)
 			return RM_EXIT_FAIL;
 		}
 	}
+	if (stop_requested)
+		rm_log(RM_LOG_NOTICE, "%s received: stopping", stop_requested == SIGINT ? "SIGINT" : "SIGTERM");
 	rm_daemon_stop(d, 1);
 	return RM_EXIT_OK;
 }

@@ -118,7 +118,8 @@ static int cmd_detach(int argc, char **argv)
 	rm_paths_pin_dir(&k, path, sizeof(path));
 
 	fd = rm_pin_lock(&k, 0, err, sizeof(err));
-	if (fd == -EBUSY) {
+	/* No pin directory, no lock to hold: removed under a running daemon, whose PID file is still there. */
+	if (fd == -EBUSY || (fd == -ENOENT && rm_pin_meter_pid(&k, err, sizeof(err)) > 0)) {
 		fd = stop_daemon(&k, label);
 		if (fd == -1)
 			return RM_EXIT_FAIL;

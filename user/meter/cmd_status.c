@@ -47,10 +47,13 @@
  * The exit status of `status IFACE...` (docs/man/rocemeter-status.8): the
  * worst of the interfaces asked for. Not attached: neither the meter nor the
  * flow-label program (with --connections: no census); stale: pins that no
- * attached program and no daemon use.
+ * attached program and no daemon use; unpinned: the meter runs (its daemon
+ * proved, its XDP program attached) but its pins were removed, so that
+ * nothing of it can be read or reloaded until it is restarted.
  */
 #define STATUS_NOT_ATTACHED 3
 #define STATUS_STALE        5
+#define STATUS_UNPINNED     6
 
 /* One context as status shows it: its key and an atomic copy of its value (BPF_F_LOCK). */
 struct status_ctx {
@@ -78,7 +81,8 @@ struct meter_status {
 	struct rm_violation_entry *viol; /* the disabled connections, n_viol of them (free()) */
 	size_t n_viol;
 	const char *state; /* meter_state(): "live", "busy" or "stale" */
-	uint32_t prog_id;  /* the attached XDP program, if live */
+	uint32_t prog_id;  /* the attached XDP program, if live (or unpinned) */
+	int unpinned_pid;  /* not attached: the proved daemon that still meters without its pins, else 0 */
 	json_t *daemon;    /* the daemon's stats file (not read when stale), or NULL */
 	json_t *mirror;    /* the mirror sessions (mirror_json()), or NULL */
 };
@@ -432,6 +436,26 @@ static void read_contexts(int fd, struct meter_status *ms)
 }
 
 /*
+ * No pins for k, yet its daemon runs: the PID file names a proved rocemeter
+ * process (rm_pin_meter_pid(); the run directory is not on bpffs, so it
+ * outlives removed pins). Returns its PID, *prog_id the meter's XDP program
+ * on the interface (0 if the kernel names another or none); 0 if no daemon.
+ */
+static int running_unpinned(const struct rm_ifkey *k, uint32_t *prog_id)
+{
+	char why[512], name[64] = "";
+	const char *mode;
+	uint32_t id = 0;
+	int pid = rm_pin_meter_pid(k, why, sizeof(why));
+
+	if (pid <= 0)
+		return 0;
+	if (rm_xdp_attached(k->ifindex, &id, name, sizeof(name), &mode) > 0 && !strncmp(name, "rocemeter_xdp", 13))
+		*prog_id = id;
+	return pid;
+}
+
+/*
  * Read k's pins once into *ms: statistics, contexts, the window pool,
  * violations, the kernel's state and the daemon's counters. Nothing past
  * the statistics map if it is not pinned; no daemon counters if stale.
@@ -444,8 +468,10 @@ static void status_read(const struct rm_ifkey *k, struct meter_status *ms)
 
 	memset(ms, 0, sizeof(*ms));
 	rm_paths_pin_dir(k, ms->dir, sizeof(ms->dir));
-	if (rm_paths_pin(k, "stats", path, sizeof(path)) || (stats_fd = bpf_obj_get(path)) < 0)
+	if (rm_paths_pin(k, "stats", path, sizeof(path)) || (stats_fd = bpf_obj_get(path)) < 0) {
+		ms->unpinned_pid = running_unpinned(k, &ms->prog_id);
 		return;
+	}
 	ms->attached = 1;
 	ms->have_stats = rm_meter_read_stats(stats_fd, ms->st) == 0;
 	close(stats_fd);
@@ -533,6 +559,18 @@ static void print_meter_text(const struct rm_ifkey *k, const struct meter_status
 		print_daemon_text(ms->daemon);
 }
 
+/* A meter that runs without its pins: what is true, and how to mend it. */
+static void print_unpinned_text(const struct meter_status *ms, const char *label)
+{
+	printf("  meter: RUNNING WITHOUT ITS PINS: daemon process %d meters %s", ms->unpinned_pid, label);
+	if (ms->prog_id)
+		printf(" (XDP program id %u attached)", ms->prog_id);
+	printf(",\n    but its pins under %s were removed: its maps cannot be read here, nor\n"
+	       "    can it be reloaded or reenabled. Restart it to pin them again: systemctl restart\n"
+	       "    rocemeter@%s (or rocemeter detach %s, then attach it again)\n",
+	       ms->dir, label, label);
+}
+
 /* The exit status for ms: 0 (live, busy or only the flow-label program), STATUS_NOT_ATTACHED or STATUS_STALE. */
 static int status_verdict(const struct rm_ifkey *k, const struct meter_status *ms)
 {
@@ -540,6 +578,8 @@ static int status_verdict(const struct rm_ifkey *k, const struct meter_status *m
 
 	if (ms->attached)
 		return strcmp(ms->state, "stale") ? 0 : STATUS_STALE;
+	if (ms->unpinned_pid)
+		return STATUS_UNPINNED;
 	if (!rm_paths_pin(k, "fl_stats", path, sizeof(path)) && !access(path, F_OK))
 		return 0;
 	return STATUS_NOT_ATTACHED;
@@ -556,6 +596,8 @@ static int status_text(const struct rm_ifkey *k, const char *label)
 	printf("%s (ifindex %u, pins %s):\n", label, k->ifindex, ms.dir);
 	if (ms.attached)
 		print_meter_text(k, &ms, label);
+	else if (ms.unpinned_pid)
+		print_unpinned_text(&ms, label);
 	else
 		printf("  meter: not attached%s\n", k->ifname[0] ? "" : " (no such interface)");
 	if (k->ifname[0])
@@ -654,10 +696,16 @@ static json_t *status_json(const struct rm_ifkey *k, const char *label, int *ver
 	json_object_set_new(o, "interface", rm_json_text(label));
 	json_object_set_new(o, "ifindex", json_integer(k->ifindex));
 	json_object_set_new(o, "pins", rm_json_text(ms.dir));
-	if (ms.attached)
+	if (ms.attached) {
 		set_meter_json(o, &ms);
-	else
+	} else {
 		json_object_set_new(o, "meter", json_null());
+		if (ms.unpinned_pid) {
+			json_object_set_new(o, "state", json_string("unpinned"));
+			json_object_set_new(o, "daemon_pid", json_integer(ms.unpinned_pid));
+			json_object_set_new(o, "xdp_prog_id", json_integer(ms.prog_id));
+		}
+	}
 	json_object_set_new(o, "flowlabel", k->ifname[0] ? flowlabel_json(k->ifname) : json_null());
 	status_free(&ms);
 	return o;
@@ -896,7 +944,8 @@ static void usage(FILE *f)
 		   "/sys/fs/bpf/rocemeter/NETNS/IFINDEX/ (an interface is found by its index,\n"
 		   "so a renamed one shows under its new name), then those of every other\n"
 		   "network namespace, each named. IFACE not here: where it has a meter.\n"
-		   "Exit status for IFACE: 0 live, 3 not attached, 5 stale pins. The\n"
+		   "Exit status for IFACE: 0 live, 3 not attached, 5 stale pins, 6 running\n"
+		   "without its pins (removed under a running daemon: restart it). The\n"
 		   "statistics are described in docs/meter.md.\n\n"
 		   "Options:\n");
 	rm_opts_help(f, status_opts, 22, 6);

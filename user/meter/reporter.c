@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "reporter.h"
+#include "common/sort.h"
 
 /*
  * What the reporter keeps of a context's open epoch: the offset its times
@@ -335,7 +336,7 @@ int rm_reporter_walk(struct rm_reporter *r, enum rm_ctl_op op, uint16_t reason, 
 		open[n].first_ns = c.snap.first_ns;
 		n++;
 	}
-	qsort(open, n, sizeof(*open), by_first_arrival);
+	rm_sort(open, n, sizeof(*open), by_first_arrival);
 	for (size_t i = 0; i < n; i++) {
 		memset(&c, 0, sizeof(c));
 		c.op = op;
@@ -396,7 +397,7 @@ int rm_reporter_evict(struct rm_reporter *r, unsigned int n)
 		v[cnt].order = rm_seq_active(&val.seq) ? val.seq.last_ns + 1 : 0;
 		cnt++;
 	}
-	qsort(v, cnt, sizeof(*v), by_order);
+	rm_sort(v, cnt, sizeof(*v), by_order);
 	for (size_t i = 0; i < cnt && (unsigned int)evicted < n; i++) {
 		struct rm_ctl c;
 

@@ -17,6 +17,7 @@
 #include "provision.h"
 #include "rocemeter/bth.h"
 #include "violations.h"
+#include "common/sort.h"
 
 void rm_violations_fds_of(const struct rm_meter *m, struct rm_violations_fds *f)
 {
@@ -127,7 +128,7 @@ int rm_violations_list(const struct rm_violations_fds *f, struct rm_violation_en
 			goto nomem;
 	}
 	in_map = cnt;
-	qsort(v, in_map, sizeof(*v), by_key);
+	rm_sort(v, in_map, sizeof(*v), by_key);
 	/* Contexts that hold a violation the map could not (it was full). */
 	prev = NULL;
 	while (bpf_map_get_next_key(f->contexts_fd, prev, &next) == 0) {
@@ -143,7 +144,7 @@ int rm_violations_list(const struct rm_violations_fds *f, struct rm_violation_en
 		if (append(&v, &cnt, &cap, &e))
 			goto nomem;
 	}
-	qsort(v, cnt, sizeof(*v), by_key);
+	rm_sort(v, cnt, sizeof(*v), by_key);
 	*out = v;
 	*n = cnt;
 	return 0;
