@@ -96,7 +96,7 @@ static int insert_row(struct rm_chstore *cs, struct rm_ch *ch, const struct rm_s
 	int rc = -1;
 
 	if (rm_sess_row_start(&s, l->run_id, l->peer, l->transport, l->started_ms) == 0 &&
-	    (!l->subject || !*l->subject || rm_sess_row_peer(&s, l->subject) == 0) &&
+	    (!l->subject || !*l->subject || rm_sess_row_peer(&s, l->subject, NULL) == 0) &&
 	    rm_sess_row_end(&s, "collector restarted: the run that held this session ended before writing it", now_ms,
 			    &c) == 0) {
 		s.verdicts[RM_V_RESOURCE_DROP] = lost;
