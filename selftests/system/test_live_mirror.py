@@ -14,6 +14,8 @@ Link). This kernel has no GRE module: ERSPAN is tested through captures
 """
 import json
 import os
+import re
+import urllib.request
 
 import pytest
 
@@ -70,6 +72,24 @@ def send_from(link, dev, fr, tmp_path):
     path = os.path.join(str(tmp_path), "send.pcap")
     wrpcap(path, fr)
     sh("ip", "netns", "exec", link.ns, "tcpreplay", "-q", "--pps=2000", "-i", dev, path, timeout=120)
+
+
+def served_port(text):
+    m = re.search(r"metrics: serving /metrics on \S+ \(port (\d+)\)", text)
+    return int(m.group(1)) if m else None
+
+
+def scrape(port):
+    """{(metric, frozenset(labels)): value} of one /metrics exposition."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            m = re.fullmatch(r'(\w+)(?:\{(.*)\})? (\d+)', line)
+            assert m, line
+            out[(m.group(1), frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or "")))] = int(m.group(3))
+    return out
 
 
 def test_local_span_with_mirred(link, tmp_path):
@@ -145,7 +165,8 @@ def test_erspan_capture_sent_live(link, tmp_path):
             copies.append(erspan(f, "192.0.2.12", 1 + i, 3))
     cfg = os.path.join(str(tmp_path), "erspan.conf")
     with open(cfg, "w") as f:
-        f.write("[capture]\nencapsulation = erspan\nobservation_point = 11 leaf-a erspan 192.0.2.11 3\n"
+        f.write("[meter]\nmetrics = 127.0.0.1:0\nmetrics_connections = 100\n"
+                "[capture]\nencapsulation = erspan\nobservation_point = 11 leaf-a erspan 192.0.2.11 3\n"
                 "observation_point = 12 leaf-b erspan 192.0.2.12 3\n")
     d = link.attach("--provision-all", "--window", "1024", "--json", "--config", cfg)
     link.send(copies, name="erspan.pcap")
@@ -154,6 +175,20 @@ def test_erspan_capture_sent_live(link, tmp_path):
     assert st["meter"]["mirror_sequence_gaps"] == 1
     by_id = {s["observationPointId"]: s for s in st["mirror"]["sessions"]}
     assert by_id[11]["sequence_gaps"] == 0 and by_id[12]["sequence_gaps"] == 1 and by_id[12]["sequence_lost"] == 1
+    # Each observation point by the NAME of its line: status (JSON and text) and /metrics.
+    names = {11: "leaf-a", 12: "leaf-b"}
+    assert {i: s["name"] for i, s in by_id.items()} == names
+    assert len(st["contexts"]) == 4
+    assert all(names[c["observationPointId"]] == c["observation_point_name"] for c in st["contexts"])
+    text = sh(ROCEMETER, "status", link.iface).stdout
+    for i, n in names.items():
+        assert text.count("(%s, observationPointId %d)" % (n, i)) == 2, text
+    port = wait_for(lambda: served_port(d.stderr()), "the meter's metrics server")
+    conn = [(labels, v) for (m, labels), v in scrape(port).items() if m == "rocemeter_meter_connection_requests_total"]
+    want = sorted((str(c["observationPointId"]), c["observation_point_name"], c["rdmaDestinationQP"],
+                   c["requestPacketTotalCount"]) for c in st["contexts"])
+    assert sorted((l["observation_point"], l["observation_point_name"], int(l["qp"], 16), v)
+                  for l, v in ((dict(x), v) for x, v in conn)) == want
     assert d.stop() == 0
     reps = d.reports()
     assert counters([r for r in reps if r["observationPointId"] == 11]) == counters(replay_reports(tmp_path, fr))
