@@ -441,6 +441,24 @@ def test_connections_understand_mirrors(tmp_path):
     assert " obs 1 " in cfg and " obs 2 " in cfg
 
 
+def test_connections_auto_sessions_from_the_file(tmp_path):
+    """mirror_sessions = auto in the file's [capture] (no --encapsulation):
+    a session no line names gets an observation point of its own, with the
+    ID derived from it (kind << 56 | address << 16 | session); without it
+    that session's connection is not listed at a point of its own."""
+    s, d = V4
+    inner = [t.roce_frame(s, d, 0xA1, 10 + i) for i in range(3)]
+    frames = [erspan(f, 2, SWITCH_A4, i) for i, f in enumerate(inner)]
+    frames += [erspan(f, 2, SWITCH_A4, i, session=9) for i, f in enumerate(inner)]
+    derived = (1 << 56) | (0xC0000201 << 16) | 9
+    table = connections(tmp_path, frames, "-c", config(tmp_path))
+    assert "id %d" % derived not in table and " obs 9 " not in table
+    auto = connections(tmp_path, frames, "-c", config(tmp_path, extra="mirror_sessions = auto\n"))
+    assert "# observation point 1: id 1001 leaf-a erspan 192.0.2.1 session 7" in auto
+    assert "# observation point 9: id %d (derived) erspan 192.0.2.1 session 9" % derived in auto
+    assert " obs 1 " in auto and " obs 9 " in auto
+
+
 def test_connections_lists_capture_truncated_uc(tmp_path):
     """UC frames the capture's snap length cut after the BTH: the census
     still reads their BTH and lists the UC connection (excluded: UC)."""

@@ -105,10 +105,8 @@ def test_local_span_with_mirred(link, tmp_path):
     assert counters(d.reports()) == counters(replay_reports(tmp_path, fr))
 
 
-def test_vxlan_device_as_mirror_target(link, tmp_path):
-    """tc mirred into a vxlan device: the kernel sends VXLAN copies (VNI
-    5001) over the metered link; the meter takes them off and reports them
-    at the session's observation point."""
+def vxlan_mirror(link):
+    """tc mirred of the sender's egress into a vxlan device (VNI 5001) whose underlay is the metered link."""
     src = sender(link)
     vx = "rmv" + link.iface[3:]
     sh("ip", "-n", link.ns, "addr", "add", UNDER_LOCAL + "/24", "dev", link.peer)
@@ -118,6 +116,14 @@ def test_vxlan_device_as_mirror_target(link, tmp_path):
        "remote", UNDER_REMOTE, "dstport", "4789", "dev", link.peer)
     sh("ip", "-n", link.ns, "link", "set", vx, "mtu", "8900", "up")
     mirror_to(link, src, vx)
+    return src
+
+
+def test_vxlan_device_as_mirror_target(link, tmp_path):
+    """tc mirred into a vxlan device: the kernel sends VXLAN copies (VNI
+    5001) over the metered link; the meter takes them off and reports them
+    at the session's observation point."""
+    src = vxlan_mirror(link)
     cfg = os.path.join(str(tmp_path), "vx.conf")
     with open(cfg, "w") as f:
         f.write("[capture]\nencapsulation = vxlan\nobservation_point = 301 vtep-ns vxlan %d\n" % VNI)
@@ -139,6 +145,32 @@ def test_vxlan_device_as_mirror_target(link, tmp_path):
     reps = d.reports()
     assert {r["observationPointId"] for r in reps} == {301}
     assert counters(reps) == counters(replay_reports(tmp_path, fr))
+
+
+def test_attach_census_takes_the_capture_section(link, tmp_path):
+    """attach --census with [capture] (VXLAN, mirror_sessions = auto, no
+    line): the census takes the VXLAN copies off as the meter does, and
+    counts each connection at the derived observation point of VNI 5001."""
+    src = vxlan_mirror(link)
+    cfg = os.path.join(str(tmp_path), "vx.conf")
+    with open(cfg, "w") as f:
+        f.write("[capture]\nencapsulation = vxlan\nmirror_sessions = auto\n")
+    d = link.attach("--provision-all", "--window", "1024", "--json", "--census", "--config", cfg)
+    fr = frames()
+    send_from(link, src, fr, tmp_path)
+
+    def counted():
+        st = json.loads(sh(ROCEMETER, "status", link.iface, "--connections", "--json").stdout)[0]
+        return sum(sum(c["packets"].values()) for c in st["connections"]) >= len(fr) and st
+    st = wait_for(counted, "the census to count the VXLAN copies")
+    conns = sorted((c["rdmaDestinationQP"], c.get("observation_point"), sum(c["packets"].values()))
+                   for c in st["connections"])
+    assert conns == [(0xA1, 1, 9), (0xB2, 1, 5)]
+    m = link.status()
+    assert [(s["kind"], s["session"], s["observationPointId"], s["name"]) for s in m["mirror"]["sessions"]] == [
+        ("vxlan", VNI, (2 << 56) | VNI, "")]
+    assert d.stop() == 0
+    assert {r["observationPointId"] for r in d.reports()} == {(2 << 56) | VNI}
 
 
 def test_erspan_capture_sent_live(link, tmp_path):

@@ -671,6 +671,8 @@ static int attach_meter(struct rm_daemon *d, const struct rm_daemon_opts *o, con
 	if (o->census) {
 		struct rm_census c;
 
+		/* The same [capture] as the meter's: encapsulations, lines, mirror_sessions = auto. */
+		rm_census_set_capture(&d->cfg.capture);
 		if (rm_census_attach(&c, &d->key, RM_CENSUS_MAX_CONNECTIONS_DEFAULT, 1, err, errlen))
 			return -1;
 		d->census = 1;
