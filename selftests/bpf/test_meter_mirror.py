@@ -388,18 +388,34 @@ def test_fuzzed_mirrors_never_crash(tmp_path):
         assert rep["requestPacketTotalCount"] >= 1
 
 
-def test_unsupported_request_in_unmetered_form_is_a_violation(tmp_path):
-    """An RDMA READ whose BTH is readable in a form the meter does not meter
-    (an IPv4 first fragment) is an observed unsupported request: the epoch
-    closes with profileViolation and the connection stays disabled, also for
-    the SENDs after it ([SEQOBS] "Applicability and Provisioning")."""
-    s, d = V4
-    read = bytes(t.l2() / IP(src=s, dst=d, flags="MF") / UDP(sport=49152, dport=4791)
+def read_first_fragment(s, d):
+    return bytes(t.l2() / IP(src=s, dst=d, flags="MF") / UDP(sport=49152, dport=4791)
                  / Raw(t.roce_payload(t.READ_REQUEST, 0xA1, 12)))
-    frames = [t.roce_frame(s, d, 0xA1, 10), t.roce_frame(s, d, 0xA1, 11), read, t.roce_frame(s, d, 0xA1, 13)]
+
+
+def read_five_ext6(s, d):
+    from scapy.layers.inet6 import IPv6ExtHdrDestOpt
+    return t.roce_frame(s, d, 0xA1, 12, opcode=t.READ_REQUEST, ext6=[IPv6ExtHdrDestOpt() for _ in range(5)])
+
+
+@pytest.mark.parametrize("form,addrs,build", [
+    ("ipv4-first-fragment", V4, read_first_fragment),
+    ("three-vlan-tags", V4, lambda s, d: t.roce_frame(s, d, 0xA1, 12, opcode=t.READ_REQUEST, vlans=(10, 20, 30))),
+    ("five-ipv6-extension-headers", V6, read_five_ext6),
+])
+def test_unsupported_request_in_unmetered_form_is_a_violation(tmp_path, form, addrs, build):
+    """An RDMA READ whose BTH is readable in a form the meter does not meter
+    (an IPv4 first fragment, three VLAN tags, more than four IPv6 extension
+    headers) is an observed unsupported request: the epoch closes with
+    profileViolation (not captureDiscontinuity) and the connection stays
+    disabled, also for the SENDs after it ([SEQOBS] "Applicability and
+    Provisioning"): the opcode is checked before the frame form."""
+    s, d = addrs
+    frames = [t.roce_frame(s, d, 0xA1, 10), t.roce_frame(s, d, 0xA1, 11), build(s, d), t.roce_frame(s, d, 0xA1, 13)]
     r = replay(tmp_path, frames)
     assert len(r.reports) == 1
     assert r.reports[0]["rdmaSequenceFlags"] & (PROFILE_VIOLATION | CD) == PROFILE_VIOLATION
+    assert r.reports[0]["requestPacketTotalCount"] == 2
     assert r.stats["profile_violations"] == 1 and r.stats["disabled_requests"] == 1
     assert r.stats["unobserved_requests"] == 0
 
