@@ -27,6 +27,7 @@
 
 /* IANA standard Information Elements used by the profile, and the Flow Keys Options Template's. */
 #define IE_VLAN_ID                  58 /* namespace key, outer VLAN (namespace = vlan) */
+#define IE_INTERFACE_NAME           82 /* string: an observation point's NAME (Options Template 261) */
 #define IE_SOURCE_IPV4_ADDRESS      8
 #define IE_DESTINATION_IPV4_ADDRESS 12
 #define IE_SOURCE_IPV6_ADDRESS      27
@@ -171,11 +172,12 @@ static inline const char *rm_pf_name(enum rm_pf f)
 }
 
 /* Template IDs (no Template ID is reserved by the profile; these are ours). */
-#define RM_TID_IPV4      256
-#define RM_TID_IPV6      257
-#define RM_TID_IPV4_VLAN 258 /* namespace = vlan */
-#define RM_TID_IPV6_VLAN 259
-#define RM_TID_FLOW_KEYS 260 /* Options Template: scope templateId, flowKeyIndicator */
+#define RM_TID_IPV4       256
+#define RM_TID_IPV6       257
+#define RM_TID_IPV4_VLAN  258 /* namespace = vlan */
+#define RM_TID_IPV6_VLAN  259
+#define RM_TID_FLOW_KEYS  260 /* Options Template: scope templateId, flowKeyIndicator */
+#define RM_TID_OBS_POINTS 261 /* Options Template: scope observationPointId, interfaceName (the point's NAME) */
 
 /* Data Record lengths with full-length encodings ([SEQOBS]). */
 #define RM_RECORD_LEN_IPV4 120

@@ -388,6 +388,39 @@ def test_fuzzed_mirrors_never_crash(tmp_path):
         assert rep["requestPacketTotalCount"] >= 1
 
 
+def test_ipfix_names_the_observation_points(tmp_path):
+    """replay --ipfix-out with [capture]: after the Templates, an Options
+    Template 261 (scope observationPointId 138, interfaceName 82 of 64
+    octets) and one Options Data Record per observation_point line, its ID
+    and NAME; the Sequence Numbers count those records. Decoded by
+    libfixbuf's ipfixDump, the names from the configuration above."""
+    import re
+    import shutil
+    if not shutil.which("ipfixDump"):
+        pytest.skip("needs libfixbuf's ipfixDump")
+    s, d = V4
+    inner = [t.roce_frame(s, d, 0xA1, 10 + i) for i in range(3)]
+    out = os.path.join(str(tmp_path), "m.ipfix")
+    r = replay(tmp_path, [erspan(f, 2, SWITCH_B4, i + 1) for i, f in enumerate(inner)], "-c", config(tmp_path),
+               "--ipfix-out", out)
+    assert [x["observationPointId"] for x in r.reports] == [ID_B]
+    elements = os.path.join(os.path.dirname(t.ROCEMETER), "..", "docs", "rocemeter-ie.xml")
+    p = subprocess.run(["ipfixDump", "--in", out, "--element-file", elements], capture_output=True, text=True)
+    assert p.returncode == 0 and "out of sequence" not in p.stderr, p.stderr
+    text = p.stdout
+    tmpl = text.split("tid:   261", 1)
+    assert len(tmpl) == 2, text
+    fields = re.findall(r"ent:\s+(\d+)\s+id:\s+(\d+)\s+type:\s+\S+\s+len:\s+(\d+)", tmpl[1])[:2]
+    assert fields == [("0", "138", "8"), ("0", "82", "64")]
+    ids = [int(x) for x in re.findall(r"observationPointId : (\d+)", text)]
+    names = [n.strip() for n in re.findall(r"interfaceName : \(len: 64\) (.*)$", text, re.M)]
+    lines = re.findall(r"^observation_point = (\d+) (\S+) ", CONFIG, re.M)
+    assert list(zip(ids[:len(lines)], names)) == [(int(i), n) for i, n in lines]
+    # Message sequence numbers: templates (2 Flow Keys records), names (8 records), then the data.
+    seqs = [int(x) for x in re.findall(r"sequence number: (\d+)", text)]
+    assert seqs[:3] == [0, 2, 2 + len(lines)]
+
+
 def read_first_fragment(s, d):
     return bytes(t.l2() / IP(src=s, dst=d, flags="MF") / UDP(sport=49152, dport=4791)
                  / Raw(t.roce_payload(t.READ_REQUEST, 0xA1, 12)))

@@ -707,7 +707,8 @@ static int start_reporting(struct rm_daemon *d, char *err, size_t errlen)
 	if (d->cfg.export.enabled) {
 		char why[512];
 
-		d->sink.exporter = rm_exporter_start(&d->cfg.export, d->cfg.meter.namespace_vlan, why, sizeof(why));
+		d->sink.exporter = rm_exporter_start(&d->cfg.export, d->cfg.meter.namespace_vlan, &d->cfg.capture, why,
+						     sizeof(why));
 		if (!d->sink.exporter) {
 			rm_errf(err, errlen, "export: %s", why);
 			return -1;
