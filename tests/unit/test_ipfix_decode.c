@@ -51,7 +51,7 @@ static void on_note(void *arg, uint32_t domain, const char *msg)
 	snprintf(notes + used, sizeof(notes) - used, "%s\n", msg);
 }
 
-static const struct rm_ipfix_sink sink = { on_record, on_reject, on_note };
+static const struct rm_ipfix_sink sink = { on_record, on_reject, on_note, NULL };
 
 static void reset_sink(void)
 {

@@ -40,6 +40,8 @@ struct rm_epoch_read {
 	uint64_t u[RM_ER__N];     /* U columns */
 	const char *t[RM_ER__N];  /* T columns */
 	uint8_t null[RM_ER__N];
+	const char *
+		obs_name; /* its observation point's name (rm_store_reader_points()), NULL: none known; set by the caller */
 };
 
 /* report's filters; each unset field is no filter. */
@@ -117,6 +119,18 @@ int rm_store_reader_epochs(struct rm_store_reader *r, const struct rm_read_filte
 int rm_store_reader_limits(struct rm_store_reader *r, const char *collector_id,
 			   int (*fn)(void *arg, const struct rm_limits_read *l), void *arg, char *err, size_t errlen);
 
+/*
+ * The observation points' names the collectors stored (the exporters'
+ * Options Template 261), one call of fn per (collector, Observation Domain,
+ * observationPointId) with its latest name; collector_id NULL for SQLite.
+ * A store without them (an older database, or ClickHouse, which keeps none
+ * yet) reads none. 0, or negative with err.
+ */
+int rm_store_reader_points(struct rm_store_reader *r,
+			   void (*fn)(void *arg, const char *collector_id, uint32_t domain, uint64_t id,
+				      const char *name),
+			   void *arg, char *err, size_t errlen);
+
 /* The implementations' table (store_read.c dispatches to it). */
 struct rm_store_reader_ops {
 	struct rm_store_reader *(*open)(const struct rm_store_spec *spec, char *err, size_t errlen);
@@ -126,6 +140,10 @@ struct rm_store_reader_ops {
 		      int (*fn)(void *arg, const struct rm_epoch_read *e), void *arg, char *err, size_t errlen);
 	int (*limits)(struct rm_store_reader *r, const char *collector_id,
 		      int (*fn)(void *arg, const struct rm_limits_read *l), void *arg, char *err, size_t errlen);
+	/* Optional (NULL: no names). */
+	int (*points)(struct rm_store_reader *r,
+		      void (*fn)(void *arg, const char *collector_id, uint32_t domain, uint64_t id, const char *name),
+		      void *arg, char *err, size_t errlen);
 };
 extern const struct rm_store_reader_ops rm_store_reader_sqlite, rm_store_reader_clickhouse;
 
