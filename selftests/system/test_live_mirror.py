@@ -20,11 +20,13 @@ import urllib.request
 import pytest
 
 import rocetest as rt
+import test_export_e2e as e2e
 import test_live_meter as live
 from test_live_meter import ROCEMETER, sh, wait_for
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (XDP, tc, namespaces)")
 link = live.link
+pki = e2e.pki
 
 VNI = 5001
 UNDER_LOCAL, UNDER_REMOTE = "10.77.0.2", "10.77.0.1"
@@ -231,3 +233,56 @@ def test_erspan_capture_sent_live(link, tmp_path):
     p = sh(ROCEMETER, "replay", "--provision-all", "--window", "1024", "--json", "--config", cfg,
            os.path.join(link.tmp, "erspan.pcap"))
     assert counters(reps) == counters([json.loads(x) for x in p.stdout.splitlines() if x.strip()])
+
+
+def test_names_reach_the_collector(link, tmp_path, pki):
+    """attach with [capture] and [export]: after the Templates the exporter
+    sends the lines' names (Options Template 261) at session start; the
+    collector stores them and report prints each epoch's observation point
+    by its NAME (JSON, table); the first Data message's Sequence Number
+    counts the name records (no gap at the collector)."""
+    import signal
+    import subprocess
+    import time
+    from scapy.contrib.erspan import ERSPAN_II
+    from scapy.layers.inet import IP
+    from scapy.layers.l2 import GRE, Ether
+    from scapy.packet import Raw
+
+    def erspan(inner, switch, seq):
+        return Ether(src="02:00:00:00:0a:01", dst="02:00:00:00:0a:02") / IP(src=switch, dst="192.0.2.100") / GRE(
+            proto=0x88BE, seqnum_present=1, sequence_number=seq) / ERSPAN_II(ver=1, session_id=3) / Raw(bytes(inner))
+
+    fr = frames()
+    copies = [erspan(f, sw, 1 + i) for i, f in enumerate(fr) for sw in ("192.0.2.11", "192.0.2.12")]
+    port = e2e.free_port()
+    db = tmp_path / "collector.db"
+    conf = e2e.export_config(tmp_path, pki, port)
+    with open(conf, "a") as f:
+        f.write("[capture]\nencapsulation = erspan\nobservation_point = 11 leaf-a erspan 192.0.2.11 3\n"
+                "observation_point = 12 leaf-b erspan 192.0.2.12 3\n")
+    col = subprocess.Popen(
+        [ROCEMETER, "collect", "--listen", "127.0.0.1:%d" % port, "--db", str(db), "--cert", "%s/collector.pem" % pki,
+         "--key", "%s/collector.key" % pki, "--ca", "%s/ca.pem" % pki, "--peer-name", "exporter.rocemeter.test"],
+        stderr=subprocess.PIPE)
+    try:
+        time.sleep(0.5)
+        d = link.attach("--config", conf, "--window", "1024")
+        e2e.wait_session(d)
+        link.send(copies, name="erspan.pcap")
+        link.wait_frames(len(copies))
+        assert d.stop() == 0
+        time.sleep(0.5)
+    finally:
+        col.send_signal(signal.SIGTERM)
+        col.wait(timeout=30)
+    p = sh(ROCEMETER, "report", "--db", str(db), "--json")
+    epochs = [json.loads(x) for x in p.stdout.splitlines()]
+    assert len(epochs) == 4
+    assert sorted({(e["key"]["observationPointId"], e["observation_point_name"]) for e in epochs}) == [
+        (11, "leaf-a"), (12, "leaf-b")]
+    table = sh(ROCEMETER, "report", "--db", str(db)).stdout
+    assert table.count(" 11 leaf-a ") == 2 and table.count(" 12 leaf-b ") == 2, table
+    import sqlite3
+    with sqlite3.connect(str(db)) as c:
+        assert c.execute("SELECT seq_gaps, rejected FROM sessions").fetchall() == [(0, 0)]
