@@ -204,6 +204,10 @@ size_t rm_ipfix_templates_msg(struct rm_ipfix_encoder *e, uint32_t export_time, 
 	return total;
 }
 
+/* Every observation_point line fits: its NAME whole in the field, every line a record. */
+_Static_assert(RM_OBS_NAME_LEN <= RM_IPFIX_POINT_NAME_LEN, "an observation point's NAME is cut on the wire");
+_Static_assert(RM_OBS_MAX <= RM_IPFIX_MAX_POINTS, "observation_point lines without a name record");
+
 int rm_ipfix_add_point(struct rm_ipfix_encoder *e, uint64_t id, const char *name)
 {
 	struct rm_ipfix_point *pt;
