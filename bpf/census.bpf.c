@@ -20,6 +20,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "parse.h"
+#include "mirror.h"
 #include "rocemeter/census.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -49,17 +50,6 @@ struct {
 	__type(value, struct rm_census_stats);
 } census_stats SEC(".maps");
 
-/* mirror_sessions: the [capture] observation_point lines, as the meter's
- * (rm_mirror_key -> rm_mirror_session; only obs is read): a mirrored
- * frame's key carries its session's observation point, 0 for a session no
- * line names. Filled by userspace. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, RM_OBS_MAX);
-	__type(key, struct rm_mirror_key);
-	__type(value, struct rm_mirror_session);
-} mirror_sessions SEC(".maps");
-
 /* census_pkt: per-CPU room for the parsed headers (the global parsers take map memory). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -72,52 +62,17 @@ struct {
 RM_PARSE_GLOBAL(rm_parse_census_tc, struct __sk_buff)
 RM_PARSE_GLOBAL(rm_parse_census_xdp, struct xdp_md)
 
-/* mirror_sessions = auto (--encapsulation): a session no line names gets
- * the next observation point, as in the meter; the loader sets the first. */
-const volatile __u32 census_auto = 0;
-__u32 census_auto_next;
-
-static __always_inline struct rm_mirror_session *census_auto_session(const struct rm_mirror_key *mk)
-{
-	struct rm_mirror_session init;
-	__u32 obs = __sync_fetch_and_add(&census_auto_next, 1) + 1;
-
-	if (obs > RM_OBS_MAX)
-		return NULL;
-	__builtin_memset(&init, 0, sizeof(init));
-	init.obs = (__u8)obs;
-	bpf_map_update_elem(&mirror_sessions, mk, &init, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&mirror_sessions, mk);
-}
-
 /* The observation point of a mirrored frame's session (0: plain, or no line names it). */
 static __always_inline __u8 census_obs(void *data, void *data_end, const struct rm_pkt *pkt)
 {
 	struct rm_mirror_session *s;
 	struct rm_mirror_key mk;
-	__u8 *src;
 
 	if (!rm_capture_encap || pkt->mirror == RM_MIRROR_NONE)
 		return 0;
-	__builtin_memset(&mk, 0, sizeof(mk));
-	mk.kind = pkt->mirror;
-	mk.session = pkt->session;
-	if (pkt->mirror == RM_MIRROR_ERSPAN) {
-		src = (__u8 *)data + (pkt->outer_src_off & RM_PKT_OFF_MASK);
-		mk.family = pkt->outer_family;
-		if (pkt->outer_family == 4) {
-			if ((void *)(src + 4) > data_end)
-				return 0;
-			__builtin_memcpy(mk.src, src, 4);
-		} else {
-			if ((void *)(src + 16) > data_end)
-				return 0;
-			__builtin_memcpy(mk.src, src, 16);
-		}
-	}
-	s = bpf_map_lookup_elem(&mirror_sessions, &mk);
-	if (!s && census_auto)
-		s = census_auto_session(&mk);
+	if (rm_mirror_key_of(data, data_end, pkt, &mk))
+		return 0;
+	s = rm_mirror_session_of(&mk);
 	return s ? s->obs : 0;
 }
 

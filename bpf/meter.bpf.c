@@ -29,6 +29,7 @@
 #include "rocemeter/bench.h"
 #include "rocemeter/common.h"
 #include "parse.h"
+#include "mirror.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -39,12 +40,6 @@ const volatile __u32 rm_window_words = 16; /* ring words of a pool window (its v
  * request; see enum rm_bench_cut in rocemeter/bench.h. Constants at load. */
 const volatile __u32 rm_bench_cut = RM_CUT_NONE;
 const volatile __u32 rm_bench_flags = 0;
-
-/* mirror_sessions = auto (a load-time constant): sessions no line names get
- * observation points from rm_auto_next on (the loader sets it to the lines'
- * count). */
-const volatile __u32 rm_capture_auto = 0;
-__u32 rm_auto_next;
 
 /* Runtime configuration; the loader writes it through the skeleton. */
 struct rm_config rm_cfg = { .window = 1024 };
@@ -140,15 +135,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct rm_stats);
 } stats SEC(".maps");
-
-/* mirror_sessions: rm_mirror_key -> rm_mirror_session, the [capture]
- * observation_point lines; filled by the loader, counters by the program. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, RM_OBS_MAX);
-	__type(key, struct rm_mirror_key);
-	__type(value, struct rm_mirror_session);
-} mirror_sessions SEC(".maps");
 
 /* mirror_unknown: frames of sessions no line names, per session (outer
  * source for ERSPAN), for `status`; the least recent forgotten. */
@@ -452,24 +438,6 @@ static __always_inline int mirror_sequence(struct rm_mirror_session *s, __u32 se
 }
 
 /*
- * mirror_sessions = auto: a session no line names gets the next free
- * observation point (userspace derives its observationPointId from the
- * session, rm_capture_auto_id()). NULL when all RM_OBS_MAX are taken.
- */
-static __always_inline struct rm_mirror_session *auto_session(const struct rm_mirror_key *mk)
-{
-	struct rm_mirror_session init;
-	__u32 obs = __sync_fetch_and_add(&rm_auto_next, 1) + 1;
-
-	if (obs > RM_OBS_MAX)
-		return NULL;
-	__builtin_memset(&init, 0, sizeof(init));
-	init.obs = (__u8)obs;
-	bpf_map_update_elem(&mirror_sessions, mk, &init, BPF_NOEXIST); /* another CPU may have added it */
-	return bpf_map_lookup_elem(&mirror_sessions, mk);
-}
-
-/*
  * The observation point of a frame the parser read (rm_capture_encap set),
  * into pkt->obs and returned: 0 for a plain frame when plain frames are accepted; a mirrored frame's
  * from its session's line, after the session's sequence check (a gap makes
@@ -487,7 +455,6 @@ __noinline int rm_mirror_point(struct xdp_md *xdp, struct rm_pkt *pkt)
 	struct rm_obs_point *op;
 	struct rm_mirror_key mk;
 	__u64 one = 1, *n;
-	__u8 *src;
 
 	if (!pkt)
 		return -1;
@@ -502,25 +469,9 @@ __noinline int rm_mirror_point(struct xdp_md *xdp, struct rm_pkt *pkt)
 		return -1;
 	}
 	st->v[RM_STAT_MIRROR_FRAMES]++;
-	__builtin_memset(&mk, 0, sizeof(mk));
-	mk.kind = pkt->mirror;
-	mk.session = pkt->session;
-	if (pkt->mirror == RM_MIRROR_ERSPAN) {
-		src = (__u8 *)data + (pkt->outer_src_off & RM_PKT_OFF_MASK);
-		mk.family = pkt->outer_family;
-		if (pkt->outer_family == 4) {
-			if ((void *)(src + 4) > data_end)
-				return -1;
-			__builtin_memcpy(mk.src, src, 4);
-		} else {
-			if ((void *)(src + 16) > data_end)
-				return -1;
-			__builtin_memcpy(mk.src, src, 16);
-		}
-	}
-	s = bpf_map_lookup_elem(&mirror_sessions, &mk);
-	if (!s && rm_capture_auto)
-		s = auto_session(&mk);
+	if (rm_mirror_key_of(data, data_end, pkt, &mk))
+		return -1;
+	s = rm_mirror_session_of(&mk);
 	if (!s) {
 		st->v[RM_STAT_UNKNOWN_MIRROR]++;
 		n = bpf_map_lookup_elem(&mirror_unknown, &mk);

@@ -49,6 +49,7 @@ enum rm_mirror_kind {
 };
 
 #define RM_OBS_MAX            255 /* observation_point lines of an attachment (rm_ctx_key obs is a byte) */
+#define RM_OBS_NAME_LEN       64  /* an observation point's NAME, with its NUL */
 #define RM_MIRROR_REORDER_MAX 64  /* a GRE sequence number this far back is reordering; further: a restart */
 
 /*
@@ -70,13 +71,15 @@ struct rm_mirror_session {
 			  * One word, changed with compare-and-swap: no lock on the frame's path */
 	__u8 obs;        /* its observation point, 1..RM_OBS_MAX */
 	__u8 _pad[7];
-	__u64 id;        /* its observationPointId (userspace's; 0: derived, mirror_sessions = auto) */
-	__u64 frames;    /* frames of the session (compare with the switch's counter) */
-	__u64 gaps;      /* sequence gaps (and restarts): captureDiscontinuity */
-	__u64 lost;      /* sequence numbers skipped by the gaps */
-	__u64 reordered; /* sequence numbers at or behind the highest: counted, metered */
-	__u64 truncated; /* truncated copies */
-	__u64 last_ns;   /* meter clock of its last frame */
+	__u64 id;                   /* its observationPointId (userspace's; 0: derived, mirror_sessions = auto) */
+	__u64 frames;               /* frames of the session (compare with the switch's counter) */
+	__u64 gaps;                 /* sequence gaps (and restarts): captureDiscontinuity */
+	__u64 lost;                 /* sequence numbers skipped by the gaps */
+	__u64 reordered;            /* sequence numbers at or behind the highest: counted, metered */
+	__u64 truncated;            /* truncated copies */
+	__u64 last_ns;              /* meter clock of its last frame */
+	char name[RM_OBS_NAME_LEN]; /* the line's NAME, NUL-terminated, for `status`; "" for a derived
+				     * one (mirror_sessions = auto). Written by userspace only */
 };
 
 /* An observation point's capture generation (map `obs_points`, array

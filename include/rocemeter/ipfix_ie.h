@@ -27,6 +27,7 @@
 
 /* IANA standard Information Elements used by the profile, and the Flow Keys Options Template's. */
 #define IE_VLAN_ID                  58 /* namespace key, outer VLAN (namespace = vlan) */
+#define IE_INTERFACE_NAME           82 /* string: an observation point's NAME (Options Template 261) */
 #define IE_SOURCE_IPV4_ADDRESS      8
 #define IE_DESTINATION_IPV4_ADDRESS 12
 #define IE_SOURCE_IPV6_ADDRESS      27
@@ -188,6 +189,7 @@ static inline const char *rm_pf_name(enum rm_pf f)
 #define RM_TID_IPV6_VLAN   259
 #define RM_TID_FLOW_KEYS   260 /* Options Template: scope templateId, flowKeyIndicator */
 #define RM_TID_RELIABILITY 261 /* Options Template: what an earlier Transport Session delivered (below) */
+#define RM_TID_OBS_POINTS  262 /* Options Template: scope observationPointId, interfaceName (the point's NAME) */
 
 /*
  * rocemeter's own extension (docs/ipfix-mapping.md "What an earlier

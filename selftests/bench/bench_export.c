@@ -167,7 +167,7 @@ static int run(int plain, uint64_t records)
 	s.queue_records = 65536;
 	tls_files(&s.tls, "exporter", "collector.rocemeter.test");
 	s.tls.plain_tcp = plain;
-	x = rm_exporter_start(&s, 0, err, sizeof(err));
+	x = rm_exporter_start(&s, 0, NULL, err, sizeof(err));
 	if (!x) {
 		fprintf(stderr, "bench_export: %s\n", err);
 		kill(child, SIGKILL);

@@ -388,18 +388,67 @@ def test_fuzzed_mirrors_never_crash(tmp_path):
         assert rep["requestPacketTotalCount"] >= 1
 
 
-def test_unsupported_request_in_unmetered_form_is_a_violation(tmp_path):
-    """An RDMA READ whose BTH is readable in a form the meter does not meter
-    (an IPv4 first fragment) is an observed unsupported request: the epoch
-    closes with profileViolation and the connection stays disabled, also for
-    the SENDs after it ([SEQOBS] "Applicability and Provisioning")."""
+def test_ipfix_names_the_observation_points(tmp_path):
+    """replay --ipfix-out with [capture]: after the Templates, an Options
+    Template 262 (scope observationPointId 138, interfaceName 82 of 64
+    octets) and one Options Data Record per observation_point line, its ID
+    and NAME; the Sequence Numbers count those records. Decoded by
+    libfixbuf's ipfixDump, the names from the configuration above."""
+    import re
+    import shutil
+    if not shutil.which("ipfixDump"):
+        pytest.skip("needs libfixbuf's ipfixDump")
     s, d = V4
-    read = bytes(t.l2() / IP(src=s, dst=d, flags="MF") / UDP(sport=49152, dport=4791)
+    inner = [t.roce_frame(s, d, 0xA1, 10 + i) for i in range(3)]
+    out = os.path.join(str(tmp_path), "m.ipfix")
+    r = replay(tmp_path, [erspan(f, 2, SWITCH_B4, i + 1) for i, f in enumerate(inner)], "-c", config(tmp_path),
+               "--ipfix-out", out)
+    assert [x["observationPointId"] for x in r.reports] == [ID_B]
+    elements = os.path.join(os.path.dirname(t.ROCEMETER), "..", "docs", "rocemeter-ie.xml")
+    p = subprocess.run(["ipfixDump", "--in", out, "--element-file", elements], capture_output=True, text=True)
+    assert p.returncode == 0 and "out of sequence" not in p.stderr, p.stderr
+    text = p.stdout
+    tmpl = text.split("tid:   262", 1)
+    assert len(tmpl) == 2, text
+    fields = re.findall(r"ent:\s+(\d+)\s+id:\s+(\d+)\s+type:\s+\S+\s+len:\s+(\d+)", tmpl[1])[:2]
+    assert fields == [("0", "138", "8"), ("0", "82", "64")]
+    ids = [int(x) for x in re.findall(r"observationPointId : (\d+)", text)]
+    names = [n.strip() for n in re.findall(r"interfaceName : \(len: 64\) (.*)$", text, re.M)]
+    lines = re.findall(r"^observation_point = (\d+) (\S+) ", CONFIG, re.M)
+    assert list(zip(ids[:len(lines)], names)) == [(int(i), n) for i, n in lines]
+    # Message sequence numbers: templates (2 Flow Keys records), names (8 records), then the data.
+    seqs = [int(x) for x in re.findall(r"sequence number: (\d+)", text)]
+    assert seqs[:3] == [0, 2, 2 + len(lines)]
+
+
+def read_first_fragment(s, d):
+    return bytes(t.l2() / IP(src=s, dst=d, flags="MF") / UDP(sport=49152, dport=4791)
                  / Raw(t.roce_payload(t.READ_REQUEST, 0xA1, 12)))
-    frames = [t.roce_frame(s, d, 0xA1, 10), t.roce_frame(s, d, 0xA1, 11), read, t.roce_frame(s, d, 0xA1, 13)]
+
+
+def read_five_ext6(s, d):
+    from scapy.layers.inet6 import IPv6ExtHdrDestOpt
+    return t.roce_frame(s, d, 0xA1, 12, opcode=t.READ_REQUEST, ext6=[IPv6ExtHdrDestOpt() for _ in range(5)])
+
+
+@pytest.mark.parametrize("form,addrs,build", [
+    ("ipv4-first-fragment", V4, read_first_fragment),
+    ("three-vlan-tags", V4, lambda s, d: t.roce_frame(s, d, 0xA1, 12, opcode=t.READ_REQUEST, vlans=(10, 20, 30))),
+    ("five-ipv6-extension-headers", V6, read_five_ext6),
+])
+def test_unsupported_request_in_unmetered_form_is_a_violation(tmp_path, form, addrs, build):
+    """An RDMA READ whose BTH is readable in a form the meter does not meter
+    (an IPv4 first fragment, three VLAN tags, more than four IPv6 extension
+    headers) is an observed unsupported request: the epoch closes with
+    profileViolation (not captureDiscontinuity) and the connection stays
+    disabled, also for the SENDs after it ([SEQOBS] "Applicability and
+    Provisioning"): the opcode is checked before the frame form."""
+    s, d = addrs
+    frames = [t.roce_frame(s, d, 0xA1, 10), t.roce_frame(s, d, 0xA1, 11), build(s, d), t.roce_frame(s, d, 0xA1, 13)]
     r = replay(tmp_path, frames)
     assert len(r.reports) == 1
     assert r.reports[0]["rdmaSequenceFlags"] & (PROFILE_VIOLATION | CD) == PROFILE_VIOLATION
+    assert r.reports[0]["requestPacketTotalCount"] == 2
     assert r.stats["profile_violations"] == 1 and r.stats["disabled_requests"] == 1
     assert r.stats["unobserved_requests"] == 0
 
@@ -439,6 +488,24 @@ def test_connections_understand_mirrors(tmp_path):
     cfg = connections(tmp_path, frames, "-c", config(tmp_path))
     assert "# observation point 1: id 1001 leaf-a erspan 192.0.2.1 session 7" in cfg
     assert " obs 1 " in cfg and " obs 2 " in cfg
+
+
+def test_connections_auto_sessions_from_the_file(tmp_path):
+    """mirror_sessions = auto in the file's [capture] (no --encapsulation):
+    a session no line names gets an observation point of its own, with the
+    ID derived from it (kind << 56 | address << 16 | session); without it
+    that session's connection is not listed at a point of its own."""
+    s, d = V4
+    inner = [t.roce_frame(s, d, 0xA1, 10 + i) for i in range(3)]
+    frames = [erspan(f, 2, SWITCH_A4, i) for i, f in enumerate(inner)]
+    frames += [erspan(f, 2, SWITCH_A4, i, session=9) for i, f in enumerate(inner)]
+    derived = (1 << 56) | (0xC0000201 << 16) | 9
+    table = connections(tmp_path, frames, "-c", config(tmp_path))
+    assert "id %d" % derived not in table and " obs 9 " not in table
+    auto = connections(tmp_path, frames, "-c", config(tmp_path, extra="mirror_sessions = auto\n"))
+    assert "# observation point 1: id 1001 leaf-a erspan 192.0.2.1 session 7" in auto
+    assert "# observation point 9: id %d (derived) erspan 192.0.2.1 session 9" % derived in auto
+    assert " obs 1 " in auto and " obs 9 " in auto
 
 
 def test_connections_lists_capture_truncated_uc(tmp_path):

@@ -362,6 +362,45 @@ def test_report_names_a_plain_tcp_exporter(tmp_path):
         assert t.rstrip().endswith(f" | exporter: 127.0.0.1:{port} (plain TCP, unauthenticated)"), t
     finally:
         c.stop()
+def points_msg(points, domain=0, seq=1):
+    """An observation point names Options Template (262: scope observationPointId 138/8, interfaceName 82/64,
+    RFC 7011 section 3.4.2.2) and one record per (ID, name bytes), NUL-padded (docs/ipfix-mapping.md)."""
+    otmpl = struct.pack(">HHH", 262, 2, 1) + spec(0, 138, 8) + spec(0, 82, 64)
+    recs = b"".join(struct.pack(">Q", i) + n.ljust(64, b"\0") for i, n in points)
+    return message(ipfix_set(3, otmpl), ipfix_set(262, recs), domain=domain, seq=seq)
+
+
+def test_observation_point_names_stored_and_reported(collector):
+    """The exporter's names of its observation points (Options Template 262)
+    are stored per domain and printed by report beside the ID: the table,
+    --verbose, JSON and CSV; a point without a name has none; a name with a
+    control character is rejected, never stored. The records count in the
+    Sequence Numbers: no gap."""
+    pts = [(7, b"leaf-a"), (8, b"leaf-b"), (9, b"bad\x01name")]
+    reps = [dict(report(epoch=o, rid=1, obs=o), flags=GEN_UNVERIFIED | FINAL) for o in (7, 8, 10)]
+    send_session(collector, templates_msg(), points_msg(pts, seq=1), data_msg(*reps, seq=1 + len(pts)))
+    sess = collector.wait_ended(1)
+    assert sess[0]["seq_gaps"] == 0 and sess[0]["rejected"] == 1
+    stored = collector.query("SELECT domain, observation_point_id, name FROM observation_points ORDER BY 2")
+    assert [dict(r) for r in stored] == [
+        {"domain": 0, "observation_point_id": 7, "name": "leaf-a"},
+        {"domain": 0, "observation_point_id": 8, "name": "leaf-b"}]
+    want = {7: "leaf-a", 8: "leaf-b", 10: None}
+
+    def rep(*args):
+        p = subprocess.run([BIN, "report", "--db", collector.db, *args], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+    js = [json.loads(x) for x in rep("--json").splitlines()]
+    assert {j["key"]["observationPointId"]: j["observation_point_name"] for j in js} == want
+    rows = list(csv.DictReader(io.StringIO(rep("--format", "csv"))))
+    assert {int(r["observationPointId"]): r["observation_point_name"] or None for r in rows} == want
+    verbose = rep("--verbose")
+    assert "observation point 7 (leaf-a)," in verbose and "observation point 8 (leaf-b)," in verbose
+    assert "observation point 10," in verbose
+    table = rep().splitlines()[1:]
+    assert sorted(line.split()[3:5] for line in table) == [["10", "192.0.2.1,192.0.2.2,0x123"],
+                                                           ["7", "leaf-a"], ["8", "leaf-b"]]
 
 
 def test_ipv6_template_and_two_domains(collector):

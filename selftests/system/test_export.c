@@ -158,7 +158,7 @@ static void export_set(struct rm_export_settings *s)
 static void expect_refusal(const struct rm_export_settings *s, const char *needle1, const char *needle2)
 {
 	char err[1024] = "";
-	struct rm_exporter *x = rm_exporter_start(s, 0, err, sizeof(err));
+	struct rm_exporter *x = rm_exporter_start(s, 0, NULL, err, sizeof(err));
 
 	if (x)
 		rm_exporter_stop(x, 0);
@@ -236,7 +236,7 @@ static void test_no_session_counts(void **state)
 
 	export_set(&s);
 	s.tls.plain_tcp = 1; /* explicit: accepted with a warning */
-	x = rm_exporter_start(&s, 0, err, sizeof(err));
+	x = rm_exporter_start(&s, 0, NULL, err, sizeof(err));
 	assert_non_null(x);
 	for (int i = 0; i < 3; i++)
 		report_fill(&r[i], (uint64_t)i);
@@ -492,7 +492,7 @@ static int drive(const char *config)
 
 	if (load_config(config, &cfg))
 		return 2;
-	x = rm_exporter_start(&cfg.export, cfg.meter.namespace_vlan, err, sizeof(err));
+	x = rm_exporter_start(&cfg.export, cfg.meter.namespace_vlan, &cfg.capture, err, sizeof(err));
 	if (!x) {
 		fprintf(stderr, "%s\n", err);
 		printf("refused\n");

@@ -157,7 +157,8 @@ def meter_expected(link_):
     # Per-connection series (metrics_connections): the open epochs' counters.
     want["rocemeter_meter_connection_requests_total"] = {
         frozenset({"interface": iface, "source": c["sourceIPv4Address"], "destination": c["destinationIPv4Address"],
-                   "qp": "0x%06x" % c["rdmaDestinationQP"], "pkey": "0x%04x" % c["rdmaPartitionKey"]}.items()):
+                   "qp": "0x%06x" % c["rdmaDestinationQP"], "pkey": "0x%04x" % c["rdmaPartitionKey"],
+                   "observation_point": "7"}.items()):
         c["requestPacketTotalCount"] for c in st["contexts"] if c["state"] == "open"}
     return want
 

@@ -187,7 +187,7 @@ static void on_reject(void *arg, uint32_t domain, uint16_t tid, const uint8_t *r
 	snprintf(last_reject, sizeof(last_reject), "%s", reason);
 }
 
-static const struct rm_ipfix_sink dsink = { on_record, on_reject, NULL, NULL };
+static const struct rm_ipfix_sink dsink = { .record = on_record, .reject = on_reject };
 
 static size_t put16(uint8_t *p, uint16_t v)
 {

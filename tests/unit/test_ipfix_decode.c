@@ -51,7 +51,7 @@ static void on_note(void *arg, uint32_t domain, const char *msg)
 	snprintf(notes + used, sizeof(notes) - used, "%s\n", msg);
 }
 
-static const struct rm_ipfix_sink sink = { on_record, on_reject, on_note, NULL };
+static const struct rm_ipfix_sink sink = { .record = on_record, .reject = on_reject, .note = on_note };
 
 static void reset_sink(void)
 {
@@ -415,7 +415,9 @@ static void on_reliability(void *arg, uint32_t domain, const struct rm_ipfix_rel
 	n_rel++;
 }
 
-static const struct rm_ipfix_sink rel_sink = { on_record, on_reject, on_note, on_reliability };
+static const struct rm_ipfix_sink rel_sink = {
+	.record = on_record, .reject = on_reject, .note = on_note, .reliability = on_reliability
+};
 
 /*
  * An Options Template of RFC 7011's IANA elements, written here from

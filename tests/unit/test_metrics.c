@@ -62,20 +62,25 @@ static void sample_lines(FILE *f)
 {
 	const struct rm_metric_label two[] = { { "interface", "eth1" }, { "cause", "not_rocev2" } };
 	const struct rm_metric_label odd[] = { { "peer", "C:\\dir \"x\"\nend" } };
+	const struct rm_metric_label empty[] = { { "interface", "eth1" }, { "observation_point_name", "" } };
+	const struct rm_metric_label none[] = { { "observation_point_name", "" } };
 
 	rm_metrics_sample(f, "rocemeter_meter_frames_total", NULL, 0, 0);
 	rm_metrics_sample(f, "rocemeter_meter_parsed_frames_total", two, 2, 42);
 	rm_metrics_sample(f, "rocemeter_collector_sessions", odd, 1, UINT64_MAX);
+	rm_metrics_sample(f, "rocemeter_meter_requests_total", empty, 2, 7);
+	rm_metrics_sample(f, "rocemeter_meter_requests_total", none, 1, 8);
 }
 
 static void samples(void **state)
 {
 	char *s = written(sample_lines);
 
-	assert_string_equal(s,
-			    "rocemeter_meter_frames_total 0\n"
-			    "rocemeter_meter_parsed_frames_total{interface=\"eth1\",cause=\"not_rocev2\"} 42\n"
-			    "rocemeter_collector_sessions{peer=\"C:\\\\dir \\\"x\\\"\\nend\"} 18446744073709551615\n");
+	assert_string_equal(s, "rocemeter_meter_frames_total 0\n"
+			       "rocemeter_meter_parsed_frames_total{interface=\"eth1\",cause=\"not_rocev2\"} 42\n"
+			       "rocemeter_collector_sessions{peer=\"C:\\\\dir \\\"x\\\"\\nend\"} 18446744073709551615\n"
+			       "rocemeter_meter_requests_total{interface=\"eth1\"} 7\n"
+			       "rocemeter_meter_requests_total 8\n");
 	free(s);
 }
 

@@ -46,8 +46,8 @@ static void capture_rodata(struct census *sk)
 	sk->rodata->rm_capture_encap = c->encap;
 	sk->rodata->rm_capture_vxlan_port = c->vxlan_port;
 	sk->rodata->rm_capture_rspan_vlan = c->rspan_vlan;
-	sk->rodata->census_auto = c->auto_sessions ? 1 : 0;
-	sk->bss->census_auto_next = (__u32)c->n_points;
+	sk->rodata->rm_capture_auto = c->auto_sessions ? 1 : 0;
+	sk->bss->rm_auto_next = (__u32)c->n_points;
 }
 
 /* The observation_point lines: line i is observation point i + 1 of the keys. */

@@ -26,6 +26,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <glib.h>
+
 #include "common/clock.h"
 #include "common/command.h"
 #include "common/config.h"
@@ -87,8 +89,10 @@ static void epoch_text(FILE *f, const struct rm_epoch_read *q, int show_collecto
 		fprintf(f, " (%s, retained)", TXT(q, STATE));
 	if (TXT(q, REASON) && TXT(q, REASON)[0])
 		fprintf(f, " (%s)", TXT(q, REASON));
-	fprintf(f, " | key: observation point %llu, %s -> %s, dest QP 0x%06llx, P_Key 0x%04llx", I64(q, OBS),
-		TXT(q, SRC), TXT(q, DST), I64(q, QP), I64(q, PKEY));
+	fprintf(f, " | key: observation point %llu", I64(q, OBS));
+	if (q->obs_name)
+		fprintf(f, " (%s)", q->obs_name);
+	fprintf(f, ", %s -> %s, dest QP 0x%06llx, P_Key 0x%04llx", TXT(q, SRC), TXT(q, DST), I64(q, QP), I64(q, PKEY));
 	if (I64(q, HAS_VLAN))
 		fprintf(f, ", VLAN %llu/%llu", I64(q, VLAN0), I64(q, VLAN1));
 	if (meas) {
@@ -151,6 +155,7 @@ static json_t *epoch_json(const struct rm_epoch_read *q, int show_collector)
 	json_object_set_new(o, "state", rm_json_text(TXT(q, STATE)));
 	json_object_set_new(o, "retained", json_boolean(ISNULL(q, RETIRED)));
 	json_object_set_new(o, "reason", rm_json_text(TXT(q, REASON)));
+	json_object_set_new(o, "observation_point_name", q->obs_name ? rm_json_text(q->obs_name) : json_null());
 	json_object_set_new(k, IE(OBSERVATION_POINT_ID), rm_json_u64(I64(q, OBS)));
 	json_object_set_new(k, six ? IE(SOURCE_IPV6_ADDRESS) : IE(SOURCE_IPV4_ADDRESS), rm_json_text(TXT(q, SRC)));
 	json_object_set_new(k, six ? IE(DESTINATION_IPV6_ADDRESS) : IE(DESTINATION_IPV4_ADDRESS),
@@ -227,6 +232,7 @@ static const char *const csv_columns[] = {
 	"retained",
 	"reason",
 	"observationPointId",
+	"observation_point_name",
 	"sourceIPv4Address",
 	"sourceIPv6Address",
 	"destinationIPv4Address",
@@ -643,7 +649,20 @@ struct epochs_ctx {
 	int header_done;
 	struct rm_summary *summary; /* --summary: add the epochs here */
 	int no_memory;              /* --summary could not add one */
+	GHashTable *names;          /* "collector/domain/id" -> the observation point's name (names_add()) */
 };
+
+/* The key of an observation point's name in epochs_ctx names. */
+static char *name_key(const char *collector_id, uint64_t domain, uint64_t id)
+{
+	return g_strdup_printf("%s/%" PRIu64 "/%" PRIu64, collector_id ? collector_id : "", domain, id);
+}
+
+/* rm_store_reader_points()'s call: one name into the table. */
+static void names_add(void *arg, const char *collector_id, uint32_t domain, uint64_t id, const char *name)
+{
+	g_hash_table_replace(arg, name_key(collector_id, domain, id), g_strdup(name));
+}
 
 /* 1 if the epoch's sequence is not clean (an epoch without an accepted report has none to show). */
 static int has_anomaly(const struct rm_epoch_read *e)
@@ -653,11 +672,18 @@ static int has_anomaly(const struct rm_epoch_read *e)
 	return !ISNULL(e, REQ) && rm_health_of(&c);
 }
 
-static int print_epoch(void *arg, const struct rm_epoch_read *e)
+static int print_epoch(void *arg, const struct rm_epoch_read *in)
 {
 	struct epochs_ctx *ctx = arg;
+	struct rm_epoch_read named = *in, *e = &named;
 	json_t *o;
 
+	if (ctx->names && g_hash_table_size(ctx->names)) {
+		char *k = name_key(in->collector_id, in->u[RM_ER_DOMAIN], in->u[RM_ER_OBS]);
+
+		named.obs_name = g_hash_table_lookup(ctx->names, k);
+		g_free(k);
+	}
 	if (ctx->anomalies && !has_anomaly(e))
 		return 0;
 	if (ctx->summary && rm_summary_add(ctx->summary, e)) {
@@ -797,7 +823,9 @@ static int check_args(struct report_args *a, struct rm_store_spec *spec, char *s
 static int show_epochs(struct rm_store_reader *reader, const struct report_args *a, int show_collector,
 		       int collector_width)
 {
-	struct epochs_ctx ec = { a->format, show_collector, collector_width, a->verbose, a->anomalies, 0, NULL, 0 };
+	struct epochs_ctx ec = {
+		a->format, show_collector, collector_width, a->verbose, a->anomalies, 0, NULL, 0, NULL
+	};
 	struct rm_summary summary;
 	char err[768];
 	int rc = RM_EXIT_OK;
@@ -811,8 +839,15 @@ static int show_epochs(struct rm_store_reader *reader, const struct report_args 
 	} else if (a->format == FMT_CSV) {
 		csv_header(stdout, &csv_epochs, show_collector);
 	}
+	ec.names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	if (rm_store_reader_points(reader, names_add, ec.names, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		g_hash_table_destroy(ec.names);
+		return RM_EXIT_FAIL;
+	}
 	int r = rm_store_reader_epochs(reader, &a->filter, print_epoch, &ec, err, sizeof(err));
 
+	g_hash_table_destroy(ec.names);
 	if (ec.no_memory) {
 		rm_log_cmd(RM_LOG_ERR, "--summary: %s", strerror(ENOMEM));
 		rc = RM_EXIT_FAIL;

@@ -320,7 +320,7 @@ static void rc_reject(void *arg, uint32_t domain, uint16_t tid, const uint8_t *r
 	((struct recount *)arg)->rejected++;
 }
 
-static const struct rm_ipfix_sink recount_sink = { rc_record, rc_reject, NULL, NULL };
+static const struct rm_ipfix_sink recount_sink = { .record = rc_record, .reject = rc_reject };
 
 /*
  * Decode n octets of Messages at p with dec, as the session did: each whole

@@ -100,7 +100,7 @@ static void sequence_cell(const struct rm_epoch_read *e, char *buf, size_t len)
 void rm_table_epoch(FILE *f, const struct rm_epoch_read *e, int collector_width, int *header_done)
 {
 	struct rm_table_col cols[N_EPOCH_COLS];
-	char end[RM_TIME_TEXT_LEN] = "-", epoch[24], op[48], conn[160], req[24] = "-", seq[200];
+	char end[RM_TIME_TEXT_LEN] = "-", epoch[24], op[128], conn[160], req[24] = "-", seq[200];
 	const char *cells[N_EPOCH_COLS] = {
 		e->collector_id ? e->collector_id : "", end, epoch, T(e, OUTCOME), op, conn, req, seq
 	};
@@ -115,6 +115,8 @@ void rm_table_epoch(FILE *f, const struct rm_epoch_read *e, int collector_width,
 	}
 	snprintf(epoch, sizeof(epoch), "%llu", U(e, EPOCH));
 	rm_table_point(U(e, DOMAIN), U(e, OBS), op, sizeof(op));
+	if (e->obs_name) /* the observation point's name beside its ID */
+		snprintf(op + strlen(op), sizeof(op) - strlen(op), " %s", e->obs_name);
 	rm_table_connection(T(e, SRC), T(e, DST), U(e, QP), U(e, PKEY), (int)U(e, HAS_VLAN), U(e, VLAN0), U(e, VLAN1),
 			    conn, sizeof(conn));
 	sequence_cell(e, seq, sizeof(seq));

@@ -290,7 +290,20 @@ static void dec_reliability(void *arg, uint32_t domain, const struct rm_ipfix_re
 	}
 }
 
-static const struct rm_ipfix_sink dec_sink = { dec_record, dec_reject, dec_note, dec_reliability };
+/* An observation point's name (Options Template 262): stored per Observation Domain for `report`. */
+static void dec_point(void *arg, uint32_t domain, uint64_t observation_point_id, const char *name)
+{
+	struct conn *c = arg;
+
+	rm_collector_store_check(
+		c->srv,
+		rm_backend_observation_point(c->srv->st, domain, observation_point_id, name, rm_clock_wall_ms()),
+		"observation point");
+}
+
+static const struct rm_ipfix_sink dec_sink = {
+	.record = dec_record, .reject = dec_reject, .note = dec_note, .reliability = dec_reliability, .point = dec_point
+};
 
 /* ---------------- sessions ---------------- */
 

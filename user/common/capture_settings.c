@@ -283,4 +283,5 @@ void rm_capture_session_entry(const struct rm_capture_settings *c, int i, struct
 	}
 	v->obs = (__u8)(i + 1);
 	v->id = p->id;
+	snprintf(v->name, sizeof(v->name), "%s", p->name);
 }

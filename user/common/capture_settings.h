@@ -15,13 +15,13 @@
 
 /* One observation_point line: a mirror session and the point it is. */
 struct rm_obs_line {
-	uint64_t id;      /* observationPointId, nonzero */
-	char name[64];    /* for status and logs */
-	uint8_t kind;     /* enum rm_mirror_kind */
-	uint8_t family;   /* ERSPAN: the outer source address's, 4 or 6 */
-	uint8_t src[16];  /* ERSPAN: the outer source address, network order */
-	uint32_t session; /* ERSPAN session ID (0..1023; ERSPAN I: 0), VXLAN VNI, RSPAN VLAN ID */
-	int line;         /* its line in the file, for messages */
+	uint64_t id;                /* observationPointId, nonzero */
+	char name[RM_OBS_NAME_LEN]; /* for status, /metrics, logs and the exporter's Options record */
+	uint8_t kind;               /* enum rm_mirror_kind */
+	uint8_t family;             /* ERSPAN: the outer source address's, 4 or 6 */
+	uint8_t src[16];            /* ERSPAN: the outer source address, network order */
+	uint32_t session;           /* ERSPAN session ID (0..1023; ERSPAN I: 0), VXLAN VNI, RSPAN VLAN ID */
+	int line;                   /* its line in the file, for messages */
 };
 
 struct rm_capture_settings {

@@ -59,16 +59,19 @@ void rm_metrics_family(FILE *f, const char *name, enum rm_metric_type type, cons
 
 void rm_metrics_sample(FILE *f, const char *name, const struct rm_metric_label *labels, size_t n, uint64_t value)
 {
+	int first = 1;
+
 	fputs(name, f);
-	if (n) {
-		fputc('{', f);
-		for (size_t i = 0; i < n; i++) {
-			fprintf(f, "%s%s=\"", i ? "," : "", labels[i].name);
-			escaped(f, labels[i].value, 1);
-			fputc('"', f);
-		}
-		fputc('}', f);
+	for (size_t i = 0; i < n; i++) {
+		if (!labels[i].value || !labels[i].value[0])
+			continue; /* an empty label is no label (Prometheus: the same series) */
+		fprintf(f, "%s%s=\"", first ? "{" : ",", labels[i].name);
+		escaped(f, labels[i].value, 1);
+		fputc('"', f);
+		first = 0;
 	}
+	if (!first)
+		fputc('}', f);
 	fprintf(f, " %llu\n", (unsigned long long)value);
 }
 

@@ -38,8 +38,9 @@ int rm_metrics_name_ok(const char *name);
 void rm_metrics_family(FILE *f, const char *name, enum rm_metric_type type, const char *help);
 
 /*
- * One sample "NAME{L1="V1",...} VALUE\n" (no braces without labels). In
- * label values '\\', '"' and newline are escaped. value is written exactly
+ * One sample "NAME{L1="V1",...} VALUE\n" (no braces without labels). A
+ * label whose value is NULL or "" is left out: in Prometheus an empty label
+ * is the same series as none. In label values '\\', '"' and newline are escaped. value is written exactly
  * (a decimal integer).
  */
 void rm_metrics_sample(FILE *f, const char *name, const struct rm_metric_label *labels, size_t n, uint64_t value);

@@ -686,7 +686,7 @@ static int send_reliability(struct rm_exporter *x, struct conn *c, size_t *len, 
 /* Session established: Templates first, then publish the session number. */
 static int start_session(struct rm_exporter *x, struct conn *c, char *why, size_t whylen)
 {
-	size_t len, rlen;
+	size_t len, rlen, plen;
 	int r;
 
 	rm_ipfix_reset(&x->enc);
@@ -704,14 +704,22 @@ static int start_session(struct rm_exporter *x, struct conn *c, char *why, size_
 	r = send_reliability(x, c, &rlen, why, whylen);
 	if (r != IO_OK)
 		return r;
+	/* The observation points' names (Options Template 262), when [capture] names any. */
+	plen = rm_ipfix_points_msg(&x->enc, export_time(), x->buf, RM_IPFIX_MSG_MAX);
+	if (plen) {
+		r = conn_write(x, c, x->buf, plen, why, whylen);
+		if (r != IO_OK)
+			return r;
+		flight_add(x, c, 0, plen);
+	}
 	pthread_mutex_lock(&x->mu);
 	x->session_count++;
 	__atomic_store_n(&x->session, x->session_count, __ATOMIC_RELEASE);
 	x->st.sessions++;
 	if (x->session_count > 1)
 		x->st.reconnects++;
-	x->st.messages_sent += rlen ? 2 : 1;
-	x->st.bytes_sent += len + rlen;
+	x->st.messages_sent += 1 + (rlen ? 1 : 0) + (plen ? 1 : 0);
+	x->st.bytes_sent += len + rlen + plen;
 	pthread_mutex_unlock(&x->mu);
 	{
 		char sid[24];
@@ -899,7 +907,8 @@ static void *exporter_thread(void *arg)
 	return NULL;
 }
 
-struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vlan_ns, char *err, size_t errlen)
+struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vlan_ns,
+				      const struct rm_capture_settings *capture, char *err, size_t errlen)
 {
 	struct rm_exporter *x;
 	sigset_t all, old;
@@ -955,6 +964,7 @@ struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vl
 		goto fail;
 	}
 	rm_ipfix_init(&x->enc, s->pen, s->observation_domain, x->vlan_ns);
+	rm_ipfix_add_points(&x->enc, capture);
 	x->seed = (unsigned int)(rm_clock_mono_ms() ^ (uint64_t)getpid() ^ (uintptr_t)x);
 	pthread_mutex_init(&x->mu, NULL);
 	pthread_cond_init(&x->drained, NULL);

@@ -96,8 +96,13 @@ const struct rm_metric_row *rm_export_stat_rows(size_t *n);
  * accepted only because it was set explicitly, with a warning on stderr.
  * s->port 0 means 4740 (TLS) or 4739 (tcp). The queue (s->queue_records
  * reports) is allocated here, once: memory never grows afterwards.
+ * capture: its observation_point lines' IDs and NAMEs follow the Templates
+ * at every session start (Options Template 261, rm_ipfix_points_msg());
+ * NULL or no lines: nothing more is sent.
  */
-struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vlan_ns, char *err, size_t errlen);
+struct rm_capture_settings;
+struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vlan_ns,
+				      const struct rm_capture_settings *capture, char *err, size_t errlen);
 
 /*
  * Number of the current established Transport Session: 1 for the first,

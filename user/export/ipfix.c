@@ -8,8 +8,10 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "common/capture_settings.h"
 #include "ipfix.h"
 
 #define SET_ID_TEMPLATE         2
@@ -199,6 +201,60 @@ size_t rm_ipfix_templates_msg(struct rm_ipfix_encoder *e, uint32_t export_time, 
 
 	put_header(buf, total, export_time, e->sequence, e->domain);
 	e->sequence += 2; /* the two Options Data Records */
+	return total;
+}
+
+/* Every observation_point line fits: its NAME whole in the field, every line a record. */
+_Static_assert(RM_OBS_NAME_LEN <= RM_IPFIX_POINT_NAME_LEN, "an observation point's NAME is cut on the wire");
+_Static_assert(RM_OBS_MAX <= RM_IPFIX_MAX_POINTS, "observation_point lines without a name record");
+
+int rm_ipfix_add_point(struct rm_ipfix_encoder *e, uint64_t id, const char *name)
+{
+	struct rm_ipfix_point *pt;
+
+	if (e->npoints >= RM_IPFIX_MAX_POINTS)
+		return -1;
+	pt = &e->points[e->npoints++];
+	memset(pt, 0, sizeof(*pt));
+	pt->id = id;
+	snprintf(pt->name, sizeof(pt->name), "%s", name ? name : "");
+	return 0;
+}
+
+void rm_ipfix_add_points(struct rm_ipfix_encoder *e, const struct rm_capture_settings *c)
+{
+	for (int i = 0; c && i < c->n_points; i++)
+		rm_ipfix_add_point(e, c->points[i].id, c->points[i].name);
+}
+
+size_t rm_ipfix_points_msg(struct rm_ipfix_encoder *e, uint32_t export_time, uint8_t *buf, size_t cap)
+{
+	size_t total = RM_IPFIX_MSG_HDR_LEN + RM_IPFIX_SET_HDR_LEN + RM_IPFIX_POINTS_TEMPLATE_LEN +
+		       RM_IPFIX_SET_HDR_LEN + e->npoints * RM_IPFIX_POINTS_RECORD_LEN;
+	uint8_t *p = buf + RM_IPFIX_MSG_HDR_LEN;
+
+	if (!e->npoints || cap < total)
+		return 0;
+	/* Options Template Set: scope observationPointId, field interfaceName (the NAME). */
+	p = put16(p, SET_ID_OPTIONS_TEMPLATE);
+	p = put16(p, RM_IPFIX_SET_HDR_LEN + RM_IPFIX_POINTS_TEMPLATE_LEN);
+	p = put16(p, RM_TID_OBS_POINTS);
+	p = put16(p, 2); /* Field Count */
+	p = put16(p, 1); /* Scope Field Count */
+	p = put16(p, IE_OBSERVATION_POINT_ID);
+	p = put16(p, 8);
+	p = put16(p, IE_INTERFACE_NAME);
+	p = put16(p, RM_IPFIX_POINT_NAME_LEN);
+	/* Options Data Set: one record per named point. */
+	p = put16(p, RM_TID_OBS_POINTS);
+	p = put16(p, (uint16_t)(RM_IPFIX_SET_HDR_LEN + e->npoints * RM_IPFIX_POINTS_RECORD_LEN));
+	for (size_t i = 0; i < e->npoints; i++) {
+		p = put64(p, e->points[i].id);
+		memcpy(p, e->points[i].name, RM_IPFIX_POINT_NAME_LEN); /* NUL-padded */
+		p += RM_IPFIX_POINT_NAME_LEN;
+	}
+	put_header(buf, total, export_time, e->sequence, e->domain);
+	e->sequence += (uint32_t)e->npoints;
 	return total;
 }
 

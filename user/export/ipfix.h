@@ -51,6 +51,23 @@
 
 #define RM_IPFIX_MAX_FIELDS 21
 
+/*
+ * Observation point names (Options Template 261, docs/ipfix-mapping.md):
+ * scope observationPointId (138, 8 octets), field interfaceName (82, a
+ * string of 64 octets: the NAME in UTF-8, NUL-padded). Template Record 6 +
+ * 2*4 = 14, its Options Data Record 8 + 64 = 72.
+ */
+#define RM_IPFIX_POINTS_TEMPLATE_LEN 14
+#define RM_IPFIX_POINT_NAME_LEN      64
+#define RM_IPFIX_POINTS_RECORD_LEN   (8 + RM_IPFIX_POINT_NAME_LEN)
+#define RM_IPFIX_MAX_POINTS          255 /* observation_point lines of an attachment (RM_OBS_MAX) */
+
+/* One named observation point: its observationPointId and NAME (NUL-terminated). */
+struct rm_ipfix_point {
+	uint64_t id;
+	char name[RM_IPFIX_POINT_NAME_LEN];
+};
+
 /* One Field Specifier of a Data Template, with where its value comes from. */
 struct rm_ipfix_field {
 	uint16_t ie;        /* Information Element number (without the enterprise bit) */
@@ -69,11 +86,13 @@ struct rm_ipfix_template {
 };
 
 struct rm_ipfix_encoder {
-	uint32_t pen;                     /* Private Enterprise Number of the enterprise IEs */
-	uint32_t domain;                  /* Observation Domain ID */
-	int vlan_ns;                      /* 1: Templates carry vlanId and dot1qCustomerVlanId */
-	uint32_t sequence;                /* Data Records sent so far in the session (mod 2^32) */
-	struct rm_ipfix_template tmpl[2]; /* [0] IPv4, [1] IPv6 */
+	uint32_t pen;                                      /* Private Enterprise Number of the enterprise IEs */
+	uint32_t domain;                                   /* Observation Domain ID */
+	int vlan_ns;                                       /* 1: Templates carry vlanId and dot1qCustomerVlanId */
+	uint32_t sequence;                                 /* Data Records sent so far in the session (mod 2^32) */
+	struct rm_ipfix_template tmpl[2];                  /* [0] IPv4, [1] IPv6 */
+	struct rm_ipfix_point points[RM_IPFIX_MAX_POINTS]; /* rm_ipfix_add_point(), npoints of them */
+	size_t npoints;
 };
 
 /* Set up an encoder (Sequence Number 0). vlan_ns: 0 or 1. */
@@ -90,6 +109,27 @@ void rm_ipfix_reset(struct rm_ipfix_encoder *e);
  * VLAN namespace), or 0 if cap is too small (nothing changed).
  */
 size_t rm_ipfix_templates_msg(struct rm_ipfix_encoder *e, uint32_t export_time, uint8_t *buf, size_t cap);
+
+/*
+ * Name observation point id (nonzero) for rm_ipfix_points_msg(): name is
+ * cut at RM_IPFIX_POINT_NAME_LEN - 1 octets. 0, or -1 when
+ * RM_IPFIX_MAX_POINTS are named already.
+ */
+int rm_ipfix_add_point(struct rm_ipfix_encoder *e, uint64_t id, const char *name);
+
+struct rm_capture_settings;
+/* Every observation_point line of c (NULL: none) by rm_ipfix_add_point(): its ID and NAME. */
+void rm_ipfix_add_points(struct rm_ipfix_encoder *e, const struct rm_capture_settings *c);
+
+/*
+ * The observation points' names, after the templates message of a session:
+ * an Options Template Set (Template 261: scope observationPointId, field
+ * interfaceName) and an Options Data Set with one record per point of
+ * rm_ipfix_add_point(). Its records are Data Records: the Sequence Number
+ * advances by their count. Returns bytes written (16 + 18 + 4 + 72 per
+ * point), or 0 with nothing changed when no point is named or cap is too small.
+ */
+size_t rm_ipfix_points_msg(struct rm_ipfix_encoder *e, uint32_t export_time, uint8_t *buf, size_t cap);
 
 /*
  * One Data message with as many of the n reports (in order) as fit in

@@ -87,7 +87,24 @@ struct meter_status {
 	json_t *mirror;    /* the mirror sessions (mirror_json()), or NULL */
 };
 
-static void print_ctx_text(const struct rm_ctx_key *k, const struct rm_ctx *v)
+/*
+ * The session of observation point obs in mirror (mirror_json(): the
+ * sessions' observation_point, observationPointId and name), or NULL.
+ */
+static json_t *obs_session(json_t *mirror, unsigned int obs)
+{
+	json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(mirror, "sessions"), i, e)
+	{
+		if (json_integer_value(json_object_get(e, "observation_point")) == (json_int_t)obs)
+			return e;
+	}
+	return NULL;
+}
+
+static void print_ctx_text(const struct rm_ctx_key *k, const struct rm_ctx *v, json_t *mirror)
 {
 	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
 	int af = k->family == 6 ? AF_INET6 : AF_INET;
@@ -99,8 +116,15 @@ static void print_ctx_text(const struct rm_ctx_key *k, const struct rm_ctx *v)
 	printf("  %s > %s qp 0x%06x pkey 0x%04x", src, dst, k->dest_qp, k->pkey);
 	if (k->vlan[0] || k->vlan[1])
 		printf(" vlan %u/%u", k->vlan[0], k->vlan[1]);
-	if (k->obs)
+	if (k->obs) {
+		json_t *e = obs_session(mirror, k->obs);
+		const char *name = e ? json_string_value(json_object_get(e, "name")) : NULL;
+
 		printf(" obs %u", k->obs);
+		if (e)
+			printf(" (%s, observationPointId %" PRIu64 ")", name && name[0] ? name : "auto",
+			       (uint64_t)json_integer_value(json_object_get(e, "observationPointId")));
+	}
 	printf(" %s epoch-gen %u W %u requests=%llu skipped=%llu filled=%llu expired=%llu pending=%u repeated=%llu "
 	       "unclassified_late=%llu\n",
 	       rm_ctx_flag(v, RM_CTX_VIOLATED)   ? "DISABLED(profileViolation)"
@@ -203,7 +227,7 @@ static const char *meter_state(const struct rm_ifkey *k, uint32_t *prog_id)
 	return "stale";
 }
 
-static json_t *ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v)
+static json_t *ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v, json_t *mirror)
 {
 	struct rm_seq_counters snap, *c = &snap;
 	json_t *o = json_object();
@@ -217,8 +241,15 @@ static json_t *ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v)
 		json_object_set_new(o, rm_pf_name(RM_PF_VLAN_ID), json_integer(k->vlan[0]));
 		json_object_set_new(o, rm_pf_name(RM_PF_DOT1Q_CUSTOMER_VLAN_ID), json_integer(k->vlan[1]));
 	}
-	if (k->obs)
+	if (k->obs) {
+		json_t *e = obs_session(mirror, k->obs);
+
 		json_object_set_new(o, "observation_point", json_integer(k->obs));
+		if (e) {
+			json_object_set(o, "observationPointId", json_object_get(e, "observationPointId"));
+			json_object_set(o, "observation_point_name", json_object_get(e, "name"));
+		}
+	}
 	json_object_set_new(o, rm_pf_name(RM_PF_RDMA_DESTINATION_QP), json_integer(k->dest_qp));
 	json_object_set_new(o, rm_pf_name(RM_PF_RDMA_PARTITION_KEY), json_integer(k->pkey));
 	rm_seq_snapshot(&v->seq, &snap);
@@ -328,6 +359,11 @@ static json_t *mirror_json(const struct rm_ifkey *k)
 
 	if (rm_paths_pin(k, "mirror_sessions", path, sizeof(path)) || (fd = bpf_obj_get(path)) < 0)
 		return NULL;
+	if (!rm_meter_map_fits(fd, sizeof(struct rm_mirror_key), sizeof(struct rm_mirror_session))) {
+		rm_log_cmd(RM_LOG_WARNING, "mirror sessions pinned by another rocemeter version: not shown");
+		close(fd);
+		return NULL;
+	}
 	o = json_object();
 	a = json_array();
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
@@ -340,6 +376,8 @@ static json_t *mirror_json(const struct rm_ifkey *k)
 		e = mirror_key_json(&key);
 		json_object_set_new(e, "observation_point", json_integer(v.obs));
 		json_object_set_new(e, "observationPointId", rm_json_u64(v.id ? v.id : rm_capture_auto_id(&key)));
+		v.name[sizeof(v.name) - 1] = '\0';
+		json_object_set_new(e, "name", rm_json_text(v.name));
 		json_object_set_new(e, "frames", rm_json_u64(v.frames));
 		json_object_set_new(e, "sequence_gaps", rm_json_u64(v.gaps));
 		json_object_set_new(e, "sequence_lost", rm_json_u64(v.lost));
@@ -536,7 +574,7 @@ static void print_meter_text(const struct rm_ifkey *k, const struct meter_status
 	if (ms->have_contexts) {
 		printf("  contexts:\n");
 		for (size_t i = 0; i < ms->n; i++)
-			print_ctx_text(&ms->ctx[i].key, &ms->ctx[i].val);
+			print_ctx_text(&ms->ctx[i].key, &ms->ctx[i].val, ms->mirror);
 		printf(ms->n ? "" : "    (none)\n");
 	}
 	if (ms->have_pool)
@@ -671,7 +709,7 @@ static void set_meter_json(json_t *o, const struct meter_status *ms)
 		json_t *a = json_array();
 
 		for (size_t i = 0; i < ms->n; i++)
-			json_array_append_new(a, ctx_json(&ms->ctx[i].key, &ms->ctx[i].val));
+			json_array_append_new(a, ctx_json(&ms->ctx[i].key, &ms->ctx[i].val, ms->mirror));
 		json_object_set_new(o, "contexts", a);
 		json_object_set_new(o, "window_pool", pool_json(ms));
 	}

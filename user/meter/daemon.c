@@ -675,6 +675,8 @@ static int attach_meter(struct rm_daemon *d, const struct rm_daemon_opts *o, con
 	if (o->census) {
 		struct rm_census c;
 
+		/* The same [capture] as the meter's: encapsulations, lines, mirror_sessions = auto. */
+		rm_census_set_capture(&d->cfg.capture);
 		if (rm_census_attach(&c, &d->key, RM_CENSUS_MAX_CONNECTIONS_DEFAULT, 1, err, errlen))
 			return -1;
 		d->census = 1;
@@ -709,7 +711,8 @@ static int start_reporting(struct rm_daemon *d, char *err, size_t errlen)
 	if (d->cfg.export.enabled) {
 		char why[512];
 
-		d->sink.exporter = rm_exporter_start(&d->cfg.export, d->cfg.meter.namespace_vlan, why, sizeof(why));
+		d->sink.exporter = rm_exporter_start(&d->cfg.export, d->cfg.meter.namespace_vlan, &d->cfg.capture, why,
+						     sizeof(why));
 		if (!d->sink.exporter) {
 			rm_errf(err, errlen, "export: %s", why);
 			return -1;

@@ -183,7 +183,7 @@ const char *rm_meter_obs_name(const struct rm_meter *m, unsigned int obs)
 		return "";
 	if (m->capture && obs <= (unsigned int)m->capture->n_points)
 		return m->capture->points[obs - 1].name;
-	return "auto";
+	return "";
 }
 
 int rm_meter_load(struct rm_meter *m, const struct rm_meter_settings *s, int replay, char *err, size_t errlen)

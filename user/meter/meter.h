@@ -155,7 +155,11 @@ const struct rm_metric_row *rm_meter_stat_rows(size_t *n);
  */
 uint64_t rm_meter_obs_id(struct rm_meter *m, unsigned int obs, uint64_t own_id);
 
-/* The name of a context key's obs: the line's NAME, "auto" or "" (obs 0). */
+/*
+ * The name of a context key's obs: its observation_point line's NAME; ""
+ * for obs 0 (the attachment's own) and for a derived one (mirror_sessions =
+ * auto). Reads only the configuration: safe from any thread.
+ */
 const char *rm_meter_obs_name(const struct rm_meter *m, unsigned int obs);
 
 void rm_meter_unload(struct rm_meter *m);

@@ -42,6 +42,21 @@ struct ctx_entry {
 	  "unclassifiedLatePacketTotalCount of the current epoch")                                    \
 	X(pending, GAUGE, "pending_positions", "pendingPsnCount of the current epoch")
 
+/*
+ * The observationPointId of a context key's obs, as the scrape knows it:
+ * the reporter's point of that obs (published under the server's lock), else
+ * its observation_point line's; 0 while a derived one has no report yet.
+ */
+static uint64_t obs_id(const struct rm_meter_metrics_view *v, unsigned int obs)
+{
+	for (size_t i = 0; v->points && i < v->npoints; i++)
+		if (v->points[i].obs == obs)
+			return v->points[i].observation_point_id;
+	if (obs && v->meter->capture && obs <= (unsigned int)v->meter->capture->n_points)
+		return v->meter->capture->points[obs - 1].id;
+	return 0;
+}
+
 static void connections(FILE *f, const struct rm_meter_metrics_view *v, const struct ctx_entry *c, size_t n,
 			uint64_t total)
 {
@@ -50,16 +65,22 @@ static void connections(FILE *f, const struct rm_meter_metrics_view *v, const st
 #define CONN_FAMILY_(field, type, metric, help)                                                                     \
 	rm_metrics_family(f, "rocemeter_meter_connection_" metric RM_METRIC_SUFFIX_##type, RM_METRIC_##type, help); \
 	for (size_t i = 0; i < n; i++) {                                                                            \
-		char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN], qp[12], pkey[8];                                 \
+		char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN], qp[12], pkey[8], op[24];                         \
 		int af = c[i].key.family == 6 ? AF_INET6 : AF_INET;                                                 \
-		struct rm_metric_label l[] = {                                                                      \
-			base, { "source", src }, { "destination", dst }, { "qp", qp }, { "pkey", pkey }             \
-		};                                                                                                  \
+		struct rm_metric_label l[] = { base,                                                                \
+					       { "source", src },                                                   \
+					       { "destination", dst },                                              \
+					       { "qp", qp },                                                        \
+					       { "pkey", pkey },                                                    \
+					       { "observation_point", op },                                         \
+					       { "observation_point_name",                                          \
+						 rm_meter_obs_name(v->meter, c[i].key.obs) } };                     \
 		inet_ntop(af, c[i].key.src, src, sizeof(src));                                                      \
 		inet_ntop(af, c[i].key.dst, dst, sizeof(dst));                                                      \
 		snprintf(qp, sizeof(qp), "0x%06x", c[i].key.dest_qp);                                               \
 		snprintf(pkey, sizeof(pkey), "0x%04x", c[i].key.pkey);                                              \
-		rm_metrics_sample(f, "rocemeter_meter_connection_" metric RM_METRIC_SUFFIX_##type, l, 5,            \
+		snprintf(op, sizeof(op), "%llu", (unsigned long long)obs_id(v, c[i].key.obs));                      \
+		rm_metrics_sample(f, "rocemeter_meter_connection_" metric RM_METRIC_SUFFIX_##type, l, 7,            \
 				  c[i].c.field);                                                                    \
 	}
 	CONN_SERIES(CONN_FAMILY_)
@@ -75,7 +96,7 @@ static void sequence_totals(FILE *f, const struct rm_meter_metrics_view *v)
 	static const char where[] = ", per observation point, over every epoch (final and periodic snapshots)";
 	size_t n = v->points ? v->npoints : 0;
 	struct rm_seq_totals *t = calloc(n ? n : 1, sizeof(*t));
-	struct rm_metric_label *l = calloc(n ? 2 * n : 1, sizeof(*l));
+	struct rm_metric_label *l = calloc(n ? 3 * n : 1, sizeof(*l));
 	char(*op)[24] = calloc(n ? n : 1, sizeof(*op));
 
 	if (!t || !l || !op)
@@ -83,10 +104,12 @@ static void sequence_totals(FILE *f, const struct rm_meter_metrics_view *v)
 	for (size_t i = 0; i < n; i++) {
 		t[i] = v->points[i].t;
 		snprintf(op[i], sizeof(op[i]), "%llu", (unsigned long long)v->points[i].observation_point_id);
-		l[2 * i] = (struct rm_metric_label){ "interface", v->ifname };
-		l[2 * i + 1] = (struct rm_metric_label){ "observation_point", op[i] };
+		l[3 * i] = (struct rm_metric_label){ "interface", v->ifname };
+		l[3 * i + 1] = (struct rm_metric_label){ "observation_point", op[i] };
+		l[3 * i + 2] = (struct rm_metric_label){ "observation_point_name",
+							 rm_meter_obs_name(v->meter, v->points[i].obs) };
 	}
-	rm_metrics_seq_totals(f, "meter", where, t, n, l, 2);
+	rm_metrics_seq_totals(f, "meter", where, t, n, l, 3);
 	free(t);
 	free(l);
 	free(op);

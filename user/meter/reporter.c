@@ -170,7 +170,7 @@ static uint64_t to_unix_ms(uint64_t ns, int64_t offset_ns)
  * observation point's counters. Without an entry (out of memory) nothing
  * is known of the epoch's past: nothing is added.
  */
-static void count_snapshot(struct rm_reporter *r, struct epoch_time *e, const struct rm_report *rep)
+static void count_snapshot(struct rm_reporter *r, struct epoch_time *e, const struct rm_report *rep, unsigned int obs)
 {
 	size_t i = 0;
 
@@ -181,6 +181,7 @@ static void count_snapshot(struct rm_reporter *r, struct epoch_time *e, const st
 	if (i == r->npoints) {
 		if (i == RM_REPORTER_MAX_POINTS)
 			return;
+		r->points[r->npoints].obs = obs;
 		r->points[r->npoints++].observation_point_id = rep->observation_point_id;
 	}
 	rm_seq_totals_advance(&r->points[i].t, &e->last, rep);
@@ -233,7 +234,7 @@ void rm_reporter_snapshot(struct rm_reporter *r, const struct rm_ctx_key *key, c
 	rep.requests = s->requests;
 	rep.unclassified_late = s->unclassified_late;
 	/* What the meter observed, whether or not the sink takes the report. */
-	count_snapshot(r, e, &rep);
+	count_snapshot(r, e, &rep, key->obs);
 	if (r->sink(r->sink_arg, &rep)) {
 		rm_ids_unassign(r->ids, key, s->epoch_gen, final, rep.epoch_id, rep.report_id);
 		r->not_serialized++;

@@ -46,6 +46,7 @@ struct rm_schedule {
  */
 struct rm_seq_point {
 	uint64_t observation_point_id;
+	unsigned int obs;       /* its contexts' rm_ctx_key obs (0: the attachment's own) */
 	struct rm_seq_totals t; /* RM_SEQ_TOTALS (rocemeter/report.h) */
 };
 

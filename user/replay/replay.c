@@ -87,6 +87,12 @@ static int ipfix_flush(struct replay *p)
 			fail(p, p->o->ipfix_out, errno);
 			return -1;
 		}
+		/* The observation points' names, when [capture] names any (Options Template 261). */
+		len = rm_ipfix_points_msg(&p->enc, p->export_time, buf, sizeof(buf));
+		if (len && fwrite(buf, 1, len, p->ipfix) != len) {
+			fail(p, p->o->ipfix_out, errno);
+			return -1;
+		}
 		p->templates_written = 1;
 	}
 	while (done < p->n_pending) {
@@ -156,6 +162,7 @@ static int setup(struct replay *p, char *err, size_t errlen)
 			return -1;
 		}
 		rm_ipfix_init(&p->enc, cfg->export.pen, cfg->export.observation_domain, cfg->meter.namespace_vlan);
+		rm_ipfix_add_points(&p->enc, &cfg->capture);
 	}
 	if (rm_reporter_init(&p->rep, &p->meter, cfg->meter.observation_point_id, cfg->meter.namespace_vlan,
 			     cfg->meter.generation_verified, 1, sink, p)) {

@@ -51,6 +51,7 @@ struct tmpl {
 	uint8_t keys_ok;     /* Data Template: its Flow Keys were advertised and agree */
 	uint8_t flow_keys;   /* Options Template: Flow Keys (scope templateId, flowKeyIndicator) */
 	uint8_t reliability; /* Options Template: rocemeter's Reliability (ipfix_ie.h RM_TID_RELIABILITY) */
+	uint8_t points;      /* Options Template: observation point names (scope observationPointId, interfaceName) */
 	uint8_t family;
 	uint8_t has_vlan_ns;
 	uint16_t rec_len; /* Data Record octets; 0 if a field is variable-length */
@@ -60,8 +61,10 @@ struct tmpl {
 	uint64_t unknown_bits;          /* fields not understood (bit per field index < 64) */
 	int32_t fk_tid_off, fk_ind_off; /* Flow Keys record offsets */
 	int32_t rel_off[REL__COUNT];    /* Reliability record offsets, -1 absent */
-	char why[200];                  /* reason when unusable */
-	uint8_t *bytes;                 /* Template Record as received */
+	int32_t op_id_off, op_name_off; /* observation point names: record offsets */
+	uint16_t op_name_len;
+	char why[200];  /* reason when unusable */
+	uint8_t *bytes; /* Template Record as received */
 	size_t nbytes;
 	struct rm_budget *budget; /* charged RM_BUDGET_TEMPLATE_BYTES + nbytes, or NULL */
 };
@@ -334,7 +337,7 @@ static void bind_options_template(struct tmpl *t, const uint8_t *fs, uint16_t co
 	uint32_t off = 0;
 	int varlen = 0;
 
-	t->fk_tid_off = t->fk_ind_off = -1;
+	t->fk_tid_off = t->fk_ind_off = t->op_id_off = t->op_name_off = -1;
 	for (int k = 0; k < REL__COUNT; k++)
 		t->rel_off[k] = -1;
 	for (uint16_t i = 0; i < count; i++) {
@@ -354,6 +357,12 @@ static void bind_options_template(struct tmpl *t, const uint8_t *fs, uint16_t co
 		for (int k = 0; !ent && k < REL__COUNT; k++)
 			if (ie == rel_ie[k][0] && len == rel_ie[k][1] && (k <= REL_PORT) == (i < scope))
 				t->rel_off[k] = (int32_t)off;
+		if (!ent && i == 0 && ie == IE_OBSERVATION_POINT_ID && len == 8)
+			t->op_id_off = (int32_t)off;
+		if (!ent && i >= scope && ie == IE_INTERFACE_NAME && len > 0 && len < RM_IPFIX_NAME_MAX) {
+			t->op_name_off = (int32_t)off;
+			t->op_name_len = len;
+		}
 		off += len;
 	}
 	t->rec_len = varlen || off > RM_IPFIX_MAX_MSG ? 0 : (uint16_t)off;
@@ -361,6 +370,29 @@ static void bind_options_template(struct tmpl *t, const uint8_t *fs, uint16_t co
 	t->flow_keys = !varlen && scope == 1 && t->fk_tid_off >= 0 && t->fk_ind_off >= 0;
 	t->reliability = !varlen && scope == 2 && t->rel_off[REL_ADDR] >= 0 && t->rel_off[REL_PORT] >= 0 &&
 			 t->rel_off[REL_MESSAGES] >= 0 && t->rel_off[REL_RECORDS] >= 0 && t->rel_off[REL_OCTETS] >= 0;
+	t->points = !varlen && scope == 1 && t->op_id_off >= 0 && t->op_name_off >= 0;
+}
+
+/* An observation point names Options Data Record (t->points): its ID and name to sink->point. */
+static void point_record(const struct tmpl *t, uint32_t domain, const uint8_t *rec, const struct rm_ipfix_sink *sink,
+			 void *arg)
+{
+	char name[RM_IPFIX_NAME_MAX];
+	size_t n = 0;
+
+	while (n < t->op_name_len && rec[t->op_name_off + n])
+		n++;
+	memcpy(name, rec + t->op_name_off, n);
+	name[n] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f) {
+			reject(sink, arg, domain, t->tid, rec, t->rec_len,
+			       "Options Template %u: an observation point name with a control character", t->tid);
+			return;
+		}
+	}
+	if (sink->point)
+		sink->point(arg, domain, be64(rec + t->op_id_off), name);
 }
 
 static void withdraw_all(struct rm_ipfix_session *s, uint32_t domain, int options)
@@ -596,6 +628,8 @@ static void data_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t tid, 
 				flow_keys_record(s, domain, t, p, sink, arg);
 			else if (t->reliability && sink->reliability)
 				reliability_record(t, p, domain, sink, arg);
+			else if (t->points)
+				point_record(t, domain, p, sink, arg);
 			continue;
 		}
 		if (!t->usable) {

@@ -90,7 +90,18 @@ struct rm_ipfix_sink {
 	 * other Options Data Record is.
 	 */
 	void (*reliability)(void *arg, uint32_t domain, const struct rm_ipfix_reliability *r);
+	/*
+	 * An observation point's name: an Options Data Record of an Options
+	 * Template whose scope is observationPointId (138, 8 octets) and whose
+	 * field is interfaceName (82, fixed length), as rocemeter's Template 262
+	 * (docs/ipfix-mapping.md "Observation point names"). name is the value
+	 * up to its first NUL, at most RM_IPFIX_NAME_MAX - 1 octets, NUL-terminated;
+	 * a value with a control character is rejected instead. May be NULL.
+	 */
+	void (*point)(void *arg, uint32_t domain, uint64_t observation_point_id, const char *name);
 };
+
+#define RM_IPFIX_NAME_MAX 65
 
 /* New decoder state for one Transport Session; pen = PEN of the enterprise IEs. NULL on ENOMEM. */
 struct rm_ipfix_session *rm_ipfix_session_new(uint32_t pen);

@@ -88,6 +88,11 @@ static int sq_run_limit(void *st, int64_t run_id, const char *name, uint64_t val
 {
 	return rm_store_run_limit(st, run_id, name, value);
 }
+
+static int sq_observation_point(void *st, uint32_t domain, uint64_t id, const char *name, uint64_t now_ms)
+{
+	return rm_store_observation_point(st, domain, id, name, now_ms);
+}
 static uint64_t sq_raw_bytes(void *st)
 {
 	return rm_store_raw_bytes(st);
@@ -139,6 +144,7 @@ const struct rm_backend_ops rm_backend_sqlite = {
 	.drop = sq_drop,
 	.connections = sq_connections,
 	.run_limit = sq_run_limit,
+	.observation_point = sq_observation_point,
 	.raw_bytes = sq_raw_bytes,
 	.set_budget = sq_set_budget,
 	.make_room = sq_make_room,

@@ -44,6 +44,8 @@ struct rm_epoch_read {
 	 * its address (ADDR:PORT, [ADDR]:PORT), certificate subject and SANs, and the authorised peer
 	 * name the certificate matched (columns peer, peer_subject, peer_name). */
 	const char *peer, *peer_subject, *peer_name;
+	/* Its observation point's name (rm_store_reader_points()), NULL: none known; set by the caller. */
+	const char *obs_name;
 };
 
 /* report's filters; each unset field is no filter. */
@@ -121,6 +123,18 @@ int rm_store_reader_epochs(struct rm_store_reader *r, const struct rm_read_filte
 int rm_store_reader_limits(struct rm_store_reader *r, const char *collector_id,
 			   int (*fn)(void *arg, const struct rm_limits_read *l), void *arg, char *err, size_t errlen);
 
+/*
+ * The observation points' names the collectors stored (the exporters'
+ * Options Template 262), one call of fn per (collector, Observation Domain,
+ * observationPointId) with its latest name; collector_id NULL for SQLite.
+ * A store without them (an older database, or ClickHouse, which keeps none
+ * yet) reads none. 0, or negative with err.
+ */
+int rm_store_reader_points(struct rm_store_reader *r,
+			   void (*fn)(void *arg, const char *collector_id, uint32_t domain, uint64_t id,
+				      const char *name),
+			   void *arg, char *err, size_t errlen);
+
 /* The implementations' table (store_read.c dispatches to it). */
 struct rm_store_reader_ops {
 	struct rm_store_reader *(*open)(const struct rm_store_spec *spec, char *err, size_t errlen);
@@ -130,6 +144,10 @@ struct rm_store_reader_ops {
 		      int (*fn)(void *arg, const struct rm_epoch_read *e), void *arg, char *err, size_t errlen);
 	int (*limits)(struct rm_store_reader *r, const char *collector_id,
 		      int (*fn)(void *arg, const struct rm_limits_read *l), void *arg, char *err, size_t errlen);
+	/* Optional (NULL: no names). */
+	int (*points)(struct rm_store_reader *r,
+		      void (*fn)(void *arg, const char *collector_id, uint32_t domain, uint64_t id, const char *name),
+		      void *arg, char *err, size_t errlen);
 };
 extern const struct rm_store_reader_ops rm_store_reader_sqlite, rm_store_reader_clickhouse;
 

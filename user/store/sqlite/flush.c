@@ -49,6 +49,7 @@ static void written(struct rm_store *st)
 	g_hash_table_remove_all(st->drops);
 	g_hash_table_remove_all(st->conns);
 	g_array_set_size(st->limits, 0); /* frees the names */
+	g_array_set_size(st->points, 0);
 	g_array_set_size(st->lost, 0);
 	g_array_set_size(st->retire, 0);
 	g_array_set_size(st->ranges, 0);
@@ -117,6 +118,9 @@ static int flush(struct rm_store *st)
 			goto fail;
 	for (guint i = 0; i < st->limits->len; i++)
 		if (rm_sq_write_limit(st, &g_array_index(st->limits, struct limit_row, i)) < 0)
+			goto fail;
+	for (guint i = 0; i < st->points->len; i++)
+		if (rm_sq_write_point(st, &g_array_index(st->points, struct point_row, i)) < 0)
 			goto fail;
 	if (st->stop_run) {
 		sqlite3_bind_int64(st->q[Q_RUN_STOP], 1, st->stop_run);

@@ -47,11 +47,16 @@ void rm_sq_limit_row_clear(gpointer p)
 	free(((struct limit_row *)p)->name);
 }
 
+void rm_sq_point_row_clear(gpointer p)
+{
+	free(((struct point_row *)p)->name);
+}
+
 int rm_sq_waiting(const struct rm_store *st)
 {
 	return st->epochs->len || st->sessions_dirty || st->raw->len || g_hash_table_size(st->drops) ||
-	       g_hash_table_size(st->conns) || st->limits->len || st->lost->len || st->retire->len || st->ranges->len ||
-	       st->stop_run;
+	       g_hash_table_size(st->conns) || st->limits->len || st->points->len || st->lost->len || st->retire->len ||
+	       st->ranges->len || st->stop_run;
 }
 
 static int count_drop(struct rm_store *st, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms)
@@ -301,6 +306,16 @@ int rm_store_connections(struct rm_store *st, uint64_t minute_ms, const char *so
 	free(c->detail);
 	c->detail = strdup(detail ? detail : "");
 	return c->detail ? 0 : -1;
+}
+
+int rm_store_observation_point(struct rm_store *st, uint32_t domain, uint64_t id, const char *name, uint64_t now_ms)
+{
+	struct point_row r = { domain, id, now_ms, strdup(name) };
+
+	if (!r.name)
+		return -1;
+	g_array_append_val(st->points, r);
+	return 0;
 }
 
 int rm_store_run_limit(struct rm_store *st, int64_t run_id, const char *name, uint64_t value)

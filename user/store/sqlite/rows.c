@@ -196,6 +196,17 @@ int rm_sq_write_limit(struct rm_store *st, const struct limit_row *l)
 	return rm_sq_step_reset(q);
 }
 
+int rm_sq_write_point(struct rm_store *st, const struct point_row *p)
+{
+	sqlite3_stmt *q = st->q[Q_OBS_POINT];
+
+	sqlite3_bind_int64(q, 1, (int64_t)p->domain);
+	sqlite3_bind_int64(q, 2, (int64_t)p->id);
+	sqlite3_bind_text(q, 3, p->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 4, (int64_t)p->now_ms);
+	return rm_sq_step_reset(q);
+}
+
 int rm_sq_write_lost(struct rm_store *st, int64_t id, uint64_t now_ms)
 {
 	sqlite3_stmt *q = st->q[Q_EPOCH_LOST];

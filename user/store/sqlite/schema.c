@@ -42,7 +42,10 @@ const char rm_sq_schema[] =
 	" minute_ms INTEGER, source TEXT, outcome TEXT, count INTEGER, first_ms INTEGER, last_ms INTEGER,"
 	" last_detail TEXT, PRIMARY KEY(minute_ms, source, outcome));"
 	"CREATE TABLE IF NOT EXISTS run_limits ("
-	" run_id INTEGER, name TEXT, value INTEGER, PRIMARY KEY(run_id, name));";
+	" run_id INTEGER, name TEXT, value INTEGER, PRIMARY KEY(run_id, name));"
+	"CREATE TABLE IF NOT EXISTS observation_points ("
+	" domain INTEGER, observation_point_id INTEGER, name TEXT NOT NULL, updated_ms INTEGER,"
+	" PRIMARY KEY(domain, observation_point_id));";
 
 /*
  * Epoch statements share their parameter numbers: ?1 the row ID, ?2.. the
@@ -93,6 +96,8 @@ const char *const rm_sq_queries[Q__N] = {
 			  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(minute_ms, source, outcome) DO UPDATE SET"
 			  " count = count + ?4, last_ms = ?6, last_detail = ?7",
 	[Q_RUN_LIMIT] = "INSERT OR REPLACE INTO run_limits (run_id, name, value) VALUES (?1, ?2, ?3)",
+	[Q_OBS_POINT] = "INSERT OR REPLACE INTO observation_points (domain, observation_point_id, name, updated_ms) "
+			"VALUES (?1, ?2, ?3, ?4)",
 	[Q_RUN_STOP] = "UPDATE runs SET stopped_ms = ?2 WHERE id = ?1",
 	[Q_BEGIN] = "BEGIN IMMEDIATE",
 	[Q_COMMIT] = "COMMIT",

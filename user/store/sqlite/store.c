@@ -141,6 +141,8 @@ void rm_store_close(struct rm_store *st)
 		g_hash_table_destroy(st->conns);
 	if (st->limits)
 		g_array_free(st->limits, TRUE);
+	if (st->points)
+		g_array_free(st->points, TRUE);
 	if (st->lost)
 		g_array_free(st->lost, TRUE);
 	if (st->retire)
@@ -198,6 +200,8 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 	st->conns = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, rm_sq_conn_row_free);
 	st->limits = g_array_new(FALSE, FALSE, sizeof(struct limit_row));
 	g_array_set_clear_func(st->limits, rm_sq_limit_row_clear);
+	st->points = g_array_new(FALSE, FALSE, sizeof(struct point_row));
+	g_array_set_clear_func(st->points, rm_sq_point_row_clear);
 	st->lost = g_array_new(FALSE, FALSE, sizeof(int64_t));
 	st->retire = g_array_new(FALSE, FALSE, sizeof(struct retire_only));
 	st->ranges = g_array_new(FALSE, FALSE, sizeof(struct retire_range));

@@ -276,6 +276,14 @@ int rm_store_connections(struct rm_store *st, uint64_t minute_ms, const char *so
 			 uint64_t count, uint64_t first_ms, uint64_t last_ms, const char *detail);
 /* One limit of a run, by its configuration key (run_limits), written by the next transaction. 0 or -1. */
 int rm_store_run_limit(struct rm_store *st, int64_t run_id, const char *name, uint64_t value);
+
+/*
+ * The name of observation point id in Observation Domain domain, as the
+ * exporter sent it (Options Template 262), written by the next transaction
+ * (observation_points: one row per domain and ID, the latest name, when).
+ * 0 or -1.
+ */
+int rm_store_observation_point(struct rm_store *st, uint32_t domain, uint64_t id, const char *name, uint64_t now_ms);
 /* Octets of the raw records in the database (not those still waiting): record plus its Template, summed. */
 uint64_t rm_store_raw_bytes(struct rm_store *st);
 

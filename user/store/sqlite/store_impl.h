@@ -74,6 +74,7 @@ enum {
 	Q_DROP,
 	Q_CONNECTIONS,
 	Q_RUN_LIMIT,
+	Q_OBS_POINT,
 	Q_RUN_STOP,
 	Q_BEGIN,
 	Q_COMMIT,
@@ -105,6 +106,13 @@ struct raw_row {
 struct conn_row {
 	uint64_t minute_ms, count, first_ms, last_ms;
 	char *source, *outcome, *detail;
+};
+
+/* An observation point's name (observation_points). */
+struct point_row {
+	uint32_t domain;
+	uint64_t id, now_ms;
+	char *name;
 };
 
 /* One limit of a run (run_limits). */
@@ -161,6 +169,7 @@ struct rm_store {
 	GHashTable *drops; /* "session/kind" -> struct rm_drop_row */
 	GHashTable *conns; /* "minute/outcome/source" -> struct conn_row */
 	GArray *limits;    /* struct limit_row */
+	GArray *points;    /* struct point_row */
 	GArray *lost;      /* int64 row IDs of epochs whose outcome was not kept */
 	GArray *retire;    /* struct retire_only: settled epochs whose rows need only retired_ms */
 	GArray *ranges;    /* struct retire_range: packed epochs whose copies need only retired_ms */
@@ -249,6 +258,8 @@ void rm_sq_raw_free(gpointer p);
 void rm_sq_conn_row_free(gpointer p);
 /* Clear a struct limit_row (GArray clear function). */
 void rm_sq_limit_row_clear(gpointer p);
+/* Clear a struct point_row (GArray clear function). */
+void rm_sq_point_row_clear(gpointer p);
 /* 1 if anything waits for the next transaction. */
 int rm_sq_waiting(const struct rm_store *st);
 
@@ -275,6 +286,8 @@ int rm_sq_write_drop(struct rm_store *st, const struct rm_drop_row *d);
 int rm_sq_write_conn(struct rm_store *st, const struct conn_row *c);
 /* Write one limit of a run. 0 or -1. */
 int rm_sq_write_limit(struct rm_store *st, const struct limit_row *l);
+/* Write one observation point's name. 0 or -1. */
+int rm_sq_write_point(struct rm_store *st, const struct point_row *p);
 /* Mark the row of an epoch whose outcome was not kept (retired, incomplete if open). 0 or -1. */
 int rm_sq_write_lost(struct rm_store *st, int64_t id, uint64_t now_ms);
 

@@ -234,10 +234,28 @@ static int sq_limits(struct rm_store_reader *base, const char *collector_id,
 	return rc;
 }
 
+/* observation_points; a database of an older layout has no such table: no names. */
+static int sq_points(struct rm_store_reader *base,
+		     void (*fn)(void *arg, const char *collector_id, uint32_t domain, uint64_t id, const char *name),
+		     void *arg, char *err, size_t errlen)
+{
+	struct sqlite_reader *r = (struct sqlite_reader *)base;
+	sqlite3_stmt *q;
+
+	if (sqlite3_prepare_v2(rm_store_db(r->st), "SELECT domain, observation_point_id, name FROM observation_points",
+			       -1, &q, NULL) != SQLITE_OK)
+		return 0;
+	while (sqlite3_step(q) == SQLITE_ROW)
+		fn(arg, NULL, (uint32_t)I64(q, 0), I64(q, 1), TXT(q, 2) ? TXT(q, 2) : "");
+	sqlite3_finalize(q);
+	return 0;
+}
+
 const struct rm_store_reader_ops rm_store_reader_sqlite = {
 	.open = sq_open,
 	.close = sq_close,
 	.collectors = sq_collectors,
 	.epochs = sq_epochs,
 	.limits = sq_limits,
+	.points = sq_points,
 };
