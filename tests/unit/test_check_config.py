@@ -115,6 +115,25 @@ def test_collect_memory_budget_as_collect_refuses_it(tmp_path):
     assert check(f).returncode == 0
 
 
+def test_collect_memory_share_refused_at_its_line(tmp_path):
+    """max_memory_bytes_per_session above max_memory_bytes or below 131072 (docs/configuration.md):
+    check-config names FILE:LINE of the later of the two keys (exit 2), as collect --config does."""
+    f = tmp_path / "s.conf"
+    f.write_text("[collect]\nlisten = :4740\ndb = x.db\ntransport = tcp\nmax_memory_bytes = 8388608\n"
+                 "max_memory_bytes_per_session = 8388609\n")
+    p = check(f)
+    assert p.returncode == 2, p.stdout
+    assert ("%s:6: max_memory_bytes_per_session 8388609 is above max_memory_bytes 8388608" % f) in p.stderr, p.stderr
+    c = subprocess.run([ROCEMETER, "collect", "--config", str(f)], capture_output=True, text=True, timeout=30)
+    assert c.returncode == 2 and ("%s:6:" % f) in c.stderr, c.stderr
+    f.write_text("[collect]\nlisten = :4740\ndb = x.db\ntransport = tcp\nmax_memory_bytes_per_session = 131071\n")
+    p = check(f)
+    assert p.returncode == 2 and ("%s:5: max_memory_bytes_per_session 131071 is below 131072" % f) in p.stderr, \
+        p.stderr
+    f.write_text("[collect]\nlisten = :4740\ndb = x.db\ntransport = tcp\nmax_memory_bytes_per_session = 131072\n")
+    assert check(f).returncode == 0
+
+
 STORE_KEYS = ("store_credentials = /etc/rocemeter/clickhouse.credentials\ncollector_id = collector-1\n"
               "store_buffer_bytes = 16777216\n")
 
