@@ -16,6 +16,7 @@
 
 #include "chstore.h"
 #include "common/clock.h"
+#include "rules/budget.h"
 #include "store/store_rows.h"
 
 enum table { T_RUNS, T_SESSIONS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS, T_LIMITS, T__N };
@@ -38,9 +39,11 @@ struct rm_chstore {
 
 	/* The collector's thread. */
 	struct batch *cur;
-	GPtrArray *live;      /* struct rm_epoch * changed since they were last serialized; e->store_slot = index + 1 */
-	GHashTable *sessions; /* int64 id -> struct rm_sess_row */
-	GHashTable *drops;    /* "session/kind" -> struct rm_drop_row */
+	GPtrArray *live; /* struct rm_epoch * changed since they were last serialized; e->store_slot = index + 1;
+				 a retired one among them is the store's (sink_keeps): its row is in ClickHouse already */
+	struct rm_budget *budget; /* the kept retired epochs' charges (RM_BUDGET_EPOCH_BYTES each); NULL: none */
+	GHashTable *sessions;     /* int64 id -> struct rm_sess_row */
+	GHashTable *drops;        /* "session/kind" -> struct rm_drop_row */
 	int64_t next_run, next_session, next_epoch, next_raw, run_id;
 	uint64_t limit_seq;
 	uint64_t last_version;
