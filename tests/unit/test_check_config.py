@@ -5,6 +5,7 @@ value for one they would refuse, TLS files included. No root, no network: the
 certificates come from scripts/gen-certs (openssl), the encrypted key from
 `openssl pkey -aes256`."""
 import os
+import re
 import subprocess
 
 import pytest
@@ -219,3 +220,22 @@ def test_usage():
     assert p.returncode == 2 and "Usage: rocemeter check-config" in p.stderr
     p = subprocess.run([ROCEMETER, "check-config", "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "Exit status: 0" in p.stdout
+
+
+def test_collect_unit_open_files_hold_the_largest_limits(tmp_path):
+    """rocemeter-collect.service's LimitNOFILE holds 2 descriptors per session (socket, journal
+    file), one per handshake and 1024 of the collector's own at the largest max_sessions and
+    max_handshakes that check-config accepts (docs/service.md); above them check-config refuses."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "systemd", "rocemeter-collect.service.in")) as f:
+        (limit,) = re.findall(r"^LimitNOFILE=(\d+)$", f.read(), re.M)
+    with open(os.path.join(root, "user", "common", "limits.h")) as f:
+        h = f.read()
+    most = {k: int(re.search(r"#define RM_%s_MAX\s+(\d+)u" % k, h).group(1)) for k in ("MAX_SESSIONS", "MAX_HANDSHAKES")}
+    assert int(limit) >= 2 * most["MAX_SESSIONS"] + most["MAX_HANDSHAKES"] + 1024, (limit, most)
+    with open(os.path.join(root, "docs", "service.md")) as f:
+        assert f"LimitNOFILE={limit}" in f.read()
+    for key, v in (("max_sessions", most["MAX_SESSIONS"]), ("max_handshakes", most["MAX_HANDSHAKES"])):
+        f = tmp_path / f"{key}.conf"
+        f.write_text(f"[collect]\nlisten = :4740\ndb = x.db\ntransport = tcp\n{key} = {v + 1}\n")
+        assert check(f).returncode == 2
