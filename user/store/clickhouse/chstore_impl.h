@@ -54,6 +54,7 @@ struct rm_chstore {
 	uint64_t drops_logged_ms, drops_unlogged; /* the last "store drops" log line, the drops since */
 	GHashTable *drops_unlogged_by_session;    /* int64 session ID -> uint64 drops since that line */
 	char drops_last[200];                     /* the last drop's detail */
+	uint64_t drops_last_ms;                   /* CLOCK_MONOTONIC of the last drop */
 	uint64_t last_heartbeat_ms;
 	char store_name[700]; /* "BASE?database=DB": the store a spool file belongs to */
 	char spool_dir[512];
