@@ -596,12 +596,15 @@ def test_cluster_restart_reuses_no_id(tmp_path, pki):
         assert jrows(b, f"SELECT count() AS n FROM sessions_local FINAL WHERE collector_id = '{cid}'")[0]["n"] == 2
 
 
-def load(c, stop, first_epoch, n_epochs=200):
-    """Sessions of n_epochs one-report final epochs each, one after the other, until stop is set."""
+def load(c, stop, first_epoch, n_epochs=200, sent=None):
+    """Sessions of n_epochs one-report final epochs each, one after the other, until stop is set;
+    sent (a list) gets n_epochs for each session sent whole."""
     e = first_epoch
     while not stop.is_set():
         recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(e, e + n_epochs)]
         tc.send_session(c, tc.templates_msg(), tc.data_msg(*recs[:100]), tc.data_msg(*recs[100:], seq=100))
+        if sent is not None:
+            sent.append(n_epochs)
         e += n_epochs
 
 
@@ -646,6 +649,63 @@ def test_outage_under_load(tmp_path, pki):
         # the drops reached ClickHouse too, per session, once it was back
         (d,) = jrows(ch, f"SELECT sum(count) AS n FROM drops WHERE {q} AND kind = 'store'")
         assert d["n"] == dropped
+
+
+def test_frozen_clickhouse_drops_count_each_epoch_once(tmp_path, pki):
+    """Issue 27 item 4: clickhouse-server frozen (SIGSTOP: its sockets still accept, its requests
+    time out) for 10 s under load with a 1 MiB buffer, then thawed. A long session's 2,000 final
+    epochs are in ClickHouse (their rows while retained) before the freeze, and it ends while the
+    buffer is full: their retirements wait (a row exists: never a drop). A "store" drop counts one
+    retired epoch not stored, once: the distinct epochs in ClickHouse plus the store drops are
+    exactly the epochs the exporters sent (each accepted and retired: epochs_total), and every
+    stored epoch has its retirement."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"frozen-{os.getpid()}"
+        c = CHCollector(tmp_path, pki, ch, cid, "--metrics", "127.0.0.1:0", "--store-buffer-bytes", "1048576")
+        q = f"collector_id = '{cid}'"
+        long_n, first_load = 2000, 10001
+        recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(1, long_n + 1)]
+        held = c.connect()
+        held.sendall(tc.templates_msg())
+        for i in range(0, long_n, 100):
+            held.sendall(tc.data_msg(*recs[i:i + 100], seq=1 + i))
+        wait_for(lambda: jrows(ch, f"SELECT count() AS n FROM epochs WHERE {q}")[0]["n"] == long_n,
+                 "the long session's epochs in ClickHouse while it is open")
+        stop = threading.Event()
+        sent = [long_n]
+        t = threading.Thread(target=load, args=(c, stop, first_load, 200, sent))
+        t.start()
+        try:
+            ch.proc.send_signal(signal.SIGSTOP)
+            try:
+                wait_for(lambda: metrics(c)['rocemeter_collector_resource_drops_total{limit="store"}'] > 0,
+                         "store drops while ClickHouse is frozen")
+                tc.close_tls(held)  # its 2,000 retirements meet a full buffer
+                wait_for(lambda: retired(metrics(c)) >= long_n, "the long session's epochs retired")
+                time.sleep(8)
+            finally:
+                ch.proc.send_signal(signal.SIGCONT)
+            time.sleep(3)  # load goes on with ClickHouse back
+        finally:
+            stop.set()
+            t.join()
+        wait_for(lambda: metrics(c)["rocemeter_collector_sessions_open"] == 0, "sessions ended")
+        wait_for(lambda: metrics(c)["rocemeter_collector_store_buffer_bytes"] == 0, "every row sent")
+        m = metrics(c)
+        assert c.stop() == 0
+        dropped = m['rocemeter_collector_resource_drops_total{limit="store"}']
+        (r,) = jrows(ch, f"SELECT uniqExact(epoch_id) AS n, countIf(isNull(retired_ms)) AS open FROM epochs FINAL"
+                         f" WHERE {q}")
+        assert retired(m) == sum(sent)
+        assert r["n"] + dropped == sum(sent) and dropped > 0, (r, dropped, sum(sent))
+        assert r["open"] == 0
+        (h,) = jrows(ch, f"SELECT count() AS n FROM epochs FINAL WHERE {q} AND epoch_id <= {long_n}"
+                         " AND isNotNull(retired_ms) AND outcome = 'complete'")
+        assert h["n"] == long_n
+        (d,) = jrows(ch, f"SELECT sum(count) AS n FROM drops WHERE {q} AND kind = 'store'")
+        assert d["n"] == dropped
+        assert log_drops(c.log()) == dropped
 
 
 def collect_once(tmp, url, *extra):

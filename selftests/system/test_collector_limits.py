@@ -530,6 +530,42 @@ def test_memory_budget_refuses_epochs_as_counted_drops(start):
     assert re.search(r"memory-budget\s+10\b", text) and f"max_memory_bytes      {budget}" in text
 
 
+def test_one_exporter_cannot_take_the_memory_budget(start):
+    """Issue 27 item 3 over real TLS sessions: one exporter keeps 6,000 epochs open in a 4 MiB budget
+    (without shares it held all of it and the next sessions were refused). Its share, the default
+    max_memory_bytes_per_session of docs/configuration.md (a quarter of max_memory_bytes), holds its two
+    Templates and as many epochs of 768 bytes as fit; the rest are memory-budget drops of that session,
+    and 10 other exporters are admitted meanwhile with all their epochs accepted."""
+    data_t = template_record(256, V4)
+    opt_t = struct.pack(">HHH", 260, 2, 1) + spec(0, 145, 2) + spec(0, 173, 8)
+    budget = 4 << 20
+    share = budget // 4
+    kept = (share - 2 * documented_bytes("Template") - len(data_t) - len(opt_t)) // documented_bytes("retained epoch")
+    n = 6000
+    c = start("--max-handshakes", "1", "--max-memory-bytes", str(budget))
+    hog = c.connect()
+    hog.sendall(templates_msg())
+    for first in range(1, n + 1, 500):
+        hog.sendall(data_msg(*[report(epoch=e) for e in range(first, first + 500)], seq=first))
+    drops = lambda: c.query("SELECT coalesce(sum(count), 0) AS n FROM drops WHERE kind = 'memory-budget'")[0]["n"]
+    c.wait_for(lambda: drops() == n - kept, f"{n - kept} epochs of the first session refused")
+    for i in range(10):
+        s = c.connect()
+        s.sendall(templates_msg() + data_msg(*[report(epoch=e) for e in range(1, 11)]))
+        close_tls(s)
+        c.wait_ended(i + 1)
+    close_tls(hog)
+    rows = c.wait_ended(11)
+    first = rows[0]
+    assert first["accepted"] == kept and first["resource_drops"] == n - kept
+    assert [(r["accepted"], r["resource_drops"]) for r in rows[1:]] == [(10, 0)] * 10
+    (d,) = c.query("SELECT * FROM drops WHERE kind = 'memory-budget'")
+    assert d["session_id"] == first["id"] and d["count"] == n - kept
+    assert "max_memory_bytes_per_session %d" % share in d["last_detail"], d["last_detail"]
+    assert c.query("SELECT coalesce(sum(count), 0) AS n FROM connections")[0]["n"] == 0
+    assert re.search(r"max_memory_bytes_per_session\s+%d\b" % share, limits_text(c)), limits_text(c)
+
+
 def test_memory_budget_must_hold_the_handshakes_and_a_session(tmp_path):
     """max_memory_bytes below max_handshakes x the handshake slot + one session: a usage error (2)
     that names the key, before anything listens."""

@@ -118,16 +118,27 @@ def count(c, sql, *args):
 
 # ------------------------------------------------------------ a full disk
 
-@pytest.fixture
-def small_fs(tmp_path):
+def tmpfs(size):
+    """A tmpfs of size (mount's size=) at a path of this process, unmounted and removed after."""
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
-    d = f"/tmp/rm-full-{os.getpid()}"
+    d = f"/tmp/rm-full-{os.getpid()}-{size}"
     os.makedirs(d, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", d], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", d], check=True)
     yield d
     subprocess.run(["umount", "-l", d], check=False)
     shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    yield from tmpfs("8m")
+
+
+@pytest.fixture
+def roomy_fs(tmp_path):
+    """Room for 100,000 epochs once the filler is gone."""
+    yield from tmpfs("96m")
 
 
 def fill(path):
@@ -191,6 +202,53 @@ def test_database_full_then_space_returns(small_fs, tmp_path, pki):
     assert p.returncode == 0
     if dropped:
         assert f"database              {dropped}" in p.stdout, p.stdout
+
+
+DROPS_LINE = r"database unavailable: (\d+) epoch outcomes? and records not kept since the last line"
+
+
+def logged_drops(log):
+    """The database drops the collector's log lines account for."""
+    return sum(int(n) for n in re.findall(DROPS_LINE, log))
+
+
+def test_disk_full_stays_full_bound_is_enforced(roomy_fs, tmp_path, pki):
+    """Issue 27 item 5: the disk full and staying full while one session sends 150,000 final epochs.
+    At most 100,000 retired epochs wait in memory (docs/collector.md "When the database fails"); the
+    other 50,000 are `database` drops of the session while it lasts (metrics, a log line at once and
+    then at most every 10 s, not only at exit). Once space returns the 100,000 that waited are
+    stored: stored + dropped == sent."""
+    n, bound = 150000, 100000
+    c = start(os.path.join(roomy_fs, "c.db"), tmp_path, pki, "--metrics", "127.0.0.1:0")
+    drops = 'rocemeter_collector_resource_drops_total{limit="database"}'
+    try:
+        s = c.connect()
+        s.settimeout(WAIT)
+        s.sendall(templates_msg())
+        c.wait_for(lambda: c.query("SELECT id FROM sessions WHERE id = 1"), "session row")
+        filler = os.path.join(roomy_fs, "filler")
+        fill(filler)
+        for first in range(1, n + 1, 10000):
+            s.sendall(b"".join(epoch_stream(10000, first_epoch=first, final=True)))
+        close_tls(s)  # every epoch retires now: 100,000 wait, 50,000 are drops
+        c.wait_for(lambda: metric(c, drops) == n - bound, f"{n - bound} database drops while the disk is full")
+        # logged while it lasts, rate-limited: the first drop at once, the rest in a line due 10 s later
+        # (also without a further drop); the lines account for every drop
+        c.wait_for(lambda: logged_drops(c.log()) == n - bound, "every database drop in a log line")
+        lines = re.findall(DROPS_LINE, c.log())
+        assert len(lines) == 2 and lines[0] == "1", lines
+        assert metric(c, drops) == n - bound  # still full: no more drops, nothing stored
+        assert count(c, "SELECT count(*) FROM epochs") == 0
+        os.unlink(filler)  # space returns
+        c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs") == bound, "the epochs that waited stored")
+        c.wait_for(lambda: count(c, "SELECT coalesce(sum(count), 0) FROM drops WHERE kind = 'database'")
+                   == n - bound, "the drops stored")
+    finally:
+        assert c.stop() == 0
+    assert logged_drops(c.log()) == n - bound
+    assert count(c, "SELECT count(*) FROM epochs WHERE outcome = 'complete' AND retired_ms IS NOT NULL") == bound
+    (d,) = c.query("SELECT * FROM drops WHERE kind = 'database'")
+    assert d["session_id"] == 1 and "database unavailable" in d["last_detail"]
 
 
 # ------------------------------------------------------------ a write lock held by another process

@@ -30,12 +30,14 @@
 static int n_refused;
 static char refused_what[32];
 static uint64_t refused_bytes;
+static const struct rm_budget_share *refused_share; /* the share at its limit, NULL: the budget */
 
-static void on_refused(void *arg, const char *what, uint64_t bytes)
+static void on_refused(void *arg, const char *what, uint64_t bytes, const struct rm_budget_share *sh)
 {
 	n_refused++;
 	snprintf(refused_what, sizeof(refused_what), "%s", what);
 	refused_bytes = bytes;
+	refused_share = sh;
 }
 
 static struct rm_budget *budget(uint64_t limit)
@@ -268,13 +270,178 @@ static void test_templates_within_budget(void **state)
 	rm_budget_free(b);
 }
 
+/* ---------------- each session's share (max_memory_bytes_per_session) ---------------- */
+
+#define MIB (1024u * 1024u)
+
+/*
+ * The attack of issue 27 item 3: in a 64 MiB budget one session sends
+ * 100,000 open epochs. With a share of a quarter (the default of
+ * max_memory_bytes_per_session) it keeps floor(16 MiB / 768) = 21845 of
+ * them, the other 78,155 are refused as its own share's refusals, and 10
+ * other sessions are still admitted (262144 bytes each, as the collector
+ * charges a session) with 1000 epochs each. Without shares it took
+ * (64 MiB - 262144) / 768 = 87040 epochs and the budget was full.
+ */
+static void test_one_session_cannot_take_all(void **state)
+{
+	struct rm_rules_limits lim = { 16, 200000, 0 };
+	struct rm_budget *b = budget(64 * MIB);
+	struct rm_rules *rules = rm_rules_new(&lim, &sink, NULL);
+	struct rm_rsession *hog, *other[10];
+	uint64_t accepted = 0, refused = 0;
+	int share_refusals = 0;
+
+	assert_non_null(rules);
+	rm_budget_set_share_limit(b, 64 * MIB / 4);
+	assert_int_equal(rm_budget_share_limit(b), 16 * MIB);
+	rm_rules_set_budget(rules, b);
+	assert_int_equal(rm_budget_take(b, RM_BUDGET_SESSION_BYTES, "session"), 0);
+	hog = rm_rules_session_open(rules, 1);
+	n_sink_drops = 0;
+	for (uint64_t e = 1; e <= 100000; e++) {
+		enum rm_verdict v = feed(hog, e, 1, 0);
+
+		if (v == RM_V_ACCEPTED) {
+			accepted++;
+		} else {
+			assert_int_equal(v, RM_V_RESOURCE_DROP);
+			refused++;
+			share_refusals += refused_share != NULL;
+		}
+	}
+	assert_int_equal(accepted, 21845);
+	assert_int_equal(refused, 78155);
+	assert_int_equal(n_refused, 78155);
+	assert_int_equal(share_refusals, 78155); /* each refused by the session's share, not the budget */
+	assert_int_equal(n_sink_drops, 0);
+	assert_int_equal(rm_rules_retained(hog), 21845);
+	assert_int_equal(rm_budget_used(b), RM_BUDGET_SESSION_BYTES + 21845ull * EPOCH_BYTES);
+	for (int i = 0; i < 10; i++) {
+		assert_int_equal(rm_budget_take(b, RM_BUDGET_SESSION_BYTES, "session"), 0);
+		other[i] = rm_rules_session_open(rules, 2 + (uint64_t)i);
+		for (uint64_t e = 1; e <= 1000; e++)
+			assert_int_equal(feed(other[i], e, 1, 0), RM_V_ACCEPTED);
+	}
+	assert_int_equal(n_refused, 78155);
+	/* the hog's closed epochs make room in its own share: a final report, then a new epoch fits */
+	assert_int_equal(feed(hog, 1, 2, 1), RM_V_ACCEPTED);
+	assert_int_equal(feed(hog, 100001, 1, 0), RM_V_ACCEPTED);
+	assert_null(rm_rules_find(hog, 0, 1));
+	rm_rules_session_close(hog, "test end", 2000);
+	for (int i = 0; i < 10; i++)
+		rm_rules_session_close(other[i], "test end", 2000);
+	assert_int_equal(rm_budget_used(b), 11ull * RM_BUDGET_SESSION_BYTES);
+	rm_rules_free(rules);
+	rm_budget_free(b);
+}
+
+/*
+ * 256 large Templates of one session (8000 fields: a Template Record of
+ * 4 + 4 x 8000 octets, charged 512 + 32004) in an 8 MiB budget with a share
+ * of 2 MiB: floor(2097152 / 32516) = 64 fit, 192 are refused by the share,
+ * and the next session's Templates and epochs, charged to one share of its
+ * own (the decoder's and the rules' together), still fit.
+ */
+static void test_templates_and_epochs_share(void **state)
+{
+	static uint8_t m[40000];
+	struct rm_rules_limits lim = { 4, 100, 0 };
+	struct rm_budget *b = budget(8 * MIB);
+	struct rm_rules *rules = rm_rules_new(&lim, &sink, NULL);
+	struct rm_budget_share sh1, sh2;
+	struct rm_ipfix_session *d1 = rm_ipfix_session_new(32473), *d2 = rm_ipfix_session_new(32473);
+	struct rm_rsession *s2;
+	const uint64_t big = TEMPLATE_BYTES + 4 + 4 * 8000;
+	size_t tl;
+	int share_refusals = 0;
+
+	assert_non_null(rules);
+	assert_non_null(d1);
+	assert_non_null(d2);
+	rm_budget_set_share_limit(b, 2 * MIB);
+	rm_rules_set_budget(rules, b);
+	rm_budget_share_init(&sh1, b);
+	rm_budget_share_init(&sh2, b);
+	rm_ipfix_session_set_share(d1, &sh1);
+	rm_ipfix_session_set_share(d2, &sh2);
+	n_rejects = 0;
+	for (uint16_t t = 256; t < 512; t++) {
+		int before = n_refused;
+
+		message(d1, m, template_msg(m, t, 8000));
+		if (n_refused > before)
+			share_refusals += refused_share == &sh1;
+	}
+	assert_int_equal(sh1.used, 64 * big);
+	assert_int_equal(n_refused, 192);
+	assert_int_equal(share_refusals, 192);
+	assert_int_equal(n_rejects, 192);
+	assert_non_null(strstr(last_reject, "max_memory_bytes_per_session"));
+	assert_non_null(rm_ipfix_template_bytes(d1, 0, 319, &tl));
+	assert_null(rm_ipfix_template_bytes(d1, 0, 320, &tl));
+	/* the second session: Templates and epochs against its own share */
+	s2 = rm_rules_session_open(rules, 2);
+	rm_rules_session_set_share(s2, &sh2);
+	message(d2, m, template_msg(m, 256, 8000));
+	assert_non_null(rm_ipfix_template_bytes(d2, 0, 256, &tl));
+	for (uint64_t e = 1; e <= 10; e++)
+		assert_int_equal(feed(s2, e, 1, 0), RM_V_ACCEPTED);
+	assert_int_equal(sh2.used, big + 10 * EPOCH_BYTES);
+	assert_int_equal(rm_budget_used(b), 65 * big + 10 * EPOCH_BYTES);
+	assert_int_equal(n_refused, 192);
+	/* what each gives back leaves its share and the budget */
+	rm_rules_session_close(s2, "test end", 2000);
+	assert_int_equal(sh2.used, big);
+	rm_ipfix_session_free(d2);
+	rm_ipfix_session_free(d1);
+	assert_int_equal(sh1.used, 0);
+	assert_int_equal(sh2.used, 0);
+	assert_int_equal(rm_budget_used(b), 0);
+	rm_rules_free(rules);
+	rm_budget_free(b);
+}
+
+/* A share is at most the share limit, and never more than the budget has: refused by the budget then. */
+static void test_share_and_budget_limits(void **state)
+{
+	struct rm_budget *b = budget(1000);
+	struct rm_budget_share a, c;
+
+	rm_budget_set_share_limit(b, 600);
+	rm_budget_share_init(&a, b);
+	rm_budget_share_init(&c, b);
+	assert_int_equal(rm_budget_share_take(&a, 600, "x"), 0);
+	assert_int_equal(rm_budget_share_take(&a, 1, "epoch"), -1); /* the share is full */
+	assert_ptr_equal(refused_share, &a);
+	assert_int_equal(rm_budget_share_full(&a, 1), 1);
+	assert_int_equal(rm_budget_share_take(&c, 401, "epoch"), -1); /* the budget is full (600 + 401 > 1000) */
+	assert_null(refused_share);
+	assert_int_equal(rm_budget_share_full(&c, 401), 0);
+	assert_int_equal(rm_budget_share_take(&c, 400, "x"), 0);
+	assert_int_equal(n_refused, 2);
+	assert_int_equal(rm_budget_refusals(b), 2);
+	/* pass: the share lets go, the budget keeps the bytes (an epoch the store keeps until its write) */
+	rm_budget_share_pass(&a, 100);
+	assert_int_equal(a.used, 500);
+	assert_int_equal(rm_budget_used(b), 1000);
+	rm_budget_give(b, 100);
+	rm_budget_share_give(&a, 500);
+	rm_budget_share_give(&c, 400);
+	assert_int_equal(rm_budget_used(b), 0);
+	/* a share of no budget is unlimited */
+	rm_budget_share_init(&a, NULL);
+	assert_int_equal(rm_budget_share_take(&a, UINT64_MAX, "x"), 0);
+	rm_budget_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_documented_charges),
-		cmocka_unit_test(test_take_give),
-		cmocka_unit_test(test_epochs_within_budget),
-		cmocka_unit_test(test_templates_within_budget),
+		cmocka_unit_test(test_documented_charges),          cmocka_unit_test(test_take_give),
+		cmocka_unit_test(test_epochs_within_budget),        cmocka_unit_test(test_templates_within_budget),
+		cmocka_unit_test(test_one_session_cannot_take_all), cmocka_unit_test(test_templates_and_epochs_share),
+		cmocka_unit_test(test_share_and_budget_limits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,7 @@ value for one they would refuse, TLS files included. No root, no network: the
 certificates come from scripts/gen-certs (openssl), the encrypted key from
 `openssl pkey -aes256`."""
 import os
+import re
 import subprocess
 
 import pytest
@@ -115,6 +116,25 @@ def test_collect_memory_budget_as_collect_refuses_it(tmp_path):
     assert check(f).returncode == 0
 
 
+def test_collect_memory_share_refused_at_its_line(tmp_path):
+    """max_memory_bytes_per_session above max_memory_bytes or below 131072 (docs/configuration.md):
+    check-config names FILE:LINE of the later of the two keys (exit 2), as collect --config does."""
+    f = tmp_path / "s.conf"
+    f.write_text("[collect]\nlisten = :4740\ndb = x.db\ntransport = tcp\nmax_memory_bytes = 8388608\n"
+                 "max_memory_bytes_per_session = 8388609\n")
+    p = check(f)
+    assert p.returncode == 2, p.stdout
+    assert ("%s:6: max_memory_bytes_per_session 8388609 is above max_memory_bytes 8388608" % f) in p.stderr, p.stderr
+    c = subprocess.run([ROCEMETER, "collect", "--config", str(f)], capture_output=True, text=True, timeout=30)
+    assert c.returncode == 2 and ("%s:6:" % f) in c.stderr, c.stderr
+    f.write_text("[collect]\nlisten = :4740\ndb = x.db\ntransport = tcp\nmax_memory_bytes_per_session = 131071\n")
+    p = check(f)
+    assert p.returncode == 2 and ("%s:5: max_memory_bytes_per_session 131071 is below 131072" % f) in p.stderr, \
+        p.stderr
+    f.write_text("[collect]\nlisten = :4740\ndb = x.db\ntransport = tcp\nmax_memory_bytes_per_session = 131072\n")
+    assert check(f).returncode == 0
+
+
 STORE_KEYS = ("store_credentials = /etc/rocemeter/clickhouse.credentials\ncollector_id = collector-1\n"
               "store_buffer_bytes = 16777216\n")
 
@@ -220,3 +240,22 @@ def test_nul_byte_and_given_twice_refused(tmp_path, text, line, reason):
     assert p.returncode == 2, p.stdout + p.stderr
     assert p.stderr == "rocemeter check-config: %s:%d: %s\n" % (f, line, reason)
     assert p.stdout == ""
+
+
+def test_collect_unit_open_files_hold_the_largest_limits(tmp_path):
+    """rocemeter-collect.service's LimitNOFILE holds 2 descriptors per session (socket, journal
+    file), one per handshake and 1024 of the collector's own at the largest max_sessions and
+    max_handshakes that check-config accepts (docs/service.md); above them check-config refuses."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "systemd", "rocemeter-collect.service.in")) as f:
+        (limit,) = re.findall(r"^LimitNOFILE=(\d+)$", f.read(), re.M)
+    with open(os.path.join(root, "user", "common", "limits.h")) as f:
+        h = f.read()
+    most = {k: int(re.search(r"#define RM_%s_MAX\s+(\d+)u" % k, h).group(1)) for k in ("MAX_SESSIONS", "MAX_HANDSHAKES")}
+    assert int(limit) >= 2 * most["MAX_SESSIONS"] + most["MAX_HANDSHAKES"] + 1024, (limit, most)
+    with open(os.path.join(root, "docs", "service.md")) as f:
+        assert f"LimitNOFILE={limit}" in f.read()
+    for key, v in (("max_sessions", most["MAX_SESSIONS"]), ("max_handshakes", most["MAX_HANDSHAKES"])):
+        f = tmp_path / f"{key}.conf"
+        f.write_text(f"[collect]\nlisten = :4740\ndb = x.db\ntransport = tcp\n{key} = {v + 1}\n")
+        assert check(f).returncode == 2

@@ -262,6 +262,32 @@ static void every_collect_limit_key_lands(void **state)
 		     "max_memory_bytes: '327679' is not an integer in 327680..");
 }
 
+/*
+ * max_memory_bytes_per_session (docs/configuration.md): 0 by default, which
+ * is a quarter of max_memory_bytes; otherwise 131072 (the largest Template,
+ * 512 + 65535 bytes, and 84 epochs of 768 bytes) up to max_memory_bytes,
+ * refused at the line of the later of the two keys.
+ */
+static void memory_share(void **state)
+{
+	rm_config_defaults(&cfg);
+	assert_int_equal(cfg.collect.max_memory_bytes_per_session, 0);
+	assert_int_equal(rm_collect_memory_share(&cfg.collect), 1073741824 / 4);
+	expect_ok("[collect]\nmax_memory_bytes = 8388608\nmax_memory_bytes_per_session = 131072\n");
+	assert_int_equal(rm_collect_memory_share(&cfg.collect), 131072);
+	expect_ok("[collect]\nmax_memory_bytes = 8388608\n");
+	assert_int_equal(rm_collect_memory_share(&cfg.collect), 2097152);
+	expect_ok("[collect]\nmax_memory_bytes = 8388608\nmax_memory_bytes_per_session = 8388608\n");
+	expect_error("[collect]\nmax_memory_bytes = 8388608\nmax_memory_bytes_per_session = 131071\n", 3,
+		     "max_memory_bytes_per_session 131071 is below 131072");
+	expect_error("[collect]\nmax_memory_bytes = 8388608\nlisten = :4740\nmax_memory_bytes_per_session = 8388609\n",
+		     4, "max_memory_bytes_per_session 8388609 is above max_memory_bytes 8388608");
+	/* the later key is the line at fault: here max_memory_bytes, lowered below the share */
+	expect_error("[collect]\nmax_memory_bytes_per_session = 4194304\n\nmax_memory_bytes = 4194303\n", 4,
+		     "max_memory_bytes_per_session 4194304 is above max_memory_bytes 4194303");
+	expect_error("[collect]\nmax_memory_bytes_per_session = 1099511627777\n", 2, "max_memory_bytes_per_session");
+}
+
 /* Values other than the defaults, to see that each key lands in its field. */
 static void every_meter_key_lands(void **state)
 {
@@ -574,6 +600,7 @@ int main(void)
 		cmocka_unit_test(defaults_are_documented),
 		cmocka_unit_test(export_port_follows_transport),
 		cmocka_unit_test(example_file),
+		cmocka_unit_test(memory_share),
 		cmocka_unit_test(every_meter_key_lands),
 		cmocka_unit_test(every_collect_limit_key_lands),
 		cmocka_unit_test(unknown_key),

@@ -47,7 +47,7 @@ static void on_drop(void *arg, uint64_t session_id, uint32_t domain, uint64_t ep
 {
 }
 
-static void on_refused(void *arg, const char *what, uint64_t bytes)
+static void on_refused(void *arg, const char *what, uint64_t bytes, const struct rm_budget_share *sh)
 {
 	((struct fixture *)arg)->refusals++;
 }

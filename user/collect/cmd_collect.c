@@ -123,6 +123,9 @@ static const struct rm_opt collect_opts[] = {
 	RM_OPT("max-memory-bytes", 0, "N", RM_OPT_KEY,
 	       "memory budget for handshakes, sessions, epochs\nand Templates (default %llu)", .section = "collect",
 	       .key = "max_memory_bytes", .hv = { RM_MAX_MEMORY_BYTES_DEFAULT }),
+	RM_OPT("max-memory-bytes-per-session", 0, "N", RM_OPT_KEY,
+	       "of it one session's epochs and Templates may\nhold (default 0: max_memory_bytes / %llu)",
+	       .section = "collect", .key = "max_memory_bytes_per_session", .hv = { RM_MEMORY_SHARE_DIVISOR }),
 	{ 0 },
 };
 #undef CS

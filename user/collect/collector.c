@@ -140,6 +140,7 @@ static void store_limits(struct rm_collector *s)
 		{ "max_raw_bytes", cs->max_raw_bytes },
 		{ "max_raw_bytes_per_session", cs->max_raw_bytes_per_session },
 		{ "max_memory_bytes", cs->max_memory_bytes },
+		{ "max_memory_bytes_per_session", rm_collect_memory_share(cs) },
 	};
 
 	rm_collector_batch_begin(s);
@@ -174,11 +175,12 @@ static void log_start(const struct rm_collector *s, const struct rm_store_spec *
 	       "limits: max_handshakes %u (%u per source), handshake_timeout_ms %" PRIu64
 	       ", session_timeout_ms %" PRIu64 ", message_timeout_ms %" PRIu64 ", dead_peer_timeout_ms %" PRIu64
 	       "; max_raw_bytes %" PRIu64 " (%" PRIu64 " per session, %" PRIu64 " stored); max_memory_bytes %" PRIu64
-	       " (bytes per handshake slot %u, session %u, epoch %u, Template %u + its octets)",
+	       " (%" PRIu64 " per session; bytes per handshake slot %u, session %u, epoch %u, Template %u + its "
+	       "octets)",
 	       cs->max_handshakes, cs->max_handshakes_per_source, cs->handshake_timeout_ms, cs->session_timeout_ms,
 	       cs->message_timeout_ms, cs->dead_peer_timeout_ms, cs->max_raw_bytes, cs->max_raw_bytes_per_session,
-	       s->raw_bytes, cs->max_memory_bytes, RM_BUDGET_HANDSHAKE_BYTES, RM_BUDGET_SESSION_BYTES,
-	       RM_BUDGET_EPOCH_BYTES, RM_BUDGET_TEMPLATE_BYTES);
+	       s->raw_bytes, cs->max_memory_bytes, rm_collect_memory_share(cs), RM_BUDGET_HANDSHAKE_BYTES,
+	       RM_BUDGET_SESSION_BYTES, RM_BUDGET_EPOCH_BYTES, RM_BUDGET_TEMPLATE_BYTES);
 }
 
 /* Undo what rm_collector_start set up, any part of it, and free s. */
@@ -236,6 +238,7 @@ int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_sto
 		}
 	}
 	s->budget = rm_budget_new(cs->max_memory_bytes, rm_session_budget_refused, s);
+	rm_budget_set_share_limit(s->budget, rm_collect_memory_share(cs));
 	if (!s->budget || rm_collect_memory_check(cs, err, sizeof(err)) < 0 || rm_budget_try(s->budget, reserve) < 0) {
 		rm_log(RM_LOG_ERR, "%s", s->budget ? err : "out of memory");
 		goto out;

@@ -82,8 +82,9 @@ struct conn {
 	uint64_t notes;      /* the decoder's notes (Template withdrawn, unusable): the first logged, then a minute's */
 	uint64_t note_mono;  /* the last note logged */
 	uint64_t notes_held; /* notes since, only counted */
-	int jfd;             /* its received-Messages journal file (journal.h), -1: none */
-	uint64_t jbytes;     /* octets received into that file */
+	struct rm_budget_share share; /* its epochs' and Templates' part of the budget (max_memory_bytes_per_session) */
+	int jfd;                      /* its received-Messages journal file (journal.h), -1: none */
+	uint64_t jbytes;              /* octets received into that file */
 	uint32_t reliability; /* Reliability records of the exporter handled (at most RELIABILITY_MAX, session.c) */
 };
 
@@ -161,7 +162,7 @@ void rm_accept_minute(struct rm_collector *s, uint64_t t);
 /* The rules' sink (collector_rules.h), its arg the server. */
 extern const struct rm_rules_sink rm_session_rules_sink;
 /* The budget's refusals (budget.h), its arg the server: drops of the session at hand. */
-void rm_session_budget_refused(void *arg, const char *what, uint64_t bytes);
+void rm_session_budget_refused(void *arg, const char *what, uint64_t bytes, const struct rm_budget_share *sh);
 /* Make a connection a Transport Session. 0, or -1 if refused (counted, closed after the loop pass). */
 int rm_session_admit(struct conn *c);
 /* A session's turn: read a bounded number of octets, decoding every complete Message. */

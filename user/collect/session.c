@@ -48,15 +48,22 @@ static uint64_t *verdict_counter(struct rm_collector *s, enum rm_verdict v)
 /* ---------------- memory budget and raw octets ---------------- */
 
 /* The budget refused something: a collector resource drop of the session at hand (0: none yet). */
-void rm_session_budget_refused(void *arg, const char *what, uint64_t bytes)
+void rm_session_budget_refused(void *arg, const char *what, uint64_t bytes, const struct rm_budget_share *sh)
 {
 	struct rm_collector *s = arg;
 	int64_t sid = s->cur ? s->cur->session_id : 0;
 	uint64_t mono = rm_clock_mono_ms();
 	char d[200];
 
-	snprintf(d, sizeof(d), "%s of %" PRIu64 " bytes refused: max_memory_bytes %" PRIu64 ", %" PRIu64 " in use",
-		 what, bytes, rm_budget_limit(s->budget), rm_budget_used(s->budget));
+	if (sh) /* the session at its share: the others keep their room */
+		snprintf(d, sizeof(d),
+			 "%s of %" PRIu64 " bytes refused: max_memory_bytes_per_session %" PRIu64 ", %" PRIu64
+			 " in use by this session",
+			 what, bytes, rm_budget_share_limit(s->budget), sh->used);
+	else
+		snprintf(d, sizeof(d),
+			 "%s of %" PRIu64 " bytes refused: max_memory_bytes %" PRIu64 ", %" PRIu64 " in use", what,
+			 bytes, rm_budget_limit(s->budget), rm_budget_used(s->budget));
 	rm_collector_batch_begin(s);
 	s->stats.drops_memory_budget++;
 	rm_collector_store_check(s, rm_backend_drop(s->st, sid, "memory-budget", d, rm_clock_wall_ms()), "drop");
@@ -494,7 +501,9 @@ int rm_session_admit(struct conn *c)
 		rm_session_end(c, "out of memory");
 		return -1;
 	}
-	rm_ipfix_session_set_budget(c->dec, s->budget);
+	rm_budget_share_init(&c->share, s->budget);
+	rm_ipfix_session_set_share(c->dec, &c->share);
+	rm_rules_session_set_share(c->rs, &c->share);
 	rm_journal_session_start(s->journal, c);
 	{
 		char sid[24];

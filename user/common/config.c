@@ -91,6 +91,7 @@ struct rm_config_parse {
 	int indented;  /* the line starts with blanks: inih takes it as the previous value's continuation */
 	int section_line[CONFIG_MAX_SECTIONS];              /* the line of each section's header, 0 before it */
 	int key_line[CONFIG_MAX_SECTIONS][CONFIG_MAX_KEYS]; /* the line of each key's value, 0 before it */
+	int share_line; /* the last of [collect] max_memory_bytes and max_memory_bytes_per_session (0: neither) */
 };
 
 static int __attribute__((format(printf, 2, 3))) fail(struct rm_config_parse *ps, const char *fmt, ...);
@@ -445,6 +446,7 @@ static const struct rm_config_key collect_keys[] = {
 	UINT_KEY(C, "max_raw_bytes", max_raw_bytes, 0, RM_MAX_RAW_BYTES_MAX),
 	UINT_KEY(C, "max_raw_bytes_per_session", max_raw_bytes_per_session, 0, RM_MAX_RAW_BYTES_MAX),
 	UINT_KEY(C, "max_memory_bytes", max_memory_bytes, RM_MAX_MEMORY_BYTES_MIN, RM_MAX_MEMORY_BYTES_MAX),
+	UINT_KEY(C, "max_memory_bytes_per_session", max_memory_bytes_per_session, 0, RM_MAX_MEMORY_BYTES_MAX),
 	{ 0 },
 };
 #undef C
@@ -621,6 +623,8 @@ static int handler(void *user, const char *section, const char *name, const char
 		return fail(ps, "unknown key '%s' in [%s]", name, section);
 	if (key_again(ps, s, k, section))
 		return 0;
+	if (s->bit == RM_CONFIG_COLLECT && !strncmp(name, "max_memory_bytes", 16))
+		ps->share_line = ps->line;
 	return read_key(ps, sec, k, value);
 }
 
@@ -675,6 +679,10 @@ int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size
 			snprintf(err, errlen, "%s: [capture]: %s", path, ps.reason);
 		return -1;
 	}
+	if (ps.share_line && rm_collect_memory_share_check(&cfg->collect, ps.reason, sizeof(ps.reason))) {
+		snprintf(err, errlen, "%s:%d: %s", path, ps.share_line, ps.reason);
+		return -1;
+	}
 	/* Export is on when a collector is named; the other [export] keys
 	 * (report_interval_ms, ...) also apply to reports printed locally. */
 	cfg->export.enabled = cfg->export.collector[0] != 0;
@@ -703,6 +711,31 @@ const char *rm_collect_store_name(const struct rm_collect_settings *cs)
 	return cs->store[0] ? cs->store : cs->db;
 }
 
+uint64_t rm_collect_memory_share(const struct rm_collect_settings *cs)
+{
+	return cs->max_memory_bytes_per_session ? cs->max_memory_bytes_per_session
+						: cs->max_memory_bytes / RM_MEMORY_SHARE_DIVISOR;
+}
+
+int rm_collect_memory_share_check(const struct rm_collect_settings *cs, char *err, size_t errlen)
+{
+	uint64_t v = cs->max_memory_bytes_per_session;
+
+	if (v && v < RM_MAX_MEMORY_BYTES_PER_SESSION_MIN) {
+		snprintf(err, errlen,
+			 "max_memory_bytes_per_session %" PRIu64 " is below %llu (the largest Template and 84 epochs)"
+			 "; 0 is max_memory_bytes / %u",
+			 v, RM_MAX_MEMORY_BYTES_PER_SESSION_MIN, RM_MEMORY_SHARE_DIVISOR);
+		return -EINVAL;
+	}
+	if (v > cs->max_memory_bytes) {
+		snprintf(err, errlen, "max_memory_bytes_per_session %" PRIu64 " is above max_memory_bytes %" PRIu64, v,
+			 cs->max_memory_bytes);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int rm_collect_memory_check(const struct rm_collect_settings *cs, char *err, size_t errlen)
 {
 	uint64_t need = (uint64_t)cs->max_handshakes * RM_BUDGET_HANDSHAKE_BYTES + RM_BUDGET_SESSION_BYTES;
@@ -716,5 +749,5 @@ int rm_collect_memory_check(const struct rm_collect_settings *cs, char *err, siz
 			 need);
 		return -EINVAL;
 	}
-	return 0;
+	return rm_collect_memory_share_check(cs, err, errlen);
 }

@@ -21,7 +21,8 @@
  *              max_sessions, max_epochs, max_raw_records, inactivity_timeout_ms,
  *              max_handshakes, max_handshakes_per_source, handshake_timeout_ms,
  *              session_timeout_ms, message_timeout_ms, dead_peer_timeout_ms,
- *              max_raw_bytes, max_raw_bytes_per_session, max_memory_bytes
+ *              max_raw_bytes, max_raw_bytes_per_session, max_memory_bytes,
+ *              max_memory_bytes_per_session
  *              metrics (docs/collector.md)
  */
 #ifndef ROCEMETER_CONFIG_H
@@ -105,10 +106,11 @@ struct rm_collect_settings {
 	uint64_t message_timeout_ms;        /* first to last octet of one IPFIX Message, default 30000 */
 	uint64_t dead_peer_timeout_ms;      /* TCP keepalive and TCP_USER_TIMEOUT, default 60000 */
 	/* Bytes (docs/collector.md "Raw records", "Memory budget"). */
-	uint64_t max_raw_bytes;             /* raw record octets in the database, default 64 MiB */
-	uint64_t max_raw_bytes_per_session; /* the same per Transport Session, default 8 MiB */
-	uint64_t max_memory_bytes;          /* the memory budget, default 1 GiB */
-	char metrics[256];                  /* Prometheus metrics on ADDR:PORT; "": off (default) */
+	uint64_t max_raw_bytes;                /* raw record octets in the database, default 64 MiB */
+	uint64_t max_raw_bytes_per_session;    /* the same per Transport Session, default 8 MiB */
+	uint64_t max_memory_bytes;             /* the memory budget, default 1 GiB */
+	uint64_t max_memory_bytes_per_session; /* one session's share of it; 0 (default): max_memory_bytes / 4 */
+	char metrics[256];                     /* Prometheus metrics on ADDR:PORT; "": off (default) */
 };
 
 /* Sections a file named (at least one key in it): rm_config_file.sections. */
@@ -183,6 +185,15 @@ int rm_parse_listen(const char *text, char *host, size_t hlen, uint16_t *port, c
  * max_memory_bytes in err. `collect` and `check-config` refuse such a file.
  */
 int rm_collect_memory_check(const struct rm_collect_settings *cs, char *err, size_t errlen);
+/*
+ * [collect]: max_memory_bytes_per_session is 0 or in
+ * RM_MAX_MEMORY_BYTES_PER_SESSION_MIN .. max_memory_bytes: 0, or -EINVAL
+ * with a one-line reason naming it in err (rm_config_load says FILE:LINE,
+ * rm_collect_memory_check checks it too).
+ */
+int rm_collect_memory_share_check(const struct rm_collect_settings *cs, char *err, size_t errlen);
+/* The share of max_memory_bytes one Transport Session may hold (bytes): the key, or its default. */
+uint64_t rm_collect_memory_share(const struct rm_collect_settings *cs);
 
 /*
  * [collect]: a store is named (store, or its older name db; the loader

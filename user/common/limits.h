@@ -95,6 +95,10 @@
 #define RM_BUDGET_SESSION_BYTES     262144u /* per admitted session: receive buffer, TLS state, tables */
 #define RM_MAX_MEMORY_BYTES_MAX     (1ull << 40)
 #define RM_MAX_MEMORY_BYTES_DEFAULT (1ull << 30)
+/* max_memory_bytes_per_session: 0 (the default) is max_memory_bytes / RM_MEMORY_SHARE_DIVISOR; else at
+ * least the MIN: the largest Template (512 + 65535 octets) and 84 epochs (docs/collector.md "Memory budget") */
+#define RM_MAX_MEMORY_BYTES_PER_SESSION_MIN 131072ull
+#define RM_MEMORY_SHARE_DIVISOR             4u
 /* [collect] store_buffer_bytes: rows waiting for a clickhouse: store (docs/fleet.md "Writing"). */
 #define RM_STORE_BUFFER_BYTES_MIN     (1ull << 16)
 #define RM_STORE_BUFFER_BYTES_MAX     (1ull << 36)

@@ -69,7 +69,9 @@ struct rm_rsession {
 	struct rm_epoch **dirty;
 	uint32_t n_dirty, dirty_cap;
 	uint64_t verdicts[RM_V__COUNT];
-	int closing; /* rm_rules_session_close is retiring every epoch */
+	struct rm_budget_share own;    /* its share of the rules' budget, unless rm_rules_session_set_share */
+	struct rm_budget_share *share; /* what its retained epochs are charged to */
+	int closing;                   /* rm_rules_session_close is retiring every epoch */
 };
 
 #define ETABLE_MIN_BITS 10
@@ -289,6 +291,8 @@ struct rm_rsession *rm_rules_session_open(struct rm_rules *r, uint64_t session_i
 		return NULL;
 	s->rules = r;
 	s->id = session_id;
+	rm_budget_share_init(&s->own, r->budget);
+	s->share = &s->own;
 	s->domains = g_hash_table_new_full(g_int_hash, g_int_equal, NULL, free);
 	if (etable_init(&s->epochs) < 0) {
 		g_hash_table_destroy(s->domains);
@@ -551,10 +555,13 @@ static void retire(struct rm_epoch *e, const char *cause, uint64_t now_ms)
 			ELIST_UNLINK(&s->closed, e, closed_prev, closed_next);
 		etable_remove(&s->epochs, e);
 	}
-	/* A kept epoch keeps its charge until the sink's write: the sink returns it (docs/collector.md "Memory budget"). */
+	/* A kept epoch keeps its charge until the sink's write, no longer the session's: the sink returns it
+	 * (docs/collector.md "Memory budget"). */
 	if (!e->sink_keeps) {
 		rm_rules_epoch_free(e);
-		rm_budget_give(s->rules->budget, RM_BUDGET_EPOCH_BYTES);
+		rm_budget_share_give(s->share, RM_BUDGET_EPOCH_BYTES);
+	} else {
+		rm_budget_share_pass(s->share, RM_BUDGET_EPOCH_BYTES);
 	}
 }
 
@@ -693,28 +700,41 @@ void rm_rules_set_budget(struct rm_rules *r, struct rm_budget *b)
 	r->budget = b;
 }
 
+void rm_rules_session_set_share(struct rm_rsession *s, struct rm_budget_share *sh)
+{
+	s->share = sh ? sh : &s->own;
+}
+
 void rm_rules_set_accepted(struct rm_rules *r, rm_rules_accepted_fn fn)
 {
 	r->accepted = fn;
 }
 
-/* Charge a new epoch to the memory budget; the oldest closed epoch makes room if it must. 0 or -1 (refused). */
+/*
+ * Charge a new epoch to the session's share of the memory budget; the oldest
+ * closed epoch makes room if it must, and the sink's kept epochs when the
+ * budget as a whole is full. 0 or -1 (refused).
+ */
 static int budget_epoch(struct rm_rsession *s, uint64_t now_ms)
 {
-	struct rm_budget *b = s->rules->budget;
+	struct rm_budget_share *sh = s->share;
 
-	if (rm_budget_try(b, RM_BUDGET_EPOCH_BYTES) == 0)
+	if (rm_budget_share_try(sh, RM_BUDGET_EPOCH_BYTES) == 0)
 		return 0;
 	if (s->closed.head) {
-		retire(s->closed.head, "retired to make room (max_memory_bytes)", now_ms);
-		if (rm_budget_try(b, RM_BUDGET_EPOCH_BYTES) == 0)
+		retire(s->closed.head,
+		       rm_budget_share_full(sh, RM_BUDGET_EPOCH_BYTES)
+			       ? "retired to make room (max_memory_bytes_per_session)"
+			       : "retired to make room (max_memory_bytes)",
+		       now_ms);
+		if (rm_budget_share_try(sh, RM_BUDGET_EPOCH_BYTES) == 0)
 			return 0;
 	}
 	/* Retired epochs the sink keeps until its write still hold their charges: it may free them now. */
-	if (s->rules->sink.room && s->rules->sink.room(s->rules->arg) == 0 &&
-	    rm_budget_try(b, RM_BUDGET_EPOCH_BYTES) == 0)
+	if (!rm_budget_share_full(sh, RM_BUDGET_EPOCH_BYTES) && s->rules->sink.room &&
+	    s->rules->sink.room(s->rules->arg) == 0 && rm_budget_share_try(sh, RM_BUDGET_EPOCH_BYTES) == 0)
 		return 0;
-	rm_budget_refuse(b, "epoch", RM_BUDGET_EPOCH_BYTES);
+	rm_budget_share_refuse(sh, "epoch", RM_BUDGET_EPOCH_BYTES);
 	return -1;
 }
 
@@ -818,7 +838,9 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 	}
 	if (budget_epoch(s, now_ms) < 0) {
 		rm_pool_free(e);
-		rm_errf(why, whylen, "epoch %" PRIu64 " refused: memory budget (max_memory_bytes)", r->epoch_id);
+		rm_errf(why, whylen, "epoch %" PRIu64 " refused: memory budget (%s)", r->epoch_id,
+			rm_budget_share_full(s->share, RM_BUDGET_EPOCH_BYTES) ? "max_memory_bytes_per_session"
+									      : "max_memory_bytes");
 		return RM_V_RESOURCE_DROP;
 	}
 	/* Every field but the report copied in: cheaper than clearing all of it first. */

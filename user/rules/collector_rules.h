@@ -155,6 +155,15 @@ struct rm_budget;
  * sink->drop).
  */
 void rm_rules_set_budget(struct rm_rules *r, struct rm_budget *b);
+struct rm_budget_share;
+/*
+ * Charge the session's retained epochs to sh, a share of the rules' budget
+ * (budget.h) that its Templates may also use, instead of a share of its own
+ * (the default). Before its first record; sh must outlive the session. A
+ * new epoch beyond the share retires the session's oldest closed epoch, or
+ * is refused as above: the other sessions keep their room. NULL: its own.
+ */
+void rm_rules_session_set_share(struct rm_rsession *s, struct rm_budget_share *sh);
 /*
  * A report of domain became its epoch's latest (verdict accepted): prev is
  * the epoch's previous accepted report, NULL for its first. Called with the

@@ -66,7 +66,7 @@ struct tmpl {
 	char why[200];  /* reason when unusable */
 	uint8_t *bytes; /* Template Record as received */
 	size_t nbytes;
-	struct rm_budget *budget; /* charged RM_BUDGET_TEMPLATE_BYTES + nbytes, or NULL */
+	struct rm_budget_share *share; /* charged RM_BUDGET_TEMPLATE_BYTES + nbytes, or NULL */
 };
 
 /* The Template's charge covers the struct, two malloc headers and its hash table entry. */
@@ -84,9 +84,10 @@ struct dom_seq {
 
 struct rm_ipfix_session {
 	uint32_t pen;
-	GHashTable *tmpls; /* hkey -> struct tmpl */
-	struct rm_budget *budget;
-	GHashTable *doms; /* uint32 domain -> struct dom_seq, at most RM_IPFIX_MAX_SEQ_DOMAINS */
+	GHashTable *tmpls;             /* hkey -> struct tmpl */
+	struct rm_budget_share own;    /* a share of rm_ipfix_session_set_budget's budget */
+	struct rm_budget_share *share; /* what Templates are charged to: own or rm_ipfix_session_set_share's */
+	GHashTable *doms;              /* uint32 domain -> struct dom_seq, at most RM_IPFIX_MAX_SEQ_DOMAINS */
 	struct rm_ipfix_counts counts;
 	uint32_t anomaly_notes; /* notes given about header anomalies (at most RM_IPFIX_ANOMALY_NOTES + 1) */
 };
@@ -101,14 +102,20 @@ static void tmpl_free(gpointer p)
 {
 	struct tmpl *t = p;
 
-	rm_budget_give(t->budget, RM_BUDGET_TEMPLATE_BYTES + t->nbytes);
+	rm_budget_share_give(t->share, RM_BUDGET_TEMPLATE_BYTES + t->nbytes);
 	free(t->bytes);
 	free(t);
 }
 
 void rm_ipfix_session_set_budget(struct rm_ipfix_session *s, struct rm_budget *b)
 {
-	s->budget = b;
+	rm_budget_share_init(&s->own, b);
+	s->share = &s->own;
+}
+
+void rm_ipfix_session_set_share(struct rm_ipfix_session *s, struct rm_budget_share *sh)
+{
+	s->share = sh;
 }
 
 struct rm_ipfix_session *rm_ipfix_session_new(uint32_t pen)
@@ -465,13 +472,14 @@ static void template_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t s
 			       options ? "Options " : "", tid, RM_IPFIX_MAX_TEMPLATES);
 			return;
 		}
-		if (rm_budget_take(s->budget, RM_BUDGET_TEMPLATE_BYTES + need, "Template") < 0) {
+		if (rm_budget_share_take(s->share, RM_BUDGET_TEMPLATE_BYTES + need, "Template") < 0) {
 			gint64 k = hkey(domain, tid);
+			int full = rm_budget_share_full(s->share, RM_BUDGET_TEMPLATE_BYTES + need);
 
 			g_hash_table_remove(s->tmpls, &k); /* redefined: the old definition no longer applies */
-			reject(sink, arg, domain, tid, p, need,
-			       "%sTemplate %u refused: memory budget (max_memory_bytes)", options ? "Options " : "",
-			       tid);
+			reject(sink, arg, domain, tid, p, need, "%sTemplate %u refused: memory budget (%s)",
+			       options ? "Options " : "", tid,
+			       full ? "max_memory_bytes_per_session" : "max_memory_bytes");
 			p += need;
 			len -= need;
 			continue;
@@ -480,11 +488,11 @@ static void template_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t s
 
 		if (!t || !(t->bytes = malloc(need))) {
 			free(t);
-			rm_budget_give(s->budget, RM_BUDGET_TEMPLATE_BYTES + need);
+			rm_budget_share_give(s->share, RM_BUDGET_TEMPLATE_BYTES + need);
 			reject(sink, arg, domain, tid, p, need, "out of memory for Template %u", tid);
 			return;
 		}
-		t->budget = s->budget;
+		t->share = s->share;
 		memcpy(t->bytes, p, need);
 		t->nbytes = need;
 		{

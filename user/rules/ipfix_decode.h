@@ -116,6 +116,15 @@ struct rm_budget;
  * through sink->reject; a Template it redefines is withdrawn.
  */
 void rm_ipfix_session_set_budget(struct rm_ipfix_session *s, struct rm_budget *b);
+struct rm_budget_share;
+/*
+ * The same, charged to sh, a share of a budget (budget.h) that the
+ * session's retained epochs also use (rm_rules_session_set_share): a
+ * Template beyond the share is refused although the budget has room. sh
+ * must outlive the session (its Templates give their charges back when it
+ * is freed). Before the first Message.
+ */
+void rm_ipfix_session_set_share(struct rm_ipfix_session *s, struct rm_budget_share *sh);
 
 /*
  * Framing of a TCP stream: given the first have octets of the stream,

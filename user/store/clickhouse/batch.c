@@ -117,7 +117,11 @@ static void serialize_drops(struct rm_chstore *cs)
 	}
 }
 
-/* Live epochs' latest states, while there is room; the others stay waiting. */
+/*
+ * Live epochs' latest states, while there is room; the others stay waiting.
+ * A retired epoch the store kept (its row was written before, its
+ * retirement did not fit) is written and freed, its charge returned.
+ */
 static void serialize_live(struct rm_chstore *cs)
 {
 	guint kept = 0;
@@ -134,6 +138,12 @@ static void serialize_live(struct rm_chstore *cs)
 		}
 		rm_chstore_epoch_row(cs->cur->body[T_EPOCHS], cs->id, e, rm_chs_next_version(cs));
 		e->store_slot = 0;
+		e->store_row = 1;
+		if (e->sink_keeps) {
+			cs->cur->retired++;
+			rm_rules_epoch_free(e);
+			rm_budget_give(cs->budget, RM_BUDGET_EPOCH_BYTES);
+		}
 	}
 	g_ptr_array_set_size(cs->live, kept);
 }

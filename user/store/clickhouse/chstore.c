@@ -57,8 +57,10 @@ static int ch_commit(void *p)
 	}
 	if (cs->drops_unlogged && m - cs->drops_logged_ms >= RM_CHSTORE_DROP_LOG_MS)
 		rm_chs_log_drops(cs);
+	/* A batch of a quarter of the bound goes at once: the sender drains the buffer while it is filled,
+	 * instead of a bound's worth of rows waiting for the next second (drops in a healthy store). */
 	if (rm_clock_mono_ms() - cs->last_handoff_ms < RM_CHSTORE_FLUSH_MS &&
-	    rm_chs_batch_size(cs->cur) < RM_CHSTORE_FLUSH_BYTES)
+	    rm_chs_batch_size(cs->cur) < MIN(RM_CHSTORE_FLUSH_BYTES, cs->bound / 4))
 		return 0;
 	return rm_chs_handoff(cs);
 }
@@ -178,6 +180,16 @@ static int ch_epoch(void *p, struct rm_epoch *e)
 	if (!e->store_id)
 		e->store_id = cs->next_epoch++;
 	if (!e->retired_ms) {
+		if (!e->store_slot) {
+			g_ptr_array_add(cs->live, e);
+			e->store_slot = cs->live->len;
+		}
+		return 0;
+	}
+	if (!rm_chs_room(cs, 512) && e->store_row) {
+		/* Its row is in ClickHouse: the retirement waits as a live epoch does, never a drop (a drop
+		 * counts an epoch not stored); the store frees it once written (serialize_live). */
+		e->sink_keeps = 1;
 		if (!e->store_slot) {
 			g_ptr_array_add(cs->live, e);
 			e->store_slot = cs->live->len;
@@ -308,6 +320,36 @@ static uint64_t ch_buffer_capacity(void *p)
 	return ((struct rm_chstore *)p)->bound;
 }
 
+static void ch_set_budget(void *p, struct rm_budget *b)
+{
+	((struct rm_chstore *)p)->budget = b;
+}
+
+/*
+ * At close, after the last hand-over: a kept retirement that never found
+ * room is a "store" drop (its row stays in ClickHouse without it), freed.
+ */
+static void drop_kept(struct rm_chstore *cs)
+{
+	for (guint i = 0; i < cs->live->len; i++) {
+		struct rm_epoch *e = cs->live->pdata[i];
+		char d[200];
+
+		if (!e)
+			continue;
+		e->store_slot = 0;
+		if (!e->sink_keeps)
+			continue;
+		snprintf(d, sizeof(d),
+			 "epoch %" PRIu64 " (%s): its retirement not stored: ClickHouse store buffer full",
+			 e->key.epoch_id, rm_outcome_name(e->outcome));
+		rm_chs_store_drop(cs, (int64_t)e->session_id, d);
+		rm_rules_epoch_free(e);
+		rm_budget_give(cs->budget, RM_BUDGET_EPOCH_BYTES);
+	}
+	g_ptr_array_set_size(cs->live, 0);
+}
+
 static const char *ch_collector_id(void *p)
 {
 	return ((struct rm_chstore *)p)->id;
@@ -326,6 +368,7 @@ static void ch_close(void *p)
 		struct timespec ts;
 
 		rm_chs_handoff(cs);
+		drop_kept(cs);
 		pthread_mutex_lock(&cs->mu);
 		cs->stopping = 1;
 		cs->stop_at_ms = rm_clock_mono_ms() + RM_CHSTORE_CLOSE_WAIT_MS;
@@ -389,9 +432,7 @@ static void ch_close(void *p)
 		}
 	}
 	rm_chs_batch_free(cs->cur);
-	for (guint i = 0; i < cs->live->len; i++)
-		if (cs->live->pdata[i])
-			((struct rm_epoch *)cs->live->pdata[i])->store_slot = 0;
+	drop_kept(cs);
 	g_ptr_array_free(cs->live, TRUE);
 	g_hash_table_destroy(cs->sessions);
 	g_hash_table_destroy(cs->drops);
@@ -516,6 +557,7 @@ const struct rm_backend_ops rm_backend_clickhouse = {
 	.raw_bytes = ch_raw_bytes,
 	.buffer_bytes = ch_buffer_bytes,
 	.buffer_capacity = ch_buffer_capacity,
+	.set_budget = ch_set_budget,
 	.collector_id = ch_collector_id,
 	.transactions = rm_chs_transactions,
 	.handed = rm_chs_handed,

@@ -16,6 +16,7 @@
 
 #include "chstore.h"
 #include "common/clock.h"
+#include "rules/budget.h"
 #include "store/store_rows.h"
 
 enum table { T_RUNS, T_SESSIONS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS, T_LIMITS, T__N };
@@ -47,9 +48,11 @@ struct rm_chstore {
 
 	/* The collector's thread. */
 	struct batch *cur;
-	GPtrArray *live;      /* struct rm_epoch * changed since they were last serialized; e->store_slot = index + 1 */
-	GHashTable *sessions; /* int64 id -> struct rm_sess_row */
-	GHashTable *drops;    /* "session/kind" -> struct rm_drop_row */
+	GPtrArray *live; /* struct rm_epoch * changed since they were last serialized; e->store_slot = index + 1;
+				 a retired one among them is the store's (sink_keeps): its row is in ClickHouse already */
+	struct rm_budget *budget; /* the kept retired epochs' charges (RM_BUDGET_EPOCH_BYTES each); NULL: none */
+	GHashTable *sessions;     /* int64 id -> struct rm_sess_row */
+	GHashTable *drops;        /* "session/kind" -> struct rm_drop_row */
 	int64_t next_run, next_session, next_epoch, next_raw, run_id;
 	uint64_t limit_seq;
 	uint64_t last_version;
@@ -60,6 +63,7 @@ struct rm_chstore {
 	uint64_t drops_logged_ms, drops_unlogged; /* the last "store drops" log line, the drops since */
 	GHashTable *drops_unlogged_by_session;    /* int64 session ID -> uint64 drops since that line */
 	char drops_last[200];                     /* the last drop's detail */
+	uint64_t drops_last_ms;                   /* CLOCK_MONOTONIC of the last drop */
 	uint64_t last_heartbeat_ms;
 	char store_name[700]; /* "BASE?database=DB": the store a spool file belongs to */
 	char spool_dir[512];

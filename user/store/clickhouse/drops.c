@@ -60,10 +60,12 @@ void rm_chs_log_drops(struct rm_chstore *cs)
 			g_string_append_printf(per, "%srefused connections: %" PRIu64, named ? ", " : "", *n);
 	}
 	g_list_free(ids);
+	/* The line may come up to RM_CHSTORE_DROP_LOG_MS after its drops: it says when the last one was. */
 	rm_log(RM_LOG_WARNING,
-	       "ClickHouse store: %" PRIu64 " store drop%s since the last line (%s); last: %s (collector "
+	       "ClickHouse store: %" PRIu64 " store drop%s since the last line (%s); last, %.1f s ago: %s (collector "
 	       "resource drops of kind store; the buffer holds %" PRIu64 " octets: store_buffer_bytes)",
-	       cs->drops_unlogged, cs->drops_unlogged == 1 ? "" : "s", per->str, cs->drops_last, cs->bound);
+	       cs->drops_unlogged, cs->drops_unlogged == 1 ? "" : "s", per->str,
+	       (double)(rm_clock_mono_ms() - cs->drops_last_ms) / 1000.0, cs->drops_last, cs->bound);
 	g_string_free(per, TRUE);
 	g_hash_table_remove_all(cs->drops_unlogged_by_session);
 	cs->drops_unlogged = 0;
@@ -87,6 +89,7 @@ void rm_chs_store_drop(struct rm_chstore *cs, int64_t session_id, const char *de
 	}
 	(*n)++;
 	snprintf(cs->drops_last, sizeof(cs->drops_last), "%s", detail);
+	cs->drops_last_ms = rm_clock_mono_ms();
 	if (!cs->drops_logged_ms || rm_clock_mono_ms() - cs->drops_logged_ms >= RM_CHSTORE_DROP_LOG_MS)
 		rm_chs_log_drops(cs);
 }

@@ -171,6 +171,7 @@ void rm_sq_attempt(struct rm_store *st)
 
 	if (flush(st) == 0) {
 		st->transactions++;
+		rm_sq_log_drops(st);
 		if (st->down) {
 			rm_log(RM_LOG_NOTICE,
 			       "database writable again after %" PRIu64 " ms; wrote %u epoch rows and %u raw records "
@@ -218,6 +219,8 @@ int rm_store_commit(struct rm_store *st)
 
 	if (st->readonly)
 		return 0;
+	if (st->drops_unlogged && t - st->drops_logged_ms >= RM_STORE_DROP_LOG_MS)
+		rm_sq_log_drops(st); /* due, also without a further drop */
 	if (st->down) {
 		if (t >= st->retry_at_ms)
 			rm_sq_attempt(st);

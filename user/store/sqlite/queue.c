@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/log.h"
 #include "rules/budget.h"
 #include "store_impl.h"
 
@@ -64,12 +65,36 @@ static int count_drop(struct rm_store *st, int64_t session_id, const char *kind,
 	return rm_drop_rows_count(st->drops, session_id, kind, detail, now_ms);
 }
 
-/* A record (or an epoch's outcome) the database could not take: a collector resource drop. */
+/*
+ * The "database" drops not yet in a log line: one line for them, with the
+ * last one's detail, and the time of it. Every such drop is in exactly one
+ * line (this one, or the "writable again" and exit lines for the rest).
+ */
+void rm_sq_log_drops(struct rm_store *st)
+{
+	if (!st->drops_unlogged)
+		return;
+	rm_log(RM_LOG_WARNING,
+	       "database unavailable: %" PRIu64 " epoch outcome%s and records not kept since the last line (collector "
+	       "resource drops of kind database: at most %u retired epochs, %u MiB of raw records and %u rows of "
+	       "refused connections wait); last: %s",
+	       st->drops_unlogged, st->drops_unlogged == 1 ? "" : "s", RM_STORE_MAX_KEPT_EPOCHS,
+	       RM_STORE_MAX_RAW_BYTES >> 20, RM_STORE_MAX_CONN_ROWS, st->drops_last);
+	st->drops_unlogged = 0;
+	st->drops_logged_ms = rm_clock_mono_ms();
+}
+
+/* A record (or an epoch's outcome) the database could not take: a collector resource drop, logged at
+ * once and then at most every RM_STORE_DROP_LOG_MS while drops go on. */
 static void database_drop(struct rm_store *st, int64_t session_id, const char *detail)
 {
 	count_drop(st, session_id, "database", detail, rm_clock_wall_ms());
 	st->down_drops++;
 	st->database_drops++;
+	st->drops_unlogged++;
+	snprintf(st->drops_last, sizeof(st->drops_last), "%s", detail);
+	if (!st->drops_logged_ms || rm_clock_mono_ms() - st->drops_logged_ms >= RM_STORE_DROP_LOG_MS)
+		rm_sq_log_drops(st);
 }
 
 /* ---------------- writes (deferred) ---------------- */
@@ -105,12 +130,20 @@ int rm_store_epoch(struct rm_store *st, struct rm_epoch *e)
 		retire_only(st, e->store_id, e->store_row, e->retired_ms);
 		return 0;
 	}
-	if (e->retired_ms && !e->store_slot && st->kept >= RM_STORE_MAX_KEPT_EPOCHS) {
+	/* The bound holds for every retired epoch, also one whose earlier state waits already (store_slot). */
+	if (e->retired_ms && !e->sink_keeps && st->kept >= RM_STORE_MAX_KEPT_EPOCHS) {
 		if (!st->down)
 			rm_sq_attempt(st); /* makes room unless the database is unavailable */
 		if (st->down) {
 			char d[200];
 
+			if (e->store_slot) { /* its earlier state is not written either: out of the queue */
+				struct rm_epoch *last = g_ptr_array_index(st->epochs, st->epochs->len - 1);
+
+				last->store_slot = e->store_slot;
+				g_ptr_array_remove_index_fast(st->epochs, e->store_slot - 1);
+				e->store_slot = 0;
+			}
 			snprintf(d, sizeof(d), "epoch %" PRIu64 " (%s) not stored: database unavailable",
 				 e->key.epoch_id, rm_outcome_name(e->outcome));
 			database_drop(st, (int64_t)e->session_id, d);

@@ -102,6 +102,7 @@ void rm_store_close(struct rm_store *st)
 		return;
 	if (st->db && !st->readonly && st->epochs) {
 		rm_sq_attempt(st);
+		rm_sq_log_drops(st);
 		if (rm_sq_waiting(st))
 			rm_log(RM_LOG_ERR,
 			       "database unavailable at exit (%s): %u epoch rows, %u sessions, %u raw records and %u "

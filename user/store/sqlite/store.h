@@ -92,6 +92,7 @@
 #define RM_STORE_RETRY_MIN_MS         100         /* backoff after a failed transaction ... */
 #define RM_STORE_RETRY_MAX_MS         5000        /* ... doubling up to this */
 #define RM_STORE_REMIND_MS            60000       /* log line while the database stays unavailable */
+#define RM_STORE_DROP_LOG_MS          10000       /* at most one "database" drops line this often */
 #define RM_STORE_MAX_KEPT_EPOCHS      100000      /* retired epochs waiting in memory while unavailable */
 #define RM_STORE_MAX_RETIREMENTS      1000000     /* settled epochs' retirement times waiting (16 octets each) */
 #define RM_STORE_MAX_RAW_BYTES        (16u << 20) /* raw record octets (with their Templates) waiting */

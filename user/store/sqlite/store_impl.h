@@ -192,9 +192,12 @@ struct rm_store {
 	uint64_t last_flush_ms; /* CLOCK_MONOTONIC */
 	int down;               /* the last transaction failed */
 	uint64_t down_since_ms, retry_at_ms, backoff_ms, last_remind_ms;
-	uint64_t down_drops;     /* "database" drops since the database became unavailable */
-	uint64_t database_drops; /* "database" drops since the store was opened */
-	uint64_t transactions;   /* committed since the store was opened */
+	uint64_t down_drops;      /* "database" drops since the database became unavailable */
+	uint64_t database_drops;  /* "database" drops since the store was opened */
+	uint64_t drops_unlogged;  /* "database" drops in no log line yet (rm_sq_log_drops) */
+	uint64_t drops_logged_ms; /* CLOCK_MONOTONIC of that line, 0: none yet */
+	char drops_last[200];     /* the last drop's detail */
+	uint64_t transactions;    /* committed since the store was opened */
 	char down_why[200];
 	int wal_pages;
 	struct rm_budget *budget; /* charged for kept epochs and raw records rm_sq_waiting (NULL: none) */
@@ -262,6 +265,8 @@ void rm_sq_limit_row_clear(gpointer p);
 void rm_sq_point_row_clear(gpointer p);
 /* 1 if anything waits for the next transaction. */
 int rm_sq_waiting(const struct rm_store *st);
+/* Log the "database" drops not yet logged (one line; nothing if none). queue.c. */
+void rm_sq_log_drops(struct rm_store *st);
 
 /* rows.c */
 /* An address of r (16 octets a) as text: dotted IPv4 or inet_ntop IPv6, into buf of len. */
