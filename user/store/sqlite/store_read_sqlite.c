@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "store.h"
+#include "store_impl.h"
 #include "store/store_read.h"
 
 struct sqlite_reader {
@@ -77,57 +77,291 @@ static int sq_collectors(struct rm_store_reader *base, char ***ids, size_t *n, c
 #define I64(q, c) ((uint64_t)sqlite3_column_int64(q, c))
 #define TXT(q, c) ((const char *)sqlite3_column_text(q, c))
 
-static int sq_epochs(struct rm_store_reader *base, const struct rm_read_filter *f,
-		     int (*fn)(void *arg, const struct rm_epoch_read *e), void *arg, char *err, size_t errlen)
+/* report's filter (store_read.h) on an epoch's columns, as SQL compares them (integers as signed 64 bits). */
+static int passes(const struct rm_read_filter *f, const struct rm_epoch_read *e)
 {
-	const char *const *cols = rm_epoch_read_names;
-	const char *kinds = rm_epoch_read_kinds;
-	struct sqlite_reader *r = (struct sqlite_reader *)base;
-	sqlite3 *db = rm_store_db(r->st);
+	if (f->outcome && (e->null[RM_ER_OUTCOME] || strcmp(e->t[RM_ER_OUTCOME], f->outcome)))
+		return 0;
+	if (f->has_since) { /* coalesce(flow_end_ms, last_seen_ms) >= since */
+		int c = e->null[RM_ER_END] ? RM_ER_LAST_SEEN : RM_ER_END;
+
+		if (e->null[c] || (int64_t)e->u[c] < (int64_t)f->since)
+			return 0;
+	}
+	if (f->has_until) { /* coalesce(flow_start_ms, first_seen_ms) <= until */
+		int c = e->null[RM_ER_START] ? RM_ER_FIRST_SEEN : RM_ER_START;
+
+		if (e->null[c] || (int64_t)e->u[c] > (int64_t)f->until)
+			return 0;
+	}
+	if (f->src && (e->null[RM_ER_SRC] || e->null[RM_ER_DST] || e->null[RM_ER_QP] ||
+		       strcmp(e->t[RM_ER_SRC], f->src) || strcmp(e->t[RM_ER_DST], f->dst) || e->u[RM_ER_QP] != f->qp ||
+		       (f->pkey >= 0 && (e->null[RM_ER_PKEY] || (int64_t)e->u[RM_ER_PKEY] != f->pkey))))
+		return 0;
+	return 1;
+}
+
+/* The columns report reads, from a statement's columns first.. (SELECT of rm_epoch_read_names). */
+static void from_stmt(sqlite3_stmt *q, int first, struct rm_epoch_read *e)
+{
+	for (int c = 0; c < RM_ER__N; c++) {
+		e->null[c] = sqlite3_column_type(q, first + c) == SQLITE_NULL;
+		e->t[c] = NULL;
+		e->u[c] = 0;
+		if (rm_epoch_read_kinds[c] == 'T')
+			e->t[c] = TXT(q, first + c);
+		else
+			e->u[c] = I64(q, first + c);
+	}
+}
+
+/* "SELECT [id, ]<the columns report reads> FROM " from */
+static void select_sql(char *sql, size_t len, int with_id, const char *from)
+{
+	size_t n = (size_t)snprintf(sql, len, "SELECT%s", with_id ? " id," : "");
+
+	for (int c = 0; c < RM_ER__N; c++)
+		n += (size_t)snprintf(sql + n, len - n, "%s %s", c ? "," : "", rm_epoch_read_names[c]);
+	snprintf(sql + n, len - n, " FROM %s", from);
+}
+
+/* Where each column report reads is among the EC_* columns of a packed epoch. */
+static const int read_ec[RM_ER__N] = {
+#define RM_ER_EC(name, column, kind) EC_##name,
+	RM_EPOCH_READ_COLUMNS(RM_ER_EC)
+#undef RM_ER_EC
+};
+
+/* The packed epochs in ID order: epoch_archive's chunks read back (archive.c), their retirement times. */
+struct packed {
+	sqlite3_stmt *chunks;
+	struct rm_sq_unpack u;
+	int in_chunk;
+	int64_t chunk, first, last, prev; /* the chunk's row ID and IDs; the last epoch's ID */
+	struct retire_range *ranges;      /* epoch_retired by first_id */
+	size_t n_ranges, at;
+	const struct val *v; /* the current epoch (u.cur) ... */
+	struct val retired;  /* ... and its retirement time */
+	int64_t id;
+	sqlite3 *db;
+	sqlite3_blob *blob; /* the chunk's data, read into one buffer for all chunks (no copy of SQLite's) */
+	char *data;
+	size_t data_cap;
+};
+
+/* The data of chunk p->chunk into p->data: its length, or -1 (SQLite error), -ENOMEM. */
+static long chunk_data(struct packed *p)
+{
+	int n;
+
+	if (sqlite3_column_int(p->chunks, 4)) { /* data IS NULL: no epoch */
+		memcpy(p->data ? p->data : (p->data = malloc(p->data_cap = 64)), "[]", 2);
+		return p->data ? 2 : -ENOMEM;
+	}
+	if ((p->blob ? sqlite3_blob_reopen(p->blob, p->chunk)
+		     : sqlite3_blob_open(p->db, "main", "epoch_archive", "data", p->chunk, 0, &p->blob)) != SQLITE_OK)
+		return -1;
+	n = sqlite3_blob_bytes(p->blob);
+	if ((size_t)n + 1 > p->data_cap) {
+		char *d = realloc(p->data, (size_t)n + 1);
+
+		if (!d)
+			return -ENOMEM;
+		p->data = d;
+		p->data_cap = (size_t)n + 1;
+	}
+	return sqlite3_blob_read(p->blob, p->data, n, 0) == SQLITE_OK ? n : -1;
+}
+
+/*
+ * The next packed epoch into p->v: 1, 0 at the end, negative with err
+ * (a chunk that is not the packed form, IDs out of their chunk's order).
+ * retired_ms NULL as packed is taken from epoch_retired as the view does:
+ * the range with the largest first_id at most the ID, if it reaches it.
+ */
+static int packed_next(struct packed *p, char *err, size_t errlen)
+{
+	long len;
+	int rc;
+
+	for (;;) {
+		if (!p->in_chunk) {
+			rc = sqlite3_step(p->chunks);
+			if (rc == SQLITE_DONE)
+				return 0;
+			if (rc != SQLITE_ROW)
+				return -EIO;
+			p->chunk = sqlite3_column_int64(p->chunks, 0);
+			p->first = sqlite3_column_int64(p->chunks, 1);
+			p->last = sqlite3_column_int64(p->chunks, 2);
+			len = chunk_data(p);
+			if (len < 0)
+				return len == -ENOMEM ? -ENOMEM : -EIO;
+			rc = rm_sq_unpack_start(&p->u, TXT(p->chunks, 3), (size_t)sqlite3_column_bytes(p->chunks, 3),
+						p->data, (size_t)len);
+			if (rc == -ENOMEM)
+				return rc;
+			if (rc < 0)
+				goto bad;
+			p->in_chunk = 1;
+		}
+		rc = rm_sq_unpack_next(&p->u);
+		p->v = p->u.cur;
+		if (rc < 0)
+			goto bad;
+		if (rc == 0) {
+			p->in_chunk = 0;
+			continue;
+		}
+		if (p->v[EC_ID].t != V_INT || p->v[EC_ID].i <= p->prev || p->v[EC_ID].i < p->first ||
+		    p->v[EC_ID].i > p->last)
+			goto bad;
+		p->id = p->prev = p->v[EC_ID].i;
+		p->retired = p->v[EC_RETIRED];
+		if (p->retired.t == V_NULL) {
+			while (p->at + 1 < p->n_ranges && p->ranges[p->at + 1].first <= p->id)
+				p->at++;
+			if (p->at < p->n_ranges && p->ranges[p->at].first <= p->id && p->ranges[p->at].last >= p->id)
+				p->retired = (struct val){ V_INT, (int64_t)p->ranges[p->at].retired_ms, NULL };
+		}
+		return 1;
+	}
+bad:
+	snprintf(err, errlen,
+		 "epoch_archive row %lld: not the packed form of epochs %lld..%lld in order (SELECT * FROM epochs "
+		 "reads it with SQLite's JSON functions)",
+		 (long long)p->chunk, (long long)p->first, (long long)p->last);
+	return -EIO;
+}
+
+/* A packed epoch as report reads it; -EIO for a column of the wrong kind. */
+static int from_packed(const struct packed *p, struct rm_epoch_read *e)
+{
+	for (int c = 0; c < RM_ER__N; c++) {
+		const struct val *x = read_ec[c] == EC_RETIRED ? &p->retired : &p->v[read_ec[c]];
+
+		e->null[c] = x->t == V_NULL;
+		e->t[c] = NULL;
+		e->u[c] = 0;
+		if (x->t == V_NULL)
+			continue;
+		if ((x->t == V_TEXT) != (rm_epoch_read_kinds[c] == 'T'))
+			return -EIO;
+		if (x->t == V_TEXT)
+			e->t[c] = x->s;
+		else
+			e->u[c] = (uint64_t)x->i;
+	}
+	return 0;
+}
+
+static int load_ranges(sqlite3 *db, struct packed *p)
+{
+	sqlite3_stmt *q;
+	size_t cap = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT first_id, last_id, retired_ms FROM epoch_retired ORDER BY first_id", -1, &q,
+			       NULL) != SQLITE_OK)
+		return -EIO;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		if (p->n_ranges == cap) {
+			struct retire_range *r = realloc(p->ranges, (cap = cap ? 2 * cap : 256) * sizeof(*r));
+
+			if (!r) {
+				sqlite3_finalize(q);
+				return -ENOMEM;
+			}
+			p->ranges = r;
+		}
+		p->ranges[p->n_ranges++] =
+			(struct retire_range){ sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1),
+					       (uint64_t)sqlite3_column_int64(q, 2) };
+	}
+	return sqlite3_finalize(q) == SQLITE_OK ? 0 : -EIO;
+}
+
+/*
+ * The view epochs (schema.c) read in C: the rows of epoch_rows and the
+ * packed epochs merged by ID; a packed copy written before its retirement
+ * gives way to a row of the same ID. The same rows, values and order as
+ * "SELECT ... FROM epochs ORDER BY id" (tests/unit/test_store_read_sqlite.c).
+ */
+static int read_merged(sqlite3 *db, const struct rm_read_filter *f, int (*fn)(void *arg, const struct rm_epoch_read *e),
+		       void *arg, char *err, size_t errlen)
+{
+	struct packed p = { .prev = INT64_MIN, .db = db };
+	sqlite3_stmt *rows = NULL;
 	char sql[2048];
-	size_t n = 0;
+	int rc, have_row, have_packed, stop = 0;
+
+	select_sql(sql, sizeof(sql), 1, "epoch_rows ORDER BY id");
+	rc = load_ranges(db, &p);
+	if (!rc &&
+	    (sqlite3_prepare_v2(db, sql, -1, &rows, NULL) != SQLITE_OK ||
+	     sqlite3_prepare_v2(db, "SELECT id, first_id, last_id, base, data IS NULL FROM epoch_archive ORDER BY id",
+				-1, &p.chunks, NULL) != SQLITE_OK))
+		rc = -EIO;
+	if (rc)
+		goto out;
+	have_row = sqlite3_step(rows);
+	have_packed = packed_next(&p, err, errlen);
+	while (!stop && (have_row == SQLITE_ROW || have_packed == 1)) {
+		struct rm_epoch_read e = { 0 };
+		int64_t rid = have_row == SQLITE_ROW ? sqlite3_column_int64(rows, 0) : INT64_MAX;
+
+		if (have_packed == 1 && (have_row != SQLITE_ROW || p.id < rid)) {
+			if (from_packed(&p, &e) < 0) {
+				have_packed = -EIO;
+				snprintf(err, errlen, "epoch_archive row %lld: epoch %lld: a column of the wrong kind",
+					 (long long)p.chunk, (long long)p.id);
+				break;
+			}
+			stop = passes(f, &e) ? fn(arg, &e) : 0;
+			have_packed = packed_next(&p, err, errlen);
+			continue;
+		}
+		if (have_packed == 1 && p.id == rid && p.v[EC_RETIRED].t == V_NULL) /* written again since */
+			have_packed = packed_next(&p, err, errlen);
+		from_stmt(rows, 1, &e);
+		stop = passes(f, &e) ? fn(arg, &e) : 0;
+		have_row = sqlite3_step(rows);
+	}
+	if (!stop && have_packed < 0)
+		rc = have_packed;
+	else if (!stop && have_row != SQLITE_DONE && have_row != SQLITE_ROW)
+		rc = -EIO;
+out:
+	if (rc == -EIO && !*err)
+		snprintf(err, errlen, "%s", sqlite3_errmsg(db));
+	else if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	sqlite3_finalize(rows);
+	sqlite3_finalize(p.chunks);
+	sqlite3_blob_close(p.blob);
+	free(p.data);
+	free(p.u.buf);
+	free(p.ranges);
+	return stop ? stop : rc;
+}
+
+/* The view, for a database whose chunks overlap (not written by this version): the same rows, slower. */
+static int read_view(sqlite3 *db, const struct rm_read_filter *f, int (*fn)(void *arg, const struct rm_epoch_read *e),
+		     void *arg, char *err, size_t errlen)
+{
+	char sql[2048];
 	sqlite3_stmt *q;
 	int rc, stop = 0;
 
-	n += (size_t)snprintf(sql + n, sizeof(sql) - n, "SELECT");
-	for (int c = 0; c < RM_ER__N; c++)
-		n += (size_t)snprintf(sql + n, sizeof(sql) - n, "%s %s", c ? "," : "", cols[c]);
-	snprintf(sql + n, sizeof(sql) - n, "%s",
-		 " FROM epochs"
-		 " WHERE (?1 IS NULL OR outcome = ?1)"
-		 " AND (?2 IS NULL OR coalesce(flow_end_ms, last_seen_ms) >= ?2)"
-		 " AND (?3 IS NULL OR coalesce(flow_start_ms, first_seen_ms) <= ?3)"
-		 " AND (?4 IS NULL OR (src = ?4 AND dst = ?5 AND dest_qp = ?6 AND (?7 IS NULL OR pkey = ?7)))"
-		 " ORDER BY id");
+	select_sql(sql, sizeof(sql), 0, "epochs ORDER BY id");
 	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "%s: %s", r->path, sqlite3_errmsg(db));
+		snprintf(err, errlen, "%s", sqlite3_errmsg(db));
 		return -EIO;
-	}
-	if (f->outcome)
-		sqlite3_bind_text(q, 1, f->outcome, -1, SQLITE_STATIC);
-	/* Stored times are unsigned 64-bit in SQLite's signed integers: the same bits. */
-	if (f->has_since)
-		sqlite3_bind_int64(q, 2, (sqlite3_int64)f->since);
-	if (f->has_until)
-		sqlite3_bind_int64(q, 3, (sqlite3_int64)f->until);
-	if (f->src) {
-		sqlite3_bind_text(q, 4, f->src, -1, SQLITE_STATIC);
-		sqlite3_bind_text(q, 5, f->dst, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(q, 6, (sqlite3_int64)f->qp);
-		if (f->pkey >= 0)
-			sqlite3_bind_int64(q, 7, f->pkey);
 	}
 	while (!stop && (rc = sqlite3_step(q)) == SQLITE_ROW) {
 		struct rm_epoch_read e = { 0 };
 
-		for (int c = 0; c < RM_ER__N; c++) {
-			e.null[c] = sqlite3_column_type(q, c) == SQLITE_NULL;
-			if (kinds[c] == 'T')
-				e.t[c] = TXT(q, c);
-			else
-				e.u[c] = I64(q, c);
-		}
-		stop = fn(arg, &e);
+		from_stmt(q, 0, &e);
+		stop = passes(f, &e) ? fn(arg, &e) : 0;
 	}
 	if (!stop && rc != SQLITE_DONE) {
 		snprintf(err, errlen, "%s", sqlite3_errmsg(db));
@@ -136,6 +370,23 @@ static int sq_epochs(struct rm_store_reader *base, const struct rm_read_filter *
 	}
 	sqlite3_finalize(q);
 	return stop;
+}
+
+static int sq_epochs(struct rm_store_reader *base, const struct rm_read_filter *f,
+		     int (*fn)(void *arg, const struct rm_epoch_read *e), void *arg, char *err, size_t errlen)
+{
+	struct sqlite_reader *r = (struct sqlite_reader *)base;
+	sqlite3 *db = rm_store_db(r->st);
+	int64_t overlaps;
+
+	err[0] = '\0';
+	/* Chunks in ID order, each after the one before (as rm_sq_archive_add writes them): merged in C. */
+	overlaps = rm_sq_scalar(r->st, "SELECT count(*) FROM (SELECT first_id, last_id, lag(last_id) OVER"
+				       " (ORDER BY id) AS prev FROM epoch_archive)"
+				       " WHERE last_id < first_id OR prev >= first_id");
+	if (overlaps != 0)
+		return read_view(db, f, fn, arg, err, errlen);
+	return read_merged(db, f, fn, arg, err, errlen);
 }
 
 /* name/value rows of a query into v; a query that cannot be prepared (a table of an older layout) reads nothing. */
