@@ -22,9 +22,11 @@
  *   report text, --json, --format csv, --summary, --anomalies, --format
  *   html               build/rocemeter report as a child process
  *   SELECT count(*) FROM epochs   in this process (the view, sqlite3 users)
- * Each line "LABEL: N epochs/s (R x the plain table)"; figures, never
- * asserted. Usage: bench_report [EPOCHS]   (run from the repository root
- * after make; RM_BENCH_ROCEMETER=PATH runs another build of rocemeter).
+ * Each as two lines, "LABEL, CPU: ..." (user + system time of the work: on
+ * a shared machine it varies less than the clock) and "LABEL, wall: ...",
+ * "N epochs/s (R x the plain table)"; figures, never asserted. Usage: bench_report [EPOCHS]   (run from the repository root
+ * after make; RM_BENCH_ROCEMETER=PATH runs another build of rocemeter;
+ * RM_BENCH_KEEP=1 keeps build/bench/report.db and report-plain.db).
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -35,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,6 +57,25 @@ extern char **environ;
 static double now_s(void)
 {
 	return (double)rm_clock_mono_ns() / 1e9;
+}
+
+/* A measurement: wall clock and CPU time (user + system) of the work, seconds; wall < 0: failed. */
+struct took {
+	double wall, cpu;
+};
+
+static double cpu_of(const struct rusage *u)
+{
+	return (double)(u->ru_utime.tv_sec + u->ru_stime.tv_sec) +
+	       (double)(u->ru_utime.tv_usec + u->ru_stime.tv_usec) / 1e6;
+}
+
+static double self_cpu(void)
+{
+	struct rusage u;
+
+	getrusage(RUSAGE_SELF, &u);
+	return cpu_of(&u);
 }
 
 static struct rm_epoch *epoch(struct rm_pool *pool, uint64_t i)
@@ -224,21 +246,21 @@ static int write_plain(const char *db, const char *plain_db)
 	return rc ? -1 : (int)(p.rows > 0);
 }
 
-static double time_plain(const char *plain_db, uint64_t *rows)
+static struct took time_plain(const char *plain_db, uint64_t *rows)
 {
 	GString *sql = g_string_new("SELECT");
 	struct plain p = { 0 };
+	struct took t = { -1, 0 };
 	sqlite3_stmt *q;
 	sqlite3 *pdb;
-	double t;
 
 	for (int c = 0; c < RM_ER__N; c++)
 		g_string_append_printf(sql, "%s %s", c ? "," : "", rm_epoch_read_names[c]);
 	g_string_append(sql, " FROM plain ORDER BY id");
 	if (sqlite3_open_v2(plain_db, &pdb, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(pdb, sql->str, -1, &q, NULL) != SQLITE_OK)
-		return -1;
-	t = now_s();
+		return t;
+	t = (struct took){ now_s(), self_cpu() };
 	while (sqlite3_step(q) == SQLITE_ROW) {
 		for (int c = 0; c < RM_ER__N; c++)
 			p.sum += rm_epoch_read_kinds[c] == 'T'
@@ -246,7 +268,7 @@ static double time_plain(const char *plain_db, uint64_t *rows)
 					 : (uint64_t)sqlite3_column_int64(q, c);
 		p.rows++;
 	}
-	t = now_s() - t;
+	t = (struct took){ now_s() - t.wall, self_cpu() - t.cpu };
 	sqlite3_finalize(q);
 	sqlite3_close(pdb);
 	g_string_free(sql, TRUE);
@@ -254,27 +276,29 @@ static double time_plain(const char *plain_db, uint64_t *rows)
 	return t;
 }
 
-static double time_reader(const char *db, uint64_t *rows)
+static struct took time_reader(const char *db, uint64_t *rows)
 {
 	struct rm_read_filter all = { .pkey = -1 };
 	struct plain p = { 0 };
 	struct rm_store_reader *r = reader(db);
 	char err[256];
-	double t = now_s();
+	struct took t = { now_s(), self_cpu() };
 
 	if (!r || rm_store_reader_epochs(r, &all, touch, &p, err, sizeof(err))) {
 		fprintf(stderr, "bench_report: reader: %s\n", r ? err : "cannot open");
-		return -1;
+		return (struct took){ -1, 0 };
 	}
-	t = now_s() - t;
+	t = (struct took){ now_s() - t.wall, self_cpu() - t.cpu };
 	rm_store_reader_close(r);
 	*rows = p.rows;
 	return t;
 }
 
-/* build/rocemeter report --store sqlite:DB ARGS..., standard output to /dev/null. Seconds, or -1. */
-static double time_report(const char *db, const char *const *args)
+/* build/rocemeter report --store sqlite:DB ARGS..., standard output to /dev/null: its wall clock and CPU time. */
+static struct took time_report(const char *db, const char *const *args)
 {
+	struct took fail = { -1, 0 };
+	struct rusage u;
 	const char *exe = getenv("RM_BENCH_ROCEMETER") ? getenv("RM_BENCH_ROCEMETER") : "build/rocemeter";
 	char store[300];
 	char *argv[16];
@@ -294,43 +318,50 @@ static double time_report(const char *db, const char *const *args)
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	t = now_s();
-	if (posix_spawn(&pid, exe, &fa, NULL, argv, environ) || waitpid(pid, &status, 0) != pid) {
+	if (posix_spawn(&pid, exe, &fa, NULL, argv, environ) || wait4(pid, &status, 0, &u) != pid) {
 		posix_spawn_file_actions_destroy(&fa);
-		return -1;
+		return fail;
 	}
 	t = now_s() - t;
 	posix_spawn_file_actions_destroy(&fa);
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 		fprintf(stderr, "bench_report: %s report ... exited with status %d\n", exe, status);
-		return -1;
+		return fail;
 	}
-	return t;
+	return (struct took){ t, cpu_of(&u) };
 }
 
-static double time_count(const char *db, uint64_t *count)
+static struct took time_count(const char *db, uint64_t *count)
 {
+	struct took t = { -1, 0 };
 	sqlite3 *d;
 	sqlite3_stmt *q;
-	double t;
 
 	if (sqlite3_open_v2(db, &d, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(d, "SELECT count(*) FROM epochs", -1, &q, NULL) != SQLITE_OK)
-		return -1;
-	t = now_s();
+		return t;
+	t = (struct took){ now_s(), self_cpu() };
 	*count = sqlite3_step(q) == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(q, 0) : 0;
-	t = now_s() - t;
+	t = (struct took){ now_s() - t.wall, self_cpu() - t.cpu };
 	sqlite3_finalize(q);
 	sqlite3_close(d);
 	return t;
 }
 
-static void line(const char *label, uint64_t n, double secs, double base)
+/*
+ * Two lines: CPU time (the figure to compare on a shared machine) and wall
+ * clock, each as epochs/s and as a multiple of the plain table's.
+ */
+static void line(const char *label, uint64_t n, struct took t, struct took base)
 {
-	if (secs <= 0) {
+	if (t.wall < 0) {
 		printf("%s: failed\n", label);
 		return;
 	}
-	printf("%s: %.3f s, %.0f epochs/s (%.2f x the plain table)\n", label, secs, (double)n / secs, base / secs);
+	printf("%s, CPU: %.3f s, %.0f epochs/s (%.2f x the plain table)\n", label, t.cpu, (double)n / t.cpu,
+	       base.cpu / t.cpu);
+	printf("%s, wall: %.3f s, %.0f epochs/s (%.2f x the plain table)\n", label, t.wall, (double)n / t.wall,
+	       base.wall / t.wall);
 }
 
 int main(int argc, char **argv)
@@ -348,7 +379,8 @@ int main(int argc, char **argv)
 	};
 	uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000, rows = 0, prow = 0, cnt = 0;
 	const char *db = "build/bench/report.db", *plain_db = "build/bench/report-plain.db";
-	double t, base, rd;
+	struct took base, rd;
+	double t;
 
 	if (access("build/rocemeter", X_OK) || n < 2 * OPEN_N) {
 		fprintf(stderr, "usage: bench_report [EPOCHS >= %d]   (from the repository root, after make)\n",
@@ -362,11 +394,11 @@ int main(int argc, char **argv)
 		return 1;
 	printf("store written through the store API: %" PRIu64 " epochs in %.1f s (%.0f epochs/s)\n", n, now_s() - t,
 	       (double)n / (now_s() - t));
-	if (write_plain(db, plain_db) <= 0 || time_reader(db, &rows) < 0)
+	if (write_plain(db, plain_db) <= 0 || time_reader(db, &rows).wall < 0)
 		return 1;
 	base = time_plain(plain_db, &prow);
 	rd = time_reader(db, &rows);
-	if (base <= 0 || rows != n || prow != n) {
+	if (base.wall <= 0 || rd.wall < 0 || rows != n || prow != n) {
 		fprintf(stderr, "bench_report: read %" PRIu64 " epochs, %" PRIu64 " plain rows, not %" PRIu64 "\n",
 			rows, prow, n);
 		return 1;
@@ -376,9 +408,11 @@ int main(int argc, char **argv)
 	line("store reader (rm_store_reader_epochs)", n, rd, base);
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		line(modes[i].label, n, time_report(db, modes[i].args), base);
-	t = time_count(db, &cnt);
+	rd = time_count(db, &cnt);
 	if (cnt != n)
 		fprintf(stderr, "bench_report: SELECT count(*) FROM epochs gave %" PRIu64 "\n", cnt);
-	line("SELECT count(*) FROM epochs", n, t, base);
+	line("SELECT count(*) FROM epochs (the view)", n, rd, base);
+	if (getenv("RM_BENCH_KEEP"))
+		return 0;
 	return system("rm -f build/bench/report.db* build/bench/report-plain.db* build/bench/report.html") ? 1 : 0;
 }
