@@ -15,6 +15,7 @@
  * The view is SQLite's JSON functions over the stored text: independent
  * of the reader's C decoding.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -462,11 +463,88 @@ static void test_reader_stops(void **state)
 	rm_store_reader_close(r);
 }
 
+static void exec_sql(struct fixture *f, const char *sql)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(rm_store_db(f->st), sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("%s: %s", sql, msg);
+}
+
+/* Chunks out of ID order (no collect writes them): read through the view, still equal to it. */
+static void test_chunks_out_of_order(void **state)
+{
+	struct fixture *f = *state;
+
+	write_epochs(f, 1, 6000);
+	assert_true(count_rows(f, "SELECT count(*) FROM epoch_archive") >= 3);
+	/* the first chunk's range moved past the others': its IDs are outside it, read as the view reads them */
+	exec_sql(f, "UPDATE epoch_archive SET first_id = first_id + 100000, last_id = last_id + 100000"
+		    " WHERE id = (SELECT min(id) FROM epoch_archive)");
+	assert_int_equal(compare(f, &(struct rm_read_filter){ .pkey = -1 }), 6000);
+	assert_true(compare(f, &(struct rm_read_filter){ .pkey = -1, .outcome = "invalid" }) > 0);
+}
+
+/* The error for a chunk that is not the packed form: names its row, reads nothing of it. */
+static void assert_bad_chunk(struct fixture *f, const char *data)
+{
+	struct rm_store_spec spec = { .kind = RM_STORE_SQLITE };
+	struct rm_read_filter rf = { .pkey = -1 };
+	GPtrArray *got = g_ptr_array_new_with_free_func(g_free);
+	struct rm_store_reader *r;
+	sqlite3_stmt *q;
+	char err[256] = "", want[64];
+	int64_t id;
+
+	id = count_rows(f, "SELECT max(id) FROM epoch_archive");
+	assert_int_equal(sqlite3_prepare_v2(rm_store_db(f->st), "UPDATE epoch_archive SET data = ?1 WHERE id = ?2", -1,
+					    &q, NULL),
+			 SQLITE_OK);
+	sqlite3_bind_text(q, 1, data, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 2, id);
+	assert_int_equal(sqlite3_step(q), SQLITE_DONE);
+	sqlite3_finalize(q);
+	snprintf(spec.path, sizeof(spec.path), "%s", f->db);
+	r = rm_store_reader_open(&spec, err, sizeof(err));
+	assert_non_null(r);
+	assert_int_equal(rm_store_reader_epochs(r, &rf, collect_row, got, err, sizeof(err)), -EIO);
+	snprintf(want, sizeof(want), "epoch_archive row %lld: ", (long long)id);
+	if (!strstr(err, want))
+		fail_msg("data %s: error \"%s\"", data, err);
+	rm_store_reader_close(r);
+	g_ptr_array_free(got, TRUE);
+}
+
+static void test_bad_chunks(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const bad[] = {
+		"[{\"a\":999999}]",               /* an ID outside the chunk's range */
+		"[{\"x\":1.5}]",                  /* a real */
+		"[{\"x\":true}]",                 /* true */
+		"[{\"x\":[1]}]",                  /* a nested value */
+		"[{\"x\":99999999999999999999}]", /* beyond int64 */
+		"[{\"M\":\"cut}]",                /* a cut text */
+		"[{\"M\":\"a\\qb\"}]",            /* an unknown escape */
+		"[{}",                            /* no end */
+		"[{},]",                          /* a trailing comma */
+		"[7]",                            /* neither an object nor an array */
+		"{}",                             /* not an array */
+		"[{\"e\":\"x\"}]",                /* a text where an integer is */
+	};
+
+	write_epochs(f, 1, 3000);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_bad_chunk(f, bad[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_reader_equals_view, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reader_stops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_chunks_out_of_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_chunks, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
