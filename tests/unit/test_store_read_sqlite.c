@@ -485,6 +485,19 @@ static void test_chunks_out_of_order(void **state)
 	assert_true(compare(f, &(struct rm_read_filter){ .pkey = -1, .outcome = "invalid" }) > 0);
 }
 
+/* A database of another layout (epoch_archive without base, its own view): read through its view. */
+static void test_other_layout(void **state)
+{
+	struct fixture *f = *state;
+
+	write_epochs(f, 1, 3000);
+	exec_sql(f, "CREATE TABLE old_epochs AS SELECT * FROM epochs ORDER BY id; DROP VIEW epochs;"
+		    " ALTER TABLE epoch_archive DROP COLUMN base; UPDATE old_epochs SET requests = 7;"
+		    " CREATE VIEW epochs AS SELECT * FROM old_epochs");
+	assert_int_equal(compare(f, &(struct rm_read_filter){ .pkey = -1 }), 3000);
+	assert_int_equal(count_rows(f, "SELECT count(*) FROM epochs WHERE requests = 7"), 3000);
+}
+
 /* The error for a chunk that is not the packed form: names its row, reads nothing of it. */
 static void assert_bad_chunk(struct fixture *f, const char *data)
 {
@@ -545,6 +558,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reader_stops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chunks_out_of_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_chunks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_other_layout, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

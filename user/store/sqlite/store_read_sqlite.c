@@ -287,7 +287,7 @@ static int load_ranges(sqlite3 *db, struct packed *p)
  * "SELECT ... FROM epochs ORDER BY id" (tests/unit/test_store_read_sqlite.c).
  */
 static int read_merged(sqlite3 *db, const struct rm_read_filter *f, int (*fn)(void *arg, const struct rm_epoch_read *e),
-		       void *arg, char *err, size_t errlen)
+		       void *arg, int *no_tables, char *err, size_t errlen)
 {
 	struct packed p = { .prev = INT64_MIN, .db = db };
 	sqlite3_stmt *rows = NULL;
@@ -295,12 +295,17 @@ static int read_merged(sqlite3 *db, const struct rm_read_filter *f, int (*fn)(vo
 	int rc, have_row, have_packed, stop = 0;
 
 	select_sql(sql, sizeof(sql), 1, "epoch_rows ORDER BY id");
+	/* a table or column of this layout missing (a database no collect of this version opened): *no_tables */
+	if (sqlite3_prepare_v2(db, sql, -1, &rows, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "SELECT id, first_id, last_id, base, data IS NULL FROM epoch_archive ORDER BY id",
+			       -1, &p.chunks, NULL) != SQLITE_OK) {
+		*no_tables = 1;
+		rc = 0;
+		goto out;
+	}
 	rc = load_ranges(db, &p);
-	if (!rc &&
-	    (sqlite3_prepare_v2(db, sql, -1, &rows, NULL) != SQLITE_OK ||
-	     sqlite3_prepare_v2(db, "SELECT id, first_id, last_id, base, data IS NULL FROM epoch_archive ORDER BY id",
-				-1, &p.chunks, NULL) != SQLITE_OK))
-		rc = -EIO;
+	if (rc == -EIO)
+		*no_tables = 1;
 	if (rc)
 		goto out;
 	have_row = sqlite3_step(rows);
@@ -380,13 +385,21 @@ static int sq_epochs(struct rm_store_reader *base, const struct rm_read_filter *
 	int64_t overlaps;
 
 	err[0] = '\0';
-	/* Chunks in ID order, each after the one before (as rm_sq_archive_add writes them): merged in C. */
+	/*
+	 * Chunks in ID order, each after the one before (as rm_sq_archive_add
+	 * writes them): merged in C; else, or without this layout's tables, the view.
+	 */
 	overlaps = rm_sq_scalar(r->st, "SELECT count(*) FROM (SELECT first_id, last_id, lag(last_id) OVER"
 				       " (ORDER BY id) AS prev FROM epoch_archive)"
 				       " WHERE last_id < first_id OR prev >= first_id");
-	if (overlaps != 0)
-		return read_view(db, f, fn, arg, err, errlen);
-	return read_merged(db, f, fn, arg, err, errlen);
+	if (overlaps == 0) {
+		int no_tables = 0, rc = read_merged(db, f, fn, arg, &no_tables, err, errlen);
+
+		if (!no_tables)
+			return rc;
+		err[0] = '\0';
+	}
+	return read_view(db, f, fn, arg, err, errlen);
 }
 
 /* name/value rows of a query into v; a query that cannot be prepared (a table of an older layout) reads nothing. */
