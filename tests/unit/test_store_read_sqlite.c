@@ -485,6 +485,16 @@ static void test_chunks_out_of_order(void **state)
 	assert_true(compare(f, &(struct rm_read_filter){ .pkey = -1, .outcome = "invalid" }) > 0);
 }
 
+/* A chunk whose data is NULL holds no epoch, as for the view (json_each of NULL). */
+static void test_null_chunk(void **state)
+{
+	struct fixture *f = *state;
+
+	write_epochs(f, 1, 3000);
+	exec_sql(f, "UPDATE epoch_archive SET data = NULL WHERE id = (SELECT min(id) FROM epoch_archive)");
+	assert_true(compare(f, &(struct rm_read_filter){ .pkey = -1 }) < 3000);
+}
+
 /* A database of another layout (epoch_archive without base, its own view): read through its view. */
 static void test_other_layout(void **state)
 {
@@ -559,6 +569,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_chunks_out_of_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_chunks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_layout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_null_chunk, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -155,8 +155,10 @@ static long chunk_data(struct packed *p)
 	int n;
 
 	if (sqlite3_column_int(p->chunks, 4)) { /* data IS NULL: no epoch */
-		memcpy(p->data ? p->data : (p->data = malloc(p->data_cap = 64)), "[]", 2);
-		return p->data ? 2 : -ENOMEM;
+		if (!p->data && !(p->data = malloc(p->data_cap = 64)))
+			return -ENOMEM;
+		memcpy(p->data, "[]", 2);
+		return 2;
 	}
 	if ((p->blob ? sqlite3_blob_reopen(p->blob, p->chunk)
 		     : sqlite3_blob_open(p->db, "main", "epoch_archive", "data", p->chunk, 0, &p->blob)) != SQLITE_OK)
@@ -310,7 +312,7 @@ static int read_merged(sqlite3 *db, const struct rm_read_filter *f, int (*fn)(vo
 		goto out;
 	have_row = sqlite3_step(rows);
 	have_packed = packed_next(&p, err, errlen);
-	while (!stop && (have_row == SQLITE_ROW || have_packed == 1)) {
+	while (!stop && have_packed >= 0 && (have_row == SQLITE_ROW || have_packed == 1)) {
 		struct rm_epoch_read e = { 0 };
 		int64_t rid = have_row == SQLITE_ROW ? sqlite3_column_int64(rows, 0) : INT64_MAX;
 
