@@ -22,6 +22,8 @@ CHECK_PROGS    += $(BUILD)/tests/unit/test_store_budget
 CHECK_PROGS    += $(BUILD)/tests/unit/test_store_columns
 # The packed form of settled epochs (epoch_archive) byte for byte, and the epochs view over it.
 CHECK_PROGS    += $(BUILD)/tests/unit/test_store_archive
+# report's SQLite reader against the epochs view, row by row, for every packing case and filter.
+CHECK_PROGS    += $(BUILD)/tests/unit/test_store_read_sqlite
 # The database on a full tmpfs (root), write-locked by another process, and
 # a restart after kill -9.
 CHECK_SCRIPTS  += selftests/system/test_collector_store.py

@@ -361,6 +361,14 @@ static void csv_record(FILE *f, const struct csv_table *t, json_t *o, int show_c
 			csv_field(f, buf, last);
 			continue;
 		}
+		if (json_is_integer(v) || json_is_boolean(v)) { /* as the JSON writer prints them (jansson's format) */
+			char n[32];
+
+			if (json_is_integer(v))
+				snprintf(n, sizeof(n), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+			csv_field(f, json_is_integer(v) ? n : json_is_true(v) ? "true" : "false", last);
+			continue;
+		}
 		if (v && !json_is_null(v)) {
 			/* through the JSON writer, so that numbers above 2^63 - 1 stay exact */
 			size_t len = 0;

@@ -22,6 +22,8 @@
 #include "common/report_text.h"
 #include "common/timefmt.h"
 #include "report_html.h"
+#include "report_summary.h"
+#include "report_table.h"
 #include "rocemeter/seqobs.h"
 #include "common/sort.h"
 
@@ -51,14 +53,7 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 /* The health of an epoch (common/health.h), or H_NO_MEAS. */
 static unsigned epoch_health(const struct rm_epoch_read *e)
 {
-	struct rm_health_counters c = {
-		.expired = U(e, EXP),
-		.abandoned = U(e, ABAN),
-		.pending = U(e, PEND),
-		.filled = U(e, FILL),
-		.repeated = U(e, REP),
-		.unclassified_late = U(e, LATE),
-	};
+	struct rm_health_counters c = rm_table_health(e);
 
 	return ISNULL(e, REQ) ? H_NO_MEAS : rm_health_of(&c);
 }
@@ -140,7 +135,7 @@ struct h_ctx {
 	size_t n, cap;
 	struct h_conn *conn;
 	size_t n_conn, cap_conn;
-	GHashTable *by_key;  /* "obs|src|dst|qp|pkey|vlan" -> conn index + 1 */
+	GHashTable *by_key;  /* struct rm_conn_key (without the domain) -> conn index + 1 */
 	GHashTable *reasons; /* "outcome\treason" -> count */
 	struct h_totals tot;
 	uint64_t t_min, t_max, x_min, x_max;
@@ -166,13 +161,12 @@ static void set(json_t *o, const char *k, json_t *v)
 
 static int find_conn(struct h_ctx *c, const struct rm_epoch_read *e, uint32_t *idx)
 {
-	char key[200];
+	struct rm_conn_key key;
 	gpointer v;
 	struct h_conn *n;
 
-	snprintf(key, sizeof(key), "%" PRIu64 "|%s|%s|%" PRIu64 "|%" PRIu64 "|%" PRIu64 "|%" PRIu64 "|%" PRIu64,
-		 U(e, OBS), T(e, SRC), T(e, DST), U(e, QP), U(e, PKEY), U(e, HAS_VLAN), U(e, VLAN0), U(e, VLAN1));
-	v = g_hash_table_lookup(c->by_key, key);
+	rm_conn_key_of(e, 0, &key);
+	v = g_hash_table_lookup(c->by_key, &key);
 	if (v) {
 		*idx = (uint32_t)(GPOINTER_TO_SIZE(v) - 1);
 		return 0;
@@ -199,7 +193,7 @@ static int find_conn(struct h_ctx *c, const struct rm_epoch_read *e, uint32_t *i
 	n->rank = -1;
 	if (!n->src || !n->dst)
 		return -ENOMEM;
-	g_hash_table_insert(c->by_key, g_strdup(key), GSIZE_TO_POINTER(c->n_conn + 1));
+	g_hash_table_insert(c->by_key, g_memdup2(&key, (guint)rm_conn_key_len(&key)), GSIZE_TO_POINTER(c->n_conn + 1));
 	*idx = (uint32_t)c->n_conn++;
 	return 0;
 }
@@ -209,7 +203,8 @@ static void count_collector(struct h_ctx *c, const struct rm_epoch_read *e, unsi
 {
 	struct h_totals *t = &c->tot;
 	char key[300];
-	gpointer v;
+	gpointer v, old;
+	size_t lo, lr;
 
 	t->gaps = sat_add(t->gaps, U(e, GAPS));
 	t->missing = sat_add(t->missing, U(e, MISSING));
@@ -221,9 +216,19 @@ static void count_collector(struct h_ctx *c, const struct rm_epoch_read *e, unsi
 	t->unsupported = sat_add(t->unsupported, U(e, UNSUP));
 	if (!T(e, REASON) || !T(e, REASON)[0])
 		return;
-	snprintf(key, sizeof(key), "%s\t%s", outcome_names[outcome], T(e, REASON));
-	v = g_hash_table_lookup(c->reasons, key);
-	g_hash_table_insert(c->reasons, g_strdup(key), GSIZE_TO_POINTER(GPOINTER_TO_SIZE(v) + 1));
+	/* "outcome\treason", without printf or a copy once the key is known (once per epoch with a reason) */
+	lo = strlen(outcome_names[outcome]);
+	lr = strnlen(T(e, REASON), sizeof(key) - lo - 2);
+	memcpy(key, outcome_names[outcome], lo);
+	key[lo] = '\t';
+	memcpy(key + lo + 1, T(e, REASON), lr);
+	key[lo + 1 + lr] = '\0';
+	if (g_hash_table_lookup_extended(c->reasons, key, &old, &v)) {
+		g_hash_table_steal(c->reasons, old);
+		g_hash_table_insert(c->reasons, old, GSIZE_TO_POINTER(GPOINTER_TO_SIZE(v) + 1));
+	} else {
+		g_hash_table_insert(c->reasons, g_strdup(key), GSIZE_TO_POINTER(1));
+	}
 }
 
 /* The sequence counters of a measured epoch, into its connection and the totals. */
@@ -868,7 +873,7 @@ int rm_report_html_write(struct rm_store_reader *r, const struct rm_read_filter 
 	char *data;
 	int rc;
 
-	c.by_key = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	c.by_key = rm_conn_index_new();
 	c.reasons = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	c.limits = json_array();
 	rc = rm_store_reader_epochs(r, f, take_epoch, &c, err, errlen);

@@ -5,6 +5,7 @@
  * and the row as JSON and as text.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <glib.h>
@@ -19,10 +20,56 @@
 #define T(e, c)   ((e)->t[RM_ER_##c])
 #define NUL(e, c) ((e)->null[RM_ER_##c])
 
+static guint key_hash(gconstpointer p)
+{
+	const unsigned char *b = p;
+	size_t n = rm_conn_key_len(p);
+	guint h = 2166136261u; /* FNV-1a */
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+static gboolean key_equal(gconstpointer a, gconstpointer b)
+{
+	return rm_conn_key_len(a) == rm_conn_key_len(b) && !memcmp(a, b, rm_conn_key_len(a));
+}
+
+void *rm_conn_index_new(void)
+{
+	return g_hash_table_new_full(key_hash, key_equal, g_free, NULL);
+}
+
+size_t rm_conn_key_len(const struct rm_conn_key *k)
+{
+	return offsetof(struct rm_conn_key, addrs) + k->len;
+}
+
+void rm_conn_key_of(const struct rm_epoch_read *e, int with_domain, struct rm_conn_key *k)
+{
+	const char *src = T(e, SRC) ? T(e, SRC) : "", *dst = T(e, DST) ? T(e, DST) : "";
+	size_t ls = strnlen(src, 47), ld = strnlen(dst, 47);
+
+	memset(k, 0, offsetof(struct rm_conn_key, addrs));
+	k->n[0] = with_domain ? U(e, DOMAIN) : 0;
+	k->n[1] = U(e, OBS);
+	k->n[2] = U(e, QP);
+	k->n[3] = U(e, PKEY);
+	k->n[4] = U(e, HAS_VLAN);
+	k->n[5] = U(e, VLAN0);
+	k->n[6] = U(e, VLAN1);
+	memcpy(k->addrs, src, ls);
+	k->addrs[ls] = '\0';
+	memcpy(k->addrs + ls + 1, dst, ld);
+	k->addrs[ls + 1 + ld] = '\0';
+	k->len = ls + ld + 2;
+}
+
 int rm_summary_init(struct rm_summary *s)
 {
 	*s = (struct rm_summary){ 0 };
-	s->index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	s->index = rm_conn_index_new();
 	return s->index ? 0 : -ENOMEM;
 }
 
@@ -41,15 +88,12 @@ static void add_sat(uint64_t *sum, uint64_t v)
 
 static struct rm_summary_row *row_of(struct rm_summary *s, const struct rm_epoch_read *e)
 {
-	char key[256];
+	struct rm_conn_key key;
 	gpointer at;
 	struct rm_summary_row *r;
 
-	snprintf(key, sizeof(key), "%llu|%llu|%s|%s|%llu|%llu|%llu|%llu|%llu", (unsigned long long)U(e, DOMAIN),
-		 (unsigned long long)U(e, OBS), T(e, SRC), T(e, DST), (unsigned long long)U(e, QP),
-		 (unsigned long long)U(e, PKEY), (unsigned long long)U(e, HAS_VLAN), (unsigned long long)U(e, VLAN0),
-		 (unsigned long long)U(e, VLAN1));
-	at = g_hash_table_lookup(s->index, key);
+	rm_conn_key_of(e, 1, &key);
+	at = g_hash_table_lookup(s->index, &key);
 	if (at)
 		return &s->rows[GPOINTER_TO_SIZE(at) - 1];
 	if (s->n == s->cap) {
@@ -73,7 +117,7 @@ static struct rm_summary_row *row_of(struct rm_summary *s, const struct rm_epoch
 	};
 	snprintf(r->src, sizeof(r->src), "%s", T(e, SRC));
 	snprintf(r->dst, sizeof(r->dst), "%s", T(e, DST));
-	g_hash_table_insert(s->index, g_strdup(key), GSIZE_TO_POINTER(s->n));
+	g_hash_table_insert(s->index, g_memdup2(&key, (guint)rm_conn_key_len(&key)), GSIZE_TO_POINTER(s->n));
 	return r;
 }
 

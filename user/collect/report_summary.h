@@ -35,10 +35,27 @@ struct rm_summary_row {
 };
 
 struct rm_summary {
-	void *index; /* key text -> row number + 1 (GHashTable) */
+	void *index; /* struct rm_conn_key -> row number + 1 (rm_conn_index_new) */
 	struct rm_summary_row *rows;
 	size_t n, cap;
 };
+
+/*
+ * A connection's key as octets, built without printf (once per epoch, by
+ * the summary and the HTML report): Observation Domain (or 0),
+ * observationPointId, rdmaDestinationQP, rdmaPartitionKey, the VLAN keys,
+ * then both address texts with their NULs; rm_conn_key_len() octets of it
+ * count (hashed and compared by the GHashTable of rm_conn_index_new(),
+ * whose keys are g_memdup2 copies of that many octets, freed with it).
+ */
+struct rm_conn_key {
+	size_t len;    /* of addrs used */
+	uint64_t n[7]; /* domain, point, QP, P_Key, VLAN namespace, outer and inner VLAN */
+	char addrs[2 * 48];
+};
+void rm_conn_key_of(const struct rm_epoch_read *e, int with_domain, struct rm_conn_key *k);
+size_t rm_conn_key_len(const struct rm_conn_key *k);
+void *rm_conn_index_new(void);
 
 /* An empty summary. 0, or -ENOMEM. */
 int rm_summary_init(struct rm_summary *s);

@@ -3,7 +3,7 @@
  * report_table.h - report's text tables: a header and rows of columns, each
  * padded to a width (numbers right-aligned), the last one as long as its
  * text; the default epoch line (one row per epoch) on it. Used by
- * cmd_report.c and report_summary.c.
+ * cmd_report.c, report_summary.c and report_html.c.
  */
 #ifndef ROCEMETER_REPORT_TABLE_H
 #define ROCEMETER_REPORT_TABLE_H

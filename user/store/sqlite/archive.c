@@ -5,6 +5,7 @@
  * tests/unit/test_store_archive.c checks it byte for byte.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <glib.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -284,4 +285,294 @@ int rm_sq_archive_write(struct rm_store *st)
 	st->arc_first = st->arc_last = 0;
 	st->arc_retained = 0;
 	return rc;
+}
+
+/* ---------------- reading back: the inverse of the above ---------------- */
+
+/*
+ * The packed form as rm_sq_archive_add writes it, read without SQLite's
+ * JSON functions, to the values the epochs view gives (rm_sq_create_view):
+ * integers (int64), texts (RFC 8259 strings: any escape, \uXXXX as UTF-8),
+ * null. Whitespace between tokens is skipped (chunks written by other
+ * versions or by hand). Anything else - a real number, true/false, a
+ * nested value, an integer beyond int64 - is malformed: the view would
+ * give a REAL or a JSON text there, which no stored epoch has.
+ */
+static const char *ws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	return p;
+}
+
+static int hex4(const char *p, const char *end, unsigned *u)
+{
+	*u = 0;
+	if (end - p < 4)
+		return -1;
+	for (int i = 0; i < 4; i++) {
+		char c = p[i];
+		unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+			     : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+			     : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
+						    : 16u;
+
+		if (d == 16)
+			return -1;
+		*u = *u << 4 | d;
+	}
+	return 0;
+}
+
+static char *put_utf8(char *o, unsigned u)
+{
+	if (u < 0x80) {
+		*o++ = (char)u;
+	} else if (u < 0x800) {
+		*o++ = (char)(0xc0 | u >> 6);
+		*o++ = (char)(0x80 | (u & 0x3f));
+	} else if (u < 0x10000) {
+		*o++ = (char)(0xe0 | u >> 12);
+		*o++ = (char)(0x80 | (u >> 6 & 0x3f));
+		*o++ = (char)(0x80 | (u & 0x3f));
+	} else {
+		*o++ = (char)(0xf0 | u >> 18);
+		*o++ = (char)(0x80 | (u >> 12 & 0x3f));
+		*o++ = (char)(0x80 | (u >> 6 & 0x3f));
+		*o++ = (char)(0x80 | (u & 0x3f));
+	}
+	return o;
+}
+
+/* A string at p (its opening quote) unescaped into *o (NUL-terminated, *o moved past it). After it, or NULL. */
+static const char *get_str(const char *p, const char *end, char **o)
+{
+	char *w = *o;
+
+	for (p++; p < end && *p != '"'; p++) {
+		unsigned u, lo;
+
+		if (*p != '\\') {
+			*w++ = *p;
+			continue;
+		}
+		if (++p >= end)
+			return NULL;
+		switch (*p) {
+		case '"':
+		case '\\':
+		case '/':
+			*w++ = *p;
+			break;
+		case 'b':
+			*w++ = '\b';
+			break;
+		case 'f':
+			*w++ = '\f';
+			break;
+		case 'n':
+			*w++ = '\n';
+			break;
+		case 'r':
+			*w++ = '\r';
+			break;
+		case 't':
+			*w++ = '\t';
+			break;
+		case 'u':
+			if (hex4(p + 1, end, &u) < 0)
+				return NULL;
+			p += 4;
+			if (u >= 0xd800 && u < 0xdc00 && end - p > 6 && p[1] == '\\' && p[2] == 'u' &&
+			    !hex4(p + 3, end, &lo) && lo >= 0xdc00 && lo < 0xe000) {
+				u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+				p += 6;
+			}
+			w = put_utf8(w, u);
+			break;
+		default:
+			return NULL;
+		}
+	}
+	if (p >= end)
+		return NULL;
+	*w++ = '\0';
+	*o = w;
+	return p + 1;
+}
+
+/* A value at p into *v (texts written at *o). After it, or NULL when malformed. */
+static const char *get_value(const char *p, const char *end, struct val *v, char **o)
+{
+	if (p >= end)
+		return NULL;
+	if (*p == '"') {
+		v->t = V_TEXT;
+		v->s = *o;
+		return get_str(p, end, o);
+	}
+	if (end - p >= 4 && !memcmp(p, "null", 4)) {
+		v->t = V_NULL;
+		return p + 4;
+	}
+	int neg = *p == '-';
+	uint64_t u = 0;
+	const char *d = p + neg;
+
+	if (d >= end || *d < '0' || *d > '9')
+		return NULL;
+	for (; d < end && *d >= '0' && *d <= '9'; d++) {
+		unsigned digit = (unsigned)(*d - '0');
+
+		if (u > (UINT64_MAX - digit) / 10)
+			return NULL;
+		u = u * 10 + digit;
+	}
+	if (d < end && (*d == '.' || *d == 'e' || *d == 'E'))
+		return NULL;
+	if (u > (uint64_t)INT64_MAX + neg)
+		return NULL;
+	v->t = V_INT;
+	v->i = neg ? (int64_t)(0 - u) : (int64_t)u;
+	return d;
+}
+
+/* An array of column values at p into v[0..EC__N-1] (missing ones NULL, extra ones read and dropped). */
+static const char *get_columns(const char *p, const char *end, struct val *v, char **o)
+{
+	struct val extra;
+	int c = 0;
+
+	for (int i = 0; i < EC__N; i++)
+		v[i].t = V_NULL;
+	p = ws(p + 1, end);
+	if (p < end && *p == ']')
+		return p + 1;
+	for (;; c++) {
+		p = get_value(ws(p, end), end, c < EC__N ? &v[c] : &extra, o);
+		p = p ? ws(p, end) : NULL;
+		if (!p || p >= end)
+			return NULL;
+		if (*p == ']')
+			return p + 1;
+		if (*p++ != ',')
+			return NULL;
+	}
+}
+
+/* The column of a key letter (ARC_KEYS), or -1 (a key the view does not read). */
+static int key_column(char k)
+{
+	const char *c = memchr(ARC_KEYS, k, EC__N);
+
+	return k && c ? (int)(c - ARC_KEYS) : -1;
+}
+
+/* An object of the columns that differ from the base at p: into v, already the base's values; *changed: their bits. */
+static const char *get_diff(const char *p, const char *end, struct val *v, uint64_t *changed, char **o)
+{
+	p = ws(p + 1, end);
+	if (p < end && *p == '}')
+		return p + 1;
+	for (;;) {
+		struct val x;
+		int c;
+
+		if (p >= end || *p != '"' || end - p < 3 || p[2] != '"')
+			return NULL; /* every key is one letter */
+		c = key_column(p[1]);
+		p = ws(p + 3, end);
+		if (p >= end || *p != ':')
+			return NULL;
+		p = get_value(ws(p + 1, end), end, &x, o);
+		if (!p)
+			return NULL;
+		if (c >= 0 && x.t != V_NULL) { /* the view: coalesce(the object's value, the base's) */
+			v[c] = x;
+			*changed |= COL(c);
+		}
+		p = ws(p, end);
+		if (p >= end)
+			return NULL;
+		if (*p == '}')
+			return p + 1;
+		if (*p++ != ',')
+			return NULL;
+		p = ws(p, end);
+	}
+}
+
+int rm_sq_unpack_start(struct rm_sq_unpack *u, const char *base, size_t base_len, const char *data, size_t data_len)
+{
+	/* Texts unescaped are never longer than in JSON: one octet per JSON octet and a NUL per value. */
+	size_t need = base_len + data_len + 2 * EC__N + 2;
+	const char *p;
+	char *o;
+
+	if (need > u->cap) {
+		char *b = realloc(u->buf, need);
+
+		if (!b)
+			return -ENOMEM;
+		u->buf = b;
+		u->cap = need;
+	}
+	o = u->buf;
+	u->p = data;
+	u->end = data + data_len;
+	u->first = 1;
+	u->done = 0;
+	if (!base) {
+		for (int i = 0; i < EC__N; i++)
+			u->base[i].t = V_NULL;
+	} else {
+		p = ws(base, base + base_len);
+		if (p >= base + base_len || *p != '[' || !get_columns(p, base + base_len, u->base, &o))
+			return -EINVAL;
+	}
+	u->texts = o;
+	memcpy(u->cur, u->base, sizeof(u->cur));
+	u->changed = 0;
+	p = ws(u->p, u->end);
+	if (p >= u->end || *p != '[')
+		return -EINVAL;
+	u->p = p + 1;
+	return 0;
+}
+
+int rm_sq_unpack_next(struct rm_sq_unpack *u)
+{
+	struct val *v = u->cur;
+	const char *p = ws(u->p, u->end), *end = u->end;
+	char *o = u->texts;
+
+	if (u->done)
+		return 0;
+	if (u->first && p < end && *p == ']') {
+		u->done = 1;
+		return 0;
+	}
+	if (p < end && *p == '[') {
+		p = get_columns(p, end, v, &o);
+		u->changed = ~0ULL;
+	} else if (p < end && *p == '{') {
+		/* the base again where the epoch before differed from it: a copy of the few columns that did */
+		if (u->changed == ~0ULL) {
+			memcpy(v, u->base, sizeof(u->base));
+		} else {
+			for (uint64_t c = u->changed; c; c &= c - 1)
+				v[__builtin_ctzll(c)] = u->base[__builtin_ctzll(c)];
+		}
+		u->changed = 0;
+		p = get_diff(p, end, v, &u->changed, &o);
+	} else {
+		return -EINVAL;
+	}
+	p = p ? ws(p, end) : NULL;
+	if (!p || p >= end || (*p != ',' && *p != ']'))
+		return -EINVAL;
+	u->done = *p == ']';
+	u->p = p + 1;
+	u->first = 0;
+	return 1;
 }

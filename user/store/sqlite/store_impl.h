@@ -304,6 +304,33 @@ int rm_sq_archive_add(struct rm_store *st, const struct rm_epoch *e);
 /* Write the chunk being built as one epoch_archive row, and start a new one. 0 or -1. */
 int rm_sq_archive_write(struct rm_store *st);
 
+/*
+ * Reading a chunk back (one epoch_archive row), each epoch as the epochs
+ * view gives its columns (rm_sq_create_view), retired_ms as packed (NULL
+ * for a copy written before its retirement: epoch_retired has it).
+ */
+struct rm_sq_unpack {
+	struct val base[EC__N]; /* the chunk's base column */
+	struct val cur[EC__N];  /* the current epoch */
+	uint64_t changed;       /* the columns where cur is not base */
+	char *buf, *texts;      /* owned: the texts of the base, then of the current epoch */
+	size_t cap;
+	const char *p, *end; /* in data */
+	int first, done;
+};
+/*
+ * Start reading the chunk of base (NULL: all NULL) and data, of their
+ * lengths; both must outlive the reading. 0, -EINVAL (not the packed form),
+ * -ENOMEM. u zeroed before the first call; free(u->buf) after the last.
+ */
+int rm_sq_unpack_start(struct rm_sq_unpack *u, const char *base, size_t base_len, const char *data, size_t data_len);
+/*
+ * The next epoch of the chunk into u->cur by EC_* (texts valid until the
+ * next call): 1, 0 at the end, -EINVAL when malformed (a real, true, a
+ * nested value, an integer beyond int64, a cut text).
+ */
+int rm_sq_unpack_next(struct rm_sq_unpack *u);
+
 /* flush.c */
 /* sqlite3_wal_hook callback: records the WAL's length for checkpoints. */
 int rm_sq_wal_hook(void *arg, sqlite3 *db, const char *name, int pages);
