@@ -11,6 +11,17 @@
 
 extern const struct rm_command __start_rm_commands[] __attribute__((weak));
 extern const struct rm_command __stop_rm_commands[] __attribute__((weak));
+extern const struct rm_subcommand __start_rm_subcommands[] __attribute__((weak));
+extern const struct rm_subcommand __stop_rm_subcommands[] __attribute__((weak));
+
+/* `rocemeter PARENT NAME ...`: the subcommand NAME of PARENT, or NULL. */
+static const struct rm_subcommand *subcommand(const char *parent, const char *name)
+{
+	for (const struct rm_subcommand *s = __start_rm_subcommands; name && s < __stop_rm_subcommands; s++)
+		if (!strcmp(s->parent, parent) && !strcmp(s->name, name))
+			return s;
+	return NULL;
+}
 
 static void usage(FILE *f)
 {
@@ -67,7 +78,16 @@ int main(int argc, char **argv)
 	rm_log_route_libbpf();
 	for (c = __start_rm_commands; c < __stop_rm_commands; c++) {
 		if (!strcmp(argv[1], c->name)) {
+			const struct rm_subcommand *s = subcommand(c->name, argc > 2 ? argv[2] : NULL);
+
+			static char both[64];
+
 			rm_log_set_command(c->name);
+			if (s) {
+				snprintf(both, sizeof(both), "%s %s", s->parent, s->name);
+				rm_log_set_command(both);
+				return s->run(argc - 2, argv + 2);
+			}
 			return c->run(argc - 1, argv + 1);
 		}
 	}
