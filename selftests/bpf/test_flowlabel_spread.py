@@ -48,8 +48,8 @@ def crc_reflected(data, poly, init, xorout):
     return reg ^ xorout
 
 
-def crc_mpeg2(data):
-    reg = 0xFFFFFFFF
+def crc_mpeg2(data, init):
+    reg = init
     for b in data:
         reg ^= b << 24
         for _ in range(8):
@@ -60,14 +60,26 @@ def crc_mpeg2(data):
     return reg
 
 
-def fl_hash(variant, data):
+def fmix32(h):
+    """murmur3's 32-bit finalizer (the program's --mix)."""
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def fl_hash(variant, data, mix=False, seed=0):
+    init = 0xFFFFFFFF ^ seed
     if variant == "literal":  # [FLOWLABEL]'s text: shift right, XOR 0x04C11DB7, no final XOR
-        return crc_reflected(data, 0x04C11DB7, 0xFFFFFFFF, 0)
-    if variant == "crc32":
-        return zlib.crc32(data)
-    if variant == "crc32c":
-        return crc_reflected(data, 0x82F63B78, 0xFFFFFFFF, 0xFFFFFFFF)
-    return crc_mpeg2(data)
+        h = crc_reflected(data, 0x04C11DB7, init, 0)
+    elif variant == "crc32":  # zlib's value argument is the register after its final XOR
+        h = zlib.crc32(data, seed)
+    elif variant == "crc32c":
+        h = crc_reflected(data, 0x82F63B78, init, 0xFFFFFFFF)
+    else:
+        h = crc_mpeg2(data, init)
+    return fmix32(h) if mix else h
 
 
 def low16(addr):
@@ -75,12 +87,12 @@ def low16(addr):
     return ipaddress.ip_address(addr).packed[-2:]
 
 
-def label_of(c, source):
+def label_of(c, source, mix=False, seed=0):
     if source == "arriving" or c["label_in"]:
         return c["label_in"]
     head = c["sqp"].to_bytes(3, "big") if c["sqp"] is not None else b""
     data = head + c["dqp"].to_bytes(3, "big") + low16(c["src"]) + low16(c["dst"])
-    return (fl_hash(source, data) & 0xFFFFF) or 1  # a computed 0 is written as 0x00001
+    return (fl_hash(source, data, mix, seed) & 0xFFFFF) or 1  # a computed 0 is written as 0x00001
 
 
 def crc16_ccitt(data):
@@ -113,17 +125,17 @@ def switch_hash(name, data):
     return xor16(data)
 
 
-def key_bytes(c, key, source):
+def key_bytes(c, key, source, mix=False, seed=0):
     b = ipaddress.ip_address(c["src"]).packed + ipaddress.ip_address(c["dst"]).packed
     if key != "addr+label":
         b += bytes([17]) + c["sport"].to_bytes(2, "big") + (4791).to_bytes(2, "big")
     if key != "5tuple":
-        b += label_of(c, source).to_bytes(3, "big")
+        b += label_of(c, source, mix, seed).to_bytes(3, "big")
     return b
 
 
-def expected_class(conns, k, key, source, hname):
-    path = [switch_hash(hname, key_bytes(c, key, source)) % k for c in conns]
+def expected_class(conns, k, key, source, hname, mix=False, seed=0):
+    path = [switch_hash(hname, key_bytes(c, key, source, mix, seed)) % k for c in conns]
     load = [0] * k
     for p in path:
         load[p] += 1
@@ -147,17 +159,17 @@ def conn_of_json(j):
             "sqp": j["src_qp"], "label_in": j["flow_labels"]["arriving"]}
 
 
-def check_output(out, conns, k):
+def check_output(out, conns, k, mix=False, seed=0):
     """Every class of the output against the reference, for connections conns (in the output's order)."""
     assert out["paths"] == k
     assert len(out["connections"]) == len(conns)
     assert out["expected_paths_used_uniform"] == pytest.approx(k * (1 - (1 - 1 / k) ** len(conns)))
     for j, c in zip(out["connections"], conns):
         for src in LABELS:
-            assert j["flow_labels"][src] == label_of(c, src), (c, src)
+            assert j["flow_labels"][src] == label_of(c, src, mix, seed), (c, src)
     seen = set()
     for cls in out["classes"]:
-        want = expected_class(conns, k, cls["key"], cls["label"] or "arriving", cls["switch_hash"])
+        want = expected_class(conns, k, cls["key"], cls["label"] or "arriving", cls["switch_hash"], mix, seed)
         for f in ("path", "load", "paths_used", "max_load", "collisions"):
             assert cls[f] == want[f], (cls["key"], cls["label"], cls["switch_hash"], f)
         assert cls["max_share"] == pytest.approx(want["max_share"])
@@ -178,6 +190,17 @@ def test_generated_qps(src, dst, n, k):
     for cls in out["classes"]:
         if cls["key"] == "5tuple" or cls["label"] == "arriving":
             assert cls["paths_used"] == 1 and cls["max_load"] == n
+
+
+@pytest.mark.parametrize("mix,seed", [(True, 0), (False, 0xDEADBEEF), (True, 12345)])
+def test_generated_qps_mix_and_seed(mix, seed):
+    """The program's --mix and --seed change the labels (and so the paths) as they change the program's."""
+    args = ["--qps", "40", "--src", "fd00::1:10", "--dst", "fd00::2:20", "--paths", "16", "--json",
+            "--seed", str(seed)] + (["--mix"] if mix else [])
+    out = json.loads(spread(*args).stdout)
+    conns = [{"src": "fd00::1:10", "dst": "fd00::2:20", "sport": 49152, "dqp": 0x100 + i, "sqp": None, "label_in": 0}
+             for i in range(40)]
+    check_output(out, conns, 16, mix, seed)
 
 
 def test_generated_options_and_selection():
@@ -298,3 +321,14 @@ def test_synthetic_capture_arriving_label_and_varied_port(tmp_path):
     j = next(j for j in out["connections"] if j["dest_qp"] == 0x12345)
     assert set(j["flow_labels"].values()) == {0xABCDE}
     check_output(out, [conn_of_json(j) for j in out["connections"]], 3)
+
+
+@pytest.mark.parametrize("extra", [[], ["--mix"]], ids=["literal", "mix"])
+def test_docs_figures_are_the_commands(extra):
+    """docs/flowlabel.md "Spread figures" holds what scripts/spread-table prints now (the tables are
+    regenerated, not edited by hand)."""
+    p = subprocess.run([os.path.join(t.ROOT, "scripts", "spread-table"), "--rocemeter", t.ROCEMETER, *extra,
+                        "generated"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    doc = open(os.path.join(t.ROOT, "docs", "flowlabel.md")).read()
+    assert p.stdout in doc, "docs/flowlabel.md: regenerate with scripts/spread-table %s generated" % " ".join(extra)

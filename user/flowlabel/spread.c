@@ -69,9 +69,9 @@ static void as_in6(int family, const uint8_t *a, struct in6_addr *out)
 	memcpy(&out->s6_addr[12], a, 4);
 }
 
-uint32_t rm_spread_label(const struct rm_spread_conn *c, int l)
+uint32_t rm_spread_label(const struct rm_spread_conn *c, int l, const struct rm_fl_params *opt)
 {
-	struct rm_fl_params p = { .variant = (uint32_t)(l - 1) };
+	struct rm_fl_params p = { .variant = (uint32_t)(l - 1), .mix = opt->mix, .seed = opt->seed };
 	struct in6_addr s, d;
 
 	if (l == RM_SPREAD_ARRIVING || c->label_in) /* [FLOWLABEL] rule 2: a label is never changed */
@@ -81,10 +81,10 @@ uint32_t rm_spread_label(const struct rm_spread_conn *c, int l)
 	return rm_fl_label_written(rm_flowlabel_compute(&p, &s, &d, c->has_sqp, c->sqp, c->dqp, NULL));
 }
 
-void rm_spread_conn_labels(struct rm_spread_conn *c)
+void rm_spread_conn_labels(struct rm_spread_conn *c, const struct rm_fl_params *opt)
 {
 	for (int l = 0; l < RM_SPREAD_LABEL__COUNT; l++)
-		c->label[l] = rm_spread_label(c, l);
+		c->label[l] = rm_spread_label(c, l, opt);
 }
 
 size_t rm_spread_key_bytes(const struct rm_spread_conn *c, int key, int label, uint8_t *out)

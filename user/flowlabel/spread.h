@@ -23,7 +23,7 @@
  * [FLOWLABEL] asks) or one of the program's hash variants (literal, crc32,
  * crc32c, mpeg2): the label the program writes (a non-zero arriving label
  * is kept, [FLOWLABEL] rule 2; a computed 0 is written as
- * RM_FL_ZERO_SUBSTITUTE). An IPv4 connection is labelled as if its
+ * RM_FL_ZERO_SUBSTITUTE), with the program's --mix and --seed if given. An IPv4 connection is labelled as if its
  * addresses were IPv4-mapped IPv6 ones (the same low 16 bits).
  */
 #ifndef ROCEMETER_SPREAD_H
@@ -97,10 +97,13 @@ int rm_spread_key_from_name(const char *s);
 int rm_spread_hash_from_name(const char *s);
 int rm_spread_label_from_name(const char *s);
 
-/* The Flow Label label source l gives connection c (the program's rule; see above). */
-uint32_t rm_spread_label(const struct rm_spread_conn *c, int l);
+/*
+ * The Flow Label label source l gives connection c (the program's rule; see
+ * above), with the program's options mix and seed of opt (its variant is l's).
+ */
+uint32_t rm_spread_label(const struct rm_spread_conn *c, int l, const struct rm_fl_params *opt);
 /* Fill c->label[] with rm_spread_label() of every source (before the key bytes are taken). */
-void rm_spread_conn_labels(struct rm_spread_conn *c);
+void rm_spread_conn_labels(struct rm_spread_conn *c, const struct rm_fl_params *opt);
 
 /* The key bytes of class (key, label source) for c (labels filled) into out[RM_SPREAD_KEY_MAX]; the length. */
 size_t rm_spread_key_bytes(const struct rm_spread_conn *c, int key, int label, uint8_t *out);

@@ -28,9 +28,9 @@
 
 struct spread_args {
 	const char *read, *src, *dst, *keys, *labels, *hashes;
-	uint32_t qps, qp_base, paths;
+	uint32_t qps, qp_base, paths, seed;
 	uint16_t sport;
-	int json, verbose;
+	int json, verbose, mix;
 };
 
 #define A struct spread_args
@@ -53,6 +53,9 @@ static const struct rm_opt spread_opts[] = {
 	       RM_OPT_AT(A, labels)),
 	RM_OPT("switch-hash", 'H', "LIST", RM_OPT_ARG,
 	       "the switch's hash: crc16-ccitt, crc32-lo, crc32-hi,\nxor16 (default all)", RM_OPT_AT(A, hashes)),
+	RM_OPT("mix", 'm', NULL, RM_OPT_FLAG, "the program's --mix: murmur3 finalizer on its CRC", RM_OPT_AT(A, mix)),
+	RM_OPT("seed", 'S', "N", RM_OPT_UINT, "the program's --seed: XORed into its initial CRC\nregister",
+	       RM_OPT_AT(A, seed), .lo = 0, .hi = UINT32_MAX),
 	RM_OPT("verbose", 'v', NULL, RM_OPT_FLAG, "each connection's labels and path too", RM_OPT_AT(A, verbose)),
 	RM_OPT("json", 'j', NULL, RM_OPT_FLAG, "one JSON object (docs/json.md \"flowlabel spread\")",
 	       RM_OPT_AT(A, json)),
@@ -119,6 +122,7 @@ static int parse_addr(const char *opt, const char *s, int *family, uint8_t *a)
 /* N QPs from src to dst with one 5-tuple. Returns the array (n filled) or NULL (said). */
 static struct rm_spread_conn *generated(const struct spread_args *a, size_t *n)
 {
+	const struct rm_fl_params opt = { .mix = (uint32_t)a->mix, .seed = a->seed };
 	struct rm_spread_conn *c, proto = { .dport = RM_ROCEV2_PORT };
 	int fs, fd;
 
@@ -142,15 +146,17 @@ static struct rm_spread_conn *generated(const struct spread_args *a, size_t *n)
 	for (uint32_t i = 0; i < a->qps; i++) {
 		c[i] = proto;
 		c[i].dqp = (a->qp_base + i) & RM_QPN_MAX;
-		rm_spread_conn_labels(&c[i]);
+		rm_spread_conn_labels(&c[i], &opt);
 	}
 	*n = a->qps;
 	return c;
 }
 
 /* The census's connection keys of capture file, as the model's connections. NULL (said) on failure. */
-static struct rm_spread_conn *from_capture(const char *file, size_t *n, uint64_t *frames, size_t *varied)
+static struct rm_spread_conn *from_capture(const struct spread_args *a, size_t *n, uint64_t *frames, size_t *varied)
 {
+	const struct rm_fl_params opt = { .mix = (uint32_t)a->mix, .seed = a->seed };
+	const char *file = a->read;
 	char *files[] = { (char *)file };
 	struct rm_census_result res;
 	struct rm_spread_conn *c;
@@ -182,7 +188,7 @@ static struct rm_spread_conn *from_capture(const char *file, size_t *n, uint64_t
 		c[i].label_in = e->v.flow_label;
 		c[i].frames = e->v.frames;
 		*varied += e->v.varies != 0;
-		rm_spread_conn_labels(&c[i]);
+		rm_spread_conn_labels(&c[i], &opt);
 	}
 	*n = res.n;
 	rm_census_result_free(&res);
@@ -250,7 +256,7 @@ static int cmd_spread(int argc, char **argv)
 		rm_log_cmd(RM_LOG_ERR, "--src and --dst are for --qps; -r takes the capture's connections");
 		return RM_EXIT_USAGE;
 	}
-	conns = a.read ? from_capture(a.read, &n, &frames, &varied) : generated(&a, &n);
+	conns = a.read ? from_capture(&a, &n, &frames, &varied) : generated(&a, &n);
 	if (!conns)
 		return a.read ? RM_EXIT_FAIL : RM_EXIT_USAGE;
 	cls = run_classes(&a, conns, n, &ncls);
