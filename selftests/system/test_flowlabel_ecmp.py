@@ -28,7 +28,13 @@ the m-subsets) and P(some path gets >= t QPs) <= K P(Binomial(n, 1/K) >= t).
 The test takes the largest m and the smallest t whose bound is below 1e-6 and
 asserts more than m paths used and fewer than t QPs on the busiest one; a
 correct program fails it with probability below 2e-6 per case. Each
-QP's packets all take one path. Needs root.
+QP's packets all take one path.
+
+Closing the loop (test_meter_per_path): a meter (`rocemeter attach`, XDP)
+on each next hop's far end, one observation point per path, reports per
+path the connections that took it and their sequence health: the QPs that
+skipped a PSN show the gap in the final report of the path they took, and
+nowhere else. Needs root.
 """
 import ctypes
 import json
@@ -36,6 +42,7 @@ import math
 import os
 import select
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -276,3 +283,84 @@ def test_spread_model_agrees_on_the_premise():
         cls = {(c["key"], c["label"]): c for c in json.loads(p.stdout)["classes"]}
         assert cls[("5tuple", None)]["paths_used"] == 1 and cls[("5tuple+label", "arriving")]["paths_used"] == 1
         assert cls[("5tuple+label", "literal")]["paths_used"] > min_paths_bound(k)
+
+
+GAP_QPS = (0x105, 0x111, 0x121, 0x132)  # these skip PSN 2: 1, 3, 4
+
+
+class Meter:
+    """`rocemeter attach IFACE --provision-all --json` in namespace ns, in the foreground; finals only."""
+
+    def __init__(self, ns, iface, workdir):
+        self.out, self.err = os.path.join(workdir, iface + ".out"), os.path.join(workdir, iface + ".err")
+        with open(self.out, "w") as o, open(self.err, "w") as e:
+            self.proc = subprocess.Popen(["nsenter", "--net=/run/netns/" + ns, ROCEMETER, "attach", iface,
+                                          "--provision-all", "--json", "--report-interval", "0", "--mode",
+                                          "generic"], stdout=o, stderr=e)
+
+    def stderr(self):
+        return open(self.err).read()
+
+    def wait_ready(self, timeout=60):
+        end = time.monotonic() + timeout
+        while "attached to" not in self.stderr():
+            assert self.proc.poll() is None, "attach exited: " + self.stderr()
+            assert time.monotonic() < end, "attach did not come up: " + self.stderr()
+            time.sleep(0.1)
+
+    def finals(self):
+        """SIGTERM: every open epoch closes with a final report. The reports."""
+        self.proc.send_signal(signal.SIGTERM)
+        assert self.proc.wait(timeout=60) == 0, self.stderr()
+        return [json.loads(line) for line in open(self.out) if line.strip()]
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+
+
+def test_meter_per_path(topo, tmp_path):
+    """K = 3 (each meter loads and verifies the XDP program: seconds each on a busy machine)."""
+    t, k = topo, 3
+    t.route(k, 0)
+    frames = []
+    for q in range(QPS):
+        qp = 0x100 + q
+        for j, psn in enumerate((1, 3, 4) if qp in GAP_QPS else (1, 2, 3)):
+            pkt = Ether(src=t.s_mac, dst=t.r_mac) / IPv6(src=SRC, dst=DST, fl=0, hlim=64) / \
+                UDP(sport=49152, dport=4791) / Raw(rt.roce_payload(rt.SEND_ONLY, qp, psn))
+            frames.append(rt.Frame(bytes(pkt), rt.T0 + (q * PKTS + j) * 1000))
+    pcap = str(tmp_path / "gaps.pcap")
+    rt.write_pcap(pcap, frames)
+    meters = []
+    try:
+        for i in range(k):
+            meters.append(Meter(t.ns_d, t.sk[i], str(tmp_path)))
+        for m in meters:
+            m.wait_ready()
+        t.rocemeter("attach", t.s0, "--flowlabel", "egress", "--flowlabel-only")
+        try:
+            t.receive(1 << 30, timeout=0.1)
+            sh("ip", "netns", "exec", t.ns_s, "tcpreplay", "-q", "-i", t.s0, pcap)
+            got = t.receive(QPS * PKTS)
+        finally:
+            t.rocemeter("detach", t.s0)
+        assert len(got) == QPS * PKTS
+        path_of = {qp: path for path, qp, _ in got}
+        reports = [m.finals() for m in meters]
+    finally:
+        for m in meters:
+            m.kill()
+    ids = set()
+    for path in range(k):
+        finals = {r["rdmaDestinationQP"]: r for r in reports[path] if "finalEpoch" in r["flag_names"]}
+        # The path's meter saw exactly the QPs that took the path, each with its 3 requests ...
+        assert set(finals) == {qp for qp, p in path_of.items() if p == path}, path
+        for qp, r in finals.items():
+            assert r["requestPacketTotalCount"] == 3
+            # ... and a gap where, and only where, the QP skipped a PSN.
+            assert r["skippedPsnTotalCount"] == (1 if qp in GAP_QPS else 0), (path, hex(qp), r)
+            assert r["sourceIPv6Address"] == SRC and r["destinationIPv6Address"] == DST
+        ids |= {r["observationPointId"] for r in finals.values()}
+    assert len(ids) == len({p for p in path_of.values()})  # one observation point per path used
