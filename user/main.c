@@ -59,8 +59,14 @@ int main(int argc, char **argv)
 		return RM_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "help")) {
-		/* `rocemeter help CMD`: the command's own --help. */
+		/* `rocemeter help CMD [SUB]`: the command's (or its subcommand's) own --help. */
 		char *args[] = { argv[2], "--help", NULL };
+		const struct rm_subcommand *s = argc > 3 ? subcommand(argv[2], argv[3]) : NULL;
+
+		if (s) {
+			args[0] = argv[3];
+			return s->run(2, args);
+		}
 
 		for (c = __start_rm_commands; c < __stop_rm_commands; c++)
 			if (!strcmp(argv[2], c->name)) {

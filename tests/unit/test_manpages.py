@@ -123,6 +123,7 @@ def test_flowlabel_spread_documented_and_completed():
     for o in sorted(shorts):
         assert re.search(r"(?<![\w-])%s," % re.escape(o), text), o
     assert "rocemeter flowlabel spread" in run("flowlabel", "--help").stdout
+    assert run("help", "flowlabel", "spread").stdout == p.stdout
     assert complete([ROCEMETER, "flowlabel", "sp"]) == {"spread"}
     assert complete([ROCEMETER, "flowlabel", "spread", "--"]) == longs
     assert complete([ROCEMETER, "flowlabel", "spread", "--switch-hash", "crc32"]) == {"crc32-lo", "crc32-hi"}
