@@ -242,9 +242,24 @@ def test_usage_errors(args, msg):
 
 
 @needs_root
-def test_missing_capture_fails():
+def test_missing_or_bad_capture_fails(tmp_path):
     p = spread("-r", "/nonexistent.pcap", check=False)
     assert p.returncode == 1 and "/nonexistent.pcap" in p.stderr
+    bad = tmp_path / "bad.pcap"
+    bad.write_bytes(b"not a capture")
+    p = spread("-r", str(bad), check=False)
+    assert p.returncode == 1 and "bad.pcap" in p.stderr and "not a readable" in p.stderr, p.stderr
+
+
+@needs_root
+def test_capture_without_rocev2(tmp_path):
+    """No connection: every class uses no path, and says so (no division by zero)."""
+    from scapy.all import Ether, IP, UDP, Raw
+    path = str(tmp_path / "dns.pcap")
+    t.write_pcap(path, [Frame(bytes(Ether() / IP() / UDP(dport=53) / Raw(b"x")), t.T0)])
+    out = json.loads(spread("-r", path, "-k", "4", "-j").stdout)
+    assert out["connections"] == [] and out["frames_read"] == 1
+    assert all(c["paths_used"] == 0 and c["load"] == [0] * 4 and c["jain"] == 0 for c in out["classes"])
 
 
 # ---- captures ---------------------------------------------------------------

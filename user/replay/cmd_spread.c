@@ -208,8 +208,10 @@ static struct rm_spread_class *run_classes(const struct spread_args *a, const st
 	    parse_list("--switch-hash", a->hashes, rm_spread_hash_from_name, RM_SPREAD_HASH__COUNT, hashes))
 		return NULL;
 	cls = calloc(RM_SPREAD_KEY__COUNT * RM_SPREAD_LABEL__COUNT * RM_SPREAD_HASH__COUNT, sizeof(*cls));
-	if (!cls)
+	if (!cls) {
+		rm_log_cmd(RM_LOG_ERR, "out of memory");
 		return NULL;
+	}
 	for (int k = 0; k < RM_SPREAD_KEY__COUNT; k++)
 		for (int l = 0; k == RM_SPREAD_KEY_5TUPLE ? l < 1 : l < RM_SPREAD_LABEL__COUNT; l++)
 			for (int h = 0; h < RM_SPREAD_HASH__COUNT; h++) {
