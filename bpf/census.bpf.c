@@ -88,6 +88,49 @@ static __always_inline int malformed(const struct rm_pkt *pkt)
 }
 
 /*
+ * The UDP source port, the IPv6 Flow Label and the DETH Src_QP of the
+ * frame into v (its first frame), or the RM_CENSUS_VARIES_* bits where a
+ * later frame differs.
+ */
+static __always_inline void hash_fields(void *data, void *data_end, const struct rm_pkt *pkt, struct rm_census_val *v)
+{
+	__u8 *udp = (__u8 *)data + ((pkt->bth_off - 8) & RM_PKT_OFF_MASK);
+	__u8 *ip = (__u8 *)data + (pkt->ip_off & RM_PKT_OFF_MASK);
+	__u8 *deth = (__u8 *)data + ((pkt->bth_off + RM_BTH_LEN) & RM_PKT_OFF_MASK);
+	__u32 label = 0, sqp = 0;
+	__u16 sport;
+	int has_sqp = 0;
+
+	if ((void *)(udp + 2) > data_end)
+		return; /* read by the parser; for the verifier */
+	sport = (__u16)(udp[0] << 8 | udp[1]);
+	if (pkt->family == 6 && (void *)(ip + 4) <= data_end)
+		label = (__u32)(ip[1] & 0x0f) << 16 | (__u32)ip[2] << 8 | ip[3];
+	if (rm_opcode_has_deth(pkt->opcode) && pkt->bth_payload >= RM_DETH_LEN &&
+	    (void *)(deth + RM_DETH_LEN) <= data_end) {
+		sqp = rm_deth_src_qp(deth);
+		has_sqp = 1;
+	}
+	if (!v->frames) {
+		v->udp_sport = sport;
+		v->flow_label = label;
+		v->src_qp = sqp;
+		v->has_src_qp = (__u8)has_sqp;
+		return;
+	}
+	if (sport != v->udp_sport)
+		v->varies |= RM_CENSUS_VARIES_SPORT;
+	if (label != v->flow_label)
+		v->varies |= RM_CENSUS_VARIES_LABEL;
+	if (has_sqp && !v->has_src_qp) {
+		v->src_qp = sqp;
+		v->has_src_qp = 1;
+	} else if (has_sqp && sqp != v->src_qp) {
+		v->varies |= RM_CENSUS_VARIES_SQP;
+	}
+}
+
+/*
  * Count one frame of frame_len bytes whose first data_end - data are
  * readable, at time now; meta_vid: the VLAN ID of a tag the packet metadata
  * holds (0: none).
@@ -158,6 +201,7 @@ static __always_inline void count(void *data, void *data_end, const struct rm_pk
 	v->opcodes[(op >> 6) & 3] |= 1ull << (op & 63);
 	if (malformed(&pkt))
 		v->malformed++;
+	hash_fields(data, data_end, &pkt, v);
 	if (!v->frames || now < v->first_ns)
 		v->first_ns = now;
 	if (now > v->last_ns)

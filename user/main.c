@@ -11,6 +11,17 @@
 
 extern const struct rm_command __start_rm_commands[] __attribute__((weak));
 extern const struct rm_command __stop_rm_commands[] __attribute__((weak));
+extern const struct rm_subcommand __start_rm_subcommands[] __attribute__((weak));
+extern const struct rm_subcommand __stop_rm_subcommands[] __attribute__((weak));
+
+/* `rocemeter PARENT NAME ...`: the subcommand NAME of PARENT, or NULL. */
+static const struct rm_subcommand *subcommand(const char *parent, const char *name)
+{
+	for (const struct rm_subcommand *s = __start_rm_subcommands; name && s < __stop_rm_subcommands; s++)
+		if (!strcmp(s->parent, parent) && !strcmp(s->name, name))
+			return s;
+	return NULL;
+}
 
 static void usage(FILE *f)
 {
@@ -48,8 +59,14 @@ int main(int argc, char **argv)
 		return RM_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "help")) {
-		/* `rocemeter help CMD`: the command's own --help. */
+		/* `rocemeter help CMD [SUB]`: the command's (or its subcommand's) own --help. */
 		char *args[] = { argv[2], "--help", NULL };
+		const struct rm_subcommand *s = argc > 3 ? subcommand(argv[2], argv[3]) : NULL;
+
+		if (s) {
+			args[0] = argv[3];
+			return s->run(2, args);
+		}
 
 		for (c = __start_rm_commands; c < __stop_rm_commands; c++)
 			if (!strcmp(argv[2], c->name)) {
@@ -67,7 +84,16 @@ int main(int argc, char **argv)
 	rm_log_route_libbpf();
 	for (c = __start_rm_commands; c < __stop_rm_commands; c++) {
 		if (!strcmp(argv[1], c->name)) {
+			const struct rm_subcommand *s = subcommand(c->name, argc > 2 ? argv[2] : NULL);
+
+			static char both[64];
+
 			rm_log_set_command(c->name);
+			if (s) {
+				snprintf(both, sizeof(both), "%s %s", s->parent, s->name);
+				rm_log_set_command(both);
+				return s->run(argc - 2, argv + 2);
+			}
 			return c->run(argc - 1, argv + 1);
 		}
 	}

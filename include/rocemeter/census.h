@@ -82,7 +82,18 @@ struct rm_census_val {
 	__u64 opcodes[4]; /* bit (op & 63) of word op >> 6: opcode op was seen */
 	__u64 first_ns;   /* earliest frame time: replay capture UNIX ns; live monotonic ns */
 	__u64 last_ns;    /* latest frame time, same clock */
+	/* What an ECMP hash sees of the key (`flowlabel spread`), from its first frame: */
+	__u32 flow_label; /* IPv6 Flow Label as it arrived, 20 bits; 0 for IPv4 */
+	__u32 src_qp;     /* DETH Src_QP (UD), 24 bits, when has_src_qp */
+	__u16 udp_sport;  /* UDP source port, host order */
+	__u8 has_src_qp;  /* a frame with a DETH was seen */
+	__u8 varies;      /* RM_CENSUS_VARIES_* bits: a later frame differed from the first */
 };
+
+/* rm_census_val varies bits: a frame of the key differed from its first frame in ... */
+#define RM_CENSUS_VARIES_SPORT 0x1 /* the UDP source port */
+#define RM_CENSUS_VARIES_LABEL 0x2 /* the Flow Label */
+#define RM_CENSUS_VARIES_SQP   0x4 /* the DETH Src_QP */
 
 /*
  * Replay configuration (global `census_cfg` of the program; userspace

@@ -108,3 +108,24 @@ def test_make_install_installs_pages_and_completion(tmp_path):
     assert (tmp_path / "usr/share/doc/rocemeter/json.md").exists()
     assert (tmp_path / "usr/share/doc/rocemeter/metrics.md").exists()
     assert (tmp_path / "usr/share/doc/rocemeter/prometheus/rocemeter-rules.yml").exists()
+
+
+def test_flowlabel_spread_documented_and_completed():
+    """`flowlabel spread` (a second word, user/common/command.h RM_SUBCOMMAND): its options are in
+    the flowlabel page, `flowlabel --help` names it, and the completion offers it and its options."""
+    p = run("flowlabel", "spread", "--help")
+    assert p.returncode == 0 and p.stdout.startswith("Usage: rocemeter flowlabel spread"), p.stderr
+    longs = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", p.stdout))
+    shorts = set(re.findall(r"^\s+(-[a-zA-Z]),", p.stdout, re.M))
+    text = open(os.path.join(ROOT, "docs", "man", "rocemeter-flowlabel.8")).read().replace("\\-", "-")
+    for o in sorted(longs):
+        assert re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(o), text), o
+    for o in sorted(shorts):
+        assert re.search(r"(?<![\w-])%s," % re.escape(o), text), o
+    assert "rocemeter flowlabel spread" in run("flowlabel", "--help").stdout
+    assert run("help", "flowlabel", "spread").stdout == p.stdout
+    assert complete([ROCEMETER, "flowlabel", "sp"]) == {"spread"}
+    assert complete([ROCEMETER, "flowlabel", "spread", "--"]) == longs
+    assert complete([ROCEMETER, "flowlabel", "spread", "--switch-hash", "crc32"]) == {"crc32-lo", "crc32-hi"}
+    assert complete([ROCEMETER, "flowlabel", "spread", "--key", "5"]) == {"5tuple", "5tuple+label"}
+    assert complete([ROCEMETER, "collect", "--key", "/etc/host"]) >= {"/etc/hostname"}

@@ -399,6 +399,22 @@ static void add_cpu(struct rm_census_val *sum, const struct rm_census_val *v)
 	for (int i = 0; i < 4; i++)
 		sum->opcodes[i] |= v->opcodes[i];
 	sum->malformed += v->malformed;
+	sum->varies |= v->varies;
+	if (sum->frames && (v->udp_sport != sum->udp_sport))
+		sum->varies |= RM_CENSUS_VARIES_SPORT;
+	if (sum->frames && (v->flow_label != sum->flow_label))
+		sum->varies |= RM_CENSUS_VARIES_LABEL;
+	if (sum->frames && v->has_src_qp && sum->has_src_qp && v->src_qp != sum->src_qp)
+		sum->varies |= RM_CENSUS_VARIES_SQP;
+	/* The hash fields of the earliest frame over the CPUs. */
+	if (!sum->frames || v->first_ns < sum->first_ns) {
+		sum->udp_sport = v->udp_sport;
+		sum->flow_label = v->flow_label;
+	}
+	if (v->has_src_qp && (!sum->has_src_qp || v->first_ns < sum->first_ns)) {
+		sum->src_qp = v->src_qp;
+		sum->has_src_qp = 1;
+	}
 	if (!sum->frames || v->first_ns < sum->first_ns)
 		sum->first_ns = v->first_ns;
 	if (v->last_ns > sum->last_ns)

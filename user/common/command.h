@@ -31,6 +31,23 @@ struct rm_command {
 			.name = (cname), .order = (ord), .summary = (sum), .run = (fn)     \
 		}
 
+/*
+ * A second word of a command, in its own module: `rocemeter flowlabel
+ * spread ...` runs fn with argv[0] = "spread" when some file has
+ *     RM_SUBCOMMAND(fl_spread, "flowlabel", "spread", cmd_spread);
+ * main.c looks these up before the parent command, which names them in
+ * its --help.
+ */
+struct rm_subcommand {
+	const char *parent, *name;
+	int (*run)(int argc, char **argv);
+};
+
+#define RM_SUBCOMMAND(id, pname, cname, fn)                     \
+	static const struct rm_subcommand rm_subcommand_##id    \
+		__attribute__((used, section("rm_subcommands"), \
+			       aligned(sizeof(void *)))) = { .parent = (pname), .name = (cname), .run = (fn) }
+
 /* Exit statuses shared by every subcommand. */
 #define RM_EXIT_OK    0
 #define RM_EXIT_FAIL  1

@@ -32,7 +32,8 @@ static const struct rm_opt fl_opts[] = {
 static void fl_usage(FILE *f)
 {
 	fprintf(f, "Usage: rocemeter flowlabel --src ADDR --dst ADDR --dqp QPN [--sqp QPN]\n"
-		   "                           [--hash literal|crc32|crc32c|mpeg2] [--mix] [--seed N]\n\n"
+		   "                           [--hash literal|crc32|crc32c|mpeg2] [--mix] [--seed N]\n"
+		   "       rocemeter flowlabel spread -r FILE | -n N -s ADDR -d ADDR [OPTIONS]\n\n"
 		   "Print the IPv6 Flow Label that the flow-label program writes into a\n"
 		   "RoCEv2 packet from ADDR to ADDR with destination QP QPN: the low 20 bits of a\n"
 		   "CRC over {Src_QP || Dst_QP || low 16 bits of src || low 16 bits of dst} when\n"
@@ -41,6 +42,8 @@ static void fl_usage(FILE *f)
 	rm_opts_help(f, fl_opts, 19, 6);
 	fprintf(f, "\nA computed label of 0 is written as 0x%05x (a zero Flow Label means no label).\n",
 		RM_FL_ZERO_SUBSTITUTE);
+	fprintf(f, "\n'rocemeter flowlabel spread --help': the paths connections take over ECMP\n"
+		   "with and without the label (docs/flowlabel.md \"Spread over ECMP paths\").\n");
 }
 
 static int parse_addr6(const char *opt, const char *s, struct in6_addr *a)
