@@ -41,6 +41,7 @@ struct fixture {
 	struct rm_store *st;
 	struct rm_pool *pool;
 	GPtrArray *retained; /* struct rm_epoch *: stored, not retired; ours */
+	GPtrArray *done;     /* struct rm_epoch *: stored retired and not kept by the store; ours */
 	uint64_t rnd;
 };
 
@@ -75,6 +76,7 @@ static int setup(void **state)
 	f->pool = rm_pool_new(sizeof(struct rm_epoch));
 	assert_non_null(f->pool);
 	f->retained = g_ptr_array_new();
+	f->done = g_ptr_array_new();
 	f->rnd = 0x9e3779b97f4a7c15ULL;
 	*state = f;
 	return 0;
@@ -89,6 +91,9 @@ static int teardown(void **state)
 	for (guint i = 0; i < f->retained->len; i++)
 		rm_rules_epoch_free(g_ptr_array_index(f->retained, i));
 	g_ptr_array_free(f->retained, TRUE);
+	for (guint i = 0; i < f->done->len; i++)
+		rm_rules_epoch_free(g_ptr_array_index(f->done, i));
+	g_ptr_array_free(f->done, TRUE);
 	rm_pool_release(f->pool);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
 	assert_int_equal(system(cmd), 0);
@@ -196,6 +201,8 @@ static void write_epochs(struct fixture *f, uint64_t first, uint64_t last)
 		if (how < 5 || e->state == RM_EPOCH_OPEN) { /* retired at its first write */
 			e->retired_ms = T0 + i * 10 + 1000;
 			store(f, e);
+			if (!e->sink_keeps) /* the store keeps (and frees) it, or it is ours: as the rules do */
+				g_ptr_array_add(f->done, e);
 		} else if (how < 8) { /* settled and retained: packed, retired_ms NULL */
 			store(f, e);
 			g_ptr_array_add(f->retained, e);
@@ -248,6 +255,8 @@ static void change_retained(struct fixture *f, uint64_t now_ms)
 		}
 		e->retired_ms = now_ms + (i / 64) * 7; /* runs of one time: ranges */
 		store(f, e);
+		if (!e->sink_keeps)
+			g_ptr_array_add(f->done, e);
 	}
 	g_ptr_array_free(f->retained, TRUE);
 	f->retained = keep;
