@@ -10,7 +10,8 @@ ROCEMETER_SRCS += user/common/config.c user/common/errmsg.c user/common/tls.c \
                   user/common/opts.c user/common/paths.c user/common/clock.c user/common/metrics.c \
                   user/common/jsonw.c user/common/timefmt.c user/common/caps.c \
                   user/common/cmd_check_config.c user/common/store_syntax.c user/common/params.c \
-                  user/common/health.c user/common/capture_settings.c
+                  user/common/health.c user/common/capture_settings.c \
+                  user/common/safe_text.c
 LDLIBS         += -ljansson -lmicrohttpd
 CHECK_PROGS    += $(BUILD)/tests/unit/test_config
 # rocemeter check-config: exit 0 or 2, TLS files included (no root).

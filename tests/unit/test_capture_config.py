@@ -85,3 +85,37 @@ def test_too_many_points(tmp_path):
         "observation_point = %d p%d vxlan %d\n" % (i + 1, i, i) for i in range(256))
     rc, out, path = check(tmp_path, text)
     assert rc == 2 and "%s:258: observation_point: at most 255 lines" % path in out, out
+
+
+# A NAME from [capture] follows the collector's rule for an exporter's name (docs/collector.md "Observation
+# point names"): UTF-8 without control characters (C0, DEL, C1) or bidirectional overrides and isolates, at most
+# 63 octets. The message shows the name escaped, never the raw octets (the terminal reading it is safe).
+BAD_NAMES = [
+    (b"leaf\x1b[31mred", "a control character", "leaf\\x1B[31mred"),
+    (b"leaf\x7f", "a control character", "leaf\\x7F"),
+    ("leaf\u009b31m".encode(), "a control character", "leaf\\u009B31m"),
+    ("leaf\u202eevil".encode(), "a bidirectional override", "leaf\\u202Eevil"),
+    ("leaf\u2066x".encode(), "a bidirectional override", "leaf\\u2066x"),
+    (b"leaf\xff\xfe", "not valid UTF-8", "leaf\\xFF\\xFE"),
+    (b"leaf\xc0\xaf", "not valid UTF-8", "leaf\\xC0\\xAF"),  # an overlong '/'
+    (b"leaf\xed\xa0\x80", "not valid UTF-8", "leaf\\xED\\xA0\\x80"),  # a surrogate
+    (b"x" * 64, "longer than 63 bytes", "x" * 64),
+]
+
+
+@pytest.mark.parametrize("name,reason,shown", BAD_NAMES, ids=[repr(b[0][:12]) for b in BAD_NAMES])
+def test_bad_name(tmp_path, name, reason, shown):
+    path = tmp_path / "c.ini"
+    path.write_bytes(b"[capture]\nencapsulation = vxlan\nobservation_point = 1 " + name + b" vxlan 5\n")
+    p = subprocess.run([ROCEMETER, "check-config", str(path)], capture_output=True, timeout=30)
+    out = (p.stdout + p.stderr).decode("ascii")  # escaped: ASCII only
+    assert p.returncode == 2
+    assert "%s:3: " % path in out and reason in out and "'%s'" % shown in out, out
+
+
+def test_good_names(tmp_path):
+    """63 octets, and UTF-8 beyond ASCII (a name in Greek, an emoji): accepted."""
+    text = "[capture]\nencapsulation = vxlan\nobservation_point = 1 %s vxlan 5\nobservation_point = 2 %s vxlan 6\n" % (
+        "y" * 63, "φύλλο-1\U0001f600")
+    rc, out, _ = check(tmp_path, text)
+    assert rc == 0, out

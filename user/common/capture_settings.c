@@ -11,6 +11,7 @@
 #include "capture_settings.h"
 #include "config.h"
 #include "opts.h"
+#include "safe_text.h"
 
 void rm_capture_defaults(struct rm_capture_settings *c)
 {
@@ -83,7 +84,8 @@ const char *rm_capture_kind_name(int kind)
 /* observation_point = ID NAME erspan SRC SESSION | ID NAME vxlan VNI | ID NAME rspan VLAN */
 static int obs_line(struct rm_capture_settings *c, const char *value, int line, char *why, size_t len)
 {
-	char id[32], name[128], kind[16], a[64], b[32], extra[8];
+	char id[32], name[128], kind[16], a[64], b[32], extra[8], shown[600];
+	const char *bad;
 	struct rm_obs_line *p;
 	uint64_t x;
 	int n = sscanf(value, "%31s %127s %15s %63s %31s %7s", id, name, kind, a, b, extra);
@@ -105,8 +107,13 @@ static int obs_line(struct rm_capture_settings *c, const char *value, int line, 
 	if (rm_opt_uint("observation_point ID", id, 1, UINT64_MAX, &p->id, why, len))
 		return 0;
 	if (strlen(name) >= sizeof(p->name)) {
-		snprintf(why, len, "observation_point: the name '%s' is longer than %zu bytes", name,
-			 sizeof(p->name) - 1);
+		snprintf(why, len, "observation_point: the name '%s' is longer than %zu bytes",
+			 rm_text_escape(name, shown, sizeof(shown)), sizeof(p->name) - 1);
+		return 0;
+	}
+	if ((bad = rm_text_invalid(name, strlen(name)))) { /* the collector's rule for an exporter's name */
+		snprintf(why, len, "observation_point: the name '%s' is refused: %s",
+			 rm_text_escape(name, shown, sizeof(shown)), bad);
 		return 0;
 	}
 	snprintf(p->name, sizeof(p->name), "%s", name);

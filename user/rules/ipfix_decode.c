@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "budget.h"
+#include "common/safe_text.h"
 #include "ipfix_decode.h"
+#include "rocemeter/common.h" /* RM_OBS_NAME_LEN */
 #include "rocemeter/ipfix_ie.h"
 
 #define IE_PADDING_OCTETS 210
@@ -385,18 +387,23 @@ static void point_record(const struct tmpl *t, uint32_t domain, const uint8_t *r
 			 void *arg)
 {
 	char name[RM_IPFIX_NAME_MAX];
+	const char *why;
 	size_t n = 0;
 
 	while (n < t->op_name_len && rec[t->op_name_off + n])
 		n++;
 	memcpy(name, rec + t->op_name_off, n);
 	name[n] = '\0';
-	for (size_t i = 0; i < n; i++) {
-		if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f) {
-			reject(sink, arg, domain, t->tid, rec, t->rec_len,
-			       "Options Template %u: an observation point name with a control character", t->tid);
-			return;
-		}
+	if (n >= RM_OBS_NAME_LEN) { /* 64 octets without a NUL: a name is at most 63, as in [capture] */
+		reject(sink, arg, domain, t->tid, rec, t->rec_len,
+		       "Options Template %u: an observation point name longer than %d octets", t->tid,
+		       RM_OBS_NAME_LEN - 1);
+		return;
+	}
+	if ((why = rm_text_invalid(name, n))) {
+		reject(sink, arg, domain, t->tid, rec, t->rec_len, "Options Template %u: an observation point name: %s",
+		       t->tid, why);
+		return;
 	}
 	if (sink->point)
 		sink->point(arg, domain, be64(rec + t->op_id_off), name);

@@ -95,8 +95,11 @@ struct rm_ipfix_sink {
 	 * Template whose scope is observationPointId (138, 8 octets) and whose
 	 * field is interfaceName (82, fixed length), as rocemeter's Template 262
 	 * (docs/ipfix-mapping.md "Observation point names"). name is the value
-	 * up to its first NUL, at most RM_IPFIX_NAME_MAX - 1 octets, NUL-terminated;
-	 * a value with a control character is rejected instead. May be NULL.
+	 * up to its first NUL (the field is at most RM_IPFIX_NAME_MAX - 1 octets),
+	 * NUL-terminated. A name longer than RM_OBS_NAME_LEN - 1 (63) octets (64
+	 * without a NUL), or one common/safe_text.h's rm_text_invalid() refuses
+	 * (invalid UTF-8, a control character, a bidirectional override), is
+	 * rejected instead, as a rejected record (on_reject). May be NULL.
 	 */
 	void (*point)(void *arg, uint32_t domain, uint64_t observation_point_id, const char *name);
 };
