@@ -34,6 +34,7 @@
 #include "common/health.h"
 #include "common/jsonw.h"
 #include "common/report_text.h"
+#include "common/safe_text.h"
 #include "common/log.h"
 #include "common/opts.h"
 #include "common/params.h"
@@ -62,23 +63,25 @@ static void flag_text(unsigned flags, char *buf, size_t len)
 /* " | exporter: NAME at ADDR:PORT (certificate SUBJECT)": who sent the epoch's Transport Session. */
 static void exporter_text(FILE *f, const struct rm_epoch_read *q)
 {
+	char t[1024];
+
 	if (!q->peer) {
 		fprintf(f, " | exporter: not recorded");
 		return;
 	}
 	fprintf(f, " | exporter: ");
 	if (q->peer_name)
-		fprintf(f, "%s at ", q->peer_name);
-	fprintf(f, "%s", q->peer);
+		fprintf(f, "%s at ", rm_text_escape(q->peer_name, t, sizeof(t)));
+	fprintf(f, "%s", rm_text_escape(q->peer, t, sizeof(t)));
 	if (q->peer_subject)
-		fprintf(f, " (certificate %s)", q->peer_subject);
+		fprintf(f, " (certificate %s)", rm_text_escape(q->peer_subject, t, sizeof(t)));
 	else
 		fprintf(f, " (plain TCP, unauthenticated)");
 }
 
 static void epoch_text(FILE *f, const struct rm_epoch_read *q, int show_collector)
 {
-	char fl[160], t0[RM_TIME_TEXT_LEN], t1[RM_TIME_TEXT_LEN];
+	char fl[260], t0[RM_TIME_TEXT_LEN], t1[RM_TIME_TEXT_LEN];
 	int meas = !ISNULL(q, REQ);
 
 	if (show_collector)
@@ -90,8 +93,8 @@ static void epoch_text(FILE *f, const struct rm_epoch_read *q, int show_collecto
 	if (TXT(q, REASON) && TXT(q, REASON)[0])
 		fprintf(f, " (%s)", TXT(q, REASON));
 	fprintf(f, " | key: observation point %llu", I64(q, OBS));
-	if (q->obs_name)
-		fprintf(f, " (%s)", q->obs_name);
+	if (q->obs_name) /* escaped: a name an older store kept before the rule (safe_text.h) */
+		fprintf(f, " (%s)", rm_text_escape(q->obs_name, fl, sizeof(fl)));
 	fprintf(f, ", %s -> %s, dest QP 0x%06llx, P_Key 0x%04llx", TXT(q, SRC), TXT(q, DST), I64(q, QP), I64(q, PKEY));
 	if (I64(q, HAS_VLAN))
 		fprintf(f, ", VLAN %llu/%llu", I64(q, VLAN0), I64(q, VLAN1));
@@ -205,20 +208,33 @@ static json_t *epoch_json(const struct rm_epoch_read *q, int show_collector)
 	return o;
 }
 
-/* A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break; records end in CRLF. */
+/*
+ * A CSV field (RFC 4180), records end in CRLF. Text is escaped first
+ * (rm_text_escape(): no control character, override or invalid UTF-8 reaches
+ * the file); a field that starts with = + - @ TAB or CR gets a ' before it
+ * (OWASP "CSV Injection": a spreadsheet reads it as text, not a formula) and is
+ * quoted, as is one that holds a comma or a quote.
+ */
 static void csv_field(FILE *f, const char *s, int last)
 {
-	if (s && strpbrk(s, ",\"\r\n")) {
-		fputc('"', f);
-		for (; *s; s++) {
-			if (*s == '"')
+	size_t cap = s ? 4 * strlen(s) + 1 : 1;
+	char *text = s ? malloc(cap) : NULL;
+	int formula = s && s[0] && strchr("=+-@\t\r", s[0]);
+
+	if (text)
+		rm_text_escape(s, text, cap);
+	if (text && (formula || strpbrk(text, ",\""))) {
+		fputs(formula ? "\"'" : "\"", f);
+		for (const char *c = text; *c; c++) {
+			if (*c == '"')
 				fputc('"', f);
-			fputc(*s, f);
+			fputc(*c, f);
 		}
 		fputc('"', f);
-	} else if (s) {
-		fputs(s, f);
+	} else if (text) {
+		fputs(text, f);
 	}
+	free(text);
 	fputs(last ? "\r\n" : ",", f);
 }
 
@@ -654,7 +670,7 @@ struct epochs_ctx {
 	int show_collector;
 	int collector_width; /* text table: the COLLECTOR column, 0 without */
 	int verbose, anomalies;
-	int header_done;
+	struct rm_table table;      /* text: the epochs' table */
 	struct rm_summary *summary; /* --summary: add the epochs here */
 	int no_memory;              /* --summary could not add one */
 	GHashTable *names;          /* "collector/domain/id" -> the observation point's name (names_add()) */
@@ -704,7 +720,7 @@ static int print_epoch(void *arg, const struct rm_epoch_read *in)
 		if (ctx->verbose)
 			epoch_text(stdout, e, ctx->show_collector);
 		else
-			rm_table_epoch(stdout, e, ctx->collector_width, &ctx->header_done);
+			rm_table_epoch(&ctx->table, e, ctx->collector_width);
 		return 0;
 	}
 	o = epoch_json(e, ctx->show_collector);
@@ -748,8 +764,9 @@ static int report_html(const struct report_args *a, const struct rm_store_spec *
 static void print_summary(struct rm_summary *s, const struct report_args *a)
 {
 	size_t n = a->top && a->top < s->n ? (size_t)a->top : s->n;
-	int header_done = 0;
+	struct rm_table table;
 
+	rm_table_init(&table, stdout);
 	rm_summary_sort(s);
 	if (a->format == FMT_CSV)
 		csv_header(stdout, &csv_summary, 0);
@@ -757,7 +774,7 @@ static void print_summary(struct rm_summary *s, const struct report_args *a)
 		json_t *o;
 
 		if (a->format == FMT_TEXT) {
-			rm_summary_text(stdout, &s->rows[i], a->verbose, &header_done);
+			rm_summary_text(&table, &s->rows[i], a->verbose);
 			continue;
 		}
 		o = rm_summary_json(&s->rows[i]);
@@ -768,6 +785,7 @@ static void print_summary(struct rm_summary *s, const struct report_args *a)
 			rm_json_write(stdout, o);
 		}
 	}
+	rm_table_end(&table);
 }
 
 /* The checks of the command line beyond the option table. 0, or RM_EXIT_USAGE after the message. */
@@ -831,9 +849,11 @@ static int check_args(struct report_args *a, struct rm_store_spec *spec, char *s
 static int show_epochs(struct rm_store_reader *reader, const struct report_args *a, int show_collector,
 		       int collector_width)
 {
-	struct epochs_ctx ec = {
-		a->format, show_collector, collector_width, a->verbose, a->anomalies, 0, NULL, 0, NULL
-	};
+	struct epochs_ctx ec = { .format = a->format,
+				 .show_collector = show_collector,
+				 .collector_width = collector_width,
+				 .verbose = a->verbose,
+				 .anomalies = a->anomalies };
 	struct rm_summary summary;
 	char err[768];
 	int rc = RM_EXIT_OK;
@@ -853,8 +873,10 @@ static int show_epochs(struct rm_store_reader *reader, const struct report_args 
 		g_hash_table_destroy(ec.names);
 		return RM_EXIT_FAIL;
 	}
+	rm_table_init(&ec.table, stdout);
 	int r = rm_store_reader_epochs(reader, &a->filter, print_epoch, &ec, err, sizeof(err));
 
+	rm_table_end(&ec.table);
 	g_hash_table_destroy(ec.names);
 	if (ec.no_memory) {
 		rm_log_cmd(RM_LOG_ERR, "--summary: %s", strerror(ENOMEM));

@@ -246,15 +246,15 @@ json_t *rm_summary_json(const struct rm_summary_row *r)
 	return o;
 }
 
-/* The summary's columns; verbose adds those marked. Widths fit IPv4 connections and counts below 10^8. */
+/* The summary's columns; verbose adds those marked. Each as wide as its header and cells (rm_table_add()). */
 static const struct {
 	struct rm_table_col col;
 	int verbose_only;
 } summary_cols[] = {
-	{ { "OP", 2, 1 }, 0 },           { { "CONNECTION", 28, 0 }, 0 }, { { "EPOCHS", 6, 1 }, 0 },
-	{ { "REQUESTS", 8, 1 }, 0 },     { { "NEVER SEEN", 10, 1 }, 0 }, { { "SKIPPED", 8, 1 }, 1 },
-	{ { "EXPIRED", 8, 1 }, 1 },      { { "ABANDONED", 9, 1 }, 1 },   { { "PENDING", 7, 1 }, 0 },
-	{ { "SEEN LATE", 9, 1 }, 0 },    { { "REPEATED", 8, 1 }, 0 },    { { "UNCL LATE", 9, 1 }, 0 },
+	{ { "OP", 0, 1 }, 0 },           { { "CONNECTION", 0, 0 }, 0 }, { { "EPOCHS", 0, 1 }, 0 },
+	{ { "REQUESTS", 0, 1 }, 0 },     { { "NEVER SEEN", 0, 1 }, 0 }, { { "SKIPPED", 0, 1 }, 1 },
+	{ { "EXPIRED", 0, 1 }, 1 },      { { "ABANDONED", 0, 1 }, 1 },  { { "PENDING", 0, 1 }, 0 },
+	{ { "SEEN LATE", 0, 1 }, 0 },    { { "REPEATED", 0, 1 }, 0 },   { { "UNCL LATE", 0, 1 }, 0 },
 	{ { "NOT COMPLETE", 0, 0 }, 0 },
 };
 #define N_SUMMARY_COLS (sizeof(summary_cols) / sizeof(summary_cols[0]))
@@ -272,7 +272,7 @@ static void outcomes_cell(const struct rm_summary_row *r, char *buf, size_t len)
 						rm_outcome_name(outcome_order[i]));
 }
 
-void rm_summary_text(FILE *f, const struct rm_summary_row *r, int verbose, int *header_done)
+void rm_summary_text(struct rm_table *t, const struct rm_summary_row *r, int verbose)
 {
 	struct rm_table_col cols[N_SUMMARY_COLS];
 	char op[48], conn[160], n[N_SUMMARY_COLS][24], outcomes[160];
@@ -303,9 +303,5 @@ void rm_summary_text(FILE *f, const struct rm_summary_row *r, int verbose, int *
 			cells[m] = rm_table_count(v[i - 2], n[i]);
 		m++;
 	}
-	if (!*header_done) {
-		rm_table_row(f, cols, m, NULL);
-		*header_done = 1;
-	}
-	rm_table_row(f, cols, m, cells);
+	rm_table_add(t, cols, m, cells);
 }

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "common/health.h"
+#include "report_table.h"
 #include "rules/collector_rules.h"
 #include "store/store_read.h"
 
@@ -79,9 +80,10 @@ struct rm_health_counters rm_summary_counters(const struct rm_summary_row *r);
 json_t *rm_summary_json(const struct rm_summary_row *r);
 
 /*
- * A row as a text line; header before the first (*header_done then set).
- * verbose adds SKIPPED, EXPIRED and ABANDONED beside NEVER SEEN.
+ * A row into the text table t (report_table.h: sized to its cells, the
+ * header before the first row). verbose adds SKIPPED, EXPIRED and ABANDONED
+ * beside NEVER SEEN.
  */
-void rm_summary_text(FILE *f, const struct rm_summary_row *r, int verbose, int *header_done);
+void rm_summary_text(struct rm_table *t, const struct rm_summary_row *r, int verbose);
 
 #endif /* ROCEMETER_REPORT_SUMMARY_H */

@@ -6,27 +6,98 @@
  * full prose (qualifications, coverage, ignored records) is --verbose.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/health.h"
 #include "common/report_text.h"
+#include "common/safe_text.h"
 #include "common/timefmt.h"
 #include "report_table.h"
 
-void rm_table_row(FILE *f, const struct rm_table_col *cols, size_t n, const char *const *cells)
+/* One row (cells NULL: the header) at the widths of t->cols, one space between columns, no trailing blank. */
+static void table_row(const struct rm_table *t, const char *const *cells)
 {
-	for (size_t i = 0; i < n; i++) {
-		const char *s = cells ? cells[i] : cols[i].head;
-		int last = i == n - 1;
+	for (size_t i = 0; i < t->n; i++) {
+		const char *s = cells ? cells[i] : t->cols[i].head;
+		int pad = t->cols[i].width - (int)rm_text_columns(s);
 
 		if (i)
-			fputc(' ', f);
-		if (last && !cols[i].right)
-			fputs(s, f);
-		else
-			fprintf(f, cols[i].right ? "%*s" : "%-*s", cols[i].width, s);
+			fputc(' ', t->f);
+		if (t->cols[i].right)
+			fprintf(t->f, "%*s", pad > 0 ? pad : 0, "");
+		fputs(s, t->f);
+		if (!t->cols[i].right && i < t->n - 1)
+			fprintf(t->f, "%*s", pad > 0 ? pad : 0, "");
 	}
-	fputc('\n', f);
+	fputc('\n', t->f);
+}
+
+/* The widths from the rows held back, then the header and those rows: from here on rows go straight out. */
+static void table_flush(struct rm_table *t)
+{
+	if (t->printed || !t->n)
+		return;
+	for (size_t i = 0; i < t->n; i++) {
+		int w = (int)rm_text_columns(t->cols[i].head);
+
+		if (t->cols[i].width < w)
+			t->cols[i].width = w;
+		for (size_t r = 0; r < t->n_rows; r++)
+			if (t->cols[i].width < (w = (int)rm_text_columns(t->held[r * t->n + i])))
+				t->cols[i].width = w;
+	}
+	table_row(t, NULL);
+	for (size_t r = 0; r < t->n_rows; r++)
+		table_row(t, (const char *const *)t->held + r * t->n);
+	for (size_t k = 0; k < t->n_rows * t->n; k++)
+		free(t->held[k]);
+	free(t->held);
+	t->held = NULL;
+	t->n_rows = 0;
+	t->printed = 1;
+}
+
+void rm_table_init(struct rm_table *t, FILE *f)
+{
+	memset(t, 0, sizeof(*t));
+	t->f = f;
+}
+
+void rm_table_add(struct rm_table *t, const struct rm_table_col *cols, size_t n, const char *const *cells)
+{
+	char *row[RM_TABLE_MAX_COLS] = { NULL };
+	size_t k = 0;
+
+	if (!t->n) {
+		t->n = n < RM_TABLE_MAX_COLS ? n : RM_TABLE_MAX_COLS;
+		memcpy(t->cols, cols, t->n * sizeof(*cols));
+	}
+	for (; k < t->n; k++) { /* escaped: a name an older store kept before the rule (safe_text.h) */
+		size_t cap = 4 * strlen(cells[k]) + 1;
+
+		if (!(row[k] = malloc(cap)))
+			break;
+		rm_text_escape(cells[k], row[k], cap);
+	}
+	if (k == t->n && !t->printed && !t->held)
+		t->held = malloc(RM_TABLE_LOOKAHEAD * t->n * sizeof(*t->held));
+	if (k == t->n && !t->printed && t->held) {
+		memcpy(t->held + t->n_rows++ * t->n, row, t->n * sizeof(*row));
+		if (t->n_rows == RM_TABLE_LOOKAHEAD)
+			table_flush(t);
+		return;
+	}
+	table_flush(t); /* out of memory: the widths so far */
+	if (k == t->n)
+		table_row(t, (const char *const *)row);
+	while (k)
+		free(row[--k]);
+}
+
+void rm_table_end(struct rm_table *t)
+{
+	table_flush(t);
 }
 
 const char *rm_table_count(unsigned long long v, char *buf)
@@ -58,10 +129,10 @@ char *rm_table_point(unsigned long long domain, unsigned long long point, char *
 	return buf;
 }
 
-/* The columns of the epoch line; widths fit IPv4 connections and counts below 10^8. */
+/* The columns of the epoch line: each as wide as its header and its cells (rm_table_add()). */
 static const struct rm_table_col epoch_cols[] = {
-	{ "COLLECTOR", 0, 0 }, { "FLOW END", 19, 0 },   { "EPOCH", 5, 1 },    { "OUTCOME", 10, 0 },
-	{ "OP", 2, 1 },        { "CONNECTION", 28, 0 }, { "REQUESTS", 8, 1 }, { "SEQUENCE", 0, 0 },
+	{ "COLLECTOR", 0, 0 }, { "FLOW END", 0, 0 },   { "EPOCH", 0, 1 },    { "OUTCOME", 0, 0 },
+	{ "OP", 0, 1 },        { "CONNECTION", 0, 0 }, { "REQUESTS", 0, 1 }, { "SEQUENCE", 0, 0 },
 };
 #define N_EPOCH_COLS (sizeof(epoch_cols) / sizeof(epoch_cols[0]))
 
@@ -97,7 +168,7 @@ static void sequence_cell(const struct rm_epoch_read *e, char *buf, size_t len)
 		snprintf(buf + off, len - off, "; closed: %s", why);
 }
 
-void rm_table_epoch(FILE *f, const struct rm_epoch_read *e, int collector_width, int *header_done)
+void rm_table_epoch(struct rm_table *t, const struct rm_epoch_read *e, int collector_width)
 {
 	struct rm_table_col cols[N_EPOCH_COLS];
 	char end[RM_TIME_TEXT_LEN] = "-", epoch[24], op[128], conn[160], req[24] = "-", seq[200];
@@ -120,9 +191,5 @@ void rm_table_epoch(FILE *f, const struct rm_epoch_read *e, int collector_width,
 	rm_table_connection(T(e, SRC), T(e, DST), U(e, QP), U(e, PKEY), (int)U(e, HAS_VLAN), U(e, VLAN0), U(e, VLAN1),
 			    conn, sizeof(conn));
 	sequence_cell(e, seq, sizeof(seq));
-	if (!*header_done) {
-		rm_table_row(f, cols + skip, N_EPOCH_COLS - skip, NULL);
-		*header_done = 1;
-	}
-	rm_table_row(f, cols + skip, N_EPOCH_COLS - skip, cells + skip);
+	rm_table_add(t, cols + skip, N_EPOCH_COLS - skip, cells + skip);
 }

@@ -14,18 +14,45 @@
 #include "common/health.h"
 #include "store/store_read.h"
 
-/* One column: its header, its width (a longer cell widens its row only), right-aligned or not. */
+/* One column: its header, its least width (0: as its header and cells need), right-aligned or not. */
 struct rm_table_col {
 	const char *head;
 	int width;
 	int right;
 };
 
+/* Rows held back to size the columns: the widths fit these; a longer cell later widens its row only. */
+#define RM_TABLE_LOOKAHEAD 1024
+#define RM_TABLE_MAX_COLS  16
+
 /*
- * One row (cells NULL: the header line) of n columns, one space between
- * them, no trailing blank, '\n' at the end.
+ * A table being printed: a header, then rows, each column padded to the
+ * widest of its header and its cells in the first RM_TABLE_LOOKAHEAD rows
+ * (in characters: UTF-8 code points), numbers right-aligned, one space
+ * between columns, the last left-aligned column as long as its text. Every
+ * cell is escaped (safe_text.h rm_text_escape()): no control character,
+ * bidirectional override or invalid UTF-8 reaches the terminal.
  */
-void rm_table_row(FILE *f, const struct rm_table_col *cols, size_t n, const char *const *cells);
+struct rm_table {
+	FILE *f;
+	struct rm_table_col cols[RM_TABLE_MAX_COLS];
+	size_t n;      /* columns, 0 before the first row */
+	char **held;   /* n_rows * n escaped cells not printed yet */
+	size_t n_rows; /* rows held back */
+	int printed;   /* the header is out: the widths are fixed */
+};
+
+/* An empty table printed to f. */
+void rm_table_init(struct rm_table *t, FILE *f);
+
+/*
+ * One row of n cells (n <= RM_TABLE_MAX_COLS); the first row's cols are the
+ * table's. Out of memory, the rows so far are printed at their widths.
+ */
+void rm_table_add(struct rm_table *t, const struct rm_table_col *cols, size_t n, const char *const *cells);
+
+/* Print what is held back (the header only when a row was added) and free it. */
+void rm_table_end(struct rm_table *t);
 
 /* A count as a table cell: "-" for 0, else the number. buf holds 24 bytes. */
 const char *rm_table_count(unsigned long long v, char *buf);
@@ -50,13 +77,13 @@ char *rm_table_point(unsigned long long domain, unsigned long long point, char *
 struct rm_health_counters rm_table_health(const struct rm_epoch_read *e);
 
 /*
- * The default text of `report`: one row per epoch, with a header before the
- * first (FLOW END to the second, EPOCH, OUTCOME, OP, CONNECTION, REQUESTS,
- * SEQUENCE: the health with its counts, then the closure reason when a
- * closure-reason flag was seen; the session is in --verbose and JSON). With
- * collector_width > 0 a COLLECTOR column that wide comes first.
- * *header_done is set once the header is printed.
+ * The default text of `report`: one row per epoch into t, after a header
+ * (FLOW END to the second, EPOCH, OUTCOME, OP: the observation point and
+ * its name when known, CONNECTION, REQUESTS, SEQUENCE: the health with its
+ * counts, then the closure reason when a closure-reason flag was seen; the
+ * session is in --verbose and JSON). With collector_width > 0 a COLLECTOR
+ * column at least that wide comes first.
  */
-void rm_table_epoch(FILE *f, const struct rm_epoch_read *e, int collector_width, int *header_done);
+void rm_table_epoch(struct rm_table *t, const struct rm_epoch_read *e, int collector_width);
 
 #endif /* ROCEMETER_REPORT_TABLE_H */
