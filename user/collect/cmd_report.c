@@ -688,6 +688,34 @@ static void names_add(void *arg, const char *collector_id, uint32_t domain, uint
 	g_hash_table_replace(arg, name_key(collector_id, domain, id), g_strdup(name));
 }
 
+/* The observation points' names the store holds (names_add()); NULL after the message when it cannot be read. */
+static GHashTable *names_load(struct rm_store_reader *reader)
+{
+	GHashTable *names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	char err[768];
+
+	if (rm_store_reader_points(reader, names_add, names, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		g_hash_table_destroy(names);
+		return NULL;
+	}
+	return names;
+}
+
+/* The name of e's observation point in names (names_load()), NULL: none known. */
+static const char *name_of(void *names, const struct rm_epoch_read *e)
+{
+	const char *name;
+	char *k;
+
+	if (!names || !g_hash_table_size(names))
+		return NULL;
+	k = name_key(e->collector_id, e->u[RM_ER_DOMAIN], e->u[RM_ER_OBS]);
+	name = g_hash_table_lookup(names, k);
+	g_free(k);
+	return name;
+}
+
 /* 1 if the epoch's sequence is not clean (an epoch without an accepted report has none to show). */
 static int has_anomaly(const struct rm_epoch_read *e)
 {
@@ -702,12 +730,7 @@ static int print_epoch(void *arg, const struct rm_epoch_read *in)
 	struct rm_epoch_read named = *in, *e = &named;
 	json_t *o;
 
-	if (ctx->names && g_hash_table_size(ctx->names)) {
-		char *k = name_key(in->collector_id, in->u[RM_ER_DOMAIN], in->u[RM_ER_OBS]);
-
-		named.obs_name = g_hash_table_lookup(ctx->names, k);
-		g_free(k);
-	}
+	named.obs_name = name_of(ctx->names, in);
 	if (ctx->anomalies && !has_anomaly(e))
 		return 0;
 	if (ctx->summary && rm_summary_add(ctx->summary, e)) {
@@ -750,12 +773,21 @@ static int report_html(const struct report_args *a, const struct rm_store_spec *
 	snprintf(label, sizeof(label), "%s%s", a->store ? "" : "sqlite:", a->store ? a->store : a->db_path);
 	o.store_label = label;
 	reader = rm_store_reader_open(spec, err, sizeof(err));
-	if (!reader || rm_report_html_write(reader, &a->filter, &o, d3, a->output, err, sizeof(err))) {
+	if (!reader) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		free(d3);
+		return RM_EXIT_FAIL;
+	}
+	o.obs_name = name_of;
+	if (!(o.obs_name_arg = names_load(reader))) {
+		rc = RM_EXIT_FAIL;
+	} else if (rm_report_html_write(reader, &a->filter, &o, d3, a->output, err, sizeof(err))) {
 		rm_log_cmd(RM_LOG_ERR, "%s", err);
 		rc = RM_EXIT_FAIL;
 	}
-	if (reader)
-		rm_store_reader_close(reader);
+	if (o.obs_name_arg)
+		g_hash_table_destroy(o.obs_name_arg);
+	rm_store_reader_close(reader);
 	free(d3);
 	return rc;
 }
@@ -867,10 +899,9 @@ static int show_epochs(struct rm_store_reader *reader, const struct report_args 
 	} else if (a->format == FMT_CSV) {
 		csv_header(stdout, &csv_epochs, show_collector);
 	}
-	ec.names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-	if (rm_store_reader_points(reader, names_add, ec.names, err, sizeof(err))) {
-		rm_log_cmd(RM_LOG_ERR, "%s", err);
-		g_hash_table_destroy(ec.names);
+	if (!(ec.names = names_load(reader))) {
+		if (a->summary)
+			rm_summary_free(&summary);
 		return RM_EXIT_FAIL;
 	}
 	rm_table_init(&ec.table, stdout);

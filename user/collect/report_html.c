@@ -116,6 +116,7 @@ struct h_conn {
 	uint64_t obs, qp, pkey, vlan0, vlan1;
 	int has_vlan;
 	char *src, *dst;
+	char *name; /* the observation point's name (rm_html_opts obs_name), NULL: none known */
 	uint64_t epochs, requests, never, expired, abandoned, filled, repeated, late, pending, not_clean;
 	uint64_t outcomes[N_OUTCOME];
 	int rank;         /* place among the shown connections, -1: not shown */
@@ -141,6 +142,7 @@ struct h_ctx {
 	uint64_t t_min, t_max, x_min, x_max;
 	json_t *limits;
 	int oom;
+	const struct rm_html_opts *opts; /* obs_name: the observation points' names */
 };
 
 /* An unsigned value for the page: a JSON number while JavaScript holds it exactly, else decimal text. */
@@ -164,6 +166,7 @@ static int find_conn(struct h_ctx *c, const struct rm_epoch_read *e, uint32_t *i
 	struct rm_conn_key key;
 	gpointer v;
 	struct h_conn *n;
+	const char *name;
 
 	rm_conn_key_of(e, 0, &key);
 	v = g_hash_table_lookup(c->by_key, &key);
@@ -191,6 +194,8 @@ static int find_conn(struct h_ctx *c, const struct rm_epoch_read *e, uint32_t *i
 	n->src = strdup(T(e, SRC) ? T(e, SRC) : "");
 	n->dst = strdup(T(e, DST) ? T(e, DST) : "");
 	n->rank = -1;
+	if (c->opts->obs_name && (name = c->opts->obs_name(c->opts->obs_name_arg, e)) && !(n->name = strdup(name)))
+		return -ENOMEM;
 	if (!n->src || !n->dst)
 		return -ENOMEM;
 	g_hash_table_insert(c->by_key, g_memdup2(&key, (guint)rm_conn_key_len(&key)), GSIZE_TO_POINTER(c->n_conn + 1));
@@ -386,6 +391,7 @@ static json_t *conn_json(const struct h_conn *n)
 
 	snprintf(qp, sizeof(qp), "0x%06" PRIx64, n->qp);
 	set(o, "observationPointId", num(n->obs));
+	set(o, "observation_point_name", rm_json_text(n->name));
 	set(o, "src", rm_json_text(n->src));
 	set(o, "dst", rm_json_text(n->dst));
 	set(o, "rdmaDestinationQP", json_string(qp));
@@ -485,6 +491,7 @@ static json_t *connections_json(struct h_ctx *c, const struct h_grid *g, unsigne
 }
 
 struct h_obs {
+	const char *name; /* the first of its connections' names (h_conn name) */
 	uint64_t id, never, filled, repeated, late, requests, epochs;
 	uint64_t *s; /* 5 series of nb buckets: requests, never, seen late, repeated, late */
 };
@@ -506,6 +513,7 @@ static json_t *obs_json(const struct h_obs *p, size_t nb)
 	json_t *o = json_object(), *s = json_object();
 
 	set(o, "observationPointId", num(p->id));
+	set(o, "observation_point_name", rm_json_text(p->name));
 	set(o, "epochs", num(p->epochs));
 	set(o, "requests", num(p->requests));
 	set(o, "never_seen", num(p->never));
@@ -547,6 +555,8 @@ static json_t *observation_points_json(struct h_ctx *c, const struct h_grid *g)
 			v = GSIZE_TO_POINTER(np);
 		}
 		q = &p[GPOINTER_TO_SIZE(v) - 1];
+		if (!q->name)
+			q->name = c->conn[i].name;
 		q->epochs += c->conn[i].epochs;
 		q->requests = sat_add(q->requests, c->conn[i].requests);
 		q->never = sat_add(q->never, c->conn[i].never);
@@ -825,6 +835,7 @@ static void ctx_free(struct h_ctx *c)
 	for (size_t i = 0; i < c->n_conn; i++) {
 		free(c->conn[i].src);
 		free(c->conn[i].dst);
+		free(c->conn[i].name);
 	}
 	free(c->conn);
 	free(c->ep);
@@ -868,7 +879,7 @@ static int write_file(const char *path, const char *d3, const char *data, char *
 int rm_report_html_write(struct rm_store_reader *r, const struct rm_read_filter *f, const struct rm_html_opts *o,
 			 const char *d3, const char *path, char *err, size_t errlen)
 {
-	struct h_ctx c = { 0 };
+	struct h_ctx c = { .opts = o };
 	json_t *doc;
 	char *data;
 	int rc;

@@ -26,6 +26,10 @@ struct rm_html_opts {
 	const char *store_label; /* what the page names as the store ("sqlite:FILE") */
 	unsigned top;            /* connections shown (0: RM_HTML_TOP_DEFAULT) */
 	uint64_t now_ms;         /* UNIX ms: when the page says it was written */
+	/* The name of an epoch's observation point, NULL: none known (obs_name NULL: no names). The
+	 * page shows it beside the ID (observation_point_name in its data, set as text, never HTML). */
+	const char *(*obs_name)(void *arg, const struct rm_epoch_read *e);
+	void *obs_name_arg;
 };
 
 /*
