@@ -12,6 +12,8 @@ CHECK_SCRIPTS  += selftests/system/test_collector.py
 CHECK_SCRIPTS  += selftests/system/test_collector_metrics.py
 # report --format html in Debian's chromium (headless): numbers, console, requests, screenshot.
 CHECK_SCRIPTS  += selftests/system/test_report_html.py
+# Observation point names from outside: refused, escaped, CSV formulas; the tables' columns.
+CHECK_SCRIPTS  += selftests/system/test_report_names.py
 # Availability and bounded resources on a hostile network (docs/collector.md).
 CHECK_SCRIPTS  += selftests/system/test_collector_limits.py
 BENCH_PROGS    += $(BUILD)/selftests/bench/bench_collect

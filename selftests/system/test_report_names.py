@@ -1,0 +1,203 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""Observation point names from outside, end to end (docs/collector.md
+"Observation point names"): what the collector refuses to store, how report
+prints a name that reached an older store anyway (text table, --verbose,
+CSV), CSV formula injection, and the text tables' columns with 19-digit
+observationPointIds.
+
+A real collector is fed hand-written IPFIX (test_collector.py's builder,
+RFC 7011; the names Options Template 262: scope observationPointId 138/8,
+interfaceName 82/64). An "older store" is the same database with rows
+written by sqlite3 directly, as a collector before the rule stored them.
+Expected texts are spelled out here (escapes as docs/collector.md gives
+them); columns are checked against the header's positions.
+"""
+import csv
+import io
+import os
+import re
+import sqlite3
+import subprocess
+
+import pytest
+
+from test_collector import (BIN, FINAL, GEN_UNVERIFIED, Collector, data_msg, raw, report,  # noqa: F401
+                            send_session, templates_msg)
+from test_collector import collector, pki  # noqa: F401  (fixtures)
+from test_collector import points_msg
+
+pytestmark = pytest.mark.skipif(not os.path.exists(BIN), reason="build/rocemeter not built")
+
+ESC_CSI = b"leaf\x1b[2J\x1b[31mred"  # clear the screen, red
+C1_CSI = "leaf\u009b2J".encode()     # the 8-bit CSI
+RLO = "leaf\u202egnp.exe".encode()    # right-to-left override
+LRI = "a\u2066b".encode()             # left-to-right isolate
+BAD_UTF8 = b"leaf\xff\xfe\xc0\xaf"    # never UTF-8; an overlong '/'
+LONG64 = b"n" * 64                    # the whole field, no NUL: 64 octets
+NAMES_BAD = [ESC_CSI, C1_CSI, RLO, LRI, BAD_UTF8, LONG64]
+
+
+def run(db, *args, text=True):
+    p = subprocess.run([BIN, "report", "--db", db, *args], capture_output=True, text=text, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def final(obs, epoch=None, **kw):
+    return dict(report(epoch=epoch or obs % 1000 + 1, rid=1, obs=obs, **kw), flags=GEN_UNVERIFIED | FINAL)
+
+
+def test_collector_refuses_bad_names(collector):
+    """Each bad name is a rejected record (sessions.rejected, raw_records with the reason), never stored;
+    the good ones beside them (63 octets, UTF-8 beyond ASCII) are."""
+    good = [(20, b"m" * 63), (21, "φύλλο-1".encode())]
+    pts = [(10 + i, n) for i, n in enumerate(NAMES_BAD)] + good
+    send_session(collector, templates_msg(), points_msg(pts, seq=1), data_msg(final(20), seq=1 + len(pts)))
+    (s,) = collector.wait_ended(1)
+    assert s["rejected"] == len(NAMES_BAD) and s["seq_gaps"] == 0
+    stored = collector.query("SELECT observation_point_id, name FROM observation_points ORDER BY 1")
+    assert [(r[0], r[1]) for r in stored] == [(20, "m" * 63), (21, "φύλλο-1")]
+    reasons = sorted(r["reason"] for r in raw(collector))
+    assert reasons == sorted(["Options Template 262: an observation point name: a control character"] * 2 +
+                             ["Options Template 262: an observation point name: a bidirectional override"] * 2 +
+                             ["Options Template 262: an observation point name: not valid UTF-8",
+                              "Options Template 262: an observation point name longer than 63 octets"]), reasons
+
+
+@pytest.fixture
+def old_store(collector):
+    """A store whose observation_points hold names from before the rule (written here with sqlite3)."""
+    send_session(collector, templates_msg(), data_msg(*[final(o) for o in (10, 11, 12, 13, 14)], seq=1))
+    collector.wait_ended(1)
+    assert collector.stop() == 0
+    con = sqlite3.connect(collector.db)
+    con.text_factory = bytes
+    for i, n in enumerate([ESC_CSI, C1_CSI, RLO, BAD_UTF8, b'=HYPERLINK("http://x.test/","y")']):
+        con.execute("INSERT OR REPLACE INTO observation_points VALUES (0, ?, ?, 0)", (10 + i, n))
+    con.commit()
+    con.close()
+    return collector.db
+
+
+SHOWN = {10: "leaf\\x1B[2J\\x1B[31mred", 11: "leaf\\u009B2J", 12: "leaf\\u202Egnp.exe",
+         13: "leaf\\xFF\\xFE\\xC0\\xAF", 14: '=HYPERLINK("http://x.test/","y")'}
+NEVER = [b"\x1b", "\u009b".encode(), "\u202e".encode(), b"\xff", b"\xc0"]
+
+
+def test_text_outputs_escape_old_names(old_store):
+    for args in ((), ("--verbose",), ("--anomalies",), ("--format", "csv")):
+        out = run(old_store, *args, text=False)
+        for b in NEVER:
+            assert b not in out, (args, b, out)
+    table = run(old_store).splitlines()
+    for obs, shown in SHOWN.items():
+        assert any((" %d %s " % (obs, shown)) in line for line in table), (obs, table)
+    verbose = run(old_store, "--verbose")
+    for obs, shown in SHOWN.items():
+        assert "observation point %d (%s)," % (obs, shown) in verbose
+
+
+def test_csv_neutralises_formulas(old_store):
+    """OWASP "CSV Injection": a text field starting with = + - @ TAB CR gets a ' and is quoted."""
+    text = run(old_store, "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    names = {int(r["observationPointId"]): r["observation_point_name"] for r in rows}
+    assert names[14] == "'=HYPERLINK(\"http://x.test/\",\"y\")"
+    assert '"\'=HYPERLINK(""http://x.test/"",""y"")"' in text
+    assert names[10] == SHOWN[10] and names[12] == SHOWN[12]
+    assert names[13] == "leaf????"  # CSV is the JSON object flattened: its text is UTF-8, other octets '?'
+
+    # no field the spreadsheet would run
+    for r in rows:
+        for v in r.values():
+            assert not v or v[0] not in "=+-@\t\r", r
+
+
+@pytest.mark.parametrize("name", [b"+cmd|' /C calc'!A0", b"-2+3", b"@SUM(A1:A9)", b"=1+1"])
+def test_csv_formula_prefixes(collector, name):
+    """Names the collector accepts (printable) that a spreadsheet would read as a formula."""
+    want = name.decode()
+    send_session(collector, templates_msg(), points_msg([(7, name)], seq=1), data_msg(final(7), seq=2))
+    collector.wait_ended(1)
+    rows = list(csv.DictReader(io.StringIO(run(collector.db, "--format", "csv"))))
+    assert [r["observation_point_name"] for r in rows] == ["'" + want]
+
+
+# ------------------------------------------------------------ column alignment
+
+BIG = [1234567890123456789, 9876543210987654321, 2, 18446744073709551615]  # 19, 19, 1 and 20 digits
+
+
+EPOCH_COLUMNS = ["FLOW END", "EPOCH", "OUTCOME", "OP", "CONNECTION", "REQUESTS", "SEQUENCE"]
+SUMMARY_COLUMNS = ["OP", "CONNECTION", "EPOCHS", "REQUESTS", "NEVER SEEN", "PENDING", "SEEN LATE", "REPEATED",
+                   "UNCL LATE", "NOT COMPLETE"]
+
+
+def check_aligned(text, names, right):
+    """The header is names, one space or more apart; every row's cell of a right-aligned column ends where
+    its header ends, of a left-aligned one starts where its header starts; no line over 120 columns."""
+    lines = text.splitlines()
+    m = re.fullmatch(" *" + " +".join("(%s)" % re.escape(n) for n in names), lines[0])
+    assert m, lines[0]
+    for line in lines[1:]:
+        assert len(line) <= 120, line
+        for i, name in enumerate(names):
+            start, end = m.span(i + 1)
+            if name in right:
+                assert line[end - 1] != " " and (end == len(line) or line[end] == " "), (name, line, lines[0])
+            else:
+                assert line[start] != " " and (start == 0 or line[start - 1] == " "), (name, line, lines[0])
+
+
+@pytest.fixture
+def big_store(collector):
+    reps = [final(o, epoch=i + 1, skipped=1, filled=1) for i, o in enumerate(BIG)]
+    send_session(collector, templates_msg(), data_msg(*reps, seq=1))
+    collector.wait_ended(1)
+    return collector.db
+
+
+def test_table_columns_with_19_digit_ids(big_store):
+    text = run(big_store)
+    assert {int(line.split()[3]) for line in text.splitlines()[1:]} == set(BIG)
+    check_aligned(text, EPOCH_COLUMNS, {"EPOCH", "OP", "REQUESTS"})
+    check_aligned(run(big_store, "--anomalies"), EPOCH_COLUMNS, {"EPOCH", "OP", "REQUESTS"})
+    summary = run(big_store, "--summary")
+    assert {int(line.split()[0]) for line in summary.splitlines()[1:]} == set(BIG)
+    check_aligned(summary, SUMMARY_COLUMNS, {"OP", "EPOCHS", "REQUESTS", "NEVER SEEN", "PENDING", "SEEN LATE", "REPEATED",
+                            "UNCL LATE"})
+
+
+def test_table_columns_with_names(collector):
+    """Names of different lengths (one beyond ASCII) beside the IDs: the columns still line up, counted in
+    characters."""
+    pts = [(7, b"leaf-a"), (8, "φύλλο-β-long-name".encode())]
+    send_session(collector, templates_msg(), points_msg(pts, seq=1),
+                 data_msg(final(7, epoch=1), final(8, epoch=2), final(9, epoch=3), seq=3))
+    collector.wait_ended(1)
+    text = run(collector.db)
+    assert "8 φύλλο-β-long-name " in text
+    check_aligned(text, EPOCH_COLUMNS, {"EPOCH", "OP", "REQUESTS"})
+
+
+# ------------------------------------------------------------ the HTML page
+
+def test_html_page_shows_names(collector, tmp_path):
+    """report --format html in chromium (test_report_html.py's harness): the names beside the IDs in the
+    overview per observation point and in the connections table, as text: markup in a name stays text."""
+    th = pytest.importorskip("test_report_html")
+    if th.CHROMIUM is None or not os.path.exists(th.D3):
+        pytest.skip("chromium or libjs-d3 not installed (make deps)")
+    pts = [(7, b"leaf-a <b>x</b>"), (8, "φύλλο".encode())]
+    send_session(collector, templates_msg(), points_msg(pts, seq=1),
+                 data_msg(final(7, epoch=1), final(8, epoch=2), final(9, epoch=3), seq=3))
+    collector.wait_ended(1)
+    page = th.write_html(collector.db, str(tmp_path / "names.html"))
+    d = th.render(page, str(tmp_path / "r"))
+    want = {"7": "7 leaf-a <b>x</b>", "8": "8 φύλλο", "9": "9"}
+    assert {r[0]["data-obs"]: r[2][0] for r in d.tables["obs-table"][1:]} == want
+    conns = {r[0]["data-conn"].split("|")[0]: r[2][1] for r in d.tables["conn-table"][1:]}
+    assert {k: v.rsplit(" @ ", 1)[1] for k, v in conns.items()} == want
+    dom = th.chromium(page, str(tmp_path / "dom"), "--dump-dom")[0]
+    assert "<b>x</b>" not in dom and "leaf-a &lt;b&gt;x&lt;/b&gt;" in dom
+    assert "Observation point 7 leaf-a &lt;b&gt;x&lt;/b&gt;</h3>" in dom
