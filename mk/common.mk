@@ -34,6 +34,8 @@ CHECK_SCRIPTS  += tests/unit/test_prometheus_rules.py
 CHECK_PROGS    += $(BUILD)/tests/unit/test_health
 # ISO-8601 UTC times printed and parsed (report --since/--until).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_timefmt
+# Names from outside: the rule (UTF-8, no controls or bidi overrides) and the escaping (safe_text.h).
+CHECK_PROGS    += $(BUILD)/tests/unit/test_safe_text
 # docs/json.md against the tables the commands print from.
 CHECK_SCRIPTS  += tests/unit/test_json_schema.py
 # One manual page per command with every option, `rocemeter help CMD`, bash completion, make install.
