@@ -192,9 +192,12 @@ def test_html_page_shows_names(collector, tmp_path):
     send_session(collector, templates_msg(), points_msg(pts, seq=1),
                  data_msg(final(7, epoch=1), final(8, epoch=2), final(9, epoch=3), seq=3))
     collector.wait_ended(1)
+    assert collector.stop() == 0
+    with sqlite3.connect(collector.db) as con:  # as an older store kept it: escaped on the page too
+        con.execute("INSERT INTO observation_points VALUES (0, 9, ?, 0)", ("x\u202ey",))
     page = th.write_html(collector.db, str(tmp_path / "names.html"))
     d = th.render(page, str(tmp_path / "r"))
-    want = {"7": "7 leaf-a <b>x</b>", "8": "8 φύλλο", "9": "9"}
+    want = {"7": "7 leaf-a <b>x</b>", "8": "8 φύλλο", "9": "9 x\\u202Ey"}
     assert {r[0]["data-obs"]: r[2][0] for r in d.tables["obs-table"][1:]} == want
     conns = {r[0]["data-conn"].split("|")[0]: r[2][1] for r in d.tables["conn-table"][1:]}
     assert {k: v.rsplit(" @ ", 1)[1] for k, v in conns.items()} == want

@@ -19,6 +19,7 @@
 
 #include "common/health.h"
 #include "common/jsonw.h"
+#include "common/safe_text.h"
 #include "common/report_text.h"
 #include "common/timefmt.h"
 #include "report_html.h"
@@ -194,8 +195,13 @@ static int find_conn(struct h_ctx *c, const struct rm_epoch_read *e, uint32_t *i
 	n->src = strdup(T(e, SRC) ? T(e, SRC) : "");
 	n->dst = strdup(T(e, DST) ? T(e, DST) : "");
 	n->rank = -1;
-	if (c->opts->obs_name && (name = c->opts->obs_name(c->opts->obs_name_arg, e)) && !(n->name = strdup(name)))
-		return -ENOMEM;
+	if (c->opts->obs_name && (name = c->opts->obs_name(c->opts->obs_name_arg, e))) {
+		size_t cap = 4 * strlen(name) + 1; /* escaped as the text report does (safe_text.h) */
+
+		if (!(n->name = malloc(cap)))
+			return -ENOMEM;
+		rm_text_escape(name, n->name, cap);
+	}
 	if (!n->src || !n->dst)
 		return -ENOMEM;
 	g_hash_table_insert(c->by_key, g_memdup2(&key, (guint)rm_conn_key_len(&key)), GSIZE_TO_POINTER(c->n_conn + 1));
