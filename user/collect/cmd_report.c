@@ -217,8 +217,9 @@ static json_t *epoch_json(const struct rm_epoch_read *q, int show_collector)
  */
 static void csv_field(FILE *f, const char *s, int last)
 {
+	char small[256];
 	size_t cap = s ? 4 * strlen(s) + 1 : 1;
-	char *text = s ? malloc(cap) : NULL;
+	char *text = !s ? NULL : cap <= sizeof(small) ? small : malloc(cap);
 	int formula = s && s[0] && strchr("=+-@\t\r", s[0]);
 
 	if (text)
@@ -234,7 +235,8 @@ static void csv_field(FILE *f, const char *s, int last)
 	} else if (text) {
 		fputs(text, f);
 	}
-	free(text);
+	if (text != small)
+		free(text);
 	fputs(last ? "\r\n" : ",", f);
 }
 

@@ -15,20 +15,28 @@
 #include "common/timefmt.h"
 #include "report_table.h"
 
+static void pad(FILE *f, int n)
+{
+	static const char blanks[] = "                                ";
+
+	for (; n > 0; n -= (int)sizeof(blanks) - 1)
+		fwrite(blanks, 1, n < (int)sizeof(blanks) - 1 ? (size_t)n : sizeof(blanks) - 1, f);
+}
+
 /* One row (cells NULL: the header) at the widths of t->cols, one space between columns, no trailing blank. */
 static void table_row(const struct rm_table *t, const char *const *cells)
 {
 	for (size_t i = 0; i < t->n; i++) {
 		const char *s = cells ? cells[i] : t->cols[i].head;
-		int pad = t->cols[i].width - (int)rm_text_columns(s);
+		int n = t->cols[i].width - (int)rm_text_columns(s);
 
 		if (i)
 			fputc(' ', t->f);
 		if (t->cols[i].right)
-			fprintf(t->f, "%*s", pad > 0 ? pad : 0, "");
+			pad(t->f, n);
 		fputs(s, t->f);
 		if (!t->cols[i].right && i < t->n - 1)
-			fprintf(t->f, "%*s", pad > 0 ? pad : 0, "");
+			pad(t->f, n);
 	}
 	fputc('\n', t->f);
 }

@@ -83,6 +83,12 @@ char *rm_text_escape(const char *s, char *out, size_t len)
 		const char *src = esc;
 		size_t w;
 
+		if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\') { /* printable ASCII: the common case */
+			if (o + 1 >= len)
+				break;
+			out[o++] = (char)p[i++];
+			continue;
+		}
 		k = utf8_next(p + i, n - i, &c);
 		if (!k || c < 0x20 || c == 0x7f) {
 			snprintf(esc, sizeof(esc), "\\x%02X", p[i]);
