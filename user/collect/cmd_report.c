@@ -657,19 +657,30 @@ struct epochs_ctx {
 	int header_done;
 	struct rm_summary *summary; /* --summary: add the epochs here */
 	int no_memory;              /* --summary could not add one */
-	GHashTable *names;          /* "collector/domain/id" -> the observation point's name (names_add()) */
+	GHashTable *names;          /* name_key() -> the observation point's name (names_add()) */
 };
 
-/* The key of an observation point's name in epochs_ctx names. */
-static char *name_key(const char *collector_id, uint64_t domain, uint64_t id)
+/*
+ * The key of an observation point's name in epochs_ctx names: the collector,
+ * the exporter identity that sent the name (authorised peer name, certificate
+ * subject; NULL as "") and the point. The texts are length-prefixed, so no
+ * subject (which holds '/') can spell another exporter's key.
+ */
+static char *name_key(const char *collector_id, const char *peer_name, const char *peer_subject, uint64_t domain,
+		      uint64_t id)
 {
-	return g_strdup_printf("%s/%" PRIu64 "/%" PRIu64, collector_id ? collector_id : "", domain, id);
+	const char *c = collector_id ? collector_id : "", *n = peer_name ? peer_name : "",
+		   *s = peer_subject ? peer_subject : "";
+
+	return g_strdup_printf("%zu:%s%zu:%s%zu:%s/%" PRIu64 "/%" PRIu64, strlen(c), c, strlen(n), n, strlen(s), s,
+			       domain, id);
 }
 
 /* rm_store_reader_points()'s call: one name into the table. */
-static void names_add(void *arg, const char *collector_id, uint32_t domain, uint64_t id, const char *name)
+static void names_add(void *arg, const char *collector_id, const char *peer_name, const char *peer_subject,
+		      uint32_t domain, uint64_t id, const char *name)
 {
-	g_hash_table_replace(arg, name_key(collector_id, domain, id), g_strdup(name));
+	g_hash_table_replace(arg, name_key(collector_id, peer_name, peer_subject, domain, id), g_strdup(name));
 }
 
 /* 1 if the epoch's sequence is not clean (an epoch without an accepted report has none to show). */
@@ -686,8 +697,10 @@ static int print_epoch(void *arg, const struct rm_epoch_read *in)
 	struct rm_epoch_read named = *in, *e = &named;
 	json_t *o;
 
-	if (ctx->names && g_hash_table_size(ctx->names)) {
-		char *k = name_key(in->collector_id, in->u[RM_ER_DOMAIN], in->u[RM_ER_OBS]);
+	/* The name the epoch's own exporter gave its point; none when its session is not stored. */
+	if (ctx->names && g_hash_table_size(ctx->names) && in->peer) {
+		char *k = name_key(in->collector_id, in->peer_name, in->peer_subject, in->u[RM_ER_DOMAIN],
+				   in->u[RM_ER_OBS]);
 
 		named.obs_name = g_hash_table_lookup(ctx->names, k);
 		g_free(k);
