@@ -130,8 +130,8 @@ int rm_store_reader_limits(struct rm_store_reader *r, const char *collector_id,
  * collector_id NULL for SQLite. The exporter identity is that of the
  * Transport Session that sent the name, as struct rm_epoch_read's
  * peer_name and peer_subject ("" where those are NULL: plain TCP). A store
- * without them (an older database, or ClickHouse, which keeps none yet)
- * reads none. 0, or negative with err.
+ * without them (an older SQLite database, a ClickHouse store without the
+ * table observation_points) reads none. 0, or negative with err.
  */
 typedef void rm_store_point_fn(void *arg, const char *collector_id, const char *peer_name, const char *peer_subject,
 			       uint32_t domain, uint64_t id, const char *name);
