@@ -101,3 +101,13 @@ ORDER BY (collector_id, run_id, seq);
 
 CREATE TABLE IF NOT EXISTS run_limits AS run_limits_local
 ENGINE = Distributed('${CLUSTER}', currentDatabase(), run_limits_local, sipHash64(collector_id));
+
+CREATE TABLE IF NOT EXISTS observation_points_local (
+    collector_id String, peer_name String, peer_subject String, domain UInt64, observation_point_id UInt64,
+    name String, updated_ms UInt64,
+    version UInt64
+) ENGINE = ReplacingMergeTree(version)
+ORDER BY (collector_id, peer_name, peer_subject, domain, observation_point_id);
+
+CREATE TABLE IF NOT EXISTS observation_points AS observation_points_local
+ENGINE = Distributed('${CLUSTER}', currentDatabase(), observation_points_local, sipHash64(collector_id));

@@ -82,3 +82,10 @@ CREATE TABLE IF NOT EXISTS run_limits (
     collector_id String, run_id UInt64, name String, value UInt64, seq UInt64
 ) ENGINE = MergeTree
 ORDER BY (collector_id, run_id, seq);
+
+CREATE TABLE IF NOT EXISTS observation_points (
+    collector_id String, peer_name String, peer_subject String, domain UInt64, observation_point_id UInt64,
+    name String, updated_ms UInt64,
+    version UInt64
+) ENGINE = ReplacingMergeTree(version)
+ORDER BY (collector_id, peer_name, peer_subject, domain, observation_point_id);

@@ -24,8 +24,8 @@ import time
 import pytest
 
 from clickhouse import CLUSTER, DATABASE, cluster, server, skip_reason
-from test_collector import (BIN, EXPORTER, GEN_CERTS, GEN_UNVERIFIED, V6, Collector, close_tls, data_msg, later, report,
-                            send_session, templates_msg)
+from test_collector import (BIN, EXPORTER, GEN_CERTS, GEN_UNVERIFIED, V6, Collector, close_tls, data_msg, later,
+                            points_msg, report, send_session, templates_msg)
 
 WAIT = 30.0  # bound for rows to reach their shard; never a timing assertion
 
@@ -33,8 +33,8 @@ pytestmark = [pytest.mark.skipif(not os.path.exists(BIN), reason="build/rocemete
               pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")]
 
 # the tables whose rows change and carry a version (docs/clickhouse/single.sql)
-VERSIONED = {"runs", "sessions", "epochs"}
-TABLES = ["runs", "sessions", "epochs", "raw_records", "drops", "connections", "run_limits"]
+VERSIONED = {"runs", "sessions", "epochs", "observation_points"}
+TABLES = ["runs", "sessions", "epochs", "raw_records", "drops", "connections", "run_limits", "observation_points"]
 V6_SRC, V6_DST = bytes.fromhex("20010db8000000000000000000000001"), bytes.fromhex("20010db8000000000000000000000002")
 
 
@@ -48,9 +48,10 @@ def pki(tmp_path_factory):
 def drive(c):
     """The scenario: sessions to the collector c, which is stopped at the end (SIGTERM)."""
     try:
-        # complete (three reports), incomplete with a gap and missing initial reports
+        # complete (three reports), its observation point named; incomplete with a gap and missing initial reports
         r1 = report(epoch=3, rid=1)
-        send_session(c, templates_msg(), data_msg(r1, later(r1, 2)), data_msg(later(r1, 3, final=True)))
+        send_session(c, templates_msg(), points_msg([(7, b"leaf-a"), (8, b"spine-1")]), data_msg(r1, later(r1, 2)),
+                     data_msg(later(r1, 3, final=True)))
         r3 = report(epoch=4, rid=3, qp=0x456, pkey=0x8001)
         send_session(c, templates_msg(), data_msg(r3), data_msg(later(r3, 6, final=True)))
         # IPv6 and a second domain; no final: incomplete
@@ -143,6 +144,8 @@ def older(table, row):
         row.update(ended_ms=None, end_reason=None, accepted=0)
     elif table == "runs":
         row.update(stopped_ms=None, listen="0.0.0.0:1", pen=1)
+    elif table == "observation_points":
+        row.update(name="an-older-name")
     return row
 
 
@@ -152,7 +155,7 @@ def copy_store(db_path, ch, collector_id):
     con.row_factory = sqlite3.Row
     try:
         for table in TABLES:
-            order = "rowid" if table in ("drops", "connections", "run_limits") else "id"
+            order = "rowid" if table in ("drops", "connections", "run_limits", "observation_points") else "id"
             rows = [dict(r) for r in con.execute(f"SELECT * FROM {table} ORDER BY {order}")]
             if not rows:
                 continue
@@ -223,7 +226,7 @@ def test_report_equal_one_collector(sqlite_store, tmp_path):
     # the data exercises what it should: every outcome, NULL measurements, big values, drops, refusals
     text = sqlite_report(sqlite_store, "--verbose")[1].decode()
     for what in (": complete", ": incomplete", ": invalid", "no accepted report", "2001:db8::1",
-                 str(2**64 - 2), "collector shutdown", "reports 3..6"):
+                 str(2**64 - 2), "collector shutdown", "reports 3..6", "observation point 7 (leaf-a)"):
         assert what in text, what
     # the views have something to show: epochs not clean, several lines of summary
     assert len(sqlite_report(sqlite_store, "--anomalies")[1].splitlines()) >= 2

@@ -27,7 +27,7 @@ needs_ch = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or
 # the engine each gets; rows that change are written again with a version.
 ENGINES = {"runs": "ReplacingMergeTree", "sessions": "ReplacingMergeTree", "epochs": "ReplacingMergeTree",
            "raw_records": "MergeTree", "drops": "MergeTree", "connections": "MergeTree",
-           "run_limits": "MergeTree"}
+           "run_limits": "MergeTree", "observation_points": "ReplacingMergeTree"}
 
 
 def rocemeter(*args):

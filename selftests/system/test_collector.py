@@ -403,6 +403,82 @@ def test_observation_point_names_stored_and_reported(collector):
                                                            ["7", "leaf-a"], ["8", "leaf-b"]]
 
 
+@pytest.mark.parametrize("collector", [("--peer-name", "127.0.0.1")], indirect=True)
+def test_observation_point_name_bound_to_its_exporter(collector):
+    """Issue 25: a name is bound to the exporter that sent it. Exporter A (exporter.pem, authorised
+    as exporter.rocemeter.test) names point 7 "leaf-a"; exporter B (wrongname.pem, authorised by its
+    IP SAN 127.0.0.1) then names point 7 of the same Observation Domain "evil". A's epoch keeps
+    "leaf-a" in the table, --verbose, JSON and CSV; B's epoch shows B's own name; both rows stored,
+    each with its session's peer_name and peer_subject."""
+    send_session(collector, templates_msg(), points_msg([(7, b"leaf-a")], seq=1),
+                 data_msg(dict(report(epoch=1, rid=1), flags=GEN_UNVERIFIED | FINAL), seq=2), cert="exporter")
+    collector.wait_ended(1)
+    send_session(collector, templates_msg(), points_msg([(7, b"evil")], seq=1),
+                 data_msg(dict(report(epoch=2, rid=1, qp=0x456), flags=GEN_UNVERIFIED | FINAL), seq=2),
+                 cert="wrongname")
+    sess = collector.wait_ended(2)
+    assert [s["peer_name"] for s in sess] == [EXPORTER, "127.0.0.1"]
+    want = {1: "leaf-a", 2: "evil"}  # rdmaSequenceEpochId -> the name its own exporter gave point 7
+
+    def rep(*args):
+        p = subprocess.run([BIN, "report", "--db", collector.db, *args], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+    js = [json.loads(x) for x in rep("--json").splitlines()]
+    assert {j["rdmaSequenceEpochId"]: j["observation_point_name"] for j in js} == want
+    assert {j["rdmaSequenceEpochId"]: j["exporter"]["peer_name"] for j in js} == {1: EXPORTER, 2: "127.0.0.1"}
+    rows = list(csv.DictReader(io.StringIO(rep("--format", "csv"))))
+    assert {int(r["rdmaSequenceEpochId"]): r["observation_point_name"] for r in rows} == want
+    verbose = rep("--verbose").splitlines()
+    assert len(verbose) == 2
+    for line in verbose:
+        epoch = 1 if f"exporter: {EXPORTER} at" in line else 2
+        assert f"observation point 7 ({want[epoch]})," in line, line
+    table = rep().splitlines()[1:]
+    assert sorted(line.split()[1:4] for line in table) == [["1", "complete", "7"], ["2", "complete", "7"]]
+    assert {line.split()[1]: line.split()[4] for line in table} == {"1": "leaf-a", "2": "evil"}
+    stored = collector.query("SELECT peer_name, peer_subject, domain, observation_point_id, name"
+                             " FROM observation_points ORDER BY name DESC")
+    assert [tuple(r) for r in stored] == [
+        (EXPORTER, sess[0]["peer_subject"], 0, 7, "leaf-a"),
+        ("127.0.0.1", sess[1]["peer_subject"], 0, 7, "evil")]
+
+
+def test_observation_points_of_an_earlier_layout(tmp_path, pki):
+    """A database whose observation_points table is keyed by domain and ID only (the layout before
+    issue 25: names bound to no exporter) still opens: report shows no name from it, and the first
+    read-write open (collect) drops that table for the new one; the exporter's next session names
+    its points again."""
+    c = Collector(tmp_path, pki)
+    send_session(c, templates_msg(), data_msg(dict(report(epoch=1, rid=1), flags=GEN_UNVERIFIED | FINAL)))
+    c.wait_ended(1)
+    assert c.stop() == 0
+    con = sqlite3.connect(c.db)
+    con.executescript("DROP TABLE observation_points;"
+                      "CREATE TABLE observation_points (domain INTEGER, observation_point_id INTEGER,"
+                      " name TEXT NOT NULL, updated_ms INTEGER, PRIMARY KEY(domain, observation_point_id));"
+                      "INSERT INTO observation_points VALUES (0, 7, 'forged', 1);")
+    con.close()
+
+    def names():
+        p = subprocess.run([BIN, "report", "--db", c.db, "--json"], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        return [json.loads(x)["observation_point_name"] for x in p.stdout.splitlines()]
+    assert names() == [None]
+    c = Collector(tmp_path, pki)
+    try:
+        cols = [r["name"] for r in c.query("PRAGMA table_info(observation_points)")]
+        assert "peer_subject" in cols and "peer_name" in cols
+        assert c.query("SELECT * FROM observation_points") == []
+        send_session(c, templates_msg(), points_msg([(7, b"leaf-a")], seq=1),
+                     data_msg(dict(report(epoch=2, rid=1), flags=GEN_UNVERIFIED | FINAL), seq=2))
+        c.wait_ended(2)
+    finally:
+        assert c.stop() == 0
+    # the exporter's identity is the same in both sessions: its name is shown for both its epochs
+    assert names() == ["leaf-a", "leaf-a"]
+
+
 def test_ipv6_template_and_two_domains(collector):
     r = report(epoch=1, rid=1, src=bytes.fromhex("20010db8000000000000000000000001"),
                dst=bytes.fromhex("20010db8000000000000000000000002"))

@@ -1107,3 +1107,128 @@ def test_spool_tmp_symlink_not_followed(tmp_path, pki):
         assert c.stop() == 0
         assert target.read_bytes() == b"untouched"
         assert "spooled to" in c.log(), c.log()
+
+
+# ------------------------------------------------------------ observation point names (issue 25)
+
+def names_scenario(c):
+    """Exporter A (exporter.pem) names point 7 "leaf-a" and sends epoch 1; then exporter B
+    (wrongname.pem, authorised by its IP SAN 127.0.0.1) names point 7 of the same domain "evil" and
+    sends epoch 2 (qp 0x456); c is stopped at the end."""
+    try:
+        tc.send_session(c, tc.templates_msg(), tc.points_msg([(7, b"leaf-a")], seq=1),
+                        tc.data_msg(dict(tc.report(epoch=1, rid=1), flags=tc.GEN_UNVERIFIED | tc.FINAL), seq=2),
+                        cert="exporter")
+        c.wait_ended(1)
+        tc.send_session(c, tc.templates_msg(), tc.points_msg([(7, b"evil")], seq=1),
+                        tc.data_msg(dict(tc.report(epoch=2, rid=1, qp=0x456), flags=tc.GEN_UNVERIFIED | tc.FINAL),
+                                    seq=2), cert="wrongname")
+        c.wait_ended(2)
+    finally:
+        assert c.stop() == 0
+
+
+def report_of(*args):
+    p = subprocess.run([BIN, "report", *args], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", p.stdout)
+
+
+def test_names_bound_to_their_exporter_as_sqlite(tmp_path, pki):
+    """docs/collector.md "What is stored", docs/fleet.md: ClickHouse keeps the names as SQLite does,
+    bound to the exporter that sent them: B's name for point 7 never shows beside A's epoch. The
+    ClickHouse report's names equal the SQLite report's on the same sessions (JSON, CSV, --verbose),
+    and are the names each exporter sent itself."""
+    os.makedirs(tmp_path / "sq")
+    sq = tc.Collector(tmp_path / "sq", pki, "--peer-name", "127.0.0.1")
+    names_scenario(sq)
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        os.makedirs(tmp_path / "chc")
+        names_scenario(CHCollector(tmp_path / "chc", pki, ch, "names-a", "--peer-name", "127.0.0.1"))
+        chargs = ("--store", ch.url, "--store-credentials", ch.credentials)
+        want = {1: "leaf-a", 2: "evil"}
+        for args in ((), ("--db", sq.db)):
+            js = [json.loads(x) for x in report_of(*(args or chargs), "--json").splitlines()]
+            assert {j["rdmaSequenceEpochId"]: j["observation_point_name"] for j in js} == want, args
+        for fmt in (("--json",), ("--format", "csv"), ("--verbose",), ()):
+            got, exp = report_of(*chargs, *fmt), report_of("--db", sq.db, *fmt)
+            if fmt == ("--json",):  # the collector's clock differs per run
+                got, exp = ([{k: v for k, v in json.loads(x).items() if not k.endswith("_seen_ms")
+                              and k != "retired_ms"} for x in o.splitlines()] for o in (got, exp))
+            elif fmt == ("--format", "csv"):
+                rows = [[x.split(",") for x in o.splitlines()] for o in (got, exp)]
+                keep = [i for i, n in enumerate(rows[0][0]) if not n.endswith("_seen_ms") and n != "retired_ms"]
+                got, exp = ([[r[i] for i in keep] for r in rs] for rs in rows)
+            assert got == exp, (fmt, got, exp)
+        stored = jrows(ch, "SELECT collector_id, peer_name, domain, observation_point_id, name"
+                           " FROM observation_points FINAL ORDER BY name DESC")
+        assert [tuple(r.values()) for r in stored] == [("names-a", tc.EXPORTER, 0, 7, "leaf-a"),
+                                                       ("names-a", "127.0.0.1", 0, 7, "evil")]
+
+
+def test_store_without_names_table(tmp_path, pki):
+    """A store made before observation_points (the table dropped after --store-init): the collector
+    says so at its start and writes no names, and nothing else is held up: the epoch is stored, no
+    drop counted; report shows the ID without a name. --store-init again adds the table."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        ch.query("DROP TABLE observation_points", database=DATABASE)
+        c = CHCollector(tmp_path, pki, ch, "old-store")
+        tc.send_session(c, tc.templates_msg(), tc.points_msg([(7, b"leaf-a")], seq=1),
+                        tc.data_msg(dict(tc.report(epoch=1, rid=1), flags=tc.GEN_UNVERIFIED | tc.FINAL), seq=2))
+        c.wait_ended(1)
+        assert c.stop() == 0
+        assert "no table observation_points" in c.log() and "--store-init" in c.log(), c.log()
+        assert "unavailable" not in c.log(), c.log()
+        (j,) = [json.loads(x) for x in report_of("--store", ch.url, "--store-credentials", ch.credentials,
+                                                 "--json").splitlines()]
+        assert (j["rdmaSequenceEpochId"], j["outcome"], j["observation_point_name"]) == (1, "complete", None)
+        assert jrows(ch, "SELECT count() AS n FROM drops")[0]["n"] == 0
+        store_init(ch)
+        assert jrows(ch, "SELECT count() AS n FROM system.tables WHERE database = currentDatabase()"
+                         " AND name = 'observation_points'")[0]["n"] == 1
+
+
+def spool_as_version_2(path):
+    """A spool file (spool.c: magic, u32 LE store name length and name, then per batch 'B', three u32 LE
+    counts and per table a u64 LE length and its rows) rewritten as version 2 wrote it: magic RMSPOOL2
+    and seven tables per batch (no observation_points, which must be empty here)."""
+    data = open(path, "rb").read()
+    assert data[:8] == b"RMSPOOL3", data[:8]
+    n = int.from_bytes(data[8:12], "little")
+    out, off = bytearray(b"RMSPOOL2" + data[8:12 + n]), 12 + n
+    while off < len(data):
+        assert data[off:off + 1] == b"B"
+        out += data[off:off + 13]
+        off += 13
+        for t in range(8):
+            ln = int.from_bytes(data[off:off + 8], "little")
+            if t == 7:
+                assert ln == 0
+            else:
+                out += data[off:off + 8 + ln]
+            off += 8 + ln
+    open(path, "wb").write(bytes(out))
+
+
+def test_spool_of_version_2_sent(tmp_path, pki):
+    """A spool written by the version before the names (RMSPOOL2: seven tables a batch) is still read
+    and sent at the next start: every epoch in it reaches ClickHouse, the file is removed."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"spool2-{os.getpid()}"
+        c = CHCollector(tmp_path, pki, ch, cid)
+        ch.stop()
+        recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(1, 21)]
+        tc.send_session(c, tc.templates_msg(), tc.data_msg(*recs))
+        c.wait_for(lambda: "ClickHouse store unavailable" in c.log(), "the store unavailable")
+        assert c.stop() == 0
+        spool = os.path.join(c.spool, spool_name(ch.url, cid))
+        spool_as_version_2(spool)
+        ch.start()
+        c = CHCollector(tmp_path, pki, ch, cid)
+        c.wait_for(lambda: not os.path.exists(spool), "the spool sent and removed")
+        assert c.stop() == 0
+        got = jrows(ch, f"SELECT epoch_id, outcome FROM epochs FINAL WHERE collector_id = '{cid}' ORDER BY epoch_id")
+        assert [(e["epoch_id"], e["outcome"]) for e in got] == [(x, "complete") for x in range(1, 21)]

@@ -25,9 +25,8 @@
 #include "store/store_spec.h"
 
 /* The tables of the SQLite store (store.h), epochs being one plain table in ClickHouse. */
-static const char *const tables[] = {
-	"runs", "sessions", "epochs", "raw_records", "drops", "connections", "run_limits"
-};
+static const char *const tables[] = { "runs",  "sessions",    "epochs",     "raw_records",
+				      "drops", "connections", "run_limits", "observation_points" };
 #define N_TABLES (sizeof(tables) / sizeof(tables[0]))
 
 static void assert_url(const char *url, const char *base, const char *db)

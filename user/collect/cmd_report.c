@@ -675,19 +675,30 @@ struct epochs_ctx {
 	struct rm_table table;      /* text: the epochs' table */
 	struct rm_summary *summary; /* --summary: add the epochs here */
 	int no_memory;              /* --summary could not add one */
-	GHashTable *names;          /* "collector/domain/id" -> the observation point's name (names_add()) */
+	GHashTable *names;          /* name_key() -> the observation point's name (names_add()) */
 };
 
-/* The key of an observation point's name in epochs_ctx names. */
-static char *name_key(const char *collector_id, uint64_t domain, uint64_t id)
+/*
+ * The key of an observation point's name in epochs_ctx names: the collector,
+ * the exporter identity that sent the name (authorised peer name, certificate
+ * subject; NULL as "") and the point. The texts are length-prefixed, so no
+ * subject (which holds '/') can spell another exporter's key.
+ */
+static char *name_key(const char *collector_id, const char *peer_name, const char *peer_subject, uint64_t domain,
+		      uint64_t id)
 {
-	return g_strdup_printf("%s/%" PRIu64 "/%" PRIu64, collector_id ? collector_id : "", domain, id);
+	const char *c = collector_id ? collector_id : "", *n = peer_name ? peer_name : "",
+		   *s = peer_subject ? peer_subject : "";
+
+	return g_strdup_printf("%zu:%s%zu:%s%zu:%s/%" PRIu64 "/%" PRIu64, strlen(c), c, strlen(n), n, strlen(s), s,
+			       domain, id);
 }
 
 /* rm_store_reader_points()'s call: one name into the table. */
-static void names_add(void *arg, const char *collector_id, uint32_t domain, uint64_t id, const char *name)
+static void names_add(void *arg, const char *collector_id, const char *peer_name, const char *peer_subject,
+		      uint32_t domain, uint64_t id, const char *name)
 {
-	g_hash_table_replace(arg, name_key(collector_id, domain, id), g_strdup(name));
+	g_hash_table_replace(arg, name_key(collector_id, peer_name, peer_subject, domain, id), g_strdup(name));
 }
 
 /* The observation points' names the store holds (names_add()); NULL after the message when it cannot be read. */
@@ -704,15 +715,19 @@ static GHashTable *names_load(struct rm_store_reader *reader)
 	return names;
 }
 
-/* The name of e's observation point in names (names_load()), NULL: none known. */
+/*
+ * The name the epoch's own exporter (its session's peer_name and peer_subject)
+ * gave e's observation point in names (names_load()); NULL: none known, or the
+ * epoch's session is not stored. A name from another exporter never counts.
+ */
 static const char *name_of(void *names, const struct rm_epoch_read *e)
 {
 	const char *name;
 	char *k;
 
-	if (!names || !g_hash_table_size(names))
+	if (!names || !g_hash_table_size(names) || !e->peer)
 		return NULL;
-	k = name_key(e->collector_id, e->u[RM_ER_DOMAIN], e->u[RM_ER_OBS]);
+	k = name_key(e->collector_id, e->peer_name, e->peer_subject, e->u[RM_ER_DOMAIN], e->u[RM_ER_OBS]);
 	name = g_hash_table_lookup(names, k);
 	g_free(k);
 	return name;

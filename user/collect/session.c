@@ -297,15 +297,39 @@ static void dec_reliability(void *arg, uint32_t domain, const struct rm_ipfix_re
 	}
 }
 
-/* An observation point's name (Options Template 262): stored per Observation Domain for `report`. */
+/* The exporter's identity as its sessions row keeps it: certificate subject and SANs, the authorised name. */
+struct peer_identity {
+	char subject[256], name[256];
+	const char *s, *n; /* subject, name; NULL: none (plain TCP; no authorised name matched) */
+};
+
+static void peer_identity(const struct conn *c, struct peer_identity *p)
+{
+	p->s = p->n = NULL;
+	if (!c->ssl)
+		return;
+	rm_tls_peer_subject(c->ssl, p->subject, sizeof(p->subject));
+	p->s = p->subject;
+	if (!rm_tls_authorized_name(c->ssl, &c->srv->cs->tls, p->name, sizeof(p->name)))
+		p->n = p->name;
+}
+
+/*
+ * An observation point's name (Options Template 262): stored per exporter
+ * identity and Observation Domain for `report`, so that no other exporter
+ * can rename this exporter's points.
+ */
 static void dec_point(void *arg, uint32_t domain, uint64_t observation_point_id, const char *name)
 {
 	struct conn *c = arg;
+	struct peer_identity id;
+	struct rm_store_point p = { .domain = domain, .id = observation_point_id, .name = name };
 
-	rm_collector_store_check(
-		c->srv,
-		rm_backend_observation_point(c->srv->st, domain, observation_point_id, name, rm_clock_wall_ms()),
-		"observation point");
+	peer_identity(c, &id);
+	p.peer_name = id.n;
+	p.peer_subject = id.s;
+	rm_collector_store_check(c->srv, rm_backend_observation_point(c->srv->st, &p, rm_clock_wall_ms()),
+				 "observation point");
 }
 
 static const struct rm_ipfix_sink dec_sink = {
@@ -458,7 +482,8 @@ int rm_session_admit(struct conn *c)
 {
 	struct rm_collector *s = c->srv;
 	const char *transport = c->ssl ? "tls" : "tcp";
-	char d[200], subj[256] = "";
+	struct peer_identity p;
+	char d[200];
 	int64_t id;
 
 	if (s->sessions >= s->cs->max_sessions || rm_rules_sessions(s->rules) >= s->cs->max_sessions) {
@@ -483,17 +508,9 @@ int rm_session_admit(struct conn *c)
 	id = rm_backend_session_start(s->st, s->run_id, c->peer, transport, c->started_ms);
 	rm_collector_store_check(s, id < 0 ? -1 : 0, "session start");
 	c->session_id = id;
-	if (c->ssl) {
-		char name[256];
-
-		rm_tls_peer_subject(c->ssl, subj, sizeof(subj));
-		rm_collector_store_check(
-			s,
-			rm_backend_session_peer(s->st, id, subj,
-						rm_tls_authorized_name(c->ssl, &s->cs->tls, name, sizeof(name)) ? NULL
-														: name),
-			"session peer");
-	}
+	peer_identity(c, &p);
+	if (c->ssl)
+		rm_collector_store_check(s, rm_backend_session_peer(s->st, id, p.s, p.n), "session peer");
 	c->last_rx_mono = rm_clock_mono_ms();
 	if (!(c->buf = malloc(BUF_CAP)) || !(c->dec = rm_ipfix_session_new(s->pen)) ||
 	    !(c->rs = rm_rules_session_open(s->rules, (uint64_t)id))) {
@@ -512,7 +529,7 @@ int rm_session_admit(struct conn *c)
 		snprintf(sid, sizeof(sid), "%" PRId64, id);
 		if (c->ssl)
 			rm_log_fields(RM_LOG_NOTICE, f, 2, "session %" PRId64 " from %s: TLS 1.3 peer %s authorised",
-				      id, c->peer, subj);
+				      id, c->peer, p.subject);
 		else
 			rm_log_fields(RM_LOG_NOTICE, f, 2,
 				      "session %" PRId64 " from %s started (plain TCP, unauthenticated)", id, c->peer);

@@ -89,9 +89,9 @@ static int sq_run_limit(void *st, int64_t run_id, const char *name, uint64_t val
 	return rm_store_run_limit(st, run_id, name, value);
 }
 
-static int sq_observation_point(void *st, uint32_t domain, uint64_t id, const char *name, uint64_t now_ms)
+static int sq_observation_point(void *st, const struct rm_store_point *p, uint64_t now_ms)
 {
-	return rm_store_observation_point(st, domain, id, name, now_ms);
+	return rm_store_observation_point(st, p, now_ms);
 }
 static uint64_t sq_raw_bytes(void *st)
 {

@@ -75,8 +75,7 @@ struct rm_backend_ops {
 	int (*session_acked)(void *st, const struct rm_store_acked *a, uint64_t now_ms,
 			     struct rm_store_acked_result *res);
 	/* Optional (NULL: not kept): rm_store_observation_point, an observation point's name. */
-	int (*observation_point)(void *st, uint32_t domain, uint64_t observation_point_id, const char *name,
-				 uint64_t now_ms);
+	int (*observation_point)(void *st, const struct rm_store_point *p, uint64_t now_ms);
 };
 
 /*
@@ -196,12 +195,10 @@ static inline int rm_backend_run_limit(struct rm_backend *b, int64_t run_id, con
 {
 	return b->ops->run_limit(b->st, run_id, name, value);
 }
-/* An observation point's name (the exporter's Options Template 262); 0 when the store keeps none. */
-static inline int rm_backend_observation_point(struct rm_backend *b, uint32_t domain, uint64_t observation_point_id,
-					       const char *name, uint64_t now_ms)
+/* An observation point's name and its exporter (the exporter's Options Template 262); 0 when the store keeps none. */
+static inline int rm_backend_observation_point(struct rm_backend *b, const struct rm_store_point *p, uint64_t now_ms)
 {
-	return b->ops->observation_point ? b->ops->observation_point(b->st, domain, observation_point_id, name, now_ms)
-					 : 0;
+	return b->ops->observation_point ? b->ops->observation_point(b->st, p, now_ms) : 0;
 }
 static inline uint64_t rm_backend_raw_bytes(struct rm_backend *b)
 {

@@ -55,10 +55,7 @@ int rm_store_reader_limits(struct rm_store_reader *r, const char *collector_id,
 	return r->ops->limits(r, collector_id, fn, arg, err, errlen);
 }
 
-int rm_store_reader_points(struct rm_store_reader *r,
-			   void (*fn)(void *arg, const char *collector_id, uint32_t domain, uint64_t id,
-				      const char *name),
-			   void *arg, char *err, size_t errlen)
+int rm_store_reader_points(struct rm_store_reader *r, rm_store_point_fn *fn, void *arg, char *err, size_t errlen)
 {
 	return r->ops->points ? r->ops->points(r, fn, arg, err, errlen) : 0;
 }

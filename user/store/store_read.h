@@ -125,15 +125,17 @@ int rm_store_reader_limits(struct rm_store_reader *r, const char *collector_id,
 
 /*
  * The observation points' names the collectors stored (the exporters'
- * Options Template 262), one call of fn per (collector, Observation Domain,
- * observationPointId) with its latest name; collector_id NULL for SQLite.
- * A store without them (an older database, or ClickHouse, which keeps none
- * yet) reads none. 0, or negative with err.
+ * Options Template 262), one call of fn per (collector, exporter identity,
+ * Observation Domain, observationPointId) with its latest name;
+ * collector_id NULL for SQLite. The exporter identity is that of the
+ * Transport Session that sent the name, as struct rm_epoch_read's
+ * peer_name and peer_subject ("" where those are NULL: plain TCP). A store
+ * without them (an older SQLite database, a ClickHouse store without the
+ * table observation_points) reads none. 0, or negative with err.
  */
-int rm_store_reader_points(struct rm_store_reader *r,
-			   void (*fn)(void *arg, const char *collector_id, uint32_t domain, uint64_t id,
-				      const char *name),
-			   void *arg, char *err, size_t errlen);
+typedef void rm_store_point_fn(void *arg, const char *collector_id, const char *peer_name, const char *peer_subject,
+			       uint32_t domain, uint64_t id, const char *name);
+int rm_store_reader_points(struct rm_store_reader *r, rm_store_point_fn *fn, void *arg, char *err, size_t errlen);
 
 /* The implementations' table (store_read.c dispatches to it). */
 struct rm_store_reader_ops {
@@ -145,9 +147,7 @@ struct rm_store_reader_ops {
 	int (*limits)(struct rm_store_reader *r, const char *collector_id,
 		      int (*fn)(void *arg, const struct rm_limits_read *l), void *arg, char *err, size_t errlen);
 	/* Optional (NULL: no names). */
-	int (*points)(struct rm_store_reader *r,
-		      void (*fn)(void *arg, const char *collector_id, uint32_t domain, uint64_t id, const char *name),
-		      void *arg, char *err, size_t errlen);
+	int (*points)(struct rm_store_reader *r, rm_store_point_fn *fn, void *arg, char *err, size_t errlen);
 };
 extern const struct rm_store_reader_ops rm_store_reader_sqlite, rm_store_reader_clickhouse;
 

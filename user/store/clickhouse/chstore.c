@@ -300,6 +300,41 @@ static int ch_run_limit(void *p, int64_t run_id, const char *name, uint64_t valu
 	return 0;
 }
 
+/*
+ * An observation point's name and its exporter (observation_points, a
+ * ReplacingMergeTree: the latest version per collector, exporter identity,
+ * domain and ID). Not kept by a store made before that table (the start
+ * said so: points_kept 0); a name the buffer cannot take is a store drop.
+ */
+static int ch_observation_point(void *p, const struct rm_store_point *pt, uint64_t now_ms)
+{
+	struct rm_chstore *cs = p;
+	GByteArray *b = cs->cur->body[T_POINTS];
+	const char *pn = pt->peer_name ? pt->peer_name : "", *ps = pt->peer_subject ? pt->peer_subject : "";
+
+	if (!cs->points_kept)
+		return 0;
+	if (!rm_chs_room(cs, 64 + strlen(cs->id) + strlen(pn) + strlen(ps) + strlen(pt->name))) {
+		char d[200];
+
+		snprintf(d, sizeof(d),
+			 "the name of observation point %" PRIu64
+			 " (domain %u) not stored: ClickHouse store buffer full",
+			 pt->id, pt->domain);
+		rm_chs_store_drop(cs, 0, d);
+		return 0;
+	}
+	rm_chs_put_str(b, cs->id);
+	rm_chs_put_str(b, pn);
+	rm_chs_put_str(b, ps);
+	rm_chs_put_u64(b, pt->domain);
+	rm_chs_put_u64(b, pt->id);
+	rm_chs_put_str(b, pt->name);
+	rm_chs_put_u64(b, now_ms);
+	rm_chs_put_u64(b, rm_chs_next_version(cs));
+	return 0;
+}
+
 static uint64_t ch_raw_bytes(void *p)
 {
 	return ((struct rm_chstore *)p)->raw_bytes;
@@ -554,6 +589,7 @@ const struct rm_backend_ops rm_backend_clickhouse = {
 	.drop = ch_drop,
 	.connections = ch_connections,
 	.run_limit = ch_run_limit,
+	.observation_point = ch_observation_point,
 	.raw_bytes = ch_raw_bytes,
 	.buffer_bytes = ch_buffer_bytes,
 	.buffer_capacity = ch_buffer_capacity,

@@ -19,7 +19,8 @@
 #include "rules/budget.h"
 #include "store/store_rows.h"
 
-enum table { T_RUNS, T_SESSIONS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS, T_LIMITS, T__N };
+/* The tables, in the order of a spool file's batch (T_POINTS last: a spool of version 1 or 2 has none). */
+enum table { T_RUNS, T_SESSIONS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS, T_LIMITS, T_POINTS, T__N };
 
 /* An exporter's Reliability record waiting for the sender (store.h struct rm_store_acked, copied). */
 struct acked_req {
@@ -69,6 +70,7 @@ struct rm_chstore {
 	char spool_dir[512];
 	char spool_path[640]; /* spool_dir/ID.TAG.spool, TAG from store_name (chstore.h) */
 	int recovered;
+	int points_kept;           /* the store has observation_points (checked at the start): names are written */
 	uint64_t sessions_started; /* in this run */
 	uint64_t handed;           /* batches handed over to the sender in this run */
 	struct {

@@ -143,6 +143,37 @@ out:
 }
 
 /*
+ * Does the store have the table observation_points (a store made before the
+ * names were kept has not)? Sets cs->points_kept; logs when it has not, or
+ * when ClickHouse did not answer (names are not written in this run then:
+ * an INSERT into a missing table would hold up every other row).
+ */
+static void points_table(struct rm_chstore *cs, struct rm_ch *ch)
+{
+	char err[512] = "";
+	uint64_t n = 0;
+
+	cs->points_kept = ch &&
+			  query_u64(ch,
+				    "SELECT count() FROM system.tables WHERE database = currentDatabase()"
+				    " AND name = 'observation_points' FORMAT TabSeparated",
+				    &n, 1, err, sizeof(err)) == 0 &&
+			  n > 0;
+	if (cs->points_kept)
+		return;
+	if (!ch || *err)
+		rm_log(RM_LOG_WARNING,
+		       "ClickHouse store: could not check for the table observation_points (%s): the observation "
+		       "points' names are not stored in this run (report shows their IDs)",
+		       *err ? err : "no connection");
+	else
+		rm_log(RM_LOG_WARNING,
+		       "ClickHouse store: no table observation_points (a store made by an earlier version): the "
+		       "observation points' names are not stored; run `rocemeter collect --store-init` with this "
+		       "--store to add it");
+}
+
+/*
  * IDs after the largest ones of this collector, and what an earlier run
  * left open ended: one blocking exchange at a run's start (before the
  * loop): the spool first, then whether the ID is in use. When ClickHouse
@@ -201,6 +232,7 @@ int rm_chs_start_ids(struct rm_chstore *cs, uint64_t now_ms)
 		rc = -1;
 		snprintf(err, sizeof(err), "the spool of an earlier run waits");
 	}
+	points_table(cs, rc == 0 ? ch : NULL);
 	if (rc == 0 && (rc = recover(cs, ch, qid, now_ms, err, sizeof(err))) == 0) {
 		cs->next_run = (int64_t)v[0] + 1;
 		cs->next_session = (int64_t)v[1] + 1;

@@ -36,11 +36,13 @@ const char *const rm_chs_inserts[T__N] = {
 	[T_CONNS] = "INSERT INTO connections (collector_id, minute_ms, source, outcome, count, first_ms, last_ms,"
 		    " last_detail) FORMAT RowBinary",
 	[T_LIMITS] = "INSERT INTO run_limits (collector_id, run_id, name, value, seq) FORMAT RowBinary",
+	[T_POINTS] = "INSERT INTO observation_points (collector_id, peer_name, peer_subject, domain,"
+		     " observation_point_id, name, updated_ms, version) FORMAT RowBinary",
 };
 
 const char *const rm_chs_table_names[T__N] = {
 	[T_RUNS] = "runs",   [T_SESSIONS] = "sessions", [T_EPOCHS] = "epochs",     [T_RAW] = "raw_records",
-	[T_DROPS] = "drops", [T_CONNS] = "connections", [T_LIMITS] = "run_limits",
+	[T_DROPS] = "drops", [T_CONNS] = "connections", [T_LIMITS] = "run_limits", [T_POINTS] = "observation_points",
 };
 
 /* ---------------- RowBinary ---------------- */

@@ -25,7 +25,7 @@
  * that a sessions row in ClickHouse (the counts it covers) implies the rest
  * of its batch is there too (the received-Messages journal relies on it).
  */
-const int rm_chs_send_order[T__N] = { T_RUNS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS, T_LIMITS, T_SESSIONS };
+const int rm_chs_send_order[T__N] = { T_RUNS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS, T_LIMITS, T_POINTS, T_SESSIONS };
 
 static int send_table(struct rm_chstore *cs, struct rm_ch *ch, struct batch *group, int t, char *err, size_t errlen)
 {

@@ -19,8 +19,13 @@
 #include "common/limits.h"
 #include "common/log.h"
 
+/*
+ * The versions: 1 (no store named), 2 (the store named), 3 (a batch holds
+ * T_POINTS too). Versions 1 and 2 hold the tables before T_POINTS.
+ */
 static const char spool_magic_v1[8] = { 'R', 'M', 'S', 'P', 'O', 'O', 'L', '1' };
-static const char spool_magic[8] = { 'R', 'M', 'S', 'P', 'O', 'O', 'L', '2' };
+static const char spool_magic_v2[8] = { 'R', 'M', 'S', 'P', 'O', 'O', 'L', '2' };
+static const char spool_magic[8] = { 'R', 'M', 'S', 'P', 'O', 'O', 'L', '3' };
 
 static int put_le(FILE *f, uint64_t v, int n)
 {
@@ -180,20 +185,25 @@ int rm_chs_spool_write(struct rm_chstore *cs, struct batch *const lists[2], int 
 }
 
 /*
- * The store a spool file's contents belong to: after the magic of this
- * version, its name into store; "" for a file of the first version (no
- * name). Returns the offset of the first batch, or 0 when data is not a
- * spool file.
+ * The store a spool file's contents belong to: after the magic of version
+ * 2 or 3, its name into store; "" for a file of the first version (no
+ * name); *tables: the tables of each of its batches (T__N, or T_POINTS for
+ * versions 1 and 2). Returns the offset of the first batch, or 0 when data
+ * is not a spool file.
  */
-static size_t spool_header(const char *data, size_t len, char *store, size_t storelen)
+static size_t spool_header(const char *data, size_t len, char *store, size_t storelen, int *tables)
 {
 	uint64_t n;
 
 	*store = '\0';
+	*tables = T_POINTS;
 	if (len >= sizeof(spool_magic_v1) && !memcmp(data, spool_magic_v1, sizeof(spool_magic_v1)))
 		return sizeof(spool_magic_v1);
-	if (len < sizeof(spool_magic) + 4 || memcmp(data, spool_magic, sizeof(spool_magic)))
+	if (len < sizeof(spool_magic) + 4 ||
+	    (memcmp(data, spool_magic, sizeof(spool_magic)) && memcmp(data, spool_magic_v2, sizeof(spool_magic_v2))))
 		return 0;
+	if (!memcmp(data, spool_magic, sizeof(spool_magic)))
+		*tables = T__N;
 	n = get_le((const uint8_t *)data + sizeof(spool_magic), 4);
 	if (n > len - sizeof(spool_magic) - 4 || n >= storelen)
 		return 0;
@@ -214,6 +224,7 @@ static int spool_read(struct rm_chstore *cs, struct batch **out, unsigned *n, ch
 	GError *gerr = NULL;
 	struct batch **tail = out;
 	char store[sizeof(cs->store_name)];
+	int tables;
 
 	*out = NULL;
 	*n = 0;
@@ -224,7 +235,7 @@ static int spool_read(struct rm_chstore *cs, struct batch **out, unsigned *n, ch
 		g_error_free(gerr);
 		return -1;
 	}
-	off = spool_header(data, len, store, sizeof(store));
+	off = spool_header(data, len, store, sizeof(store), &tables);
 	if (!off)
 		goto bad;
 	if (*store && strcmp(store, cs->store_name)) {
@@ -250,7 +261,9 @@ static int spool_read(struct rm_chstore *cs, struct batch **out, unsigned *n, ch
 		*tail = b;
 		tail = &b->next;
 		(*n)++;
-		for (int t = 0; t < T__N; t++) {
+		for (int t = 0; t < T__N; t++)
+			b->sent[t] = 1; /* what the version has no table for */
+		for (int t = 0; t < tables; t++) {
 			uint64_t l;
 
 			if (len - off < 8)
@@ -295,6 +308,7 @@ void rm_chs_spool_others(struct rm_chstore *cs)
 		return;
 	while ((name = g_dir_read_name(d))) {
 		char path[sizeof(cs->spool_path) + 256], store[sizeof(cs->store_name)];
+		int tables;
 		gchar *data = NULL;
 		gsize len = 0;
 
@@ -308,7 +322,7 @@ void rm_chs_spool_others(struct rm_chstore *cs)
 		snprintf(path, sizeof(path), "%s/%s", cs->spool_dir, name);
 		if (!g_file_get_contents(path, &data, &len, NULL))
 			continue;
-		if (!spool_header(data, len, store, sizeof(store)))
+		if (!spool_header(data, len, store, sizeof(store), &tables))
 			rm_log(RM_LOG_WARNING, "ClickHouse store: %s is not a spool file of this version: not sent",
 			       path);
 		else if (!*store)

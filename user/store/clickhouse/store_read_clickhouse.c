@@ -399,10 +399,47 @@ static int chr_limits(struct rm_store_reader *base, const char *collector_id,
 	return rc;
 }
 
+/*
+ * observation_points at their latest version per collector, exporter
+ * identity, domain and ID; a store made before that table has none: no
+ * names (as an old SQLite database).
+ */
+static int chr_points(struct rm_store_reader *base, rm_store_point_fn *fn, void *arg, char *err, size_t errlen)
+{
+	struct ch_reader *r = (struct ch_reader *)base;
+	struct rm_ch_result res = { 0 };
+	char *p, *f[6];
+	int rc = select_tsv(r,
+			    "SELECT count() FROM system.tables WHERE database = currentDatabase()"
+			    " AND name = 'observation_points'",
+			    &res, err, errlen);
+
+	p = res.data;
+	if (!rc && (tsv_row(&p, f, 1) != 1 || !u64(f[0]))) {
+		rm_ch_result_free(&res);
+		return 0;
+	}
+	rm_ch_result_free(&res);
+	if (rc)
+		return rc;
+	rc = select_tsv(
+		r,
+		"SELECT collector_id, peer_name, peer_subject, domain, observation_point_id, argMax(name, version)"
+		" FROM observation_points GROUP BY collector_id, peer_name, peer_subject, domain,"
+		" observation_point_id",
+		&res, err, errlen);
+	for (p = res.data; !rc && tsv_row(&p, f, 6) == 6;)
+		fn(arg, f[0] ? f[0] : "", f[1] ? f[1] : "", f[2] ? f[2] : "", (uint32_t)u64(f[3]), u64(f[4]),
+		   f[5] ? f[5] : "");
+	rm_ch_result_free(&res);
+	return rc;
+}
+
 const struct rm_store_reader_ops rm_store_reader_clickhouse = {
 	.open = chr_open,
 	.close = chr_close,
 	.collectors = chr_collectors,
 	.epochs = chr_epochs,
 	.limits = chr_limits,
+	.points = chr_points,
 };

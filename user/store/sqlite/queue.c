@@ -50,7 +50,11 @@ void rm_sq_limit_row_clear(gpointer p)
 
 void rm_sq_point_row_clear(gpointer p)
 {
-	free(((struct point_row *)p)->name);
+	struct point_row *r = p;
+
+	free(r->name);
+	free(r->peer_name);
+	free(r->peer_subject);
 }
 
 int rm_sq_waiting(const struct rm_store *st)
@@ -341,12 +345,19 @@ int rm_store_connections(struct rm_store *st, uint64_t minute_ms, const char *so
 	return c->detail ? 0 : -1;
 }
 
-int rm_store_observation_point(struct rm_store *st, uint32_t domain, uint64_t id, const char *name, uint64_t now_ms)
+int rm_store_observation_point(struct rm_store *st, const struct rm_store_point *p, uint64_t now_ms)
 {
-	struct point_row r = { domain, id, now_ms, strdup(name) };
+	struct point_row r = { p->domain,
+			       p->id,
+			       now_ms,
+			       strdup(p->name),
+			       strdup(p->peer_name ? p->peer_name : ""),
+			       strdup(p->peer_subject ? p->peer_subject : "") };
 
-	if (!r.name)
+	if (!r.name || !r.peer_name || !r.peer_subject) {
+		rm_sq_point_row_clear(&r);
 		return -1;
+	}
 	g_array_append_val(st->points, r);
 	return 0;
 }

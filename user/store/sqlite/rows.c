@@ -204,6 +204,8 @@ int rm_sq_write_point(struct rm_store *st, const struct point_row *p)
 	sqlite3_bind_int64(q, 2, (int64_t)p->id);
 	sqlite3_bind_text(q, 3, p->name, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(q, 4, (int64_t)p->now_ms);
+	sqlite3_bind_text(q, 5, p->peer_name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 6, p->peer_subject, -1, SQLITE_STATIC);
 	return rm_sq_step_reset(q);
 }
 

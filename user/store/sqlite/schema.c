@@ -43,9 +43,11 @@ const char rm_sq_schema[] =
 	" last_detail TEXT, PRIMARY KEY(minute_ms, source, outcome));"
 	"CREATE TABLE IF NOT EXISTS run_limits ("
 	" run_id INTEGER, name TEXT, value INTEGER, PRIMARY KEY(run_id, name));"
+	/* Names bound to their exporter: "" for plain TCP (docs/collector.md "What is stored"). */
 	"CREATE TABLE IF NOT EXISTS observation_points ("
 	" domain INTEGER, observation_point_id INTEGER, name TEXT NOT NULL, updated_ms INTEGER,"
-	" PRIMARY KEY(domain, observation_point_id));";
+	" peer_name TEXT NOT NULL, peer_subject TEXT NOT NULL,"
+	" PRIMARY KEY(peer_name, peer_subject, domain, observation_point_id));";
 
 /*
  * Epoch statements share their parameter numbers: ?1 the row ID, ?2.. the
@@ -96,8 +98,8 @@ const char *const rm_sq_queries[Q__N] = {
 			  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(minute_ms, source, outcome) DO UPDATE SET"
 			  " count = count + ?4, last_ms = ?6, last_detail = ?7",
 	[Q_RUN_LIMIT] = "INSERT OR REPLACE INTO run_limits (run_id, name, value) VALUES (?1, ?2, ?3)",
-	[Q_OBS_POINT] = "INSERT OR REPLACE INTO observation_points (domain, observation_point_id, name, updated_ms) "
-			"VALUES (?1, ?2, ?3, ?4)",
+	[Q_OBS_POINT] = "INSERT OR REPLACE INTO observation_points (domain, observation_point_id, name, updated_ms,"
+			" peer_name, peer_subject) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	[Q_RUN_STOP] = "UPDATE runs SET stopped_ms = ?2 WHERE id = ?1",
 	[Q_BEGIN] = "BEGIN IMMEDIATE",
 	[Q_COMMIT] = "COMMIT",
@@ -234,4 +236,19 @@ int rm_sq_add_column(struct rm_store *st, const char *table, const char *column,
 	}
 	snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s %s", table, column, decl);
 	return sqlite3_exec(st->db, sql, NULL, NULL, msg);
+}
+
+int rm_sq_bind_points(struct rm_store *st, char **msg)
+{
+	sqlite3_stmt *q;
+
+	if (rm_sq_scalar(
+		    st, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'observation_points'") <= 0)
+		return SQLITE_OK;
+	if (sqlite3_prepare_v2(st->db, "SELECT peer_subject FROM observation_points LIMIT 0", -1, &q, NULL) ==
+	    SQLITE_OK) {
+		sqlite3_finalize(q);
+		return SQLITE_OK;
+	}
+	return sqlite3_exec(st->db, "DROP TABLE observation_points", NULL, NULL, msg);
 }

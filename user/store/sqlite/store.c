@@ -212,7 +212,7 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 		 RM_STORE_CACHE_KIB);
 	sqlite3_busy_timeout(st->db, 5000);
 	if (sqlite3_exec(st->db, pragmas, NULL, NULL, &msg) != SQLITE_OK ||
-	    rm_sq_convert_epochs(st, &msg) != SQLITE_OK ||
+	    rm_sq_convert_epochs(st, &msg) != SQLITE_OK || rm_sq_bind_points(st, &msg) != SQLITE_OK ||
 	    sqlite3_exec(st->db, rm_sq_schema, NULL, NULL, &msg) != SQLITE_OK ||
 	    rm_sq_add_column(st, "sessions", "seq_gaps", "INTEGER DEFAULT 0", &msg) != SQLITE_OK ||
 	    rm_sq_add_column(st, "sessions", "seq_missing", "INTEGER DEFAULT 0", &msg) != SQLITE_OK ||

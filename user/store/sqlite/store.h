@@ -279,12 +279,25 @@ int rm_store_connections(struct rm_store *st, uint64_t minute_ms, const char *so
 int rm_store_run_limit(struct rm_store *st, int64_t run_id, const char *name, uint64_t value);
 
 /*
- * The name of observation point id in Observation Domain domain, as the
- * exporter sent it (Options Template 262), written by the next transaction
- * (observation_points: one row per domain and ID, the latest name, when).
- * 0 or -1.
+ * An observation point's name as an exporter sent it (Options Template 262:
+ * observationPointId, interfaceName in UTF-8), bound to that exporter: the
+ * identity of the Transport Session it came in, as its sessions row keeps
+ * it (peer_name, peer_subject; NULL over plain TCP, stored as "").
  */
-int rm_store_observation_point(struct rm_store *st, uint32_t domain, uint64_t id, const char *name, uint64_t now_ms);
+struct rm_store_point {
+	const char *peer_name;    /* the authorised peer name the certificate matched, or NULL */
+	const char *peer_subject; /* the certificate's subject and SANs (rm_tls_peer_subject()), or NULL */
+	uint32_t domain;          /* Observation Domain ID */
+	uint64_t id;              /* observationPointId */
+	const char *name;
+};
+
+/*
+ * Store p, written by the next transaction (observation_points: one row per
+ * exporter identity, domain and ID, the latest name, when): a name never
+ * replaces another exporter's (docs/collector.md "What is stored"). 0 or -1.
+ */
+int rm_store_observation_point(struct rm_store *st, const struct rm_store_point *p, uint64_t now_ms);
 /* Octets of the raw records in the database (not those still waiting): record plus its Template, summed. */
 uint64_t rm_store_raw_bytes(struct rm_store *st);
 

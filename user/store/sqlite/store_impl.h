@@ -108,11 +108,11 @@ struct conn_row {
 	char *source, *outcome, *detail;
 };
 
-/* An observation point's name (observation_points). */
+/* An observation point's name and its exporter (observation_points; "" for a NULL identity). */
 struct point_row {
 	uint32_t domain;
 	uint64_t id, now_ms;
-	char *name;
+	char *name, *peer_name, *peer_subject;
 };
 
 /* One limit of a run (run_limits). */
@@ -251,6 +251,13 @@ int rm_sq_convert_epochs(struct rm_store *st, char **msg);
 int rm_sq_create_view(struct rm_store *st, char **msg);
 /* Add column with its declaration to table unless it exists. SQLITE_OK or an SQLite error, msg set. */
 int rm_sq_add_column(struct rm_store *st, const char *table, const char *column, const char *decl, char **msg);
+/*
+ * Drop an observation_points table of the earlier layout (names keyed by
+ * domain and ID only, bound to no exporter: any exporter could have written
+ * them); exporters send their names again at each Transport Session start.
+ * SQLITE_OK or an SQLite error, msg set.
+ */
+int rm_sq_bind_points(struct rm_store *st, char **msg);
 
 /* queue.c */
 /* Drop a reference to a Template copy (NULL: nothing). */

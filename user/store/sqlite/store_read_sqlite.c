@@ -582,19 +582,24 @@ static int sq_limits(struct rm_store_reader *base, const char *collector_id,
 	return rc;
 }
 
-/* observation_points; a database of an older layout has no such table: no names. */
-static int sq_points(struct rm_store_reader *base,
-		     void (*fn)(void *arg, const char *collector_id, uint32_t domain, uint64_t id, const char *name),
-		     void *arg, char *err, size_t errlen)
+/*
+ * observation_points; a database of an older layout has no such table, or
+ * one without the exporter's identity (until its first read-write open
+ * drops it): no names.
+ */
+static int sq_points(struct rm_store_reader *base, rm_store_point_fn *fn, void *arg, char *err, size_t errlen)
 {
 	struct sqlite_reader *r = (struct sqlite_reader *)base;
 	sqlite3_stmt *q;
 
-	if (sqlite3_prepare_v2(rm_store_db(r->st), "SELECT domain, observation_point_id, name FROM observation_points",
-			       -1, &q, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    rm_store_db(r->st),
+		    "SELECT domain, observation_point_id, name, peer_name, peer_subject FROM observation_points", -1,
+		    &q, NULL) != SQLITE_OK)
 		return 0;
 	while (sqlite3_step(q) == SQLITE_ROW)
-		fn(arg, NULL, (uint32_t)I64(q, 0), I64(q, 1), TXT(q, 2) ? TXT(q, 2) : "");
+		fn(arg, NULL, TXT(q, 3) ? TXT(q, 3) : "", TXT(q, 4) ? TXT(q, 4) : "", (uint32_t)I64(q, 0), I64(q, 1),
+		   TXT(q, 2) ? TXT(q, 2) : "");
 	sqlite3_finalize(q);
 	return 0;
 }
