@@ -127,19 +127,26 @@ static int capture_setup(struct rm_config_file *cfg, const char *config, const c
 	return 0;
 }
 
-/* "# observation point N: id ID [NAME] KIND [SOURCE] session S" per mirror session of the census. */
+/*
+ * "# observation point N: id ID [NAME] KIND [SOURCE] session S" per mirror session of the census, then
+ * "# unknown mirror session: KIND [SOURCE] session S: N frames, not counted (...)" per session no line names.
+ */
 static void print_points(FILE *f, const struct rm_census_result *res, const struct rm_capture_settings *c)
 {
+	char key[96];
+
 	for (int i = 0; i < res->n_points; i++) {
 		const struct rm_census_point *p = &res->points[i];
-		char src[INET6_ADDRSTRLEN] = "";
 
-		if (p->key.kind == RM_MIRROR_ERSPAN)
-			inet_ntop(p->key.family == 6 ? AF_INET6 : AF_INET, p->key.src, src, sizeof(src));
-		fprintf(f, "# observation point %u: id %llu %s %s%s%s session %u\n", p->obs, (unsigned long long)p->id,
+		fprintf(f, "# observation point %u: id %llu %s %s\n", p->obs, (unsigned long long)p->id,
 			p->obs <= c->n_points ? c->points[p->obs - 1].name : "(derived)",
-			rm_capture_kind_name(p->key.kind), src[0] ? " " : "", src, p->key.session);
+			rm_capture_key_text(&p->key, key, sizeof(key)));
 	}
+	for (int i = 0; i < res->n_unknown; i++)
+		fprintf(f,
+			"# unknown mirror session: %s: %llu frames, not counted (no observation_point line names it)\n",
+			rm_capture_key_text(&res->unknown[i].key, key, sizeof(key)),
+			(unsigned long long)res->unknown[i].frames);
 }
 
 static int cmd_connections(int argc, char **argv)
