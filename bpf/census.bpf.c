@@ -62,18 +62,29 @@ struct {
 RM_PARSE_GLOBAL(rm_parse_census_tc, struct __sk_buff)
 RM_PARSE_GLOBAL(rm_parse_census_xdp, struct xdp_md)
 
-/* The observation point of a mirrored frame's session (0: plain, or no line names it). */
-static __always_inline __u8 census_obs(void *data, void *data_end, const struct rm_pkt *pkt)
+/*
+ * The observation point of a frame (0: plain), or -1 when the meter would
+ * not meter it (bpf/meter.bpf.c rm_mirror_point()): a mirror session no
+ * line names with mirror_sessions = table (counted per session in
+ * mirror_unknown), or a plain frame when [capture] takes mirrors only.
+ */
+static __always_inline int census_obs(void *data, void *data_end, const struct rm_pkt *pkt)
 {
 	struct rm_mirror_session *s;
 	struct rm_mirror_key mk;
 
-	if (!rm_capture_encap || pkt->mirror == RM_MIRROR_NONE)
+	if (!rm_capture_encap)
 		return 0;
+	if (pkt->mirror == RM_MIRROR_NONE)
+		return rm_capture_encap & RM_ENCAP_PLAIN ? 0 : -1;
 	if (rm_mirror_key_of(data, data_end, pkt, &mk))
-		return 0;
+		return -1;
 	s = rm_mirror_session_of(&mk);
-	return s ? s->obs : 0;
+	if (!s) {
+		rm_mirror_unknown_count(&mk);
+		return -1;
+	}
+	return s->obs;
 }
 
 /* An RC request the meter would close with profileViolation as malformed (docs/meter.md). */
@@ -143,6 +154,7 @@ static __always_inline void count(void *data, void *data_end, const struct rm_pk
 	struct rm_ctx_key key;
 	struct rm_pkt pkt;
 	__u8 *src, *dst, op;
+	int obs;
 
 	if (!st)
 		return;
@@ -171,7 +183,12 @@ static __always_inline void count(void *data, void *data_end, const struct rm_pk
 	}
 	key.dest_qp = pkt.dest_qp;
 	key.pkey = pkt.pkey;
-	key.obs = census_obs(data, data_end, &pkt);
+	obs = census_obs(data, data_end, &pkt);
+	if (obs < 0) {
+		st->v[RM_CENSUS_STAT_UNKNOWN_MIRROR]++;
+		return;
+	}
+	key.obs = (__u8)obs;
 	/* The meter's namespace = vlan key: the metadata's tag is the outermost. */
 	if (meta_vid) {
 		key.vlan[0] = meta_vid;

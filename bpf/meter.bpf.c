@@ -136,15 +136,6 @@ struct {
 	__type(value, struct rm_stats);
 } stats SEC(".maps");
 
-/* mirror_unknown: frames of sessions no line names, per session (outer
- * source for ERSPAN), for `status`; the least recent forgotten. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 256);
-	__type(key, struct rm_mirror_key);
-	__type(value, __u64);
-} mirror_unknown SEC(".maps");
-
 /* obs_points: observation point (rm_ctx_key obs) -> its capture generation. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -454,7 +445,6 @@ __noinline int rm_mirror_point(struct xdp_md *xdp, struct rm_pkt *pkt)
 	struct rm_mirror_session *s;
 	struct rm_obs_point *op;
 	struct rm_mirror_key mk;
-	__u64 one = 1, *n;
 
 	if (!pkt)
 		return -1;
@@ -474,11 +464,7 @@ __noinline int rm_mirror_point(struct xdp_md *xdp, struct rm_pkt *pkt)
 	s = rm_mirror_session_of(&mk);
 	if (!s) {
 		st->v[RM_STAT_UNKNOWN_MIRROR]++;
-		n = bpf_map_lookup_elem(&mirror_unknown, &mk);
-		if (n)
-			__sync_fetch_and_add(n, 1);
-		else
-			bpf_map_update_elem(&mirror_unknown, &mk, &one, BPF_NOEXIST);
+		rm_mirror_unknown_count(&mk);
 		return -1;
 	}
 	__sync_fetch_and_add(&s->frames, 1);

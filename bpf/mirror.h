@@ -22,6 +22,16 @@ struct {
 	__type(value, struct rm_mirror_session);
 } mirror_sessions SEC(".maps");
 
+/* mirror_unknown: frames of sessions no line names, per session (outer
+ * source for ERSPAN), for `status` and `connections`; the least recent
+ * forgotten. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, RM_MIRROR_UNKNOWN_MAX);
+	__type(key, struct rm_mirror_key);
+	__type(value, __u64);
+} mirror_unknown SEC(".maps");
+
 /* mirror_sessions = auto (a load-time constant): a session no line names
  * gets the next observation point from rm_auto_next on (the loader sets
  * it to the lines' count). */
@@ -78,6 +88,17 @@ static __always_inline struct rm_mirror_session *rm_mirror_session_of(const stru
 	init.obs = (__u8)obs;
 	bpf_map_update_elem(&mirror_sessions, mk, &init, BPF_NOEXIST); /* another CPU may have added it */
 	return bpf_map_lookup_elem(&mirror_sessions, mk);
+}
+
+/* One more frame of session mk, which no line names (rm_mirror_session_of() NULL), in mirror_unknown. */
+static __always_inline void rm_mirror_unknown_count(const struct rm_mirror_key *mk)
+{
+	__u64 one = 1, *n = bpf_map_lookup_elem(&mirror_unknown, mk);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		bpf_map_update_elem(&mirror_unknown, mk, &one, BPF_NOEXIST);
 }
 
 #endif

@@ -45,13 +45,17 @@ enum rm_census_class {
  * The census's own counters (map `census_stats`, per-CPU array of one
  * struct rm_census_stats, summed by userspace): X(suffix, name,
  * description); name is the JSON key. Each frame is counted in frames and
- * in one of bth_frames, no_bth_frames.
+ * in one of bth_frames, no_bth_frames; a frame with a BTH in at most one of
+ * not_counted_table_full, unknown_mirror_session (else in its key).
  */
-#define RM_CENSUS_STATS(X)                                                                                    \
-	X(FRAMES, "frames", "frames seen by the census program")                                              \
-	X(BTH_FRAMES, "bth_frames", "frames whose BTH was read (UDP destination port 4791), in any form")     \
-	X(NO_BTH_FRAMES, "no_bth_frames", "frames without a BTH: not RoCEv2, or headers that cannot be read") \
-	X(TABLE_FULL, "not_counted_table_full", "frames with a BTH not counted: the connection table was full")
+#define RM_CENSUS_STATS(X)                                                                                      \
+	X(FRAMES, "frames", "frames seen by the census program")                                                \
+	X(BTH_FRAMES, "bth_frames", "frames whose BTH was read (UDP destination port 4791), in any form")       \
+	X(NO_BTH_FRAMES, "no_bth_frames", "frames without a BTH: not RoCEv2, or headers that cannot be read")   \
+	X(TABLE_FULL, "not_counted_table_full", "frames with a BTH not counted: the connection table was full") \
+	X(UNKNOWN_MIRROR, "unknown_mirror_session",                                                             \
+	  "frames with a BTH not counted: of a mirror session no observation_point names, or plain frames "     \
+	  "when [capture] takes mirrors only (as the meter's unknown_mirror_session)")
 
 #define RM_CENSUS_STAT_ENUM_(suffix, name, desc) RM_CENSUS_STAT_##suffix,
 /* clang-format off */

@@ -49,6 +49,7 @@ enum rm_mirror_kind {
 };
 
 #define RM_OBS_MAX            255 /* observation_point lines of an attachment (rm_ctx_key obs is a byte) */
+#define RM_MIRROR_UNKNOWN_MAX 256 /* sessions map `mirror_unknown` keeps (bpf/mirror.h), the least recent forgotten */
 #define RM_OBS_NAME_LEN       64  /* an observation point's NAME, with its NUL */
 #define RM_MIRROR_REORDER_MAX 64  /* a GRE sequence number this far back is reordering; further: a restart */
 

@@ -204,10 +204,10 @@ def test_generated_qps_mix_and_seed(mix, seed):
 
 
 def test_generated_options_and_selection():
-    out = json.loads(spread("-n", "20", "-s", "fd00::1", "-d", "fd00::2", "-k", "5", "--qp-base", "0xfffff0",
+    out = json.loads(spread("-n", "20", "-s", "fd00::1", "-d", "fd00::2", "-k", "5", "--qp-base", "0xffffe0",
                             "--sport", "1234", "--key", "5tuple+label", "--label", "crc32,arriving",
                             "--switch-hash", "crc32-hi", "-j").stdout)
-    conns = [{"src": "fd00::1", "dst": "fd00::2", "sport": 1234, "dqp": (0xfffff0 + i) & 0xFFFFFF, "sqp": None,
+    conns = [{"src": "fd00::1", "dst": "fd00::2", "sport": 1234, "dqp": 0xffffe0 + i, "sqp": None,
               "label_in": 0} for i in range(20)]
     assert [(c["key"], c["label"], c["switch_hash"]) for c in out["classes"]] == \
         [("5tuple+label", "arriving", "crc32-hi"), ("5tuple+label", "crc32", "crc32-hi")]
@@ -235,6 +235,11 @@ def test_text_output():
     (("-n", "4", "-s", "fd00::1", "-d", "fd00::2", "--switch-hash", "md5"), "unknown name 'md5'"),
     (("-n", "4", "-s", "fd00::1", "-d", "fd00::2", "--label", "zlib"), "unknown name 'zlib'"),
     (("-r", "x.pcap", "-n", "4"), "either -r FILE or --qps N"),
+    # QPNs are 24 bits: 0xFFFFFE + 3 would wrap to 0x000000 and 0x000001 (before: silently)
+    (("-n", "4", "-s", "fd00::1", "-d", "fd00::2", "-q", "0xFFFFFE"),
+     "--qp-base 0xfffffe and --qps 4 reach QPN 0x1000001: a QPN is 24 bits (at most 0xffffff)"),
+    (("-n", "4", "-s", "fd00::1", "-d", "fd00::2", "-c", "x.ini"), "--config and --encapsulation are for -r FILE"),
+    (("-n", "4", "-s", "fd00::1", "-d", "fd00::2", "-e", "vxlan"), "--config and --encapsulation are for -r FILE"),
 ])
 def test_usage_errors(args, msg):
     p = spread(*args, check=False)
@@ -336,6 +341,46 @@ def test_synthetic_capture_arriving_label_and_varied_port(tmp_path):
     j = next(j for j in out["connections"] if j["dest_qp"] == 0x12345)
     assert set(j["flow_labels"].values()) == {0xABCDE}
     check_output(out, [conn_of_json(j) for j in out["connections"]], 3)
+
+
+def test_generated_qps_up_to_the_last_qpn():
+    """-q 0xFFFFFC -n 4 ends at QPN 0xFFFFFF, the largest: accepted, QPs in order, no wrap."""
+    out = json.loads(spread("-n", "4", "-s", "fd00::1", "-d", "fd00::2", "-q", "0xFFFFFC", "--json").stdout)
+    assert [c["dest_qp"] for c in out["connections"]] == [0xFFFFFC, 0xFFFFFD, 0xFFFFFE, 0xFFFFFF]
+
+
+@needs_root
+def test_mirrored_capture_with_config_and_encapsulation(tmp_path):
+    """A capture of VXLAN mirror copies (scapy; the inner frames' keys known by
+    construction): without [capture] no connection is seen; with
+    --encapsulation vxlan (or --config FILE with a line for the VNI, as
+    `connections` takes them) the inner connections are modelled, and a VNI no
+    line names is not (mirror_sessions = table, as the meter)."""
+    from scapy.all import Ether, IP, IPv6, UDP, Raw
+    from scapy.layers.vxlan import VXLAN
+    frames = []
+    for i, qp in enumerate((0x111, 0x222, 0x333)):
+        inner = Ether(src="02:00:00:00:0b:01", dst="02:00:00:00:0b:02") / \
+            IPv6(src="fd00::a:1", dst="fd00::b:2") / UDP(sport=5000 + i, dport=4791) / \
+            Raw(t.roce_payload(0x04, qp, 1 + i))
+        vni = 77 if qp == 0x333 else 5001
+        outer = Ether(src="02:00:00:00:0a:01", dst="02:00:00:00:0a:02") / \
+            IP(src="192.0.2.1", dst="192.0.2.100") / UDP(sport=40000, dport=4789) / \
+            VXLAN(vni=vni, flags=0x08) / Raw(bytes(inner))
+        frames.append(Frame(bytes(outer), t.T0 + i * 1000))
+    path = str(tmp_path / "vx.pcap")
+    t.write_pcap(path, frames)
+    assert json.loads(spread("-r", path, "-j").stdout)["connections"] == []
+    out = json.loads(spread("-r", path, "-e", "vxlan", "-j").stdout)
+    assert sorted((c["dest_qp"], c["udp_source_port"]) for c in out["connections"]) == \
+        [(0x111, 5000), (0x222, 5001), (0x333, 5002)]
+    check_output(out, [conn_of_json(j) for j in out["connections"]], 8)
+    ini = tmp_path / "vx.ini"
+    ini.write_text("[capture]\nencapsulation = vxlan\nobservation_point = 2001 vtep vxlan 5001\n")
+    out = json.loads(spread("-r", path, "--config", str(ini), "-j").stdout)
+    assert sorted(c["dest_qp"] for c in out["connections"]) == [0x111, 0x222]
+    p = spread("-r", path, "-e", "gre", check=False)
+    assert p.returncode == 2 and "--encapsulation gre" in p.stderr, p.stderr
 
 
 @pytest.mark.parametrize("extra", [[], ["--mix"]], ids=["literal", "mix"])

@@ -14,6 +14,7 @@ contexts). Mirror loss (a GRE sequence gap) closes the epochs of its point
 only, with captureDiscontinuity. Bad mirror headers are counted, never
 metered wrongly.
 """
+import json
 import os
 import subprocess
 
@@ -506,6 +507,38 @@ def test_connections_auto_sessions_from_the_file(tmp_path):
     assert "# observation point 1: id 1001 leaf-a erspan 192.0.2.1 session 7" in auto
     assert "# observation point 9: id %d (derived) erspan 192.0.2.1 session 9" % derived in auto
     assert " obs 1 " in auto and " obs 9 " in auto
+
+
+def test_connections_unknown_sessions_as_replay(tmp_path):
+    """[capture] encapsulation = vxlan with a line for VNI 5001 only: the
+    frames of VNI 77 and the plain frames are not connections (before: listed
+    at obs 0 as if plain) but counted unknown_mirror_session, as `replay`
+    counts them (the meter's rule, docs/configuration.md mirror_sessions),
+    and VNI 77 is shown as an unknown session with its frames; with
+    mirror_sessions = auto in the file VNI 77 gets a derived point instead."""
+    s, d = V4
+    inner = [t.roce_frame(s, d, 0xA1, 10 + i) for i in range(3)]
+    other = [t.roce_frame(s, d, 0xB2, 20 + i) for i in range(2)]
+    frames = [vxlan(f) for f in inner] + [vxlan(f, vni=77) for f in other] + [inner[0]]
+    cfg, cfg_auto = (os.path.join(str(tmp_path), n) for n in ("vx.ini", "vx-auto.ini"))
+    for path, extra in ((cfg, ""), (cfg_auto, "mirror_sessions = auto\n")):
+        with open(path, "w") as f:
+            f.write("[capture]\nencapsulation = vxlan\nobservation_point = 2001 vtep vxlan 5001\n" + extra)
+    r = replay(tmp_path, frames, "-c", cfg)
+    assert r.stats["unknown_mirror_session"] == 3  # 2 of VNI 77, 1 plain: the meter's count
+    doc = json.loads(connections(tmp_path, frames, "-c", cfg, "--json"))
+    assert doc["unknown_mirror_session"] == r.stats["unknown_mirror_session"]
+    assert [(c["observation_point"], c["rdmaDestinationQP"]) for c in doc["connections"]] == [(1, 0xA1)]
+    assert doc["unknown_mirror_sessions"] == [{"kind": "vxlan", "session": 77, "frames": 2}]
+    text = connections(tmp_path, frames, "-c", cfg)
+    assert "0x0000b2" not in text and " obs 0 " not in text
+    assert "# unknown mirror session: vxlan session 77: 2 frames, not counted (no observation_point line names it)" \
+        in text
+    assert "3 frames with a BTH not counted: of a mirror session no observation_point names, or plain" in text
+    auto = json.loads(connections(tmp_path, frames, "-c", cfg_auto, "--json"))
+    assert auto["unknown_mirror_session"] == 1 and auto["unknown_mirror_sessions"] == []
+    assert sorted((c["observation_point"], c["rdmaDestinationQP"]) for c in auto["connections"]) == \
+        [(1, 0xA1), (2, 0xB2)]
 
 
 def test_connections_lists_capture_truncated_uc(tmp_path):

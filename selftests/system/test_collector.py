@@ -362,6 +362,54 @@ def test_report_names_a_plain_tcp_exporter(tmp_path):
         assert t.rstrip().endswith(f" | exporter: 127.0.0.1:{port} (plain TCP, unauthenticated)"), t
     finally:
         c.stop()
+def reliability_msg(claims, seq=0):
+    """rocemeter's Reliability Options Template 261 and its records, written here from
+    docs/ipfix-mapping.md ("What an earlier Transport Session delivered"): scope exporterIPv6Address
+    (131) and exporterTransportPort (217); flowStart/EndMilliseconds (152, 153),
+    exportedMessageTotalCount (41), exportedFlowRecordTotalCount (42), exportedOctetTotalCount (40).
+    claims: (port, messages, records, octets) of an exporter at 127.0.0.1 (IPv4-mapped), the session
+    reported having ended now."""
+    fields = [(131, 16), (217, 2), (152, 8), (153, 8), (41, 8), (42, 8), (40, 8)]
+    otmpl = struct.pack(">HHH", 261, len(fields), 2) + b"".join(spec(0, i, n) for i, n in fields)
+    addr, now = ipaddress.IPv6Address("::ffff:127.0.0.1").packed, int(time.time() * 1000)
+    recs = b"".join(addr + struct.pack(">HQQQQQ", port, now - 1000, now, m, r, o)
+                    for port, m, r, o in claims)
+    return message(ipfix_set(3, otmpl), ipfix_set(261, recs), seq=seq)
+
+
+def test_forged_reliability_claims_rejected(tmp_path):
+    """A forged Reliability record (trial, issue 28: 2^64 - 1 records was stored as
+    resource_drops = -1): a count the record's own octets cannot hold is rejected by the decoder,
+    a claim of more records never read than a TCP receive buffer holds (2^31 - 1 octets, a record
+    at least one) by the store; both are bad records of the reporting session, never a count. A
+    plausible claim afterwards is still counted: claim - read records 'unread-at-crash'."""
+    c = Collector(tmp_path, None, plain=True)
+    try:
+        s = c.connect("plain")
+        port = s.getsockname()[1]
+        s.sendall(templates_msg() + data_msg(report(epoch=1, rid=1, flags=FINAL | GEN_UNVERIFIED)))
+        s.close()
+        (first,) = c.wait_ended(1)
+        read = first["records"] + first["rejected"]
+        s = c.connect("plain")
+        s.sendall(reliability_msg([(port, 1, 2**64 - 1, 2**64 - 1),  # above 2^63 - 1
+                                   (port, 10, read + 2**31, 2**40),  # consistent, but beyond a buffer
+                                   (port, 10, read + 5, 100000)]))   # 5 never read
+        s.close()
+        sessions = c.wait_ended(2)
+        log = c.log()
+    finally:
+        c.stop()
+    assert sessions[0]["resource_drops"] == 5, dict(sessions[0])
+    assert sessions[1]["rejected"] == 2, dict(sessions[1])
+    drops = c.query("SELECT kind, count FROM drops WHERE session_id = ?", sessions[0]["id"])
+    assert [(d["kind"], d["count"]) for d in drops] == [("unread-at-crash", 5)]
+    assert ("rejected: Reliability record of Template 261 claims 1 Messages, %d Data Records in %d octets: "
+            "a count above 2^63 - 1" % (2**64 - 1, 2**64 - 1)) in log, log
+    assert ("delivered %d records, %d read: it claims more records never read than a TCP receive buffer "
+            "can hold" % (read + 2**31, read)) in log, log
+
+
 def points_msg(points, domain=0, seq=1):
     """An observation point names Options Template (262: scope observationPointId 138/8, interfaceName 82/64,
     RFC 7011 section 3.4.2.2) and one record per (ID, name bytes), NUL-padded (docs/ipfix-mapping.md)."""

@@ -18,6 +18,7 @@ import re
 import shutil
 import sqlite3
 import subprocess
+import time
 
 import pytest
 
@@ -136,3 +137,41 @@ def check_output(out, db):
     labels = re.findall(r"^\s+\d+\s+2001:db8::\S+\s+2001:db8::\S+\s+0x[0-9a-f]+\s+0x[0-9a-f]+\s+0x[0-9a-f]+ (\w+)$",
                         out, re.M)
     assert len(labels) == 4 and set(labels) == {"ok"}, labels
+
+
+def test_two_demos_at_once():
+    """Two demos at the same time (two engineers, two CI jobs) do not collide: each has namespaces and
+    interfaces of its own, named after its process ID, and its collector on its own namespace's
+    loopback (before: fixed names, so the second deleted the first's namespaces). Both end as one
+    demo alone does, and leave nothing behind."""
+    def netns():
+        return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+    env = dict(os.environ, ROCEMETER_DEMO_KEEP="1")
+    demo = os.path.join(ROOT, "scripts", "demo")
+    a = subprocess.Popen([demo], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    b = None
+    try:
+        for _ in range(600):  # the first demo's namespaces exist: start the second one beside it
+            if "rmdemo" in netns() or a.poll() is not None:
+                break
+            time.sleep(0.1)
+        b = subprocess.Popen([demo], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        outs = [p.communicate(timeout=600) for p in (a, b)]
+    finally:
+        for p in (a, b):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+    kept = [re.search(r"^demo: kept (\S+)$", out, re.M) for out, _ in outs]
+    try:
+        for p, (out, err) in zip((a, b), outs):
+            assert p.returncode == 0, out[-3000:] + err[-3000:]
+            assert ("namespaces rmdemo-snd-%d and rmdemo-rcv-%d" % (p.pid, p.pid)) in out, out[:500]
+        for (out, _), k in zip(outs, kept):
+            check_output(out, os.path.join(k.group(1), "collector.db"))
+    finally:
+        for k in kept:
+            if k:
+                shutil.rmtree(k.group(1))
+    assert "rmdemo" not in netns()

@@ -106,14 +106,52 @@ def test_collect_memory_budget_as_collect_refuses_it(tmp_path):
                  "max_memory_bytes = 6815743\n")
     p = check(f)
     assert p.returncode == 2, p.stdout
-    assert p.stderr.startswith("rocemeter check-config: %s: [collect] max_memory_bytes 6815743 is below "
+    assert p.stderr.startswith("rocemeter check-config: %s:6: max_memory_bytes 6815743 is below "
                                "max_handshakes 100 x 65536 bytes plus one session (262144 bytes): 6815744" % f), \
         p.stderr
     c = subprocess.run([ROCEMETER, "collect", "--config", str(f)], capture_output=True, text=True, timeout=30)
-    assert c.returncode == 2 and "max_memory_bytes 6815743" in c.stderr, c.stderr
+    assert c.returncode == 2 and ("%s:6: max_memory_bytes 6815743" % f) in c.stderr, c.stderr
     f.write_text("[collect]\nlisten = :4740\ndb = x.db\ntransport = tcp\nmax_handshakes = 100\n"
                  "max_memory_bytes = 6815744\n")
     assert check(f).returncode == 0
+
+
+@pytest.mark.parametrize("body,line,need", [
+    # the trial's file: the budget (line 5) below the default 16 handshakes (docs/configuration.md)
+    # x 65536 bytes + one session of 262144 bytes
+    ("listen = :4740\ndb = x.db\ntransport = tcp\nmax_memory_bytes = 1000000\n", 5, 16 * 65536 + 262144),
+    # the later of the two keys the check depends on
+    ("listen = :4740\nmax_memory_bytes = 1310720\ndb = x.db\nmax_handshakes = 17\ntransport = tcp\n", 5,
+     17 * 65536 + 262144),
+])
+def test_collect_memory_budget_error_has_file_and_line(tmp_path, body, line, need):
+    """Every configuration error carries FILE:LINE (docs/configuration.md "Syntax and errors"), also
+    the memory budget that is too small for max_handshakes (before: "FILE: [collect] ...", no line)."""
+    f = tmp_path / "m.conf"
+    f.write_text("[collect]\n" + body)
+    p = check(f)
+    assert p.returncode == 2, p.stdout
+    assert p.stderr.startswith("rocemeter check-config: %s:%d: max_memory_bytes " % (f, line)), p.stderr
+    assert p.stderr.rstrip().endswith(": %d" % need), p.stderr
+
+
+def test_line_length_limit_is_the_documented_one(tmp_path):
+    """docs/configuration.md: a line may hold at most 198 characters. 198 are accepted, 199 refused at
+    their line (before: 199 accepted although the message said 198)."""
+    doc = open(os.path.join(ROOT, "docs", "configuration.md")).read()
+    limit = int(re.search(r"A line may hold at most (\d+) characters", doc).group(1))
+    assert limit == 198
+    for n, ok in ((limit, True), (limit + 1, False)):
+        f = tmp_path / ("l%d.conf" % n)
+        comment = "#" + "x" * (n - 1)
+        assert len(comment) == n
+        f.write_text("[meter]\nwindow = 64\n%s\nmax_contexts = 5\n" % comment)
+        p = check(f)
+        if ok:
+            assert p.returncode == 0, p.stderr
+        else:
+            assert p.returncode == 2 and p.stderr == "rocemeter check-config: %s:3: line longer than %d characters\n" \
+                % (f, limit), p.stderr
 
 
 def test_collect_memory_share_refused_at_its_line(tmp_path):

@@ -242,7 +242,7 @@ static void every_collect_limit_key_lands(void **state)
 		  "dead_peer_timeout_ms = 2000\n"
 		  "max_raw_bytes = 0\n"
 		  "max_raw_bytes_per_session = 1099511627776\n"
-		  "max_memory_bytes = 327680\n");
+		  "max_memory_bytes = 4295229440\n"); /* 65536 handshakes x 65536 + one session: the least */
 	assert_int_equal(cfg.collect.max_handshakes, 65536);
 	assert_int_equal(cfg.collect.max_handshakes_per_source, 1);
 	assert_int_equal(cfg.collect.handshake_timeout_ms, 100);
@@ -251,7 +251,12 @@ static void every_collect_limit_key_lands(void **state)
 	assert_int_equal(cfg.collect.dead_peer_timeout_ms, 2000);
 	assert_int_equal(cfg.collect.max_raw_bytes, 0);
 	assert_int_equal(cfg.collect.max_raw_bytes_per_session, 1099511627776ull);
+	assert_int_equal(cfg.collect.max_memory_bytes, 4295229440ull);
+	/* The least budget holds one handshake and one session; the file is refused at the later key. */
+	expect_ok("[collect]\nmax_handshakes = 1\nmax_memory_bytes = 327680\n");
 	assert_int_equal(cfg.collect.max_memory_bytes, 327680);
+	expect_error("[collect]\nmax_memory_bytes = 327680\nmax_handshakes = 2\n", 3,
+		     "max_memory_bytes 327680 is below max_handshakes 2 x 65536 bytes plus one session");
 	expect_error("[collect]\nmax_handshakes = 0\n", 2, "max_handshakes: '0'");
 	expect_error("[collect]\nmax_handshakes_per_source = 65537\n", 2, "max_handshakes_per_source");
 	expect_error("[collect]\nhandshake_timeout_ms = 99\n", 2, "handshake_timeout_ms");

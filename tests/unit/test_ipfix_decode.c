@@ -441,7 +441,7 @@ static void reliability_template(struct msg *m, uint16_t tid, uint16_t scope)
 	set_end(m);
 }
 
-static void reliability_record(struct msg *m, uint16_t port, uint64_t records)
+static void reliability_counts(struct msg *m, uint16_t port, uint64_t messages, uint64_t records, uint64_t octets)
 {
 	put(m, 0, 8); /* ::ffff:192.0.2.9 */
 	put(m, 0xffff, 4);
@@ -449,9 +449,14 @@ static void reliability_record(struct msg *m, uint16_t port, uint64_t records)
 	put(m, port, 2);
 	put(m, 1700000000000ull, 8);
 	put(m, 1700000009000ull, 8);
-	put(m, 77, 8);
+	put(m, messages, 8);
 	put(m, records, 8);
-	put(m, 123456, 8);
+	put(m, octets, 8);
+}
+
+static void reliability_record(struct msg *m, uint16_t port, uint64_t records)
+{
+	reliability_counts(m, port, 77, records, 123456);
 }
 
 /*
@@ -510,6 +515,44 @@ static void test_reliability_record(void **state)
 	rm_ipfix_session_free(s);
 }
 
+/*
+ * A forged Reliability record (trial, issue 28: 2^64 - 1 records was stored
+ * as resource_drops = -1) is rejected, never delivered: a count above
+ * 2^63 - 1, more Messages than 16 octets each or more Data Records than one
+ * octet each in the octets claimed. The limits themselves are accepted:
+ * 10 Messages and 840 records in 1000 octets (10 x 16 + 840 = 1000).
+ */
+static void test_reliability_record_impossible_counts(void **state)
+{
+	static const uint64_t bad[][3] = {
+		{ 77, UINT64_MAX, 123456 },
+		{ UINT64_MAX, 1, UINT64_MAX },
+		{ 1, 1ull << 63, UINT64_MAX },
+		{ 63, 1, 1000 },
+		{ 10, 841, 1000 },
+	};
+	struct rm_ipfix_session *s = rm_ipfix_session_new(PEN);
+	char err[200];
+	struct msg m;
+
+	reset_sink();
+	n_rel = 0;
+	begin(&m, 1700000000, 0, 0);
+	reliability_template(&m, 300, 2);
+	set_begin(&m, 300);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		reliability_counts(&m, (uint16_t)(40001 + i), bad[i][0], bad[i][1], bad[i][2]);
+	reliability_counts(&m, 40100, 10, 840, 1000);
+	set_end(&m);
+	assert_int_equal(rm_ipfix_message(s, m.b, done(&m), &rel_sink, NULL, err, sizeof(err)), 0);
+	assert_int_equal(n_rejects, 5);
+	assert_non_null(strstr(last_reject, "claims 10 Messages, 841 Data Records in 1000 octets"));
+	assert_int_equal(n_rel, 1);
+	assert_int_equal(got_rel[0].exporter_port, 40100);
+	assert_int_equal(got_rel[0].records, 840);
+	rm_ipfix_session_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -521,6 +564,7 @@ int main(void)
 		cmocka_unit_test(test_export_time_backwards),
 		cmocka_unit_test(test_anomaly_notes_rate_limited),
 		cmocka_unit_test(test_reliability_record),
+		cmocka_unit_test(test_reliability_record_impossible_counts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -88,3 +88,19 @@ def test_limits_without_a_collector_run(tmp_path):
     assert p.returncode == 0 and p.stdout == "" and p.stderr == "", p.stderr
     assert ("0 ok (also nothing to report: no epoch matches, or --limits on a store\n"
             "without a collector run)") in run("report", "--help").stdout
+
+
+def test_outcome_error_names_output(tmp_path):
+    """`report --format html -o F`: -o is --outcome, -O is --output (trial,
+    issue 30). The error names the outcomes and the option that writes a file;
+    a real outcome given to -o still filters (exit 0)."""
+    db = tmp_path / "o.db"
+    assert run("collect", "--store-init", "-S", "sqlite:%s" % db).returncode == 0
+    page = tmp_path / "r.html"
+    p = run("report", "-S", "sqlite:%s" % db, "--format", "html", "-o", str(page))
+    assert p.returncode == 2, p
+    assert ("--outcome (-o) takes one of complete, incomplete, invalid, open, not '%s'; "
+            "to write a file use --output (-O)" % page) in p.stderr, p.stderr
+    assert not page.exists()
+    p = run("report", "-S", "sqlite:%s" % db, "-o", "invalid")
+    assert p.returncode == 0, p.stderr

@@ -422,6 +422,32 @@ static void add_cpu(struct rm_census_val *sum, const struct rm_census_val *v)
 	sum->frames += v->frames;
 }
 
+/* The sessions of map `mirror_unknown` into res->unknown, by kind, source, session. */
+static void read_unknown(const struct rm_census *c, struct rm_census_result *res)
+{
+	struct rm_mirror_key key, next, *prev = NULL;
+	uint64_t n;
+	int fd;
+
+	if (!c->skel)
+		return;
+	fd = bpf_map__fd(c->skel->maps.mirror_unknown);
+	while (res->n_unknown < RM_MIRROR_UNKNOWN_MAX && bpf_map_get_next_key(fd, prev, &next) == 0) {
+		struct rm_census_unknown *u = res->unknown;
+		int i = res->n_unknown++;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &n)) {
+			res->n_unknown--;
+			continue;
+		}
+		for (; i > 0 && memcmp(&u[i - 1].key, &key, sizeof(key)) > 0; i--)
+			u[i] = u[i - 1];
+		u[i] = (struct rm_census_unknown){ .key = key, .frames = n };
+	}
+}
+
 int rm_census_read(const struct rm_census *c, struct rm_census_result *res)
 {
 	int ncpu = libbpf_num_possible_cpus();
@@ -435,6 +461,7 @@ int rm_census_read(const struct rm_census *c, struct rm_census_result *res)
 
 	memset(res, 0, sizeof(*res));
 	res->n_points = rm_census_points(c, res->points, RM_OBS_MAX);
+	read_unknown(c, res);
 	if (ncpu <= 0)
 		return -EINVAL;
 	vals = calloc((size_t)ncpu, sizeof(*vals));

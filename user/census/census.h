@@ -57,11 +57,20 @@ struct rm_census_point {
 	uint64_t id; /* the line's observationPointId, or derived (rm_capture_auto_id()) */
 };
 
+/* A mirror session no observation_point line names (mirror_sessions = table): its frames, not counted. */
+struct rm_census_unknown {
+	struct rm_mirror_key key;
+	uint64_t frames;
+};
+
 struct rm_census_result {
 	struct rm_census_entry *entries; /* sorted by family, addresses, QP, P_Key, VLANs */
 	size_t n;
 	struct rm_census_point points[RM_OBS_MAX]; /* the mirror sessions (keys' obs), rm_census_points() */
 	int n_points;
+	/* map `mirror_unknown` (bpf/mirror.h) of a census this process loaded; none for pinned maps */
+	struct rm_census_unknown unknown[RM_MIRROR_UNKNOWN_MAX];
+	int n_unknown;
 	uint64_t stats[RM_CENSUS_STAT__COUNT]; /* enum rm_census_stat, summed over CPUs */
 };
 

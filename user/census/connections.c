@@ -17,6 +17,9 @@ static const char *const class_names[RM_CENSUS_CLASS__COUNT] = { RM_CENSUS_CLASS
 #define STAT_NAME_(suffix, name, desc) name,
 static const char *const stat_names[RM_CENSUS_STAT__COUNT] = { RM_CENSUS_STATS(STAT_NAME_) };
 #undef STAT_NAME_
+#define STAT_DESC_(suffix, name, desc) desc,
+static const char *const stat_descs[RM_CENSUS_STAT__COUNT] = { RM_CENSUS_STATS(STAT_DESC_) };
+#undef STAT_DESC_
 #define EXCL_NAME_(suffix, name, words) name,
 static const char *const excl_names[RM_CONN_EXCL__COUNT] = { RM_CONN_EXCLUSIONS(EXCL_NAME_) };
 #undef EXCL_NAME_
@@ -207,9 +210,9 @@ static void write_table(FILE *f, const struct rm_census_result *r, int64_t frame
 			rm_time_format(last / 1000000, b, sizeof(b)));
 	}
 	fprintf(f, "\n");
-	if (r->stats[RM_CENSUS_STAT_TABLE_FULL])
-		fprintf(f, "%" PRIu64 " frames with a BTH not counted: the connection table was full\n",
-			r->stats[RM_CENSUS_STAT_TABLE_FULL]);
+	for (int i = RM_CENSUS_STAT_TABLE_FULL; i <= RM_CENSUS_STAT_UNKNOWN_MIRROR; i++)
+		if (r->stats[i])
+			fprintf(f, "%" PRIu64 " %s\n", r->stats[i], stat_descs[i]);
 	if (!r->n)
 		return;
 
@@ -329,6 +332,14 @@ void rm_conn_set_json(json_t *obj, const struct rm_census_result *r, int64_t fra
 	for (size_t i = 0; i < r->n; i++)
 		json_array_append_new(a, entry_json(&r->entries[i]));
 	json_object_set_new(obj, "connections", a);
+	a = json_array();
+	for (int i = 0; i < r->n_unknown; i++) {
+		json_t *u = rm_capture_key_json(&r->unknown[i].key);
+
+		json_object_set_new(u, "frames", rm_json_u64(r->unknown[i].frames));
+		json_array_append_new(a, u);
+	}
+	json_object_set_new(obj, "unknown_mirror_sessions", a);
 	each_line(r, line_json, lines);
 	json_object_set_new(obj, "provision", lines);
 }

@@ -837,6 +837,17 @@ static void print_summary(struct rm_summary *s, const struct report_args *a)
 	rm_table_end(&table);
 }
 
+/* The epochs' outcomes --outcome filters on (docs/collector.md "What is stored"). */
+static const char *const outcomes[] = { "complete", "incomplete", "invalid", "open" };
+
+static int outcome_known(const char *s)
+{
+	for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++)
+		if (!strcmp(s, outcomes[i]))
+			return 1;
+	return 0;
+}
+
 /* The checks of the command line beyond the option table. 0, or RM_EXIT_USAGE after the message. */
 static int check_args(struct report_args *a, struct rm_store_spec *spec, char *src, char *dst, size_t len)
 {
@@ -852,9 +863,14 @@ static int check_args(struct report_args *a, struct rm_store_spec *spec, char *s
 			   "--collector: a SQLite store holds one collector; it is for a clickhouse: store");
 		return RM_EXIT_USAGE;
 	}
-	if (filter->outcome && strcmp(filter->outcome, "complete") && strcmp(filter->outcome, "incomplete") &&
-	    strcmp(filter->outcome, "invalid") && strcmp(filter->outcome, "open")) {
-		rm_log_cmd(RM_LOG_ERR, "--outcome must be complete, incomplete, invalid or open");
+	if (filter->outcome && !outcome_known(filter->outcome)) {
+		size_t n = 0;
+
+		for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++)
+			n += (size_t)snprintf(err + n, sizeof(err) - n, "%s%s", i ? ", " : "", outcomes[i]);
+		/* -o reads as "output" to many: name the option that writes a file (trial, issue 30) */
+		rm_log_cmd(RM_LOG_ERR, "--outcome (-o) takes one of %s, not '%s'; to write a file use --output (-O)",
+			   err, filter->outcome);
 		return RM_EXIT_USAGE;
 	}
 	if (a->conn) {

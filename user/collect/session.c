@@ -289,6 +289,14 @@ static void dec_reliability(void *arg, uint32_t domain, const struct rm_ipfix_re
 		       " records (%" PRIu64 " Messages acknowledged); %" PRIu64 " were read: %" PRIu64
 		       " never read (collector resource drop 'unread-at-crash')",
 		       c->session_id, res.id, peer, r->records, r->messages, res.read, res.lost);
+	} else if (rc == 0 && res.bad) {
+		/* An impossible claim is a bad record of this session, never a count (trial, issue 28). */
+		c->rejected++;
+		s->stats.records_undecodable++;
+		rm_log(RM_LOG_WARNING,
+		       "session %" PRId64 ": rejected: a Reliability record says session %" PRId64
+		       " from %s delivered %" PRIu64 " records, %" PRIu64 " read: %s",
+		       c->session_id, res.id, peer, r->records, res.read, res.why);
 	} else {
 		rm_log(RM_LOG_NOTICE,
 		       "session %" PRId64 ": its exporter reports an earlier session from %s that delivered %" PRIu64

@@ -4,11 +4,13 @@
  * the VXLAN port, the RSPAN VLAN and the observation_point lines that map
  * a mirror session to an observationPointId. config.c hands it the keys.
  */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "capture_settings.h"
+#include "jsonw.h"
 #include "config.h"
 #include "opts.h"
 #include "safe_text.h"
@@ -65,6 +67,29 @@ int rm_capture_parse_encap(const char *text, uint32_t *out, char *why, size_t le
 	}
 	*out = bits;
 	return 0;
+}
+
+const char *rm_capture_key_text(const struct rm_mirror_key *k, char *buf, size_t len)
+{
+	char src[INET6_ADDRSTRLEN] = "";
+
+	if (k->kind == RM_MIRROR_ERSPAN)
+		inet_ntop(k->family == 6 ? AF_INET6 : AF_INET, k->src, src, sizeof(src));
+	snprintf(buf, len, "%s%s%s session %u", rm_capture_kind_name(k->kind), src[0] ? " " : "", src, k->session);
+	return buf;
+}
+
+json_t *rm_capture_key_json(const struct rm_mirror_key *k)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "kind", json_string(rm_capture_kind_name(k->kind)));
+	if (k->kind == RM_MIRROR_ERSPAN)
+		json_object_set_new(o, "source", rm_json_addr(k->family, k->src));
+	json_object_set_new(o, "session", json_integer(k->session));
+	return o;
 }
 
 const char *rm_capture_kind_name(int kind)

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "rocemeter/common.h" /* RM_ENCAP_*, enum rm_mirror_kind, RM_OBS_MAX */
 
 /* One observation_point line: a mirror session and the point it is. */
@@ -79,6 +81,12 @@ uint64_t rm_capture_auto_id(const struct rm_mirror_key *k);
 
 /* "erspan", "vxlan", "rspan" or "plain" for enum rm_mirror_kind. */
 const char *rm_capture_kind_name(int kind);
+
+/* A session key as text: "erspan SRC session S", "vxlan session VNI", "rspan session VLAN"; buf returned. */
+const char *rm_capture_key_text(const struct rm_mirror_key *k, char *buf, size_t len);
+
+/* A session key as JSON (docs/json.md): {"kind", "source" (ERSPAN only), "session"}; NULL without memory. */
+json_t *rm_capture_key_json(const struct rm_mirror_key *k);
 
 /*
  * The observation_point line i of c (0 <= i < c->n_points) as its entry of

@@ -92,10 +92,7 @@ static int cmd_check_config(int argc, char **argv)
 			rm_log_cmd(RM_LOG_ERR, "%s: [collect] %s", path, err);
 			return RM_EXIT_USAGE;
 		}
-		if (rm_collect_memory_check(&cfg.collect, err, sizeof(err))) {
-			rm_log_cmd(RM_LOG_ERR, "%s: [collect] %s", path, err);
-			return RM_EXIT_USAGE;
-		}
+		/* the memory budget: checked by rm_config_load() at its line */
 		if (check_tls(path, "collect", &cfg.collect.tls, 1))
 			return RM_EXIT_USAGE;
 	}

@@ -91,7 +91,7 @@ struct rm_config_parse {
 	int indented;  /* the line starts with blanks: inih takes it as the previous value's continuation */
 	int section_line[CONFIG_MAX_SECTIONS];              /* the line of each section's header, 0 before it */
 	int key_line[CONFIG_MAX_SECTIONS][CONFIG_MAX_KEYS]; /* the line of each key's value, 0 before it */
-	int share_line; /* the last of [collect] max_memory_bytes and max_memory_bytes_per_session (0: neither) */
+	int memory_line; /* the last of [collect] max_memory_bytes, max_memory_bytes_per_session, max_handshakes */
 };
 
 static int __attribute__((format(printf, 2, 3))) fail(struct rm_config_parse *ps, const char *fmt, ...);
@@ -130,10 +130,13 @@ static char *line_reader(char *str, int num, void *stream)
 		if (c == '\n') {
 			ps->at_eol = 1; /* exactly num - 1 characters before the newline */
 		} else if (c != EOF) {
-			ungetc(c, ps->f);
-			fail(ps, "line longer than %d characters", num - 2);
+			ungetc(c, ps->f); /* beyond inih's buffer: inih would read the rest as a line of its own */
+			fail(ps, "line longer than %d characters", RM_CONFIG_LINE_MAX);
 		}
 	}
+	/* One limit, whatever inih's buffer: the characters of the line before its newline. */
+	if (start && i - (ps->at_eol && str[i - 1] == '\n') > RM_CONFIG_LINE_MAX)
+		fail(ps, "line longer than %d characters", RM_CONFIG_LINE_MAX);
 	if (start) {
 		ps->indented = (str[0] == ' ' || str[0] == '\t') && str[strspn(str, " \t\r\n")];
 		note_section(ps, str);
@@ -623,8 +626,8 @@ static int handler(void *user, const char *section, const char *name, const char
 		return fail(ps, "unknown key '%s' in [%s]", name, section);
 	if (key_again(ps, s, k, section))
 		return 0;
-	if (s->bit == RM_CONFIG_COLLECT && !strncmp(name, "max_memory_bytes", 16))
-		ps->share_line = ps->line;
+	if (s->bit == RM_CONFIG_COLLECT && (!strncmp(name, "max_memory_bytes", 16) || !strcmp(name, "max_handshakes")))
+		ps->memory_line = ps->line;
 	return read_key(ps, sec, k, value);
 }
 
@@ -679,8 +682,11 @@ int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size
 			snprintf(err, errlen, "%s: [capture]: %s", path, ps.reason);
 		return -1;
 	}
-	if (ps.share_line && rm_collect_memory_share_check(&cfg->collect, ps.reason, sizeof(ps.reason))) {
-		snprintf(err, errlen, "%s:%d: %s", path, ps.share_line, ps.reason);
+	/* The memory budget against the handshake reservation: at the last key it depends on, else [collect]'s header. */
+	if (cfg->sections & RM_CONFIG_COLLECT && rm_collect_memory_check(&cfg->collect, ps.reason, sizeof(ps.reason))) {
+		snprintf(err, errlen, "%s:%d: %s", path,
+			 ps.memory_line ? ps.memory_line : ps.section_line[find_section("collect") - sections],
+			 ps.reason);
 		return -1;
 	}
 	/* Export is on when a collector is named; the other [export] keys

@@ -12,6 +12,10 @@
 
 #include "rocemeter/seqobs.h"
 
+/* Characters of a configuration file's line, its newline not counted (docs/configuration.md "Syntax"); less
+ * than inih's line buffer (INI_MAX_LINE, 200 bytes with the newline and the NUL). */
+#define RM_CONFIG_LINE_MAX 198
+
 /* [meter] */
 #define RM_WINDOW_MIN 1u
 /* RM_WINDOW_MAX (2^22) comes from the engine, rocemeter/seqobs.h. */

@@ -51,7 +51,9 @@ static void usage(FILE *f)
 		   "--ifindex N removes what is left of an interface that no longer exists\n"
 		   "(`rocemeter status` lists it by its index).\n"
 		   "--namespace NS does it from the host for a meter in another network\n"
-		   "namespace on the same bpffs (as 'nsenter --net=PATH rocemeter detach').\n\n"
+		   "namespace on the same bpffs (as 'nsenter --net=PATH rocemeter detach').\n"
+		   "Detach is idempotent: with nothing attached it says so and exits 0\n"
+		   "(as 'ip link set dev IFACE xdp off').\n\n"
 		   "Options:\n");
 	rm_opts_help(f, detach_opts, 15, 2);
 }
@@ -165,10 +167,9 @@ static int cmd_detach(int argc, char **argv)
 			rmdir(path); /* empty once the namespace's last interface is gone */
 		rm_pin_unlock(fd);
 	}
-	if (!did) {
-		rm_log_cmd(RM_LOG_ERR, "rocemeter is not attached to %s", label);
-		return RM_EXIT_FAIL;
-	}
+	/* Idempotent, as `ip link set dev IFACE xdp off`: the state asked for is the state found. */
+	if (!did)
+		printf("rocemeter is not attached to %s: nothing to detach\n", label);
 	return RM_EXIT_OK;
 }
 

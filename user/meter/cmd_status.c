@@ -331,17 +331,6 @@ static json_t *pool_json(const struct meter_status *ms)
 }
 
 /* A mirror session's key as JSON: kind, outer source (ERSPAN), session. */
-static json_t *mirror_key_json(const struct rm_mirror_key *mk)
-{
-	json_t *o = json_object();
-
-	json_object_set_new(o, "kind", json_string(rm_capture_kind_name(mk->kind)));
-	if (mk->kind == RM_MIRROR_ERSPAN)
-		json_object_set_new(o, "source", rm_json_addr(mk->family, mk->src));
-	json_object_set_new(o, "session", json_integer(mk->session));
-	return o;
-}
-
 /*
  * The mirror sessions of k (maps `mirror_sessions` and `mirror_unknown`,
  * docs/deployment.md "Proving coverage of every ECMP path"): per session its
@@ -373,7 +362,7 @@ static json_t *mirror_json(const struct rm_ifkey *k)
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, &v))
 			continue;
-		e = mirror_key_json(&key);
+		e = rm_capture_key_json(&key);
 		json_object_set_new(e, "observation_point", json_integer(v.obs));
 		json_object_set_new(e, "observationPointId", rm_json_u64(v.id ? v.id : rm_capture_auto_id(&key)));
 		v.name[sizeof(v.name) - 1] = '\0';
@@ -398,7 +387,7 @@ static json_t *mirror_json(const struct rm_ifkey *k)
 			prev = &key;
 			if (bpf_map_lookup_elem(fd, &key, &n))
 				continue;
-			e = mirror_key_json(&key);
+			e = rm_capture_key_json(&key);
 			json_object_set_new(e, "frames", rm_json_u64(n));
 			json_array_append_new(u, e);
 		}

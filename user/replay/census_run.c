@@ -10,6 +10,22 @@
 
 #define RM_ETH_HLEN 14
 
+int rm_census_capture_setup(struct rm_config_file *cfg, const char *config, const char *encapsulation, char *err,
+			    size_t errlen)
+{
+	char why[512];
+
+	rm_config_defaults(cfg);
+	if (config && rm_config_load(config, cfg, err, errlen))
+		return -1;
+	if (encapsulation && rm_capture_override(&cfg->capture, encapsulation, why, sizeof(why))) {
+		rm_errf(err, errlen, "--encapsulation %s: %s", encapsulation, why);
+		return -1;
+	}
+	rm_census_set_capture(&cfg->capture);
+	return 0;
+}
+
 int rm_census_captures(char *const *files, int nfiles, uint32_t max_connections, int progress,
 		       struct rm_census_result *res, uint64_t *frames_read, char *err, size_t errlen)
 {

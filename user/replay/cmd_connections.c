@@ -58,14 +58,7 @@ static const struct rm_opt connections_opts[] = {
 	       "print only the [provision] section (a file\nthat --config of attach and replay reads)",
 	       RM_OPT_AT(C, provision_only)),
 	RM_OPT("json", 'j', NULL, RM_OPT_FLAG, "one JSON object (docs/json.md \"connections\")", RM_OPT_AT(C, json)),
-	RM_OPT("config", 'c', "FILE", RM_OPT_ARG,
-	       "the [capture] section of FILE: the mirror\nencapsulations to take off, and observation_point\n"
-	       "lines (a key's obs N is line N's; printed first)",
-	       RM_OPT_AT(C, config)),
-	RM_OPT("encapsulation", 'e', "LIST", RM_OPT_ARG,
-	       "mirror encapsulations to take off, over [capture]:\nplain, erspan (erspan1, erspan2, erspan3), vxlan,\n"
-	       "rspan, comma separated, or auto (all); sessions no\nline names get observation points of their own",
-	       RM_OPT_AT(C, encapsulation)),
+	RM_CENSUS_CAPTURE_OPTS(C, config, encapsulation),
 	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this text"),
 	{ 0 },
 };
@@ -109,37 +102,26 @@ static const struct rm_cmd_opts connections_cmd = {
 	.t = connections_opts, .usage = usage, .usage_on_error = 1, .call = connections_option
 };
 
-/* --config's [capture] and --encapsulation for the census; 0 or -1 (said). */
-static int capture_setup(struct rm_config_file *cfg, const char *config, const char *encapsulation)
-{
-	char err[512];
-
-	rm_config_defaults(cfg);
-	if (config && rm_config_load(config, cfg, err, sizeof(err))) {
-		rm_log_cmd(RM_LOG_ERR, "%s", err);
-		return -1;
-	}
-	if (encapsulation && rm_capture_override(&cfg->capture, encapsulation, err, sizeof(err))) {
-		rm_log_cmd(RM_LOG_ERR, "--encapsulation %s: %s", encapsulation, err);
-		return -1;
-	}
-	rm_census_set_capture(&cfg->capture);
-	return 0;
-}
-
-/* "# observation point N: id ID [NAME] KIND [SOURCE] session S" per mirror session of the census. */
+/*
+ * "# observation point N: id ID [NAME] KIND [SOURCE] session S" per mirror session of the census, then
+ * "# unknown mirror session: KIND [SOURCE] session S: N frames, not counted (...)" per session no line names.
+ */
 static void print_points(FILE *f, const struct rm_census_result *res, const struct rm_capture_settings *c)
 {
+	char key[96];
+
 	for (int i = 0; i < res->n_points; i++) {
 		const struct rm_census_point *p = &res->points[i];
-		char src[INET6_ADDRSTRLEN] = "";
 
-		if (p->key.kind == RM_MIRROR_ERSPAN)
-			inet_ntop(p->key.family == 6 ? AF_INET6 : AF_INET, p->key.src, src, sizeof(src));
-		fprintf(f, "# observation point %u: id %llu %s %s%s%s session %u\n", p->obs, (unsigned long long)p->id,
+		fprintf(f, "# observation point %u: id %llu %s %s\n", p->obs, (unsigned long long)p->id,
 			p->obs <= c->n_points ? c->points[p->obs - 1].name : "(derived)",
-			rm_capture_kind_name(p->key.kind), src[0] ? " " : "", src, p->key.session);
+			rm_capture_key_text(&p->key, key, sizeof(key)));
 	}
+	for (int i = 0; i < res->n_unknown; i++)
+		fprintf(f,
+			"# unknown mirror session: %s: %llu frames, not counted (no observation_point line names it)\n",
+			rm_capture_key_text(&res->unknown[i].key, key, sizeof(key)),
+			(unsigned long long)res->unknown[i].frames);
 }
 
 static int cmd_connections(int argc, char **argv)
@@ -173,8 +155,10 @@ static int cmd_connections(int argc, char **argv)
 		return RM_EXIT_USAGE;
 	}
 
-	if (capture_setup(&cfg, a.config, a.encapsulation))
+	if (rm_census_capture_setup(&cfg, a.config, a.encapsulation, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
 		return RM_EXIT_USAGE;
+	}
 	if (a.live) {
 		rm_signals_handle(on_signal, 0);
 		rc = rm_census_live(a.live, a.max_connections, a.seconds, &stop_requested, &res, err, sizeof(err));

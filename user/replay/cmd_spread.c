@@ -27,7 +27,7 @@
 #define RM_ROCEV2_PORT          4791
 
 struct spread_args {
-	const char *read, *src, *dst, *keys, *labels, *hashes;
+	const char *read, *src, *dst, *keys, *labels, *hashes, *config, *encapsulation;
 	uint32_t qps, qp_base, paths, seed;
 	uint16_t sport;
 	int json, verbose, mix;
@@ -36,6 +36,7 @@ struct spread_args {
 #define A struct spread_args
 static const struct rm_opt spread_opts[] = {
 	RM_OPT("read", 'r', "FILE", RM_OPT_ARG, "the connections of capture FILE (pcap, pcapng)", RM_OPT_AT(A, read)),
+	RM_CENSUS_CAPTURE_OPTS(A, config, encapsulation),
 	RM_OPT("qps", 'n', "N", RM_OPT_UINT, "or N generated QPs (1..%llu) from --src to --dst,\nsharing one 5-tuple",
 	       RM_OPT_AT(A, qps), .lo = 1, .hi = RM_SPREAD_QPS_MAX, .hv = { RM_SPREAD_QPS_MAX }),
 	RM_OPT("src", 's', "ADDR", RM_OPT_ARG, "source address of the generated QPs (IPv6 or IPv4)", RM_OPT_AT(A, src)),
@@ -66,7 +67,7 @@ static const struct rm_opt spread_opts[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: rocemeter flowlabel spread -r FILE [OPTIONS]\n"
+	fprintf(f, "Usage: rocemeter flowlabel spread -r FILE [--config FILE] [--encapsulation LIST] [OPTIONS]\n"
 		   "       rocemeter flowlabel spread -n N -s ADDR -d ADDR [OPTIONS]\n\n"
 		   "Which of K equal-cost paths each RoCEv2 connection takes when a switch\n"
 		   "hashes the 5-tuple, the 5-tuple and the Flow Label, or the addresses and\n"
@@ -145,7 +146,7 @@ static struct rm_spread_conn *generated(const struct spread_args *a, size_t *n)
 	}
 	for (uint32_t i = 0; i < a->qps; i++) {
 		c[i] = proto;
-		c[i].dqp = (a->qp_base + i) & RM_QPN_MAX;
+		c[i].dqp = a->qp_base + i; /* within 24 bits: checked by cmd_spread() */
 		rm_spread_conn_labels(&c[i], &opt);
 	}
 	*n = a->qps;
@@ -233,6 +234,8 @@ static struct rm_spread_class *run_classes(const struct spread_args *a, const st
 
 static int cmd_spread(int argc, char **argv)
 {
+	static struct rm_config_file cfg; /* large: static */
+	char err[512];
 	struct spread_args a = { .paths = RM_SPREAD_PATHS_DEFAULT,
 				 .qp_base = RM_SPREAD_QP_BASE,
 				 .sport = RM_SPREAD_SPORT };
@@ -256,6 +259,20 @@ static int cmd_spread(int argc, char **argv)
 	}
 	if (a.read && (a.src || a.dst)) {
 		rm_log_cmd(RM_LOG_ERR, "--src and --dst are for --qps; -r takes the capture's connections");
+		return RM_EXIT_USAGE;
+	}
+	if (!a.read && (a.config || a.encapsulation)) {
+		rm_log_cmd(RM_LOG_ERR, "--config and --encapsulation are for -r FILE (a mirrored capture)");
+		return RM_EXIT_USAGE;
+	}
+	/* QPNs are 24 bits: the generated ones must not wrap past RM_QPN_MAX */
+	if (a.qps && (uint64_t)a.qp_base + a.qps - 1 > RM_QPN_MAX) {
+		rm_log_cmd(RM_LOG_ERR, "--qp-base %#x and --qps %u reach QPN %#llx: a QPN is 24 bits (at most %#x)",
+			   a.qp_base, a.qps, (unsigned long long)a.qp_base + a.qps - 1, RM_QPN_MAX);
+		return RM_EXIT_USAGE;
+	}
+	if (a.read && rm_census_capture_setup(&cfg, a.config, a.encapsulation, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
 		return RM_EXIT_USAGE;
 	}
 	conns = a.read ? from_capture(&a, &n, &frames, &varied) : generated(&a, &n);

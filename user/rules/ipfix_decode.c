@@ -5,6 +5,7 @@
  * Template", "Collector Processing"). See ipfix_decode.h.
  */
 #include <glib.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -559,11 +560,28 @@ static void flow_keys_record(struct rm_ipfix_session *s, uint32_t domain, const 
 		note(sink, arg, domain, "%s; its Data Records will be rejected", t->why);
 }
 
+/*
+ * Why the counts of a Reliability record cannot be what a Transport Session
+ * delivered, or NULL: each count is stored as a signed 64-bit integer, and
+ * the octets hold every Message's 16-octet header and every Data Record's
+ * octet at least (RFC 7011 section 3.1: exportedOctetTotalCount counts whole
+ * Messages).
+ */
+static const char *reliability_impossible(const struct rm_ipfix_reliability *r)
+{
+	if (r->messages > INT64_MAX || r->records > INT64_MAX || r->octets > INT64_MAX)
+		return "a count above 2^63 - 1";
+	if (r->messages > r->octets / RM_IPFIX_HDR_LEN || r->records > r->octets - r->messages * RM_IPFIX_HDR_LEN)
+		return "more Messages and Data Records than its octets can hold (16 per Message, 1 per record)";
+	return NULL;
+}
+
 /* A Reliability Options Data Record: what an earlier Transport Session of this exporter delivered. */
 static void reliability_record(const struct tmpl *t, const uint8_t *rec, uint32_t domain,
 			       const struct rm_ipfix_sink *sink, void *arg)
 {
 	struct rm_ipfix_reliability r = { 0 };
+	const char *why;
 
 	memcpy(r.exporter_addr, rec + t->rel_off[REL_ADDR], 16);
 	r.exporter_port = be16(rec + t->rel_off[REL_PORT]);
@@ -572,6 +590,14 @@ static void reliability_record(const struct tmpl *t, const uint8_t *rec, uint32_
 	r.messages = be64(rec + t->rel_off[REL_MESSAGES]);
 	r.records = be64(rec + t->rel_off[REL_RECORDS]);
 	r.octets = be64(rec + t->rel_off[REL_OCTETS]);
+	why = reliability_impossible(&r);
+	if (why) {
+		reject(sink, arg, domain, t->tid, rec, t->rec_len,
+		       "Reliability record of Template %u claims %" PRIu64 " Messages, %" PRIu64
+		       " Data Records in %" PRIu64 " octets: %s",
+		       t->tid, r.messages, r.records, r.octets, why);
+		return;
+	}
 	sink->reliability(arg, domain, &r);
 }
 

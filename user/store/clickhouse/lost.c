@@ -247,6 +247,7 @@ static const char *acked_one(struct rm_chstore *cs, struct rm_ch *ch, const char
 {
 	uint64_t v[5], n = 0;
 	char detail[300], qd[700], *sql;
+	const char *why;
 	struct rm_ch_result res = { 0 };
 	int rc = ch ? acked_match(ch, qid, r, v, err, errlen) : -1;
 
@@ -272,7 +273,9 @@ static const char *acked_one(struct rm_chstore *cs, struct rm_ch *ch, const char
 		return err;
 	if (n)
 		return "that session was reported before";
-	*lost = r->records > *read ? r->records - *read : 0;
+	why = rm_store_acked_unread(r->records, *read, lost);
+	if (why)
+		return why;
 	if (!*lost)
 		return NULL;
 	snprintf(detail, sizeof(detail),

@@ -186,11 +186,12 @@ int rm_store_session_acked(struct rm_store *st, const struct rm_store_acked *a, 
 		rc = acked_check(st, a, res, ended, started);
 	else if (rc == 0)
 		res->why = "no earlier session of this exporter from that address and port";
-	if (rc > 0) {
-		res->lost = a->records > res->read ? a->records - res->read : 0;
-		if (res->lost && write_acked(st, a, now_ms, res) < 0)
-			rc = -1;
+	if (rc > 0 && (res->why = rm_store_acked_unread(a->records, res->read, &res->lost))) {
+		res->bad = 1;
+		rc = 0;
 	}
+	if (rc > 0 && res->lost && write_acked(st, a, now_ms, res) < 0)
+		rc = -1;
 	if (rc < 0 || sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 		return -1;

@@ -209,7 +209,32 @@ struct rm_store_acked_result {
 	int64_t id;
 	uint64_t read, lost;
 	const char *why; /* no match: why (static text) */
+	int bad;         /* not matched because the claim is impossible (rm_store_acked_unread()): a bad record */
 };
+
+/*
+ * The most Data Records a Transport Session can have had acknowledged by
+ * the collector's kernel and never read: what one TCP receive buffer holds
+ * (SO_RCVBUF and tcp_rmem are C ints: at most 2^31 - 1 octets), at least
+ * one octet a record.
+ */
+#define RM_STORE_UNREAD_MAX 2147483647ull
+
+/*
+ * The records of claim (Data Records an exporter says a session delivered)
+ * that session never read, having read read, into *lost. NULL, or why the
+ * claim is impossible (more than RM_STORE_UNREAD_MAX never read; *lost 0):
+ * for both stores, so that no claim makes a count larger than a session
+ * could have lost.
+ */
+static inline const char *rm_store_acked_unread(uint64_t claim, uint64_t read, uint64_t *lost)
+{
+	*lost = claim > read ? claim - read : 0;
+	if (*lost <= RM_STORE_UNREAD_MAX)
+		return NULL;
+	*lost = 0;
+	return "it claims more records never read than a TCP receive buffer can hold (2^31 - 1 octets)";
+}
 /*
  * Match a with the latest ended session of the same peer and subject
  * before the reporting one, that started before a->ended_ms + 60 s: the
