@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""Live: one QP whose requests arrive on two CPUs at once (issue 29).
+
+The metered veth end has two receive queues; in the namespace the sending
+end has two transmit queues, and XPS maps transmit queue i to CPU i. A veth
+runs its XDP program in the NAPI poll of the receive queue that the sending
+queue feeds, on the CPU that sent (napi_schedule in veth_xmit), so two
+senders pinned to CPU 0 and CPU 1 (taskset) have the meter run on both CPUs
+at once, for the same context. The engine is exact across CPUs (the
+context's bpf_spin_lock): the counters must equal those of [SEQOBS]'s engine
+(tests/lib/rocetest.SeqEpoch, an independent Python model) for every
+interleaving of the two streams; the streams are chosen so that every
+interleaving gives the same counters (checked on the model for several), so
+the live figures are exact whatever order the two CPUs took.
+
+The meter's per-CPU statistics (bpftool, the pinned `stats` map) show that
+both CPUs metered frames. The second test sends at full speed from both
+CPUs and prints packets/s per core (a figure for docs/benchmarks.md, never
+asserted).
+"""
+import os
+import random
+import shutil
+import subprocess
+import time
+
+import pytest
+
+import rocetest as rt
+import test_live_meter as live
+
+QP = 0x000201
+N = 20000  # PSNs 1..N sent by each CPU (each PSN twice), after PSN 0 alone
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (XDP, bpffs, namespaces)"),
+    pytest.mark.skipif(os.cpu_count() < 2 or not {0, 1} <= os.sched_getaffinity(0), reason="needs CPUs 0 and 1"),
+    pytest.mark.skipif(shutil.which("tcpreplay") is None, reason="needs tcpreplay"),
+]
+
+
+class TwoQueueLink(live.Link):
+    """A veth pair with two queues each way; transmit queue i of the peer on CPU i (XPS)."""
+
+    def setup(self):
+        sh = live.sh
+        sh("ip", "netns", "add", self.ns)
+        sh("ip", "netns", "exec", self.ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+           "net.ipv6.conf.default.disable_ipv6=1")
+        sh("ip", "link", "add", self.iface, "numtxqueues", "2", "numrxqueues", "2", "type", "veth", "peer", "name",
+           self.peer, "numtxqueues", "2", "numrxqueues", "2", "netns", self.ns)
+        with open("/proc/sys/net/ipv6/conf/%s/disable_ipv6" % self.iface, "w") as f:
+            f.write("1")
+        sh("ip", "link", "set", self.iface, "up")
+        sh("ip", "-n", self.ns, "link", "set", self.peer, "up")
+        for q, mask in ((0, "1"), (1, "2")):
+            sh("ip", "netns", "exec", self.ns, "sh", "-c",
+               "echo %s > /sys/class/net/%s/queues/tx-%d/xps_cpus" % (mask, self.peer, q))
+        self.pin_dir()
+
+    def start_sender(self, path, cpu, *opts):
+        """tcpreplay of path from the namespace end, pinned to cpu (not waited for)."""
+        return subprocess.Popen(["ip", "netns", "exec", self.ns, "taskset", "-c", str(cpu), "tcpreplay", "-q",
+                                 *opts, "-i", self.peer, path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+
+
+@pytest.fixture
+def link2(request, tmp_path):
+    if not os.path.exists(live.ROCEMETER):
+        pytest.fail("%s missing: run make" % live.ROCEMETER)
+    lk = TwoQueueLink(tmp_path)
+    request.addfinalizer(lk.cleanup)
+    lk.setup()
+    return lk
+
+
+def write_psns(lk, name, psns, sport):
+    """A capture of RC SEND Only requests of QP with these PSNs: one scapy
+    frame (test_live_meter.send_only), its 24-bit PSN (BTH bytes 9-11) set
+    per frame (scapy builds some 500 frames/s on a loaded machine)."""
+    tmpl = bytearray(bytes(live.send_only(QP, 0, sport=sport)))
+    bth = len(tmpl) - 8 - 12  # 8 bytes of payload after the 12-byte BTH
+    frames = []
+    for i, psn in enumerate(psns):
+        tmpl[bth + 9:bth + 12] = psn.to_bytes(3, "big")
+        frames.append(rt.Frame(tmpl, rt.T0 + i))
+    path = os.path.join(lk.tmp, name)
+    rt.write_pcap(path, frames)
+    return path
+
+
+def wait_senders(procs):
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, (out, err)
+
+
+def per_cpu_frames(lk):
+    """RM_STAT_FRAMES of each CPU, from the pinned per-CPU `stats` map (bpftool)."""
+    i = live.stat_names().index("RM_STAT_FRAMES")
+    stats = live.bpftool_dump(os.path.join(lk.pin_dir(), "stats"))
+    return {cpu["cpu"]: cpu["value"]["v"][i] for cpu in stats[0]["formatted"]["values"]}
+
+
+def model_counters(order, window):
+    """[SEQOBS]'s counters of one epoch (rocetest.SeqEpoch) after the PSNs in order."""
+    ep = rt.SeqEpoch(window, order[0], 0)
+    for psn in order[1:]:
+        assert ep.observe(psn, 0)
+    return ep.snapshot()
+
+
+def interleave(a, b, rng):
+    """One random interleaving of the two streams, each in its own order."""
+    out, i, j = [], 0, 0
+    while i < len(a) or j < len(b):
+        if j == len(b) or (i < len(a) and rng.random() < 0.5):
+            out.append(a[i])
+            i += 1
+        else:
+            out.append(b[j])
+            j += 1
+    return out
+
+
+def test_one_qp_on_two_cpus_exact(link2):
+    """PSN 0 alone, then PSNs 1..N from CPU 0 and, at the same time, 1..N from
+    CPU 1 (every PSN twice, the two streams racing on one context): the
+    meter saw frames on both CPUs and its counters are the model's
+    (requests 2N + 1, repeated N, skipped = filled, nothing pending,
+    expired or late), whatever the interleaving."""
+    window = 1 << 22  # the default W: the streams never drift W apart
+    stream = list(range(1, N + 1))
+    rng = random.Random(29)
+    orders = [[0] + stream + stream, [0] + [p for p in stream for _ in (0, 1)]]
+    orders += [[0] + interleave(stream, stream, rng) for _ in range(3)]
+    want = [model_counters(o, window) for o in orders]
+    names = ("requestPacketTotalCount", "repeatedPsnTotalCount", "skippedPsnTotalCount", "filledPsnTotalCount",
+             "expiredPsnTotalCount", "pendingPsnCount", "unclassifiedLatePacketTotalCount")
+    want = [{k: w[k] for k in names} for w in want]
+    assert all(w == want[0] for w in want), want  # the streams make the counters order-free
+    want = want[0]
+    assert want["requestPacketTotalCount"] == 2 * N + 1 and want["repeatedPsnTotalCount"] == N
+
+    # Distinct UDP source ports, as two paths of one QP would have; the key ignores them.
+    first = write_psns(link2, "first.pcap", [0], 49152)
+    a = write_psns(link2, "cpu0.pcap", stream, 49152)
+    b = write_psns(link2, "cpu1.pcap", stream, 49153)
+    link2.attach("--provision-all", "--json")
+    wait_senders([link2.start_sender(first, 0)])
+    link2.wait_frames(1)
+    wait_senders([link2.start_sender(a, 0, "--pps=20000"), link2.start_sender(b, 1, "--pps=20000")])
+    link2.wait_frames(2 * N + 1)
+
+    cpus = per_cpu_frames(link2)
+    print("frames per CPU:", cpus)
+    assert cpus.get(0, 0) > 0 and cpus.get(1, 0) > 0, cpus  # the premise: both CPUs metered
+    assert sum(cpus.values()) == 2 * N + 1
+    st = link2.status()
+    assert st["meter"]["eligible_requests"] == 2 * N + 1
+    (ctx,) = st["contexts"]
+    assert ctx["rdmaDestinationQP"] == QP and ctx["state"] == "open"
+    assert {k: ctx[k] for k in names} == want, ctx
+
+
+def test_two_cpus_packets_per_second(link2):
+    """Both CPUs at full speed on one QP: packets/s per core, printed (a
+    measurement, not asserted); the counts stay exact for what arrived."""
+    per = 100000
+    a = write_psns(link2, "fast0.pcap", range(per), 49152)
+    b = write_psns(link2, "fast1.pcap", range(per), 49153)
+    link2.attach("--provision-all", "--json")
+    t0 = time.monotonic()
+    wait_senders([link2.start_sender(a, 0, "--topspeed"), link2.start_sender(b, 1, "--topspeed")])
+    wall = time.monotonic() - t0
+    time.sleep(0.5)
+    cpus = per_cpu_frames(link2)
+    st = link2.status()
+    total = sum(cpus.values())
+    assert st["meter"]["frames"] == total <= 2 * per
+    for cpu in sorted(cpus):
+        print("CPU %d: %d frames, %.0f packets/s (wall %.2f s, sender on the same core)" %
+              (cpu, cpus[cpu], cpus[cpu] / wall, wall))
+    (ctx,) = st["contexts"]
+    assert ctx["requestPacketTotalCount"] == total
