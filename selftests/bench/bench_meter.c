@@ -1225,7 +1225,8 @@ int main(int argc, char **argv)
 			only_nctx = (uint32_t)strtoul(optarg, NULL, 10);
 			break;
 		default:
-			fprintf(stderr, "usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q] [-m] [-f TEXT] [-n CONTEXTS]\n");
+			fprintf(stderr, "usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q] [-m] [-f TEXT] [-n "
+					"CONTEXTS]\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
