@@ -75,16 +75,18 @@ def link2(request, tmp_path):
     return lk
 
 
-def write_psns(lk, name, psns, sport):
-    """A capture of RC SEND Only requests of QP with these PSNs: one scapy
-    frame (test_live_meter.send_only), its 24-bit PSN (BTH bytes 9-11) set
-    per frame (scapy builds some 500 frames/s on a loaded machine; the ICRC
-    scapy appended stays that of PSN 0: the meter does not check it)."""
+def write_psns(lk, name, reqs, sport):
+    """A capture of RC SEND Only requests, reqs: (DestQP, PSN) pairs. One
+    scapy frame (test_live_meter.send_only), its 24-bit DestQP and PSN (BTH
+    bytes 5-7 and 9-11) set per frame (scapy builds some 500 frames/s on a
+    loaded machine; the ICRC scapy appended stays that of the first frame:
+    the meter does not check it)."""
     tmpl = bytearray(bytes(live.send_only(QP, 0, sport=sport)))
     bth = 14 + 20 + 8  # Ethernet, IPv4 without options, UDP
     assert tmpl[bth] == 0x04 and int.from_bytes(tmpl[bth + 5:bth + 8], "big") == QP  # SEND Only, DestQP
     frames = []
-    for i, psn in enumerate(psns):
+    for i, (qp, psn) in enumerate(reqs):
+        tmpl[bth + 5:bth + 8] = qp.to_bytes(3, "big")
         tmpl[bth + 9:bth + 12] = psn.to_bytes(3, "big")
         frames.append(rt.Frame(tmpl, rt.T0 + i))
     path = os.path.join(lk.tmp, name)
@@ -126,44 +128,66 @@ def interleave(a, b, rng):
     return out
 
 
+NAMES = ("requestPacketTotalCount", "repeatedPsnTotalCount", "skippedPsnTotalCount", "filledPsnTotalCount",
+         "expiredPsnTotalCount", "pendingPsnCount", "unclassifiedLatePacketTotalCount")
+
+
+def order_free(a, b, names, rng):
+    """The counters (names) of the model after PSN 0 and then streams a and b
+    interleaved: the same for a after b, b after a, and three random
+    interleavings (else the live figures could not be exact)."""
+    orders = [[0] + a + b, [0] + b + a] + [[0] + interleave(a, b, rng) for _ in range(3)]
+    got = [{k: model_counters(o, 1 << 22)[k] for k in names} for o in orders]  # the default W
+    assert all(g == got[0] for g in got), got
+    return got[0]
+
+
 def test_one_qp_on_two_cpus_exact(link2):
-    """PSN 0 alone, then PSNs 1..N from CPU 0 and, at the same time, 1..N from
-    CPU 1 (every PSN twice, the two streams racing on one context): the
-    meter saw frames on both CPUs and its counters are the model's
-    (requests 2N + 1, repeated N, skipped = filled, nothing pending,
-    expired or late), whatever the interleaving."""
-    window = 1 << 22  # the default W: the streams never drift W apart
-    stream = list(range(1, N + 1))
+    """PSN 0 of two QPs alone, then from CPU 0 and, at the same time, CPU 1:
+    QP A PSNs 1..N from each (every PSN twice), QP B the even PSNs of 1..2N
+    from CPU 0 and the odd ones from CPU 1 (one CPU's gaps filled by the
+    other). The meter saw frames on both CPUs; A's counters are the model's
+    (requests 2N + 1, repeated N, nothing skipped, pending, expired or
+    late) whatever the interleaving, B's the model's in what does not
+    depend on it (requests 2N + 1; nothing repeated, pending, expired or
+    late; skipped = filled)."""
+    qa, qb = QP, QP + 1
     rng = random.Random(29)
-    orders = [[0] + stream + stream, [0] + [p for p in stream for _ in (0, 1)]]
-    orders += [[0] + interleave(stream, stream, rng) for _ in range(3)]
-    want = [model_counters(o, window) for o in orders]
-    names = ("requestPacketTotalCount", "repeatedPsnTotalCount", "skippedPsnTotalCount", "filledPsnTotalCount",
-             "expiredPsnTotalCount", "pendingPsnCount", "unclassifiedLatePacketTotalCount")
-    want = [{k: w[k] for k in names} for w in want]
-    assert all(w == want[0] for w in want), want  # the streams make the counters order-free
-    want = want[0]
-    assert want["requestPacketTotalCount"] == 2 * N + 1 and want["repeatedPsnTotalCount"] == N
+    stream = list(range(1, N + 1))
+    evens, odds = list(range(2, 2 * N + 1, 2)), list(range(1, 2 * N, 2))
+    want_a = order_free(stream, stream, NAMES, rng)
+    assert want_a["requestPacketTotalCount"] == 2 * N + 1 and want_a["repeatedPsnTotalCount"] == N
+    # B on the model with 500 PSNs a CPU (its gaps make the model quadratic):
+    # the counters that do not depend on the order, and what they are.
+    free_b = [k for k in NAMES if k not in ("skippedPsnTotalCount", "filledPsnTotalCount")]
+    m = 500
+    small = order_free(list(range(2, 2 * m + 1, 2)), list(range(1, 2 * m, 2)), free_b, rng)
+    assert small == dict({k: 0 for k in free_b}, requestPacketTotalCount=2 * m + 1), small
+    want_b = dict(small, requestPacketTotalCount=2 * N + 1)
 
     # Distinct UDP source ports, as two paths of one QP would have; the key ignores them.
-    first = write_psns(link2, "first.pcap", [0], 49152)
-    a = write_psns(link2, "cpu0.pcap", stream, 49152)
-    b = write_psns(link2, "cpu1.pcap", stream, 49153)
+    first = write_psns(link2, "first.pcap", [(qa, 0), (qb, 0)], 49152)
+    a = write_psns(link2, "cpu0.pcap", [r for i in range(N) for r in ((qa, stream[i]), (qb, evens[i]))], 49152)
+    b = write_psns(link2, "cpu1.pcap", [r for i in range(N) for r in ((qa, stream[i]), (qb, odds[i]))], 49153)
     link2.attach("--provision-all", "--json")
     wait_senders([link2.start_sender(first, 0)])
-    link2.wait_frames(1)
+    link2.wait_frames(2)
     wait_senders([link2.start_sender(a, 0, "--topspeed"), link2.start_sender(b, 1, "--topspeed")])
-    link2.wait_frames(2 * N + 1)
+    total = 4 * N + 2
+    link2.wait_frames(total)
 
     cpus = per_cpu_frames(link2)
     print("frames per CPU:", cpus)
     assert cpus.get(0, 0) > 0 and cpus.get(1, 0) > 0, cpus  # the premise: both CPUs metered
-    assert sum(cpus.values()) == 2 * N + 1
+    assert sum(cpus.values()) == total
     st = link2.status()
-    assert st["meter"]["eligible_requests"] == 2 * N + 1
-    (ctx,) = st["contexts"]
-    assert ctx["rdmaDestinationQP"] == QP and ctx["state"] == "open"
-    assert {k: ctx[k] for k in names} == want, ctx
+    assert st["meter"]["eligible_requests"] == total
+    ctx = {c["rdmaDestinationQP"]: c for c in st["contexts"]}
+    assert sorted(ctx) == [qa, qb] and all(c["state"] == "open" for c in ctx.values())
+    assert {k: ctx[qa][k] for k in NAMES} == want_a, ctx[qa]
+    assert {k: ctx[qb][k] for k in free_b} == want_b, ctx[qb]
+    assert ctx[qb]["skippedPsnTotalCount"] == ctx[qb]["filledPsnTotalCount"], ctx[qb]
+    print("QP B: skipped = filled =", ctx[qb]["skippedPsnTotalCount"])
 
 
 def rx_packets(iface):
@@ -196,8 +220,8 @@ def test_two_cpus_packets_per_second(link2):
     Printed (a measurement, not asserted); with the meter the counts stay
     exact for what arrived."""
     per = 100000
-    a = write_psns(link2, "fast0.pcap", range(per), 49152)
-    b = write_psns(link2, "fast1.pcap", range(per), 49153)
+    a = write_psns(link2, "fast0.pcap", [(QP, p) for p in range(per)], 49152)
+    b = write_psns(link2, "fast1.pcap", [(QP, p) for p in range(per)], 49153)
     live.sh("xdp-loader", "load", "-m", "native", "-n", "rm_base_xdp", link2.iface,
             os.path.join(live.BUILD, "baseline.bpf.o"))
     try:
