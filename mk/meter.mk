@@ -17,6 +17,9 @@ CHECK_SCRIPTS  += selftests/system/test_live_meter.py
 # The kernel's own mirroring into the meter: tc u32 + mirred to the metered
 # veth (local SPAN) and into a vxlan device (remote mirror, [capture] vxlan).
 CHECK_SCRIPTS  += selftests/system/test_live_mirror.py
+# One QP on two CPUs at once (two veth queues, XPS, pinned senders): exact
+# counters; packets/s per core against the parse-only XDP program, printed.
+CHECK_SCRIPTS  += selftests/system/test_live_two_cpus.py
 # The tc program that test_live_meter.py puts on the sending veth end to give
 # the meter VLAN tags as packet metadata (not a test itself).
 check: $(BUILD)/tests/lib/vlan_push.bpf.o

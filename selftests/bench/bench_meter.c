@@ -21,12 +21,14 @@
  * meter's work.
  *
  * Output: a Markdown table on stdout.
- * Usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q] [-m] [-f TEXT]
+ * Usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q] [-m] [-f TEXT] [-n CONTEXTS]
  *   -b  batches per case (default 11, at most 101)
  *   -t  target duration of one batch in ms (default 40)
  *   -q  quick: 1 and 1,000 contexts only, 5 batches, 10 ms
  *   -m  the map memory table alone
  *   -f  only the meter cases whose name holds TEXT (and the baseline), no memory table
+ *   -n  only the meter cases of CONTEXTS contexts (with -f: both), no memory table; for a
+ *       profile of one case (perf record) or focused old/new pairs
  */
 #include <errno.h>
 #include <glob.h>
@@ -1003,8 +1005,9 @@ static void add_breakdown_cases(int quick)
 	}
 }
 
-/* Mark the cases not to run: not selected by -f TEXT (only), or too big for this host. */
-static void skip_cases(const char *only)
+/* Mark the cases not to run: not selected by -f TEXT (only) or -n CONTEXTS
+ * (only_nctx, 0: any), or too big for this host. */
+static void skip_cases(const char *only, uint32_t only_nctx)
 {
 	struct bcase *c;
 	struct sysinfo si;
@@ -1019,8 +1022,8 @@ static void skip_cases(const char *only)
 		c = &cases[i];
 		if (c->target != T_DRV_METER)
 			continue;
-		if (only && !strstr(c->name, only)) {
-			c->skip = "not selected (-f)";
+		if ((only && !strstr(c->name, only)) || (only_nctx && c->nctx != only_nctx)) {
+			c->skip = "not selected (-f, -n)";
 			continue;
 		}
 		if (c->prov == PROV_EXACT && c->nctx > 4096) {
@@ -1195,10 +1198,11 @@ int main(int argc, char **argv)
 {
 	int batches = 11, quick = 0, memory_only = 0, opt;
 	const char *only = NULL;
+	uint32_t only_nctx = 0;
 	double batch_ms = 40, t0 = now_s();
 	struct bcase *drv_base, *drv_pass;
 
-	while ((opt = getopt(argc, argv, "b:t:qmf:h")) != -1) {
+	while ((opt = getopt(argc, argv, "b:t:qmf:n:h")) != -1) {
 		switch (opt) {
 		case 'b':
 			batches = atoi(optarg);
@@ -1217,8 +1221,12 @@ int main(int argc, char **argv)
 		case 'f':
 			only = optarg;
 			break;
+		case 'n':
+			only_nctx = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
 		default:
-			fprintf(stderr, "usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q] [-m] [-f TEXT]\n");
+			fprintf(stderr, "usage: bench_meter [-b BATCHES] [-t MS_PER_BATCH] [-q] [-m] [-f TEXT] [-n "
+					"CONTEXTS]\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
@@ -1240,14 +1248,14 @@ int main(int argc, char **argv)
 
 	add_main_cases(quick, &drv_base, &drv_pass);
 	add_breakdown_cases(quick);
-	skip_cases(only);
+	skip_cases(only, only_nctx);
 	if (run_cases(batches, batch_ms))
 		return 1;
 	print_main_table(batches, batch_ms, drv_base, drv_pass);
 	print_cold_accesses();
 	print_breakdown(drv_base, drv_pass);
 	print_percpu(drv_base);
-	if (!only && memory_table(quick))
+	if (!only && !only_nctx && memory_table(quick))
 		return 1;
 	printf("\n(bench_meter took %.0f s)\n", now_s() - t0);
 
