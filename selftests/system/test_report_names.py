@@ -64,6 +64,11 @@ def test_collector_refuses_bad_names(collector):
                               "Options Template 262: an observation point name longer than 63 octets"]), reasons
 
 
+# A name as an older store kept it, bound (as the store binds names) to the exporter of the session stored.
+OLD_COLS = "(domain, observation_point_id, name, updated_ms, peer_name, peer_subject)"
+OLD_SEL = "SELECT 0, ?, ?, 0, coalesce(peer_name, ''), coalesce(peer_subject, '') FROM sessions LIMIT 1"
+
+
 @pytest.fixture
 def old_store(collector):
     """A store whose observation_points hold names from before the rule (written here with sqlite3)."""
@@ -73,7 +78,7 @@ def old_store(collector):
     con = sqlite3.connect(collector.db)
     con.text_factory = bytes
     for i, n in enumerate([ESC_CSI, C1_CSI, RLO, BAD_UTF8, b'=HYPERLINK("http://x.test/","y")']):
-        con.execute("INSERT OR REPLACE INTO observation_points VALUES (0, ?, ?, 0)", (10 + i, n))
+        con.execute(f"INSERT OR REPLACE INTO observation_points {OLD_COLS} {OLD_SEL}", (10 + i, n))
     con.commit()
     con.close()
     return collector.db
@@ -194,7 +199,7 @@ def test_html_page_shows_names(collector, tmp_path):
     collector.wait_ended(1)
     assert collector.stop() == 0
     with sqlite3.connect(collector.db) as con:  # as an older store kept it: escaped on the page too
-        con.execute("INSERT INTO observation_points VALUES (0, 9, ?, 0)", ("x\u202ey",))
+        con.execute(f"INSERT INTO observation_points {OLD_COLS} {OLD_SEL}", (9, "x\u202ey"))
     page = th.write_html(collector.db, str(tmp_path / "names.html"))
     d = th.render(page, str(tmp_path / "r"))
     want = {"7": "7 leaf-a <b>x</b>", "8": "8 φύλλο", "9": "9 x\\u202Ey"}
