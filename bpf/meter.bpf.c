@@ -710,8 +710,10 @@ static __always_inline int parse_frame(struct xdp_md *xdp, const int batch, stru
 	if (stat < 0 || stat >= RM_STAT__COUNT)
 		return FRAME_DONE;
 	st->v[stat]++;
-	if (rm_capture_encap && rm_mirror_point(xdp, pkt) < 0)
-		return FRAME_DONE;
+	if (rm_capture_encap) {
+		if (rm_bench_cut == RM_CUT_HEADERS || rm_mirror_point(xdp, pkt) < 0)
+			return FRAME_DONE;
+	}
 	if (!pkt->bth_ok) {
 		if (may_hide_request(pkt))
 			unattributed(st, pkt->obs);

@@ -35,6 +35,11 @@ enum rm_bench_cut {
 			     * (bpf_ktime_get_coarse_ns, or the replay clock) */
 	RM_CUT_CONTEXT = 4, /* + the context looked up, or made */
 	RM_CUT_ENGINE = 5,  /* + its window looked up, the engine under its lock */
+	/* Not a step of the table but of the decapsulation's (bench_meter's
+	 * mirror rows): the frame parsed, decapsulated and counted with its
+	 * verdict's statistic, and no mirror session looked up (RM_CUT_PARSE
+	 * less rm_mirror_point()). */
+	RM_CUT_HEADERS = 6,
 };
 
 /* Extra work per request for the breakdown (rm_bench_flags), each measured

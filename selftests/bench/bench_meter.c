@@ -56,7 +56,7 @@
 #include "frames.h"
 
 #define MAX_BATCHES 101
-#define MAX_CASES   80
+#define MAX_CASES   96
 #define PAYLOAD     64
 /* RM_BENCH_EMIT_EACH: runs between two drains, so that the 4 MiB ring
  * buffer never fills (an event takes 152 bytes with its header). */
@@ -927,6 +927,29 @@ static void add_main_cases(int quick, struct bcase **drv_base, struct bcase **dr
 		c->fr = mirror_frames[k];
 		c->fr_len = mirror_frame(mirror_frames[k], sizeof(mirror_frames[k]), (enum mirror_kind)k, &c->bth_off);
 		c->seq_off = k == MK_VXLAN ? 0 : 14 + 20 + 4;
+	}
+	/* The decapsulation's breakdown: the same four frames with the meter
+	 * stopped after the headers (RM_CUT_HEADERS: no mirror session) and
+	 * after the parse and classification (RM_CUT_PARSE: + the session). */
+	for (int k = -1; k <= MK_VXLAN; k++) {
+		static const char *const name[2][4] = {
+			{ "cut: headers only, plain frame ([capture])", "cut: headers only, ERSPAN II frame",
+			  "cut: headers only, ERSPAN III frame", "cut: headers only, VXLAN frame" },
+			{ "cut: + mirror session, plain frame ([capture])", "cut: + mirror session, ERSPAN II frame",
+			  "cut: + mirror session, ERSPAN III frame", "cut: + mirror session, VXLAN frame" },
+		};
+
+		for (int j = 0; j < 2; j++) {
+			c = add(name[j][k + 1], T_DRV_METER, RM_BENCH_INORDER, 1, 1024);
+			c->capture = &mirror_capture;
+			c->cut = j ? RM_CUT_PARSE : RM_CUT_HEADERS;
+			if (k < 0)
+				continue;
+			c->fr = mirror_frames[k];
+			c->fr_len = mirror_frame(mirror_frames[k], sizeof(mirror_frames[k]), (enum mirror_kind)k,
+						 &c->bth_off);
+			c->seq_off = k == MK_VXLAN ? 0 : 14 + 20 + 4;
+		}
 	}
 	for (int i = 0; i < 3; i++) {
 		if (quick && ns_ctx[i] > 1000)
