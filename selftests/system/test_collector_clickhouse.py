@@ -19,6 +19,7 @@ import json
 import os
 import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -649,6 +650,80 @@ def test_outage_under_load(tmp_path, pki):
         # the drops reached ClickHouse too, per session, once it was back
         (d,) = jrows(ch, f"SELECT sum(count) AS n FROM drops WHERE {q} AND kind = 'store'")
         assert d["n"] == dropped
+
+
+def final_session(c, first, n):
+    """One TLS session of n one-report final epochs from epoch first, 100 records per Message."""
+    recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(first, first + n)]
+    tc.send_session(c, tc.templates_msg(), *[tc.data_msg(*recs[i:i + 100], seq=i) for i in range(0, n, 100)])
+
+
+class Attempts(threading.Thread):
+    """A listener on a stopped server's HTTP port that accepts and closes each connection (a server
+    going down or coming up): the times of the sender's attempts."""
+
+    def __init__(self, port):
+        super().__init__(daemon=True)
+        self.sock = socket.create_server(("127.0.0.1", port), reuse_port=False)
+        self.sock.settimeout(0.05)
+        self.times, self.done = [], threading.Event()
+        self.start()
+
+    def run(self):
+        while not self.done.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.times.append(time.monotonic())
+            conn.close()
+        self.sock.close()
+
+    def close(self):
+        self.done.set()
+        self.join()
+
+
+def test_no_drops_once_clickhouse_is_back(tmp_path, pki):
+    """Issue 27: after an outage the collector went on dropping for 6-15 s once ClickHouse was back
+    (the sender's backoff had grown to 5 s). A server that refuses or closes connections is tried
+    every RM_CHSTORE_RETRY_MIN_MS (docs/fleet.md "Writing"): ClickHouse stopped, a session sent
+    (the buffer fills: "store" drops), the port held by a listener that closes each connection for
+    7 s, then ClickHouse started right after one of the sender's attempts, and 1 s later another
+    session: every epoch of it is stored, none counted as dropped."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"back-{os.getpid()}"
+        c = CHCollector(tmp_path, pki, ch, cid, "--metrics", "127.0.0.1:0", "--store-buffer-bytes", "262144")
+        drops = 'rocemeter_collector_resource_drops_total{limit="store"}'
+        q = f"collector_id = '{cid}'"
+        try:
+            final_session(c, 1, 100)
+            wait_for(lambda: jrows(ch, f"SELECT count() AS n FROM epochs WHERE {q}")[0]["n"], "rows in ClickHouse")
+            ch.stop()
+            final_session(c, 1000, 3000)  # about 1 MB of epoch rows into a buffer of 256 KiB
+            wait_for(lambda: metrics(c)[drops] > 0, "store drops while ClickHouse is down")
+            a = Attempts(ch.http)
+            try:
+                time.sleep(7)  # the old backoff doubled to 5 s by now (0.1 + 0.2 + ... + 3.2 s)
+                n = len(a.times)
+                wait_for(lambda: len(a.times) > n, "an attempt of the sender", timeout=10)
+            finally:
+                a.close()
+            ch.start()
+            before = metrics(c)[drops]
+            time.sleep(1)  # the documented bound: RM_CHSTORE_RETRY_MIN_MS, then the rows waiting go
+            final_session(c, 10000, 200)
+            wait_for(lambda: metrics(c)["rocemeter_collector_sessions_open"] == 0, "sessions ended")
+            wait_for(lambda: jrows(ch, f"SELECT count() AS n FROM epochs FINAL WHERE {q} AND session_id = 3"
+                                       " AND isNotNull(retired_ms)")[0]["n"] == 200 or metrics(c)[drops] > before,
+                     "the last session's epochs stored or dropped")
+            assert metrics(c)[drops] == before, c.log()
+            (r,) = jrows(ch, f"SELECT count() AS n FROM epochs FINAL WHERE {q} AND session_id = 3"
+                             " AND outcome = 'complete' AND isNotNull(retired_ms)")
+            assert r["n"] == 200
+        finally:
+            assert c.stop() == 0
 
 
 def test_frozen_clickhouse_drops_count_each_epoch_once(tmp_path, pki):
