@@ -43,6 +43,8 @@ import test_collector as tc  # noqa: E402  the collector harness (TLS 1.3 peers,
 from clickhouse import DATABASE, server, skip_reason  # noqa: E402
 
 WORKLOADS = [(90000, 10), (95000, 1)]
+RUNS = int(os.environ.get("BENCH_RUNS", "1"))
+ONLY_RATIO = os.environ.get("RM_BENCH_CH_RATIO") == "1"  # only the ClickHouse one-collector runs and their reference
 PER_MSG = 500  # records per IPFIX Message (120 octets each)
 WAIT = 600.0
 FINAL, GEN_UNVERIFIED = 0x0001, 0x0020
@@ -103,6 +105,7 @@ def sqlite_check(db, reports):
 
 
 def run(kind, n_col, n_epochs, reports, tmp, pki, ch):
+    """One timed run; prints its figure and returns (records, seconds, the collector IDs' SQL list)."""
     tag = f"{kind}-{n_col}-{n_epochs}x{reports}-{random.getrandbits(32):08x}"
     per = n_epochs // n_col
     data = [stream(1 + i * per, per, reports) for i in range(n_col)]
@@ -113,23 +116,26 @@ def run(kind, n_col, n_epochs, reports, tmp, pki, ch):
         extra = ("--store", ch.url, "--store-credentials", ch.credentials, "--collector-id", f"{tag}-{i}") \
             if kind == "clickhouse" else ()
         cols.append(tc.Collector(d, pki, *extra))
+    ids = ",".join(f"'{tag}-{i}'" for i in range(n_col))
     try:
-        ids = ",".join(f"'{tag}-{i}'" for i in range(n_col))
         threads = [threading.Thread(target=send, args=(c, b)) for c, b in zip(cols, data)]
         t0 = time.monotonic()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        sent = time.monotonic() - t0
         end = t0 + WAIT
         while time.monotonic() < end:
             if kind == "sqlite":
                 if all(sqlite_done(c.db) for c in cols):
                     break
-            elif jrows(ch, f"SELECT count() AS n FROM epochs FINAL WHERE collector_id IN ({ids})"
-                           " AND isNotNull(retired_ms)")[0]["n"] == per * n_col:
+            # rows, not FINAL (a FINAL count merges on read: it cost the server a share of the run);
+            # a retired epoch is written once here, and the outcomes are checked with FINAL below
+            elif jrows(ch, f"SELECT count() AS n FROM epochs WHERE collector_id IN ({ids})"
+                           " AND isNotNull(retired_ms)")[0]["n"] >= per * n_col:
                 break
-            time.sleep(0.01 if kind == "sqlite" else 0.05)  # a FINAL count costs ClickHouse more
+            time.sleep(0.01)
         elapsed = time.monotonic() - t0
         if kind == "sqlite":
             ok = sum(sqlite_check(c.db, reports) for c in cols)
@@ -147,8 +153,32 @@ def run(kind, n_col, n_epochs, reports, tmp, pki, ch):
     n = per * n_col * reports
     store = "ClickHouse (one server)" if kind == "clickhouse" else "SQLite (a file per collector)"
     print(f"collect into {store}, {n_col} collector{'s' if n_col > 1 else ''}, {n_epochs} epochs x {reports} "
-          f"reports, TLS 1.3: {n} records in {elapsed:.3f} s = {n / elapsed:.0f} records/s stored; outcomes "
+          f"reports, TLS 1.3: {n} records in {elapsed:.3f} s (sent in {sent:.3f} s) = {n / elapsed:.0f} records/s "
+          f"stored; outcomes "
           f"checked: {ok} epochs complete", flush=True)
+    return n, elapsed, ids
+
+
+def server_rate(ch, n_epochs, reports, n, elapsed, ids):
+    """The server's own RowBinary INSERT of the rows the collector just wrote: every epochs row of
+    its collector IDs (as stored: SELECT ... FORMAT RowBinary, before FINAL) in one INSERT into
+    epochs_ref, a table AS epochs (same engine), client wall time. Prints both rates and the
+    collector's as a percentage of the server's; returns that percentage."""
+    body = ch.query(f"SELECT * FROM epochs WHERE collector_id IN ({ids}) FORMAT RowBinary", database=DATABASE,
+                    raw=True)
+    rows = jrows(ch, f"SELECT count() AS n FROM epochs WHERE collector_id IN ({ids})")[0]["n"]
+    ch.query("CREATE TABLE IF NOT EXISTS epochs_ref AS epochs", database=DATABASE)
+    ch.query("TRUNCATE TABLE epochs_ref", database=DATABASE)
+    t0 = time.monotonic()
+    ch.query("INSERT INTO epochs_ref FORMAT RowBinary", data=body, database=DATABASE)
+    dt = time.monotonic() - t0
+    got = jrows(ch, "SELECT count() AS n FROM epochs_ref")[0]["n"]
+    assert got == rows, (got, rows)
+    pct = 100.0 * dt / elapsed
+    print(f"ClickHouse server's own RowBinary INSERT of the same {rows} epoch rows ({len(body)} octets, one "
+          f"INSERT), {n_epochs} epochs x {reports} reports: {n / dt:.0f} records/s ({rows / dt:.0f} rows/s); "
+          f"collector / server {pct:.1f} %", flush=True)
+    return pct
 
 
 def formats(ch, n=100000):
@@ -220,11 +250,22 @@ def main():
             if r.returncode:
                 print(r.stderr, file=sys.stderr)
                 return 1
-            formats(ch)
-            for n_epochs, reports in WORKLOADS:
-                for n_col in (1, 2):
-                    for kind in ("sqlite", "clickhouse"):
-                        run(kind, n_col, n_epochs, reports, tmp, pki, ch)
+            if not ONLY_RATIO:
+                formats(ch)
+            pcts = {w: [] for w in WORKLOADS}
+            for _ in range(RUNS):  # the workloads and the two measurements alternate
+                for n_epochs, reports in WORKLOADS:
+                    for n_col in (1,) if ONLY_RATIO else (1, 2):
+                        for kind in ("clickhouse",) if ONLY_RATIO else ("sqlite", "clickhouse"):
+                            n, elapsed, ids = run(kind, n_col, n_epochs, reports, tmp, pki, ch)
+                            if kind == "clickhouse" and n_col == 1:
+                                pcts[(n_epochs, reports)].append(
+                                    server_rate(ch, n_epochs, reports, n, elapsed, ids))
+            for (n_epochs, reports), p in pcts.items():
+                p.sort()
+                print(f"ClickHouse, 1 collector, {n_epochs} epochs x {reports} reports: collector / server "
+                      f"median {p[len(p) // 2]:.1f} % (min {p[0]:.1f}, max {p[-1]:.1f}, {len(p)} runs)",
+                      flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
