@@ -32,6 +32,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_collector as tc  # noqa: E402  the IPFIX vectors and the collector harness
 from clickhouse import DATABASE, cluster, server, skip_reason  # noqa: E402
+from collector_proc import freeze, kill9, kill_while_reading, reap  # noqa: E402
 
 ROOT = tc.ROOT
 BIN = tc.BIN
@@ -292,7 +293,7 @@ def test_kill_while_reading_loses_nothing_uncounted(tmp_path, pki, ch1, trial):
     ClickHouse or a counted `collector-crash` drop of its session; silent loss 0."""
     import random
 
-    from test_collector_store import epoch_stream, kill_while_reading
+    from test_collector_store import epoch_stream
 
     rnd = random.Random(trial)
     n = 100000 if trial == 2 else 30000  # trial 2: long enough for batches to reach ClickHouse first
@@ -301,7 +302,8 @@ def test_kill_while_reading_loses_nothing_uncounted(tmp_path, pki, ch1, trial):
     (tmp_path / "b").mkdir()
     c = CHCollector(tmp_path / "a", pki, ch1, cid, plain=True)
     size = len(epoch_stream(100)[0])
-    read, partial, sent = kill_while_reading(c, n, rnd.randrange(n // 100 // 10, n // 100 * 9 // 10) * size)
+    read, partial, sent = kill_while_reading(c, tc.templates_msg(), epoch_stream(n),
+                                             rnd.randrange(n // 100 // 10, n // 100 * 9 // 10) * size)
     jdir = os.path.join(c.spool, spool_name(ch1.url, cid)[:-len(".spool")] + ".received")
     assert os.listdir(jdir) == ["1"], "the dead run's journal file of session 1"
     c2 = CHCollector(tmp_path / "b", pki, ch1, cid, spool=c.spool, plain=True)
@@ -351,13 +353,11 @@ def test_kill_under_rocemeter_exporter_loses_nothing_uncounted(tmp_path, pki, ch
             d.submit(1000)
             time.sleep(0.02)
         if trial % 2:
-            os.kill(c.proc.pid, signal.SIGSTOP)
+            freeze(c)
             for _ in range(3):
                 d.submit(5000)
             time.sleep(0.4)
-        c.proc.send_signal(signal.SIGKILL)
-        c.proc.wait(timeout=WAIT)
-        c.err.close()
+        kill9(c)
         c2 = CHCollector(tmp_path / "b", pki, ch1, cid, spool=c.spool, port=c.port)
         try:
             assert d.session(timeout_ms=60000) == 2
@@ -370,9 +370,7 @@ def test_kill_under_rocemeter_exporter_loses_nothing_uncounted(tmp_path, pki, ch
             assert c2.stop() == 0
     finally:
         d.close()
-        if c.proc.poll() is None:  # a failure before the kill: never leave it running
-            c.proc.kill()
-            c.proc.wait()
+        reap(c)  # a failure before the kill: never leave it running
     s1, s2 = jrows(ch1, f"SELECT * FROM sessions FINAL WHERE {q} ORDER BY id")
     drops = {r["kind"]: r["n"] for r in jrows(ch1, f"SELECT kind, toUInt64(sum(count)) AS n FROM drops"
                                                     f" WHERE {q} AND session_id = 1 GROUP BY kind")}
@@ -431,10 +429,7 @@ def test_restart_after_kill_as_sqlite(tmp_path, pki, ch1, request):
                                             " AND session_id = 2")) == 2 and
                      len(jrows(ch1, f"SELECT id FROM sessions FINAL WHERE collector_id = '{cid}'")) == 2,
                      "epochs in ClickHouse")
-        c.proc.kill()
-        c.proc.wait()
-        c.err.close()
-        s.close()
+        kill9(c, s)
         c = start()
         assert c.stop() == 0
         if kind == "sqlite":
@@ -581,9 +576,7 @@ def test_cluster_restart_reuses_no_id(tmp_path, pki):
             waiting = [f for _, _, fs in os.walk(queued) for f in fs if f.endswith(".bin")]
             return on_b or waiting
         wait_for(sent, "the first session written")
-        c.proc.kill()
-        c.proc.wait()
-        c.err.close()
+        kill9(c)
         c = CHCollector(d, pki, a, cid)
         tc.send_session(c, tc.templates_msg(), tc.data_msg(tc.later(tc.report(epoch=2, rid=1), 1, final=True)))
         assert c.stop() == 0
