@@ -22,7 +22,18 @@ Also measured, for the choice of the writer's input format: one INSERT of
 TabSeparated and JSONEachRow, client wall time, best of 5 rounds in which
 the formats take turns.
 
+The figure issue 29 asks for: with one collector, the server's own rate for
+the same rows in the same run. After each ClickHouse run with one collector,
+every epochs row it wrote (merges of epochs stopped during the run, so that
+every version stays) is read back in RowBinary and inserted again in one
+INSERT into epochs_ref (AS epochs), client wall time; the collector's
+records/s as a percentage of the server's for the same records is printed,
+and the median over the runs.
+
 Usage: bench_collect_clickhouse.py   (as root, from the repository root)
+  BENCH_RUNS=N              rounds (default 1)
+  RM_BENCH_CH_RATIO=1       only the ClickHouse one-collector runs and their reference
+  RM_BENCH_COLLECTOR=PATH   another build's rocemeter, run in turn with this one
 Prints lines "LABEL: ... N records/s" (scripts/bench gathers them).
 """
 import json
@@ -45,6 +56,7 @@ from clickhouse import DATABASE, server, skip_reason  # noqa: E402
 WORKLOADS = [(90000, 10), (95000, 1)]
 RUNS = int(os.environ.get("BENCH_RUNS", "1"))
 ONLY_RATIO = os.environ.get("RM_BENCH_CH_RATIO") == "1"  # only the ClickHouse one-collector runs and their reference
+OTHER = os.environ.get("RM_BENCH_COLLECTOR")  # another build's rocemeter, run in turn with this one
 PER_MSG = 500  # records per IPFIX Message (120 octets each)
 WAIT = 600.0
 FINAL, GEN_UNVERIFIED = 0x0001, 0x0020
@@ -254,23 +266,28 @@ def main():
                 return 1
             if not ONLY_RATIO:
                 formats(ch)
-            pcts = {w: [] for w in WORKLOADS}
-            for _ in range(RUNS):  # the workloads and the two measurements alternate
+            builds = [("this build", tc.BIN)] + ([("other build", OTHER)] if OTHER else [])
+            pcts = {}
+            for r in range(RUNS):  # the workloads, the builds and the two measurements alternate
                 for n_epochs, reports in WORKLOADS:
-                    for n_col in (1,) if ONLY_RATIO else (1, 2):
-                        for kind in ("clickhouse",) if ONLY_RATIO else ("sqlite", "clickhouse"):
-                            ref = kind == "clickhouse" and n_col == 1
-                            if ref:  # the versions it writes must stay to be read back (see server_rate)
-                                ch.query(f"SYSTEM STOP MERGES {DATABASE}.epochs")
-                            n, elapsed, ids = run(kind, n_col, n_epochs, reports, tmp, pki, ch)
-                            if ref:
-                                pcts[(n_epochs, reports)].append(
-                                    server_rate(ch, n_epochs, reports, n, elapsed, ids))
-                                ch.query(f"SYSTEM START MERGES {DATABASE}.epochs")
-            for (n_epochs, reports), p in pcts.items():
+                    for build, path in builds if r % 2 == 0 else builds[::-1]:
+                        tc.BIN = path
+                        if OTHER:
+                            print(f"{build}:", flush=True)
+                        for n_col in (1,) if ONLY_RATIO else (1, 2):
+                            for kind in ("clickhouse",) if ONLY_RATIO else ("sqlite", "clickhouse"):
+                                ref = kind == "clickhouse" and n_col == 1
+                                if ref:  # the versions it writes must stay to be read back (see server_rate)
+                                    ch.query(f"SYSTEM STOP MERGES {DATABASE}.epochs")
+                                n, elapsed, ids = run(kind, n_col, n_epochs, reports, tmp, pki, ch)
+                                if ref:
+                                    pcts.setdefault((n_epochs, reports, build), []).append(
+                                        server_rate(ch, n_epochs, reports, n, elapsed, ids))
+                                    ch.query(f"SYSTEM START MERGES {DATABASE}.epochs")
+            for (n_epochs, reports, build), p in pcts.items():
                 p.sort()
-                print(f"ClickHouse, 1 collector, {n_epochs} epochs x {reports} reports: collector / server "
-                      f"median {p[len(p) // 2]:.1f} % (min {p[0]:.1f}, max {p[-1]:.1f}, {len(p)} runs)",
+                print(f"ClickHouse, 1 collector ({build}), {n_epochs} epochs x {reports} reports: collector / "
+                      f"server median {p[len(p) // 2]:.1f} % (min {p[0]:.1f}, max {p[-1]:.1f}, {len(p)} runs)",
                       flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

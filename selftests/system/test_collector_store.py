@@ -45,6 +45,7 @@ import urllib.request
 
 import pytest
 
+from collector_proc import freeze, kill9, kill_while_reading, reap
 from test_collector import (BIN, COLLECTOR, EXPORTER, V6, WAIT, Collector, close_tls, data_msg, epochs, free_port, later, pki,
                             report, templates_msg)
 
