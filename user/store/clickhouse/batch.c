@@ -148,11 +148,15 @@ static void serialize_live(struct rm_chstore *cs)
 	g_ptr_array_set_size(cs->live, kept);
 }
 
-/* Queue the current batch as it is for the sender and start a new one. -1 on out of memory. */
-int rm_chs_handoff_rows(struct rm_chstore *cs)
+/* Give the batch to the sender and start a new one. -1 on out of memory. */
+int rm_chs_handoff(struct rm_chstore *cs)
 {
 	struct batch *b, *fresh;
 
+	serialize_live(cs);
+	serialize_sessions(cs);
+	serialize_drops(cs);
+	cs->last_handoff_ms = rm_clock_mono_ms();
 	b = cs->cur;
 	b->bytes = rm_chs_batch_size(b);
 	if (!b->bytes)
@@ -169,14 +173,4 @@ int rm_chs_handoff_rows(struct rm_chstore *cs)
 	pthread_cond_signal(&cs->cv);
 	pthread_mutex_unlock(&cs->mu);
 	return 0;
-}
-
-/* Give the batch to the sender with what changed (live epochs, sessions, drops); a new one. -1 on out of memory. */
-int rm_chs_handoff(struct rm_chstore *cs)
-{
-	serialize_live(cs);
-	serialize_sessions(cs);
-	serialize_drops(cs);
-	cs->last_handoff_ms = rm_clock_mono_ms();
-	return rm_chs_handoff_rows(cs);
 }

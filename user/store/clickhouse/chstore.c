@@ -210,11 +210,6 @@ static int ch_epoch(void *p, struct rm_epoch *e)
 	}
 	rm_chstore_epoch_row(cs->cur->body[T_EPOCHS], cs->id, e, rm_chs_next_version(cs));
 	cs->cur->retired++;
-	/* A session's end retires its epochs in one go: their rows go in batches of RM_CHSTORE_FLUSH_BYTES
-	 * while the rest are retired, instead of one INSERT after the last (the live epochs waiting are
-	 * not written: most are retired next). */
-	if (cs->cur->body[T_EPOCHS]->len >= RM_CHSTORE_FLUSH_BYTES)
-		return rm_chs_handoff_rows(cs) < 0 ? -1 : 0;
 	return 0;
 }
 

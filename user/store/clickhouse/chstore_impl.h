@@ -136,8 +136,6 @@ uint64_t rm_chs_queued(struct rm_chstore *cs);
 int rm_chs_room(struct rm_chstore *cs, size_t more);
 /* Serialize what changed (live epochs, sessions, drops) into the batch being built and queue it. 0 or -1. */
 int rm_chs_handoff(struct rm_chstore *cs);
-/* Queue the batch being built as it is (rows already serialized, nothing else). 0 or -1. */
-int rm_chs_handoff_rows(struct rm_chstore *cs);
 
 /* drops.c */
 /* Count a collector resource drop of kind for a session. 0 or -1. */
