@@ -682,7 +682,7 @@ def test_no_drops_once_clickhouse_is_back(tmp_path, pki):
     (the sender's backoff had grown to 5 s). A server that refuses or closes connections is tried
     every RM_CHSTORE_RETRY_MIN_MS (docs/fleet.md "Writing"): ClickHouse stopped, a session sent
     (the buffer fills: "store" drops), the port held by a listener that closes each connection for
-    7 s, then ClickHouse started right after one of the sender's attempts, and 1 s later another
+    7 s, then ClickHouse started right after one of the sender's attempts, and 2 s later another
     session: every epoch of it is stored, none counted as dropped."""
     with server(tmp_path / "ch") as ch:
         store_init(ch)
@@ -705,7 +705,9 @@ def test_no_drops_once_clickhouse_is_back(tmp_path, pki):
                 a.close()
             ch.start()
             before = metrics(c)[drops]
-            time.sleep(1)  # the documented bound: RM_CHSTORE_RETRY_MIN_MS, then the rows waiting go
+            # the documented bound: RM_CHSTORE_RETRY_MIN_MS, then the INSERT of the rows waiting; with
+            # margin for a loaded machine, and well before the old backoff's next attempt (5 s)
+            time.sleep(2)
             final_session(c, 10000, 200)
             wait_for(lambda: metrics(c)["rocemeter_collector_sessions_open"] == 0, "sessions ended")
             wait_for(lambda: jrows(ch, f"SELECT count() AS n FROM epochs FINAL WHERE {q} AND session_id = 3"
