@@ -22,7 +22,18 @@ Also measured, for the choice of the writer's input format: one INSERT of
 TabSeparated and JSONEachRow, client wall time, best of 5 rounds in which
 the formats take turns.
 
+The figure issue 29 asks for: with one collector, the server's own rate for
+the same rows in the same run. After each ClickHouse run with one collector,
+every epochs row it wrote (merges of epochs stopped during the run, so that
+every version stays) is read back in RowBinary and inserted again in one
+INSERT into epochs_ref (AS epochs), client wall time; the collector's
+records/s as a percentage of the server's for the same records is printed,
+and the median over the runs.
+
 Usage: bench_collect_clickhouse.py   (as root, from the repository root)
+  BENCH_RUNS=N              rounds (default 1)
+  RM_BENCH_CH_RATIO=1       only the ClickHouse one-collector runs and their reference
+  RM_BENCH_COLLECTOR=PATH   another build's rocemeter, run in turn with this one
 Prints lines "LABEL: ... N records/s" (scripts/bench gathers them).
 """
 import json
@@ -43,6 +54,9 @@ import test_collector as tc  # noqa: E402  the collector harness (TLS 1.3 peers,
 from clickhouse import DATABASE, server, skip_reason  # noqa: E402
 
 WORKLOADS = [(90000, 10), (95000, 1)]
+RUNS = int(os.environ.get("BENCH_RUNS", "1"))
+ONLY_RATIO = os.environ.get("RM_BENCH_CH_RATIO") == "1"  # only the ClickHouse one-collector runs and their reference
+OTHER = os.environ.get("RM_BENCH_COLLECTOR")  # another build's rocemeter, run in turn with this one
 PER_MSG = 500  # records per IPFIX Message (120 octets each)
 WAIT = 600.0
 FINAL, GEN_UNVERIFIED = 0x0001, 0x0020
@@ -103,6 +117,7 @@ def sqlite_check(db, reports):
 
 
 def run(kind, n_col, n_epochs, reports, tmp, pki, ch):
+    """One timed run; prints its figure and returns (records, seconds, the collector IDs' SQL list)."""
     tag = f"{kind}-{n_col}-{n_epochs}x{reports}-{random.getrandbits(32):08x}"
     per = n_epochs // n_col
     data = [stream(1 + i * per, per, reports) for i in range(n_col)]
@@ -113,23 +128,26 @@ def run(kind, n_col, n_epochs, reports, tmp, pki, ch):
         extra = ("--store", ch.url, "--store-credentials", ch.credentials, "--collector-id", f"{tag}-{i}") \
             if kind == "clickhouse" else ()
         cols.append(tc.Collector(d, pki, *extra))
+    ids = ",".join(f"'{tag}-{i}'" for i in range(n_col))
     try:
-        ids = ",".join(f"'{tag}-{i}'" for i in range(n_col))
         threads = [threading.Thread(target=send, args=(c, b)) for c, b in zip(cols, data)]
         t0 = time.monotonic()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        sent = time.monotonic() - t0
         end = t0 + WAIT
         while time.monotonic() < end:
             if kind == "sqlite":
                 if all(sqlite_done(c.db) for c in cols):
                     break
-            elif jrows(ch, f"SELECT count() AS n FROM epochs FINAL WHERE collector_id IN ({ids})"
-                           " AND isNotNull(retired_ms)")[0]["n"] == per * n_col:
+            # rows, not FINAL (a FINAL count merges on read: it cost the server a share of the run);
+            # a retired epoch is written once here, and the outcomes are checked with FINAL below
+            elif jrows(ch, f"SELECT count() AS n FROM epochs WHERE collector_id IN ({ids})"
+                           " AND isNotNull(retired_ms)")[0]["n"] >= per * n_col:
                 break
-            time.sleep(0.01 if kind == "sqlite" else 0.05)  # a FINAL count costs ClickHouse more
+            time.sleep(0.01)
         elapsed = time.monotonic() - t0
         if kind == "sqlite":
             ok = sum(sqlite_check(c.db, reports) for c in cols)
@@ -147,8 +165,34 @@ def run(kind, n_col, n_epochs, reports, tmp, pki, ch):
     n = per * n_col * reports
     store = "ClickHouse (one server)" if kind == "clickhouse" else "SQLite (a file per collector)"
     print(f"collect into {store}, {n_col} collector{'s' if n_col > 1 else ''}, {n_epochs} epochs x {reports} "
-          f"reports, TLS 1.3: {n} records in {elapsed:.3f} s = {n / elapsed:.0f} records/s stored; outcomes "
+          f"reports, TLS 1.3: {n} records in {elapsed:.3f} s (sent in {sent:.3f} s) = {n / elapsed:.0f} records/s "
+          f"stored; outcomes "
           f"checked: {ok} epochs complete", flush=True)
+    return n, elapsed, ids
+
+
+def server_rate(ch, n_epochs, reports, n, elapsed, ids):
+    """The server's own RowBinary INSERT of the rows the collector just wrote: every epochs row of
+    its collector IDs (every version: merges of epochs are stopped during the collector's run and
+    this INSERT, so that none is merged away; SELECT ... FORMAT RowBinary) in one INSERT into
+    epochs_ref, a table AS epochs (same engine, merges stopped too), client wall time. Prints both rates and the
+    collector's as a percentage of the server's; returns that percentage."""
+    body = ch.query(f"SELECT * FROM epochs WHERE collector_id IN ({ids}) FORMAT RowBinary", database=DATABASE,
+                    raw=True)
+    rows = jrows(ch, f"SELECT count() AS n FROM epochs WHERE collector_id IN ({ids})")[0]["n"]
+    ch.query("CREATE TABLE IF NOT EXISTS epochs_ref AS epochs", database=DATABASE)
+    ch.query("TRUNCATE TABLE epochs_ref", database=DATABASE)
+    ch.query(f"SYSTEM STOP MERGES {DATABASE}.epochs_ref")
+    t0 = time.monotonic()
+    ch.query("INSERT INTO epochs_ref FORMAT RowBinary", data=body, database=DATABASE)
+    dt = time.monotonic() - t0
+    got = jrows(ch, "SELECT count() AS n FROM epochs_ref")[0]["n"]
+    assert got == rows, (got, rows)
+    pct = 100.0 * dt / elapsed
+    print(f"ClickHouse server's own RowBinary INSERT of the same {rows} epoch rows ({len(body)} octets, one "
+          f"INSERT), {n_epochs} epochs x {reports} reports: {n / dt:.0f} records/s ({rows / dt:.0f} rows/s); "
+          f"collector / server {pct:.1f} %", flush=True)
+    return pct
 
 
 def formats(ch, n=100000):
@@ -220,11 +264,31 @@ def main():
             if r.returncode:
                 print(r.stderr, file=sys.stderr)
                 return 1
-            formats(ch)
-            for n_epochs, reports in WORKLOADS:
-                for n_col in (1, 2):
-                    for kind in ("sqlite", "clickhouse"):
-                        run(kind, n_col, n_epochs, reports, tmp, pki, ch)
+            if not ONLY_RATIO:
+                formats(ch)
+            builds = [("this build", tc.BIN)] + ([("other build", OTHER)] if OTHER else [])
+            pcts = {}
+            for r in range(RUNS):  # the workloads, the builds and the two measurements alternate
+                for n_epochs, reports in WORKLOADS:
+                    for build, path in builds if r % 2 == 0 else builds[::-1]:
+                        tc.BIN = path
+                        if OTHER:
+                            print(f"{build}:", flush=True)
+                        for n_col in (1,) if ONLY_RATIO else (1, 2):
+                            for kind in ("clickhouse",) if ONLY_RATIO else ("sqlite", "clickhouse"):
+                                ref = kind == "clickhouse" and n_col == 1
+                                if ref:  # the versions it writes must stay to be read back (see server_rate)
+                                    ch.query(f"SYSTEM STOP MERGES {DATABASE}.epochs")
+                                n, elapsed, ids = run(kind, n_col, n_epochs, reports, tmp, pki, ch)
+                                if ref:
+                                    pcts.setdefault((n_epochs, reports, build), []).append(
+                                        server_rate(ch, n_epochs, reports, n, elapsed, ids))
+                                    ch.query(f"SYSTEM START MERGES {DATABASE}.epochs")
+            for (n_epochs, reports, build), p in pcts.items():
+                p.sort()
+                print(f"ClickHouse, 1 collector ({build}), {n_epochs} epochs x {reports} reports: collector / "
+                      f"server median {p[len(p) // 2]:.1f} % (min {p[0]:.1f}, max {p[-1]:.1f}, {len(p)} runs)",
+                      flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

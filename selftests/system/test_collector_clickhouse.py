@@ -19,6 +19,7 @@ import json
 import os
 import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -31,6 +32,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_collector as tc  # noqa: E402  the IPFIX vectors and the collector harness
 from clickhouse import DATABASE, cluster, server, skip_reason  # noqa: E402
+from collector_proc import freeze, kill9, kill_while_reading, reap  # noqa: E402
 
 ROOT = tc.ROOT
 BIN = tc.BIN
@@ -291,7 +293,7 @@ def test_kill_while_reading_loses_nothing_uncounted(tmp_path, pki, ch1, trial):
     ClickHouse or a counted `collector-crash` drop of its session; silent loss 0."""
     import random
 
-    from test_collector_store import epoch_stream, kill_while_reading
+    from test_collector_store import epoch_stream
 
     rnd = random.Random(trial)
     n = 100000 if trial == 2 else 30000  # trial 2: long enough for batches to reach ClickHouse first
@@ -300,7 +302,8 @@ def test_kill_while_reading_loses_nothing_uncounted(tmp_path, pki, ch1, trial):
     (tmp_path / "b").mkdir()
     c = CHCollector(tmp_path / "a", pki, ch1, cid, plain=True)
     size = len(epoch_stream(100)[0])
-    read, partial, sent = kill_while_reading(c, n, rnd.randrange(n // 100 // 10, n // 100 * 9 // 10) * size)
+    read, partial, sent = kill_while_reading(c, tc.templates_msg(), epoch_stream(n),
+                                             rnd.randrange(n // 100 // 10, n // 100 * 9 // 10) * size)
     jdir = os.path.join(c.spool, spool_name(ch1.url, cid)[:-len(".spool")] + ".received")
     assert os.listdir(jdir) == ["1"], "the dead run's journal file of session 1"
     c2 = CHCollector(tmp_path / "b", pki, ch1, cid, spool=c.spool, plain=True)
@@ -350,13 +353,11 @@ def test_kill_under_rocemeter_exporter_loses_nothing_uncounted(tmp_path, pki, ch
             d.submit(1000)
             time.sleep(0.02)
         if trial % 2:
-            os.kill(c.proc.pid, signal.SIGSTOP)
+            freeze(c)
             for _ in range(3):
                 d.submit(5000)
             time.sleep(0.4)
-        c.proc.send_signal(signal.SIGKILL)
-        c.proc.wait(timeout=WAIT)
-        c.err.close()
+        kill9(c)
         c2 = CHCollector(tmp_path / "b", pki, ch1, cid, spool=c.spool, port=c.port)
         try:
             assert d.session(timeout_ms=60000) == 2
@@ -369,9 +370,7 @@ def test_kill_under_rocemeter_exporter_loses_nothing_uncounted(tmp_path, pki, ch
             assert c2.stop() == 0
     finally:
         d.close()
-        if c.proc.poll() is None:  # a failure before the kill: never leave it running
-            c.proc.kill()
-            c.proc.wait()
+        reap(c)  # a failure before the kill: never leave it running
     s1, s2 = jrows(ch1, f"SELECT * FROM sessions FINAL WHERE {q} ORDER BY id")
     drops = {r["kind"]: r["n"] for r in jrows(ch1, f"SELECT kind, toUInt64(sum(count)) AS n FROM drops"
                                                     f" WHERE {q} AND session_id = 1 GROUP BY kind")}
@@ -430,10 +429,7 @@ def test_restart_after_kill_as_sqlite(tmp_path, pki, ch1, request):
                                             " AND session_id = 2")) == 2 and
                      len(jrows(ch1, f"SELECT id FROM sessions FINAL WHERE collector_id = '{cid}'")) == 2,
                      "epochs in ClickHouse")
-        c.proc.kill()
-        c.proc.wait()
-        c.err.close()
-        s.close()
+        kill9(c, s)
         c = start()
         assert c.stop() == 0
         if kind == "sqlite":
@@ -580,9 +576,7 @@ def test_cluster_restart_reuses_no_id(tmp_path, pki):
             waiting = [f for _, _, fs in os.walk(queued) for f in fs if f.endswith(".bin")]
             return on_b or waiting
         wait_for(sent, "the first session written")
-        c.proc.kill()
-        c.proc.wait()
-        c.err.close()
+        kill9(c)
         c = CHCollector(d, pki, a, cid)
         tc.send_session(c, tc.templates_msg(), tc.data_msg(tc.later(tc.report(epoch=2, rid=1), 1, final=True)))
         assert c.stop() == 0
@@ -649,6 +643,82 @@ def test_outage_under_load(tmp_path, pki):
         # the drops reached ClickHouse too, per session, once it was back
         (d,) = jrows(ch, f"SELECT sum(count) AS n FROM drops WHERE {q} AND kind = 'store'")
         assert d["n"] == dropped
+
+
+def final_session(c, first, n):
+    """One TLS session of n one-report final epochs from epoch first, 100 records per Message."""
+    recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(first, first + n)]
+    tc.send_session(c, tc.templates_msg(), *[tc.data_msg(*recs[i:i + 100], seq=i) for i in range(0, n, 100)])
+
+
+class Attempts(threading.Thread):
+    """A listener on a stopped server's HTTP port that accepts and closes each connection (a server
+    going down or coming up): the times of the sender's attempts."""
+
+    def __init__(self, port):
+        super().__init__(daemon=True)
+        self.sock = socket.create_server(("127.0.0.1", port), reuse_port=False)
+        self.sock.settimeout(0.05)
+        self.times, self.done = [], threading.Event()
+        self.start()
+
+    def run(self):
+        while not self.done.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.times.append(time.monotonic())
+            conn.close()
+        self.sock.close()
+
+    def close(self):
+        self.done.set()
+        self.join()
+
+
+def test_no_drops_once_clickhouse_is_back(tmp_path, pki):
+    """Issue 27: after an outage the collector went on dropping for 6-15 s once ClickHouse was back
+    (the sender's backoff had grown to 5 s). A server that refuses or closes connections is tried
+    every RM_CHSTORE_RETRY_MIN_MS (docs/fleet.md "Writing"): ClickHouse stopped, a session sent
+    (the buffer fills: "store" drops), the port held by a listener that closes each connection for
+    7 s, then ClickHouse started right after one of the sender's attempts, and 2 s later another
+    session: every epoch of it is stored, none counted as dropped."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"back-{os.getpid()}"
+        c = CHCollector(tmp_path, pki, ch, cid, "--metrics", "127.0.0.1:0", "--store-buffer-bytes", "262144")
+        drops = 'rocemeter_collector_resource_drops_total{limit="store"}'
+        q = f"collector_id = '{cid}'"
+        try:
+            final_session(c, 1, 100)
+            wait_for(lambda: jrows(ch, f"SELECT count() AS n FROM epochs WHERE {q}")[0]["n"], "rows in ClickHouse")
+            ch.stop()
+            final_session(c, 1000, 3000)  # about 1 MB of epoch rows into a buffer of 256 KiB
+            wait_for(lambda: metrics(c)[drops] > 0, "store drops while ClickHouse is down")
+            a = Attempts(ch.http)
+            try:
+                time.sleep(7)  # the old backoff doubled to 5 s by now (0.1 + 0.2 + ... + 3.2 s)
+                n = len(a.times)
+                wait_for(lambda: len(a.times) > n, "an attempt of the sender", timeout=10)
+            finally:
+                a.close()
+            ch.start()
+            before = metrics(c)[drops]
+            # the documented bound: RM_CHSTORE_RETRY_MIN_MS, then the INSERT of the rows waiting; with
+            # margin for a loaded machine, and well before the old backoff's next attempt (5 s)
+            time.sleep(2)
+            final_session(c, 10000, 200)
+            wait_for(lambda: metrics(c)["rocemeter_collector_sessions_open"] == 0, "sessions ended")
+            wait_for(lambda: jrows(ch, f"SELECT count() AS n FROM epochs FINAL WHERE {q} AND session_id = 3"
+                                       " AND isNotNull(retired_ms)")[0]["n"] == 200 or metrics(c)[drops] > before,
+                     "the last session's epochs stored or dropped")
+            assert metrics(c)[drops] == before, c.log()
+            (r,) = jrows(ch, f"SELECT count() AS n FROM epochs FINAL WHERE {q} AND session_id = 3"
+                             " AND outcome = 'complete' AND isNotNull(retired_ms)")
+            assert r["n"] == 200
+        finally:
+            assert c.stop() == 0
 
 
 def test_frozen_clickhouse_drops_count_each_epoch_once(tmp_path, pki):

@@ -33,22 +33,19 @@ IPFIX Messages are written by hand (the helpers of test_collector.py,
 from RFC 7011 and [SEQOBS]); expected values come from what was sent.
 Needs root for the tmpfs mount (the other tests do not).
 """
-import fcntl
 import ipaddress
 import os
 import random
 import re
 import shutil
-import signal
 import sqlite3
-import struct
 import subprocess
-import termios
 import time
 import urllib.request
 
 import pytest
 
+from collector_proc import freeze, kill9, kill_while_reading, reap
 from test_collector import (BIN, COLLECTOR, EXPORTER, V6, WAIT, Collector, close_tls, data_msg, epochs, free_port, later, pki,
                             report, templates_msg)
 
@@ -303,10 +300,7 @@ def test_restart_after_kill_retires_open_epochs(tmp_path, pki):
     s.sendall(templates_msg() + data_msg(report(epoch=1, rid=1), later(report(epoch=1, rid=1), 2), r_final,
                                          later(r_final, 2, final=True)))
     c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE last_report_id = 2") == 2, "epochs committed")
-    c.proc.send_signal(signal.SIGKILL)
-    c.proc.wait(timeout=WAIT)
-    s.close()
-    c.err.close()
+    kill9(c, s)
     assert c.query("SELECT ended_ms FROM sessions")[0]["ended_ms"] is None  # the dead run left it open
 
     c2 = start(db, tmp_path, pki)
@@ -333,68 +327,6 @@ def test_restart_after_kill_retires_open_epochs(tmp_path, pki):
 
 # ------------------------------------------------------------ kill -9 while reading: nothing read is lost uncounted
 
-def unread_octets(port):
-    """Octets the kernel holds for the collector's end of its connection on port (Recv-Q, from ss)."""
-    out = subprocess.run(["ss", "-tnH", "state", "established", f"( sport = :{port} )"], capture_output=True,
-                         text=True, check=True).stdout.split()
-    assert out, "no established connection of the collector"
-    return int(out[0])
-
-
-def send_then_freeze(c, s, payload, freeze_at):
-    """Send payload on the non-blocking socket s in paced chunks (so that the collector reads as it
-    goes); once freeze_at octets are out, SIGSTOP the collector and go on until the kernel takes no
-    more (its buffers full) or everything is out. The octets the socket took."""
-    s.setblocking(False)
-    sent, frozen, stuck_since = 0, False, None
-    while sent < len(payload):
-        if not frozen and sent >= freeze_at:
-            os.kill(c.proc.pid, signal.SIGSTOP)
-            frozen = True
-        try:
-            sent += s.send(payload[sent:sent + 16384])
-            stuck_since = None
-            if not frozen:
-                time.sleep(0.0005)
-        except BlockingIOError:
-            if frozen and stuck_since is not None and time.monotonic() - stuck_since > 0.5:
-                break
-            stuck_since = stuck_since or time.monotonic()
-            time.sleep(0.001)
-    if not frozen:
-        os.kill(c.proc.pid, signal.SIGSTOP)
-    time.sleep(0.3)  # loopback: what is in flight has arrived
-    return sent
-
-
-def kill_while_reading(c, n_records, freeze_at, ready=None, before_kill=None):
-    """A plain-TCP session of Templates then n_records records (one per epoch, 100 per Message, every
-    Message the same length) sent until the collector is frozen (SIGSTOP) at freeze_at octets of them,
-    then kill -9. Returns the records the collector had read in whole Messages, computed from the
-    socket's queues (the exporter's octets not acknowledged, TIOCOUTQ; the collector's unread ones, ss),
-    the octets of a Message it had read in part, and the records sent."""
-    msgs = epoch_stream(n_records)
-    assert len({len(m) for m in msgs}) == 1
-    size = len(msgs[0])
-    s = c.connect("plain")
-    s.sendall(templates_msg())
-    c.wait_for(lambda: "started (plain TCP" in c.log(), "the session admitted")
-    if ready:
-        ready()
-    sent = send_then_freeze(c, s, b"".join(msgs), freeze_at)
-    unacked = struct.unpack("i", fcntl.ioctl(s.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0]
-    unread = unread_octets(c.port)
-    read = sent - unacked - unread  # of the data Messages (the Templates were read before)
-    assert 0 <= read <= sent, (sent, unacked, unread)
-    if before_kill:
-        before_kill()
-    c.proc.send_signal(signal.SIGKILL)
-    c.proc.wait(timeout=WAIT)
-    s.close()
-    c.err.close()
-    return (read // size) * 100, read % size, sent // size * 100
-
-
 def crash_counts(c):
     """After the restart: the records of session 1 in the store (one accepted report per epoch), its
     'collector-crash' drops, its row (or None)."""
@@ -414,7 +346,8 @@ def test_kill_while_reading_loses_nothing_uncounted(tmp_path, pki, trial):
     db = tmp_path / "c.db"
     c = start(db, tmp_path, pki, "--plain-tcp")
     size = len(epoch_stream(100)[0])
-    read, partial, sent = kill_while_reading(c, n, rnd.randrange(n // 100 // 10, n // 100 * 9 // 10) * size)
+    read, partial, sent = kill_while_reading(c, templates_msg(), epoch_stream(n),
+                                             rnd.randrange(n // 100 // 10, n // 100 * 9 // 10) * size)
     c2 = start(db, tmp_path, pki, "--plain-tcp")
     try:
         stored, dropped, sess = crash_counts(c2)
@@ -441,7 +374,8 @@ def test_kill_after_journal_rotation(tmp_path, pki):
     def journal_size():
         sizes.append(os.path.getsize(str(db) + ".received/1"))
 
-    read, partial, sent = kill_while_reading(c, n, n // 100 * 9 // 10 * size, before_kill=journal_size)
+    read, partial, sent = kill_while_reading(c, templates_msg(), epoch_stream(n), n // 100 * 9 // 10 * size,
+                                             before_kill=journal_size)
     c2 = start(db, tmp_path, pki, "--plain-tcp")
     try:
         stored, dropped, sess = crash_counts(c2)
@@ -464,7 +398,7 @@ def test_kill_while_database_locked_loses_nothing_uncounted(tmp_path, pki):
     lock.execute("BEGIN EXCLUSIVE")
     try:
         read, partial, sent = kill_while_reading(
-            c, n, n // 100 * len(epoch_stream(100)[0]),
+            c, templates_msg(), epoch_stream(n), n // 100 * len(epoch_stream(100)[0]),
             ready=lambda: c.wait_for(lambda: "locked" in c.log() or "busy" in c.log(), "the lock noticed"))
     finally:
         lock.execute("ROLLBACK")
@@ -493,7 +427,8 @@ def test_kill_while_disk_full_loses_nothing_uncounted(small_fs, tmp_path, pki):
         fill(filler)
         c.wait_for(lambda: "database" in c.log() and "full" in c.log(), "the database error logged")
 
-    read, partial, sent = kill_while_reading(c, n, n // 100 * len(epoch_stream(100)[0]), ready=full)
+    read, partial, sent = kill_while_reading(c, templates_msg(), epoch_stream(n),
+                                             n // 100 * len(epoch_stream(100)[0]), ready=full)
     os.unlink(filler)
     c2 = start(db, tmp_path, pki, "--plain-tcp")
     try:
@@ -644,10 +579,7 @@ def test_restart_after_kill_retires_packed_epochs(tmp_path, pki):
     s = c.connect()
     s.sendall(templates_msg() + b"".join(epoch_stream(50, final=True)) + data_msg(report(epoch=51, rid=1), seq=0))
     c.wait_for(lambda: count(c, "SELECT count(*) FROM epochs WHERE retired_ms IS NULL") == 51, "epochs committed")
-    c.proc.send_signal(signal.SIGKILL)
-    c.proc.wait(timeout=WAIT)
-    s.close()
-    c.err.close()
+    kill9(c, s)
     c2 = start(db, tmp_path, pki)
     try:
         c2.wait_for(lambda: "collector restarted" in c2.log(), "the recovery logged")
@@ -799,15 +731,13 @@ def test_kill_under_rocemeter_exporter_loses_nothing_uncounted(tmp_path, pki, tr
             d.submit(1000)
             time.sleep(0.02)
         if trial % 2:
-            os.kill(c.proc.pid, signal.SIGSTOP)
+            freeze(c)
             for _ in range(3):
                 d.submit(5000)
             time.sleep(rnd.uniform(0.2, 0.6))
         else:
             time.sleep(rnd.uniform(0, 0.05))
-        c.proc.send_signal(signal.SIGKILL)
-        c.proc.wait(timeout=WAIT)
-        c.err.close()
+        kill9(c)
         c2 = start(db, tmp_path, pki, port=c.port)
         try:
             assert d.session(timeout_ms=60000) == 2
@@ -820,9 +750,7 @@ def test_kill_under_rocemeter_exporter_loses_nothing_uncounted(tmp_path, pki, tr
             assert c2.stop() == 0
     finally:
         d.close()
-        if c.proc.poll() is None:  # a failure before the kill: never leave it running
-            c.proc.kill()
-            c.proc.wait()
+        reap(c)  # a failure before the kill: never leave it running
     s1, s2 = c2.query("SELECT * FROM sessions ORDER BY id")
     drops = crash_drops(c2, 1)
     read1 = s1["records"] + s1["rejected"]
@@ -850,7 +778,7 @@ def test_foreign_exporter_claims_nothing(tmp_path, pki):
     db = tmp_path / "c.db"
     c = start(db, tmp_path, pki, "--plain-tcp")
     size = len(epoch_stream(100)[0])
-    read, partial, sent = kill_while_reading(c, n, n // 100 // 2 * size)
+    read, partial, sent = kill_while_reading(c, templates_msg(), epoch_stream(n), n // 100 // 2 * size)
     c2 = start(db, tmp_path, pki, "--plain-tcp")
     try:
         s = c2.connect("plain")

@@ -208,9 +208,10 @@ class Server:
         except OSError:
             return ""
 
-    def query(self, sql, data=None, database=None):
-        """Run sql (with data as the body after it, e.g. an INSERT's rows); the result as text.
-        A ClickHouse error raises RuntimeError with the server's message."""
+    def query(self, sql, data=None, database=None, raw=False):
+        """Run sql (with data as the body after it, e.g. an INSERT's rows); the result as text
+        (raw: as bytes, e.g. FORMAT RowBinary). A ClickHouse error raises RuntimeError with the
+        server's message."""
         params = {"query": sql} if data is not None else {}
         if database:
             params["database"] = database
@@ -223,7 +224,8 @@ class Server:
         req.add_header("Authorization", "Basic " + auth)
         try:
             with urllib.request.urlopen(req, timeout=60) as r:
-                return r.read().decode()
+                out = r.read()
+                return out if raw else out.decode()
         except urllib.error.HTTPError as e:
             raise RuntimeError(f"ClickHouse {e.code}: {e.read().decode(errors='replace')}") from None
 

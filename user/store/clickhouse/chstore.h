@@ -88,7 +88,7 @@
 
 #define RM_CHSTORE_FLUSH_MS         1000        /* hand the batch to the sender at most this often ... */
 #define RM_CHSTORE_FLUSH_BYTES      (4u << 20)  /* ... or when this many octets of rows wait */
-#define RM_CHSTORE_RETRY_MIN_MS     100         /* backoff after a failed INSERT ... */
+#define RM_CHSTORE_RETRY_MIN_MS     100         /* backoff after a failed INSERT (no answer: always) ... */
 #define RM_CHSTORE_RETRY_MAX_MS     5000        /* ... doubling up to this */
 #define RM_CHSTORE_REMIND_MS        60000       /* log line while ClickHouse stays unavailable */
 #define RM_CHSTORE_CLOSE_WAIT_MS    5000        /* at close: time the sender gets for what waits */

@@ -224,6 +224,10 @@ static int curl_errno(CURLcode rc)
 		return -ETIMEDOUT;
 	case CURLE_COULDNT_RESOLVE_HOST:
 		return -EHOSTUNREACH;
+	case CURLE_GOT_NOTHING:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+		return -ECONNRESET; /* a connection closed before an answer: a server stopping or starting */
 	case CURLE_OUT_OF_MEMORY:
 		return -ENOMEM;
 	default:

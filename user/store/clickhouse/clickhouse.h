@@ -80,7 +80,8 @@ const struct rm_ch_conf *rm_ch_conf(const struct rm_ch *ch);
  * the caller frees it with rm_ch_result_free. 0, or a negative errno with
  * err: -EIO the server answered with an error (err holds ClickHouse's
  * message, e.g. "Code: 60 ... Table rocemeter.x doesn't exist"),
- * -ECONNREFUSED/-ETIMEDOUT/-EHOSTUNREACH no answer, -ENOMEM.
+ * -ECONNREFUSED/-ECONNRESET (closed before an answer)/-ETIMEDOUT/-EHOSTUNREACH
+ * no answer, -ENOMEM.
  * One thread per handle.
  */
 int rm_ch_query(struct rm_ch *ch, const char *sql, const void *body, size_t len, const char *database,

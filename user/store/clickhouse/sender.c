@@ -27,6 +27,10 @@
  */
 const int rm_chs_send_order[T__N] = { T_RUNS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS, T_LIMITS, T_POINTS, T_SESSIONS };
 
+/*
+ * The rows of table t of every batch of group not sent yet, in one INSERT; 0,
+ * or rm_ch_query's negative errno with err.
+ */
 static int send_table(struct rm_chstore *cs, struct rm_ch *ch, struct batch *group, int t, char *err, size_t errlen)
 {
 	GByteArray *body = g_byte_array_new();
@@ -60,6 +64,22 @@ static void backoff_wait(struct rm_chstore *cs, uint64_t backoff)
 
 		pthread_cond_timedwait(&cs->cv, &cs->mu, &ts);
 	}
+}
+
+/*
+ * The wait before the next attempt after one that failed with rc: a server
+ * that refused or closed the connection before answering (stopped, starting)
+ * is tried again every RM_CHSTORE_RETRY_MIN_MS, so that the rows waiting go
+ * and room for new ones is made at most that long after it accepts again
+ * (a refused connection costs neither side anything); a server that
+ * answered with an error, or did not answer in time, after a wait doubling
+ * up to RM_CHSTORE_RETRY_MAX_MS.
+ */
+static uint64_t next_backoff(uint64_t backoff, int rc)
+{
+	if (rc == -ECONNREFUSED || rc == -ECONNRESET)
+		return RM_CHSTORE_RETRY_MIN_MS;
+	return backoff * 2 > RM_CHSTORE_RETRY_MAX_MS ? RM_CHSTORE_RETRY_MAX_MS : backoff * 2;
 }
 
 void *rm_chs_sender(void *arg)
@@ -103,13 +123,16 @@ void *rm_chs_sender(void *arg)
 		pthread_mutex_unlock(&cs->mu);
 
 		for (;;) {
+			int rc = 0;
+
 			failed = 0;
 			for (int i = 0; i < T__N && !failed; i++) {
 				int t = rm_chs_send_order[i];
 
 				if (!ch)
 					ch = rm_ch_open(&cs->conf, err, sizeof(err));
-				if (!ch || send_table(cs, ch, group, t, err, sizeof(err)) < 0) {
+				rc = ch ? send_table(cs, ch, group, t, err, sizeof(err)) : -ENOMEM;
+				if (rc < 0) {
 					failed = 1;
 					const char *hint = rm_chstore_refusal_hint(err);
 
@@ -138,7 +161,7 @@ void *rm_chs_sender(void *arg)
 				break;
 			backoff_wait(cs, backoff);
 			pthread_mutex_unlock(&cs->mu);
-			backoff = backoff * 2 > RM_CHSTORE_RETRY_MAX_MS ? RM_CHSTORE_RETRY_MAX_MS : backoff * 2;
+			backoff = next_backoff(backoff, rc);
 		}
 		/* here with mu held */
 		if (failed)
