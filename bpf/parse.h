@@ -329,11 +329,19 @@ static __always_inline int parse_ipv4(struct rm_cursor *c, struct rm_pkt *pkt, _
 	return RM_PARSE_OK;
 }
 
-/* Extension headers the walk steps over (RFC 8200, "IPv6 Extension Headers"). */
+/*
+ * Extension headers the walk steps over (RFC 8200, "IPv6 Extension
+ * Headers"). One test of a bit mask (all four are below 64), not four
+ * comparisons: the verifier then does not walk the extension header once
+ * per value of nexthdr.
+ */
+#define RM_IPV6_EXT_WALKED                                                                            \
+	((1ULL << RM_IPPROTO_HOPOPTS) | (1ULL << RM_IPPROTO_ROUTING) | (1ULL << RM_IPPROTO_DSTOPTS) | \
+	 (1ULL << RM_IPPROTO_FRAGMENT))
+
 static __always_inline int ipv6_ext_walked(__u8 nexthdr)
 {
-	return nexthdr == RM_IPPROTO_HOPOPTS || nexthdr == RM_IPPROTO_ROUTING || nexthdr == RM_IPPROTO_DSTOPTS ||
-	       nexthdr == RM_IPPROTO_FRAGMENT;
+	return nexthdr < 64 && ((1ULL << (nexthdr & 63)) & RM_IPV6_EXT_WALKED);
 }
 
 /*
@@ -403,6 +411,7 @@ static __always_inline int parse_ipv6(struct rm_cursor *c, struct rm_pkt *pkt, _
 		nexthdr = eh[0];
 		cur = eh + (len & RM_IP6_EXT_LEN_MASK);
 	}
+	cur = anchor(c, cur, &pkt->l4_off); /* one state after the walk, however it ended */
 	if (ipv6_ext_walked(nexthdr) || ipv6_ext_opaque(nexthdr))
 		return RM_PARSE_UNSUP_ENCAP;
 	c->pos = cur;
