@@ -154,7 +154,8 @@ struct rm_request {
 	__u8 late_violation;
 	__u8 final_try; /* no window again: close with stateExhaustion */
 	__u8 started, closed, exhausted;
-	__u8 _pad[2];
+	__u8 cause; /* a violation's (enum rm_violation_cause) */
+	__u8 spare; /* engine_step(): a spare window was popped for it */
 };
 
 /* scratch: per-CPU room for snapshots copied under the lock (the stack is small). */
@@ -879,20 +880,20 @@ static __always_inline int engine_step(struct rm_ctx *ctx, struct rm_scratch *sc
 {
 	struct rm_request *rq = &sc->rq;
 	struct rm_seq_win w;
-	int spare = 0, o;
+	int o;
 
 	/* A request that will most likely start an epoch (none is open: read
 	 * without the lock) takes the fine clock: flowStart keeps the order of
 	 * first arrivals that the reports are serialized in. */
 	if (act == ACT_METER && !rm_cfg.use_replay_clock && !rm_seq_active(&ctx->seq))
 		now = bpf_ktime_get_ns();
-	rq->act = act;
 	rq->late_violation = late_violation;
 	rq->psn = psn;
 	rq->now = now;
 	rq->gen = capture_gen(sc->key.obs);
+	rq->spare = 0;
 	if (act == ACT_METER)
-		spare = window_prepare(ctx, &w, psn, 0);
+		rq->spare = window_prepare(ctx, &w, psn, 0);
 	else
 		window_none(&w); /* a closure needs no window */
 	/* Replay runs on one CPU: nothing changes the context between the
@@ -900,15 +901,15 @@ static __always_inline int engine_step(struct rm_ctx *ctx, struct rm_scratch *sc
 	 * and one verification of the engine). */
 	rq->final_try = batch;
 	o = locked(ctx, sc, &w);
-	window_done(&w, spare, st);
+	window_done(&w, rq->spare, st);
 	if (!batch && o == O_NEED_WINDOW) {
 		/* Another CPU changed the context since the first look, or the
 		 * engine needs a spare the first look did not foresee: once more,
 		 * then stateExhaustion (pool empty, or still no window). */
-		spare = window_prepare(ctx, &w, psn, 1);
+		rq->spare = window_prepare(ctx, &w, psn, 1);
 		rq->final_try = 1;
 		o = locked(ctx, sc, &w);
-		window_done(&w, spare, st);
+		window_done(&w, rq->spare, st);
 	}
 	return o;
 }
@@ -941,9 +942,12 @@ static __always_inline void count_request(struct rm_stats *st, int act, int held
  * closed and started (sc->rq, snapshots in sc->final and sc->start).
  */
 static __always_inline void count_outcome(struct rm_stats *st, struct rm_scratch *sc, const struct rm_ctx_key *key,
-					  const struct rm_pkt *pkt, int act, __u8 cause, __u64 now, int o)
+					  const struct rm_pkt *pkt, int o)
 {
 	struct rm_request *rq = &sc->rq;
+	int act = rq->act;
+	__u8 cause = rq->cause;
+	__u64 now = rq->now;
 
 	if (o == O_NO_CONTEXT) {
 		count_request(st, act, 0, key, pkt, cause, now);
@@ -1018,12 +1022,18 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 	if (o == O_COUNTED || rm_bench_cut == RM_CUT_CONTEXT)
 		return pass;
 
+	/* What count_outcome() reads, in map memory: no constant of the
+	 * paths before (the action, the cause) lives across the engine step,
+	 * so the verifier walks locked() once, not once per path. */
+	sc->rq.act = act;
+	sc->rq.cause = cause;
+	sc->rq.now = now;
 	if (!o && ctx)
 		o = engine_step(ctx, sc, st, act, late_violation, pkt->psn, now, batch);
 	if (rm_bench_cut == RM_CUT_ENGINE)
 		return pass;
 
-	count_outcome(st, sc, key, pkt, act, cause, now, o);
+	count_outcome(st, sc, key, pkt, o);
 	return pass;
 }
 

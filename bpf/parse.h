@@ -125,6 +125,7 @@ struct rm_pkt {
 	__u8 irregular;                /* the first cause of a form not metered (enum rm_parse_verdict), 0: none */
 	__u8 stop;                     /* where the parser stopped: RM_PARSE_OK if it read the BTH */
 	__u16 ip_off;                  /* IPv4 or IPv6 header */
+	__u16 l4_off;                  /* the header after IPv4 or IPv6 and its extension headers */
 	__u16 src_off;                 /* source address (4 or 16 bytes) */
 	__u16 dst_off;                 /* destination address */
 	__u16 bth_off;                 /* the 12-byte BTH */
@@ -182,6 +183,25 @@ struct rm_vlan_hdr {
 static __always_inline __u32 cursor_offset(const struct rm_cursor *c)
 {
 	return (__u32)(c->pos - (__u8 *)c->data);
+}
+
+/*
+ * Keep pos's offset in *off (a field of pkt), and return data + that
+ * offset read back: the same place, but the verifier does not track what
+ * map or argument memory holds, so every path that reached this header (the
+ * tag counts, IPv4 options, extension headers) continues from one state,
+ * verified once instead of once per path (docs/benchmarks.md "Replay
+ * start-up"). The next header checks pos against data_end, as always.
+ */
+static __always_inline __u8 *anchor(const struct rm_cursor *c, __u8 *pos, __u16 *off)
+{
+	*(volatile __u16 *)off = (__u16)(pos - (__u8 *)c->data);
+	return (__u8 *)c->data + (*(volatile __u16 *)off & RM_PKT_OFF_MASK);
+}
+
+static __always_inline void cursor_anchor(struct rm_cursor *c, __u16 *off)
+{
+	c->pos = anchor(c, c->pos, off);
 }
 
 /* 802.1Q and 802.1ad tags are metered; the older QinQ TPIDs only read. */
@@ -309,11 +329,19 @@ static __always_inline int parse_ipv4(struct rm_cursor *c, struct rm_pkt *pkt, _
 	return RM_PARSE_OK;
 }
 
-/* Extension headers the walk steps over (RFC 8200, "IPv6 Extension Headers"). */
+/*
+ * Extension headers the walk steps over (RFC 8200, "IPv6 Extension
+ * Headers"). One test of a bit mask (all four are below 64), not four
+ * comparisons: the verifier then does not walk the extension header once
+ * per value of nexthdr.
+ */
+#define RM_IPV6_EXT_WALKED                                                                            \
+	((1ULL << RM_IPPROTO_HOPOPTS) | (1ULL << RM_IPPROTO_ROUTING) | (1ULL << RM_IPPROTO_DSTOPTS) | \
+	 (1ULL << RM_IPPROTO_FRAGMENT))
+
 static __always_inline int ipv6_ext_walked(__u8 nexthdr)
 {
-	return nexthdr == RM_IPPROTO_HOPOPTS || nexthdr == RM_IPPROTO_ROUTING || nexthdr == RM_IPPROTO_DSTOPTS ||
-	       nexthdr == RM_IPPROTO_FRAGMENT;
+	return nexthdr < 64 && ((1ULL << (nexthdr & 63)) & RM_IPV6_EXT_WALKED);
 }
 
 /*
@@ -357,7 +385,7 @@ static __always_inline int parse_ipv6(struct rm_cursor *c, struct rm_pkt *pkt, _
 	cur = (__u8 *)(ip6 + 1);
 #pragma unroll
 	for (int i = 0; i < RM_IPV6_EXT_READ_MAX; i++) {
-		__u8 *eh = cur;
+		__u8 *eh = anchor(c, cur, &pkt->l4_off); /* one state per header, whatever came before */
 		__u32 len;
 
 		if (!ipv6_ext_walked(nexthdr))
@@ -383,6 +411,7 @@ static __always_inline int parse_ipv6(struct rm_cursor *c, struct rm_pkt *pkt, _
 		nexthdr = eh[0];
 		cur = eh + (len & RM_IP6_EXT_LEN_MASK);
 	}
+	cur = anchor(c, cur, &pkt->l4_off); /* one state after the walk, however it ended */
 	if (ipv6_ext_walked(nexthdr) || ipv6_ext_opaque(nexthdr))
 		return RM_PARSE_UNSUP_ENCAP;
 	c->pos = cur;
@@ -611,7 +640,7 @@ static __always_inline int parse_headers(struct rm_cursor *c, struct rm_pkt *pkt
 	verdict = parse_eth(c, pkt, &proto);
 	if (verdict != RM_PARSE_OK)
 		return verdict;
-	pkt->ip_off = (__u16)cursor_offset(c);
+	cursor_anchor(c, &pkt->ip_off);
 	if (proto == RM_ETH_P_IP)
 		verdict = parse_ipv4(c, pkt, &l4, &ip_payload);
 	else if (proto == RM_ETH_P_IPV6)
@@ -620,6 +649,7 @@ static __always_inline int parse_headers(struct rm_cursor *c, struct rm_pkt *pkt
 		return RM_PARSE_NOT_ROCEV2;
 	if (verdict != RM_PARSE_OK)
 		return verdict;
+	cursor_anchor(c, &pkt->l4_off);
 	if (rm_capture_encap & RM_ENCAP_MIRROR) {
 		verdict = parse_mirror(c, pkt, l4, ip_payload);
 		if (verdict != RM_PARSE_OK)

@@ -464,6 +464,7 @@ static __always_inline __s64 rm_window_clear(struct rm_window_scratch *st, __u64
 {
 	__u64 fw, lw, nw;
 	__u32 j0, lo_bit, hi_bit;
+	int r;
 
 	if (n == 0)
 		return 0;
@@ -485,12 +486,18 @@ static __always_inline __s64 rm_window_clear(struct rm_window_scratch *st, __u64
 	st->s = j0;
 	st->abs_s = fw;
 	st->e = j0 + nw <= nwords ? (__u32)(j0 + nw) : nwords;
-	if (rm_window_clear_run(st, win, nwords))
-		return -1;
-	if (j0 + nw > nwords) {
-		st->s = 0;
-		st->e = (__u32)(j0 + nw - nwords);
-		st->abs_s = fw + (nwords - j0);
+	/* The run to the ring's end, then the one from its start if the
+	 * positions wrap: one call in an iterator, so that the verifier walks
+	 * rm_window_clear_run() once per caller, not once per run. */
+	RM_FOR(r, 2)
+	{
+		if (r == 1) {
+			if (j0 + nw <= nwords)
+				break;
+			st->s = 0;
+			st->e = (__u32)(j0 + nw - nwords);
+			st->abs_s = fw + (nwords - j0);
+		}
 		if (rm_window_clear_run(st, win, nwords))
 			return -1;
 	}

@@ -723,6 +723,19 @@ def test_pool_exhaustion_closes_the_epoch(encap, tmp_path):
     assert exhausted[0]["abandonedPsnTotalCount"] == 1 and exhausted[0]["requestPacketTotalCount"] == 64
 
 
+def test_pool_no_larger_than_the_capture(tmp_path):
+    """Replay allocates no more pool windows than its capture has frames
+    (docs/meter.md "Replay"): --max-windows 16777216 at W = 2^22 (8.9 TB of
+    windows, which no kernel allocates) replays a short capture, and counts
+    as the model with that pool does: both connections take a window."""
+    w = 1 << 22
+    c = Cap((4, ()))
+    for qp in (0x100, 0x200):
+        c.reqs([0, 100], qp=qp)                    # 1..99 pending, 99 behind: a window each
+    r = c.run(tmp_path, "-a", "--window", str(w), "--max-windows", "16777216", window=w, max_windows=16777216)
+    assert r.stats["window_pool_taken"] == 2 and r.stats["window_pool_exhausted"] == 0
+
+
 def test_default_pool_at_w_2_22(tmp_path):
     """With default options (W = 2^22, max_contexts 65536) the automatic
     pool holds as many windows as 32 MiB hold (docs/configuration.md

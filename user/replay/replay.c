@@ -144,14 +144,33 @@ static int sink(void *arg, const struct rm_report *r)
 	return 0;
 }
 
-static int setup(struct replay *p, char *err, size_t errlen)
+/*
+ * The meter's settings for a capture of `frames` frames: the window pool no
+ * larger than the frames. Each frame makes at most one context, and each
+ * context holds at most one pool window, so a pool of `frames` windows is
+ * never exhausted where the configured one would not be: the counts are the
+ * same, and a short capture does not create and fill the pool of a daemon
+ * (32 MiB at the default W: most of the maps' creation, docs/benchmarks.md
+ * "Replay start-up").
+ */
+static struct rm_meter_settings capture_settings(const struct rm_meter_settings *s, uint64_t frames)
+{
+	struct rm_meter_settings ms = *s;
+	uint32_t pool = rm_meter_pool_windows(s);
+
+	ms.max_windows = frames < pool ? (frames ? (uint32_t)frames : 1) : pool;
+	return ms;
+}
+
+static int setup(struct replay *p, uint64_t frames, char *err, size_t errlen)
 {
 	const struct rm_config_file *cfg = p->o->cfg;
+	struct rm_meter_settings ms = capture_settings(&cfg->meter, frames);
 	int rc;
 
 	struct rm_meter_load_opts lo = { .replay = 1, .replay_batch = 1, .capture = &cfg->capture };
 
-	if (rm_meter_load_ex(&p->meter, &cfg->meter, &lo, err, errlen) ||
+	if (rm_meter_load_ex(&p->meter, &ms, &lo, err, errlen) ||
 	    rm_meter_provision(&p->meter, cfg->provision, cfg->n_provision, cfg->meter.generation_verified, err,
 			       errlen))
 		return -1;
@@ -404,7 +423,7 @@ int rm_replay_run(const struct rm_replay_opts *o, char *const *files, int nfiles
 		rm_errf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (setup(&p, err, errlen))
+	if (setup(&p, frames, err, errlen))
 		goto out;
 	cap = rm_capture_open(files, nfiles, err, errlen);
 	if (!cap)
