@@ -238,6 +238,36 @@ static void test_retired_epochs_are_packed_at_retirement(void **state)
 }
 
 /*
+ * An open epoch queued first, settled ones after it, all retired before a
+ * transaction: whichever order they retire in, the chunks stay in ID
+ * order, each after the one before (what report's reader merges by,
+ * store_read_sqlite.c), and every epoch is stored once with its outcome.
+ */
+static void test_packed_chunks_stay_in_id_order(void **state)
+{
+	struct fixture *f = *state;
+	struct rm_rules_limits lim = { 8, 10, 0 }; /* max_epochs 10, no budget: no transaction in between */
+	struct rm_rules *rules = rm_rules_new(&lim, &sink, f);
+	struct rm_rsession *s = rm_rules_session_open(rules, 1);
+
+	assert_int_equal(feed(s, 1, 1, 0), 1);                  /* open, queued first */
+	assert_int_equal(feed(s, 2, 25, 1), 25);                /* settled: max_epochs retires the oldest closed ones */
+	rm_rules_session_close(s, "session ended: test", 2000); /* then the open one, and the rest */
+	rm_store_flush(f->st);
+	rm_rules_free(rules);
+	assert_int_equal(scalar(f->db, "SELECT count(*) FROM epochs WHERE retired_ms IS NOT NULL"), 26);
+	assert_int_equal(scalar(f->db, "SELECT count(*) FROM epochs WHERE outcome = 'complete' AND epoch_id BETWEEN 2 "
+				       "AND 26"),
+			 25);
+	assert_int_equal(scalar(f->db, "SELECT count(*) FROM epochs WHERE outcome = 'incomplete' AND epoch_id = 1"), 1);
+	assert_int_equal(scalar(f->db, "SELECT count(*) FROM epoch_rows WHERE epoch_id = 1"),
+			 1); /* below those packed */
+	assert_int_equal(scalar(f->db, "SELECT count(*) FROM (SELECT first_id, last_id, lag(last_id) OVER (ORDER BY id)"
+				       " AS prev FROM epoch_archive) WHERE last_id < first_id OR prev >= first_id"),
+			 0);
+}
+
+/*
  * The database available, the budget full of settled epochs: each new
  * epoch retires the oldest closed one (docs/collector.md "Memory budget"),
  * and the store writes what waits rather than let the retired epochs hold
@@ -290,6 +320,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_epochs_waiting_for_the_database_are_charged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_budget_with_the_database_available, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retired_epochs_are_packed_at_retirement, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_packed_chunks_stay_in_id_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_raw_records_waiting_are_charged, setup, teardown),
 	};
 
