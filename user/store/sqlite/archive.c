@@ -316,6 +316,38 @@ int rm_sq_pack_upto(struct rm_store *st, uint32_t n)
 	return 0;
 }
 
+int rm_sq_attempt_pack(struct rm_store *st)
+{
+	st->attempt_chunks = UINT32_MAX; /* nothing of this attempt to undo yet */
+	st->attempt_packed_max = st->packed_max;
+	if (chunk_close(st) < 0)
+		return -1;
+	st->attempt_chunks = st->chunks->len;
+	for (guint i = 0; i < st->epochs->len; i++) {
+		struct rm_epoch *e = g_ptr_array_index(st->epochs, i);
+
+		if (e && rm_sq_packs(st, e) && rm_sq_pack(st, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+void rm_sq_attempt_undo(struct rm_store *st)
+{
+	if (st->attempt_chunks == UINT32_MAX) /* the chunk being built is what was packed before */
+		return;
+	while (st->chunks->len > st->attempt_chunks) {
+		struct arc_chunk *c = g_ptr_array_steal_index(st->chunks, st->chunks->len - 1);
+
+		free(c->data);
+		g_free(c);
+	}
+	st->arc_len = 0;
+	st->arc_first = st->arc_last = 0;
+	st->arc_retained = 0;
+	st->packed_max = st->attempt_packed_max;
+}
+
 int rm_sq_archive_write(struct rm_store *st)
 {
 	sqlite3_stmt *q = st->q[Q_ARCHIVE];

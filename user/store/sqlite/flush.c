@@ -29,7 +29,8 @@ static void written(struct rm_store *st)
 			rm_rules_epoch_free(e);
 			rm_budget_give(st->budget, RM_BUDGET_EPOCH_BYTES); /* the charge the rules passed on */
 		} else {
-			e->store_row = ROW_TABLE; /* what waited unpacked was written as a row (flush) */
+			/* packed by this transaction (rm_sq_attempt_pack), or written as a row */
+			e->store_row = rm_sq_attempt_packed(st, e) ? ROW_PACKED : ROW_TABLE;
 			e->store_slot = 0;
 		}
 	}
@@ -70,20 +71,17 @@ static int flush(struct rm_store *st)
 	st->last_flush_ms = rm_clock_mono_ms();
 	if (!rm_sq_waiting(st))
 		return 0;
-	if (rm_sq_step_reset(st->q[Q_BEGIN]) < 0)
+	/* The queue's packable epochs into chunks of this attempt (first: fail undoes them), then the rows of the rest. */
+	if (rm_sq_attempt_pack(st) < 0 || rm_sq_step_reset(st->q[Q_BEGIN]) < 0)
 		goto fail;
 	g_hash_table_iter_init(&it, st->sessions);
 	while (st->sessions_dirty && g_hash_table_iter_next(&it, NULL, &v))
 		if (((struct rm_sess_row *)v)->dirty && rm_sq_write_session(st, v) < 0)
 			goto fail;
-	/* Packed first (out of the queue, into chunks kept until a commit), then the rows of the rest. */
-	st->epochs_seen = 0; /* also what an earlier look passed over: it may be packable now */
-	if (rm_sq_pack_upto(st, st->epochs->len) < 0)
-		goto fail;
 	for (guint i = 0; i < st->epochs->len; i++) {
 		struct rm_epoch *e = g_ptr_array_index(st->epochs, i);
 
-		if (e && rm_sq_write_epoch(st, e) < 0)
+		if (e && !rm_sq_attempt_packed(st, e) && rm_sq_write_epoch(st, e) < 0)
 			goto fail;
 	}
 	if (rm_sq_archive_write(st) < 0)
@@ -135,7 +133,8 @@ static int flush(struct rm_store *st)
 		goto fail;
 	written(st);
 	return 0;
-fail: /* the chunks stay for the next attempt */
+fail: /* the chunks packed before stay for the next attempt, the queue too */
+	rm_sq_attempt_undo(st);
 	snprintf(st->down_why, sizeof(st->down_why), "%s", sqlite3_errmsg(st->db));
 	if (!sqlite3_get_autocommit(st->db))
 		rm_sq_step_reset(st->q[Q_ROLLBACK]);

@@ -157,11 +157,13 @@ int rm_store_epoch(struct rm_store *st, struct rm_epoch *e)
 			return 0;
 		}
 	}
-	if (e->retired_ms && rm_sq_packs(st, e)) {
+	if (e->retired_ms && !st->down && rm_sq_packs(st, e)) {
 		/*
 		 * Retired, never written: packed now, with the packable epochs queued
 		 * before it (queue order is ID order), and not kept, so the rules
-		 * free it at once and their pool hands the same, still cached, memory out next.
+		 * free it at once and their pool hands the same, still cached, memory
+		 * out next. Not while the database is unavailable: then retired epochs
+		 * wait whole, within RM_STORE_MAX_KEPT_EPOCHS (docs/collector.md).
 		 */
 		if (rm_sq_pack_upto(st, e->store_slot ? e->store_slot - 1 : st->epochs->len) < 0 ||
 		    rm_sq_pack(st, e) < 0)

@@ -78,9 +78,19 @@ static void epoch_values(const struct rm_epoch *e, struct val v[EC__N], char *sr
  * in ID order: one queued before epochs packed since (an open epoch
  * retired after later ones were packed at their retirement) gets a row.
  */
+static int packs_above(const struct rm_epoch *e, int64_t max)
+{
+	return e->store_row == ROW_NONE && (e->retired_ms || e->state != RM_EPOCH_OPEN) && e->store_id > max;
+}
+
 int rm_sq_packs(const struct rm_store *st, const struct rm_epoch *e)
 {
-	return e->store_row == ROW_NONE && (e->retired_ms || e->state != RM_EPOCH_OPEN) && e->store_id > st->packed_max;
+	return packs_above(e, st->packed_max);
+}
+
+int rm_sq_attempt_packed(const struct rm_store *st, const struct rm_epoch *e)
+{
+	return packs_above(e, st->attempt_packed_max);
 }
 
 /* A row in epoch_rows: inserted, or its state columns updated (the key columns are written once). */

@@ -183,7 +183,9 @@ struct rm_store {
 	GPtrArray *chunks;       /* struct arc_chunk *: packed chunks closed, not yet written (g_free) */
 	GPtrArray *spare;        /* char * of RM_STORE_ARCHIVE_CAP octets: builder buffers written, for reuse */
 	int64_t packed_max;      /* the largest row ID packed by this store: an epoch of a lower ID gets a row */
-	GHashTable *sessions;    /* int64 id -> struct rm_sess_row */
+	uint32_t attempt_chunks; /* st->chunks->len before the transaction being tried packed the queue */
+	int64_t attempt_packed_max; /* packed_max before it: what it packed is above */
+	GHashTable *sessions;       /* int64 id -> struct rm_sess_row */
 	uint32_t sessions_dirty;
 	GPtrArray *raw; /* struct raw_row * */
 	size_t raw_bytes;
@@ -303,6 +305,8 @@ uint64_t rm_sq_epoch_nulls(const struct rm_epoch *e);
  * (chunks stay in ID order, each after the one before: store_read_sqlite.c).
  */
 int rm_sq_packs(const struct rm_store *st, const struct rm_epoch *e);
+/* 1 if the queued epoch was packed by the transaction being tried (rm_sq_attempt_pack), not written as a row. */
+int rm_sq_attempt_packed(const struct rm_store *st, const struct rm_epoch *e);
 /* Insert or update an epoch's row in epoch_rows. 0 or -1 (SQLite error). */
 int rm_sq_write_epoch(struct rm_store *st, const struct rm_epoch *e);
 /* Bind s as text to parameter i, or NULL when s is NULL. */
@@ -339,6 +343,14 @@ int rm_sq_pack(struct rm_store *st, const struct rm_epoch *e);
  * ROW_PACKED; a retired one the store kept is freed, its charge returned). 0 or -1.
  */
 int rm_sq_pack_upto(struct rm_store *st, uint32_t n);
+/*
+ * For a transaction: close the chunk being built (what was packed before
+ * waits on), then pack the packable epochs still queued into chunks of this
+ * attempt only, leaving them queued. 0 or -1 (out of memory).
+ */
+int rm_sq_attempt_pack(struct rm_store *st);
+/* The transaction failed: drop the chunks of the attempt (the epochs stay queued, packed again at the next). */
+void rm_sq_attempt_undo(struct rm_store *st);
 /* Insert every waiting chunk (the one being built closed first), one epoch_archive row each. 0 or -1. */
 int rm_sq_archive_write(struct rm_store *st);
 /* After a commit: the waiting chunks written, their buffers kept for reuse (up to a few). */
