@@ -34,6 +34,7 @@ struct fixture {
 	struct rm_rules *rules;
 	sqlite3 *locker;
 	int refusals;
+	int kept_whole; /* retired epochs the store kept whole (RM_SINK_KEEPS) */
 };
 
 static void on_epoch(void *arg, struct rm_epoch *e)
@@ -41,6 +42,7 @@ static void on_epoch(void *arg, struct rm_epoch *e)
 	struct fixture *f = arg;
 
 	assert_int_equal(rm_store_epoch(f->st, e), 0);
+	f->kept_whole += e->retired_ms && e->sink_keeps == RM_SINK_KEEPS;
 }
 
 static void on_drop(void *arg, uint64_t session_id, uint32_t domain, uint64_t epoch_id, const char *detail)
@@ -185,6 +187,86 @@ static void test_epochs_waiting_for_the_database_are_charged(void **state)
 	assert_int_equal(rm_budget_used(f->b), 0);
 }
 
+static int64_t scalar(const char *db, const char *sql)
+{
+	sqlite3 *d;
+	sqlite3_stmt *q;
+	int64_t v = -1;
+
+	assert_int_equal(sqlite3_open(db, &d), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(d, sql, -1, &q, NULL), SQLITE_OK);
+	if (sqlite3_step(q) == SQLITE_ROW)
+		v = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	sqlite3_close(d);
+	return v;
+}
+
+/*
+ * Settled epochs retired before their first write are packed at their
+ * retirement and freed at once (not kept whole until the transaction), their
+ * charges held until written; the packed copies survive a failed
+ * transaction and are written, once, by the next: each with its retirement
+ * time inline (no epoch_retired range, none retained), as when they were
+ * kept whole and packed at the transaction.
+ */
+static void test_retired_epochs_are_packed_at_retirement(void **state)
+{
+	struct fixture *f = *state;
+	struct rm_rsession *s = rm_rules_session_open(f->rules, 1);
+
+	lock(f);
+	assert_int_equal(feed(s, 1, 10, 1), 10);
+	rm_rules_session_close(s, "session ended: test", 2000);
+	assert_int_equal(f->kept_whole, 0);
+	assert_int_equal(rm_budget_used(f->b), 10 * EPOCH_BYTES);
+	rm_store_flush(f->st);
+	assert_true(rm_store_unavailable(f->st));
+	unlock(f);
+	usleep((RM_STORE_RETRY_MIN_MS + 50) * 1000);
+	rm_store_flush(f->st);
+	assert_false(rm_store_unavailable(f->st));
+	assert_int_equal(rm_budget_used(f->b), 0);
+	assert_int_equal(scalar(f->db, "SELECT count(*) FROM epochs WHERE outcome = 'complete' AND retired_ms = 2000"
+				       " AND epoch_id BETWEEN 1 AND 10 AND requests = 5"),
+			 10);
+	assert_int_equal(scalar(f->db, "SELECT count(*) FROM epochs"), 10);
+	assert_int_equal(scalar(f->db, "SELECT count(*) FROM epoch_archive"), 1);
+	assert_int_equal(scalar(f->db, "SELECT sum(retained) FROM epoch_archive"), 0);
+	assert_int_equal(scalar(f->db, "SELECT count(*) FROM epoch_retired"), 0);
+	assert_int_equal(scalar(f->db, "SELECT count(*) FROM epoch_rows"), 0);
+}
+
+/*
+ * An open epoch queued first, settled ones after it, all retired before a
+ * transaction: whichever order they retire in, the chunks stay in ID
+ * order, each after the one before (what report's reader merges by,
+ * store_read_sqlite.c), and every epoch is stored once with its outcome.
+ */
+static void test_packed_chunks_stay_in_id_order(void **state)
+{
+	struct fixture *f = *state;
+	struct rm_rules_limits lim = { 8, 10, 0 }; /* max_epochs 10, no budget: no transaction in between */
+	struct rm_rules *rules = rm_rules_new(&lim, &sink, f);
+	struct rm_rsession *s = rm_rules_session_open(rules, 1);
+
+	assert_int_equal(feed(s, 1, 1, 0), 1);                  /* open, queued first */
+	assert_int_equal(feed(s, 2, 25, 1), 25);                /* settled: max_epochs retires the oldest closed ones */
+	rm_rules_session_close(s, "session ended: test", 2000); /* then the open one, and the rest */
+	rm_store_flush(f->st);
+	rm_rules_free(rules);
+	assert_int_equal(scalar(f->db, "SELECT count(*) FROM epochs WHERE retired_ms IS NOT NULL"), 26);
+	assert_int_equal(scalar(f->db, "SELECT count(*) FROM epochs WHERE outcome = 'complete' AND epoch_id BETWEEN 2 "
+				       "AND 26"),
+			 25);
+	assert_int_equal(scalar(f->db, "SELECT count(*) FROM epochs WHERE outcome = 'incomplete' AND epoch_id = 1"), 1);
+	assert_int_equal(scalar(f->db, "SELECT count(*) FROM epoch_rows WHERE epoch_id = 1"),
+			 1); /* below those packed */
+	assert_int_equal(scalar(f->db, "SELECT count(*) FROM (SELECT first_id, last_id, lag(last_id) OVER (ORDER BY id)"
+				       " AS prev FROM epoch_archive) WHERE last_id < first_id OR prev >= first_id"),
+			 0);
+}
+
 /*
  * The database available, the budget full of settled epochs: each new
  * epoch retires the oldest closed one (docs/collector.md "Memory budget"),
@@ -237,6 +319,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_epochs_waiting_for_the_database_are_charged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_budget_with_the_database_available, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retired_epochs_are_packed_at_retirement, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_packed_chunks_stay_in_id_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_raw_records_waiting_are_charged, setup, teardown),
 	};
 

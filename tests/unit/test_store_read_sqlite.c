@@ -201,7 +201,8 @@ static void write_epochs(struct fixture *f, uint64_t first, uint64_t last)
 		if (how < 5 || e->state == RM_EPOCH_OPEN) { /* retired at its first write */
 			e->retired_ms = T0 + i * 10 + 1000;
 			store(f, e);
-			if (!e->sink_keeps) /* the store keeps (and frees) it, or it is ours: as the rules do */
+			if (e->sink_keeps !=
+			    RM_SINK_KEEPS) /* the store keeps (and frees) it, or it is ours: as the rules do */
 				g_ptr_array_add(f->done, e);
 		} else if (how < 8) { /* settled and retained: packed, retired_ms NULL */
 			store(f, e);
@@ -255,7 +256,7 @@ static void change_retained(struct fixture *f, uint64_t now_ms)
 		}
 		e->retired_ms = now_ms + (i / 64) * 7; /* runs of one time: ranges */
 		store(f, e);
-		if (!e->sink_keeps)
+		if (e->sink_keeps != RM_SINK_KEEPS)
 			g_ptr_array_add(f->done, e);
 	}
 	g_ptr_array_free(f->retained, TRUE);

@@ -557,12 +557,12 @@ static void retire(struct rm_epoch *e, const char *cause, uint64_t now_ms)
 	}
 	/* A kept epoch keeps its charge until the sink's write, no longer the session's: the sink returns it
 	 * (docs/collector.md "Memory budget"). */
-	if (!e->sink_keeps) {
-		rm_rules_epoch_free(e);
-		rm_budget_share_give(s->share, RM_BUDGET_EPOCH_BYTES);
-	} else {
+	if (e->sink_keeps)
 		rm_budget_share_pass(s->share, RM_BUDGET_EPOCH_BYTES);
-	}
+	else
+		rm_budget_share_give(s->share, RM_BUDGET_EPOCH_BYTES);
+	if (e->sink_keeps != RM_SINK_KEEPS)
+		rm_rules_epoch_free(e);
 }
 
 void rm_rules_epoch_free(struct rm_epoch *e)

@@ -89,8 +89,9 @@ struct rm_epoch {
 	enum rm_outcome outcome;
 	uint16_t flags_seen;      /* OR of the flags of accepted reports */
 	uint8_t store_row;        /* free for the sink (1: the row exists) */
-	uint8_t sink_keeps;       /* set by sink->epoch on a retired epoch: the sink frees it (rm_rules_epoch_free),
-				       and its budget charge passes to the sink (rm_rules_set_budget) */
+	uint8_t sink_keeps;       /* set by sink->epoch on a retired epoch: RM_SINK_KEEPS the sink frees it
+				       (rm_rules_epoch_free) and its budget charge passes to the sink
+				       (rm_rules_set_budget); RM_SINK_CHARGE the rules free it, the charge passes */
 	uint8_t dirty, in_closed; /* internal: changed since the last flush; on the closed list */
 	uint8_t sink_counted;     /* free for the sink (the metrics: the outcome the epoch was counted with) */
 	const char *reason;       /* why incomplete or invalid, at most RM_EPOCH_REASON_MAX - 1 characters;
@@ -116,15 +117,20 @@ struct rm_epoch {
 	struct rm_report key;     /* key fields + latest accepted report */
 };
 
+/* e->sink_keeps, set by sink->epoch on a retired epoch (struct rm_rules_sink). */
+enum { RM_SINK_KEEPS = 1, RM_SINK_CHARGE = 2 };
+
 struct rm_rules_sink {
 	/*
 	 * An epoch changed (called by rm_rules_flush for each changed epoch) or
 	 * is retired (retired_ms != 0, outcome settled; e->dirty says whether
 	 * it changed since the last rm_rules_flush; e is freed afterwards,
-	 * unless the sink sets e->sink_keeps: then it is the sink's, detached
-	 * from the session (e->sess is not to be used), to be freed with
-	 * rm_rules_epoch_free, and keeps its RM_BUDGET_EPOCH_BYTES charge,
-	 * which the sink returns when it frees it).
+	 * unless the sink sets e->sink_keeps to RM_SINK_KEEPS: then it is the
+	 * sink's, detached from the session (e->sess is not to be used), to be
+	 * freed with rm_rules_epoch_free, and keeps its RM_BUDGET_EPOCH_BYTES
+	 * charge, which the sink returns when it frees it; RM_SINK_CHARGE: the
+	 * sink copied what it needs, e is freed at once, the charge passes to
+	 * the sink all the same, to be returned when the copy is written).
 	 */
 	void (*epoch)(void *arg, struct rm_epoch *e);
 	/* A collector resource drop (admission refused by a limit). */

@@ -11,23 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rules/budget.h"
 #include "store_impl.h"
 
-static int buf_reserve(struct rm_store *st, size_t more)
+/* The builder's buffer, of RM_STORE_ARCHIVE_CAP octets: a spare one (pages touched already) or a new one. */
+static int buf_ready(struct rm_store *st)
 {
-	if (st->arc_len + more <= st->arc_cap)
+	if (st->arc)
 		return 0;
-	size_t cap = st->arc_cap ? st->arc_cap : 1 << 16;
-
-	while (cap < st->arc_len + more)
-		cap *= 2;
-	char *p = realloc(st->arc, cap);
-
-	if (!p)
-		return -1;
-	st->arc = p;
-	st->arc_cap = cap;
-	return 0;
+	st->arc = st->spare && st->spare->len ? g_ptr_array_steal_index(st->spare, st->spare->len - 1)
+					      : malloc(RM_STORE_ARCHIVE_CAP);
+	st->arc_cap = RM_STORE_ARCHIVE_CAP;
+	return st->arc ? 0 : -1;
 }
 
 static const char digit_pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
@@ -209,7 +204,7 @@ int rm_sq_archive_add(struct rm_store *st, const struct rm_epoch *e)
 	uint64_t nulls, diff = 0; /* bit c: column c differs from the base */
 	char *p;
 
-	if (buf_reserve(st, ARC_ENTRY_MAX + 2) < 0)
+	if (buf_ready(st) < 0)
 		return -1;
 	if (st->arc_len == 0)
 		base_set(st, e);
@@ -264,27 +259,153 @@ int rm_sq_archive_add(struct rm_store *st, const struct rm_epoch *e)
 	return 0;
 }
 
-/* Write the archive chunk (one epoch_archive row). */
-int rm_sq_archive_write(struct rm_store *st)
+/* Close the chunk being built: it waits in st->chunks with its base, st->arc starts the next one. */
+static int chunk_close(struct rm_store *st)
 {
-	sqlite3_stmt *q = st->q[Q_ARCHIVE];
-	int rc;
+	struct arc_chunk *c;
 
 	if (!st->arc_len)
 		return 0;
-	if (buf_reserve(st, 1) < 0)
+	c = g_try_malloc(sizeof(*c) + st->arc_base_len);
+	if (!c)
 		return -1;
-	st->arc[st->arc_len++] = ']';
-	sqlite3_bind_int64(q, 1, st->arc_first);
-	sqlite3_bind_int64(q, 2, st->arc_last);
-	sqlite3_bind_text(q, 3, st->arc, (int)st->arc_len, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 4, st->arc_retained);
-	sqlite3_bind_text(q, 5, st->arc_base_json, (int)st->arc_base_len, SQLITE_STATIC);
-	rc = rm_sq_step_reset(q);
+	st->arc[st->arc_len++] = ']'; /* room: RM_STORE_ARCHIVE_CAP */
+	c->first = st->arc_first;
+	c->last = st->arc_last;
+	c->retained = st->arc_retained;
+	c->data = st->arc;
+	c->len = st->arc_len;
+	c->cap = st->arc_cap;
+	c->base_len = st->arc_base_len;
+	memcpy(c->base, st->arc_base_json, st->arc_base_len);
+	g_ptr_array_add(st->chunks, c);
+	st->arc = NULL;
+	st->arc_cap = 0;
 	st->arc_len = 0;
 	st->arc_first = st->arc_last = 0;
 	st->arc_retained = 0;
-	return rc;
+	return 0;
+}
+
+int rm_sq_pack(struct rm_store *st, const struct rm_epoch *e)
+{
+	if (rm_sq_archive_add(st, e) < 0)
+		return -1;
+	st->packed_max = e->store_id;
+	return st->arc_len >= RM_STORE_ARCHIVE_CHUNK ? chunk_close(st) : 0;
+}
+
+int rm_sq_pack_upto(struct rm_store *st, uint32_t n)
+{
+	for (; st->epochs_seen < n; st->epochs_seen++) {
+		struct rm_epoch *e = g_ptr_array_index(st->epochs, st->epochs_seen);
+
+		if (!e || !rm_sq_packs(st, e))
+			continue;
+		if (rm_sq_pack(st, e) < 0)
+			return -1;
+		st->epochs->pdata[st->epochs_seen] = NULL;
+		e->store_slot = 0;
+		e->store_row = ROW_PACKED;
+		if (e->sink_keeps) { /* retired: its copy waits packed (and keeps the charge), the epoch is not needed */
+			rm_rules_epoch_free(e);
+			st->kept--;
+			st->packed_retired++;
+		}
+	}
+	return 0;
+}
+
+int rm_sq_attempt_pack(struct rm_store *st)
+{
+	st->attempt_chunks = UINT32_MAX; /* nothing of this attempt to undo yet */
+	st->attempt_packed_max = st->packed_max;
+	if (chunk_close(st) < 0)
+		return -1;
+	st->attempt_chunks = st->chunks->len;
+	for (guint i = 0; i < st->epochs->len; i++) {
+		struct rm_epoch *e = g_ptr_array_index(st->epochs, i);
+
+		if (e && rm_sq_packs(st, e) && rm_sq_pack(st, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+void rm_sq_attempt_undo(struct rm_store *st)
+{
+	if (st->attempt_chunks == UINT32_MAX) /* the chunk being built is what was packed before */
+		return;
+	while (st->chunks->len > st->attempt_chunks) {
+		struct arc_chunk *c = g_ptr_array_steal_index(st->chunks, st->chunks->len - 1);
+
+		free(c->data);
+		g_free(c);
+	}
+	st->arc_len = 0;
+	st->arc_first = st->arc_last = 0;
+	st->arc_retained = 0;
+	st->packed_max = st->attempt_packed_max;
+}
+
+int rm_sq_archive_write(struct rm_store *st)
+{
+	sqlite3_stmt *q = st->q[Q_ARCHIVE];
+
+	if (chunk_close(st) < 0)
+		return -1;
+	for (guint i = 0; i < st->chunks->len; i++) {
+		const struct arc_chunk *c = g_ptr_array_index(st->chunks, i);
+
+		sqlite3_bind_int64(q, 1, c->first);
+		sqlite3_bind_int64(q, 2, c->last);
+		sqlite3_bind_text(q, 3, c->data, (int)c->len, SQLITE_STATIC);
+		sqlite3_bind_int64(q, 4, c->retained);
+		sqlite3_bind_text(q, 5, c->base, (int)c->base_len, SQLITE_STATIC);
+		if (rm_sq_step_reset(q) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+void rm_sq_chunks_written(struct rm_store *st)
+{
+	for (guint i = 0; i < st->chunks->len; i++) {
+		struct arc_chunk *c = g_ptr_array_index(st->chunks, i);
+
+		if (st->spare->len < RM_STORE_ARCHIVE_SPARE)
+			g_ptr_array_add(st->spare, c->data);
+		else
+			free(c->data);
+		g_free(c);
+	}
+	g_ptr_array_set_size(st->chunks, 0);
+	rm_budget_give(st->budget, (uint64_t)st->packed_retired * RM_BUDGET_EPOCH_BYTES); /* their charges */
+	st->packed_retired = 0;
+}
+
+void rm_sq_chunks_free(struct rm_store *st)
+{
+	if (st->chunks) {
+		for (guint i = 0; i < st->chunks->len; i++) {
+			struct arc_chunk *c = g_ptr_array_index(st->chunks, i);
+
+			free(c->data);
+			g_free(c);
+		}
+		g_ptr_array_free(st->chunks, TRUE);
+		st->chunks = NULL;
+	}
+	if (st->spare) {
+		for (guint i = 0; i < st->spare->len; i++)
+			free(g_ptr_array_index(st->spare, i));
+		g_ptr_array_free(st->spare, TRUE);
+		st->spare = NULL;
+	}
+	free(st->arc);
+	st->arc = NULL;
+	rm_budget_give(st->budget, (uint64_t)st->packed_retired * RM_BUDGET_EPOCH_BYTES); /* not written */
+	st->packed_retired = 0;
 }
 
 /* ---------------- reading back: the inverse of the above ---------------- */

@@ -23,16 +23,21 @@ static void written(struct rm_store *st)
 	for (guint i = 0; i < st->epochs->len; i++) {
 		struct rm_epoch *e = g_ptr_array_index(st->epochs, i);
 
+		if (!e) /* packed, in a chunk */
+			continue;
 		if (e->sink_keeps) {
 			rm_rules_epoch_free(e);
 			rm_budget_give(st->budget, RM_BUDGET_EPOCH_BYTES); /* the charge the rules passed on */
 		} else {
-			e->store_row = rm_sq_packs(e) ? ROW_PACKED : ROW_TABLE;
+			/* packed by this transaction (rm_sq_attempt_pack), or written as a row */
+			e->store_row = rm_sq_attempt_packed(st, e) ? ROW_PACKED : ROW_TABLE;
 			e->store_slot = 0;
 		}
 	}
 	g_ptr_array_set_size(st->epochs, 0);
+	st->epochs_seen = 0;
 	st->kept = 0;
+	rm_sq_chunks_written(st);
 	g_hash_table_iter_init(&it, st->sessions);
 	while (g_hash_table_iter_next(&it, NULL, &v)) {
 		struct rm_sess_row *s = v;
@@ -66,7 +71,8 @@ static int flush(struct rm_store *st)
 	st->last_flush_ms = rm_clock_mono_ms();
 	if (!rm_sq_waiting(st))
 		return 0;
-	if (rm_sq_step_reset(st->q[Q_BEGIN]) < 0)
+	/* The queue's packable epochs into chunks of this attempt (first: fail undoes them), then the rows of the rest. */
+	if (rm_sq_attempt_pack(st) < 0 || rm_sq_step_reset(st->q[Q_BEGIN]) < 0)
 		goto fail;
 	g_hash_table_iter_init(&it, st->sessions);
 	while (st->sessions_dirty && g_hash_table_iter_next(&it, NULL, &v))
@@ -75,13 +81,8 @@ static int flush(struct rm_store *st)
 	for (guint i = 0; i < st->epochs->len; i++) {
 		struct rm_epoch *e = g_ptr_array_index(st->epochs, i);
 
-		if (rm_sq_packs(e)) {
-			if (rm_sq_archive_add(st, e) < 0 ||
-			    (st->arc_len >= RM_STORE_ARCHIVE_CHUNK && rm_sq_archive_write(st) < 0))
-				goto fail;
-		} else if (rm_sq_write_epoch(st, e) < 0) {
+		if (e && !rm_sq_attempt_packed(st, e) && rm_sq_write_epoch(st, e) < 0)
 			goto fail;
-		}
 	}
 	if (rm_sq_archive_write(st) < 0)
 		goto fail;
@@ -132,10 +133,8 @@ static int flush(struct rm_store *st)
 		goto fail;
 	written(st);
 	return 0;
-fail:
-	st->arc_len = 0;
-	st->arc_first = st->arc_last = 0;
-	st->arc_retained = 0;
+fail: /* the chunks packed before stay for the next attempt, the queue too */
+	rm_sq_attempt_undo(st);
 	snprintf(st->down_why, sizeof(st->down_why), "%s", sqlite3_errmsg(st->db));
 	if (!sqlite3_get_autocommit(st->db))
 		rm_sq_step_reset(st->q[Q_ROLLBACK]);
@@ -231,7 +230,7 @@ int rm_store_commit(struct rm_store *st)
 			checkpoint(st, 1);
 		return 0;
 	}
-	if (t - st->last_flush_ms >= RM_STORE_FLUSH_MS || st->kept >= RM_STORE_FLUSH_EPOCHS ||
+	if (t - st->last_flush_ms >= RM_STORE_FLUSH_MS || st->kept + st->packed_retired >= RM_STORE_FLUSH_EPOCHS ||
 	    st->raw_bytes >= RM_STORE_FLUSH_RAW_BYTES)
 		rm_sq_attempt(st);
 	return 0;
@@ -251,7 +250,7 @@ uint64_t rm_store_transactions(const struct rm_store *st)
 
 int rm_store_make_room(struct rm_store *st)
 {
-	if (st->readonly || st->down || (!st->kept && !st->raw->len))
+	if (st->readonly || st->down || (!st->kept && !st->packed_retired && !st->raw->len))
 		return -1;
 	rm_sq_attempt(st);
 	return st->down ? -1 : 0;

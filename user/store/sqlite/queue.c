@@ -59,9 +59,9 @@ void rm_sq_point_row_clear(gpointer p)
 
 int rm_sq_waiting(const struct rm_store *st)
 {
-	return st->epochs->len || st->sessions_dirty || st->raw->len || g_hash_table_size(st->drops) ||
-	       g_hash_table_size(st->conns) || st->limits->len || st->points->len || st->lost->len || st->retire->len ||
-	       st->ranges->len || st->stop_run;
+	return st->epochs->len || st->chunks->len || st->arc_len || st->sessions_dirty || st->raw->len ||
+	       g_hash_table_size(st->drops) || g_hash_table_size(st->conns) || st->limits->len || st->points->len ||
+	       st->lost->len || st->retire->len || st->ranges->len || st->stop_run;
 }
 
 static int count_drop(struct rm_store *st, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms)
@@ -135,7 +135,7 @@ int rm_store_epoch(struct rm_store *st, struct rm_epoch *e)
 		return 0;
 	}
 	/* The bound holds for every retired epoch, also one whose earlier state waits already (store_slot). */
-	if (e->retired_ms && !e->sink_keeps && st->kept >= RM_STORE_MAX_KEPT_EPOCHS) {
+	if (e->retired_ms && !e->sink_keeps && st->kept + st->packed_retired >= RM_STORE_MAX_KEPT_EPOCHS) {
 		if (!st->down)
 			rm_sq_attempt(st); /* makes room unless the database is unavailable */
 		if (st->down) {
@@ -144,8 +144,11 @@ int rm_store_epoch(struct rm_store *st, struct rm_epoch *e)
 			if (e->store_slot) { /* its earlier state is not written either: out of the queue */
 				struct rm_epoch *last = g_ptr_array_index(st->epochs, st->epochs->len - 1);
 
-				last->store_slot = e->store_slot;
+				if (last) /* NULL: packed since */
+					last->store_slot = e->store_slot;
 				g_ptr_array_remove_index_fast(st->epochs, e->store_slot - 1);
+				if (st->epochs_seen > st->epochs->len)
+					st->epochs_seen = st->epochs->len;
 				e->store_slot = 0;
 			}
 			snprintf(d, sizeof(d), "epoch %" PRIu64 " (%s) not stored: database unavailable",
@@ -158,12 +161,33 @@ int rm_store_epoch(struct rm_store *st, struct rm_epoch *e)
 			return 0;
 		}
 	}
+	if (e->retired_ms && !st->down && rm_sq_packs(st, e)) {
+		/*
+		 * Retired, never written: packed now, with the packable epochs queued
+		 * before it (queue order is ID order), and not kept, so the rules
+		 * free it at once and their pool hands the same, still cached, memory
+		 * out next. Not while the database is unavailable: then retired epochs
+		 * wait whole, within RM_STORE_MAX_KEPT_EPOCHS (docs/collector.md).
+		 */
+		if (rm_sq_pack_upto(st, e->store_slot ? e->store_slot - 1 : st->epochs->len) < 0 ||
+		    rm_sq_pack(st, e) < 0)
+			return -1;
+		if (e->store_slot) {
+			st->epochs->pdata[e->store_slot - 1] = NULL;
+			st->epochs_seen = e->store_slot;
+			e->store_slot = 0;
+		}
+		e->store_row = ROW_PACKED;
+		e->sink_keeps = RM_SINK_CHARGE; /* its charge stays until the copy is written */
+		st->packed_retired++;
+		return 0;
+	}
 	if (!e->store_slot) {
 		g_ptr_array_add(st->epochs, e);
 		e->store_slot = st->epochs->len;
 	}
 	if (e->retired_ms && !e->sink_keeps) {
-		e->sink_keeps = 1;
+		e->sink_keeps = RM_SINK_KEEPS;
 		st->kept++;
 	}
 	return 0;

@@ -74,11 +74,23 @@ static void epoch_values(const struct rm_epoch *e, struct val v[EC__N], char *sr
  * Written packed (epoch_archive) rather than as a row: an epoch retired or
  * settled at its first write. A settled epoch changes afterwards only by
  * the counts of ignored records (repeats, stale, ...) or by invalidation;
- * then it gets a row, which replaces its packed copy in the view.
+ * then it gets a row, which replaces its packed copy in the view. Packed
+ * in ID order: one queued before epochs packed since (an open epoch
+ * retired after later ones were packed at their retirement) gets a row.
  */
-int rm_sq_packs(const struct rm_epoch *e)
+static int packs_above(const struct rm_epoch *e, int64_t max)
 {
-	return e->store_row == ROW_NONE && (e->retired_ms || e->state != RM_EPOCH_OPEN);
+	return e->store_row == ROW_NONE && (e->retired_ms || e->state != RM_EPOCH_OPEN) && e->store_id > max;
+}
+
+int rm_sq_packs(const struct rm_store *st, const struct rm_epoch *e)
+{
+	return packs_above(e, st->packed_max);
+}
+
+int rm_sq_attempt_packed(const struct rm_store *st, const struct rm_epoch *e)
+{
+	return packs_above(e, st->attempt_packed_max);
 }
 
 /* A row in epoch_rows: inserted, or its state columns updated (the key columns are written once). */

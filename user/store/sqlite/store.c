@@ -107,13 +107,13 @@ void rm_store_close(struct rm_store *st)
 			rm_log(RM_LOG_ERR,
 			       "database unavailable at exit (%s): %u epoch rows, %u sessions, %u raw records and %u "
 			       "drop counts could not be stored",
-			       st->down_why, st->epochs->len, st->sessions_dirty, st->raw->len,
+			       st->down_why, st->epochs->len + st->packed_retired, st->sessions_dirty, st->raw->len,
 			       g_hash_table_size(st->drops));
 	}
 	for (int i = 0; i < Q__N; i++)
 		sqlite3_finalize(st->q[i]);
 	sqlite3_close(st->db);
-	free(st->arc);
+	rm_sq_chunks_free(st);
 	rm_sq_base_clear(st);
 	if (st->lock_fd >= 0)
 		close(st->lock_fd); /* after SQLite closed its own descriptors: a close drops this process's locks */
@@ -121,6 +121,8 @@ void rm_store_close(struct rm_store *st)
 		for (guint i = 0; i < st->epochs->len; i++) {
 			struct rm_epoch *e = g_ptr_array_index(st->epochs, i);
 
+			if (!e) /* packed */
+				continue;
 			if (e->sink_keeps) {
 				rm_rules_epoch_free(e);
 				rm_budget_give(st->budget, RM_BUDGET_EPOCH_BYTES);
@@ -195,6 +197,8 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 	if (readonly)
 		return st;
 	st->epochs = g_ptr_array_new();
+	st->chunks = g_ptr_array_new();
+	st->spare = g_ptr_array_new();
 	st->raw = g_ptr_array_new_with_free_func(rm_sq_raw_free);
 	st->sessions = rm_sess_rows_new();
 	st->drops = rm_drop_rows_new();

@@ -249,8 +249,11 @@ int rm_store_session_acked(struct rm_store *st, const struct rm_store_acked *a, 
 
 /*
  * An epoch changed or is retired: its row is written (inserted, or updated
- * with the latest state) by the next transaction. A retired epoch is kept
- * by the store (e->sink_keeps set) until written. e->store_id is its row
+ * with the latest state) by the next transaction. A retired epoch never
+ * written is packed at once and freed by the rules (e->sink_keeps
+ * RM_SINK_CHARGE: the store holds its budget charge until the commit);
+ * other retired epochs, and all while the database is unavailable, are
+ * kept by the store (RM_SINK_KEEPS) until written. e->store_id is its row
  * ID from the first call on. 0 or -1 (out of memory).
  */
 int rm_store_epoch(struct rm_store *st, struct rm_epoch *e);

@@ -134,6 +134,20 @@ struct retire_range {
 	uint64_t retired_ms;
 };
 
+/*
+ * A packed chunk closed (its JSON array complete) that waits for the next
+ * transaction: one epoch_archive row. data is the builder's buffer of cap
+ * octets (reused for later chunks once written); base the chunk's base column.
+ */
+struct arc_chunk {
+	int64_t first, last; /* first_id, last_id: the row IDs of its first and last epoch */
+	uint32_t retained;   /* of its epochs, those packed before their retirement */
+	char *data;
+	size_t len, cap;
+	size_t base_len;
+	char base[];
+};
+
 /* e->store_row: 0 nothing written, ROW_TABLE a row in epoch_rows, ROW_PACKED a copy in epoch_archive only. */
 enum { ROW_NONE = 0, ROW_TABLE = 1, ROW_PACKED = 2 };
 
@@ -146,6 +160,9 @@ struct val {
 
 /* Bound of one packed epoch in JSON: 21 octets per integer and separator, 6 per character of text (\\u00XX), keys. */
 #define ARC_ENTRY_MAX (8 + EC__N * 26 + 6 * (2 * INET6_ADDRSTRLEN + RM_EPOCH_REASON_MAX + 32))
+/* The builder's buffer: a chunk closes at RM_STORE_ARCHIVE_CHUNK octets, so one more epoch and the ']' fit. */
+#define RM_STORE_ARCHIVE_CAP   (RM_STORE_ARCHIVE_CHUNK + ARC_ENTRY_MAX + 4)
+#define RM_STORE_ARCHIVE_SPARE 4 /* builder buffers kept for reuse after a commit */
 _Static_assert(sizeof(ARC_KEYS) - 1 >= EC__N, "a key letter per epoch column");
 _Static_assert(EC__N <= 64, "a bit per epoch column (rm_sq_archive_add)");
 
@@ -159,9 +176,16 @@ struct rm_store {
 	int64_t next_session, next_epoch;
 
 	/* What waits for the next transaction. */
-	GPtrArray *epochs;    /* struct rm_epoch *; e->store_slot = index + 1 */
-	uint32_t kept;        /* of them retired, owned here */
-	GHashTable *sessions; /* int64 id -> struct rm_sess_row */
+	GPtrArray *epochs;       /* struct rm_epoch * or NULL (packed since); e->store_slot = index + 1 */
+	uint32_t epochs_seen;    /* epochs[0 .. epochs_seen - 1]: packed, or not packable when rm_sq_pack_upto passed */
+	uint32_t kept;           /* of them retired, owned here */
+	uint32_t packed_retired; /* retired epochs packed at their retirement (freed), in chunks not yet written */
+	GPtrArray *chunks;       /* struct arc_chunk *: packed chunks closed, not yet written (g_free) */
+	GPtrArray *spare;        /* char * of RM_STORE_ARCHIVE_CAP octets: builder buffers written, for reuse */
+	int64_t packed_max;      /* the largest row ID packed by this store: an epoch of a lower ID gets a row */
+	uint32_t attempt_chunks; /* st->chunks->len before the transaction being tried packed the queue */
+	int64_t attempt_packed_max; /* packed_max before it: what it packed is above */
+	GHashTable *sessions;       /* int64 id -> struct rm_sess_row */
 	uint32_t sessions_dirty;
 	GPtrArray *raw; /* struct raw_row * */
 	size_t raw_bytes;
@@ -173,7 +197,7 @@ struct rm_store {
 	GArray *lost;      /* int64 row IDs of epochs whose outcome was not kept */
 	GArray *retire;    /* struct retire_only: settled epochs whose rows need only retired_ms */
 	GArray *ranges;    /* struct retire_range: packed epochs whose copies need only retired_ms */
-	char *arc;         /* the epoch_archive chunk being built (JSON) */
+	char *arc;         /* the epoch_archive chunk being built (JSON); kept across failed transactions */
 	size_t arc_len, arc_cap;
 	int64_t arc_first, arc_last;
 	uint32_t arc_retained; /* of the chunk's epochs, those not retired */
@@ -282,8 +306,14 @@ void rm_sq_addr_text(const struct rm_report *r, const uint8_t *a, char *buf, siz
 const char *rm_sq_state_name(enum rm_epoch_state s);
 /* An epoch's NULL columns, a bit each (COL(EC_x)). */
 uint64_t rm_sq_epoch_nulls(const struct rm_epoch *e);
-/* 1 if the epoch is written packed (epoch_archive) rather than as a row. */
-int rm_sq_packs(const struct rm_epoch *e);
+/*
+ * 1 if the epoch is written packed (epoch_archive) rather than as a row:
+ * never written, retired or settled, and of an ID above every one packed
+ * (chunks stay in ID order, each after the one before: store_read_sqlite.c).
+ */
+int rm_sq_packs(const struct rm_store *st, const struct rm_epoch *e);
+/* 1 if the queued epoch was packed by the transaction being tried (rm_sq_attempt_pack), not written as a row. */
+int rm_sq_attempt_packed(const struct rm_store *st, const struct rm_epoch *e);
 /* Insert or update an epoch's row in epoch_rows. 0 or -1 (SQLite error). */
 int rm_sq_write_epoch(struct rm_store *st, const struct rm_epoch *e);
 /* Bind s as text to parameter i, or NULL when s is NULL. */
@@ -308,8 +338,32 @@ int rm_sq_write_lost(struct rm_store *st, int64_t id, uint64_t now_ms);
 void rm_sq_base_clear(struct rm_store *st);
 /* Append an epoch to the chunk being built (st->arc). 0 or -1 (out of memory). */
 int rm_sq_archive_add(struct rm_store *st, const struct rm_epoch *e);
-/* Write the chunk being built as one epoch_archive row, and start a new one. 0 or -1. */
+/*
+ * Pack e (rm_sq_packs) into the chunk being built, closing the chunk at
+ * RM_STORE_ARCHIVE_CHUNK octets: from here on the copy waits in st->chunks
+ * or st->arc, kept across failed transactions, until a commit. 0 or -1 (out of memory).
+ */
+int rm_sq_pack(struct rm_store *st, const struct rm_epoch *e);
+/*
+ * Pack, in queue order, the packable epochs waiting in st->epochs[0 .. n - 1]
+ * not looked at yet, and take them out of the queue (slot NULL, store_row
+ * ROW_PACKED; a retired one the store kept is freed, its charge returned). 0 or -1.
+ */
+int rm_sq_pack_upto(struct rm_store *st, uint32_t n);
+/*
+ * For a transaction: close the chunk being built (what was packed before
+ * waits on), then pack the packable epochs still queued into chunks of this
+ * attempt only, leaving them queued. 0 or -1 (out of memory).
+ */
+int rm_sq_attempt_pack(struct rm_store *st);
+/* The transaction failed: drop the chunks of the attempt (the epochs stay queued, packed again at the next). */
+void rm_sq_attempt_undo(struct rm_store *st);
+/* Insert every waiting chunk (the one being built closed first), one epoch_archive row each. 0 or -1. */
 int rm_sq_archive_write(struct rm_store *st);
+/* After a commit: the waiting chunks written, their buffers kept for reuse (up to a few). */
+void rm_sq_chunks_written(struct rm_store *st);
+/* At close: free the chunks, spare buffers and the builder's buffer. */
+void rm_sq_chunks_free(struct rm_store *st);
 
 /*
  * Reading a chunk back (one epoch_archive row), each epoch as the epochs
