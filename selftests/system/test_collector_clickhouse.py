@@ -343,8 +343,12 @@ def test_kill_under_rocemeter_exporter_loses_nothing_uncounted(tmp_path, pki, ch
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     c = CHCollector(tmp_path / "a", pki, ch1, cid)
-    d = Driver(export_config(tmp_path / "e.ini", pki, c.port, queue=50000, peer=tc.COLLECTOR),
-               str(tmp_path / "exporter.log"))
+    try:
+        d = Driver(export_config(tmp_path / "e.ini", pki, c.port, queue=50000, peer=tc.COLLECTOR),
+                   str(tmp_path / "exporter.log"))
+    except BaseException:
+        reap(c)  # the exporter did not start (e.g. test_export not built): never leave the collector running
+        raise
     q = f"collector_id = '{cid}'"
     try:
         assert d.first == "started" and d.session() == 1

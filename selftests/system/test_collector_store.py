@@ -722,8 +722,12 @@ def test_kill_under_rocemeter_exporter_loses_nothing_uncounted(tmp_path, pki, tr
     rnd = random.Random(1000 + trial)
     db = tmp_path / "c.db"
     c = start(db, tmp_path, pki)
-    d = Driver(export_config(tmp_path / "e.ini", pki, c.port, queue=50000, peer=COLLECTOR),
-               str(tmp_path / "exporter.log"))
+    try:
+        d = Driver(export_config(tmp_path / "e.ini", pki, c.port, queue=50000, peer=COLLECTOR),
+                   str(tmp_path / "exporter.log"))
+    except BaseException:
+        reap(c)  # the exporter did not start (e.g. test_export not built): never leave the collector running
+        raise
     try:
         assert d.first == "started" and d.session() == 1
         end = time.monotonic() + rnd.uniform(0.1, 2.5)  # under load until a random moment
