@@ -366,8 +366,10 @@ static void csv_record(FILE *f, const struct csv_table *t, json_t *o, int show_c
 		char *text = NULL;
 		int last = i == t->n - 1;
 
-		if (json_is_string(v)) {
-			csv_field(f, json_string_value(v), last);
+		if (json_is_string(v)) { /* a number above 2^63 - 1 as its digits, not the JSON writer's mark */
+			const char *digits = rm_json_u64_digits(v);
+
+			csv_field(f, digits ? digits : json_string_value(v), last);
 			continue;
 		}
 		if (json_is_array(v)) {
