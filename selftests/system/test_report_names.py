@@ -209,3 +209,19 @@ def test_html_page_shows_names(collector, tmp_path):
     dom = th.chromium(page, str(tmp_path / "dom"), "--dump-dom")[0]
     assert "<b>x</b>" not in dom and "leaf-a &lt;b&gt;x&lt;/b&gt;" in dom
     assert "Observation point 7 leaf-a &lt;b&gt;x&lt;/b&gt;</h3>" in dom
+
+
+def test_csv_ids_above_2_63(big_store):
+    """observationPointIds up to 2^64 - 1 (the config's maximum) are numbers in the CSV, as in the text
+    table and the JSON, for the epochs and --summary (trial: those >= 2^63 showed the JSON writer's internal
+    "\\x01u64:" mark)."""
+    import json
+    rows = list(csv.DictReader(io.StringIO(run(big_store, "--format", "csv"))))
+    assert sorted(int(r["observationPointId"]) for r in rows) == sorted(BIG)
+    assert not any("u64" in v for r in rows for v in r.values()), rows
+    epochs = [json.loads(line) for line in run(big_store, "--json").splitlines()]  # one object a line
+    assert sorted(e["key"]["observationPointId"] for e in epochs) == sorted(BIG)
+    text = {int(line.split()[3]) for line in run(big_store).splitlines()[1:]}
+    assert {int(r["observationPointId"]) for r in rows} == text
+    summary = list(csv.DictReader(io.StringIO(run(big_store, "--summary", "--format", "csv"))))
+    assert sorted(int(r["observationPointId"]) for r in summary) == sorted(BIG), summary

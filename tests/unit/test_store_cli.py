@@ -104,3 +104,37 @@ def test_outcome_error_names_output(tmp_path):
     assert not page.exists()
     p = run("report", "-S", "sqlite:%s" % db, "-o", "invalid")
     assert p.returncode == 0, p.stderr
+
+
+def test_output_is_not_the_store(tmp_path):
+    """`report --format html -O` naming the SQLite store itself (by another
+    spelling or a symlink) or its -wal, -shm or -journal file is a usage error
+    (exit 2) naming both, and the store is left as it was (trial: the page
+    overwrote c1.db, exit 0). Another file is written as before."""
+    db = tmp_path / "c1.db"
+    assert run("collect", "--store-init", "-S", "sqlite:%s" % db).returncode == 0
+    before = db.read_bytes()
+    (tmp_path / "link.db").symlink_to(db)
+    (tmp_path / "c1.db-wal").write_bytes(b"")  # -wal exists, -shm and -journal do not
+    for out in (db, tmp_path / "." / "c1.db", tmp_path / "link.db", tmp_path / "c1.db-wal",
+                tmp_path / "c1.db-shm", tmp_path / "c1.db-journal"):
+        p = run("report", "-d", str(db), "--format", "html", "-O", str(out))
+        assert p.returncode == 2, (out, p)
+        assert "--output %s is the store's file %s" % (out, db) in p.stderr, p.stderr
+        assert db.read_bytes() == before
+    assert not (tmp_path / "c1.db-shm").exists() and not (tmp_path / "c1.db-journal").exists()
+    assert (tmp_path / "c1.db-wal").read_bytes() == b""
+    page = tmp_path / "c1.html"
+    p = run("report", "-S", "sqlite:%s" % db, "--format", "html", "-O", str(page))
+    assert p.returncode == 0, p.stderr
+    assert page.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_output_error_names_the_given_path(tmp_path):
+    """-O in a missing directory: the error names the path given, not the temporary file (trial)."""
+    db = tmp_path / "o.db"
+    assert run("collect", "--store-init", "-S", "sqlite:%s" % db).returncode == 0
+    out = str(tmp_path / "nonexistdir" / "x.html")
+    p = run("report", "-S", "sqlite:%s" % db, "--format", "html", "-O", out)
+    assert p.returncode == 1, p
+    assert "%s: %s" % (out, os.strerror(errno.ENOENT)) in p.stderr and ".tmp." not in p.stderr, p.stderr

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <glib.h>
@@ -365,8 +366,10 @@ static void csv_record(FILE *f, const struct csv_table *t, json_t *o, int show_c
 		char *text = NULL;
 		int last = i == t->n - 1;
 
-		if (json_is_string(v)) {
-			csv_field(f, json_string_value(v), last);
+		if (json_is_string(v)) { /* a number above 2^63 - 1 as its digits, not the JSON writer's mark */
+			const char *digits = rm_json_u64_digits(v);
+
+			csv_field(f, digits ? digits : json_string_value(v), last);
 			continue;
 		}
 		if (json_is_array(v)) {
@@ -848,6 +851,42 @@ static int outcome_known(const char *s)
 	return 0;
 }
 
+/* Whether a and b name one file: the same st_dev/st_ino (symlinks followed), or, when a does not exist, the same name in the same directory. */
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	gchar *da, *db, *na, *nb;
+	int same;
+
+	if (!stat(a, &sa))
+		return !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	da = g_path_get_dirname(a);
+	db = g_path_get_dirname(b);
+	na = g_path_get_basename(a);
+	nb = g_path_get_basename(b);
+	same = !strcmp(na, nb) && !stat(da, &sa) && !stat(db, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	g_free(da);
+	g_free(db);
+	g_free(na);
+	g_free(nb);
+	return same;
+}
+
+/* The SQLite file (or its -wal, -shm, -journal) that output would overwrite, or NULL ("-": standard output). */
+static const char *output_over_store(const char *output, const char *db, char *buf, size_t len)
+{
+	static const char *const suffixes[] = { "", "-wal", "-shm", "-journal" };
+
+	if (!strcmp(output, "-"))
+		return NULL;
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		snprintf(buf, len, "%s%s", db, suffixes[i]);
+		if (same_file(output, buf))
+			return buf;
+	}
+	return NULL;
+}
+
 /* The checks of the command line beyond the option table. 0, or RM_EXIT_USAGE after the message. */
 static int check_args(struct report_args *a, struct rm_store_spec *spec, char *src, char *dst, size_t len)
 {
@@ -889,6 +928,10 @@ static int check_args(struct report_args *a, struct rm_store_spec *spec, char *s
 	if ((a->format == FMT_HTML) != (a->output != NULL)) {
 		rm_log_cmd(RM_LOG_ERR,
 			   a->output ? "--output is for --format html" : "--format html needs --output FILE");
+		return RM_EXIT_USAGE;
+	}
+	if (a->output && spec->kind == RM_STORE_SQLITE && output_over_store(a->output, spec->path, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "--output %s is the store's file %s: name another file", a->output, err);
 		return RM_EXIT_USAGE;
 	}
 	if (a->format == FMT_HTML && (a->summary || a->anomalies || a->verbose)) {

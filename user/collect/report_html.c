@@ -861,7 +861,7 @@ static int write_file(const char *path, const char *d3, const char *data, char *
 
 	if (!f) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+		snprintf(err, errlen, "%s: %s", path, strerror(errno)); /* the name the operator gave, not tmp */
 		g_free(tmp);
 		return rc;
 	}

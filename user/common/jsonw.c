@@ -25,6 +25,13 @@ json_t *rm_json_u64(uint64_t v)
 	return json_string(buf);
 }
 
+const char *rm_json_u64_digits(const json_t *v)
+{
+	const char *s = json_string_value(v);
+
+	return s && !strncmp(s, U64_MARK, strlen(U64_MARK)) ? s + strlen(U64_MARK) : NULL;
+}
+
 json_t *rm_json_text(const char *s)
 {
 	json_t *v;

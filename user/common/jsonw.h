@@ -23,6 +23,9 @@
  */
 json_t *rm_json_u64(uint64_t v);
 
+/* The decimal digits of a value rm_json_u64() marked (above 2^63 - 1), or NULL for any other value (borrowed, v's lifetime). */
+const char *rm_json_u64_digits(const json_t *v);
+
 /* A string; NULL gives JSON null; bytes that are not UTF-8 become '?'. New reference. */
 json_t *rm_json_text(const char *s);
 
