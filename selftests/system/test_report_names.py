@@ -285,5 +285,6 @@ def test_max_observation_points_per_session(tmp_path, pki):
             "this Transport Session" % i for i in (4, 5)]
         lim = c.query("SELECT * FROM run_limits WHERE name = 'max_observation_points'")
         assert [r["value"] for r in lim] == [3], [dict(r) for r in lim]
+        assert re.search(r"^  max_observation_points +3\b", run(c.db, "--limits"), re.M)
     finally:
         c.stop()
