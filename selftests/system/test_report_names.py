@@ -225,3 +225,82 @@ def test_csv_ids_above_2_63(big_store):
     assert {int(r["observationPointId"]) for r in rows} == text
     summary = list(csv.DictReader(io.StringIO(run(big_store, "--summary", "--format", "csv"))))
     assert sorted(int(r["observationPointId"]) for r in summary) == sorted(BIG), summary
+
+
+# ------------------------------------------------------------ fix-names: bounds and layouts
+
+from test_collector import ipfix_set, message, spec  # noqa: E402
+import struct  # noqa: E402
+
+
+def names_msg(points, field_len=64, seq=1, tid=262):
+    """Template 262 with interfaceName of field_len octets (65535: variable length, RFC 7011 section 7,
+    one-octet length prefix) and one record per (ID, name bytes), NUL-padded to a fixed length."""
+    otmpl = struct.pack(">HHH", tid, 2, 1) + spec(0, 138, 8) + spec(0, 82, field_len)
+    if field_len == 65535:
+        recs = b"".join(struct.pack(">QB", i, len(n)) + n for i, n in points)
+    else:
+        recs = b"".join(struct.pack(">Q", i) + n.ljust(field_len, b"\0") for i, n in points)
+    return message(ipfix_set(3, otmpl), ipfix_set(tid, recs), seq=seq)
+
+
+def test_name_nul_inside_and_empty_rejected(collector):
+    """The field is NUL-padded: after the first NUL only NULs. "ab\\0cd" was stored as "ab"; an empty
+    name (all NUL) was stored as ''. Both are rejected records with their reason now."""
+    pts = [(30, b"ab\0cd"), (31, b""), (32, b"ok\0\0")]
+    send_session(collector, templates_msg(), points_msg(pts, seq=1), data_msg(final(32), seq=1 + len(pts)))
+    (s,) = collector.wait_ended(1)
+    assert s["rejected"] == 2 and s["seq_gaps"] == 0
+    stored = collector.query("SELECT observation_point_id, name FROM observation_points ORDER BY 1")
+    assert [(r[0], r[1]) for r in stored] == [(32, "ok")]
+    assert sorted(r["reason"] for r in raw(collector)) == [
+        "Options Template 262: an observation point name: a NUL inside "
+        "(octets other than NUL padding after the first NUL)",
+        "Options Template 262: an observation point name: empty"]
+
+
+def test_name_field_of_other_fixed_lengths(collector):
+    """interfaceName of 100 octets: names are read up to the NUL (stored), one of 80 octets is longer than
+    63 and rejected; before, the whole Template's records were ignored, neither stored nor counted."""
+    pts = [(40, b"leaf-100"), (41, b"x" * 80)]
+    send_session(collector, templates_msg(), names_msg(pts, field_len=100, seq=1), data_msg(final(40), seq=3))
+    (s,) = collector.wait_ended(1)
+    assert s["rejected"] == 1 and s["seq_gaps"] == 0
+    stored = collector.query("SELECT observation_point_id, name FROM observation_points ORDER BY 1")
+    assert [(r[0], r[1]) for r in stored] == [(40, "leaf-100")]
+    assert [r["reason"] for r in raw(collector)] == [
+        "Options Template 262: an observation point name longer than 63 octets"]
+
+
+def test_name_field_of_variable_length_rejected(collector):
+    """A variable-length interfaceName: the records are rejected with the reason, counted, never stored."""
+    send_session(collector, templates_msg(), names_msg([(50, b"x" * 80)], field_len=65535, seq=1))
+    (s,) = collector.wait_ended(1)
+    assert s["rejected"] == 1, dict(s)
+    assert collector.query("SELECT * FROM observation_points") == []
+    assert [r["reason"] for r in raw(collector)] == [
+        "Data Set for Template 262: Options Template 262: interfaceName (82) without the names layout "
+        "(scope observationPointId 138 of 8 octets, interfaceName of a fixed length)"]
+
+
+def test_max_observation_points_per_session(tmp_path, pki):
+    """[collect] max_observation_points 3: the 4th and 5th distinct IDs of one Transport Session are
+    rejected records (counted, with the reason); a name again for an admitted ID is stored."""
+    cfg = tmp_path / "c.ini"
+    cfg.write_text("[collect]\nmax_observation_points = 3\n")
+    c = Collector(tmp_path, pki, "--config", str(cfg))
+    try:
+        pts = [(1, b"a"), (2, b"b"), (3, b"c"), (4, b"d"), (5, b"e"), (2, b"b2")]
+        send_session(c, templates_msg(), points_msg(pts, seq=1))
+        (s,) = c.wait_ended(1)
+        assert s["rejected"] == 2, dict(s)
+        stored = c.query("SELECT observation_point_id, name FROM observation_points ORDER BY 1")
+        assert [(r[0], r[1]) for r in stored] == [(1, "a"), (2, "b2"), (3, "c")]
+        assert sorted(r["reason"] for r in raw(c)) == [
+            "Options Template 262: observation point %d beyond max_observation_points 3 distinct names in "
+            "this Transport Session" % i for i in (4, 5)]
+        lim = c.query("SELECT * FROM run_limits WHERE name = 'max_observation_points'")
+        assert [r["value"] for r in lim] == [3], [dict(r) for r in lim]
+        assert re.search(r"^  max_observation_points +3\b", run(c.db, "--limits"), re.M)
+    finally:
+        c.stop()

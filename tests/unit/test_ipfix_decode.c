@@ -553,6 +553,82 @@ static void test_reliability_record_impossible_counts(void **state)
 	rm_ipfix_session_free(s);
 }
 
+/* What the names sink saw: (domain, observationPointId, name) of each name given. */
+static int n_points;
+static struct {
+	uint32_t domain;
+	uint64_t id;
+	char name[64];
+} got_point[8];
+
+static void on_point(void *arg, uint32_t domain, uint64_t id, const char *name)
+{
+	if (n_points < 8) {
+		got_point[n_points].domain = domain;
+		got_point[n_points].id = id;
+		snprintf(got_point[n_points].name, sizeof(got_point[n_points].name), "%s", name);
+	}
+	n_points++;
+}
+
+static const struct rm_ipfix_sink point_sink = { .record = on_record, .reject = on_reject, .point = on_point };
+
+/* One Message in domain: Template 262 (scope observationPointId 138/8, interfaceName 82/64) and a record. */
+static void point_msg(struct msg *m, uint32_t domain, uint32_t seq, uint64_t id, const char *name)
+{
+	begin(m, 1700000000, seq, domain);
+	set_begin(m, 3);
+	put(m, 262, 2);
+	put(m, 2, 2);
+	put(m, 1, 2);
+	field(m, 0, 138, 8);
+	field(m, 0, 82, 64);
+	set_end(m);
+	set_begin(m, 262);
+	put(m, id, 8);
+	memset(m->b + m->len, 0, 64);
+	memcpy(m->b + m->len, name, strlen(name));
+	m->len += 64;
+	set_end(m);
+}
+
+/*
+ * max_observation_points (trial: 200,000 distinct names in one session were
+ * all stored): at most 2 distinct (Observation Domain, observationPointId)
+ * pairs; the same ID in another domain is another point, so rejected; a
+ * name again for an admitted point is given.
+ */
+static void test_observation_points_bounded(void **state)
+{
+	static const struct {
+		uint32_t domain;
+		uint64_t id;
+		const char *name;
+		int given;
+	} in[] = {
+		{ 0, 1, "a", 1 }, { 0, 2, "b", 1 }, { 1, 1, "c", 0 }, { 0, 3, "d", 0 }, { 0, 1, "a2", 1 },
+	};
+	struct rm_ipfix_session *s = rm_ipfix_session_new(PEN);
+	uint32_t seq[2] = { 0, 0 };
+	char err[200];
+	struct msg m;
+
+	reset_sink();
+	n_points = 0;
+	rm_ipfix_session_set_max_points(s, 2);
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		point_msg(&m, in[i].domain, seq[in[i].domain]++, in[i].id, in[i].name);
+		assert_int_equal(rm_ipfix_message(s, m.b, done(&m), &point_sink, NULL, err, sizeof(err)), 0);
+	}
+	assert_int_equal(n_rejects, 2);
+	assert_string_equal(last_reject, "Options Template 262: observation point 3 beyond max_observation_points 2 "
+					 "distinct names in this Transport Session");
+	assert_int_equal(n_points, 3);
+	assert_true(got_point[1].domain == 0 && got_point[1].id == 2 && !strcmp(got_point[1].name, "b"));
+	assert_true(got_point[2].domain == 0 && got_point[2].id == 1 && !strcmp(got_point[2].name, "a2"));
+	rm_ipfix_session_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -565,6 +641,7 @@ int main(void)
 		cmocka_unit_test(test_anomaly_notes_rate_limited),
 		cmocka_unit_test(test_reliability_record),
 		cmocka_unit_test(test_reliability_record_impossible_counts),
+		cmocka_unit_test(test_observation_points_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

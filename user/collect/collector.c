@@ -131,6 +131,7 @@ static void store_limits(struct rm_collector *s)
 		{ "max_epochs", cs->max_epochs },
 		{ "max_raw_records", cs->max_raw_records },
 		{ "inactivity_timeout_ms", cs->inactivity_timeout_ms },
+		{ "max_observation_points", cs->max_observation_points },
 		{ "max_handshakes", cs->max_handshakes },
 		{ "max_handshakes_per_source", cs->max_handshakes_per_source },
 		{ "handshake_timeout_ms", cs->handshake_timeout_ms },

@@ -528,6 +528,7 @@ int rm_session_admit(struct conn *c)
 	}
 	rm_budget_share_init(&c->share, s->budget);
 	rm_ipfix_session_set_share(c->dec, &c->share);
+	rm_ipfix_session_set_max_points(c->dec, s->cs->max_observation_points);
 	rm_rules_session_set_share(c->rs, &c->share);
 	rm_journal_session_start(s->journal, c);
 	{

@@ -42,6 +42,7 @@ void rm_config_defaults(struct rm_config_file *cfg)
 	cfg->collect.max_sessions = RM_MAX_SESSIONS_DEFAULT;
 	cfg->collect.max_epochs = RM_MAX_EPOCHS_DEFAULT;
 	cfg->collect.max_raw_records = RM_MAX_RAW_RECORDS_DEFAULT;
+	cfg->collect.max_observation_points = RM_MAX_OBSERVATION_POINTS_DEFAULT;
 	cfg->collect.inactivity_timeout_ms = RM_INACTIVITY_TIMEOUT_MS_DEFAULT;
 	cfg->collect.max_handshakes = RM_MAX_HANDSHAKES_DEFAULT;
 	cfg->collect.max_handshakes_per_source = RM_MAX_HANDSHAKES_PER_SOURCE_DEFAULT;
@@ -437,6 +438,8 @@ static const struct rm_config_key collect_keys[] = {
 	UINT_KEY(C, "max_epochs", max_epochs, RM_MAX_EPOCHS_MIN, RM_MAX_EPOCHS_MAX),
 	UINT_KEY(C, "max_raw_records", max_raw_records, 0, RM_MAX_RAW_RECORDS_MAX),
 	UINT_KEY(C, "inactivity_timeout_ms", inactivity_timeout_ms, 0, RM_INACTIVITY_TIMEOUT_MS_MAX),
+	UINT_KEY(C, "max_observation_points", max_observation_points, RM_MAX_OBSERVATION_POINTS_MIN,
+		 RM_MAX_OBSERVATION_POINTS_MAX),
 	UINT_KEY(C, "max_handshakes", max_handshakes, RM_MAX_HANDSHAKES_MIN, RM_MAX_HANDSHAKES_MAX),
 	UINT_KEY(C, "max_handshakes_per_source", max_handshakes_per_source, RM_MAX_HANDSHAKES_MIN,
 		 RM_MAX_HANDSHAKES_MAX),

@@ -94,10 +94,11 @@ struct rm_collect_settings {
 	uint64_t store_buffer_bytes; /* clickhouse: octets of rows waiting, default 64 MiB */
 	char store_spool_dir[256];   /* clickhouse: where unsent rows go at a stop, one file per collector ID */
 	struct rm_tls_settings tls;
-	uint32_t max_sessions;          /* default 64 */
-	uint32_t max_epochs;            /* retained epochs per session, default 100000 */
-	uint32_t max_raw_records;       /* raw records kept, default 100000 */
-	uint64_t inactivity_timeout_ms; /* default 600000 */
+	uint32_t max_sessions;           /* default 64 */
+	uint32_t max_epochs;             /* retained epochs per session, default 100000 */
+	uint32_t max_raw_records;        /* raw records kept, default 100000 */
+	uint64_t inactivity_timeout_ms;  /* default 600000 */
+	uint32_t max_observation_points; /* distinct observation point names per Transport Session, default 1024 */
 	/* Before authentication and dead peers (docs/collector.md "Collector limits"). */
 	uint32_t max_handshakes;            /* connections in the TLS handshake, default 16 */
 	uint32_t max_handshakes_per_source; /* of them from one source address, default 4 */

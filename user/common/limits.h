@@ -71,6 +71,10 @@
 #define RM_MAX_RAW_RECORDS_DEFAULT       100000u
 #define RM_INACTIVITY_TIMEOUT_MS_MAX     (86400000ull * 365) /* 0 = never */
 #define RM_INACTIVITY_TIMEOUT_MS_DEFAULT 600000u
+/* distinct observation point names (Options Template 262) per Transport Session */
+#define RM_MAX_OBSERVATION_POINTS_MIN     1u
+#define RM_MAX_OBSERVATION_POINTS_MAX     1048576u
+#define RM_MAX_OBSERVATION_POINTS_DEFAULT 1024u
 /* [collect]: connections before authentication, dead peers (docs/collector.md) */
 #define RM_MAX_HANDSHAKES_MIN                1u
 #define RM_MAX_HANDSHAKES_MAX                65536u

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "budget.h"
+#include "common/limits.h"
 #include "common/safe_text.h"
 #include "ipfix_decode.h"
 #include "rocemeter/common.h" /* RM_OBS_NAME_LEN */
@@ -55,6 +56,7 @@ struct tmpl {
 	uint8_t flow_keys;   /* Options Template: Flow Keys (scope templateId, flowKeyIndicator) */
 	uint8_t reliability; /* Options Template: rocemeter's Reliability (ipfix_ie.h RM_TID_RELIABILITY) */
 	uint8_t points;      /* Options Template: observation point names (scope observationPointId, interfaceName) */
+	uint8_t names_meant; /* Options Template: has interfaceName, so names were meant (t->why if not t->points) */
 	uint8_t family;
 	uint8_t has_vlan_ns;
 	uint16_t rec_len; /* Data Record octets; 0 if a field is variable-length */
@@ -93,7 +95,29 @@ struct rm_ipfix_session {
 	GHashTable *doms;              /* uint32 domain -> struct dom_seq, at most RM_IPFIX_MAX_SEQ_DOMAINS */
 	struct rm_ipfix_counts counts;
 	uint32_t anomaly_notes; /* notes given about header anomalies (at most RM_IPFIX_ANOMALY_NOTES + 1) */
+	GHashTable *points;     /* struct point_key -> itself: distinct observation points named, at most max_points */
+	uint32_t max_points;
 };
+
+/* An observation point named in this Transport Session: Observation Domain and observationPointId. */
+struct point_key {
+	uint64_t id;
+	uint32_t domain;
+};
+
+static guint point_hash(gconstpointer p)
+{
+	const struct point_key *k = p;
+
+	return (guint)(k->id ^ k->id >> 32) * 31u + k->domain;
+}
+
+static gboolean point_equal(gconstpointer a, gconstpointer b)
+{
+	const struct point_key *x = a, *y = b;
+
+	return x->id == y->id && x->domain == y->domain;
+}
 
 /* Records of the Message being decoded, for the next expected Sequence Number. */
 struct msg_count {
@@ -130,7 +154,28 @@ struct rm_ipfix_session *rm_ipfix_session_new(uint32_t pen)
 	s->pen = pen;
 	s->tmpls = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, tmpl_free);
 	s->doms = g_hash_table_new_full(g_int_hash, g_int_equal, NULL, free);
+	s->points = g_hash_table_new_full(point_hash, point_equal, free, NULL);
+	s->max_points = RM_MAX_OBSERVATION_POINTS_DEFAULT;
 	return s;
+}
+
+void rm_ipfix_session_set_max_points(struct rm_ipfix_session *s, uint32_t max)
+{
+	s->max_points = max;
+}
+
+/* Is (domain, id) among the observation points named, or is there room for it (then it is)? */
+static int point_admit(struct rm_ipfix_session *s, uint32_t domain, uint64_t id)
+{
+	struct point_key k = { .id = id, .domain = domain }, *n;
+
+	if (g_hash_table_contains(s->points, &k))
+		return 1;
+	if (g_hash_table_size(s->points) >= s->max_points || !(n = malloc(sizeof(*n))))
+		return 0;
+	*n = k;
+	g_hash_table_add(s->points, n);
+	return 1;
 }
 
 void rm_ipfix_session_free(struct rm_ipfix_session *s)
@@ -139,6 +184,7 @@ void rm_ipfix_session_free(struct rm_ipfix_session *s)
 		return;
 	g_hash_table_destroy(s->tmpls);
 	g_hash_table_destroy(s->doms);
+	g_hash_table_destroy(s->points);
 	free(s);
 }
 
@@ -355,6 +401,8 @@ static void bind_options_template(struct tmpl *t, const uint8_t *fs, uint16_t co
 		int ent = (fs[0] & 0x80) != 0;
 
 		fs += ent ? 8 : 4;
+		if (!ent && ie == IE_INTERFACE_NAME)
+			t->names_meant = 1;
 		if (len == VARLEN) {
 			varlen = 1;
 			continue;
@@ -369,7 +417,7 @@ static void bind_options_template(struct tmpl *t, const uint8_t *fs, uint16_t co
 				t->rel_off[k] = (int32_t)off;
 		if (!ent && i == 0 && ie == IE_OBSERVATION_POINT_ID && len == 8)
 			t->op_id_off = (int32_t)off;
-		if (!ent && i >= scope && ie == IE_INTERFACE_NAME && len > 0 && len < RM_IPFIX_NAME_MAX) {
+		if (!ent && i >= scope && ie == IE_INTERFACE_NAME && len > 0) { /* any fixed length */
 			t->op_name_off = (int32_t)off;
 			t->op_name_len = len;
 		}
@@ -381,29 +429,48 @@ static void bind_options_template(struct tmpl *t, const uint8_t *fs, uint16_t co
 	t->reliability = !varlen && scope == 2 && t->rel_off[REL_ADDR] >= 0 && t->rel_off[REL_PORT] >= 0 &&
 			 t->rel_off[REL_MESSAGES] >= 0 && t->rel_off[REL_RECORDS] >= 0 && t->rel_off[REL_OCTETS] >= 0;
 	t->points = !varlen && scope == 1 && t->op_id_off >= 0 && t->op_name_off >= 0;
+	if (t->names_meant && !t->points && !t->flow_keys && !t->reliability)
+		snprintf(t->why, sizeof(t->why),
+			 "Options Template %u: interfaceName (82) without the names layout (scope observationPointId "
+			 "138 of 8 octets, interfaceName of a fixed length)",
+			 t->tid);
 }
 
 /* An observation point names Options Data Record (t->points): its ID and name to sink->point. */
-static void point_record(const struct tmpl *t, uint32_t domain, const uint8_t *rec, const struct rm_ipfix_sink *sink,
-			 void *arg)
+static void point_record(struct rm_ipfix_session *s, const struct tmpl *t, uint32_t domain, const uint8_t *rec,
+			 const struct rm_ipfix_sink *sink, void *arg)
 {
-	char name[RM_IPFIX_NAME_MAX];
-	const char *why;
-	size_t n = 0;
+	const uint8_t *f = rec + t->op_name_off;
+	char name[RM_OBS_NAME_LEN];
+	const char *why = NULL;
+	size_t n = 0, k;
 
-	while (n < t->op_name_len && rec[t->op_name_off + n])
+	while (n < t->op_name_len && f[n])
 		n++;
-	memcpy(name, rec + t->op_name_off, n);
-	name[n] = '\0';
-	if (n >= RM_OBS_NAME_LEN) { /* 64 octets without a NUL: a name is at most 63, as in [capture] */
+	for (k = n; k < t->op_name_len && !f[k]; k++)
+		;
+	if (n >= RM_OBS_NAME_LEN) { /* a name is at most 63 octets, as in [capture] */
 		reject(sink, arg, domain, t->tid, rec, t->rec_len,
 		       "Options Template %u: an observation point name longer than %d octets", t->tid,
 		       RM_OBS_NAME_LEN - 1);
 		return;
 	}
-	if ((why = rm_text_invalid(name, n))) {
+	memcpy(name, f, n);
+	name[n] = '\0';
+	if (k < t->op_name_len) /* the field is NUL-padded: after the first NUL only NULs */
+		why = "a NUL inside (octets other than NUL padding after the first NUL)";
+	else if (n == 0)
+		why = "empty";
+	if (why || (why = rm_text_invalid(name, n))) {
 		reject(sink, arg, domain, t->tid, rec, t->rec_len, "Options Template %u: an observation point name: %s",
 		       t->tid, why);
+		return;
+	}
+	if (!point_admit(s, domain, be64(rec + t->op_id_off))) {
+		reject(sink, arg, domain, t->tid, rec, t->rec_len,
+		       "Options Template %u: observation point %" PRIu64 " beyond max_observation_points %u "
+		       "distinct names in this Transport Session",
+		       t->tid, be64(rec + t->op_id_off), s->max_points);
 		return;
 	}
 	if (sink->point)
@@ -670,7 +737,9 @@ static void data_set(struct rm_ipfix_session *s, uint32_t domain, uint16_t tid, 
 			else if (t->reliability && sink->reliability)
 				reliability_record(t, p, domain, sink, arg);
 			else if (t->points)
-				point_record(t, domain, p, sink, arg);
+				point_record(s, t, domain, p, sink, arg);
+			else if (t->why[0])
+				reject(sink, arg, domain, tid, p, t->rec_len, "%s", t->why);
 			continue;
 		}
 		if (!t->usable) {

@@ -95,19 +95,29 @@ struct rm_ipfix_sink {
 	 * Template whose scope is observationPointId (138, 8 octets) and whose
 	 * field is interfaceName (82, fixed length), as rocemeter's Template 262
 	 * (docs/ipfix-mapping.md "Observation point names"). name is the value
-	 * up to its first NUL (the field is at most RM_IPFIX_NAME_MAX - 1 octets),
-	 * NUL-terminated. A name longer than RM_OBS_NAME_LEN - 1 (63) octets (64
-	 * without a NUL), or one common/safe_text.h's rm_text_invalid() refuses
-	 * (invalid UTF-8, a control character, a bidirectional override), is
-	 * rejected instead, as a rejected record (on_reject). May be NULL.
+	 * up to its first NUL (the field may have any fixed length; a variable-
+	 * length one, or an interfaceName in another layout, makes the records
+	 * rejected), NUL-terminated. A name longer than RM_OBS_NAME_LEN - 1 (63)
+	 * octets, an empty one (all NUL), one with octets other than NUL after
+	 * its first NUL, one common/safe_text.h's rm_text_invalid() refuses
+	 * (invalid UTF-8, a control character, a bidirectional override), or one
+	 * beyond rm_ipfix_session_set_max_points, is rejected instead, as a
+	 * rejected record (on_reject). May be NULL.
 	 */
 	void (*point)(void *arg, uint32_t domain, uint64_t observation_point_id, const char *name);
 };
 
-#define RM_IPFIX_NAME_MAX 65
-
 /* New decoder state for one Transport Session; pen = PEN of the enterprise IEs. NULL on ENOMEM. */
 struct rm_ipfix_session *rm_ipfix_session_new(uint32_t pen);
+
+/*
+ * At most max distinct observation points (Observation Domain and
+ * observationPointId) named in this Transport Session ([collect]
+ * max_observation_points; RM_MAX_OBSERVATION_POINTS_DEFAULT until set): a
+ * name record of one more is rejected (on_reject), its name not given to
+ * sink->point. Names of points already admitted may be given again.
+ */
+void rm_ipfix_session_set_max_points(struct rm_ipfix_session *s, uint32_t max);
 void rm_ipfix_session_free(struct rm_ipfix_session *s);
 
 struct rm_budget;
