@@ -17,6 +17,7 @@ import ipaddress
 import json
 import os
 import random
+import re
 import signal
 import socket
 import sqlite3
@@ -490,6 +491,55 @@ def test_observation_point_name_bound_to_its_exporter(collector):
     assert [tuple(r) for r in stored] == [
         (EXPORTER, sess[0]["peer_subject"], 0, 7, "leaf-a"),
         ("127.0.0.1", sess[1]["peer_subject"], 0, 7, "evil")]
+
+
+@pytest.mark.parametrize("collector", [("--peer-name", "127.0.0.1")], indirect=True)
+def test_summary_and_html_keep_exporters_apart(collector, tmp_path):
+    """Trial finding: two exporters (exporter.pem, wrongname.pem) report the same observation point 7
+    and the same connection under their own names. report --summary (text, JSON, CSV) and the HTML
+    page's observation points and connections keep one row per exporter with its own name and
+    requests; they were merged (EPOCHS 2, A's name over A's and B's requests)."""
+    send_session(collector, templates_msg(), points_msg([(7, b"leaf-a")], seq=1),
+                 data_msg(dict(report(epoch=1, rid=1), flags=GEN_UNVERIFIED | FINAL), seq=2), cert="exporter")
+    collector.wait_ended(1)
+    send_session(collector, templates_msg(), points_msg([(7, b"leaf-b")], seq=1),
+                 data_msg(dict(report(epoch=2, rid=1, requests=9), flags=GEN_UNVERIFIED | FINAL), seq=2),
+                 cert="wrongname")
+    collector.wait_ended(2)
+    want = {EXPORTER: (1, 5, "leaf-a"), "127.0.0.1": (1, 9, "leaf-b")}  # peer_name -> epochs, requests, name
+
+    def rep(*args):
+        p = subprocess.run([BIN, "report", "--db", collector.db, *args], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+    js = [json.loads(x) for x in rep("--summary", "--json").splitlines()]
+    assert {j["exporter"]["peer_name"]: (j["epochs"], j["totals"]["requestPacketTotalCount"],
+                                         j["observation_point_name"]) for j in js} == want
+    assert all(j["exporter"]["peer_subject"] for j in js)
+    rows = list(csv.DictReader(io.StringIO(rep("--summary", "--format", "csv"))))
+    assert {r["peer_name"]: (int(r["epochs"]), int(r["requestPacketTotalCount"]), r["observation_point_name"])
+            for r in rows} == want
+    text = rep("--summary").splitlines()
+    assert text[0].split()[:3] == ["EXPORTER", "OP", "CONNECTION"], text[0]
+    # EXPORTER OP CONNECTION EPOCHS REQUESTS ...
+    assert {line.split()[0]: (int(line.split()[3]), int(line.split()[4])) for line in text[1:]} == {
+        k: v[:2] for k, v in want.items()}, text
+    assert len(text) == 3, text
+    out = str(tmp_path / "r.html")
+    p = subprocess.run([BIN, "report", "--db", collector.db, "--format", "html", "--output", out],
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode and "D3" in p.stderr:
+        pytest.skip(p.stderr)
+    assert p.returncode == 0, p.stderr
+    page = open(out).read()
+    data = json.loads(re.search(r'<script type="application/json" id="rocemeter-data">(.*?)</script>', page,
+                                re.S).group(1))
+    assert data["exporters"] == 2
+    for part in ("observation_points", "connections"):
+        got = {r["peer_name"]: (r["epochs"], r["requests"], r["observation_point_name"])
+               for r in data[part]["rows"]}
+        assert got == want, (part, got)
+        assert all(r["observationPointId"] == 7 for r in data[part]["rows"])
 
 
 def test_observation_points_of_an_earlier_layout(tmp_path, pki):
