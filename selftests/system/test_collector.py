@@ -380,10 +380,15 @@ def reliability_msg(claims, seq=0):
 
 def test_forged_reliability_claims_rejected(tmp_path):
     """A forged Reliability record (trial, issue 28: 2^64 - 1 records was stored as
-    resource_drops = -1): a count the record's own octets cannot hold is rejected by the decoder,
-    a claim of more records never read than a TCP receive buffer holds (2^31 - 1 octets, a record
-    at least one) by the store; both are bad records of the reporting session, never a count. A
-    plausible claim afterwards is still counted: claim - read records 'unread-at-crash'."""
+    resource_drops = -1; a later trial: 1000 Messages, 2147483647 records, 10^11 octets was counted,
+    'unread-at-crash' 2147483639): a count the record's own octets cannot hold, or octets its
+    Messages cannot hold (65535 each, RFC 7011 section 3.1), is rejected by the decoder; a claim of
+    more records never read than this host's TCP receive buffer (net.ipv4.tcp_rmem's maximum), the
+    session's 131071-octet buffer and one TLS record could hold (a record at least one octet) by the
+    store; all are bad records of the reporting session, never a count. A plausible claim afterwards
+    is still counted: claim - read records 'unread-at-crash'."""
+    rmem_max = int(open("/proc/sys/net/ipv4/tcp_rmem").read().split()[2])
+    bound = rmem_max + 131071 + 16384 + 256 + 5  # octets, one a record
     c = Collector(tmp_path, None, plain=True)
     try:
         s = c.connect("plain")
@@ -392,23 +397,30 @@ def test_forged_reliability_claims_rejected(tmp_path):
         s.close()
         (first,) = c.wait_ended(1)
         read = first["records"] + first["rejected"]
+        beyond = read + bound + 1
+        msgs = beyond // 60000 + 2  # enough Messages for the octets: only the buffer bound refuses it
         s = c.connect("plain")
         s.sendall(reliability_msg([(port, 1, 2**64 - 1, 2**64 - 1),  # above 2^63 - 1
-                                   (port, 10, read + 2**31, 2**40),  # consistent, but beyond a buffer
+                                   (port, 1000, 2**31 - 1, 10**11),  # 10^11 octets in 1000 Messages
+                                   (port, msgs, beyond, beyond + 16 * msgs),  # beyond the buffers
+                                   (port, msgs, read + bound, read + bound + 16 * msgs),  # at the bound
                                    (port, 10, read + 5, 100000)]))   # 5 never read
         s.close()
         sessions = c.wait_ended(2)
         log = c.log()
     finally:
         c.stop()
-    assert sessions[0]["resource_drops"] == 5, dict(sessions[0])
-    assert sessions[1]["rejected"] == 2, dict(sessions[1])
+    # the claim at the bound is possible: it is counted (once: the later claim finds it reported)
+    assert sessions[0]["resource_drops"] == bound, dict(sessions[0])
+    assert sessions[1]["rejected"] == 3, dict(sessions[1])
     drops = c.query("SELECT kind, count FROM drops WHERE session_id = ?", sessions[0]["id"])
-    assert [(d["kind"], d["count"]) for d in drops] == [("unread-at-crash", 5)]
+    assert [(d["kind"], d["count"]) for d in drops] == [("unread-at-crash", bound)]
     assert ("rejected: Reliability record of Template 261 claims 1 Messages, %d Data Records in %d octets: "
             "a count above 2^63 - 1" % (2**64 - 1, 2**64 - 1)) in log, log
-    assert ("delivered %d records, %d read: it claims more records never read than a TCP receive buffer "
-            "can hold" % (read + 2**31, read)) in log, log
+    assert ("rejected: Reliability record of Template 261 claims 1000 Messages, 2147483647 Data Records in "
+            "100000000000 octets: more octets than its Messages can hold (65535 per Message)") in log, log
+    assert ("delivered %d records, %d read: it claims more records never read than the collector's receive "
+            "buffers can hold" % (beyond, read)) in log, log
 
 
 def points_msg(points, domain=0, seq=1):
