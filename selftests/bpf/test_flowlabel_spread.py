@@ -383,6 +383,41 @@ def test_mirrored_capture_with_config_and_encapsulation(tmp_path):
     assert p.returncode == 2 and "--encapsulation gre" in p.stderr, p.stderr
 
 
+def test_connection_at_two_observation_points_counted_once(tmp_path):
+    """Trial finding: one connection mirrored at two observation points (VXLAN VNI 100 and 200)
+    was modelled as two connections (a collision with itself, Jain's index off). It is one
+    connection, its observation points counted (-j observation_points, -v "points N"); the
+    classes are the reference model's over the two distinct connections. Without -e, a capture
+    of only encapsulated frames says why it found no connection (as `connections` does), exit 0."""
+    from scapy.all import Ether, IP, IPv6, UDP, Raw
+    from scapy.layers.vxlan import VXLAN
+    frames = []
+    for i, (qp, vni) in enumerate(((0x111, 100), (0x111, 200), (0x222, 100))):
+        inner = Ether(src="02:00:00:00:0b:01", dst="02:00:00:00:0b:02") / \
+            IPv6(src="fd00::a:1", dst="fd00::b:2") / UDP(sport=5000, dport=4791) / \
+            Raw(t.roce_payload(0x04, qp, 1 + i))
+        outer = Ether(src="02:00:00:00:0a:01", dst="02:00:00:00:0a:02") / \
+            IP(src="192.0.2.1", dst="192.0.2.100") / UDP(sport=40000, dport=4789) / \
+            VXLAN(vni=vni, flags=0x08) / Raw(bytes(inner))
+        frames.append(Frame(bytes(outer), t.T0 + i * 1000))
+    path = str(tmp_path / "vx2.pcap")
+    t.write_pcap(path, frames)
+    out = json.loads(spread("-r", path, "-e", "vxlan", "-j").stdout)
+    assert [(c["dest_qp"], c["observation_points"], c["frames"]) for c in out["connections"]] == \
+        [(0x111, 2, 2), (0x222, 1, 1)]
+    want = [{"src": "fd00::a:1", "dst": "fd00::b:2", "sport": 5000, "dqp": qp, "sqp": None, "label_in": 0}
+            for qp in (0x111, 0x222)]
+    check_output(out, want, 8)
+    text = spread("-r", path, "-e", "vxlan", "-v").stdout
+    assert ": 3 frames, 2 connections" in text and "dqp 0x000111 label 0x00000; points 2;" in text, text
+    for cmd in (["flowlabel", "spread", "-r", path], ["connections", path]):
+        p = subprocess.run([t.ROCEMETER, *cmd], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        assert "no frame with a BTH read as plain RoCEv2" in p.stderr and "--encapsulation" in p.stderr, p.stderr
+    p = spread("-r", path, "-e", "vxlan")
+    assert "no frame with a BTH" not in p.stderr, p.stderr
+
+
 @pytest.mark.parametrize("extra", [[], ["--mix"]], ids=["literal", "mix"])
 def test_docs_figures_are_the_commands(extra):
     """docs/flowlabel.md "Spread figures" holds what scripts/spread-table prints now (the tables are

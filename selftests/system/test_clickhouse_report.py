@@ -306,7 +306,8 @@ def times(row, n):
     as documented; key and flow times kept."""
     def scale(v):
         return {k: scale(x) for k, x in v.items()} if isinstance(v, dict) else min(v * n, 2**64 - 1)
-    keep = ("observationDomainId", "key", "first_flow_start_ms", "last_flow_end_ms")
+    keep = ("observationDomainId", "key", "observation_point_name", "exporter", "first_flow_start_ms",
+            "last_flow_end_ms")
     return {k: (v if k in keep else scale(v)) for k, v in row.items()}
 
 

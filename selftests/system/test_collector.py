@@ -17,6 +17,7 @@ import ipaddress
 import json
 import os
 import random
+import re
 import signal
 import socket
 import sqlite3
@@ -379,10 +380,15 @@ def reliability_msg(claims, seq=0):
 
 def test_forged_reliability_claims_rejected(tmp_path):
     """A forged Reliability record (trial, issue 28: 2^64 - 1 records was stored as
-    resource_drops = -1): a count the record's own octets cannot hold is rejected by the decoder,
-    a claim of more records never read than a TCP receive buffer holds (2^31 - 1 octets, a record
-    at least one) by the store; both are bad records of the reporting session, never a count. A
-    plausible claim afterwards is still counted: claim - read records 'unread-at-crash'."""
+    resource_drops = -1; a later trial: 1000 Messages, 2147483647 records, 10^11 octets was counted,
+    'unread-at-crash' 2147483639): a count the record's own octets cannot hold, or octets its
+    Messages cannot hold (65535 each, RFC 7011 section 3.1), is rejected by the decoder; a claim of
+    more records never read than this host's TCP receive buffer (net.ipv4.tcp_rmem's maximum), the
+    session's 131071-octet buffer and one TLS record could hold (a record at least one octet) by the
+    store; all are bad records of the reporting session, never a count. A plausible claim afterwards
+    is still counted: claim - read records 'unread-at-crash'."""
+    rmem_max = int(open("/proc/sys/net/ipv4/tcp_rmem").read().split()[2])
+    bound = rmem_max + 131071 + 16384 + 256 + 5  # octets, one a record
     c = Collector(tmp_path, None, plain=True)
     try:
         s = c.connect("plain")
@@ -391,23 +397,30 @@ def test_forged_reliability_claims_rejected(tmp_path):
         s.close()
         (first,) = c.wait_ended(1)
         read = first["records"] + first["rejected"]
+        beyond = read + bound + 1
+        msgs = beyond // 60000 + 2  # enough Messages for the octets: only the buffer bound refuses it
         s = c.connect("plain")
         s.sendall(reliability_msg([(port, 1, 2**64 - 1, 2**64 - 1),  # above 2^63 - 1
-                                   (port, 10, read + 2**31, 2**40),  # consistent, but beyond a buffer
+                                   (port, 1000, 2**31 - 1, 10**11),  # 10^11 octets in 1000 Messages
+                                   (port, msgs, beyond, beyond + 16 * msgs),  # beyond the buffers
+                                   (port, msgs, read + bound, read + bound + 16 * msgs),  # at the bound
                                    (port, 10, read + 5, 100000)]))   # 5 never read
         s.close()
         sessions = c.wait_ended(2)
         log = c.log()
     finally:
         c.stop()
-    assert sessions[0]["resource_drops"] == 5, dict(sessions[0])
-    assert sessions[1]["rejected"] == 2, dict(sessions[1])
+    # the claim at the bound is possible: it is counted (once: the later claim finds it reported)
+    assert sessions[0]["resource_drops"] == bound, dict(sessions[0])
+    assert sessions[1]["rejected"] == 3, dict(sessions[1])
     drops = c.query("SELECT kind, count FROM drops WHERE session_id = ?", sessions[0]["id"])
-    assert [(d["kind"], d["count"]) for d in drops] == [("unread-at-crash", 5)]
+    assert [(d["kind"], d["count"]) for d in drops] == [("unread-at-crash", bound)]
     assert ("rejected: Reliability record of Template 261 claims 1 Messages, %d Data Records in %d octets: "
             "a count above 2^63 - 1" % (2**64 - 1, 2**64 - 1)) in log, log
-    assert ("delivered %d records, %d read: it claims more records never read than a TCP receive buffer "
-            "can hold" % (read + 2**31, read)) in log, log
+    assert ("rejected: Reliability record of Template 261 claims 1000 Messages, 2147483647 Data Records in "
+            "100000000000 octets: more octets than its Messages can hold (65535 per Message)") in log, log
+    assert ("delivered %d records, %d read: it claims more records never read than the collector's receive "
+            "buffers can hold" % (beyond, read)) in log, log
 
 
 def points_msg(points, domain=0, seq=1):
@@ -490,6 +503,55 @@ def test_observation_point_name_bound_to_its_exporter(collector):
     assert [tuple(r) for r in stored] == [
         (EXPORTER, sess[0]["peer_subject"], 0, 7, "leaf-a"),
         ("127.0.0.1", sess[1]["peer_subject"], 0, 7, "evil")]
+
+
+@pytest.mark.parametrize("collector", [("--peer-name", "127.0.0.1")], indirect=True)
+def test_summary_and_html_keep_exporters_apart(collector, tmp_path):
+    """Trial finding: two exporters (exporter.pem, wrongname.pem) report the same observation point 7
+    and the same connection under their own names. report --summary (text, JSON, CSV) and the HTML
+    page's observation points and connections keep one row per exporter with its own name and
+    requests; they were merged (EPOCHS 2, A's name over A's and B's requests)."""
+    send_session(collector, templates_msg(), points_msg([(7, b"leaf-a")], seq=1),
+                 data_msg(dict(report(epoch=1, rid=1), flags=GEN_UNVERIFIED | FINAL), seq=2), cert="exporter")
+    collector.wait_ended(1)
+    send_session(collector, templates_msg(), points_msg([(7, b"leaf-b")], seq=1),
+                 data_msg(dict(report(epoch=2, rid=1, requests=9), flags=GEN_UNVERIFIED | FINAL), seq=2),
+                 cert="wrongname")
+    collector.wait_ended(2)
+    want = {EXPORTER: (1, 5, "leaf-a"), "127.0.0.1": (1, 9, "leaf-b")}  # peer_name -> epochs, requests, name
+
+    def rep(*args):
+        p = subprocess.run([BIN, "report", "--db", collector.db, *args], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+    js = [json.loads(x) for x in rep("--summary", "--json").splitlines()]
+    assert {j["exporter"]["peer_name"]: (j["epochs"], j["totals"]["requestPacketTotalCount"],
+                                         j["observation_point_name"]) for j in js} == want
+    assert all(j["exporter"]["peer_subject"] for j in js)
+    rows = list(csv.DictReader(io.StringIO(rep("--summary", "--format", "csv"))))
+    assert {r["peer_name"]: (int(r["epochs"]), int(r["requestPacketTotalCount"]), r["observation_point_name"])
+            for r in rows} == want
+    text = rep("--summary").splitlines()
+    assert text[0].split()[:3] == ["EXPORTER", "OP", "CONNECTION"], text[0]
+    # EXPORTER OP CONNECTION EPOCHS REQUESTS ...
+    assert {line.split()[0]: (int(line.split()[3]), int(line.split()[4])) for line in text[1:]} == {
+        k: v[:2] for k, v in want.items()}, text
+    assert len(text) == 3, text
+    out = str(tmp_path / "r.html")
+    p = subprocess.run([BIN, "report", "--db", collector.db, "--format", "html", "--output", out],
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode and "D3" in p.stderr:
+        pytest.skip(p.stderr)
+    assert p.returncode == 0, p.stderr
+    page = open(out).read()
+    data = json.loads(re.search(r'<script type="application/json" id="rocemeter-data">(.*?)</script>', page,
+                                re.S).group(1))
+    assert data["exporters"] == 2
+    for part in ("observation_points", "connections"):
+        got = {r["peer_name"]: (r["epochs"], r["requests"], r["observation_point_name"])
+               for r in data[part]["rows"]}
+        assert got == want, (part, got)
+        assert all(r["observationPointId"] == 7 for r in data[part]["rows"])
 
 
 def test_observation_points_of_an_earlier_layout(tmp_path, pki):

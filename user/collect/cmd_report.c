@@ -338,6 +338,9 @@ static const char *const csv_summary_columns[] = {
 	"unclassified_late",
 	"first_flow_start_ms",
 	"last_flow_end_ms",
+	"observation_point_name",
+	"peer_name",
+	"peer_subject",
 };
 #define N_CSV_SUMMARY (sizeof(csv_summary_columns) / sizeof(csv_summary_columns[0]))
 
@@ -826,7 +829,7 @@ static void print_summary(struct rm_summary *s, const struct report_args *a)
 		json_t *o;
 
 		if (a->format == FMT_TEXT) {
-			rm_summary_text(&table, &s->rows[i], a->verbose);
+			rm_summary_text(&table, &s->rows[i], a->verbose, rm_summary_exporters(s) > 1);
 			continue;
 		}
 		o = rm_summary_json(&s->rows[i]);

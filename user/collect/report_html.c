@@ -117,7 +117,8 @@ struct h_conn {
 	uint64_t obs, qp, pkey, vlan0, vlan1;
 	int has_vlan;
 	char *src, *dst;
-	char *name; /* the observation point's name (rm_html_opts obs_name), NULL: none known */
+	char *name;                         /* the observation point's name (rm_html_opts obs_name), NULL: none known */
+	const struct rm_exporter *exporter; /* whose epochs (h_ctx exporters) */
 	uint64_t epochs, requests, never, expired, abandoned, filled, repeated, late, pending, not_clean;
 	uint64_t outcomes[N_OUTCOME];
 	int rank;         /* place among the shown connections, -1: not shown */
@@ -137,8 +138,9 @@ struct h_ctx {
 	size_t n, cap;
 	struct h_conn *conn;
 	size_t n_conn, cap_conn;
-	GHashTable *by_key;  /* struct rm_conn_key (without the domain) -> conn index + 1 */
-	GHashTable *reasons; /* "outcome\treason" -> count */
+	GHashTable *by_key;    /* struct rm_conn_key (without the domain) -> conn index + 1 */
+	GHashTable *exporters; /* the exporter identities met (rm_exporter_index_new()) */
+	GHashTable *reasons;   /* "outcome\treason" -> count */
 	struct h_totals tot;
 	uint64_t t_min, t_max, x_min, x_max;
 	json_t *limits;
@@ -168,8 +170,9 @@ static int find_conn(struct h_ctx *c, const struct rm_epoch_read *e, uint32_t *i
 	gpointer v;
 	struct h_conn *n;
 	const char *name;
+	const struct rm_exporter *x = rm_exporter_of(c->exporters, e);
 
-	rm_conn_key_of(e, 0, &key);
+	rm_conn_key_of(e, 0, x->number, &key);
 	v = g_hash_table_lookup(c->by_key, &key);
 	if (v) {
 		*idx = (uint32_t)(GPOINTER_TO_SIZE(v) - 1);
@@ -195,6 +198,7 @@ static int find_conn(struct h_ctx *c, const struct rm_epoch_read *e, uint32_t *i
 	n->src = strdup(T(e, SRC) ? T(e, SRC) : "");
 	n->dst = strdup(T(e, DST) ? T(e, DST) : "");
 	n->rank = -1;
+	n->exporter = x;
 	if (c->opts->obs_name && (name = c->opts->obs_name(c->opts->obs_name_arg, e))) {
 		size_t cap = 4 * strlen(name) + 1; /* escaped as the text report does (safe_text.h) */
 
@@ -380,6 +384,16 @@ static int cmp_conn(const void *pa, const void *pb, void *arg)
 	return a->pkey < b->pkey ? -1 : a->pkey > b->pkey;
 }
 
+/* The exporter identity of a row: "exporter" (rm_exporter_label(), escaped as the names are), peer_name, peer_subject (null: none). */
+static void set_exporter(json_t *o, const struct rm_exporter *x)
+{
+	char label[4 * 256 + 1];
+
+	set(o, "exporter", rm_json_text(rm_text_escape(rm_exporter_label(x), label, sizeof(label))));
+	set(o, "peer_name", rm_json_text(x->peer_name[0] ? x->peer_name : NULL));
+	set(o, "peer_subject", rm_json_text(x->peer_subject[0] ? x->peer_subject : NULL));
+}
+
 /* A series of nb counters as a JSON array. */
 static json_t *series(const uint64_t *v, size_t nb)
 {
@@ -398,6 +412,7 @@ static json_t *conn_json(const struct h_conn *n)
 	snprintf(qp, sizeof(qp), "0x%06" PRIx64, n->qp);
 	set(o, "observationPointId", num(n->obs));
 	set(o, "observation_point_name", rm_json_text(n->name));
+	set_exporter(o, n->exporter);
 	set(o, "src", rm_json_text(n->src));
 	set(o, "dst", rm_json_text(n->dst));
 	set(o, "rdmaDestinationQP", json_string(qp));
@@ -497,7 +512,8 @@ static json_t *connections_json(struct h_ctx *c, const struct h_grid *g, unsigne
 }
 
 struct h_obs {
-	const char *name; /* the first of its connections' names (h_conn name) */
+	const char *name;                   /* the first of its connections' names (h_conn name) */
+	const struct rm_exporter *exporter; /* whose point (h_conn exporter) */
 	uint64_t id, never, filled, repeated, late, requests, epochs;
 	uint64_t *s; /* 5 series of nb buckets: requests, never, seen late, repeated, late */
 };
@@ -510,7 +526,9 @@ static int cmp_obs(const void *pa, const void *pb)
 		return a->never < b->never ? 1 : -1;
 	if (a->requests != b->requests)
 		return a->requests < b->requests ? 1 : -1;
-	return a->id < b->id ? -1 : a->id > b->id;
+	if (a->id != b->id)
+		return a->id < b->id ? -1 : 1;
+	return a->exporter->number < b->exporter->number ? -1 : a->exporter->number > b->exporter->number;
 }
 
 static json_t *obs_json(const struct h_obs *p, size_t nb)
@@ -520,6 +538,7 @@ static json_t *obs_json(const struct h_obs *p, size_t nb)
 
 	set(o, "observationPointId", num(p->id));
 	set(o, "observation_point_name", rm_json_text(p->name));
+	set_exporter(o, p->exporter);
 	set(o, "epochs", num(p->epochs));
 	set(o, "requests", num(p->requests));
 	set(o, "never_seen", num(p->never));
@@ -532,35 +551,42 @@ static json_t *obs_json(const struct h_obs *p, size_t nb)
 	return o;
 }
 
-/* Per observation point: totals and the sequence counters per time bucket (measured epochs only). */
+/* Per observation point of each exporter: totals and the sequence counters per time bucket (measured epochs only). */
 static json_t *observation_points_json(struct h_ctx *c, const struct h_grid *g)
 {
-	GHashTable *idx = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+	/* "point/exporter number" -> row + 1; at[connection] its row */
+	GHashTable *idx = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	size_t *at = calloc(c->n_conn + 1, sizeof(*at));
 	struct h_obs *p = NULL;
 	size_t np = 0;
 	json_t *rows = json_array(), *o = json_object();
 
-	for (size_t i = 0; i < c->n_conn; i++) {
-		gpointer v = g_hash_table_lookup(idx, &c->conn[i].obs);
+	if (!at)
+		c->oom = 1;
+	for (size_t i = 0; at && i < c->n_conn; i++) {
+		char *k = g_strdup_printf("%" PRIu64 "/%" PRIu64, c->conn[i].obs, c->conn[i].exporter->number);
+		gpointer v = g_hash_table_lookup(idx, k);
 		struct h_obs *q;
 
 		if (!v) {
 			void *m = realloc(p, (np + 1) * sizeof(*p));
-			gint64 *k;
 
 			if (!m) {
+				g_free(k);
 				c->oom = 1;
 				break;
 			}
-			k = g_new(gint64, 1);
 			p = m;
 			memset(&p[np], 0, sizeof(*p));
 			p[np].id = c->conn[i].obs;
-			*k = (gint64)c->conn[i].obs;
+			p[np].exporter = c->conn[i].exporter;
 			g_hash_table_insert(idx, k, GSIZE_TO_POINTER(++np));
 			v = GSIZE_TO_POINTER(np);
+		} else {
+			g_free(k);
 		}
-		q = &p[GPOINTER_TO_SIZE(v) - 1];
+		at[i] = GPOINTER_TO_SIZE(v) - 1;
+		q = &p[at[i]];
 		if (!q->name)
 			q->name = c->conn[i].name;
 		q->epochs += c->conn[i].epochs;
@@ -575,8 +601,7 @@ static json_t *observation_points_json(struct h_ctx *c, const struct h_grid *g)
 			c->oom = 1;
 	for (size_t i = 0; !c->oom && i < c->n; i++) {
 		const struct h_epoch *x = &c->ep[i];
-		gint64 id = (gint64)c->conn[x->conn].obs;
-		struct h_obs *q = &p[GPOINTER_TO_SIZE(g_hash_table_lookup(idx, &id)) - 1];
+		struct h_obs *q = &p[at[x->conn]];
 		size_t b = bucket_of(g, x->t);
 		const uint64_t v[] = { x->requests, x->never, x->filled, x->repeated, x->late };
 
@@ -585,6 +610,7 @@ static json_t *observation_points_json(struct h_ctx *c, const struct h_grid *g)
 		for (size_t k = 0; k < 5; k++)
 			q->s[k * g->nb + b] = sat_add(q->s[k * g->nb + b], v[k]);
 	}
+	free(at);
 	/* the series are indexed by ID above: sort only now */
 	rm_sort(p, np, sizeof(*p), cmp_obs);
 	for (size_t i = 0; i < np; i++) {
@@ -786,6 +812,7 @@ static json_t *page_json(struct h_ctx *c, const struct rm_read_filter *f, const 
 	set(d, "range", c->n ? json_pack("[oo]", num(c->x_min), num(c->x_max)) : json_null());
 	set(d, "totals", totals_json(&c->tot));
 	set(d, "observation_points", observation_points_json(c, &g));
+	set(d, "exporters", num(g_hash_table_size(c->exporters)));
 	set(d, "connections", connections_json(c, &g, o->top ? o->top : RM_HTML_TOP_DEFAULT));
 	set(d, "collector", collector_json(c, &g));
 	return d;
@@ -847,6 +874,8 @@ static void ctx_free(struct h_ctx *c)
 	free(c->ep);
 	if (c->by_key)
 		g_hash_table_destroy(c->by_key);
+	if (c->exporters)
+		g_hash_table_destroy(c->exporters);
 	if (c->reasons)
 		g_hash_table_destroy(c->reasons);
 	json_decref(c->limits);
@@ -891,6 +920,7 @@ int rm_report_html_write(struct rm_store_reader *r, const struct rm_read_filter 
 	int rc;
 
 	c.by_key = rm_conn_index_new();
+	c.exporters = rm_exporter_index_new();
 	c.reasons = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	c.limits = json_array();
 	rc = rm_store_reader_epochs(r, f, take_epoch, &c, err, errlen);

@@ -11,6 +11,7 @@
 #include <glib.h>
 
 #include "common/jsonw.h"
+#include "common/safe_text.h"
 #include "report_summary.h"
 #include "report_table.h"
 #include "rocemeter/ipfix_ie.h"
@@ -46,7 +47,45 @@ size_t rm_conn_key_len(const struct rm_conn_key *k)
 	return offsetof(struct rm_conn_key, addrs) + k->len;
 }
 
-void rm_conn_key_of(const struct rm_epoch_read *e, int with_domain, struct rm_conn_key *k)
+static void exporter_free(gpointer p)
+{
+	struct rm_exporter *x = p;
+
+	g_free(x->peer_name);
+	g_free(x->peer_subject);
+	g_free(x);
+}
+
+void *rm_exporter_index_new(void)
+{
+	return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, exporter_free);
+}
+
+const struct rm_exporter *rm_exporter_of(void *index, const struct rm_epoch_read *e)
+{
+	const char *n = e->peer_name ? e->peer_name : "", *s = e->peer_subject ? e->peer_subject : "";
+	/* length-prefixed, so no subject (which holds '/') can spell another identity */
+	char *k = g_strdup_printf("%zu:%s%zu:%s", strlen(n), n, strlen(s), s);
+	struct rm_exporter *x = g_hash_table_lookup(index, k);
+
+	if (x) {
+		g_free(k);
+		return x;
+	}
+	x = g_new(struct rm_exporter, 1);
+	x->peer_name = g_strdup(n);
+	x->peer_subject = g_strdup(s);
+	x->number = g_hash_table_size(index) + 1;
+	g_hash_table_insert(index, k, x);
+	return x;
+}
+
+const char *rm_exporter_label(const struct rm_exporter *x)
+{
+	return x->peer_name[0] ? x->peer_name : x->peer_subject[0] ? x->peer_subject : "-";
+}
+
+void rm_conn_key_of(const struct rm_epoch_read *e, int with_domain, uint64_t exporter, struct rm_conn_key *k)
 {
 	const char *src = T(e, SRC) ? T(e, SRC) : "", *dst = T(e, DST) ? T(e, DST) : "";
 	size_t ls = strnlen(src, 47), ld = strnlen(dst, 47);
@@ -59,6 +98,7 @@ void rm_conn_key_of(const struct rm_epoch_read *e, int with_domain, struct rm_co
 	k->n[4] = U(e, HAS_VLAN);
 	k->n[5] = U(e, VLAN0);
 	k->n[6] = U(e, VLAN1);
+	k->n[7] = exporter;
 	memcpy(k->addrs, src, ls);
 	k->addrs[ls] = '\0';
 	memcpy(k->addrs + ls + 1, dst, ld);
@@ -70,13 +110,16 @@ int rm_summary_init(struct rm_summary *s)
 {
 	*s = (struct rm_summary){ 0 };
 	s->index = rm_conn_index_new();
-	return s->index ? 0 : -ENOMEM;
+	s->exporters = rm_exporter_index_new();
+	return s->index && s->exporters ? 0 : -ENOMEM;
 }
 
 void rm_summary_free(struct rm_summary *s)
 {
 	if (s->index)
 		g_hash_table_destroy(s->index);
+	if (s->exporters)
+		g_hash_table_destroy(s->exporters);
 	free(s->rows);
 	*s = (struct rm_summary){ 0 };
 }
@@ -91,8 +134,9 @@ static struct rm_summary_row *row_of(struct rm_summary *s, const struct rm_epoch
 	struct rm_conn_key key;
 	gpointer at;
 	struct rm_summary_row *r;
+	const struct rm_exporter *x = rm_exporter_of(s->exporters, e);
 
-	rm_conn_key_of(e, 1, &key);
+	rm_conn_key_of(e, 1, x->number, &key);
 	at = g_hash_table_lookup(s->index, &key);
 	if (at)
 		return &s->rows[GPOINTER_TO_SIZE(at) - 1];
@@ -112,10 +156,12 @@ static struct rm_summary_row *row_of(struct rm_summary *s, const struct rm_epoch
 		.qp = U(e, QP),
 		.pkey = U(e, PKEY),
 		.vlan = { U(e, VLAN0), U(e, VLAN1) },
+		.exporter = x,
 		.family = (int)U(e, FAMILY),
 		.has_vlan = (int)U(e, HAS_VLAN),
 	};
 	snprintf(r->src, sizeof(r->src), "%s", T(e, SRC));
+	snprintf(r->name, sizeof(r->name), "%s", e->obs_name ? e->obs_name : "");
 	snprintf(r->dst, sizeof(r->dst), "%s", T(e, DST));
 	g_hash_table_insert(s->index, g_memdup2(&key, (guint)rm_conn_key_len(&key)), GSIZE_TO_POINTER(s->n));
 	return r;
@@ -189,9 +235,9 @@ static int by_health(const void *pa, const void *pb)
 	    (d = smaller_first(a->point, b->point)) || (d = strcmp(a->src, b->src)) || (d = strcmp(a->dst, b->dst)) ||
 	    (d = smaller_first(a->qp, b->qp)) || (d = smaller_first(a->pkey, b->pkey)) ||
 	    (d = smaller_first((uint64_t)a->has_vlan, (uint64_t)b->has_vlan)) ||
-	    (d = smaller_first(a->vlan[0], b->vlan[0])))
+	    (d = smaller_first(a->vlan[0], b->vlan[0])) || (d = smaller_first(a->vlan[1], b->vlan[1])))
 		return d;
-	return smaller_first(a->vlan[1], b->vlan[1]);
+	return smaller_first(a->exporter->number, b->exporter->number);
 }
 
 void rm_summary_sort(struct rm_summary *s)
@@ -208,10 +254,16 @@ static const enum rm_outcome outcome_order[RM_SUMMARY_OUTCOMES] = { RM_OUTCOME_C
 json_t *rm_summary_json(const struct rm_summary_row *r)
 {
 	json_t *o = json_object(), *k = json_object(), *out = json_object(), *t = json_object(), *h = json_object();
+	json_t *x = json_object();
 	struct rm_health_counters c = rm_summary_counters(r);
 	int six = r->family == 6;
 
 	json_object_set_new(o, "observationDomainId", rm_json_u64(r->domain));
+	/* the exporter identity the row is of (null: plain TCP), as the epochs' "exporter" names it */
+	json_object_set_new(x, "peer_name", rm_json_text(r->exporter->peer_name[0] ? r->exporter->peer_name : NULL));
+	json_object_set_new(x, "peer_subject",
+			    rm_json_text(r->exporter->peer_subject[0] ? r->exporter->peer_subject : NULL));
+	json_object_set_new(o, "exporter", x);
 	json_object_set_new(k, IE(OBSERVATION_POINT_ID), rm_json_u64(r->point));
 	json_object_set_new(k, six ? IE(SOURCE_IPV6_ADDRESS) : IE(SOURCE_IPV4_ADDRESS), rm_json_text(r->src));
 	json_object_set_new(k, six ? IE(DESTINATION_IPV6_ADDRESS) : IE(DESTINATION_IPV4_ADDRESS), rm_json_text(r->dst));
@@ -222,6 +274,7 @@ json_t *rm_summary_json(const struct rm_summary_row *r)
 		json_object_set_new(k, IE(DOT1Q_CUSTOMER_VLAN_ID), rm_json_u64(r->vlan[1]));
 	}
 	json_object_set_new(o, "key", k);
+	json_object_set_new(o, "observation_point_name", rm_json_text(r->name[0] ? r->name : NULL));
 	json_object_set_new(o, "epochs", rm_json_u64(r->epochs));
 	json_object_set_new(o, "epochs_not_clean", rm_json_u64(r->not_clean));
 	json_object_set_new(o, "epochs_without_measurement", rm_json_u64(r->unmeasured));
@@ -249,13 +302,13 @@ json_t *rm_summary_json(const struct rm_summary_row *r)
 /* The summary's columns; verbose adds those marked. Each as wide as its header and cells (rm_table_add()). */
 static const struct {
 	struct rm_table_col col;
-	int verbose_only;
+	int verbose_only; /* 1: with verbose only; 2: with_exporter only */
 } summary_cols[] = {
-	{ { "OP", 0, 1 }, 0 },           { { "CONNECTION", 0, 0 }, 0 }, { { "EPOCHS", 0, 1 }, 0 },
-	{ { "REQUESTS", 0, 1 }, 0 },     { { "NEVER SEEN", 0, 1 }, 0 }, { { "SKIPPED", 0, 1 }, 1 },
-	{ { "EXPIRED", 0, 1 }, 1 },      { { "ABANDONED", 0, 1 }, 1 },  { { "PENDING", 0, 1 }, 0 },
-	{ { "SEEN LATE", 0, 1 }, 0 },    { { "REPEATED", 0, 1 }, 0 },   { { "UNCL LATE", 0, 1 }, 0 },
-	{ { "NOT COMPLETE", 0, 0 }, 0 },
+	{ { "EXPORTER", 0, 0 }, 2 },  { { "OP", 0, 1 }, 0 },           { { "CONNECTION", 0, 0 }, 0 },
+	{ { "EPOCHS", 0, 1 }, 0 },    { { "REQUESTS", 0, 1 }, 0 },     { { "NEVER SEEN", 0, 1 }, 0 },
+	{ { "SKIPPED", 0, 1 }, 1 },   { { "EXPIRED", 0, 1 }, 1 },      { { "ABANDONED", 0, 1 }, 1 },
+	{ { "PENDING", 0, 1 }, 0 },   { { "SEEN LATE", 0, 1 }, 0 },    { { "REPEATED", 0, 1 }, 0 },
+	{ { "UNCL LATE", 0, 1 }, 0 }, { { "NOT COMPLETE", 0, 0 }, 0 },
 };
 #define N_SUMMARY_COLS (sizeof(summary_cols) / sizeof(summary_cols[0]))
 
@@ -272,11 +325,12 @@ static void outcomes_cell(const struct rm_summary_row *r, char *buf, size_t len)
 						rm_outcome_name(outcome_order[i]));
 }
 
-void rm_summary_text(struct rm_table *t, const struct rm_summary_row *r, int verbose)
+void rm_summary_text(struct rm_table *t, const struct rm_summary_row *r, int verbose, int with_exporter)
 {
 	struct rm_table_col cols[N_SUMMARY_COLS];
-	char op[48], conn[160], n[N_SUMMARY_COLS][24], outcomes[160];
+	char op[48], conn[160], n[N_SUMMARY_COLS][24], outcomes[160], exporter[4 * 256 + 1];
 	struct rm_health_counters c = rm_summary_counters(r);
+	/* the counts by column, from EPOCHS (column 3) */
 	uint64_t v[] = { r->epochs,           r->requests, rm_health_count(&c, RM_HEALTH_NEVER_SEEN),
 			 r->skipped,          r->expired,  r->abandoned,
 			 r->pending,          r->filled,   r->repeated,
@@ -284,24 +338,33 @@ void rm_summary_text(struct rm_table *t, const struct rm_summary_row *r, int ver
 	const char *cells[N_SUMMARY_COLS];
 	size_t m = 0;
 
+	rm_text_escape(rm_exporter_label(r->exporter), exporter, sizeof(exporter));
 	rm_table_point(r->domain, r->point, op, sizeof(op));
 	rm_table_connection(r->src, r->dst, r->qp, r->pkey, r->has_vlan, r->vlan[0], r->vlan[1], conn, sizeof(conn));
 	outcomes_cell(r, outcomes, sizeof(outcomes));
 	for (size_t i = 0; i < N_SUMMARY_COLS; i++) {
-		if (summary_cols[i].verbose_only && !verbose)
+		if ((summary_cols[i].verbose_only == 1 && !verbose) ||
+		    (summary_cols[i].verbose_only == 2 && !with_exporter))
 			continue;
 		cols[m] = summary_cols[i].col;
 		if (i == 0)
-			cells[m] = op;
+			cells[m] = exporter;
 		else if (i == 1)
+			cells[m] = op;
+		else if (i == 2)
 			cells[m] = conn;
 		else if (i == N_SUMMARY_COLS - 1)
 			cells[m] = outcomes;
-		else if (i == 2 || i == 3)
-			cells[m] = (snprintf(n[i], sizeof(n[i]), "%llu", (unsigned long long)v[i - 2]), n[i]);
+		else if (i == 3 || i == 4)
+			cells[m] = (snprintf(n[i], sizeof(n[i]), "%llu", (unsigned long long)v[i - 3]), n[i]);
 		else
-			cells[m] = rm_table_count(v[i - 2], n[i]);
+			cells[m] = rm_table_count(v[i - 3], n[i]);
 		m++;
 	}
 	rm_table_add(t, cols, m, cells);
+}
+
+size_t rm_summary_exporters(const struct rm_summary *s)
+{
+	return g_hash_table_size(s->exporters);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * report_summary.h - `report --summary`: the epochs report reads, summed per
- * connection and observation point (Observation Domain, observationPointId,
+ * connection, observation point and exporter identity (Observation Domain, observationPointId,
  * addresses, rdmaDestinationQP, rdmaPartitionKey, VLAN keys), whichever
  * store and collector they come from; rows sorted by positions never seen.
  * Sums are of each epoch's latest accepted report; counters of different
@@ -24,9 +24,31 @@
 /* The outcomes counted, by enum rm_outcome (rm_outcome_name()). */
 #define RM_SUMMARY_OUTCOMES 4
 
-/* One connection at one observation point. Sums saturate at 2^64 - 1. */
+/*
+ * An exporter identity: the authorised peer name and certificate subject of
+ * the epoch's Transport Session (sessions row; "" where NULL: every plain TCP
+ * exporter shares the empty identity), as cmd_report.c binds names to it.
+ * number counts the identities met from 1, in the order met.
+ */
+struct rm_exporter {
+	char *peer_name, *peer_subject;
+	uint64_t number;
+};
+
+/* A table of the exporter identities met (rm_exporter_of()); free with g_hash_table_destroy(). */
+void *rm_exporter_index_new(void);
+
+/* e's exporter identity in index, added when new (never NULL: GLib aborts without memory). */
+const struct rm_exporter *rm_exporter_of(void *index, const struct rm_epoch_read *e);
+
+/* A short text of x for a table: its peer name, else its subject, else "-" (plain TCP). */
+const char *rm_exporter_label(const struct rm_exporter *x);
+
+/* One connection at one observation point of one exporter. Sums saturate at 2^64 - 1. */
 struct rm_summary_row {
 	uint64_t domain, point, qp, pkey, vlan[2];
+	const struct rm_exporter *exporter; /* owned by the summary's exporters */
+	char name[64]; /* the name this exporter gave the point (epoch obs_name of its first epoch), "": none */
 	int family, has_vlan;
 	char src[48], dst[48];                  /* inet_ntop form, as stored */
 	uint64_t epochs, not_clean, unmeasured; /* epochs; not clean; without an accepted report */
@@ -36,7 +58,8 @@ struct rm_summary_row {
 };
 
 struct rm_summary {
-	void *index; /* struct rm_conn_key -> row number + 1 (rm_conn_index_new) */
+	void *index;     /* struct rm_conn_key -> row number + 1 (rm_conn_index_new) */
+	void *exporters; /* the exporter identities met (rm_exporter_index_new) */
 	struct rm_summary_row *rows;
 	size_t n, cap;
 };
@@ -45,16 +68,18 @@ struct rm_summary {
  * A connection's key as octets, built without printf (once per epoch, by
  * the summary and the HTML report): Observation Domain (or 0),
  * observationPointId, rdmaDestinationQP, rdmaPartitionKey, the VLAN keys,
+ * the exporter identity's number (struct rm_exporter: epochs of the same
+ * point and connection from two exporters are two connections),
  * then both address texts with their NULs; rm_conn_key_len() octets of it
  * count (hashed and compared by the GHashTable of rm_conn_index_new(),
  * whose keys are g_memdup2 copies of that many octets, freed with it).
  */
 struct rm_conn_key {
 	size_t len;    /* of addrs used */
-	uint64_t n[7]; /* domain, point, QP, P_Key, VLAN namespace, outer and inner VLAN */
+	uint64_t n[8]; /* domain, point, QP, P_Key, VLAN namespace, outer and inner VLAN, exporter */
 	char addrs[2 * 48];
 };
-void rm_conn_key_of(const struct rm_epoch_read *e, int with_domain, struct rm_conn_key *k);
+void rm_conn_key_of(const struct rm_epoch_read *e, int with_domain, uint64_t exporter, struct rm_conn_key *k);
 size_t rm_conn_key_len(const struct rm_conn_key *k);
 void *rm_conn_index_new(void);
 
@@ -82,8 +107,12 @@ json_t *rm_summary_json(const struct rm_summary_row *r);
 /*
  * A row into the text table t (report_table.h: sized to its cells, the
  * header before the first row). verbose adds SKIPPED, EXPIRED and ABANDONED
- * beside NEVER SEEN.
+ * beside NEVER SEEN; with_exporter an EXPORTER column (rm_exporter_label()),
+ * which the report shows when the summary met more than one exporter.
  */
-void rm_summary_text(struct rm_table *t, const struct rm_summary_row *r, int verbose);
+void rm_summary_text(struct rm_table *t, const struct rm_summary_row *r, int verbose, int with_exporter);
+
+/* The number of exporter identities the summary met. */
+size_t rm_summary_exporters(const struct rm_summary *s);
 
 #endif /* ROCEMETER_REPORT_SUMMARY_H */

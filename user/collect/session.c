@@ -243,7 +243,29 @@ static void dec_note(void *arg, uint32_t domain, const char *msg)
  * crashed) become a collector resource drop "unread-at-crash" of that
  * session. Only a session of the same authorised peer can be spoken of.
  */
-#define RELIABILITY_MAX 16 /* records handled per session: what rocemeter's exporter sends at most */
+#define RELIABILITY_MAX 16                /* records handled per session: what rocemeter's exporter sends at most */
+#define TLS_RECORD_MAX  (16384 + 256 + 5) /* a TLS 1.3 record read but not yet decrypted (RFC 8446 5.2) */
+
+/*
+ * The most Data Records a session can have had acknowledged by this
+ * host's kernel and never read, an octet a record: the largest receive
+ * buffer TCP autotuning gives a socket (net.ipv4.tcp_rmem's maximum, read
+ * now: the collector sets no SO_RCVBUF), the session's buffer (BUF_CAP)
+ * and one TLS record. 0 (the store's 2^31 - 1) when tcp_rmem cannot be read.
+ */
+static uint64_t unread_max(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_rmem", "r");
+	unsigned long long lo, def, hi;
+	uint64_t v = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu %llu %llu", &lo, &def, &hi) == 3 && hi <= INT32_MAX)
+		v = hi + BUF_CAP + TLS_RECORD_MAX;
+	fclose(f);
+	return v;
+}
 static void dec_reliability(void *arg, uint32_t domain, const struct rm_ipfix_reliability *r)
 {
 	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
@@ -265,6 +287,7 @@ static void dec_reliability(void *arg, uint32_t domain, const struct rm_ipfix_re
 			       c->session_id, RELIABILITY_MAX);
 		return;
 	}
+	a.unread_max = unread_max();
 	inet_ntop(AF_INET6, r->exporter_addr, a6, sizeof(a6));
 	snprintf(alt, sizeof(alt), "[%s]:%u", a6, r->exporter_port);
 	if (!memcmp(r->exporter_addr, mapped, sizeof(mapped))) {

@@ -211,6 +211,8 @@ void rm_spread_write_text(FILE *f, const struct rm_spread_conn *conns, size_t n,
 			inet_ntop(af, c->dst, b, sizeof(b));
 			fprintf(f, "  #%zu %s -> %s sport %u dqp 0x%06x label 0x%05x;", i, a, b, c->sport, c->dqp,
 				c->label_in);
+			if (c->points)
+				fprintf(f, " points %u;", c->points);
 			for (int l = 1; l < RM_SPREAD_LABEL__COUNT; l++)
 				fprintf(f, " %s 0x%05x", rm_spread_label_name(l), c->label[l]);
 			fprintf(f, "\n");
@@ -244,6 +246,7 @@ static json_t *conn_json(const struct rm_spread_conn *c)
 	json_object_set_new(o, "dest_qp", json_integer(c->dqp));
 	json_object_set_new(o, "src_qp", c->has_sqp ? json_integer(c->sqp) : json_null());
 	json_object_set_new(o, "frames", rm_json_u64(c->frames));
+	json_object_set_new(o, "observation_points", c->points ? json_integer(c->points) : json_null());
 	for (int l = 0; l < RM_SPREAD_LABEL__COUNT; l++)
 		json_object_set_new(labels, rm_spread_label_name(l), json_integer(c->label[l]));
 	json_object_set_new(o, "flow_labels", labels);

@@ -73,7 +73,8 @@ struct rm_spread_conn {
 	uint32_t sqp;   /* DETH Src_QP, 24 bits, when has_sqp */
 	int has_sqp;
 	uint32_t label_in;                      /* Flow Label as it arrives, 20 bits (0: none) */
-	uint64_t frames;                        /* frames seen (captures), 0 for generated QPs */
+	uint64_t frames;                        /* frames seen at all its points (captures), 0 for generated QPs */
+	uint32_t points;                        /* observation points that saw it (captures), 0 for generated QPs */
 	uint32_t label[RM_SPREAD_LABEL__COUNT]; /* by label source: rm_spread_conn_labels() */
 };
 

@@ -26,6 +26,16 @@ int rm_census_capture_setup(struct rm_config_file *cfg, const char *config, cons
 	return 0;
 }
 
+const char *rm_census_plain_hint(const struct rm_census_result *res, uint64_t frames_read,
+				 const struct rm_capture_settings *c)
+{
+	if (!frames_read || res->stats[RM_CENSUS_STAT_BTH_FRAMES] || c->encap != RM_ENCAP_PLAIN)
+		return NULL;
+	return "no frame with a BTH read as plain RoCEv2: if the capture holds mirror copies, give their "
+	       "encapsulation (--encapsulation erspan, vxlan, rspan or auto, or --config FILE with a [capture] "
+	       "section)";
+}
+
 int rm_census_captures(char *const *files, int nfiles, uint32_t max_connections, int progress,
 		       struct rm_census_result *res, uint64_t *frames_read, char *err, size_t errlen)
 {

@@ -55,4 +55,13 @@ int rm_census_capture_setup(struct rm_config_file *cfg, const char *config, cons
 int rm_census_captures(char *const *files, int nfiles, uint32_t max_connections, int progress,
 		       struct rm_census_result *res, uint64_t *frames_read, char *err, size_t errlen);
 
+/*
+ * The hint for a census of capture files that read frames (frames_read)
+ * but no BTH while only plain frames are parsed (capture settings c): the
+ * frames may be mirror copies whose encapsulation was not given. NULL when
+ * it does not apply. For `connections` and `flowlabel spread -r`.
+ */
+const char *rm_census_plain_hint(const struct rm_census_result *res, uint64_t frames_read,
+				 const struct rm_capture_settings *c);
+
 #endif

@@ -168,6 +168,8 @@ static int cmd_connections(int argc, char **argv)
 		rc = rm_census_captures(argv + optind, argc - optind, a.max_connections, isatty(STDERR_FILENO), &res,
 					&n, err, sizeof(err));
 		frames_read = (int64_t)n;
+		if (!rc && rm_census_plain_hint(&res, n, &cfg.capture))
+			rm_log_cmd(RM_LOG_NOTICE, "%s", rm_census_plain_hint(&res, n, &cfg.capture));
 	}
 	if (rc) {
 		rm_log_cmd(RM_LOG_ERR, "%s", err);

@@ -153,8 +153,27 @@ static struct rm_spread_conn *generated(const struct spread_args *a, size_t *n)
 	return c;
 }
 
-/* The census's connection keys of capture file, as the model's connections. NULL (said) on failure. */
-static struct rm_spread_conn *from_capture(const struct spread_args *a, size_t *n, uint64_t *frames, size_t *varied)
+/*
+ * One connection seen at two observation points: census keys equal but for
+ * obs. The census sorts its entries by every field but obs (census.h), so
+ * such keys are neighbours.
+ */
+static int same_connection(const struct rm_ctx_key *a, const struct rm_ctx_key *b)
+{
+	struct rm_ctx_key x = *a, y = *b;
+
+	x.obs = y.obs = 0;
+	return !memcmp(&x, &y, sizeof(x));
+}
+
+/*
+ * The census's connections of capture file, as the model's connections:
+ * each once, whatever number of observation points saw it (points), its
+ * headers (ports, Flow Label, Src_QP) from the first point. NULL (said) on
+ * failure.
+ */
+static struct rm_spread_conn *from_capture(const struct spread_args *a, const struct rm_capture_settings *cap,
+					   size_t *n, uint64_t *frames, size_t *varied)
 {
 	const struct rm_fl_params opt = { .mix = (uint32_t)a->mix, .seed = a->seed };
 	const char *file = a->read;
@@ -162,6 +181,7 @@ static struct rm_spread_conn *from_capture(const struct spread_args *a, size_t *
 	struct rm_census_result res;
 	struct rm_spread_conn *c;
 	char err[512];
+	int last_varied = 0;
 
 	if (rm_census_captures(files, 1, RM_CENSUS_MAX_CONNECTIONS_DEFAULT, isatty(STDERR_FILENO), &res, frames, err,
 			       sizeof(err))) {
@@ -175,23 +195,37 @@ static struct rm_spread_conn *from_capture(const struct spread_args *a, size_t *
 		return NULL;
 	}
 	*varied = 0;
+	*n = 0;
 	for (size_t i = 0; i < res.n; i++) {
 		const struct rm_census_entry *e = &res.entries[i];
 
-		c[i].family = e->key.family;
-		memcpy(c[i].src, e->key.src, 16);
-		memcpy(c[i].dst, e->key.dst, 16);
-		c[i].sport = e->v.udp_sport;
-		c[i].dport = RM_ROCEV2_PORT;
-		c[i].dqp = e->key.dest_qp;
-		c[i].has_sqp = e->v.has_src_qp;
-		c[i].sqp = e->v.src_qp;
-		c[i].label_in = e->v.flow_label;
-		c[i].frames = e->v.frames;
+		/* the same connection at another observation point: counted once (the first point's headers) */
+		if (*n && same_connection(&res.entries[i - 1].key, &e->key)) {
+			c[*n - 1].points++;
+			c[*n - 1].frames += e->v.frames;
+			*varied += e->v.varies && !last_varied;
+			last_varied |= e->v.varies != 0;
+			continue;
+		}
+		last_varied = e->v.varies != 0;
+		memset(&c[*n], 0, sizeof(c[*n]));
+		c[*n].points = 1;
+		c[*n].family = e->key.family;
+		memcpy(c[*n].src, e->key.src, 16);
+		memcpy(c[*n].dst, e->key.dst, 16);
+		c[*n].sport = e->v.udp_sport;
+		c[*n].dport = RM_ROCEV2_PORT;
+		c[*n].dqp = e->key.dest_qp;
+		c[*n].has_sqp = e->v.has_src_qp;
+		c[*n].sqp = e->v.src_qp;
+		c[*n].label_in = e->v.flow_label;
+		c[*n].frames = e->v.frames;
 		*varied += e->v.varies != 0;
-		rm_spread_conn_labels(&c[i], &opt);
+		rm_spread_conn_labels(&c[*n], &opt);
+		++*n;
 	}
-	*n = res.n;
+	if (rm_census_plain_hint(&res, *frames, cap))
+		rm_log_cmd(RM_LOG_NOTICE, "%s", rm_census_plain_hint(&res, *frames, cap));
 	rm_census_result_free(&res);
 	return c;
 }
@@ -275,7 +309,7 @@ static int cmd_spread(int argc, char **argv)
 		rm_log_cmd(RM_LOG_ERR, "%s", err);
 		return RM_EXIT_USAGE;
 	}
-	conns = a.read ? from_capture(&a, &n, &frames, &varied) : generated(&a, &n);
+	conns = a.read ? from_capture(&a, &cfg.capture, &n, &frames, &varied) : generated(&a, &n);
 	if (!conns)
 		return a.read ? RM_EXIT_FAIL : RM_EXIT_USAGE;
 	cls = run_classes(&a, conns, n, &ncls);

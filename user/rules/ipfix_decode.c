@@ -631,8 +631,8 @@ static void flow_keys_record(struct rm_ipfix_session *s, uint32_t domain, const 
  * Why the counts of a Reliability record cannot be what a Transport Session
  * delivered, or NULL: each count is stored as a signed 64-bit integer, and
  * the octets hold every Message's 16-octet header and every Data Record's
- * octet at least (RFC 7011 section 3.1: exportedOctetTotalCount counts whole
- * Messages).
+ * octet at least, and no more than 65535 octets a Message (RFC 7011 section
+ * 3.1: exportedOctetTotalCount counts whole Messages, each at most 65535).
  */
 static const char *reliability_impossible(const struct rm_ipfix_reliability *r)
 {
@@ -640,6 +640,9 @@ static const char *reliability_impossible(const struct rm_ipfix_reliability *r)
 		return "a count above 2^63 - 1";
 	if (r->messages > r->octets / RM_IPFIX_HDR_LEN || r->records > r->octets - r->messages * RM_IPFIX_HDR_LEN)
 		return "more Messages and Data Records than its octets can hold (16 per Message, 1 per record)";
+	/* ceil(octets / 65535) Messages at least: no Message is longer (RFC 7011 section 3.1, Length) */
+	if (r->octets / RM_IPFIX_MAX_MSG + (r->octets % RM_IPFIX_MAX_MSG != 0) > r->messages)
+		return "more octets than its Messages can hold (65535 per Message)";
 	return NULL;
 }
 

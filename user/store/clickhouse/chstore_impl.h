@@ -27,6 +27,7 @@ struct acked_req {
 	char peer[80], peer_alt[80], subject[256];
 	int64_t reporting_id;
 	uint64_t records, ended_ms, now_ms;
+	uint64_t unread_max; /* rm_store_acked unread_max */
 	struct acked_req *next;
 };
 

@@ -182,6 +182,7 @@ int rm_chs_session_acked(void *p, const struct rm_store_acked *a, uint64_t now_m
 	snprintf(r->subject, sizeof(r->subject), "%s", a->subject);
 	r->reporting_id = a->reporting_id;
 	r->records = a->records;
+	r->unread_max = a->unread_max;
 	r->ended_ms = a->ended_ms;
 	r->now_ms = now_ms;
 	pthread_mutex_lock(&cs->mu);
@@ -273,7 +274,7 @@ static const char *acked_one(struct rm_chstore *cs, struct rm_ch *ch, const char
 		return err;
 	if (n)
 		return "that session was reported before";
-	why = rm_store_acked_unread(r->records, *read, lost);
+	why = rm_store_acked_unread(r->records, *read, r->unread_max, lost);
 	if (why)
 		return why;
 	if (!*lost)

@@ -186,7 +186,7 @@ int rm_store_session_acked(struct rm_store *st, const struct rm_store_acked *a, 
 		rc = acked_check(st, a, res, ended, started);
 	else if (rc == 0)
 		res->why = "no earlier session of this exporter from that address and port";
-	if (rc > 0 && (res->why = rm_store_acked_unread(a->records, res->read, &res->lost))) {
+	if (rc > 0 && (res->why = rm_store_acked_unread(a->records, res->read, a->unread_max, &res->lost))) {
 		res->bad = 1;
 		rc = 0;
 	}

@@ -203,6 +203,8 @@ struct rm_store_acked {
 	const char *peer, *peer_alt, *subject;
 	int64_t reporting_id;
 	uint64_t records, ended_ms; /* Data Records acknowledged; when it died (UNIX ms, 0 unknown) */
+	uint64_t unread_max;        /* the most records it can have left unread (octets the collector's
+				       kernel and buffers hold, one a record); 0: RM_STORE_UNREAD_MAX */
 };
 /* The outcome: the session matched, the records it had read (records + rejected), what it never read. */
 struct rm_store_acked_result {
@@ -214,7 +216,8 @@ struct rm_store_acked_result {
 
 /*
  * The most Data Records a Transport Session can have had acknowledged by
- * the collector's kernel and never read: what one TCP receive buffer holds
+ * the collector's kernel and never read when the collector gives no bound
+ * (rm_store_acked unread_max 0): what one TCP receive buffer can hold
  * (SO_RCVBUF and tcp_rmem are C ints: at most 2^31 - 1 octets), at least
  * one octet a record.
  */
@@ -223,17 +226,18 @@ struct rm_store_acked_result {
 /*
  * The records of claim (Data Records an exporter says a session delivered)
  * that session never read, having read read, into *lost. NULL, or why the
- * claim is impossible (more than RM_STORE_UNREAD_MAX never read; *lost 0):
- * for both stores, so that no claim makes a count larger than a session
- * could have lost.
+ * claim is impossible (more than max never read, 0: RM_STORE_UNREAD_MAX;
+ * *lost 0): for both stores, so that no claim makes a count larger than a
+ * session could have lost (docs/collector.md "Records the collector never read").
  */
-static inline const char *rm_store_acked_unread(uint64_t claim, uint64_t read, uint64_t *lost)
+static inline const char *rm_store_acked_unread(uint64_t claim, uint64_t read, uint64_t max, uint64_t *lost)
 {
 	*lost = claim > read ? claim - read : 0;
-	if (*lost <= RM_STORE_UNREAD_MAX)
+	if (*lost <= (max ? max : RM_STORE_UNREAD_MAX))
 		return NULL;
 	*lost = 0;
-	return "it claims more records never read than a TCP receive buffer can hold (2^31 - 1 octets)";
+	return "it claims more records never read than the collector's receive buffers can hold (tcp_rmem's "
+	       "maximum, the session's buffer and a TLS record, an octet a record)";
 }
 /*
  * Match a with the latest ended session of the same peer and subject
