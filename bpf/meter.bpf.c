@@ -27,7 +27,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "rocemeter/bench.h"
-#include "rocemeter/common.h"
+#include "rocemeter/meter.h"
 #include "parse.h"
 #include "mirror.h"
 
@@ -125,7 +125,7 @@ struct {
 	__uint(max_entries, 1 << 22);
 } events SEC(".maps");
 
-/* stats: 0 -> per-CPU counters indexed by enum rm_stat (RM_STATS in common.h). */
+/* stats: 0 -> per-CPU counters indexed by enum rm_stat (RM_STATS in rocemeter/meter.h). */
 struct rm_stats {
 	__u64 v[RM_STAT__COUNT];
 };

@@ -43,7 +43,7 @@ CHECK_PROGS    += $(BUILD)/tests/unit/test_bth
 # Which provisioning lines cover a connection; the reload rule for violated
 # connections (user/meter/provision.c).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_provision
-# docs/meter.md's table of statistics against RM_STATS (include/rocemeter/common.h).
+# docs/meter.md's table of statistics against RM_STATS (include/rocemeter/meter.h).
 CHECK_SCRIPTS  += tests/unit/test_stats_doc.py
 # The README's bpftool section against the BTF of build/meter.bpf.o.
 CHECK_SCRIPTS  += tests/unit/test_readme_bpftool.py

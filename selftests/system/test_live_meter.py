@@ -69,7 +69,7 @@ def wait_for(pred, what, timeout=30.0):
 
 
 def stat_names():
-    """enum rm_stat (RM_STATS in include/rocemeter/common.h), in order: the
+    """enum rm_stat (RM_STATS in include/rocemeter/meter.h), in order: the
     index of each statistic in the per-CPU array that bpftool shows."""
     import rocetest
     return ["RM_STAT_" + suffix for suffix, _ in rocetest.stat_table()]
