@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * common.h - structures and constants shared by the meter's BPF program
+ * meter.h - structures and constants shared by the meter's BPF program
  * (bpf/meter.bpf.c) and userspace. This is the only definition of each;
  * BPF maps carry them as BTF, so `bpftool map dump` shows named fields.
  *
  * Byte order: addresses are in network order (as on the wire); every other
  * field is in host order (QPN, P_Key and PSN are converted when parsed).
  */
-#ifndef ROCEMETER_COMMON_H
-#define ROCEMETER_COMMON_H
+#ifndef ROCEMETER_METER_H
+#define ROCEMETER_METER_H
 
 #include "types.h"
 #include "seqobs.h"
@@ -454,4 +454,4 @@ struct rm_ctl {
 	struct rm_seq_counters snap;
 };
 
-#endif /* ROCEMETER_COMMON_H */
+#endif /* ROCEMETER_METER_H */

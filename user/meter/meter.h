@@ -5,8 +5,8 @@
  * program, replay frames, read statistics and contexts. Used by `attach`,
  * `replay` and `status`.
  */
-#ifndef ROCEMETER_METER_H
-#define ROCEMETER_METER_H
+#ifndef ROCEMETER_USER_METER_H
+#define ROCEMETER_USER_METER_H
 
 #include <stdint.h>
 #include <stdio.h>
