@@ -229,37 +229,20 @@ static __always_inline __u32 rc_request_trailer(__u8 opcode, __u8 padcnt)
 	return rm_opcode_rc_request_ext_len(opcode) + padcnt + RM_ICRC_LEN;
 }
 
-/* The statistic of a parse verdict; -1 for none (cannot happen). */
+/* The statistic of a parse verdict (RM_PARSE_VERDICTS); -1 for none (cannot happen). */
 static __always_inline int verdict_stat(int verdict)
 {
+#define RM_VERDICT_STAT_(suffix, stat, fl_stat) \
+	case RM_PARSE_##suffix:                 \
+		return RM_STAT_##stat;
 	switch (verdict) {
-	case RM_PARSE_OK:
-		return RM_STAT_ROCEV2;
-	case RM_PARSE_NOT_ROCEV2:
-		return RM_STAT_NOT_ROCEV2;
-	case RM_PARSE_ROCEV1:
-		return RM_STAT_ROCEV1;
-	case RM_PARSE_FRAGMENT:
-		return RM_STAT_IP_FRAGMENT;
-	case RM_PARSE_UNSUP_ENCAP:
-		return RM_STAT_UNSUP_ENCAP;
-	case RM_PARSE_BAD_ETH:
-		return RM_STAT_MALFORMED_ETH;
-	case RM_PARSE_BAD_IP:
-		return RM_STAT_MALFORMED_IP;
-	case RM_PARSE_BAD_UDP:
-		return RM_STAT_MALFORMED_UDP;
-	case RM_PARSE_BAD_BTH:
-		return RM_STAT_MALFORMED_BTH;
-	case RM_PARSE_UNSUP_TPID:
-		return RM_STAT_UNSUP_TPID;
-	case RM_PARSE_BAD_MIRROR:
-		return RM_STAT_MALFORMED_MIRROR;
-	case RM_PARSE_NESTED:
-		return RM_STAT_NESTED_ENCAP;
+		/* clang-format off */
+		RM_PARSE_VERDICTS(RM_VERDICT_STAT_)
+		/* clang-format on */
 	default:
 		return -1;
 	}
+#undef RM_VERDICT_STAT_
 }
 
 /* The epoch of ctx was open when an unattributed frame arrived. */
