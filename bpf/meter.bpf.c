@@ -1106,6 +1106,142 @@ int rocemeter_replay(struct xdp_md *xdp)
 	return XDP_PASS; /* the chain's end: userspace runs the rest */
 }
 
+/*
+ * rocemeter_ctl's operations (enum rm_ctl_op), one helper each:
+ * rocemeter_ctl() reads the request c (status RM_CTL_OK when a helper is
+ * called), finds the key's context ctx and calls the helper of c->op. gen
+ * is the capture generation of the key's observation point. A closure
+ * gives the context's pool window back after unlocking (window_done()).
+ */
+
+/* RM_CTL_CLEAR_FAIL_SAFE: leave the violations fail-safe. */
+static __always_inline void ctl_clear_fail_safe(void)
+{
+	__u32 zero = 0;
+	struct rm_viol_state *vs = bpf_map_lookup_elem(&viol_state, &zero);
+
+	if (vs) {
+		vs->fail_safe = 0;
+		vs->since_ns = 0;
+	}
+}
+
+/* RM_CTL_CLOSE: close the open epoch with the request's reason; snapshot -> c->snap. */
+static __always_inline void ctl_close(struct rm_ctl *c, struct rm_ctx *ctx, __u32 gen, struct rm_stats *st)
+{
+	struct rm_seq_win w;
+
+	window_none(&w); /* closures read no window; a released one is cleaned after unlocking */
+	bpf_spin_lock(&ctx->lock);
+	if (!close_epoch(ctx, &w, c->reason & RM_FLAG_REASON_MASK, gen, &c->snap))
+		c->status = RM_CTL_NO_EPOCH;
+	bpf_spin_unlock(&ctx->lock);
+	window_done(&w, 0, st);
+}
+
+/* RM_CTL_SNAPSHOT: copy the state without changing it. */
+static __always_inline void ctl_snapshot(struct rm_ctl *c, struct rm_ctx *ctx)
+{
+	bpf_spin_lock(&ctx->lock);
+	rm_seq_snapshot(&ctx->seq, &c->snap);
+	if (!rm_seq_active(&ctx->seq))
+		c->status = RM_CTL_NO_EPOCH;
+	bpf_spin_unlock(&ctx->lock);
+}
+
+/* RM_CTL_REPROVISION: after a reload, metered iff provisioned now and not violated. */
+static __always_inline void ctl_reprovision(struct rm_ctx *ctx, const struct rm_ctx_key *key)
+{
+	int prov = provisioned(key); /* map lookups: not under the lock */
+
+	bpf_spin_lock(&ctx->lock);
+	if (!prov || rm_ctx_flag(ctx, RM_CTX_VIOLATED))
+		ctx->seq.s_flags |= RM_CTX_DISABLED;
+	else
+		ctx->seq.s_flags &= ~RM_CTX_DISABLED;
+	bpf_spin_unlock(&ctx->lock);
+}
+
+/* RM_CTL_CLOSE_IDLE: close (finalEpoch alone) only if the last request is older than c->idle_before_ns. */
+static __always_inline void ctl_close_idle(struct rm_ctl *c, struct rm_ctx *ctx, __u32 gen, struct rm_stats *st)
+{
+	struct rm_seq_win w;
+
+	window_none(&w);
+	bpf_spin_lock(&ctx->lock);
+	if (!rm_seq_active(&ctx->seq))
+		c->status = RM_CTL_NO_EPOCH;
+	else if (ctx->seq.last_ns >= c->idle_before_ns)
+		c->status = RM_CTL_NOT_IDLE;
+	else
+		close_epoch(ctx, &w, 0, gen, &c->snap);
+	bpf_spin_unlock(&ctx->lock);
+	window_done(&w, 0, st);
+}
+
+/* RM_CTL_EVICT: close with stateExhaustion, remove the context (its slot is freed). */
+static __always_inline void ctl_evict(struct rm_ctl *c, struct rm_ctx *ctx, const struct rm_ctx_key *key, __u32 gen,
+				      struct rm_stats *st)
+{
+	int in_map = bpf_map_lookup_elem(&violations, key) != NULL;
+	struct rm_seq_win w;
+
+	window_none(&w);
+	bpf_spin_lock(&ctx->lock);
+	if (rm_ctx_flag(ctx, RM_CTX_VIOLATED) && !in_map) {
+		/* The context alone holds the violation (the map was full):
+		 * evicting it would re-enable the connection. */
+		bpf_spin_unlock(&ctx->lock);
+		c->status = RM_CTL_FAILED;
+		return;
+	}
+	if (!close_epoch(ctx, &w, RM_FLAG_STATE_EXHAUSTION, gen, &c->snap))
+		c->status = RM_CTL_NO_EPOCH;
+	ctx->seq.s_flags |= RM_CTX_DEAD;
+	bpf_spin_unlock(&ctx->lock);
+	window_done(&w, 0, st);
+	if (bpf_map_delete_elem(&contexts, key) == 0 && st)
+		st->v[RM_STAT_EVICTIONS]++;
+}
+
+/* RM_CTL_REENABLE of a key with a context: forget the context's violation too (forgot: the map's was
+ * forgotten); metered iff provisioned. */
+static __always_inline void ctl_reenable(struct rm_ctl *c, struct rm_ctx *ctx, const struct rm_ctx_key *key, int forgot)
+{
+	int prov = provisioned(key); /* map lookups: not under the lock */
+
+	bpf_spin_lock(&ctx->lock);
+	if (!forgot && !rm_ctx_flag(ctx, RM_CTX_VIOLATED))
+		c->status = RM_CTL_NOT_VIOLATED;
+	ctx->seq.s_flags &= ~(RM_CTX_VIOLATED | RM_CTX_DISABLED);
+	if (!prov)
+		ctx->seq.s_flags |= RM_CTX_DISABLED;
+	bpf_spin_unlock(&ctx->lock);
+}
+
+/* RM_CTL_CLOSE_STALE: close with captureDiscontinuity only an epoch open before the last unattributed frame. */
+static __always_inline void ctl_close_stale(struct rm_ctl *c, struct rm_ctx *ctx, __u32 gen, struct rm_stats *st)
+{
+	struct rm_seq_win w;
+
+	window_none(&w);
+	bpf_spin_lock(&ctx->lock);
+	if (!rm_seq_active(&ctx->seq))
+		c->status = RM_CTL_NO_EPOCH;
+	else if (!stale(ctx, gen))
+		c->status = RM_CTL_NOT_IDLE;
+	else
+		close_epoch(ctx, &w, RM_FLAG_CAPTURE_DISCONTINUITY, gen, &c->snap);
+	bpf_spin_unlock(&ctx->lock);
+	window_done(&w, 0, st);
+}
+
+/*
+ * The control program: the request is the frame's data (struct rm_ctl),
+ * its result written back into it. The fail-safe needs no key; every other
+ * operation finds the key's context first (a re-enable forgets the key's
+ * violation before, with or without a context), then runs its helper.
+ */
 SEC("xdp")
 int rocemeter_ctl(struct xdp_md *xdp)
 {
@@ -1114,22 +1250,15 @@ int rocemeter_ctl(struct xdp_md *xdp)
 	struct rm_ctl *c = data;
 	struct rm_ctx_key key;
 	struct rm_ctx *ctx;
-	struct rm_scratch *sc;
 	struct rm_stats *st;
-	struct rm_seq_win w;
-	__u32 zero = 0, gen = rm_capture_gen;
-	int prov = 0, forgot = 0;
+	__u32 zero = 0, gen;
+	int forgot = 0;
 
 	if ((void *)(c + 1) > data_end)
 		return XDP_ABORTED;
 	c->status = RM_CTL_OK;
 	if (c->op == RM_CTL_CLEAR_FAIL_SAFE) {
-		struct rm_viol_state *vs = bpf_map_lookup_elem(&viol_state, &zero);
-
-		if (vs) {
-			vs->fail_safe = 0;
-			vs->since_ns = 0;
-		}
+		ctl_clear_fail_safe();
 		return XDP_PASS;
 	}
 	__builtin_memcpy(&key, &c->key, sizeof(key));
@@ -1141,79 +1270,35 @@ int rocemeter_ctl(struct xdp_md *xdp)
 		c->status = c->op == RM_CTL_REENABLE ? (forgot ? RM_CTL_OK : RM_CTL_NOT_VIOLATED) : RM_CTL_NO_CONTEXT;
 		return XDP_PASS;
 	}
-	sc = bpf_map_lookup_elem(&scratch, &zero);
-	st = bpf_map_lookup_elem(&stats, &zero);
-	if (!sc) {
+	if (!bpf_map_lookup_elem(&scratch, &zero)) {
 		c->status = RM_CTL_FAILED;
 		return XDP_PASS;
 	}
-	window_none(&w); /* closures read no window; a released one is cleaned after unlocking */
-	if (c->op == RM_CTL_EVICT) {
-		int in_map = bpf_map_lookup_elem(&violations, &key) != NULL;
-
-		bpf_spin_lock(&ctx->lock);
-		if (rm_ctx_flag(ctx, RM_CTX_VIOLATED) && !in_map) {
-			/* The context alone holds the violation (the map was full):
-			 * evicting it would re-enable the connection. */
-			bpf_spin_unlock(&ctx->lock);
-			c->status = RM_CTL_FAILED;
-			return XDP_PASS;
-		}
-		if (!close_epoch(ctx, &w, RM_FLAG_STATE_EXHAUSTION, gen, &c->snap))
-			c->status = RM_CTL_NO_EPOCH;
-		ctx->seq.s_flags |= RM_CTX_DEAD;
-		bpf_spin_unlock(&ctx->lock);
-		window_done(&w, 0, st);
-		if (bpf_map_delete_elem(&contexts, &key) == 0 && st)
-			st->v[RM_STAT_EVICTIONS]++;
-		return XDP_PASS;
-	}
-	if (c->op == RM_CTL_REPROVISION || c->op == RM_CTL_REENABLE)
-		prov = provisioned(&key); /* map lookups: not under the lock */
-	bpf_spin_lock(&ctx->lock);
+	st = bpf_map_lookup_elem(&stats, &zero);
 	switch (c->op) {
 	case RM_CTL_CLOSE:
-		if (!close_epoch(ctx, &w, c->reason & RM_FLAG_REASON_MASK, gen, &c->snap))
-			c->status = RM_CTL_NO_EPOCH;
-		break;
-	case RM_CTL_CLOSE_IDLE:
-		if (!rm_seq_active(&ctx->seq))
-			c->status = RM_CTL_NO_EPOCH;
-		else if (ctx->seq.last_ns >= c->idle_before_ns)
-			c->status = RM_CTL_NOT_IDLE;
-		else
-			close_epoch(ctx, &w, 0, gen, &c->snap);
-		break;
-	case RM_CTL_CLOSE_STALE:
-		if (!rm_seq_active(&ctx->seq))
-			c->status = RM_CTL_NO_EPOCH;
-		else if (!stale(ctx, gen))
-			c->status = RM_CTL_NOT_IDLE;
-		else
-			close_epoch(ctx, &w, RM_FLAG_CAPTURE_DISCONTINUITY, gen, &c->snap);
+		ctl_close(c, ctx, gen, st);
 		break;
 	case RM_CTL_SNAPSHOT:
-		rm_seq_snapshot(&ctx->seq, &c->snap);
-		if (!rm_seq_active(&ctx->seq))
-			c->status = RM_CTL_NO_EPOCH;
+		ctl_snapshot(c, ctx);
 		break;
 	case RM_CTL_REPROVISION:
-		if (!prov || rm_ctx_flag(ctx, RM_CTX_VIOLATED))
-			ctx->seq.s_flags |= RM_CTX_DISABLED;
-		else
-			ctx->seq.s_flags &= ~RM_CTX_DISABLED;
+		ctl_reprovision(ctx, &key);
+		break;
+	case RM_CTL_CLOSE_IDLE:
+		ctl_close_idle(c, ctx, gen, st);
+		break;
+	case RM_CTL_EVICT:
+		ctl_evict(c, ctx, &key, gen, st);
 		break;
 	case RM_CTL_REENABLE:
-		if (!forgot && !rm_ctx_flag(ctx, RM_CTX_VIOLATED))
-			c->status = RM_CTL_NOT_VIOLATED;
-		ctx->seq.s_flags &= ~(RM_CTX_VIOLATED | RM_CTX_DISABLED);
-		if (!prov)
-			ctx->seq.s_flags |= RM_CTX_DISABLED;
+		ctl_reenable(c, ctx, &key, forgot);
+		break;
+	case RM_CTL_CLOSE_STALE:
+		ctl_close_stale(c, ctx, gen, st);
 		break;
 	default:
 		c->status = RM_CTL_FAILED;
 	}
-	bpf_spin_unlock(&ctx->lock);
-	window_done(&w, 0, st);
 	return XDP_PASS;
 }
