@@ -377,18 +377,18 @@ struct rm_window_scratch {
  * replay's start-up 0.6 -> 0.13 s); its price, a kfunc call per round, is
  * some 30-45 ns on a forward jump of about W (docs/benchmarks.md).
  */
-static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratch *st, __u64 *win, __u32 nwords)
+static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratch *sc, __u64 *win, __u32 nwords)
 {
 	__u32 n1 = RM_SUM1_WORDS(nwords), tot = nwords + n1 + RM_SUM2_WORDS(nwords);
-	__u32 s = st->s, e = st->e, lo_bit = st->lo_bit & 63, hi_bit = st->hi_bit & 63;
-	__u64 abs_s = st->abs_s, fw = st->fw, lw = st->lw;
+	__u32 s = sc->s, e = sc->e, lo_bit = sc->lo_bit & 63, hi_bit = sc->hi_bit & 63;
+	__u64 abs_s = sc->abs_s, fw = sc->fw, lw = sc->lw;
 	__u32 k_first = s / 64, k_last = (e - 1) / 64;
 	__u32 g_first = k_first / 64, g_last = k_last / 64;
 	int a, b, c, x;
 
 	if (s >= e || e > nwords || g_last - g_first >= 16)
 		return -1;
-	st->scan3 = 0;
+	sc->scan3 = 0;
 	RM_FOR(x, 16)
 	{
 		__u32 g = g_first + (__u32)x, i2 = nwords + n1 + g;
@@ -399,40 +399,40 @@ static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratc
 		if (i2 >= tot)
 			return -1;
 		if (win[i2] & rm_bit_span(g == g_first ? k_first % 64 : 0, g == g_last ? k_last % 64 : 63))
-			st->scan3 |= 1ULL << x;
+			sc->scan3 |= 1ULL << x;
 	}
 	RM_FOR(a, 16)
 	{
-		__u64 m3 = st->scan3;
+		__u64 m3 = sc->scan3;
 		__u32 g, i2;
 
 		if (!m3)
 			break;
 		g = g_first + (rm_lowest_bit(m3) & 15);
-		st->scan3 = m3 & (m3 - 1);
+		sc->scan3 = m3 & (m3 - 1);
 		i2 = nwords + n1 + g;
 		RM_OPAQUE(i2);
 		if (i2 >= tot)
 			return -1;
-		st->scan2 = win[i2] & rm_bit_span(g == g_first ? k_first % 64 : 0, g == g_last ? k_last % 64 : 63);
+		sc->scan2 = win[i2] & rm_bit_span(g == g_first ? k_first % 64 : 0, g == g_last ? k_last % 64 : 63);
 		RM_FOR(b, 64)
 		{
-			__u64 m2 = st->scan2;
+			__u64 m2 = sc->scan2;
 			__u32 kb, k, i1;
 
 			if (!m2)
 				break;
 			kb = rm_lowest_bit(m2);
-			st->scan2 = m2 & (m2 - 1);
+			sc->scan2 = m2 & (m2 - 1);
 			k = g * 64 + (kb & 63);
 			i1 = nwords + k;
 			RM_OPAQUE(i1);
 			if (i1 >= tot || i2 >= tot)
 				return -1;
-			st->scan1 = win[i1] & rm_bit_span(k == k_first ? s % 64 : 0, k == k_last ? (e - 1) % 64 : 63);
+			sc->scan1 = win[i1] & rm_bit_span(k == k_first ? s % 64 : 0, k == k_last ? (e - 1) % 64 : 63);
 			RM_FOR(c, 64)
 			{
-				__u64 m1 = st->scan1, mask;
+				__u64 m1 = sc->scan1, mask;
 				__s64 cleared;
 				__u32 jb, j;
 				__u64 abs;
@@ -440,7 +440,7 @@ static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratc
 				if (!m1)
 					break;
 				jb = rm_lowest_bit(m1);
-				st->scan1 = m1 & (m1 - 1);
+				sc->scan1 = m1 & (m1 - 1);
 				j = k * 64 + (jb & 63);
 				if (j < s)
 					return -1;
@@ -449,7 +449,7 @@ static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratc
 				cleared = rm_window_clear_word(win, nwords, j, mask);
 				if (cleared < 0)
 					return -1;
-				st->seen += (__u64)cleared;
+				sc->seen += (__u64)cleared;
 			}
 		}
 	}
@@ -460,7 +460,7 @@ static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratc
  * Make the n positions q, q+1, ..., q+n-1 (n <= nwords * 64) PENDING.
  * Returns how many of them were SEEN, or -1 (inconsistent arguments).
  */
-static __always_inline __s64 rm_window_clear(struct rm_window_scratch *st, __u64 *win, __u32 nwords, __u64 q, __u64 n)
+static __always_inline __s64 rm_window_clear(struct rm_window_scratch *sc, __u64 *win, __u32 nwords, __u64 q, __u64 n)
 {
 	__u64 fw, lw, nw;
 	__u32 j0, lo_bit, hi_bit;
@@ -478,14 +478,14 @@ static __always_inline __s64 rm_window_clear(struct rm_window_scratch *st, __u64
 	hi_bit = (__u32)((q + n - 1) % 64);
 	if (nw == 1) /* the common case (small d): one word, no summary walk */
 		return rm_window_clear_word(win, nwords, j0, rm_bit_span(lo_bit, hi_bit));
-	st->seen = 0;
-	st->fw = fw;
-	st->lw = lw;
-	st->lo_bit = lo_bit;
-	st->hi_bit = hi_bit;
-	st->s = j0;
-	st->abs_s = fw;
-	st->e = j0 + nw <= nwords ? (__u32)(j0 + nw) : nwords;
+	sc->seen = 0;
+	sc->fw = fw;
+	sc->lw = lw;
+	sc->lo_bit = lo_bit;
+	sc->hi_bit = hi_bit;
+	sc->s = j0;
+	sc->abs_s = fw;
+	sc->e = j0 + nw <= nwords ? (__u32)(j0 + nw) : nwords;
 	/* The run to the ring's end, then the one from its start if the
 	 * positions wrap: one call in an iterator, so that the verifier walks
 	 * rm_window_clear_run() once per caller, not once per run. */
@@ -494,14 +494,14 @@ static __always_inline __s64 rm_window_clear(struct rm_window_scratch *st, __u64
 		if (r == 1) {
 			if (j0 + nw <= nwords)
 				break;
-			st->s = 0;
-			st->e = (__u32)(j0 + nw - nwords);
-			st->abs_s = fw + (nwords - j0);
+			sc->s = 0;
+			sc->e = (__u32)(j0 + nw - nwords);
+			sc->abs_s = fw + (nwords - j0);
 		}
-		if (rm_window_clear_run(st, win, nwords))
+		if (rm_window_clear_run(sc, win, nwords))
 			return -1;
 	}
-	return (__s64)st->seen;
+	return (__s64)sc->seen;
 }
 
 /* L = max(S, H - W + 1) */
