@@ -9,9 +9,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "addr.h"
 #include "capture_settings.h"
 #include "jsonw.h"
-#include "config.h"
 #include "opts.h"
 #include "safe_text.h"
 

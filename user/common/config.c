@@ -5,7 +5,6 @@
  * are one table (name, kind, place, range) that the loader reads by and
  * that `collect`'s options share (rm_config_key()).
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ini.h>
@@ -154,49 +153,6 @@ static int parse_bool(const char *v, int *out)
 	else
 		return -1;
 	return 0;
-}
-
-int rm_parse_listen(const char *text, char *host, size_t hlen, uint16_t *port, char *err, size_t errlen)
-{
-	const char *colon;
-	uint64_t p;
-
-	if (!text)
-		goto bad;
-	if (text[0] == '[') {
-		const char *end = strchr(text, ']');
-
-		if (!end || end[1] != ':')
-			goto bad;
-		colon = end + 1;
-		if ((size_t)(end - text - 1) >= hlen)
-			goto bad;
-		snprintf(host, hlen, "%.*s", (int)(end - text - 1), text + 1);
-	} else {
-		colon = strrchr(text, ':');
-		if (!colon || (size_t)(colon - text) >= hlen || memchr(text, ':', (size_t)(colon - text)))
-			goto bad; /* an IPv6 address needs brackets */
-		snprintf(host, hlen, "%.*s", (int)(colon - text), text);
-	}
-	if (rm_parse_uint(colon + 1, RM_PORT_MIN, RM_PORT_MAX, &p))
-		goto bad;
-	*port = (uint16_t)p;
-	return 0;
-bad:
-	snprintf(err, errlen, "'%s' is not ADDR:PORT, [IPV6]:PORT or :PORT with PORT in %u..%u", text ? text : "",
-		 RM_PORT_MIN, RM_PORT_MAX);
-	return -EINVAL;
-}
-
-/* IPv4 or IPv6 address into 16 bytes (IPv4 in the first 4). Returns the family or -1. */
-int rm_parse_addr(const char *s, uint8_t out[16])
-{
-	memset(out, 0, 16);
-	if (inet_pton(AF_INET, s, out) == 1)
-		return 4;
-	if (inet_pton(AF_INET6, s, out) == 1)
-		return 6;
-	return -1;
 }
 
 /* Keep the first refusal and its line; returns 0 (inih: the line is refused). */

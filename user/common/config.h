@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr.h"             /* rm_parse_addr(), rm_parse_listen() */
 #include "capture_settings.h" /* [capture] */
 #include "limits.h"           /* RM_MAX_PEER_NAMES, RM_MAX_PROVISION and every range */
 
@@ -171,15 +172,6 @@ int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size
 int rm_parse_connection(const char *text, struct rm_provision *p, char *err, size_t errlen);
 
 /*
- * A listen address: "ADDR:PORT", "[IPV6]:PORT" or ":PORT" (every address),
- * PORT 1..65535 (decimal or 0x, opts.h). host (hlen bytes) gets ADDR
- * without brackets ("" for every address), *port the number. 0, or -EINVAL
- * with "'TEXT' is not ADDR:PORT, [IPV6]:PORT or :PORT with PORT in 1..65535"
- * in err.
- */
-int rm_parse_listen(const char *text, char *host, size_t hlen, uint16_t *port, char *err, size_t errlen);
-
-/*
  * [collect]: the memory budget must hold the handshake reservation
  * (max_handshakes x RM_BUDGET_HANDSHAKE_BYTES, limits.h) and one session
  * (RM_BUDGET_SESSION_BYTES): 0, or -EINVAL with a one-line reason naming
@@ -234,9 +226,5 @@ struct rm_config_key {
  * none. Keys of the TLS settings are not found here.
  */
 const struct rm_config_key *rm_config_key(const char *section, const char *key);
-
-/* IPv4 or IPv6 address text into 16 bytes, network order (IPv4 in the
- * first 4, rest zero). Returns 4, 6, or -1 if s is neither. */
-int rm_parse_addr(const char *s, uint8_t out[16]);
 
 #endif /* ROCEMETER_CONFIG_H */
