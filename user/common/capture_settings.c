@@ -15,13 +15,6 @@
 #include "opts.h"
 #include "safe_text.h"
 
-void rm_capture_defaults(struct rm_capture_settings *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->encap = RM_ENCAP_PLAIN;
-	c->vxlan_port = RM_VXLAN_PORT;
-}
-
 static const struct {
 	const char *name;
 	uint32_t bits;

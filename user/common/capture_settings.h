@@ -36,9 +36,6 @@ struct rm_capture_settings {
 	int encap_line; /* the encapsulation line (0: default), for messages */
 };
 
-/* Defaults: plain frames only, VXLAN port 4789, no RSPAN VLAN, no lines. */
-void rm_capture_defaults(struct rm_capture_settings *c);
-
 /*
  * "plain,erspan,vxlan" (comma or space separated: plain, erspan1, erspan2,
  * erspan3, erspan = all three, vxlan, rspan; auto = all) into RM_ENCAP_*

@@ -25,38 +25,6 @@
 #include "rocemeter/ipfix_ie.h"
 #include "store_syntax.h"
 
-void rm_config_defaults(struct rm_config_file *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->meter.window = RM_WINDOW_DEFAULT;
-	cfg->meter.max_contexts = RM_MAX_CONTEXTS_DEFAULT;
-	cfg->meter.idle_timeout_ms = RM_IDLE_TIMEOUT_MS_DEFAULT;
-	cfg->meter.max_violations = RM_MAX_VIOLATIONS_DEFAULT;
-	cfg->meter.unattributed_is_loss = 1;
-	cfg->export.port = 0; /* resolved from transport after loading */
-	cfg->export.pen = RM_IPFIX_DEFAULT_PEN;
-	cfg->export.report_interval_ms = RM_REPORT_INTERVAL_MS_DEFAULT;
-	cfg->export.queue_records = RM_QUEUE_RECORDS_DEFAULT;
-	snprintf(cfg->collect.listen, sizeof(cfg->collect.listen), "[::]:%d", RM_IPFIX_PORT_TLS);
-	cfg->collect.max_sessions = RM_MAX_SESSIONS_DEFAULT;
-	cfg->collect.max_epochs = RM_MAX_EPOCHS_DEFAULT;
-	cfg->collect.max_raw_records = RM_MAX_RAW_RECORDS_DEFAULT;
-	cfg->collect.max_observation_points = RM_MAX_OBSERVATION_POINTS_DEFAULT;
-	cfg->collect.inactivity_timeout_ms = RM_INACTIVITY_TIMEOUT_MS_DEFAULT;
-	cfg->collect.max_handshakes = RM_MAX_HANDSHAKES_DEFAULT;
-	cfg->collect.max_handshakes_per_source = RM_MAX_HANDSHAKES_PER_SOURCE_DEFAULT;
-	cfg->collect.handshake_timeout_ms = RM_HANDSHAKE_TIMEOUT_MS_DEFAULT;
-	cfg->collect.session_timeout_ms = RM_SESSION_TIMEOUT_MS_DEFAULT;
-	cfg->collect.message_timeout_ms = RM_MESSAGE_TIMEOUT_MS_DEFAULT;
-	cfg->collect.dead_peer_timeout_ms = RM_DEAD_PEER_TIMEOUT_MS_DEFAULT;
-	cfg->collect.max_raw_bytes = RM_MAX_RAW_BYTES_DEFAULT;
-	cfg->collect.max_raw_bytes_per_session = RM_MAX_RAW_BYTES_PER_SESSION_DEFAULT;
-	cfg->collect.max_memory_bytes = RM_MAX_MEMORY_BYTES_DEFAULT;
-	cfg->collect.store_buffer_bytes = RM_STORE_BUFFER_BYTES_DEFAULT;
-	snprintf(cfg->collect.store_spool_dir, sizeof(cfg->collect.store_spool_dir), "%s", RM_STORE_SPOOL_DIR_DEFAULT);
-	rm_capture_defaults(&cfg->capture);
-}
-
 void rm_config_overrides_init(struct rm_config_overrides *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -299,43 +267,53 @@ static int read_collector_id(struct rm_config_parse *ps, void *sec, const struct
 	return copy_str(ps, (char *)sec + k->off, k->size, k->key, value);
 }
 
-/* Entries of the key tables: an integer, a string, yes/no, one of two names, a reader of its own. */
-#define FIELD(type, field) offsetof(type, field), sizeof(((type *)0)->field)
-#define UINT_KEY(type, key, field, lo, hi)                                   \
-	{                                                                    \
-		key, RM_KEY_UINT, FIELD(type, field), lo, hi, { 0 }, NULL, 0 \
+/*
+ * Entries of the key tables: an integer, a string, yes/no, one of two names
+ * (the first the default), a reader of its own, a list; then the key's
+ * default when it is not zero: .def = N, or .def_text = "TEXT" for a string.
+ */
+#define FIELD(type, field) .off = offsetof(type, field), .size = sizeof(((type *)0)->field)
+#define UINT_KEY(type, key_, field, lo_, hi_, ...)                                                      \
+	{                                                                                               \
+		.key = key_, .kind = RM_KEY_UINT, FIELD(type, field), .lo = lo_, .hi = hi_, __VA_ARGS__ \
 	}
-#define STR_KEY(type, key, field)                                         \
-	{                                                                 \
-		key, RM_KEY_STR, FIELD(type, field), 0, 0, { 0 }, NULL, 0 \
+#define STR_KEY(type, key_, field, ...)                                          \
+	{                                                                        \
+		.key = key_, .kind = RM_KEY_STR, FIELD(type, field), __VA_ARGS__ \
 	}
-#define BOOL_KEY(type, key, field)                                         \
-	{                                                                  \
-		key, RM_KEY_BOOL, FIELD(type, field), 0, 0, { 0 }, NULL, 0 \
+#define BOOL_KEY(type, key_, field, ...)                                          \
+	{                                                                         \
+		.key = key_, .kind = RM_KEY_BOOL, FIELD(type, field), __VA_ARGS__ \
 	}
-#define CHOICE_KEY(type, key, field, no, yes)                                      \
-	{                                                                          \
-		key, RM_KEY_CHOICE, FIELD(type, field), 0, 0, { no, yes }, NULL, 0 \
+#define CHOICE_KEY(type, key_, field, no, yes)                                               \
+	{                                                                                    \
+		.key = key_, .kind = RM_KEY_CHOICE, FIELD(type, field), .names = { no, yes } \
 	}
-#define FUNC_KEY(type, key, field, fn)                                   \
-	{                                                                \
-		key, RM_KEY_FUNC, FIELD(type, field), 0, 0, { 0 }, fn, 0 \
+#define FUNC_KEY(type, key_, field, fn, ...)                                                  \
+	{                                                                                     \
+		.key = key_, .kind = RM_KEY_FUNC, FIELD(type, field), .read = fn, __VA_ARGS__ \
+	}
+/* A key whose lines add up to a list (connection, peer_name, observation_point). */
+#define LIST_KEY(type, key_, field, fn)                                                           \
+	{                                                                                         \
+		.key = key_, .kind = RM_KEY_FUNC, FIELD(type, field), .read = fn, .repeatable = 1 \
 	}
 
-/* A key whose lines add up to a list (connection, peer_name, observation_point). */
-#define LIST_KEY(type, key, field, fn)                                   \
-	{                                                                \
-		key, RM_KEY_FUNC, FIELD(type, field), 0, 0, { 0 }, fn, 1 \
-	}
+/* The default listen address: every address, the IPFIX-over-TLS port. */
+#define STRINGIFY_(x)  #x
+#define STRINGIFY(x)   STRINGIFY_(x)
+#define LISTEN_DEFAULT "[::]:" STRINGIFY(RM_IPFIX_PORT_TLS)
 
 #define M struct rm_meter_settings
 static const struct rm_config_key meter_keys[] = {
-	UINT_KEY(M, "window", window, RM_WINDOW_MIN, RM_WINDOW_MAX),
-	UINT_KEY(M, "max_contexts", max_contexts, RM_MAX_CONTEXTS_MIN, RM_MAX_CONTEXTS_MAX),
+	UINT_KEY(M, "window", window, RM_WINDOW_MIN, RM_WINDOW_MAX, .def = RM_WINDOW_DEFAULT),
+	UINT_KEY(M, "max_contexts", max_contexts, RM_MAX_CONTEXTS_MIN, RM_MAX_CONTEXTS_MAX,
+		 .def = RM_MAX_CONTEXTS_DEFAULT),
 	UINT_KEY(M, "max_windows", max_windows, 0, RM_MAX_WINDOWS_MAX),
 	UINT_KEY(M, "observation_point_id", observation_point_id, 0, UINT64_MAX),
-	UINT_KEY(M, "idle_timeout_ms", idle_timeout_ms, 0, RM_IDLE_TIMEOUT_MS_MAX),
-	UINT_KEY(M, "max_violations", max_violations, RM_MAX_VIOLATIONS_MIN, RM_MAX_VIOLATIONS_MAX),
+	UINT_KEY(M, "idle_timeout_ms", idle_timeout_ms, 0, RM_IDLE_TIMEOUT_MS_MAX, .def = RM_IDLE_TIMEOUT_MS_DEFAULT),
+	UINT_KEY(M, "max_violations", max_violations, RM_MAX_VIOLATIONS_MIN, RM_MAX_VIOLATIONS_MAX,
+		 .def = RM_MAX_VIOLATIONS_DEFAULT),
 	UINT_KEY(M, "metrics_connections", metrics_connections, 0, RM_METRICS_CONNECTIONS_MAX),
 	FUNC_KEY(M, "metrics", metrics, read_metrics),
 	CHOICE_KEY(M, "namespace", namespace_vlan, "none", "vlan"),
@@ -343,7 +321,7 @@ static const struct rm_config_key meter_keys[] = {
 	BOOL_KEY(M, "provision_all", provision_all),
 	BOOL_KEY(M, "census", census),
 	BOOL_KEY(M, "rx_dropped_is_loss", rx_dropped_is_loss),
-	BOOL_KEY(M, "unattributed_is_loss", unattributed_is_loss),
+	BOOL_KEY(M, "unattributed_is_loss", unattributed_is_loss, .def = 1),
 	BOOL_KEY(M, "generation_verified", generation_verified),
 	{ 0 },
 };
@@ -369,11 +347,13 @@ static const struct rm_config_key tls_keys[] = {
 #define E struct rm_export_settings
 static const struct rm_config_key export_keys[] = {
 	STR_KEY(E, "collector", collector),
-	UINT_KEY(E, "port", port, RM_PORT_MIN, RM_PORT_MAX),
-	UINT_KEY(E, "pen", pen, RM_PEN_MIN, RM_PEN_MAX),
+	UINT_KEY(E, "port", port, RM_PORT_MIN, RM_PORT_MAX), /* default: the transport's, after loading */
+	UINT_KEY(E, "pen", pen, RM_PEN_MIN, RM_PEN_MAX, .def = RM_IPFIX_DEFAULT_PEN),
 	UINT_KEY(E, "observation_domain", observation_domain, 0, UINT32_MAX),
-	UINT_KEY(E, "report_interval_ms", report_interval_ms, 0, RM_REPORT_INTERVAL_MS_MAX),
-	UINT_KEY(E, "queue_records", queue_records, RM_QUEUE_RECORDS_MIN, RM_QUEUE_RECORDS_MAX),
+	UINT_KEY(E, "report_interval_ms", report_interval_ms, 0, RM_REPORT_INTERVAL_MS_MAX,
+		 .def = RM_REPORT_INTERVAL_MS_DEFAULT),
+	UINT_KEY(E, "queue_records", queue_records, RM_QUEUE_RECORDS_MIN, RM_QUEUE_RECORDS_MAX,
+		 .def = RM_QUEUE_RECORDS_DEFAULT),
 	{ 0 },
 };
 #undef E
@@ -381,33 +361,41 @@ static const struct rm_config_key export_keys[] = {
 /* The options of `collect` that are keys take their ranges from here (cmd_collect.c, RM_OPT_KEY). */
 #define C struct rm_collect_settings
 static const struct rm_config_key collect_keys[] = {
-	FUNC_KEY(C, "listen", listen, read_listen),
+	FUNC_KEY(C, "listen", listen, read_listen, .def_text = LISTEN_DEFAULT),
 	FUNC_KEY(C, "db", db, read_db),
 	FUNC_KEY(C, "store", store, read_store),
 	STR_KEY(C, "store_credentials", store_credentials),
 	STR_KEY(C, "store_ca", store_ca),
 	FUNC_KEY(C, "collector_id", collector_id, read_collector_id),
-	STR_KEY(C, "store_spool_dir", store_spool_dir),
-	UINT_KEY(C, "store_buffer_bytes", store_buffer_bytes, RM_STORE_BUFFER_BYTES_MIN, RM_STORE_BUFFER_BYTES_MAX),
+	STR_KEY(C, "store_spool_dir", store_spool_dir, .def_text = RM_STORE_SPOOL_DIR_DEFAULT),
+	UINT_KEY(C, "store_buffer_bytes", store_buffer_bytes, RM_STORE_BUFFER_BYTES_MIN, RM_STORE_BUFFER_BYTES_MAX,
+		 .def = RM_STORE_BUFFER_BYTES_DEFAULT),
 	FUNC_KEY(C, "metrics", metrics, read_metrics),
-	UINT_KEY(C, "max_sessions", max_sessions, RM_MAX_SESSIONS_MIN, RM_MAX_SESSIONS_MAX),
-	UINT_KEY(C, "max_epochs", max_epochs, RM_MAX_EPOCHS_MIN, RM_MAX_EPOCHS_MAX),
-	UINT_KEY(C, "max_raw_records", max_raw_records, 0, RM_MAX_RAW_RECORDS_MAX),
-	UINT_KEY(C, "inactivity_timeout_ms", inactivity_timeout_ms, 0, RM_INACTIVITY_TIMEOUT_MS_MAX),
+	UINT_KEY(C, "max_sessions", max_sessions, RM_MAX_SESSIONS_MIN, RM_MAX_SESSIONS_MAX,
+		 .def = RM_MAX_SESSIONS_DEFAULT),
+	UINT_KEY(C, "max_epochs", max_epochs, RM_MAX_EPOCHS_MIN, RM_MAX_EPOCHS_MAX, .def = RM_MAX_EPOCHS_DEFAULT),
+	UINT_KEY(C, "max_raw_records", max_raw_records, 0, RM_MAX_RAW_RECORDS_MAX, .def = RM_MAX_RAW_RECORDS_DEFAULT),
+	UINT_KEY(C, "inactivity_timeout_ms", inactivity_timeout_ms, 0, RM_INACTIVITY_TIMEOUT_MS_MAX,
+		 .def = RM_INACTIVITY_TIMEOUT_MS_DEFAULT),
 	UINT_KEY(C, "max_observation_points", max_observation_points, RM_MAX_OBSERVATION_POINTS_MIN,
-		 RM_MAX_OBSERVATION_POINTS_MAX),
-	UINT_KEY(C, "max_handshakes", max_handshakes, RM_MAX_HANDSHAKES_MIN, RM_MAX_HANDSHAKES_MAX),
+		 RM_MAX_OBSERVATION_POINTS_MAX, .def = RM_MAX_OBSERVATION_POINTS_DEFAULT),
+	UINT_KEY(C, "max_handshakes", max_handshakes, RM_MAX_HANDSHAKES_MIN, RM_MAX_HANDSHAKES_MAX,
+		 .def = RM_MAX_HANDSHAKES_DEFAULT),
 	UINT_KEY(C, "max_handshakes_per_source", max_handshakes_per_source, RM_MAX_HANDSHAKES_MIN,
-		 RM_MAX_HANDSHAKES_MAX),
+		 RM_MAX_HANDSHAKES_MAX, .def = RM_MAX_HANDSHAKES_PER_SOURCE_DEFAULT),
 	UINT_KEY(C, "handshake_timeout_ms", handshake_timeout_ms, RM_HANDSHAKE_TIMEOUT_MS_MIN,
-		 RM_HANDSHAKE_TIMEOUT_MS_MAX),
-	UINT_KEY(C, "session_timeout_ms", session_timeout_ms, 0, RM_SESSION_TIMEOUT_MS_MAX),
-	UINT_KEY(C, "message_timeout_ms", message_timeout_ms, RM_MESSAGE_TIMEOUT_MS_MIN, RM_MESSAGE_TIMEOUT_MS_MAX),
+		 RM_HANDSHAKE_TIMEOUT_MS_MAX, .def = RM_HANDSHAKE_TIMEOUT_MS_DEFAULT),
+	UINT_KEY(C, "session_timeout_ms", session_timeout_ms, 0, RM_SESSION_TIMEOUT_MS_MAX,
+		 .def = RM_SESSION_TIMEOUT_MS_DEFAULT),
+	UINT_KEY(C, "message_timeout_ms", message_timeout_ms, RM_MESSAGE_TIMEOUT_MS_MIN, RM_MESSAGE_TIMEOUT_MS_MAX,
+		 .def = RM_MESSAGE_TIMEOUT_MS_DEFAULT),
 	UINT_KEY(C, "dead_peer_timeout_ms", dead_peer_timeout_ms, RM_DEAD_PEER_TIMEOUT_MS_MIN,
-		 RM_DEAD_PEER_TIMEOUT_MS_MAX),
-	UINT_KEY(C, "max_raw_bytes", max_raw_bytes, 0, RM_MAX_RAW_BYTES_MAX),
-	UINT_KEY(C, "max_raw_bytes_per_session", max_raw_bytes_per_session, 0, RM_MAX_RAW_BYTES_MAX),
-	UINT_KEY(C, "max_memory_bytes", max_memory_bytes, RM_MAX_MEMORY_BYTES_MIN, RM_MAX_MEMORY_BYTES_MAX),
+		 RM_DEAD_PEER_TIMEOUT_MS_MAX, .def = RM_DEAD_PEER_TIMEOUT_MS_DEFAULT),
+	UINT_KEY(C, "max_raw_bytes", max_raw_bytes, 0, RM_MAX_RAW_BYTES_MAX, .def = RM_MAX_RAW_BYTES_DEFAULT),
+	UINT_KEY(C, "max_raw_bytes_per_session", max_raw_bytes_per_session, 0, RM_MAX_RAW_BYTES_MAX,
+		 .def = RM_MAX_RAW_BYTES_PER_SESSION_DEFAULT),
+	UINT_KEY(C, "max_memory_bytes", max_memory_bytes, RM_MAX_MEMORY_BYTES_MIN, RM_MAX_MEMORY_BYTES_MAX,
+		 .def = RM_MAX_MEMORY_BYTES_DEFAULT),
 	UINT_KEY(C, "max_memory_bytes_per_session", max_memory_bytes_per_session, 0, RM_MAX_MEMORY_BYTES_MAX),
 	{ 0 },
 };
@@ -425,8 +413,8 @@ static int read_capture(struct rm_config_parse *ps, void *sec, const struct rm_c
 
 #define P struct rm_capture_settings
 static const struct rm_config_key capture_keys[] = {
-	FUNC_KEY(P, "encapsulation", encap, read_capture),
-	FUNC_KEY(P, "vxlan_port", vxlan_port, read_capture),
+	FUNC_KEY(P, "encapsulation", encap, read_capture, .def = RM_ENCAP_PLAIN),
+	FUNC_KEY(P, "vxlan_port", vxlan_port, read_capture, .def = RM_VXLAN_PORT),
 	FUNC_KEY(P, "rspan_vlan", rspan_vlan, read_capture),
 	FUNC_KEY(P, "mirror_sessions", auto_sessions, read_capture),
 	LIST_KEY(P, "observation_point", points, read_capture),
@@ -459,6 +447,37 @@ static const struct config_section {
 
 #define N_SECTIONS (sizeof(sections) / sizeof(sections[0]))
 _Static_assert(N_SECTIONS <= CONFIG_MAX_SECTIONS, "CONFIG_MAX_SECTIONS: room for every section");
+
+/* The defaults of one table's keys into the settings sec, which are zero. */
+static void put_defaults(const struct rm_config_key *t, void *sec)
+{
+	for (; t->key; t++) {
+		char *dst = (char *)sec + t->off;
+
+		if (t->def_text)
+			snprintf(dst, t->size, "%s", t->def_text);
+		else if (t->def)
+			rm_opt_put_uint(dst, t->size, t->def);
+	}
+}
+
+void rm_config_defaults(struct rm_config_file *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < N_SECTIONS; i++) {
+		char *sec = (char *)cfg + sections[i].off;
+
+		put_defaults(sections[i].keys, sec);
+		if (sections[i].tls_off != NO_TLS)
+			put_defaults(tls_keys, sec + sections[i].tls_off);
+	}
+}
+
+void rm_capture_defaults(struct rm_capture_settings *c)
+{
+	memset(c, 0, sizeof(*c));
+	put_defaults(capture_keys, c);
+}
 
 static const struct config_section *find_section(const char *name)
 {

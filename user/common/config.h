@@ -146,8 +146,11 @@ struct rm_config_overrides {
 	uint64_t report_interval_ms; /* its value, 0..RM_REPORT_INTERVAL_MS_MAX */
 };
 
-/* Fill *cfg with the documented defaults. */
+/* Fill *cfg with the documented defaults: zero, then each key's default from its table. */
 void rm_config_defaults(struct rm_config_file *cfg);
+
+/* Fill *c with the defaults of [capture] (its key table): plain frames only, VXLAN port 4789, no lines. */
+void rm_capture_defaults(struct rm_capture_settings *c);
 
 /* No override given. */
 void rm_config_overrides_init(struct rm_config_overrides *o);
@@ -205,7 +208,8 @@ const char *rm_collect_store_name(const struct rm_collect_settings *cs);
  * char[size], refused empty or too long), yes/no (RM_KEY_BOOL: int), one of
  * two names (RM_KEY_CHOICE: int 0 or 1), or its own reader (RM_KEY_FUNC).
  * off is the place in the section's settings (struct rm_meter_settings,
- * ...).
+ * ...); def or def_text its default, which rm_config_defaults() puts there
+ * (a key without either defaults to zero).
  */
 enum rm_key_kind { RM_KEY_UINT, RM_KEY_STR, RM_KEY_BOOL, RM_KEY_CHOICE, RM_KEY_FUNC };
 struct rm_config_parse;
@@ -217,7 +221,9 @@ struct rm_config_key {
 	const char *names[2]; /* RM_KEY_CHOICE: the names of 0 and 1 */
 	/* RM_KEY_FUNC: 1 read, 0 refused (the reason kept in ps); sec is the section's settings */
 	int (*read)(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value);
-	int repeatable; /* may be given more than once in its section (a list); any other key once */
+	int repeatable;       /* may be given more than once in its section (a list); any other key once */
+	uint64_t def;         /* the default of a number, yes/no or choice (an unsigned field of size bytes) */
+	const char *def_text; /* the default of a string (a char[size]); NULL: def */
 };
 
 /*
