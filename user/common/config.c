@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "errmsg.h"
 #include "limits.h"
 #include "metrics.h"
 #include "opts.h"
@@ -579,6 +580,20 @@ static int read_key(struct rm_config_parse *ps, void *sec, const struct rm_confi
 		return k->read(ps, sec, k, value);
 	}
 	return 0;
+}
+
+int rm_config_key_read(const struct rm_config_key *k, void *sec, const char *value, char *err, size_t errlen)
+{
+	struct rm_config_parse ps = { 0 };
+
+	if (k->repeatable) {
+		rm_errf(err, errlen, "%s: a list, not one value", k->key);
+		return -EINVAL;
+	}
+	if (read_key(&ps, sec, k, value))
+		return 0;
+	rm_errf(err, errlen, "%s", ps.reason);
+	return -EINVAL;
 }
 
 static int handler(void *user, const char *section, const char *name, const char *value)

@@ -233,4 +233,13 @@ struct rm_config_key {
  */
 const struct rm_config_key *rm_config_key(const char *section, const char *key);
 
+/*
+ * value of key k into the section's settings sec, as the file's line
+ * would be read (its range, its own reader): 0, or -EINVAL with the reason,
+ * which names the key, in err ("listen: 'X' is not ADDR:PORT, ..."). Not
+ * for the keys that add up to a list (connection, peer_name,
+ * observation_point): -EINVAL.
+ */
+int rm_config_key_read(const struct rm_config_key *k, void *sec, const char *value, char *err, size_t errlen);
+
 #endif /* ROCEMETER_CONFIG_H */
