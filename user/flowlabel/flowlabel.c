@@ -21,7 +21,7 @@
 #include "flowlabel.h"
 #include "flowlabel.skel.h"
 
-static const char *const variant_names[RM_FL__VARIANTS] = {
+const char *const rm_flowlabel_variant_names[RM_FL__VARIANTS + 1] = {
 	[RM_FL_LITERAL] = "literal",
 	[RM_FL_CRC32] = "crc32",
 	[RM_FL_CRC32C] = "crc32c",
@@ -36,14 +36,14 @@ static const char *const stat_descs[RM_FL_STAT__COUNT] = { RM_FL_STATS(RM_FL_STA
 int rm_flowlabel_variant_from_name(const char *name)
 {
 	for (int i = 0; name && i < RM_FL__VARIANTS; i++)
-		if (!strcmp(name, variant_names[i]))
+		if (!strcmp(name, rm_flowlabel_variant_names[i]))
 			return i;
 	return -1;
 }
 
 const char *rm_flowlabel_variant_name(uint32_t variant)
 {
-	return variant < RM_FL__VARIANTS ? variant_names[variant] : "?";
+	return variant < RM_FL__VARIANTS ? rm_flowlabel_variant_names[variant] : "?";
 }
 
 int rm_flowlabel_direction_from_name(const char *name)
