@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "addr.h"
+#include "errmsg.h"
 #include "limits.h"
 #include "opts.h"
 
@@ -46,7 +47,7 @@ int rm_parse_listen(const char *text, char *host, size_t hlen, uint16_t *port, c
 	*port = (uint16_t)p;
 	return 0;
 bad:
-	snprintf(err, errlen, "'%s' is not ADDR:PORT, [IPV6]:PORT or :PORT with PORT in %u..%u", text ? text : "",
-		 RM_PORT_MIN, RM_PORT_MAX);
+	rm_errf(err, errlen, "'%s' is not ADDR:PORT, [IPV6]:PORT or :PORT with PORT in %u..%u", text ? text : "",
+		RM_PORT_MIN, RM_PORT_MAX);
 	return -EINVAL;
 }

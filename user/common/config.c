@@ -131,7 +131,7 @@ static int __attribute__((format(printf, 2, 3))) fail(struct rm_config_parse *ps
 
 	if (!ps->failed) {
 		va_start(ap, fmt);
-		vsnprintf(ps->reason, sizeof(ps->reason), fmt, ap);
+		rm_verrf(ps->reason, sizeof(ps->reason), fmt, ap);
 		va_end(ap);
 		ps->failed = 1;
 		ps->fail_line = ps->line;
@@ -155,33 +155,33 @@ int rm_parse_connection(const char *v, struct rm_provision *p, char *err, size_t
 
 	memset(p, 0, sizeof(*p));
 	if (sscanf(v, "%63s %63s %31s %31s %1s", src, dst, qp, pk, extra) != 4) {
-		snprintf(err, errlen, "connection: expected 'SRC DST QPN|any PKEY|any', got '%s'", v);
-		return -1;
+		rm_errf(err, errlen, "connection: expected 'SRC DST QPN|any PKEY|any', got '%s'", v);
+		return -EINVAL;
 	}
 	f1 = rm_parse_addr(src, p->src);
 	f2 = rm_parse_addr(dst, p->dst);
 	if (f1 < 0 || f2 < 0) {
-		snprintf(err, errlen, "connection: '%s' is not an IPv4 or IPv6 address", f1 < 0 ? src : dst);
-		return -1;
+		rm_errf(err, errlen, "connection: '%s' is not an IPv4 or IPv6 address", f1 < 0 ? src : dst);
+		return -EINVAL;
 	}
 	if (f1 != f2) {
-		snprintf(err, errlen, "connection: '%s' and '%s' are of different address families", src, dst);
-		return -1;
+		rm_errf(err, errlen, "connection: '%s' and '%s' are of different address families", src, dst);
+		return -EINVAL;
 	}
 	p->family = (uint8_t)f1;
 	if (!strcasecmp(qp, "any")) {
 		p->any_qp = 1;
 	} else if (rm_parse_uint(qp, 0, RM_QPN_MAX, &x)) {
-		snprintf(err, errlen, "connection: destination QP '%s' is not 'any' or 0..0xffffff", qp);
-		return -1;
+		rm_errf(err, errlen, "connection: destination QP '%s' is not 'any' or 0..0xffffff", qp);
+		return -EINVAL;
 	} else {
 		p->dest_qp = (uint32_t)x;
 	}
 	if (!strcasecmp(pk, "any")) {
 		p->any_pkey = 1;
 	} else if (rm_parse_uint(pk, 0, RM_PKEY_MAX, &x)) {
-		snprintf(err, errlen, "connection: P_Key '%s' is not 'any' or 0..0xffff", pk);
-		return -1;
+		rm_errf(err, errlen, "connection: P_Key '%s' is not 'any' or 0..0xffff", pk);
+		return -EINVAL;
 	} else {
 		p->pkey = (uint16_t)x;
 	}
@@ -192,12 +192,12 @@ int rm_parse_connection(const char *v, struct rm_provision *p, char *err, size_t
 static int read_connection(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *v)
 {
 	struct rm_config_file *cfg = ps->cfg;
-	char why[256];
+	char reason[256];
 
 	if (cfg->n_provision >= RM_MAX_PROVISION)
 		return fail(ps, "too many connection lines (at most %d)", RM_MAX_PROVISION);
-	if (rm_parse_connection(v, &cfg->provision[cfg->n_provision], why, sizeof(why)))
-		return fail(ps, "%s", why);
+	if (rm_parse_connection(v, &cfg->provision[cfg->n_provision], reason, sizeof(reason)))
+		return fail(ps, "%s", reason);
 	cfg->n_provision++;
 	return 1;
 }
@@ -215,21 +215,21 @@ static int read_peer_name(struct rm_config_parse *ps, void *sec, const struct rm
 /* metrics = ADDR:PORT ([meter] and [collect]): checked now, served at start. */
 static int read_metrics(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
 {
-	char host[256], why[200];
+	char host[256], reason[200];
 	unsigned int port;
 
-	if (rm_metrics_parse_listen("metrics", value, host, sizeof(host), &port, why, sizeof(why)))
-		return fail(ps, "%s", why);
+	if (rm_metrics_parse_listen("metrics", value, host, sizeof(host), &port, reason, sizeof(reason)))
+		return fail(ps, "%s", reason);
 	return copy_str(ps, (char *)sec + k->off, k->size, "metrics", value);
 }
 
 static int read_listen(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
 {
-	char host[256], why[200];
+	char host[256], reason[200];
 	uint16_t port;
 
-	if (rm_parse_listen(value, host, sizeof(host), &port, why, sizeof(why)))
-		return fail(ps, "listen: %s", why);
+	if (rm_parse_listen(value, host, sizeof(host), &port, reason, sizeof(reason)))
+		return fail(ps, "listen: %s", reason);
 	return copy_str(ps, (char *)sec + k->off, k->size, k->key, value);
 }
 
@@ -246,7 +246,7 @@ static int read_db(struct rm_config_parse *ps, void *sec, const struct rm_config
 static int read_store(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
 {
 	struct rm_collect_settings *cs = sec;
-	char why[240];
+	char reason[240];
 
 	if (cs->db[0])
 		return fail(ps,
@@ -254,17 +254,17 @@ static int read_store(struct rm_config_parse *ps, void *sec, const struct rm_con
 	if (!(!strncmp(value, "sqlite:", 7) && value[7]) && strncmp(value, "clickhouse:", 11))
 		return fail(ps, "store: '%s' is not sqlite:FILE or clickhouse:URL", value);
 	/* the syntax collect applies (no server contacted): check-config agrees with it */
-	if (!strncmp(value, "clickhouse:", 11) && rm_store_url_parse(value, NULL, 0, NULL, 0, why, sizeof(why)))
-		return fail(ps, "store: %s", why);
+	if (!strncmp(value, "clickhouse:", 11) && rm_store_url_parse(value, NULL, 0, NULL, 0, reason, sizeof(reason)))
+		return fail(ps, "store: %s", reason);
 	return copy_str(ps, cs->store, sizeof(cs->store), k->key, value);
 }
 
 static int read_collector_id(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
 {
-	char why[200];
+	char reason[200];
 
-	if (rm_collector_id_check(value, why, sizeof(why)))
-		return fail(ps, "%s", why);
+	if (rm_collector_id_check(value, reason, sizeof(reason)))
+		return fail(ps, "%s", reason);
 	return copy_str(ps, (char *)sec + k->off, k->size, k->key, value);
 }
 
@@ -405,10 +405,10 @@ static const struct rm_config_key collect_keys[] = {
 /* Every [capture] key: capture_settings.c reads it into struct rm_capture_settings. */
 static int read_capture(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
 {
-	char why[256];
+	char reason[256] = "";
 
-	if (rm_capture_key(sec, k->key, value, ps->line, why, sizeof(why)) <= 0)
-		return fail(ps, "%s", why);
+	if (rm_capture_key(sec, k->key, value, ps->line, reason, sizeof(reason)) < 0)
+		return fail(ps, "%s", reason);
 	return 1;
 }
 
@@ -555,14 +555,14 @@ const struct rm_config_key *rm_config_key(const char *section, const char *key)
 /* value of key k into the section's settings sec: 1, or 0 with the reason kept. */
 static int read_key(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
 {
-	char *dst = (char *)sec + k->off, why[256];
+	char *dst = (char *)sec + k->off, reason[256];
 	uint64_t x;
 
 	switch (k->kind) {
 	case RM_KEY_UINT:
 		/* the message is the options' one (opts.h) */
-		if (rm_opt_uint(k->key, value, k->lo, k->hi, &x, why, sizeof(why)))
-			return fail(ps, "%s", why);
+		if (rm_opt_uint(k->key, value, k->lo, k->hi, &x, reason, sizeof(reason)))
+			return fail(ps, "%s", reason);
 		rm_opt_put_uint(dst, k->size, x);
 		return 1;
 	case RM_KEY_STR:
@@ -627,59 +627,59 @@ static int handler(void *user, const char *section, const char *name, const char
 int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size_t errlen)
 {
 	struct rm_config_parse ps = { .cfg = cfg, .at_eol = 1 };
-	struct stat st;
+	struct stat sb;
 	int line, fd;
 
 	/* O_NONBLOCK: opening a FIFO must not wait for a writer; a regular file ignores it. */
 	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		rm_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file (%s); give the configuration file", path,
-			 S_ISDIR(st.st_mode)    ? "a directory"
-			 : S_ISCHR(st.st_mode)  ? "a character device"
-			 : S_ISBLK(st.st_mode)  ? "a block device"
-			 : S_ISFIFO(st.st_mode) ? "a FIFO"
-			 : S_ISSOCK(st.st_mode) ? "a socket"
-						: "of another type");
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+		rm_errf(err, errlen, "%s: not a regular file (%s); give the configuration file", path,
+			S_ISDIR(sb.st_mode)    ? "a directory"
+			: S_ISCHR(sb.st_mode)  ? "a character device"
+			: S_ISBLK(sb.st_mode)  ? "a block device"
+			: S_ISFIFO(sb.st_mode) ? "a FIFO"
+			: S_ISSOCK(sb.st_mode) ? "a socket"
+					       : "of another type");
 		close(fd);
 		return -1;
 	}
 	ps.f = fdopen(fd, "r");
 	if (!ps.f) {
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		rm_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		close(fd);
 		return -1;
 	}
 	line = ini_parse_stream(line_reader, &ps, handler, &ps);
 	fclose(ps.f);
 	if (line == -2) {
-		snprintf(err, errlen, "%s: out of memory", path);
+		rm_errf(err, errlen, "%s: out of memory", path);
 		return -1;
 	}
 	/* The first error wins: a rejected value, or a line inih cannot parse. */
 	if (ps.failed && (line <= 0 || ps.fail_line <= line)) {
-		snprintf(err, errlen, "%s:%d: %s", path, ps.fail_line, ps.reason);
+		rm_errf(err, errlen, "%s:%d: %s", path, ps.fail_line, ps.reason);
 		return -1;
 	}
 	if (line > 0) {
-		snprintf(err, errlen, "%s:%d: syntax error", path, line);
+		rm_errf(err, errlen, "%s:%d: syntax error", path, line);
 		return -1;
 	}
 	if (rm_capture_check(&cfg->capture, &line, ps.reason, sizeof(ps.reason))) {
 		if (line > 0)
-			snprintf(err, errlen, "%s:%d: %s", path, line, ps.reason);
+			rm_errf(err, errlen, "%s:%d: %s", path, line, ps.reason);
 		else
-			snprintf(err, errlen, "%s: [capture]: %s", path, ps.reason);
+			rm_errf(err, errlen, "%s: [capture]: %s", path, ps.reason);
 		return -1;
 	}
 	/* The memory budget against the handshake reservation: at the last key it depends on, else [collect]'s header. */
 	if (cfg->sections & RM_CONFIG_COLLECT && rm_collect_memory_check(&cfg->collect, ps.reason, sizeof(ps.reason))) {
-		snprintf(err, errlen, "%s:%d: %s", path,
-			 ps.memory_line ? ps.memory_line : ps.section_line[find_section("collect") - sections],
-			 ps.reason);
+		rm_errf(err, errlen, "%s:%d: %s", path,
+			ps.memory_line ? ps.memory_line : ps.section_line[find_section("collect") - sections],
+			ps.reason);
 		return -1;
 	}
 	/* Export is on when a collector is named; the other [export] keys
@@ -693,13 +693,13 @@ int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size
 int rm_collect_store_check(const struct rm_collect_settings *cs, char *err, size_t errlen)
 {
 	if (!cs->store[0] && !cs->db[0]) {
-		snprintf(err, errlen,
-			 "store: missing (store = sqlite:FILE or clickhouse:URL, or db = FILE: where the collector "
-			 "stores)");
+		rm_errf(err, errlen,
+			"store: missing (store = sqlite:FILE or clickhouse:URL, or db = FILE: where the collector "
+			"stores)");
 		return -EINVAL;
 	}
 	if (strncmp(cs->store, "clickhouse:", 11) && (cs->store_credentials[0] || cs->store_ca[0])) {
-		snprintf(err, errlen, "store_credentials and store_ca are for a clickhouse: store");
+		rm_errf(err, errlen, "store_credentials and store_ca are for a clickhouse: store");
 		return -EINVAL;
 	}
 	return 0;
@@ -721,15 +721,15 @@ int rm_collect_memory_share_check(const struct rm_collect_settings *cs, char *er
 	uint64_t v = cs->max_memory_bytes_per_session;
 
 	if (v && v < RM_MAX_MEMORY_BYTES_PER_SESSION_MIN) {
-		snprintf(err, errlen,
-			 "max_memory_bytes_per_session %" PRIu64 " is below %llu (the largest Template and 84 epochs)"
-			 "; 0 is max_memory_bytes / %u",
-			 v, RM_MAX_MEMORY_BYTES_PER_SESSION_MIN, RM_MEMORY_SHARE_DIVISOR);
+		rm_errf(err, errlen,
+			"max_memory_bytes_per_session %" PRIu64 " is below %llu (the largest Template and 84 epochs)"
+			"; 0 is max_memory_bytes / %u",
+			v, RM_MAX_MEMORY_BYTES_PER_SESSION_MIN, RM_MEMORY_SHARE_DIVISOR);
 		return -EINVAL;
 	}
 	if (v > cs->max_memory_bytes) {
-		snprintf(err, errlen, "max_memory_bytes_per_session %" PRIu64 " is above max_memory_bytes %" PRIu64, v,
-			 cs->max_memory_bytes);
+		rm_errf(err, errlen, "max_memory_bytes_per_session %" PRIu64 " is above max_memory_bytes %" PRIu64, v,
+			cs->max_memory_bytes);
 		return -EINVAL;
 	}
 	return 0;
@@ -740,12 +740,12 @@ int rm_collect_memory_check(const struct rm_collect_settings *cs, char *err, siz
 	uint64_t need = (uint64_t)cs->max_handshakes * RM_BUDGET_HANDSHAKE_BYTES + RM_BUDGET_SESSION_BYTES;
 
 	if (cs->max_memory_bytes < need) {
-		snprintf(err, errlen,
-			 "max_memory_bytes %" PRIu64
-			 " is below max_handshakes %u x %u bytes plus one session (%u bytes): "
-			 "%" PRIu64,
-			 cs->max_memory_bytes, cs->max_handshakes, RM_BUDGET_HANDSHAKE_BYTES, RM_BUDGET_SESSION_BYTES,
-			 need);
+		rm_errf(err, errlen,
+			"max_memory_bytes %" PRIu64
+			" is below max_handshakes %u x %u bytes plus one session (%u bytes): "
+			"%" PRIu64,
+			cs->max_memory_bytes, cs->max_handshakes, RM_BUDGET_HANDSHAKE_BYTES, RM_BUDGET_SESSION_BYTES,
+			need);
 		return -EINVAL;
 	}
 	return rm_collect_memory_share_check(cs, err, errlen);

@@ -169,8 +169,8 @@ int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size
 
 /*
  * "SRC DST QPN|any PKEY|any" (a [provision] connection line, or a pattern of
- * `rocemeter reenable`) into *p. Returns 0, or -1 with "connection: reason"
- * in err.
+ * `rocemeter reenable`) into *p. Returns 0, or -EINVAL with "connection:
+ * reason" in err.
  */
 int rm_parse_connection(const char *text, struct rm_provision *p, char *err, size_t errlen);
 

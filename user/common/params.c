@@ -75,12 +75,12 @@ static const char *note_close(const struct rm_opt *e)
 static int apply_uint(const struct rm_opt *e, const struct rm_config_key *k, const char *value, char *at, char *err,
 		      size_t errlen)
 {
-	char name[80], why[256];
+	char name[80], reason[256];
 	uint64_t v;
 
 	snprintf(name, sizeof(name), "--%s", e->name);
-	if (rm_opt_uint(name, value, k ? k->lo : e->lo, k ? k->hi : e->hi, &v, why, sizeof(why))) {
-		rm_errf(err, errlen, "%s%s%s%s", why, note_open(e), e->note ? e->note : "", note_close(e));
+	if (rm_opt_uint(name, value, k ? k->lo : e->lo, k ? k->hi : e->hi, &v, reason, sizeof(reason))) {
+		rm_errf(err, errlen, "%s%s%s%s", reason, note_open(e), e->note ? e->note : "", note_close(e));
 		return -EINVAL;
 	}
 	rm_opt_put_uint(at, k ? k->size : e->size, v);
@@ -91,7 +91,7 @@ static int apply_uint(const struct rm_opt *e, const struct rm_config_key *k, con
 static int apply_key(const struct rm_opt *e, const char *value, void *target, char *err, size_t errlen)
 {
 	const struct rm_config_key *k = rm_config_key(e->section, e->key);
-	char *sec = (char *)target + e->off, why[256];
+	char *sec = (char *)target + e->off, reason[256];
 
 	if (!k) {
 		rm_errf(err, errlen, "--%s: no key %s in [%s]", e->name, e->key, e->section);
@@ -108,9 +108,9 @@ static int apply_key(const struct rm_opt *e, const char *value, void *target, ch
 		snprintf(sec + k->off, k->size, "%s", value);
 		return 0;
 	default:
-		if (rm_config_key_read(k, sec, value, why, sizeof(why)) == 0)
+		if (rm_config_key_read(k, sec, value, reason, sizeof(reason)) == 0)
 			return 0;
-		rm_errf(err, errlen, "--%s", why);
+		rm_errf(err, errlen, "--%s", reason);
 		return -EINVAL;
 	}
 }
@@ -258,9 +258,10 @@ static int one_option(const struct rm_cmd_opts *c, struct rm_opts_parser *p, con
 		*given = 1;
 		return rc ? rc : -1;
 	case RM_OPT_LIST:
+		/* the command line's list replaces the target's (a file's) */
 		if (!*given)
-			*(int *)((char *)target + e->count) = 0; /* the command line's list replaces the target's */
-								 /* fall through */
+			*(int *)((char *)target + e->count) = 0;
+		/* fall through */
 	default:
 		if (rm_opt_apply(e, optarg, target, err, sizeof(err)) < 0) {
 			rm_log_cmd(RM_LOG_ERR, "%s", err);
