@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * params.h - a subcommand's options as one table (struct rm_opt), from which
- * getopt's arrays, the option block of --help and the typed values come; an
- * option may name a configuration key (config.h) whose range and place it
- * shares. Used by every subcommand file (cmd_NAME.c).
+ * getopt's arrays, the option block of --help (wrapped at print time), the
+ * typed values, the operands and the required ones come; an option may name
+ * a configuration key (config.h) whose rule and place it shares. The kinds
+ * follow xdp-tools' lib/util/params.h. Used by every subcommand file
+ * (cmd_NAME.c).
  */
 #ifndef ROCEMETER_PARAMS_H
 #define ROCEMETER_PARAMS_H
