@@ -1,11 +1,11 @@
 # user/common/: what every program of the binary uses: the subcommand
 # registry, configuration (INI) and its limits, option values and option
 # tables (params.c: getopt, values and help of a command from one table), the log,
-# paths on bpffs and under the run directory, error-message formatting,
+# addresses (addr.c), paths on bpffs and under the run directory, error-message formatting,
 # TLS 1.3 contexts, the JSON Lines and text report writers, the
 # Prometheus metrics (exposition writer, HTTP server on libmicrohttpd), the
 # capability check and `rocemeter check-config`.
-ROCEMETER_SRCS += user/common/config.c user/common/errmsg.c user/common/tls.c \
+ROCEMETER_SRCS += user/common/addr.c user/common/config.c user/common/errmsg.c user/common/tls.c \
                   user/common/report_json.c user/common/report_text.c user/common/log.c \
                   user/common/opts.c user/common/paths.c user/common/clock.c user/common/metrics.c \
                   user/common/jsonw.c user/common/timefmt.c user/common/caps.c \

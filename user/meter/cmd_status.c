@@ -945,12 +945,12 @@ static const struct rm_opt status_opts[] = {
 	RM_OPT("json", 'j', NULL, RM_OPT_FLAG, "one JSON array, one object per interface (docs/json.md)",
 	       RM_OPT_AT(struct status_args, json)),
 	RM_OPT("connections", 'C', NULL, RM_OPT_FLAG,
-	       "instead, the RoCEv2 connections the census of\n'attach --census' counted, with ready [provision]\n"
+	       "instead, the RoCEv2 connections the census of 'attach --census' counted, with ready [provision] "
 	       "lines (as 'rocemeter connections')",
 	       RM_OPT_AT(struct status_args, connections)),
 	RM_OPT("namespace", 'n', "NS", RM_OPT_ARG,
-	       "the meters of network namespace NS (an 'ip netns' name,\na path such as /proc/PID/ns/net, or the "
-	       "inode\nstatus lists) instead of this one's",
+	       "the meters of network namespace NS (an 'ip netns' name, a path such as /proc/PID/ns/net, or the "
+	       "inode status lists) instead of this one's",
 	       RM_OPT_AT(struct status_args, netns)),
 	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this text"),
 	{ 0 },
