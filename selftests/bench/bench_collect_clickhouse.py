@@ -22,7 +22,7 @@ Also measured, for the choice of the writer's input format: one INSERT of
 TabSeparated and JSONEachRow, client wall time, best of 5 rounds in which
 the formats take turns.
 
-The figure issue 29 asks for: with one collector, the server's own rate for
+The figure of docs/benchmarks.md "Targets": with one collector, the server's own rate for
 the same rows in the same run. After each ClickHouse run with one collector,
 every epochs row it wrote (merges of epochs stopped during the run, so that
 every version stays) is read back in RowBinary and inserted again in one

@@ -379,8 +379,8 @@ def reliability_msg(claims, seq=0):
 
 
 def test_forged_reliability_claims_rejected(tmp_path):
-    """A forged Reliability record (trial, issue 28: 2^64 - 1 records was stored as
-    resource_drops = -1; a later trial: 1000 Messages, 2147483647 records, 10^11 octets was counted,
+    """A forged Reliability record (2^64 - 1 records was once stored as
+    resource_drops = -1; another forged one: 1000 Messages, 2147483647 records, 10^11 octets was counted,
     'unread-at-crash' 2147483639): a count the record's own octets cannot hold, or octets its
     Messages cannot hold (65535 each, RFC 7011 section 3.1), is rejected by the decoder; a claim of
     more records never read than this host's TCP receive buffer (net.ipv4.tcp_rmem's maximum), the
@@ -466,7 +466,7 @@ def test_observation_point_names_stored_and_reported(collector):
 
 @pytest.mark.parametrize("collector", [("--peer-name", "127.0.0.1")], indirect=True)
 def test_observation_point_name_bound_to_its_exporter(collector):
-    """Issue 25: a name is bound to the exporter that sent it. Exporter A (exporter.pem, authorised
+    """A name is bound to the exporter that sent it. Exporter A (exporter.pem, authorised
     as exporter.rocemeter.test) names point 7 "leaf-a"; exporter B (wrongname.pem, authorised by its
     IP SAN 127.0.0.1) then names point 7 of the same Observation Domain "evil". A's epoch keeps
     "leaf-a" in the table, --verbose, JSON and CSV; B's epoch shows B's own name; both rows stored,
@@ -555,8 +555,8 @@ def test_summary_and_html_keep_exporters_apart(collector, tmp_path):
 
 
 def test_observation_points_of_an_earlier_layout(tmp_path, pki):
-    """A database whose observation_points table is keyed by domain and ID only (the layout before
-    issue 25: names bound to no exporter) still opens: report shows no name from it, and the first
+    """A database whose observation_points table is keyed by domain and ID only (the earlier
+    layout: names bound to no exporter) still opens: report shows no name from it, and the first
     read-write open (collect) drops that table for the new one; the exporter's next session names
     its points again."""
     c = Collector(tmp_path, pki)

@@ -682,7 +682,7 @@ class Attempts(threading.Thread):
 
 
 def test_no_drops_once_clickhouse_is_back(tmp_path, pki):
-    """Issue 27: after an outage the collector went on dropping for 6-15 s once ClickHouse was back
+    """After an outage the collector once went on dropping for 6-15 s once ClickHouse was back
     (the sender's backoff had grown to 5 s). A server that refuses or closes connections is tried
     every RM_CHSTORE_RETRY_MIN_MS (docs/fleet.md "Writing"): ClickHouse stopped, a session sent
     (the buffer fills: "store" drops), the port held by a listener that closes each connection for
@@ -726,7 +726,7 @@ def test_no_drops_once_clickhouse_is_back(tmp_path, pki):
 
 
 def test_frozen_clickhouse_drops_count_each_epoch_once(tmp_path, pki):
-    """Issue 27 item 4: clickhouse-server frozen (SIGSTOP: its sockets still accept, its requests
+    """clickhouse-server frozen (SIGSTOP: its sockets still accept, its requests
     time out) for 10 s under load with a 1 MiB buffer, then thawed. A long session's 2,000 final
     epochs are in ClickHouse (their rows while retained) before the freeze, and it ends while the
     buffer is full: their retirements wait (a row exists: never a drop). A "store" drop counts one
@@ -1183,7 +1183,7 @@ def test_spool_tmp_symlink_not_followed(tmp_path, pki):
         assert "spooled to" in c.log(), c.log()
 
 
-# ------------------------------------------------------------ observation point names (issue 25)
+# ------------------------------------------------------------ observation point names
 
 def names_scenario(c):
     """Exporter A (exporter.pem) names point 7 "leaf-a" and sends epoch 1; then exporter B

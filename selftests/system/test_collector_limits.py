@@ -531,7 +531,7 @@ def test_memory_budget_refuses_epochs_as_counted_drops(start):
 
 
 def test_one_exporter_cannot_take_the_memory_budget(start):
-    """Issue 27 item 3 over real TLS sessions: one exporter keeps 6,000 epochs open in a 4 MiB budget
+    """Over real TLS sessions, one exporter keeps 6,000 epochs open in a 4 MiB budget
     (without shares it held all of it and the next sessions were refused). Its share, the default
     max_memory_bytes_per_session of docs/configuration.md (a quarter of max_memory_bytes), holds its two
     Templates and as many epochs of 768 bytes as fit; the rest are memory-budget drops of that session,

@@ -91,8 +91,8 @@ def test_limits_without_a_collector_run(tmp_path):
 
 
 def test_outcome_error_names_output(tmp_path):
-    """`report --format html -o F`: -o is --outcome, -O is --output (trial,
-    issue 30). The error names the outcomes and the option that writes a file;
+    """`report --format html -o F`: -o is --outcome, -O is --output (-o reads
+    as "output" to many). The error names the outcomes and the option that writes a file;
     a real outcome given to -o still filters (exit 0)."""
     db = tmp_path / "o.db"
     assert run("collect", "--store-init", "-S", "sqlite:%s" % db).returncode == 0

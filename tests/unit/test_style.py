@@ -86,7 +86,7 @@ def test_clocks_are_read_only_in_the_clock_module():
     assert not found, 'clocks read outside user/common/clock.c:\n' + '\n'.join(found)
 
 
-# qsort(3) with a NULL base is undefined even for 0 elements (UBSan, issue 27): rm_sort() guards it.
+# qsort(3) with a NULL base is undefined even for 0 elements (UBSan reports it): rm_sort() guards it.
 QSORT = re.compile(r'\bqsort\s*\(')
 
 
