@@ -20,8 +20,7 @@
  * REPLAY_BUDGET instructions, some 0.08 s at the 2 us per instruction of the
  * loaded development VM. They took 78,148 + 6,406 before the parser's
  * cursor was re-anchored per header and the engine's inputs went through
- * map memory (docs/benchmarks.md "Replay start-up: one verifier state per
- * header and per engine entry": 25,681 + 5,073 after).
+ * map memory (docs/benchmarks.md "Replay start-up": 25,681 + 5,073 after).
  */
 #define REPLAY_BUDGET 40000
 #include <stdarg.h>
