@@ -12,6 +12,7 @@ back with the sqlite3 module. Expected values come from [SEQOBS]'s rules and
 its verification examples.
 """
 import csv
+import functools
 import io
 import ipaddress
 import json
@@ -27,6 +28,9 @@ import subprocess
 import time
 
 import pytest
+
+from procs import rocemeter_report  # tests/lib
+import seqobs_examples  # tests/lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("ROCEMETER_BIN", os.path.join(ROOT, "build", "rocemeter"))
@@ -82,13 +86,12 @@ def templates_msg(fields=V4, tid=256, domain=0):
     return message(ipfix_set(2, template_record(tid, fields)), oset, odata, domain=domain)
 
 
-# [SEQOBS] "Verification Examples", example 1 (W=4, PSNs 100,102,101,103,102):
+# A report whose counters are [SEQOBS] "Verification Examples", example 1 (W=4, PSNs 100,102,101,103,102):
 # requests=5, skipped=1, filled=1, repeated=1, the rest 0.
 def report(epoch=1, rid=1, **kw):
     r = dict(obs=7, src=bytes([192, 0, 2, 1]), dst=bytes([192, 0, 2, 2]), qp=0x000123, pkey=0xFFFF,
-             start=1700000000000, end=1700000000500, epoch=epoch, report=rid, window=4,
-             flags=GEN_UNVERIFIED, skipped=1, filled=1, expired=0, abandoned=0, pending=0,
-             repeated=1, requests=5, late=0)
+             start=1700000000000, end=1700000000500, epoch=epoch, report=rid, window=seqobs_examples.WINDOW,
+             flags=GEN_UNVERIFIED, **seqobs_examples.EXAMPLES[1][1])
     r.update(kw)
     return r
 
@@ -448,10 +451,7 @@ def test_observation_point_names_stored_and_reported(collector):
         {"domain": 0, "observation_point_id": 8, "name": "leaf-b"}]
     want = {7: "leaf-a", 8: "leaf-b", 10: None}
 
-    def rep(*args):
-        p = subprocess.run([BIN, "report", "--db", collector.db, *args], capture_output=True, text=True)
-        assert p.returncode == 0, p.stderr
-        return p.stdout
+    rep = functools.partial(rocemeter_report, collector.db, binary=BIN)  # rep(*args): report's output
     js = [json.loads(x) for x in rep("--json").splitlines()]
     assert {j["key"]["observationPointId"]: j["observation_point_name"] for j in js} == want
     rows = list(csv.DictReader(io.StringIO(rep("--format", "csv"))))
@@ -481,10 +481,7 @@ def test_observation_point_name_bound_to_its_exporter(collector):
     assert [s["peer_name"] for s in sess] == [EXPORTER, "127.0.0.1"]
     want = {1: "leaf-a", 2: "evil"}  # rdmaSequenceEpochId -> the name its own exporter gave point 7
 
-    def rep(*args):
-        p = subprocess.run([BIN, "report", "--db", collector.db, *args], capture_output=True, text=True)
-        assert p.returncode == 0, p.stderr
-        return p.stdout
+    rep = functools.partial(rocemeter_report, collector.db, binary=BIN)  # rep(*args): report's output
     js = [json.loads(x) for x in rep("--json").splitlines()]
     assert {j["rdmaSequenceEpochId"]: j["observation_point_name"] for j in js} == want
     assert {j["rdmaSequenceEpochId"]: j["exporter"]["peer_name"] for j in js} == {1: EXPORTER, 2: "127.0.0.1"}
@@ -520,10 +517,7 @@ def test_summary_and_html_keep_exporters_apart(collector, tmp_path):
     collector.wait_ended(2)
     want = {EXPORTER: (1, 5, "leaf-a"), "127.0.0.1": (1, 9, "leaf-b")}  # peer_name -> epochs, requests, name
 
-    def rep(*args):
-        p = subprocess.run([BIN, "report", "--db", collector.db, *args], capture_output=True, text=True)
-        assert p.returncode == 0, p.stderr
-        return p.stdout
+    rep = functools.partial(rocemeter_report, collector.db, binary=BIN)  # rep(*args): report's output
     js = [json.loads(x) for x in rep("--summary", "--json").splitlines()]
     assert {j["exporter"]["peer_name"]: (j["epochs"], j["totals"]["requestPacketTotalCount"],
                                          j["observation_point_name"]) for j in js} == want

@@ -15,6 +15,7 @@ service), docs/fleet.md "Writing":
   retired epoch is in ClickHouse with its outcome or counted as a "store"
   drop (metrics, log, `drops`), and the sender says when it is back.
 """
+import functools
 import json
 import os
 import re
@@ -33,6 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_collector as tc  # noqa: E402  the IPFIX vectors and the collector harness
 from clickhouse import DATABASE, cluster, server, skip_reason  # noqa: E402
 from collector_proc import freeze, kill9, kill_while_reading, reap  # noqa: E402
+import procs  # noqa: E402  tests/lib: commands
 
 ROOT = tc.ROOT
 BIN = tc.BIN
@@ -43,14 +45,7 @@ pytestmark = [pytest.mark.skipif(not os.path.exists(BIN), reason="build/rocemete
               pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")]
 
 
-def wait_for(cond, what, timeout=WAIT):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+wait_for = functools.partial(procs.wait_for, timeout=WAIT)
 
 
 def store_init(ch, *extra):

@@ -27,6 +27,7 @@ import time
 
 import pytest
 
+from procs import sh  # tests/lib
 from test_collector import (BIN, COLLECTOR, EXPORTER, V4, WAIT, Collector, close_tls, data_msg, epochs, ipfix_set,
                             later, message, raw, report, spec, template_record, templates_msg)
 
@@ -340,10 +341,6 @@ def netns():
     pid = os.getpid()
     ns, outer, inner = f"rmcl{pid}", f"rmco{pid}", f"rmci{pid}"
     a, b = "10.213.7.1", "10.213.7.2"
-
-    def sh(*args):
-        subprocess.run(args, check=True, capture_output=True)
-
     try:
         sh("ip", "netns", "add", ns)
         sh("ip", "link", "add", outer, "type", "veth", "peer", "name", inner, "netns", ns)

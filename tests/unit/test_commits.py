@@ -7,6 +7,8 @@ import subprocess
 
 import pytest
 
+from procs import run_check  # tests/lib
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 CHECK = os.path.join(ROOT, 'scripts', 'check-commits')
 GOOD = 'store: one table of columns\n\nThe readers and the DDL derive from it.\n'
@@ -26,8 +28,7 @@ def commit(repo, message):
 
 
 def check(repo, base, **env):
-    return subprocess.run([CHECK, '--root', str(repo), '--base', base], capture_output=True, text=True,
-                          env=dict(ENV, **env))
+    return run_check(CHECK, repo, '--base', base, env=dict(ENV, **env))
 
 
 @pytest.fixture

@@ -9,14 +9,9 @@ C library's strerror (os.strerror) and docs/fleet.md."""
 import errno
 import os
 import sqlite3
-import subprocess
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ROCEMETER = os.path.join(ROOT, os.environ.get("BUILD", "build"), "rocemeter")
-
-
-def run(*args):
-    return subprocess.run([ROCEMETER, *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+from procs import ROOT  # tests/lib
+from procs import rocemeter as run  # run(*args): `rocemeter ARGS`, its CompletedProcess
 
 
 def tables(path):

@@ -4,15 +4,13 @@ and each check fails, naming the file, on a file that breaks its rule."""
 import os
 import re
 import shutil
-import subprocess
+
+from procs import run_check  # tests/lib
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 FORMAT = os.path.join(ROOT, 'scripts', 'check-format')
 FUNCTIONS = os.path.join(ROOT, 'scripts', 'check-functions')
-
-
-def run(check, root, *args):
-    return subprocess.run([check, '--root', str(root)] + list(args), capture_output=True, text=True)
+run = run_check  # run(check, root, *args)
 
 
 def test_tree_is_formatted():
