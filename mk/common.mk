@@ -26,6 +26,11 @@ CHECK_SCRIPTS  += tests/unit/test_layers.py
 # The tree laid out by .clang-format, and no function over the limit of docs/architecture.md.
 CHECK_PROGS    += scripts/check-format scripts/check-functions
 CHECK_SCRIPTS  += tests/unit/test_style.py
+# Commit subjects `area: summary` within 72 characters, each with a body (CONTRIBUTING.md "Commits").
+CHECK_PROGS    += scripts/check-commits
+CHECK_SCRIPTS  += tests/unit/test_commits.py
+# docs/README.md lists every page of docs/; the docs' relative links name files that exist.
+CHECK_SCRIPTS  += tests/unit/test_docs_index.py
 # The exposition writer against the text format's rules (escapes, HELP and TYPE lines).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_metrics
 # The shipped alerting and recording rules (docs/prometheus/): promtool check and its unit tests.

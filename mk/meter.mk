@@ -45,5 +45,5 @@ CHECK_PROGS    += $(BUILD)/tests/unit/test_bth
 CHECK_PROGS    += $(BUILD)/tests/unit/test_provision
 # docs/meter.md's table of statistics against RM_STATS (include/rocemeter/common.h).
 CHECK_SCRIPTS  += tests/unit/test_stats_doc.py
-# The README's bpftool section against the BTF of build/meter.bpf.o.
+# docs/meter.md's bpftool section against the BTF of build/meter.bpf.o.
 CHECK_SCRIPTS  += tests/unit/test_readme_bpftool.py

@@ -1,18 +1,17 @@
 """scripts/check-layers: the include rule of docs/architecture.md holds for
 the tree, and each kind of violation makes the check fail with the file and
 line named."""
+import functools
 import os
 import shutil
-import subprocess
 
 import pytest
 
+from procs import run_check  # tests/lib
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 CHECK = os.path.join(ROOT, 'scripts', 'check-layers')
-
-
-def run(root):
-    return subprocess.run([CHECK, '--root', root], capture_output=True, text=True)
+run = functools.partial(run_check, CHECK)  # run(root): the check over the tree at root
 
 
 @pytest.fixture

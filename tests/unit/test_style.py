@@ -4,15 +4,13 @@ and each check fails, naming the file, on a file that breaks its rule."""
 import os
 import re
 import shutil
-import subprocess
+
+from procs import run_check  # tests/lib
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 FORMAT = os.path.join(ROOT, 'scripts', 'check-format')
 FUNCTIONS = os.path.join(ROOT, 'scripts', 'check-functions')
-
-
-def run(check, root, *args):
-    return subprocess.run([check, '--root', str(root)] + list(args), capture_output=True, text=True)
+run = run_check  # run(check, root, *args)
 
 
 def test_tree_is_formatted():
@@ -86,7 +84,7 @@ def test_clocks_are_read_only_in_the_clock_module():
     assert not found, 'clocks read outside user/common/clock.c:\n' + '\n'.join(found)
 
 
-# qsort(3) with a NULL base is undefined even for 0 elements (UBSan, issue 27): rm_sort() guards it.
+# qsort(3) with a NULL base is undefined even for 0 elements (UBSan reports it): rm_sort() guards it.
 QSORT = re.compile(r'\bqsort\s*\(')
 
 

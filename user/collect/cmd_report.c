@@ -910,7 +910,7 @@ static int check_args(struct report_args *a, struct rm_store_spec *spec, char *s
 
 		for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++)
 			n += (size_t)snprintf(err + n, sizeof(err) - n, "%s%s", i ? ", " : "", outcomes[i]);
-		/* -o reads as "output" to many: name the option that writes a file (trial, issue 30) */
+		/* -o reads as "output" to many: name the option that writes a file */
 		rm_log_cmd(RM_LOG_ERR, "--outcome (-o) takes one of %s, not '%s'; to write a file use --output (-O)",
 			   err, filter->outcome);
 		return RM_EXIT_USAGE;

@@ -313,7 +313,7 @@ static void dec_reliability(void *arg, uint32_t domain, const struct rm_ipfix_re
 		       " never read (collector resource drop 'unread-at-crash')",
 		       c->session_id, res.id, peer, r->records, r->messages, res.read, res.lost);
 	} else if (rc == 0 && res.bad) {
-		/* An impossible claim is a bad record of this session, never a count (trial, issue 28). */
+		/* An impossible claim is a bad record of this session, never a count (a forged one). */
 		c->rejected++;
 		s->stats.records_undecodable++;
 		rm_log(RM_LOG_WARNING,

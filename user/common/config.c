@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * config.c - the INI configuration file (libinih). See config.h for the
- * sections and README.md "Configuration" for every key. Each section's keys
+ * sections and docs/configuration.md for every key. Each section's keys
  * are one table (name, kind, place, range) that the loader reads by and
  * that `collect`'s options share (rm_config_key()).
  */

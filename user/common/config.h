@@ -2,7 +2,7 @@
 /*
  * config.h - the configuration file of `rocemeter attach`, `replay` and
  * `collect` (INI format, parsed with libinih in config.c). Every key, its
- * unit, default and range is documented in README.md ("Configuration").
+ * unit, default and range is documented in docs/configuration.md.
  *
  *   [meter]    window, max_contexts, namespace, observation_point_id,
  *              provision_all, idle_timeout_ms, generation_verified, eviction,
