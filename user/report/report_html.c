@@ -28,14 +28,14 @@
 #include "rocemeter/seqobs.h"
 #include "common/sort.h"
 
-/* The page (HTML, CSS and the drawing code), compiled in: mk/collect.mk names it as a prerequisite. */
+/* The page (HTML, CSS and the drawing code), compiled in: mk/report.mk names it as a prerequisite. */
 extern const char rm_html_page[] __attribute__((visibility("hidden")));
 __asm__(".pushsection .rodata\n"
 	".balign 16\n"
 	".globl rm_html_page\n"
 	".hidden rm_html_page\n"
 	"rm_html_page:\n"
-	".incbin \"user/collect/report_html.page\"\n"
+	".incbin \"user/report/report_html.page\"\n"
 	".byte 0\n"
 	".popsection\n");
 
