@@ -13,7 +13,7 @@
 
 #include <bpf/bpf.h>
 
-#include "capture.h"
+#include "capture/capture.h"
 #include "common/errmsg.h"
 #include "export/ipfix.h"
 #include "meter/meter.h"
