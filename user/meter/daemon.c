@@ -25,6 +25,7 @@
 #include "common/jsonw.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/map_iter.h"
 #include "common/metrics.h"
 #include "common/paths.h"
 #include "common/report_json.h"
@@ -391,7 +392,7 @@ static void reload(struct rm_daemon *d)
 	d->meter.skel->data->rm_cfg.unattributed_is_loss = nc->meter.unattributed_is_loss ? 1 : 0;
 	d->meter.window = nc->meter.window;
 	/* Empty the provisioning map: always delete the first key. */
-	while (bpf_map_get_next_key(d->meter.provision_fd, NULL, &next) == 0)
+	while (rm_map_iter_first(d->meter.provision_fd, &next))
 		bpf_map_delete_elem(d->meter.provision_fd, &next);
 	if (rm_meter_provision(&d->meter, nc->provision, nc->n_provision, nc->meter.generation_verified, err,
 			       sizeof(err)))
@@ -400,13 +401,12 @@ static void reload(struct rm_daemon *d)
 	/* Every context is metered iff it is provisioned now and not violated:
 	 * one no longer provisioned is disabled. */
 	{
-		struct rm_ctx_key key, nk, *pk = NULL;
+		struct rm_ctx_key key;
+		struct rm_map_iter it = rm_map_iter_start(d->meter.contexts_fd, &key);
 
-		while (bpf_map_get_next_key(d->meter.contexts_fd, pk, &nk) == 0) {
+		while (rm_map_iter_next(&it)) {
 			struct rm_ctl c = { .op = RM_CTL_REPROVISION };
 
-			key = nk;
-			pk = &key;
 			c.key = key;
 			rm_meter_ctl(&d->meter, &c);
 		}

@@ -7,6 +7,7 @@
 
 #include <bpf/bpf.h>
 
+#include "common/map_iter.h"
 #include "meter_metrics.h"
 
 #define DAEMON_ROW_(member, type, metric, label, value, help) \
@@ -120,7 +121,8 @@ void rm_meter_metrics_write(FILE *f, const struct rm_meter_metrics_view *v)
 	const struct rm_metric_label ifl = { "interface", v->ifname };
 	uint64_t st[RM_STAT__COUNT] = { 0 };
 	uint64_t open = 0, closed = 0, disabled = 0, total = 0;
-	struct rm_ctx_key key, next, *prev = NULL;
+	struct rm_ctx_key key;
+	struct rm_map_iter it = rm_map_iter_start(v->meter->contexts_fd, &key);
 	struct ctx_entry *conn = NULL;
 	size_t n, nconn = 0;
 	struct rm_ctx val;
@@ -133,9 +135,7 @@ void rm_meter_metrics_write(FILE *f, const struct rm_meter_metrics_view *v)
 	rm_metrics_rows(f, rows, n, st, &ifl, 1);
 
 	/* Contexts by state: atomic snapshots, as `status` reads them. */
-	while (bpf_map_get_next_key(v->meter->contexts_fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
+	while (rm_map_iter_next(&it)) {
 		if (bpf_map_lookup_elem_flags(v->meter->contexts_fd, &key, &val, BPF_F_LOCK))
 			continue; /* removed meanwhile */
 		total++;
