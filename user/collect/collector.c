@@ -3,8 +3,9 @@
  * collector.c - the server of `rocemeter collect` (cmd_collect.c): its
  * start, the poll() loop (rm_collector_step: every connection's turn, then
  * new connections, the batch's commit, the timers) and its stop. The
- * connections are in accept.c and session.c, the metrics in
- * collector_metrics.c. See collector.h.
+ * connections are in accept.c and session.c, the refused ones in
+ * refusals.c, the batch in batch.c, the metrics in collector_metrics.c.
+ * See collector.h.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,35 +22,6 @@
 
 /* Timers (handshake, message, session, epochs) and connection counts are looked at this often. */
 #define TICK_MS 1000
-
-void rm_collector_store_check(struct rm_collector *s, int rc, const char *what)
-{
-	if (rc < 0 && !s->store_failed) {
-		rm_log(RM_LOG_ERR, "%s error (%s): %s", s->st->ops->drop_kind, what, rm_backend_error(s->st));
-		s->store_failed = 1;
-	}
-}
-
-/* Open the batch's transaction if none is open. */
-void rm_collector_batch_begin(struct rm_collector *s)
-{
-	if (!s->in_batch) {
-		s->in_batch = 1;
-		s->batch_start_ms = rm_clock_mono_ms();
-	}
-	rm_collector_store_check(s, rm_backend_begin(s->st), "begin");
-}
-
-/*
- * End the batch: the only place the store may write, so a committed
- * transaction never holds half of a Message.
- */
-void rm_collector_batch_commit(struct rm_collector *s)
-{
-	rm_collector_store_check(s, rm_backend_commit(s->st), "commit");
-	s->batch_messages = 0;
-	s->in_batch = 0;
-}
 
 /* A ready connection's turn: its handshake, or its session's Messages. */
 static void serve(struct conn *c)
@@ -91,7 +63,7 @@ static void tick(struct rm_collector *s, uint64_t t, uint64_t mono)
 				snprintf(how, sizeof(how),
 					 "no authorised peer after %" PRIu64 " ms (handshake_timeout_ms %" PRIu64 ")",
 					 mono - c->accepted_mono, cs->handshake_timeout_ms);
-				rm_accept_refuse(c, CO_HANDSHAKE_TIMEOUT, how);
+				rm_refusals_add(c, CO_HANDSHAKE_TIMEOUT, how);
 			}
 			continue;
 		}
@@ -113,8 +85,8 @@ static void tick(struct rm_collector *s, uint64_t t, uint64_t mono)
 			rm_rules_flush(c->rs);
 		}
 	}
-	rm_accept_minute(s, t);
-	rm_accept_flush(s);
+	rm_refusals_minute(s, t);
+	rm_refusals_flush(s);
 	rm_collector_batch_commit(s);
 	rm_journal_tick(s->journal);
 }
@@ -387,7 +359,7 @@ void rm_collector_stop(struct rm_collector *s)
 			rm_session_end(c, "collector shutdown");
 		}
 	}
-	rm_accept_flush(s);
+	rm_refusals_flush(s);
 	rm_collector_batch_commit(s);
 	reap(s);
 	rm_backend_run_stop(s->st, s->run_id, rm_clock_wall_ms());

@@ -523,13 +523,13 @@ int rm_session_admit(struct conn *c)
 		s->stats.sessions_refused++;
 		s->stats.drops_session_limit++;
 		rm_collector_store_check(s, rm_backend_drop(s->st, 0, "session-limit", d, rm_clock_wall_ms()), "drop");
-		rm_accept_refuse(c, CO_SESSION_LIMIT, d);
+		rm_refusals_add(c, CO_SESSION_LIMIT, d);
 		return -1;
 	}
 	s->cur = NULL;
 	if (rm_budget_take(s->budget, RM_BUDGET_SESSION_BYTES, "session") < 0) {
 		snprintf(d, sizeof(d), "refused: max_memory_bytes %" PRIu64 " in use", s->cs->max_memory_bytes);
-		rm_accept_refuse(c, CO_MEMORY_BUDGET, d);
+		rm_refusals_add(c, CO_MEMORY_BUDGET, d);
 		return -1;
 	}
 	c->admitted = 1;
