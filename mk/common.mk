@@ -40,6 +40,8 @@ CHECK_PROGS    += $(BUILD)/tests/unit/test_health
 CHECK_PROGS    += $(BUILD)/tests/unit/test_timefmt
 # Names from outside: the rule (UTF-8, no controls or bidi overrides) and the escaping (safe_text.h).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_safe_text
+# The map iterator (map_iter.h) on hash and array maps the test creates (root).
+CHECK_PROGS    += $(BUILD)/selftests/bpf/test_map_iter
 # docs/json.md against the tables the commands print from.
 CHECK_SCRIPTS  += tests/unit/test_json_schema.py
 # One manual page per command with every option, `rocemeter help CMD`, bash completion, make install.
