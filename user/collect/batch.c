@@ -16,7 +16,7 @@ void rm_collector_batch_begin(struct rm_collector *s)
 		s->in_batch = 1;
 		s->batch_start_ms = rm_clock_mono_ms();
 	}
-	rm_collector_store_check(s, rm_backend_begin(s->st), "begin");
+	rm_collector_store_check(s, rm_backend_begin(s->store), "begin");
 }
 
 /*
@@ -25,7 +25,7 @@ void rm_collector_batch_begin(struct rm_collector *s)
  */
 void rm_collector_batch_commit(struct rm_collector *s)
 {
-	rm_collector_store_check(s, rm_backend_commit(s->st), "commit");
+	rm_collector_store_check(s, rm_backend_commit(s->store), "commit");
 	s->batch_messages = 0;
 	s->in_batch = 0;
 }

@@ -118,7 +118,7 @@ static void store_limits(struct rm_collector *s)
 
 	rm_collector_batch_begin(s);
 	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++)
-		rm_collector_store_check(s, rm_backend_run_limit(s->st, s->run_id, lim[i].name, lim[i].value),
+		rm_collector_store_check(s, rm_backend_run_limit(s->store, s->run_id, lim[i].name, lim[i].value),
 					 "run limits");
 	rm_collector_batch_commit(s);
 }
@@ -135,8 +135,8 @@ static void log_start(const struct rm_collector *s, const struct rm_store_spec *
 		snprintf(store_desc, sizeof(store_desc),
 			 "ClickHouse store %s database %s, collector ID %s, store_buffer_bytes %" PRIu64
 			 ", store_spool_dir %s",
-			 spec->ch.base, spec->ch.database, rm_backend_collector_id(s->st),
-			 rm_backend_buffer_capacity(s->st), cs->store_spool_dir);
+			 spec->ch.base, spec->ch.database, rm_backend_collector_id(s->store),
+			 rm_backend_buffer_capacity(s->store), cs->store_spool_dir);
 	rm_log(RM_LOG_NOTICE,
 	       "listening on %s (%s), %s; limits: max_sessions %u, max_epochs %u per session, "
 	       "max_raw_records %u, inactivity_timeout_ms %" PRIu64 ", %u Templates and %u Observation Domains "
@@ -174,7 +174,7 @@ static void collector_free(struct rm_collector *s)
 	if (s->minute_sources)
 		g_hash_table_destroy(s->minute_sources);
 	rm_journal_close(s->journal);
-	rm_backend_close(s->st);
+	rm_backend_close(s->store);
 	rm_seq_points_free(s->points);
 	rm_budget_free(s->budget);
 	if (s->ctx)
@@ -216,8 +216,9 @@ int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_sto
 		rm_log(RM_LOG_ERR, "%s", s->budget ? err : "out of memory");
 		goto out;
 	}
-	s->st = rm_backend_open(spec, cs->collector_id, cs->store_buffer_bytes, cs->store_spool_dir, err, sizeof(err));
-	if (!s->st) {
+	s->store =
+		rm_backend_open(spec, cs->collector_id, cs->store_buffer_bytes, cs->store_spool_dir, err, sizeof(err));
+	if (!s->store) {
 		rm_log(RM_LOG_ERR, "%s", err);
 		goto out;
 	}
@@ -228,29 +229,29 @@ int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_sto
 		goto out;
 	rm_rules_set_budget(s->rules, s->budget);
 	rm_rules_set_accepted(s->rules, rm_seq_points_accepted);
-	rm_backend_set_budget(s->st, s->budget);
+	rm_backend_set_budget(s->store, s->budget);
 	s->lfd = rm_accept_listen(cs->listen, s->ctx ? (int)((cs->handshake_timeout_ms + 999) / 1000) : 0);
 	if (s->lfd < 0)
 		goto out;
-	s->run_id = rm_backend_run_start(s->st, cs->listen, s->ctx ? "tls" : "tcp", &lim, cs->max_raw_records, pen,
+	s->run_id = rm_backend_run_start(s->store, cs->listen, s->ctx ? "tls" : "tcp", &lim, cs->max_raw_records, pen,
 					 rm_clock_wall_ms());
 	if (s->run_id == RM_BACKEND_REFUSED) {
-		rm_log(RM_LOG_ERR, "%s", rm_backend_error(s->st));
+		rm_log(RM_LOG_ERR, "%s", rm_backend_error(s->store));
 		ret = 2; /* a configuration error: a restart cannot mend it */
 		goto out;
 	}
 	if (s->run_id < 0) {
-		rm_log(RM_LOG_ERR, "%s: %s", s->st->ops->drop_kind, rm_backend_error(s->st));
+		rm_log(RM_LOG_ERR, "%s: %s", s->store->ops->drop_kind, rm_backend_error(s->store));
 		goto out;
 	}
-	if (rm_backend_has_journal(s->st)) {
+	if (rm_backend_has_journal(s->store)) {
 		char jdir[300];
 
-		if (rm_backend_journal_dir(s->st, spec->path, jdir, sizeof(jdir)) < 0) {
+		if (rm_backend_journal_dir(s->store, spec->path, jdir, sizeof(jdir)) < 0) {
 			rm_log(RM_LOG_ERR, "received-Messages journal: its directory's name is too long");
 			goto out;
 		}
-		s->journal = rm_journal_open(jdir, s->st, pen, err, sizeof(err));
+		s->journal = rm_journal_open(jdir, s->store, pen, err, sizeof(err));
 		if (!s->journal && err[0] && spec->kind == RM_STORE_SQLITE) {
 			rm_log(RM_LOG_ERR, "%s", err);
 			goto out;
@@ -263,7 +264,7 @@ int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_sto
 		rm_journal_recover(s->journal, rm_clock_wall_ms());
 	}
 	store_limits(s);
-	s->raw_bytes = rm_backend_raw_bytes(s->st);
+	s->raw_bytes = rm_backend_raw_bytes(s->store);
 	log_start(s, spec);
 
 	if (cs->metrics[0]) {
@@ -362,7 +363,7 @@ void rm_collector_stop(struct rm_collector *s)
 	rm_refusals_flush(s);
 	rm_collector_batch_commit(s);
 	reap(s);
-	rm_backend_run_stop(s->st, s->run_id, rm_clock_wall_ms());
+	rm_backend_run_stop(s->store, s->run_id, rm_clock_wall_ms());
 	rm_log(RM_LOG_NOTICE, "stopped");
 	collector_free(s);
 }

@@ -93,7 +93,7 @@ struct rm_collector {
 	uint32_t pen;
 	SSL_CTX *ctx;
 	int lfd;
-	struct rm_backend *st;
+	struct rm_backend *store;
 	struct rm_journal *journal; /* journal.h; NULL: the store keeps none */
 	struct rm_rules *rules;
 	struct rm_budget *budget;

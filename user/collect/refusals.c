@@ -44,7 +44,7 @@ void rm_refusals_flush(struct rm_collector *s)
 			continue;
 		rm_collector_batch_begin(s);
 		rm_collector_store_check(s,
-					 rm_backend_connections(s->st, s->minute_ms, n->source,
+					 rm_backend_connections(s->store, s->minute_ms, n->source,
 								outcome_names[n->outcome], n->unflushed, n->first_ms,
 								n->last_ms, n->detail),
 					 "connections");

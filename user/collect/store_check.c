@@ -11,7 +11,7 @@
 void rm_collector_store_check(struct rm_collector *s, int rc, const char *what)
 {
 	if (rc < 0 && !s->store_failed) {
-		rm_log(RM_LOG_ERR, "%s error (%s): %s", s->st->ops->drop_kind, what, rm_backend_error(s->st));
+		rm_log(RM_LOG_ERR, "%s error (%s): %s", s->store->ops->drop_kind, what, rm_backend_error(s->store));
 		s->store_failed = 1;
 	}
 }
