@@ -23,6 +23,10 @@ CHECK_PROGS    += $(BUILD)/tests/unit/test_opts
 # The include rule of docs/architecture.md ("Who may include what").
 CHECK_PROGS    += scripts/check-layers
 CHECK_SCRIPTS  += tests/unit/test_layers.py
+# Calls within a folder flow one way but for the circles docs/architecture.md allows by name
+# ("Calls within a folder"), read from the built objects with nm.
+CHECK_PROGS    += scripts/check-circles
+CHECK_SCRIPTS  += tests/unit/test_circles.py
 # The tree laid out by .clang-format, and no function over the limit of docs/architecture.md.
 CHECK_PROGS    += scripts/check-format scripts/check-functions
 CHECK_SCRIPTS  += tests/unit/test_style.py
@@ -41,6 +45,8 @@ CHECK_PROGS    += $(BUILD)/tests/unit/test_health
 CHECK_PROGS    += $(BUILD)/tests/unit/test_timefmt
 # Names from outside: the rule (UTF-8, no controls or bidi overrides) and the escaping (safe_text.h).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_safe_text
+# The map iterator (map_iter.h) on hash and array maps the test creates (root).
+CHECK_PROGS    += $(BUILD)/selftests/bpf/test_map_iter
 # docs/json.md against the tables the commands print from.
 CHECK_SCRIPTS  += tests/unit/test_json_schema.py
 # One manual page per command with every option, `rocemeter help CMD`, bash completion, make install.

@@ -61,6 +61,21 @@ def test_rules_including_the_store_fails(tree):
     assert r.returncode == 1 and 'which user/rules may not include' in r.stdout
 
 
+def test_report_including_the_collectors_loop_fails(tree):
+    # report and the collector's loop are two rooms over the store: neither includes the other.
+    append(tree / 'user' / 'report' / 'cmd_report.c', '#include "collect/collector.h"\n')
+    r = run(str(tree))
+    assert r.returncode == 1 and '"collect/collector.h" is in user/collect, which user/report may not include' \
+        in r.stdout
+
+
+def test_capture_including_the_census_fails(tree):
+    # Capture reading is below the census and replay, which read through it.
+    append(tree / 'user' / 'capture' / 'capture.c', '#include "census/census.h"\n')
+    r = run(str(tree))
+    assert r.returncode == 1 and 'which user/capture may not include' in r.stdout
+
+
 def test_file_in_a_subfolder_belongs_to_its_layer(tree):
     # user/store/sqlite/ is layer user/store: its includes are checked by that row
     src = tree / 'user' / 'store' / 'sqlite' / 'store.c'

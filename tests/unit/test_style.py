@@ -100,3 +100,22 @@ def test_qsort_only_through_rm_sort():
                 if QSORT.search(line):
                     found.append('%s:%d: %s' % (rel, n, line.strip()))
     assert not found, 'qsort() outside user/common/sort.h (use rm_sort()):\n' + '\n'.join(found)
+
+
+# A walk over a BPF map's keys goes through the one iterator (user/common/map_iter.h).
+NEXT_KEY = re.compile(r'\bbpf_map_get_next_key\s*\(')
+
+
+def test_map_keys_walked_only_through_the_iterator():
+    found = []
+    for dirpath, _, files in os.walk(os.path.join(ROOT, 'user')):
+        for fn in files:
+            path = os.path.join(dirpath, fn)
+            rel = os.path.relpath(path, ROOT)
+            if not fn.endswith(('.c', '.h')) or rel == os.path.join('user', 'common', 'map_iter.h'):
+                continue
+            for n, line in enumerate(open(path), 1):
+                if NEXT_KEY.search(line):
+                    found.append('%s:%d: %s' % (rel, n, line.strip()))
+    assert not found, 'bpf_map_get_next_key() outside user/common/map_iter.h (use rm_map_iter_next()):\n' + \
+        '\n'.join(found)

@@ -171,13 +171,13 @@ static int store_init_run(const struct rm_store_spec *spec, const char *cluster)
 	int rc;
 
 	if (spec->kind == RM_STORE_SQLITE) {
-		struct rm_store *st = rm_store_open(spec->path, 0, err, sizeof(err));
+		struct rm_store *store = rm_store_open(spec->path, 0, err, sizeof(err));
 
-		if (!st) {
+		if (!store) {
 			rm_log_cmd(RM_LOG_ERR, "%s", err);
 			return RM_EXIT_FAIL;
 		}
-		rm_store_close(st);
+		rm_store_close(store);
 		return RM_EXIT_OK;
 	}
 	struct rm_ch *ch = rm_ch_open(&spec->ch, err, sizeof(err));

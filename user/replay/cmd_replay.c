@@ -138,7 +138,7 @@ static const struct rm_cmd_opts replay_cmd = { .t = replay_opts, .usage = usage,
 
 static void print_stats(FILE *f, const struct rm_replay_result *res, int json)
 {
-	const uint64_t *st = res->stats;
+	const uint64_t *stats = res->stats;
 
 	if (json) {
 		json_t *o = json_object();
@@ -148,7 +148,7 @@ static void print_stats(FILE *f, const struct rm_replay_result *res, int json)
 		json_object_set_new(o, "capture_faults", rm_json_u64(res->capture_faults));
 		json_object_set_new(o, "timestamps_backwards", rm_json_u64(res->timestamps_backwards));
 		for (int i = 0; i < RM_STAT__COUNT; i++)
-			json_object_set_new(o, rm_stat_name(i), rm_json_u64(st[i]));
+			json_object_set_new(o, rm_stat_name(i), rm_json_u64(stats[i]));
 		rm_json_write(f, o);
 		return;
 	}
@@ -162,8 +162,8 @@ static void print_stats(FILE *f, const struct rm_replay_result *res, int json)
 		fprintf(f, "  %-26s %" PRIu64 " (metered at the latest time seen)\n", "timestamps_backwards",
 			res->timestamps_backwards);
 	for (int i = 0; i < RM_STAT__COUNT; i++)
-		if (st[i])
-			fprintf(f, "  %-26s %" PRIu64 "\n", rm_stat_name(i), st[i]);
+		if (stats[i])
+			fprintf(f, "  %-26s %" PRIu64 "\n", rm_stat_name(i), stats[i]);
 }
 
 static void print_disabled(FILE *f, const struct rm_replay_result *res)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * cmd_spread.c - `rocemeter flowlabel spread`: the connections of a
- * capture (the census over it, census_run.h) or N generated QPs between two
- * hosts, through the ECMP spread model of user/flowlabel/spread.h, as text
+ * capture (the census over it, census/census_run.h) or N generated QPs between two
+ * hosts, through the ECMP spread model of spread.h, as text
  * or JSON (docs/json.md "flowlabel spread"; docs/flowlabel.md "Spread over
  * ECMP paths").
  */
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "census_run.h"
+#include "census/census_run.h"
 #include "common/command.h"
 #include "common/jsonw.h"
 #include "common/limits.h"
