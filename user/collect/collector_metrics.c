@@ -44,8 +44,8 @@ void rm_collector_render_metrics(void *arg, FILE *f)
 		st.drops_store = rm_backend_drops(s->st);
 		st.store_unavailable = (uint64_t)rm_backend_unavailable(s->st);
 	}
-	if (s->st->ops->acked_drops) /* counted by the store's own thread (ClickHouse) */
-		st.drops_unread_at_crash += s->st->ops->acked_drops(s->st->st);
+	/* counted by the store's own thread (ClickHouse) */
+	st.drops_unread_at_crash += rm_backend_acked_drops(s->st);
 	st.store_buffer_bytes = rm_backend_buffer_bytes(s->st);
 	st.store_buffer_capacity_bytes = rm_backend_buffer_capacity(s->st);
 	for (size_t i = 0; i < s->nconns; i++) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "sqlite/store.h"
 #include "store/clickhouse/chstore.h"
 #include "store_spec.h"
 
@@ -168,12 +169,12 @@ struct rm_backend *rm_backend_open(const struct rm_store_spec *spec, const char 
 	}
 	if (spec->kind == RM_STORE_SQLITE) {
 		b->ops = &rm_backend_sqlite;
-		b->st = rm_store_open(spec->path, 0, e, sizeof(e));
+		b->store = rm_store_open(spec->path, 0, e, sizeof(e));
 	} else {
 		b->ops = &rm_backend_clickhouse;
-		b->st = rm_chstore_open(&spec->ch, collector_id, buffer_bytes, spool_dir, e, sizeof(e));
+		b->store = rm_chstore_open(&spec->ch, collector_id, buffer_bytes, spool_dir, e, sizeof(e));
 	}
-	if (!b->st) {
+	if (!b->store) {
 		snprintf(err, errlen, "%s: %s", spec->kind == RM_STORE_SQLITE ? "database" : "ClickHouse store", e);
 		free(b);
 		return NULL;
@@ -185,6 +186,6 @@ void rm_backend_close(struct rm_backend *b)
 {
 	if (!b)
 		return;
-	b->ops->close(b->st);
+	b->ops->close(b->store);
 	free(b);
 }

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <glib.h>
 
-#include "store/sqlite/store.h"
+#include "store/backend.h"
 
 /* A sessions row, kept while its session is open and until its end is written. */
 struct rm_sess_row {

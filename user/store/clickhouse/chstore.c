@@ -32,7 +32,7 @@ uint64_t rm_chs_next_version(struct rm_chstore *cs)
 	return v;
 }
 
-/* ---------------- the calls of store.h ---------------- */
+/* ---------------- the calls of backend.h ---------------- */
 
 static const char *ch_error(void *p)
 {

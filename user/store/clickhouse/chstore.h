@@ -2,7 +2,7 @@
 /*
  * chstore.h - the collector's ClickHouse store (`collect --store
  * clickhouse:URL`, docs/fleet.md "Writing", docs/collector.md): the calls
- * of store.h behind the store interface (backend.h), rows in the tables of
+ * of the store interface (backend.h, each call's contract), rows in the tables of
  * docs/clickhouse/single.sql and cluster.sql, each with the collector ID.
  *
  * The session loop never waits for ClickHouse. Its calls serialize rows
@@ -31,8 +31,8 @@
  *
  * IDs: at a run's start the store reads the largest run, session, epoch
  * and raw record IDs of its collector ID and continues after them; it also
- * ends what an earlier run of this collector left open (as store.h's
- * recovery). When ClickHouse does not answer then, IDs continue from the
+ * ends what an earlier run of this collector left open (as backend.h's
+ * run_start says). When ClickHouse does not answer then, IDs continue from the
  * current time in ms times 2^20 (larger than any counted ID), and the
  * recovery waits for the next start.
  *

@@ -22,7 +22,7 @@
 /* The tables, in the order of a spool file's batch (T_POINTS last: a spool of version 1 or 2 has none). */
 enum table { T_RUNS, T_SESSIONS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS, T_LIMITS, T_POINTS, T__N };
 
-/* An exporter's Reliability record waiting for the sender (store.h struct rm_store_acked, copied). */
+/* An exporter's Reliability record waiting for the sender (backend.h struct rm_store_acked, copied). */
 struct acked_req {
 	char peer[80], peer_alt[80], subject[256];
 	int64_t reporting_id;

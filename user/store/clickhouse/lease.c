@@ -41,7 +41,7 @@ static int query_u64(struct rm_ch *ch, const char *sql, uint64_t *v, int n, char
 
 /*
  * Sessions and epochs an earlier run of this collector left open (it was
- * killed): ended and retired now, as store.h's recovery, by rows with a
+ * killed): ended and retired now, as backend.h's run_start, by rows with a
  * larger version. Which rows is decided on each row's latest version
  * (argMax over a plain UInt8), and FINAL is filtered by key columns only:
  * a filter on ended_ms or retired_ms next to FINAL may be applied before
