@@ -1,7 +1,7 @@
 # user/store/: the collector's store - the store interface, SQLite (sqlite/) and
 # ClickHouse (clickhouse/) writers, and the readers of `rocemeter report`.
 ROCEMETER_SRCS += user/store/backend.c user/store/store_spec.c user/store/store_rows.c user/store/store_read.c \
-                  user/store/sqlite/store.c user/store/sqlite/schema.c user/store/sqlite/queue.c \
+                  user/store/sqlite/store.c user/store/sqlite/statement.c user/store/sqlite/schema.c user/store/sqlite/queue.c \
                   user/store/sqlite/rows.c user/store/sqlite/archive.c user/store/sqlite/flush.c \
                   user/store/sqlite/recover.c user/store/sqlite/lost.c user/store/sqlite/store_read_sqlite.c \
                   user/store/clickhouse/clickhouse.c user/store/clickhouse/chstore.c user/store/clickhouse/rows.c \

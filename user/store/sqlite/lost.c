@@ -43,14 +43,14 @@ static int write_lost(struct rm_store *st, const struct rm_store_lost_session *l
 	if (have && !*lost && !l->partial_octets)
 		return 0; /* everything read is stored: the row stays as written */
 	if (!have &&
-	    rm_sq_exec_args(st,
+	    rm_sq_exec_args(st->db,
 			    "INSERT INTO sessions (id, run_id, peer, peer_subject, transport, started_ms, ended_ms,"
 			    " end_reason) VALUES (?1, ?2, ?3, nullif(?4, ''), ?5, ?6, ?7, ?8)",
 			    "iisssiis", l->id, l->run_id, l->peer, l->subject ? l->subject : "", l->transport,
 			    (int64_t)l->started_ms, (int64_t)now_ms,
 			    "collector restarted: the run that held this session ended before writing it") < 0)
 		return -1;
-	if (rm_sq_exec_args(st,
+	if (rm_sq_exec_args(st->db,
 			    "UPDATE sessions SET messages = ?2, records = ?3, rejected = ?4, octets = ?5,"
 			    " resource_drops = coalesce(resource_drops, 0) + ?6 WHERE id = ?1",
 			    "iiiiii", l->id, (int64_t)l->messages, (int64_t)l->records, (int64_t)l->rejected,
@@ -63,7 +63,7 @@ static int write_lost(struct rm_store *st, const struct rm_store_lost_session *l
 		 l->partial_octets ? "; and the octets of an incomplete Message" : "");
 	if (!*lost && l->partial_octets)
 		return 0;
-	return rm_sq_exec_args(st,
+	return rm_sq_exec_args(st->db,
 			       "INSERT INTO drops (session_id, kind, count, first_ms, last_ms, last_detail)"
 			       " VALUES (?1, 'collector-crash', ?2, ?3, ?3, ?4) ON CONFLICT(session_id, kind) DO UPDATE"
 			       " SET count = count + excluded.count, last_ms = excluded.last_ms,"
@@ -142,12 +142,13 @@ static int write_acked(struct rm_store *st, const struct rm_store_acked *a, uint
 		 "%" PRIu64 " records the collector's kernel acknowledged and the collector never read (the exporter's "
 		 "next session reported %" PRIu64 " acknowledged; %" PRIu64 " read)",
 		 res->lost, a->records, res->read);
-	if (rm_sq_exec_args(st,
+	if (rm_sq_exec_args(st->db,
 			    "INSERT INTO drops (session_id, kind, count, first_ms, last_ms, last_detail)"
 			    " VALUES (?1, 'unread-at-crash', ?2, ?3, ?3, ?4)",
 			    "iiis", res->id, (int64_t)res->lost, (int64_t)now_ms, detail) < 0 ||
-	    rm_sq_exec_args(st, "UPDATE sessions SET resource_drops = coalesce(resource_drops, 0) + ?2 WHERE id = ?1",
-			    "ii", res->id, (int64_t)res->lost) < 0)
+	    rm_sq_exec_args(st->db,
+			    "UPDATE sessions SET resource_drops = coalesce(resource_drops, 0) + ?2 WHERE id = ?1", "ii",
+			    res->id, (int64_t)res->lost) < 0)
 		return -1;
 	return 0;
 }

@@ -24,18 +24,18 @@ static int recover(struct rm_store *st, uint64_t now_ms, int64_t *n_sessions, in
 	int64_t packed;
 	GString *sql = g_string_new(NULL);
 
-	*n_sessions = rm_sq_exec_args(st, "UPDATE sessions SET ended_ms = ?1, end_reason = ?2 WHERE ended_ms IS NULL",
-				      "is", (int64_t)now_ms,
-				      "collector restarted: the run that held this session ended without closing it");
+	*n_sessions = rm_sq_exec_args(
+		st->db, "UPDATE sessions SET ended_ms = ?1, end_reason = ?2 WHERE ended_ms IS NULL", "is",
+		(int64_t)now_ms, "collector restarted: the run that held this session ended without closing it");
 	*n_open = rm_sq_exec_args(
-		st,
+		st->db,
 		"UPDATE epoch_rows SET retired_ms = ?1, outcome = 'incomplete', reason = CASE"
 		" WHEN coalesce(reports_accepted, 0) = 0 THEN ?2 || '; no accepted report'"
 		" ELSE ?2 || ' without a final report (last report ' || last_report_id || ')' ||"
 		" CASE WHEN missing_reports > 0 THEN '; ' || missing_reports || ' reports missing' ELSE '' END"
 		" END WHERE retired_ms IS NULL AND state = 'open'",
 		"is", (int64_t)now_ms, cause);
-	*n_settled = rm_sq_exec_args(st, "UPDATE epoch_rows SET retired_ms = ?1 WHERE retired_ms IS NULL", "i",
+	*n_settled = rm_sq_exec_args(st->db, "UPDATE epoch_rows SET retired_ms = ?1 WHERE retired_ms IS NULL", "i",
 				     (int64_t)now_ms);
 	/* Packed copies written before their retirement (only settled epochs are), in chunks with retained > 0. */
 	g_string_append(
@@ -46,9 +46,9 @@ static int recover(struct rm_store *st, uint64_t now_ms, int64_t *n_sessions, in
 	g_string_append(sql, " IS NULL) p WHERE NOT EXISTS (SELECT 1 FROM epoch_rows o WHERE o.id = p.id) AND ");
 	rm_sq_retirement_of(sql, "p.id");
 	g_string_append(sql, " IS NULL ORDER BY p.id");
-	packed = rm_sq_exec_args(st, sql->str, "i", (int64_t)now_ms);
+	packed = rm_sq_exec_args(st->db, sql->str, "i", (int64_t)now_ms);
 	g_string_free(sql, TRUE);
-	if (packed < 0 || rm_sq_exec_args(st, "UPDATE epoch_archive SET retained = 0 WHERE retained > 0", "") < 0)
+	if (packed < 0 || rm_sq_exec_args(st->db, "UPDATE epoch_archive SET retained = 0 WHERE retained > 0", "") < 0)
 		return -1;
 	*n_settled += packed;
 	return *n_sessions < 0 || *n_open < 0 || *n_settled < 0 ? -1 : 0;
@@ -66,7 +66,7 @@ int64_t rm_store_run_start(struct rm_store *st, const char *listen, const char *
 		goto out;
 	if (recover(st, now_ms, &ns, &no, &nd) < 0 ||
 	    rm_sq_exec_args(
-		    st,
+		    st->db,
 		    "INSERT INTO runs (started_ms, listen, transport, max_sessions, max_epochs, max_raw_records,"
 		    " inactivity_timeout_ms, pen) VALUES (?,?,?,?,?,?,?,?)",
 		    "issiiiii", (int64_t)now_ms, listen, transport, (int64_t)lim->max_sessions,

@@ -117,14 +117,6 @@ int rm_sq_write_epoch(struct rm_store *st, const struct rm_epoch *e)
 	return rm_sq_step_reset(q);
 }
 
-void rm_sq_bind_text_or_null(sqlite3_stmt *q, int i, const char *s)
-{
-	if (s)
-		sqlite3_bind_text(q, i, s, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(q, i);
-}
-
 /* One column of a session's row (columns.h), bound to parameter i + 1 by its kind and NULL rule. */
 #define BIND_(NAME, column, sqlite, ch, null, write, kind, field, read) BIND_##kind##_##null(field)
 #define BIND_U64_NN(f)                                                  sqlite3_bind_int64(q, ++i, (int64_t)s->f);

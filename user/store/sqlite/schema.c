@@ -164,7 +164,8 @@ int rm_sq_convert_epochs(struct rm_store *st, char **msg)
 {
 	int rc;
 
-	if (rm_sq_scalar(st, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'epoch_keys'") <= 0)
+	if (rm_sq_scalar(st->db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'epoch_keys'") <=
+	    0)
 		return SQLITE_OK;
 	rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE; DROP VIEW IF EXISTS epochs;", NULL, NULL, msg);
 	if (rc == SQLITE_OK)
@@ -242,8 +243,9 @@ int rm_sq_bind_points(struct rm_store *st, char **msg)
 {
 	sqlite3_stmt *q;
 
-	if (rm_sq_scalar(
-		    st, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'observation_points'") <= 0)
+	if (rm_sq_scalar(st->db,
+			 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'observation_points'") <=
+	    0)
 		return SQLITE_OK;
 	if (sqlite3_prepare_v2(st->db, "SELECT peer_subject FROM observation_points LIMIT 0", -1, &q, NULL) ==
 	    SQLITE_OK) {

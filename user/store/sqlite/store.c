@@ -2,7 +2,7 @@
 /*
  * store.c - the collector's SQLite database: open (lock, pragmas, schema, statements,
  * next row IDs), close (a last transaction, what could not be stored), the
- * store's state for the collector, and the statement helpers of the other files.
+ * store's state for the collector.
  * See store.h; store_impl.h is what the files of sqlite/ share.
  */
 #include <errno.h>
@@ -10,7 +10,6 @@
 #include <glib.h>
 #include <inttypes.h>
 #include <sqlite3.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,50 +49,6 @@ void rm_store_set_budget(struct rm_store *st, struct rm_budget *b)
 void rm_store_set_raw_limit(struct rm_store *st, uint32_t max_raw_records)
 {
 	st->raw_limit = max_raw_records;
-}
-
-int rm_sq_step_reset(sqlite3_stmt *q)
-{
-	int rc = sqlite3_step(q);
-
-	/* Bindings are not cleared: every statement binds all its parameters each time. */
-	sqlite3_reset(q);
-	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -1;
-}
-
-int64_t rm_sq_scalar(struct rm_store *st, const char *sql)
-{
-	sqlite3_stmt *q;
-	int64_t v = -1;
-
-	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
-		return -1;
-	if (sqlite3_step(q) == SQLITE_ROW)
-		v = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	return v;
-}
-
-/* One-off statement with text/integer arguments described by fmt: 'i' int64, 's' text. Changes, or -1. */
-int64_t rm_sq_exec_args(struct rm_store *st, const char *sql, const char *fmt, ...)
-{
-	sqlite3_stmt *q;
-	va_list ap;
-	int rc;
-
-	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
-		return -1;
-	va_start(ap, fmt);
-	for (int i = 0; fmt[i]; i++) {
-		if (fmt[i] == 'i')
-			sqlite3_bind_int64(q, i + 1, va_arg(ap, int64_t));
-		else
-			rm_sq_bind_text_or_null(q, i + 1, va_arg(ap, const char *));
-	}
-	va_end(ap);
-	rc = sqlite3_step(q);
-	sqlite3_finalize(q);
-	return rc == SQLITE_DONE ? sqlite3_changes(st->db) : -1;
 }
 
 void rm_store_close(struct rm_store *st)
@@ -243,10 +198,10 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 			return NULL;
 		}
 	}
-	st->raw_rows = (uint64_t)rm_sq_scalar(st, "SELECT count(*) FROM raw_records");
-	st->next_session = rm_sq_scalar(st, "SELECT coalesce(max(id), 0) + 1 FROM sessions");
-	st->next_epoch = rm_sq_scalar(st, "SELECT max(coalesce((SELECT max(id) FROM epoch_rows), 0),"
-					  " coalesce((SELECT max(last_id) FROM epoch_archive), 0)) + 1");
+	st->raw_rows = (uint64_t)rm_sq_scalar(st->db, "SELECT count(*) FROM raw_records");
+	st->next_session = rm_sq_scalar(st->db, "SELECT coalesce(max(id), 0) + 1 FROM sessions");
+	st->next_epoch = rm_sq_scalar(st->db, "SELECT max(coalesce((SELECT max(id) FROM epoch_rows), 0),"
+					      " coalesce((SELECT max(last_id) FROM epoch_archive), 0)) + 1");
 	sqlite3_wal_hook(st->db, rm_sq_wal_hook, st);
 	st->last_flush_ms = rm_clock_mono_ms();
 	return st;
@@ -255,7 +210,7 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 uint64_t rm_store_raw_bytes(struct rm_store *st)
 {
 	int64_t n = rm_sq_scalar(
-		st, "SELECT coalesce(sum(length(record) + coalesce(length(template), 0)), 0) FROM raw_records");
+		st->db, "SELECT coalesce(sum(length(record) + coalesce(length(template), 0)), 0) FROM raw_records");
 
 	return n > 0 ? (uint64_t)n : 0;
 }

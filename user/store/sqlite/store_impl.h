@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "common/clock.h"
+#include "statement.h"
 #include "store.h"
 #include "store/columns.h"
 #include "store/store_rows.h"
@@ -250,14 +251,6 @@ struct rm_store {
 #define MEAS_OPT(c)
 #define EC_MEASUREMENT (0 RM_EPOCH_COLUMNS(MEAS_))
 
-/* store.c */
-/* Step a prepared statement and reset it (bindings kept). 0 (done or a row) or -1. */
-int rm_sq_step_reset(sqlite3_stmt *q);
-/* The first column of the first row of sql as an integer; -1 on error. */
-int64_t rm_sq_scalar(struct rm_store *st, const char *sql);
-/* Run sql with parameters bound by fmt ("i" int64_t, "s" text, in order). Rows changed, or -1. */
-int64_t rm_sq_exec_args(struct rm_store *st, const char *sql, const char *fmt, ...);
-
 /* schema.c */
 /* The tables, created when missing (CREATE TABLE IF NOT EXISTS ...). */
 extern const char rm_sq_schema[];
@@ -316,8 +309,6 @@ int rm_sq_packs(const struct rm_store *st, const struct rm_epoch *e);
 int rm_sq_attempt_packed(const struct rm_store *st, const struct rm_epoch *e);
 /* Insert or update an epoch's row in epoch_rows. 0 or -1 (SQLite error). */
 int rm_sq_write_epoch(struct rm_store *st, const struct rm_epoch *e);
-/* Bind s as text to parameter i, or NULL when s is NULL. */
-void rm_sq_bind_text_or_null(sqlite3_stmt *q, int i, const char *s);
 /* Insert or update a session row. 0 or -1. */
 int rm_sq_write_session(struct rm_store *st, const struct rm_sess_row *s);
 /* Insert a raw record. 0 or -1. */

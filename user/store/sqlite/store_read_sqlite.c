@@ -487,9 +487,9 @@ static int sq_epochs(struct rm_store_reader *base, const struct rm_read_filter *
 	 * Chunks in ID order, each after the one before (as rm_sq_archive_add
 	 * writes them): merged in C; else, or without this layout's tables, the view.
 	 */
-	overlaps = rm_sq_scalar(r->st, "SELECT count(*) FROM (SELECT first_id, last_id, lag(last_id) OVER"
-				       " (ORDER BY id) AS prev FROM epoch_archive)"
-				       " WHERE last_id < first_id OR prev >= first_id");
+	overlaps = rm_sq_scalar(rm_store_db(r->st), "SELECT count(*) FROM (SELECT first_id, last_id, lag(last_id) OVER"
+						    " (ORDER BY id) AS prev FROM epoch_archive)"
+						    " WHERE last_id < first_id OR prev >= first_id");
 	if (overlaps == 0) {
 		int no_tables = 0;
 
