@@ -136,7 +136,7 @@ static void serialize_live(struct rm_chstore *cs)
 			e->store_slot = kept;
 			continue;
 		}
-		rm_chstore_epoch_row(cs->cur->body[T_EPOCHS], cs->id, e, rm_chs_next_version(cs));
+		rm_chstore_epoch_row(cs->cur->body[T_EPOCHS], cs->id, e, rm_chs_version_next(&cs->version));
 		e->store_slot = 0;
 		e->store_row = 1;
 		if (e->sink_keeps) {

@@ -22,16 +22,6 @@
 #include "common/limits.h"
 #include "common/log.h"
 
-uint64_t rm_chs_next_version(struct rm_chstore *cs)
-{
-	uint64_t v = rm_clock_wall_us();
-
-	if (v <= cs->last_version)
-		v = cs->last_version + 1;
-	cs->last_version = v;
-	return v;
-}
-
 /* ---------------- the calls of backend.h ---------------- */
 
 static const char *ch_error(void *p)
@@ -208,7 +198,7 @@ static int ch_epoch(void *p, struct rm_epoch *e)
 		rm_chs_store_drop(cs, (int64_t)e->session_id, d);
 		return 0;
 	}
-	rm_chstore_epoch_row(cs->cur->body[T_EPOCHS], cs->id, e, rm_chs_next_version(cs));
+	rm_chstore_epoch_row(cs->cur->body[T_EPOCHS], cs->id, e, rm_chs_version_next(&cs->version));
 	cs->cur->retired++;
 	return 0;
 }
@@ -331,7 +321,7 @@ static int ch_observation_point(void *p, const struct rm_store_point *pt, uint64
 	rm_chs_put_u64(b, pt->id);
 	rm_chs_put_str(b, pt->name);
 	rm_chs_put_u64(b, now_ms);
-	rm_chs_put_u64(b, rm_chs_next_version(cs));
+	rm_chs_put_u64(b, rm_chs_version_next(&cs->version));
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "rules/budget.h"
 #include "store/store_rows.h"
+#include "version.h"
 
 /* The tables, in the order of a spool file's batch (T_POINTS last: a spool of version 1 or 2 has none). */
 enum table { T_RUNS, T_SESSIONS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS, T_LIMITS, T_POINTS, T__N };
@@ -57,7 +58,7 @@ struct rm_chstore {
 	GHashTable *drops;        /* "session/kind" -> struct rm_drop_row */
 	int64_t next_run, next_session, next_epoch, next_raw, run_id;
 	uint64_t limit_seq;
-	uint64_t last_version;
+	struct rm_chs_version version; /* the rows' versions */
 	uint64_t last_handoff_ms;
 	uint32_t raw_limit;
 	uint64_t raw_rows, raw_bytes;
@@ -101,10 +102,6 @@ struct rm_chstore {
 	pthread_t thread;
 	int thread_up;
 };
-
-/* chstore.c */
-/* The version of the next row written: the wall clock in microseconds, larger than the last one. */
-uint64_t rm_chs_next_version(struct rm_chstore *cs);
 
 /* rows.c */
 /* One INSERT per table, by enum table; its column list is the order rows are serialized in. */

@@ -51,7 +51,7 @@ static int recover(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, uin
 {
 	static const char cause[] = "session ended: collector restarted (the run that received it ended without "
 				    "closing its session)";
-	uint64_t ver = rm_chs_next_version(cs);
+	uint64_t ver = rm_chs_version_next(&cs->version);
 	char *sql[3];
 	int rc = 0;
 
@@ -281,7 +281,7 @@ void rm_chs_run_row(struct rm_chstore *cs)
 
 	rm_chs_put_str(b, cs->id);
 	rm_chs_put_u64(b, (uint64_t)cs->run_id);
-	rm_chs_put_u64(b, rm_chs_next_version(cs));
+	rm_chs_put_u64(b, rm_chs_version_next(&cs->version));
 	rm_chs_put_u64(b, cs->run.started_ms);
 	rm_chs_put_nu64(b, !cs->run.stopped_ms, cs->run.stopped_ms);
 	rm_chs_put_nstr(b, cs->run.listen);

@@ -77,7 +77,7 @@ static int rewrite(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, con
 		" repeats, stale, orphans, unsupported, invalid, after_invalid, key_conflicts, resource_drops + "
 		"%" PRIu64 ", unbound, seq_gaps, seq_missing, export_time_backwards FROM sessions FINAL"
 		" WHERE collector_id = %s AND id = %" PRId64,
-		rm_chs_next_version(cs), l->messages, l->records, l->octets, l->rejected, lost, qid, l->id);
+		rm_chs_version_next(&cs->version), l->messages, l->records, l->octets, l->rejected, lost, qid, l->id);
 	int rc = rm_ch_query(ch, sql, NULL, 0, NULL, NULL, err, errlen);
 
 	g_free(sql);

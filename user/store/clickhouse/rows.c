@@ -165,6 +165,6 @@ void rm_chs_session_row(struct rm_chstore *cs, GByteArray *b, const struct rm_se
 {
 	rm_chs_put_str(b, cs->id);
 	rm_chs_put_u64(b, (uint64_t)s->id);
-	rm_chs_put_u64(b, rm_chs_next_version(cs));
+	rm_chs_put_u64(b, rm_chs_version_next(&cs->version));
 	RM_SESSION_COLUMNS(SROW_)
 }
