@@ -1,12 +1,15 @@
 # user/store/: the collector's store - the store interface, SQLite (sqlite/) and
 # ClickHouse (clickhouse/) writers, and the readers of `rocemeter report`.
-ROCEMETER_SRCS += user/store/backend.c user/store/store_spec.c user/store/store_rows.c user/store/store_read.c \
-                  user/store/sqlite/store.c user/store/sqlite/statement.c user/store/sqlite/schema.c user/store/sqlite/queue.c \
-                  user/store/sqlite/rows.c user/store/sqlite/archive.c user/store/sqlite/flush.c \
-                  user/store/sqlite/recover.c user/store/sqlite/lost.c user/store/sqlite/store_read_sqlite.c \
-                  user/store/clickhouse/clickhouse.c user/store/clickhouse/chstore.c user/store/clickhouse/version.c user/store/clickhouse/rows.c \
-                  user/store/clickhouse/batch.c user/store/clickhouse/drops.c user/store/clickhouse/sender.c \
-                  user/store/clickhouse/spool.c user/store/clickhouse/lease.c user/store/clickhouse/lost.c \
+ROCEMETER_SRCS += user/store/backend.c user/store/store_spec.c user/store/store_rows.c \
+                  user/store/store_read.c user/store/read_result.c \
+                  user/store/sqlite/store.c user/store/sqlite/statement.c user/store/sqlite/schema.c \
+                  user/store/sqlite/queue.c user/store/sqlite/rows.c user/store/sqlite/archive.c \
+                  user/store/sqlite/flush.c user/store/sqlite/recover.c user/store/sqlite/lost.c \
+                  user/store/sqlite/store_read_sqlite.c \
+                  user/store/clickhouse/clickhouse.c user/store/clickhouse/chstore.c \
+                  user/store/clickhouse/version.c user/store/clickhouse/rows.c user/store/clickhouse/batch.c \
+                  user/store/clickhouse/drops.c user/store/clickhouse/sender.c user/store/clickhouse/spool.c \
+                  user/store/clickhouse/lease.c user/store/clickhouse/lost.c \
                   user/store/clickhouse/store_read_clickhouse.c
 # ClickHouse's HTTP interface (docs/fleet.md); the DDL files are compiled in (.incbin).
 LDLIBS         += -lcurl

@@ -6,7 +6,9 @@
  * (store_read_sqlite.c, the collector's database read-only) and ClickHouse
  * (store_read_clickhouse.c, the fleet's tables across all collectors, the
  * latest version of each row). cmd_report.c parses and prints only.
- * For the same data both give the same rows in the same order.
+ * For the same data both give the same rows in the same order. What a
+ * reader hands report (the results below) is read_result.c's, the leaf
+ * both readers call.
  */
 #ifndef ROCEMETER_STORE_READ_H
 #define ROCEMETER_STORE_READ_H
@@ -137,7 +139,7 @@ typedef void rm_store_point_fn(void *arg, const char *collector_id, const char *
 			       uint32_t domain, uint64_t id, const char *name);
 int rm_store_reader_points(struct rm_store_reader *r, rm_store_point_fn *fn, void *arg, char *err, size_t errlen);
 
-/* The implementations' table (store_read.c dispatches to it). */
+/* The implementations' table (store_read.c dispatches to it: the calls above). */
 struct rm_store_reader_ops {
 	struct rm_store_reader *(*open)(const struct rm_store_spec *spec, char *err, size_t errlen);
 	void (*close)(struct rm_store_reader *r);
