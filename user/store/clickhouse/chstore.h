@@ -151,6 +151,6 @@ int rm_chstore_check_id(const char *id, char *err, size_t errlen);
 void rm_chstore_epoch_row(GByteArray *out, const char *collector_id, const struct rm_epoch *e, uint64_t version);
 
 /* Octets of rows waiting (batch and queue); the collector's thread (or while it waits for the metrics lock). */
-uint64_t rm_chstore_waiting(struct rm_chstore *cs);
+uint64_t rm_chstore_waiting(struct rm_chstore *chs);
 
 #endif /* ROCEMETER_CHSTORE_H */

@@ -121,7 +121,7 @@ void rm_chs_put_nu64(GByteArray *b, int null, uint64_t v);
 /* RowBinary Nullable(String): NULL if s is. */
 void rm_chs_put_nstr(GByteArray *b, const char *s);
 /* A sessions row (docs/clickhouse/single.sql) with the next version, appended to b. */
-void rm_chs_session_row(struct rm_chstore *cs, GByteArray *b, const struct rm_sess_row *s);
+void rm_chs_session_row(struct rm_chstore *chs, GByteArray *b, const struct rm_sess_row *s);
 
 /* batch.c */
 /* An empty batch; NULL on out of memory. */
@@ -131,19 +131,19 @@ void rm_chs_batch_free(struct batch *b);
 /* The octets of a batch's rows. */
 size_t rm_chs_batch_size(const struct batch *b);
 /* Octets in the queue and in flight (takes mu). */
-uint64_t rm_chs_queued(struct rm_chstore *cs);
-/* 1 if the batch being built, the queue and more octets fit in the buffer's bound (cs->bound), else 0. */
-int rm_chs_room(struct rm_chstore *cs, size_t more);
+uint64_t rm_chs_queued(struct rm_chstore *chs);
+/* 1 if the batch being built, the queue and more octets fit in the buffer's bound (chs->bound), else 0. */
+int rm_chs_room(struct rm_chstore *chs, size_t more);
 /* Serialize what changed (live epochs, sessions, drops) into the batch being built and queue it. 0 or -1. */
-int rm_chs_handoff(struct rm_chstore *cs);
+int rm_chs_handoff(struct rm_chstore *chs);
 
 /* drops.c */
 /* Count a collector resource drop of kind for a session. 0 or -1. */
-int rm_chs_count_drop(struct rm_chstore *cs, int64_t session_id, const char *kind, const char *detail, uint64_t now);
+int rm_chs_count_drop(struct rm_chstore *chs, int64_t session_id, const char *kind, const char *detail, uint64_t now);
 /* Log the store drops since the last such line, per session, and count anew. */
-void rm_chs_log_drops(struct rm_chstore *cs);
+void rm_chs_log_drops(struct rm_chstore *chs);
 /* A row the buffer could not take: a drop of kind "store", logged at most every RM_CHSTORE_DROP_LOG_MS. */
-void rm_chs_store_drop(struct rm_chstore *cs, int64_t session_id, const char *detail);
+void rm_chs_store_drop(struct rm_chstore *chs, int64_t session_id, const char *detail);
 
 /* sender.c */
 /* The order the tables of a group are inserted in: sessions last. */
@@ -151,7 +151,7 @@ extern const int rm_chs_send_order[T__N];
 /* The sender thread (arg: the store): inserts the queued batches, retries with backoff while ClickHouse is down. */
 void *rm_chs_sender(void *arg);
 /* Every unsent table of group, in table order; 0, or the first failure's rm_ch_query result with err. */
-int rm_chs_send_group(struct rm_chstore *cs, struct rm_ch *ch, struct batch *group, char *err, size_t errlen);
+int rm_chs_send_group(struct rm_chstore *chs, struct rm_ch *ch, struct batch *group, char *err, size_t errlen);
 
 /* spool.c */
 /* The spool directory is this user's and writable by nobody else, or missing: 0; else -EPERM or -errno, err. */
@@ -160,12 +160,12 @@ int rm_chs_spool_dir_check(const char *dir, char *err, size_t errlen);
  * Write the batches of lists (in flight, queued) to the spool file, whole or
  * absent; skip_run leaves out the run's own rows. 0 or -errno with err; *what: the counts in words.
  */
-int rm_chs_spool_write(struct rm_chstore *cs, struct batch *const lists[2], int skip_run, char *what, size_t whatlen,
+int rm_chs_spool_write(struct rm_chstore *chs, struct batch *const lists[2], int skip_run, char *what, size_t whatlen,
 		       char *err, size_t errlen);
 /* Log the spool files of this collector ID for other stores, and of the first version: not sent here. */
-void rm_chs_spool_others(struct rm_chstore *cs);
-/* What an earlier run spooled, sent or queued: 1 sent or no spool, 0 queued, RM_BACKEND_REFUSED (cs->err). */
-int rm_chs_spool_send(struct rm_chstore *cs, struct rm_ch *ch);
+void rm_chs_spool_others(struct rm_chstore *chs);
+/* What an earlier run spooled, sent or queued: 1 sent or no spool, 0 queued, RM_BACKEND_REFUSED (chs->err). */
+int rm_chs_spool_send(struct rm_chstore *chs, struct rm_ch *ch);
 
 /* lost.c: the received-Messages journal's calls (backend.h session_lost, transactions, handed, journal_dir). */
 int rm_chs_session_lost(void *p, const struct rm_store_lost_session *l, uint64_t now_ms, uint64_t *lost);
@@ -175,17 +175,17 @@ int rm_chs_journal_dir(void *p, char *buf, size_t len);
 /* backend.h session_acked: queued for the sender (2). */
 int rm_chs_session_acked(void *p, const struct rm_store_acked *a, uint64_t now_ms, struct rm_store_acked_result *res);
 /* The sender: match the queued Reliability records (takes and gives back mu around ClickHouse's answers). */
-void rm_chs_acked_process(struct rm_chstore *cs, struct rm_ch *ch);
+void rm_chs_acked_process(struct rm_chstore *chs, struct rm_ch *ch);
 /* backend.h acked_drops. */
 uint64_t rm_chs_acked_drops(void *p);
 
 /* lease.c */
 /*
  * The exchange at a run's start: the spool, whether the ID is in use, IDs after
- * the stored ones, what an earlier run left open ended. 0, or RM_BACKEND_REFUSED with cs->err.
+ * the stored ones, what an earlier run left open ended. 0, or RM_BACKEND_REFUSED with chs->err.
  */
-int rm_chs_start_ids(struct rm_chstore *cs, uint64_t now_ms);
+int rm_chs_start_ids(struct rm_chstore *chs, uint64_t now_ms);
 /* The runs row, whole, replacing one still waiting: at the start, at each heartbeat, at the stop. */
-void rm_chs_run_row(struct rm_chstore *cs);
+void rm_chs_run_row(struct rm_chstore *chs);
 
 #endif /* ROCEMETER_CHSTORE_IMPL_H */

@@ -161,10 +161,10 @@ void rm_chstore_epoch_row(GByteArray *out, const char *collector_id, const struc
 #define SROW_U64_ZERO(f) rm_chs_put_nu64(b, !s->f, s->f);
 #define SROW_TEXT_OPT(f) rm_chs_put_nstr(b, s->f);
 
-void rm_chs_session_row(struct rm_chstore *cs, GByteArray *b, const struct rm_sess_row *s)
+void rm_chs_session_row(struct rm_chstore *chs, GByteArray *b, const struct rm_sess_row *s)
 {
-	rm_chs_put_str(b, cs->id);
+	rm_chs_put_str(b, chs->id);
 	rm_chs_put_u64(b, (uint64_t)s->id);
-	rm_chs_put_u64(b, rm_chs_version_next(&cs->version));
+	rm_chs_put_u64(b, rm_chs_version_next(&chs->version));
 	RM_SESSION_COLUMNS(SROW_)
 }

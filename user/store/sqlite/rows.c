@@ -83,21 +83,21 @@ static int packs_above(const struct rm_epoch *e, int64_t max)
 	return e->store_row == ROW_NONE && (e->retired_ms || e->state != RM_EPOCH_OPEN) && e->store_id > max;
 }
 
-int rm_sq_packs(const struct rm_store *st, const struct rm_epoch *e)
+int rm_sq_packs(const struct rm_store *store, const struct rm_epoch *e)
 {
-	return packs_above(e, st->packed_max);
+	return packs_above(e, store->packed_max);
 }
 
-int rm_sq_attempt_packed(const struct rm_store *st, const struct rm_epoch *e)
+int rm_sq_attempt_packed(const struct rm_store *store, const struct rm_epoch *e)
 {
-	return packs_above(e, st->attempt_packed_max);
+	return packs_above(e, store->attempt_packed_max);
 }
 
 /* A row in epoch_rows: inserted, or its state columns updated (the key columns are written once). */
-int rm_sq_write_epoch(struct rm_store *st, const struct rm_epoch *e)
+int rm_sq_write_epoch(struct rm_store *store, const struct rm_epoch *e)
 {
 	int fresh = e->store_row != ROW_TABLE;
-	sqlite3_stmt *q = st->q[fresh ? Q_EPOCH_INSERT : Q_EPOCH_UPDATE];
+	sqlite3_stmt *q = store->q[fresh ? Q_EPOCH_INSERT : Q_EPOCH_UPDATE];
 	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
 	struct val v[EC__N];
 
@@ -127,18 +127,18 @@ int rm_sq_write_epoch(struct rm_store *st, const struct rm_epoch *e)
 		sqlite3_bind_null(q, ++i);
 #define BIND_TEXT_OPT(f) rm_sq_bind_text_or_null(q, ++i, s->f);
 
-int rm_sq_write_session(struct rm_store *st, const struct rm_sess_row *s)
+int rm_sq_write_session(struct rm_store *store, const struct rm_sess_row *s)
 {
-	sqlite3_stmt *q = st->q[Q_SESSION];
+	sqlite3_stmt *q = store->q[Q_SESSION];
 	int i = 0;
 
 	RM_SESSION_COLUMNS(BIND_)
 	return rm_sq_step_reset(q);
 }
 
-int rm_sq_write_raw(struct rm_store *st, const struct raw_row *r)
+int rm_sq_write_raw(struct rm_store *store, const struct raw_row *r)
 {
-	sqlite3_stmt *q = st->q[Q_RAW];
+	sqlite3_stmt *q = store->q[Q_RAW];
 
 	sqlite3_bind_int64(q, 1, r->session_id);
 	sqlite3_bind_int64(q, 2, (int64_t)r->received_ms);
@@ -163,9 +163,9 @@ int rm_sq_write_raw(struct rm_store *st, const struct raw_row *r)
 	return rm_sq_step_reset(q);
 }
 
-int rm_sq_write_drop(struct rm_store *st, const struct rm_drop_row *d)
+int rm_sq_write_drop(struct rm_store *store, const struct rm_drop_row *d)
 {
-	sqlite3_stmt *q = st->q[Q_DROP];
+	sqlite3_stmt *q = store->q[Q_DROP];
 
 	sqlite3_bind_int64(q, 1, d->session_id);
 	sqlite3_bind_text(q, 2, d->kind, -1, SQLITE_STATIC);
@@ -176,9 +176,9 @@ int rm_sq_write_drop(struct rm_store *st, const struct rm_drop_row *d)
 	return rm_sq_step_reset(q);
 }
 
-int rm_sq_write_conn(struct rm_store *st, const struct conn_row *c)
+int rm_sq_write_conn(struct rm_store *store, const struct conn_row *c)
 {
-	sqlite3_stmt *q = st->q[Q_CONNECTIONS];
+	sqlite3_stmt *q = store->q[Q_CONNECTIONS];
 
 	sqlite3_bind_int64(q, 1, (int64_t)c->minute_ms);
 	sqlite3_bind_text(q, 2, c->source, -1, SQLITE_STATIC);
@@ -190,9 +190,9 @@ int rm_sq_write_conn(struct rm_store *st, const struct conn_row *c)
 	return rm_sq_step_reset(q);
 }
 
-int rm_sq_write_limit(struct rm_store *st, const struct limit_row *l)
+int rm_sq_write_limit(struct rm_store *store, const struct limit_row *l)
 {
-	sqlite3_stmt *q = st->q[Q_RUN_LIMIT];
+	sqlite3_stmt *q = store->q[Q_RUN_LIMIT];
 
 	sqlite3_bind_int64(q, 1, l->run_id);
 	sqlite3_bind_text(q, 2, l->name, -1, SQLITE_STATIC);
@@ -200,9 +200,9 @@ int rm_sq_write_limit(struct rm_store *st, const struct limit_row *l)
 	return rm_sq_step_reset(q);
 }
 
-int rm_sq_write_point(struct rm_store *st, const struct point_row *p)
+int rm_sq_write_point(struct rm_store *store, const struct point_row *p)
 {
-	sqlite3_stmt *q = st->q[Q_OBS_POINT];
+	sqlite3_stmt *q = store->q[Q_OBS_POINT];
 
 	sqlite3_bind_int64(q, 1, (int64_t)p->domain);
 	sqlite3_bind_int64(q, 2, (int64_t)p->id);
@@ -213,9 +213,9 @@ int rm_sq_write_point(struct rm_store *st, const struct point_row *p)
 	return rm_sq_step_reset(q);
 }
 
-int rm_sq_write_lost(struct rm_store *st, int64_t id, uint64_t now_ms)
+int rm_sq_write_lost(struct rm_store *store, int64_t id, uint64_t now_ms)
 {
-	sqlite3_stmt *q = st->q[Q_EPOCH_LOST];
+	sqlite3_stmt *q = store->q[Q_EPOCH_LOST];
 
 	sqlite3_bind_int64(q, 1, id);
 	sqlite3_bind_int64(q, 2, (int64_t)now_ms);

@@ -160,24 +160,24 @@ void rm_sq_retirement_of(GString *g, const char *id)
  * read through a view named epochs: move the rows into the epochs table,
  * IDs unchanged.
  */
-int rm_sq_convert_epochs(struct rm_store *st, char **msg)
+int rm_sq_convert_epochs(struct rm_store *store, char **msg)
 {
 	int rc;
 
-	if (rm_sq_scalar(st->db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'epoch_keys'") <=
-	    0)
+	if (rm_sq_scalar(store->db,
+			 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'epoch_keys'") <= 0)
 		return SQLITE_OK;
-	rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE; DROP VIEW IF EXISTS epochs;", NULL, NULL, msg);
+	rc = sqlite3_exec(store->db, "BEGIN IMMEDIATE; DROP VIEW IF EXISTS epochs;", NULL, NULL, msg);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(st->db, rm_sq_schema, NULL, NULL, msg);
+		rc = sqlite3_exec(store->db, rm_sq_schema, NULL, NULL, msg);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(st->db,
+		rc = sqlite3_exec(store->db,
 				  "INSERT INTO epoch_rows (" EPOCH_COLUMNS ") SELECT k.id" EPOCH_COLUMNS_AFTER_ID
 				  " FROM epoch_keys k JOIN epoch_state s ON s.id = k.id ORDER BY k.id;"
 				  "DROP TABLE epoch_state; DROP TABLE epoch_keys; COMMIT;",
 				  NULL, NULL, msg);
-	if (rc != SQLITE_OK && !sqlite3_get_autocommit(st->db))
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	if (rc != SQLITE_OK && !sqlite3_get_autocommit(store->db))
+		sqlite3_exec(store->db, "ROLLBACK", NULL, NULL, NULL);
 	return rc;
 }
 
@@ -188,7 +188,7 @@ int rm_sq_convert_epochs(struct rm_store *st, char **msg)
  * the epoch changed after it was packed). Recreated at every read-write
  * open, so a database of an earlier version reads its new tables.
  */
-int rm_sq_create_view(struct rm_store *st, char **msg)
+int rm_sq_create_view(struct rm_store *store, char **msg)
 {
 	static const char cols[] = EPOCH_COLUMNS;
 	GString *sql = g_string_new("DROP VIEW IF EXISTS epochs; CREATE VIEW epochs AS SELECT " EPOCH_COLUMNS
@@ -219,38 +219,38 @@ int rm_sq_create_view(struct rm_store *st, char **msg)
 	g_string_append(sql, " FROM epoch_archive a, json_each(a.data) j WHERE ");
 	rm_sq_packed_col(sql, EC_RETIRED);
 	g_string_append_printf(sql, " IS NOT NULL OR NOT EXISTS (SELECT 1 FROM epoch_rows o WHERE o.id = %s)", id->str);
-	rc = sqlite3_exec(st->db, sql->str, NULL, NULL, msg);
+	rc = sqlite3_exec(store->db, sql->str, NULL, NULL, msg);
 	g_string_free(sql, TRUE);
 	g_string_free(id, TRUE);
 	return rc;
 }
 
-int rm_sq_add_column(struct rm_store *st, const char *table, const char *column, const char *decl, char **msg)
+int rm_sq_add_column(struct rm_store *store, const char *table, const char *column, const char *decl, char **msg)
 {
 	char sql[200];
 	sqlite3_stmt *q;
 
 	snprintf(sql, sizeof(sql), "SELECT %s FROM %s LIMIT 0", column, table);
-	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) == SQLITE_OK) {
+	if (sqlite3_prepare_v2(store->db, sql, -1, &q, NULL) == SQLITE_OK) {
 		sqlite3_finalize(q);
 		return SQLITE_OK;
 	}
 	snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s %s", table, column, decl);
-	return sqlite3_exec(st->db, sql, NULL, NULL, msg);
+	return sqlite3_exec(store->db, sql, NULL, NULL, msg);
 }
 
-int rm_sq_bind_points(struct rm_store *st, char **msg)
+int rm_sq_bind_points(struct rm_store *store, char **msg)
 {
 	sqlite3_stmt *q;
 
-	if (rm_sq_scalar(st->db,
+	if (rm_sq_scalar(store->db,
 			 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'observation_points'") <=
 	    0)
 		return SQLITE_OK;
-	if (sqlite3_prepare_v2(st->db, "SELECT peer_subject FROM observation_points LIMIT 0", -1, &q, NULL) ==
+	if (sqlite3_prepare_v2(store->db, "SELECT peer_subject FROM observation_points LIMIT 0", -1, &q, NULL) ==
 	    SQLITE_OK) {
 		sqlite3_finalize(q);
 		return SQLITE_OK;
 	}
-	return sqlite3_exec(st->db, "DROP TABLE observation_points", NULL, NULL, msg);
+	return sqlite3_exec(store->db, "DROP TABLE observation_points", NULL, NULL, msg);
 }

@@ -184,7 +184,7 @@ struct rm_store {
 	GPtrArray *chunks;       /* struct arc_chunk *: packed chunks closed, not yet written (g_free) */
 	GPtrArray *spare;        /* char * of RM_STORE_ARCHIVE_CAP octets: builder buffers written, for reuse */
 	int64_t packed_max;      /* the largest row ID packed by this store: an epoch of a lower ID gets a row */
-	uint32_t attempt_chunks; /* st->chunks->len before the transaction being tried packed the queue */
+	uint32_t attempt_chunks; /* store->chunks->len before the transaction being tried packed the queue */
 	int64_t attempt_packed_max; /* packed_max before it: what it packed is above */
 	GHashTable *sessions;       /* int64 id -> struct rm_sess_row */
 	uint32_t sessions_dirty;
@@ -263,18 +263,18 @@ void rm_sq_packed_col(GString *g, int c);
 /* Append the retirement time of the packed epoch whose row ID is the SQL expression id, or NULL. */
 void rm_sq_retirement_of(GString *g, const char *id);
 /* Convert a database of the earlier layout (epoch_keys + epoch_state). SQLITE_OK or an SQLite error, msg set. */
-int rm_sq_convert_epochs(struct rm_store *st, char **msg);
+int rm_sq_convert_epochs(struct rm_store *store, char **msg);
 /* (Re)create the view epochs over epoch_rows and epoch_archive. SQLITE_OK or an SQLite error, msg set. */
-int rm_sq_create_view(struct rm_store *st, char **msg);
+int rm_sq_create_view(struct rm_store *store, char **msg);
 /* Add column with its declaration to table unless it exists. SQLITE_OK or an SQLite error, msg set. */
-int rm_sq_add_column(struct rm_store *st, const char *table, const char *column, const char *decl, char **msg);
+int rm_sq_add_column(struct rm_store *store, const char *table, const char *column, const char *decl, char **msg);
 /*
  * Drop an observation_points table of the earlier layout (names keyed by
  * domain and ID only, bound to no exporter: any exporter could have written
  * them); exporters send their names again at each Transport Session start.
  * SQLITE_OK or an SQLite error, msg set.
  */
-int rm_sq_bind_points(struct rm_store *st, char **msg);
+int rm_sq_bind_points(struct rm_store *store, char **msg);
 
 /* queue.c */
 /* Drop a reference to a Template copy (NULL: nothing). */
@@ -288,9 +288,9 @@ void rm_sq_limit_row_clear(gpointer p);
 /* Clear a struct point_row (GArray clear function). */
 void rm_sq_point_row_clear(gpointer p);
 /* 1 if anything waits for the next transaction. */
-int rm_sq_waiting(const struct rm_store *st);
+int rm_sq_waiting(const struct rm_store *store);
 /* Log the "database" drops not yet logged (one line; nothing if none). queue.c. */
-void rm_sq_log_drops(struct rm_store *st);
+void rm_sq_log_drops(struct rm_store *store);
 
 /* rows.c */
 /* An address of r (16 octets a) as text: dotted IPv4 or inet_ntop IPv6, into buf of len. */
@@ -304,57 +304,57 @@ uint64_t rm_sq_epoch_nulls(const struct rm_epoch *e);
  * never written, retired or settled, and of an ID above every one packed
  * (chunks stay in ID order, each after the one before: store_read_sqlite.c).
  */
-int rm_sq_packs(const struct rm_store *st, const struct rm_epoch *e);
+int rm_sq_packs(const struct rm_store *store, const struct rm_epoch *e);
 /* 1 if the queued epoch was packed by the transaction being tried (rm_sq_attempt_pack), not written as a row. */
-int rm_sq_attempt_packed(const struct rm_store *st, const struct rm_epoch *e);
+int rm_sq_attempt_packed(const struct rm_store *store, const struct rm_epoch *e);
 /* Insert or update an epoch's row in epoch_rows. 0 or -1 (SQLite error). */
-int rm_sq_write_epoch(struct rm_store *st, const struct rm_epoch *e);
+int rm_sq_write_epoch(struct rm_store *store, const struct rm_epoch *e);
 /* Insert or update a session row. 0 or -1. */
-int rm_sq_write_session(struct rm_store *st, const struct rm_sess_row *s);
+int rm_sq_write_session(struct rm_store *store, const struct rm_sess_row *s);
 /* Insert a raw record. 0 or -1. */
-int rm_sq_write_raw(struct rm_store *st, const struct raw_row *r);
+int rm_sq_write_raw(struct rm_store *store, const struct raw_row *r);
 /* Add a drop count to its row. 0 or -1. */
-int rm_sq_write_drop(struct rm_store *st, const struct rm_drop_row *d);
+int rm_sq_write_drop(struct rm_store *store, const struct rm_drop_row *d);
 /* Add a count of refused connections to its row. 0 or -1. */
-int rm_sq_write_conn(struct rm_store *st, const struct conn_row *c);
+int rm_sq_write_conn(struct rm_store *store, const struct conn_row *c);
 /* Write one limit of a run. 0 or -1. */
-int rm_sq_write_limit(struct rm_store *st, const struct limit_row *l);
+int rm_sq_write_limit(struct rm_store *store, const struct limit_row *l);
 /* Write one observation point's name. 0 or -1. */
-int rm_sq_write_point(struct rm_store *st, const struct point_row *p);
+int rm_sq_write_point(struct rm_store *store, const struct point_row *p);
 /* Mark the row of an epoch whose outcome was not kept (retired, incomplete if open). 0 or -1. */
-int rm_sq_write_lost(struct rm_store *st, int64_t id, uint64_t now_ms);
+int rm_sq_write_lost(struct rm_store *store, int64_t id, uint64_t now_ms);
 
 /* archive.c */
 /* Forget the base of the chunk being built. */
-void rm_sq_base_clear(struct rm_store *st);
-/* Append an epoch to the chunk being built (st->arc). 0 or -1 (out of memory). */
-int rm_sq_archive_add(struct rm_store *st, const struct rm_epoch *e);
+void rm_sq_base_clear(struct rm_store *store);
+/* Append an epoch to the chunk being built (store->arc). 0 or -1 (out of memory). */
+int rm_sq_archive_add(struct rm_store *store, const struct rm_epoch *e);
 /*
  * Pack e (rm_sq_packs) into the chunk being built, closing the chunk at
- * RM_STORE_ARCHIVE_CHUNK octets: from here on the copy waits in st->chunks
- * or st->arc, kept across failed transactions, until a commit. 0 or -1 (out of memory).
+ * RM_STORE_ARCHIVE_CHUNK octets: from here on the copy waits in store->chunks
+ * or store->arc, kept across failed transactions, until a commit. 0 or -1 (out of memory).
  */
-int rm_sq_pack(struct rm_store *st, const struct rm_epoch *e);
+int rm_sq_pack(struct rm_store *store, const struct rm_epoch *e);
 /*
- * Pack, in queue order, the packable epochs waiting in st->epochs[0 .. n - 1]
+ * Pack, in queue order, the packable epochs waiting in store->epochs[0 .. n - 1]
  * not looked at yet, and take them out of the queue (slot NULL, store_row
  * ROW_PACKED; a retired one the store kept is freed, its charge returned). 0 or -1.
  */
-int rm_sq_pack_upto(struct rm_store *st, uint32_t n);
+int rm_sq_pack_upto(struct rm_store *store, uint32_t n);
 /*
  * For a transaction: close the chunk being built (what was packed before
  * waits on), then pack the packable epochs still queued into chunks of this
  * attempt only, leaving them queued. 0 or -1 (out of memory).
  */
-int rm_sq_attempt_pack(struct rm_store *st);
+int rm_sq_attempt_pack(struct rm_store *store);
 /* The transaction failed: drop the chunks of the attempt (the epochs stay queued, packed again at the next). */
-void rm_sq_attempt_undo(struct rm_store *st);
+void rm_sq_attempt_undo(struct rm_store *store);
 /* Insert every waiting chunk (the one being built closed first), one epoch_archive row each. 0 or -1. */
-int rm_sq_archive_write(struct rm_store *st);
+int rm_sq_archive_write(struct rm_store *store);
 /* After a commit: the waiting chunks written, their buffers kept for reuse (up to a few). */
-void rm_sq_chunks_written(struct rm_store *st);
+void rm_sq_chunks_written(struct rm_store *store);
 /* At close: free the chunks, spare buffers and the builder's buffer. */
-void rm_sq_chunks_free(struct rm_store *st);
+void rm_sq_chunks_free(struct rm_store *store);
 
 /*
  * Reading a chunk back (one epoch_archive row), each epoch as the epochs
@@ -387,6 +387,6 @@ int rm_sq_unpack_next(struct rm_sq_unpack *u);
 /* sqlite3_wal_hook callback: records the WAL's length for checkpoints. */
 int rm_sq_wal_hook(void *arg, sqlite3 *db, const char *name, int pages);
 /* Try a transaction of what waits now; on failure the store is unavailable and retries later (logged). */
-void rm_sq_attempt(struct rm_store *st);
+void rm_sq_attempt(struct rm_store *store);
 
 #endif /* ROCEMETER_STORE_IMPL_H */

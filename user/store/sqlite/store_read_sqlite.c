@@ -16,7 +16,7 @@
 
 struct sqlite_reader {
 	struct rm_store_reader base;
-	struct rm_store *st;
+	struct rm_store *store;
 	char path[256];
 };
 
@@ -36,21 +36,22 @@ static struct rm_store_reader *sq_open(const struct rm_store_spec *spec, char *e
 		free(r);
 		return NULL;
 	}
-	r->st = rm_store_open(spec->path, 1, err, errlen);
-	if (!r->st) {
+	r->store = rm_store_open(spec->path, 1, err, errlen);
+	if (!r->store) {
 		free(r);
 		return NULL;
 	}
 	/* A file the collector never initialised (empty, or another database): how to make it a store. */
-	if (sqlite3_prepare_v2(rm_store_db(r->st), "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'",
-			       -1, &q, NULL) != SQLITE_OK ||
+	if (sqlite3_prepare_v2(rm_store_db(r->store),
+			       "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'", -1, &q,
+			       NULL) != SQLITE_OK ||
 	    sqlite3_step(q) != SQLITE_ROW) {
 		snprintf(err, errlen,
 			 "%s: not a rocemeter store (no table runs): run 'rocemeter collect --store-init --store "
 			 "sqlite:%s'",
 			 spec->path, spec->path);
 		sqlite3_finalize(q);
-		rm_store_close(r->st);
+		rm_store_close(r->store);
 		free(r);
 		return NULL;
 	}
@@ -63,7 +64,7 @@ static void sq_close(struct rm_store_reader *base)
 {
 	struct sqlite_reader *r = (struct sqlite_reader *)base;
 
-	rm_store_close(r->st);
+	rm_store_close(r->store);
 	free(r);
 }
 
@@ -477,7 +478,7 @@ static int sq_epochs(struct rm_store_reader *base, const struct rm_read_filter *
 		     int (*fn)(void *arg, const struct rm_epoch_read *e), void *arg, char *err, size_t errlen)
 {
 	struct sqlite_reader *r = (struct sqlite_reader *)base;
-	sqlite3 *db = rm_store_db(r->st);
+	sqlite3 *db = rm_store_db(r->store);
 	struct emit m = { .f = f, .exporters = load_exporters(db), .fn = fn, .arg = arg };
 	int64_t overlaps;
 	int rc;
@@ -487,7 +488,8 @@ static int sq_epochs(struct rm_store_reader *base, const struct rm_read_filter *
 	 * Chunks in ID order, each after the one before (as rm_sq_archive_add
 	 * writes them): merged in C; else, or without this layout's tables, the view.
 	 */
-	overlaps = rm_sq_scalar(rm_store_db(r->st), "SELECT count(*) FROM (SELECT first_id, last_id, lag(last_id) OVER"
+	overlaps =
+		rm_sq_scalar(rm_store_db(r->store), "SELECT count(*) FROM (SELECT first_id, last_id, lag(last_id) OVER"
 						    " (ORDER BY id) AS prev FROM epoch_archive)"
 						    " WHERE last_id < first_id OR prev >= first_id");
 	if (overlaps == 0) {
@@ -525,7 +527,7 @@ static int sq_limits(struct rm_store_reader *base, const char *collector_id,
 		     int (*fn)(void *arg, const struct rm_limits_read *l), void *arg, char *err, size_t errlen)
 {
 	struct sqlite_reader *r = (struct sqlite_reader *)base;
-	sqlite3 *db = rm_store_db(r->st);
+	sqlite3 *db = rm_store_db(r->store);
 	struct rm_limits_read l = { 0 };
 	sqlite3_stmt *q;
 	int rc;
@@ -593,7 +595,7 @@ static int sq_points(struct rm_store_reader *base, rm_store_point_fn *fn, void *
 	sqlite3_stmt *q;
 
 	if (sqlite3_prepare_v2(
-		    rm_store_db(r->st),
+		    rm_store_db(r->store),
 		    "SELECT domain, observation_point_id, name, peer_name, peer_subject FROM observation_points", -1,
 		    &q, NULL) != SQLITE_OK)
 		return 0;
