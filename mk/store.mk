@@ -1,6 +1,6 @@
 # user/store/: the collector's store - the store interface, SQLite (sqlite/) and
 # ClickHouse (clickhouse/) writers, and the readers of `rocemeter report`.
-ROCEMETER_SRCS += user/store/backend.c user/store/store_spec.c user/store/store_rows.c \
+ROCEMETER_SRCS += user/store/backend.c user/store/store_spec.c user/store/columns.c user/store/store_rows.c \
                   user/store/store_read.c user/store/read_result.c \
                   user/store/sqlite/store.c user/store/sqlite/statement.c user/store/sqlite/schema.c \
                   user/store/sqlite/queue.c user/store/sqlite/rows.c user/store/sqlite/archive.c \

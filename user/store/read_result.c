@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "store_read.h"
+#include "store_rows.h"
 
 const char *const rm_epoch_read_names[RM_ER__N] = {
 #define NAME(name, column, kind) #column,
@@ -55,4 +56,18 @@ int rm_named_u64_push(struct rm_named_u64 **v, size_t *n, const char *name, uint
 		return -ENOMEM;
 	(*n)++;
 	return 0;
+}
+
+int rm_limits_read_run(struct rm_limits_read *l, const struct rm_run_row *run)
+{
+	l->run_id = (uint64_t)run->id;
+	l->started_ms = run->started_ms;
+	l->max_sessions = run->max_sessions;
+	l->max_epochs = run->max_epochs;
+	l->max_raw_records = run->max_raw_records;
+	l->inactivity_timeout_ms = run->inactivity_timeout_ms;
+	l->pen = run->pen;
+	l->listen = run->listen ? strdup(run->listen) : NULL;
+	l->transport = run->transport ? strdup(run->transport) : NULL;
+	return (run->listen && !l->listen) || (run->transport && !l->transport) ? -ENOMEM : 0;
 }

@@ -89,6 +89,10 @@ void rm_limits_read_free(struct rm_limits_read *l);
  */
 int rm_named_u64_push(struct rm_named_u64 **v, size_t *n, const char *name, uint64_t value);
 
+struct rm_run_row;
+/* The run of l from its runs row as a reader read it back (texts copied). 0, or -ENOMEM. */
+int rm_limits_read_run(struct rm_limits_read *l, const struct rm_run_row *run);
+
 struct rm_store_reader;
 
 /*

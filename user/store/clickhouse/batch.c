@@ -87,7 +87,8 @@ static void serialize_sessions(struct rm_chstore *chs)
 
 		if (!s->dirty)
 			continue;
-		rm_chs_session_row(chs, chs->cur->body[T_SESSIONS], s);
+		rm_chs_put_row(chs->cur->body[T_SESSIONS], &rm_stored_sessions, chs->id,
+			       rm_chs_version_next(&chs->version), s);
 		s->dirty = 0;
 		if (s->ended_ms)
 			g_hash_table_iter_remove(&it);
@@ -102,17 +103,10 @@ static void serialize_drops(struct rm_chstore *chs)
 	g_hash_table_iter_init(&it, chs->drops);
 	while (g_hash_table_iter_next(&it, NULL, &v)) {
 		struct rm_drop_row *d = v;
-		GByteArray *b = chs->cur->body[T_DROPS];
 
 		if (!d->count)
 			continue;
-		rm_chs_put_str(b, chs->id);
-		rm_chs_put_u64(b, (uint64_t)d->session_id);
-		rm_chs_put_str(b, d->kind);
-		rm_chs_put_u64(b, d->count);
-		rm_chs_put_u64(b, d->first_ms);
-		rm_chs_put_u64(b, d->last_ms);
-		rm_chs_put_nstr(b, d->detail);
+		rm_chs_put_row(chs->cur->body[T_DROPS], &rm_stored_drops, chs->id, 0, d);
 		g_hash_table_iter_remove(&it);
 	}
 }

@@ -41,7 +41,7 @@ static int ch_commit(void *p)
 	struct rm_chstore *chs = p;
 	uint64_t m = rm_clock_mono_ms();
 
-	if (chs->run_id && !chs->run.stopped_ms && m - chs->last_heartbeat_ms >= RM_CHSTORE_HEARTBEAT_MS) {
+	if (chs->run.id && !chs->run.stopped_ms && m - chs->last_heartbeat_ms >= RM_CHSTORE_HEARTBEAT_MS) {
 		rm_chs_run_row(chs); /* the heartbeat: this collector ID is in use (chstore.h) */
 		chs->last_heartbeat_ms = m;
 	}
@@ -84,20 +84,16 @@ static int64_t ch_run_start(void *p, const char *listen, const char *transport, 
 	if (rm_chs_start_ids(chs, now_ms) == RM_BACKEND_REFUSED)
 		return RM_BACKEND_REFUSED;
 	chs->raw_limit = max_raw_records;
-	chs->run_id = chs->next_run++;
-	chs->run.started_ms = now_ms;
-	chs->run.listen = strdup(listen ? listen : "");
-	chs->run.transport = strdup(transport ? transport : "");
-	chs->run.lim = *lim;
-	chs->run.max_raw_records = max_raw_records;
-	chs->run.pen = pen;
+	chs->run = rm_run_row_of(strdup(listen ? listen : ""), strdup(transport ? transport : ""), lim, max_raw_records,
+				 pen, now_ms);
+	chs->run.id = chs->next_run++;
 	if (!chs->run.listen || !chs->run.transport) {
 		snprintf(chs->err, sizeof(chs->err), "out of memory");
 		return -1;
 	}
 	rm_chs_run_row(chs);
 	chs->last_heartbeat_ms = rm_clock_mono_ms();
-	return chs->run_id;
+	return chs->run.id;
 }
 
 static int ch_run_stop(void *p, int64_t run_id, uint64_t now_ms)
@@ -208,7 +204,8 @@ static int ch_raw(void *p, int64_t session_id, uint32_t domain, uint16_t tid, co
 		  size_t tmpl_len, uint64_t now_ms)
 {
 	struct rm_chstore *chs = p;
-	GByteArray *b = chs->cur->body[T_RAW];
+	struct rm_raw_row row =
+		rm_raw_row_of(session_id, domain, tid, r, verdict, reason, raw, len, tmpl, tmpl_len, now_ms);
 
 	if (chs->raw_rows >= chs->raw_limit) {
 		char d[160];
@@ -223,21 +220,8 @@ static int ch_raw(void *p, int64_t session_id, uint32_t domain, uint16_t tid, co
 		rm_chs_store_drop(chs, session_id, d);
 		return 0;
 	}
-	rm_chs_put_str(b, chs->id);
-	rm_chs_put_u64(b, (uint64_t)chs->next_raw++);
-	rm_chs_put_u64(b, (uint64_t)session_id);
-	rm_chs_put_u64(b, now_ms);
-	rm_chs_put_u64(b, domain);
-	rm_chs_put_u64(b, tid);
-	rm_chs_put_nu64(b, !r, r ? r->epoch_id : 0);
-	rm_chs_put_nu64(b, !r, r ? r->report_id : 0);
-	rm_chs_put_nu64(b, !r, r ? r->flags : 0);
-	rm_chs_put_str(b, verdict);
-	rm_chs_put_str(b, reason ? reason : "");
-	rm_chs_put_bytes(b, raw, len);
-	rm_chs_put_u8(b, tmpl ? 0 : 1);
-	if (tmpl)
-		rm_chs_put_bytes(b, tmpl, tmpl_len);
+	row.id = chs->next_raw++;
+	rm_chs_put_row(chs->cur->body[T_RAW], &rm_stored_raw, chs->id, 0, &row);
 	chs->cur->raw++;
 	chs->raw_rows++;
 	chs->raw_bytes += len + (tmpl ? tmpl_len : 0);
@@ -253,7 +237,13 @@ static int ch_connections(void *p, uint64_t minute_ms, const char *source, const
 			  uint64_t first_ms, uint64_t last_ms, const char *detail)
 {
 	struct rm_chstore *chs = p;
-	GByteArray *b = chs->cur->body[T_CONNS];
+	struct rm_conn_row row = { .minute_ms = minute_ms,
+				   .count = count,
+				   .first_ms = first_ms,
+				   .last_ms = last_ms,
+				   .source = source,
+				   .outcome = outcome,
+				   .detail = detail };
 
 	if (!rm_chs_room(chs, 512)) {
 		char d[200];
@@ -265,14 +255,7 @@ static int ch_connections(void *p, uint64_t minute_ms, const char *source, const
 		rm_chs_store_drop(chs, 0, d);
 		return 0;
 	}
-	rm_chs_put_str(b, chs->id);
-	rm_chs_put_u64(b, minute_ms);
-	rm_chs_put_str(b, source);
-	rm_chs_put_str(b, outcome);
-	rm_chs_put_u64(b, count);
-	rm_chs_put_u64(b, first_ms);
-	rm_chs_put_u64(b, last_ms);
-	rm_chs_put_nstr(b, detail);
+	rm_chs_put_row(chs->cur->body[T_CONNS], &rm_stored_conns, chs->id, 0, &row);
 	chs->cur->conns++;
 	return 0;
 }
@@ -280,13 +263,9 @@ static int ch_connections(void *p, uint64_t minute_ms, const char *source, const
 static int ch_run_limit(void *p, int64_t run_id, const char *name, uint64_t value)
 {
 	struct rm_chstore *chs = p;
-	GByteArray *b = chs->cur->body[T_LIMITS];
+	struct rm_limit_row row = { .run_id = run_id, .value = value, .seq = chs->limit_seq++, .name = name };
 
-	rm_chs_put_str(b, chs->id);
-	rm_chs_put_u64(b, (uint64_t)run_id);
-	rm_chs_put_str(b, name);
-	rm_chs_put_u64(b, value);
-	rm_chs_put_u64(b, chs->limit_seq++);
+	rm_chs_put_row(chs->cur->body[T_LIMITS], &rm_stored_limits, chs->id, 0, &row);
 	return 0;
 }
 
@@ -299,8 +278,13 @@ static int ch_run_limit(void *p, int64_t run_id, const char *name, uint64_t valu
 static int ch_observation_point(void *p, const struct rm_store_point *pt, uint64_t now_ms)
 {
 	struct rm_chstore *chs = p;
-	GByteArray *b = chs->cur->body[T_POINTS];
 	const char *pn = pt->peer_name ? pt->peer_name : "", *ps = pt->peer_subject ? pt->peer_subject : "";
+	struct rm_point_row row = { .domain = pt->domain,
+				    .id = pt->id,
+				    .updated_ms = now_ms,
+				    .name = pt->name,
+				    .peer_name = pn,
+				    .peer_subject = ps };
 
 	if (!chs->points_kept)
 		return 0;
@@ -314,14 +298,7 @@ static int ch_observation_point(void *p, const struct rm_store_point *pt, uint64
 		rm_chs_store_drop(chs, 0, d);
 		return 0;
 	}
-	rm_chs_put_str(b, chs->id);
-	rm_chs_put_str(b, pn);
-	rm_chs_put_str(b, ps);
-	rm_chs_put_u64(b, pt->domain);
-	rm_chs_put_u64(b, pt->id);
-	rm_chs_put_str(b, pt->name);
-	rm_chs_put_u64(b, now_ms);
-	rm_chs_put_u64(b, rm_chs_version_next(&chs->version));
+	rm_chs_put_row(chs->cur->body[T_POINTS], &rm_stored_points, chs->id, rm_chs_version_next(&chs->version), &row);
 	return 0;
 }
 
@@ -464,8 +441,8 @@ static void ch_close(void *p)
 	g_hash_table_destroy(chs->drops_unlogged_by_session);
 	pthread_mutex_destroy(&chs->mu);
 	pthread_cond_destroy(&chs->cv);
-	free(chs->run.listen);
-	free(chs->run.transport);
+	free((char *)chs->run.listen);
+	free((char *)chs->run.transport);
 	free(chs);
 }
 

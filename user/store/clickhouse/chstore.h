@@ -149,6 +149,15 @@ int rm_chstore_check_id(const char *id, char *err, size_t errlen);
  * SQLite store. For the tests.
  */
 void rm_chstore_epoch_row(GByteArray *out, const char *collector_id, const struct rm_epoch *e, uint64_t version);
+/*
+ * The RowBinary row of any table of columns.h (row: its struct,
+ * store_rows.h) as the store's batches hold it: collector_id, the table's
+ * ClickHouse columns in order, version after the ID where rows change (last
+ * in a table without an ID). Appended to out. For the tests.
+ */
+struct rm_stored_table;
+void rm_chstore_row(GByteArray *out, const struct rm_stored_table *t, const char *collector_id, const void *row,
+		    uint64_t version);
 
 /* Octets of rows waiting (batch and queue); the collector's thread (or while it waits for the metrics lock). */
 uint64_t rm_chstore_waiting(struct rm_chstore *chs);

@@ -17,6 +17,7 @@
 #include "chstore.h"
 #include "common/clock.h"
 #include "rules/budget.h"
+#include "store/columns.h"
 #include "store/store_rows.h"
 #include "version.h"
 
@@ -56,7 +57,7 @@ struct rm_chstore {
 	struct rm_budget *budget; /* the kept retired epochs' charges (RM_BUDGET_EPOCH_BYTES each); NULL: none */
 	GHashTable *sessions;     /* int64 id -> struct rm_sess_row */
 	GHashTable *drops;        /* "session/kind" -> struct rm_drop_row */
-	int64_t next_run, next_session, next_epoch, next_raw, run_id;
+	int64_t next_run, next_session, next_epoch, next_raw;
 	uint64_t limit_seq;
 	struct rm_chs_version version; /* the rows' versions */
 	uint64_t last_handoff_ms;
@@ -75,12 +76,7 @@ struct rm_chstore {
 	int points_kept;           /* the store has observation_points (checked at the start): names are written */
 	uint64_t sessions_started; /* in this run */
 	uint64_t handed;           /* batches handed over to the sender in this run */
-	struct {
-		uint64_t started_ms, stopped_ms;
-		char *listen, *transport;
-		struct rm_rules_limits lim;
-		uint32_t max_raw_records, pen;
-	} run;
+	struct rm_run_row run;     /* this run's runs row; its listen and transport are owned here */
 
 	/* Shared with the sender, under mu. */
 	pthread_mutex_t mu;
@@ -104,10 +100,28 @@ struct rm_chstore {
 };
 
 /* rows.c */
-/* One INSERT per table, by enum table; its column list is the order rows are serialized in. */
-extern const char *const rm_chs_inserts[T__N];
-/* The tables' names, by enum table. */
-extern const char *const rm_chs_table_names[T__N];
+/* The tables of columns.h by enum table. */
+extern const struct rm_stored_table *const rm_chs_tables[T__N];
+/* Append the columns of t's rows in the order they are serialized (collector_id, ..., version). */
+void rm_chs_columns(GString *g, const struct rm_stored_table *t);
+/* "INSERT INTO t (the columns) FORMAT RowBinary"; g_free it. */
+char *rm_chs_insert_sql(const struct rm_stored_table *t);
+/* Insert one row of t at once (rm_chs_put_row's). 0, or rm_ch_query's negative errno with err. */
+int rm_chs_insert_row(struct rm_ch *ch, const struct rm_stored_table *t, const char *collector_id, uint64_t version,
+		      const void *row, char *err, size_t errlen);
+/* A column of a row written again and the expression that gives it (rm_chs_copy_sql). */
+struct rm_chs_set {
+	const char *column, *expr;
+};
+/*
+ * "INSERT INTO t (the columns) SELECT ... FROM t FINAL WHERE where": the rows
+ * of t where selects written again, each column as stored but those of set
+ * (n; version among them, for a versioned table). g_free it.
+ */
+char *rm_chs_copy_sql(const struct rm_stored_table *t, const struct rm_chs_set *set, size_t n, const char *where);
+/* A row of t (its struct: columns.h) in RowBinary with the collector ID and version (if t has one), appended to b. */
+void rm_chs_put_row(GByteArray *b, const struct rm_stored_table *t, const char *collector_id, uint64_t version,
+		    const void *row);
 /* RowBinary UInt64 (little-endian) appended to b. */
 void rm_chs_put_u64(GByteArray *b, uint64_t v);
 /* RowBinary UInt8 appended to b. */
@@ -120,8 +134,6 @@ void rm_chs_put_str(GByteArray *b, const char *s);
 void rm_chs_put_nu64(GByteArray *b, int null, uint64_t v);
 /* RowBinary Nullable(String): NULL if s is. */
 void rm_chs_put_nstr(GByteArray *b, const char *s);
-/* A sessions row (docs/clickhouse/single.sql) with the next version, appended to b. */
-void rm_chs_session_row(struct rm_chstore *chs, GByteArray *b, const struct rm_sess_row *s);
 
 /* batch.c */
 /* An empty batch; NULL on out of memory. */

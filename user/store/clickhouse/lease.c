@@ -51,46 +51,47 @@ static int recover(struct rm_chstore *chs, struct rm_ch *ch, const char *qid, ui
 {
 	static const char cause[] = "session ended: collector restarted (the run that received it ended without "
 				    "closing its session)";
-	uint64_t ver = rm_chs_version_next(&chs->version);
+	char *ver = g_strdup_printf("%" PRIu64, rm_chs_version_next(&chs->version));
+	char *now = g_strdup_printf("toNullable(toUInt64(%" PRIu64 "))", now_ms);
+	char *reason = g_strdup_printf(
+		"if(state = 'open', toNullable(if(reports_accepted = 0, concat('%s', '; no accepted report'),"
+		" concat('%s', ' without a final report (last report ', toString(assumeNotNull(last_report_id)), ')',"
+		" if(missing_reports > 0, concat('; ', toString(missing_reports), ' reports missing'), '')))), reason)",
+		cause, cause);
+	char *where[2];
+	const struct rm_chs_set ended[] = {
+		{ "version", ver },
+		{ "ended_ms", now },
+		{ "end_reason", "toNullable('collector restarted: the run that held this session ended without closing "
+				"it')" },
+	};
+	const struct rm_chs_set retired[] = {
+		{ "version", ver },
+		{ "outcome", "if(state = 'open', 'incomplete', outcome)" },
+		{ "reason", reason },
+		{ "retired_ms", now },
+	};
 	char *sql[3];
 	int rc = 0;
 
-	sql[0] = g_strdup_printf(
-		"INSERT INTO sessions (collector_id, id, version, run_id, peer, peer_subject, transport, started_ms,"
-		" ended_ms, end_reason, messages, records, octets, rejected, accepted, repeats, stale, orphans,"
-		" unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound, seq_gaps, seq_missing,"
-		" export_time_backwards, peer_name) SELECT collector_id, id, %" PRIu64
-		", run_id, peer, peer_subject, transport,"
-		" started_ms, toNullable(toUInt64(%" PRIu64
-		")), toNullable('collector restarted: the run that held this"
-		" session ended without closing it'), messages, records, octets, rejected, accepted, repeats, stale,"
-		" orphans, unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound, seq_gaps,"
-		" seq_missing, export_time_backwards, peer_name FROM sessions FINAL WHERE collector_id = %s AND id "
-		"GLOBAL IN"
-		" (SELECT id FROM sessions WHERE collector_id = %s GROUP BY id HAVING argMax(isNull(ended_ms), "
-		"version))",
-		ver, now_ms, qid, qid);
-	sql[1] = g_strdup_printf(
-		"%.*s SELECT collector_id, id, %" PRIu64 ", session_id, domain, observation_point_id,"
-		" family, src, dst, dest_qp, pkey, has_vlan_ns, vlan_outer, vlan_inner, epoch_id, window, flags,"
-		" flags_seen, flow_start_ms, flow_end_ms, first_report_id, last_report_id, reports_accepted,"
-		" missing_initial, missing_reports, gaps, repeats, stale, unsupported, ignored, requests, skipped,"
-		" filled, expired, abandoned, pending, repeated, unclassified_late, state,"
-		" if(state = 'open', 'incomplete', outcome),"
-		" if(state = 'open', toNullable(if(reports_accepted = 0, concat('%s', '; no accepted report'),"
-		" concat('%s', ' without a final report (last report ', toString(assumeNotNull(last_report_id)), ')',"
-		" if(missing_reports > 0, concat('; ', toString(missing_reports), ' reports missing'), '')))), reason),"
-		" first_seen_ms, last_seen_ms, toNullable(toUInt64(%" PRIu64 "))"
-		" FROM epochs FINAL WHERE collector_id = %s AND id GLOBAL IN"
-		" (SELECT id FROM epochs WHERE collector_id = %s GROUP BY id HAVING argMax(isNull(retired_ms), "
-		"version))",
-		(int)(strlen(rm_chs_inserts[T_EPOCHS]) - strlen(" FORMAT RowBinary")), rm_chs_inserts[T_EPOCHS], ver,
-		cause, cause, now_ms, qid, qid);
+	where[0] = g_strdup_printf("collector_id = %s AND id GLOBAL IN (SELECT id FROM sessions WHERE collector_id = %s"
+				   " GROUP BY id HAVING argMax(isNull(ended_ms), version))",
+				   qid, qid);
+	where[1] = g_strdup_printf("collector_id = %s AND id GLOBAL IN (SELECT id FROM epochs WHERE collector_id = %s"
+				   " GROUP BY id HAVING argMax(isNull(retired_ms), version))",
+				   qid, qid);
+	sql[0] = rm_chs_copy_sql(&rm_stored_sessions, ended, G_N_ELEMENTS(ended), where[0]);
+	sql[1] = rm_chs_copy_sql(&rm_stored_epochs, retired, G_N_ELEMENTS(retired), where[1]);
 	sql[2] = NULL;
 	for (int i = 0; sql[i] && !rc; i++)
 		rc = rm_ch_query(ch, sql[i], NULL, 0, NULL, NULL, err, errlen);
 	for (int i = 0; sql[i]; i++)
 		g_free(sql[i]);
+	g_free(where[0]);
+	g_free(where[1]);
+	g_free(ver);
+	g_free(now);
+	g_free(reason);
 	return rc;
 }
 
@@ -279,16 +280,5 @@ void rm_chs_run_row(struct rm_chstore *chs)
 	}
 	pthread_mutex_unlock(&chs->mu);
 
-	rm_chs_put_str(b, chs->id);
-	rm_chs_put_u64(b, (uint64_t)chs->run_id);
-	rm_chs_put_u64(b, rm_chs_version_next(&chs->version));
-	rm_chs_put_u64(b, chs->run.started_ms);
-	rm_chs_put_nu64(b, !chs->run.stopped_ms, chs->run.stopped_ms);
-	rm_chs_put_nstr(b, chs->run.listen);
-	rm_chs_put_nstr(b, chs->run.transport);
-	rm_chs_put_u64(b, chs->run.lim.max_sessions);
-	rm_chs_put_u64(b, chs->run.lim.max_epochs);
-	rm_chs_put_u64(b, chs->run.max_raw_records);
-	rm_chs_put_u64(b, chs->run.lim.inactivity_timeout_ms);
-	rm_chs_put_u64(b, chs->run.pen);
+	rm_chs_put_row(b, &rm_stored_runs, chs->id, rm_chs_version_next(&chs->version), &chs->run);
 }

@@ -64,71 +64,65 @@ static int committed(struct rm_ch *ch, const char *qid, int64_t id, uint64_t *re
 	return n ? 1 : 0;
 }
 
-/* A new version of the stored row of l: the counts read, resource_drops + lost. */
-static int rewrite(struct rm_chstore *chs, struct rm_ch *ch, const char *qid, const struct rm_store_lost_session *l,
-		   uint64_t lost, char *err, size_t errlen)
+/* A new version of session id's stored row (the session matched where): its columns of set, the rest as stored. */
+static int rewrite(struct rm_ch *ch, const char *qid, int64_t id, const struct rm_chs_set *set, size_t n, char *err,
+		   size_t errlen)
 {
-	char *sql = g_strdup_printf(
-		"INSERT INTO sessions (collector_id, id, version, run_id, peer, peer_subject, transport, started_ms,"
-		" ended_ms, end_reason, messages, records, octets, rejected, accepted, repeats, stale, orphans,"
-		" unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound, seq_gaps, seq_missing,"
-		" export_time_backwards) SELECT collector_id, id, %" PRIu64 ", run_id, peer, peer_subject, transport,"
-		" started_ms, ended_ms, end_reason, %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", accepted,"
-		" repeats, stale, orphans, unsupported, invalid, after_invalid, key_conflicts, resource_drops + "
-		"%" PRIu64 ", unbound, seq_gaps, seq_missing, export_time_backwards FROM sessions FINAL"
-		" WHERE collector_id = %s AND id = %" PRId64,
-		rm_chs_version_next(&chs->version), l->messages, l->records, l->octets, l->rejected, lost, qid, l->id);
+	char *where = g_strdup_printf("collector_id = %s AND id = %" PRId64, qid, id);
+	char *sql = rm_chs_copy_sql(&rm_stored_sessions, set, n, where);
 	int rc = rm_ch_query(ch, sql, NULL, 0, NULL, NULL, err, errlen);
 
+	g_free(where);
 	g_free(sql);
 	return rc;
+}
+
+/* A new version of the stored row of l: the counts read, resource_drops + lost. */
+static int rewrite_lost(struct rm_chstore *chs, struct rm_ch *ch, const char *qid,
+			const struct rm_store_lost_session *l, uint64_t lost, char *err, size_t errlen)
+{
+	char v[5][32], drops[48];
+	const struct rm_chs_set set[] = {
+		{ "version", v[0] }, { "messages", v[1] }, { "records", v[2] },
+		{ "octets", v[3] },  { "rejected", v[4] }, { "resource_drops", drops },
+	};
+
+	snprintf(v[0], sizeof(v[0]), "%" PRIu64, rm_chs_version_next(&chs->version));
+	snprintf(v[1], sizeof(v[1]), "%" PRIu64, l->messages);
+	snprintf(v[2], sizeof(v[2]), "%" PRIu64, l->records);
+	snprintf(v[3], sizeof(v[3]), "%" PRIu64, l->octets);
+	snprintf(v[4], sizeof(v[4]), "%" PRIu64, l->rejected);
+	snprintf(drops, sizeof(drops), "resource_drops + %" PRIu64, lost);
+	return rewrite(ch, qid, l->id, set, G_N_ELEMENTS(set), err, errlen);
 }
 
 /* The row of a session that was never written, from the journal. */
 static int insert_row(struct rm_chstore *chs, struct rm_ch *ch, const struct rm_store_lost_session *l, uint64_t lost,
 		      uint64_t now_ms, char *err, size_t errlen)
 {
-	struct rm_sess_row s = { .id = l->id, .run_id = l->run_id, .started_ms = l->started_ms };
-	struct rm_session_counts c = {
-		.messages = l->messages, .records = l->records, .octets = l->octets, .rejected = l->rejected
-	};
-	GByteArray *b = g_byte_array_new();
+	struct rm_sess_row s;
 	int rc = -1;
 
-	if (rm_sess_row_start(&s, l->run_id, l->peer, l->transport, l->started_ms) == 0 &&
-	    (!l->subject || !*l->subject || rm_sess_row_peer(&s, l->subject, NULL) == 0) &&
-	    rm_sess_row_end(&s, "collector restarted: the run that held this session ended before writing it", now_ms,
-			    &c) == 0) {
-		s.verdicts[RM_V_RESOURCE_DROP] = lost;
-		rm_chs_session_row(chs, b, &s);
-		rc = rm_ch_query(ch, rm_chs_inserts[T_SESSIONS], b->data, b->len, NULL, NULL, err, errlen);
-	}
-	g_byte_array_free(b, TRUE);
-	free(s.peer);
-	free(s.subject);
-	free(s.transport);
-	free(s.reason);
+	if (rm_sess_row_lost(&s, l, lost, now_ms) == 0)
+		rc = rm_chs_insert_row(ch, &rm_stored_sessions, chs->id, rm_chs_version_next(&chs->version), &s, err,
+				       errlen);
+	rm_sess_row_clear(&s);
 	return rc;
 }
 
-static int insert_drop(struct rm_chstore *chs, struct rm_ch *ch, const char *qid, const struct rm_store_lost_session *l,
-		       uint64_t lost, uint64_t now_ms, char *err, size_t errlen)
+static int insert_drop(struct rm_chstore *chs, struct rm_ch *ch, const struct rm_store_lost_session *l, uint64_t lost,
+		       uint64_t now_ms, char *err, size_t errlen)
 {
-	char detail[300], qd[700], *sql;
-	int rc;
+	char detail[300];
+	struct rm_drop_row d;
 
 	snprintf(detail, sizeof(detail),
 		 "%" PRIu64 " records read and not committed when the collector ended without closing the session "
 		 "(%" PRIu64 " records and %" PRIu64 " rejected read)%s",
 		 lost, l->records, l->rejected, l->partial_octets ? "; and the octets of an incomplete Message" : "");
-	rm_ch_quote(detail, qd, sizeof(qd));
-	sql = g_strdup_printf(
-		"INSERT INTO drops (collector_id, session_id, kind, count, first_ms, last_ms, last_detail)"
-		" VALUES (%s, %" PRId64 ", 'collector-crash', %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %s)",
-		qid, l->id, lost, now_ms, now_ms, qd);
-	rc = rm_ch_query(ch, sql, NULL, 0, NULL, NULL, err, errlen);
-	g_free(sql);
-	return rc;
+	d = rm_drop_row_of(l->id, "collector-crash", detail, now_ms);
+	d.count = lost;
+	return rm_chs_insert_row(ch, &rm_stored_drops, chs->id, 0, &d, err, errlen);
 }
 
 int rm_chs_session_lost(void *p, const struct rm_store_lost_session *l, uint64_t now_ms, uint64_t *lost)
@@ -154,10 +148,10 @@ int rm_chs_session_lost(void *p, const struct rm_store_lost_session *l, uint64_t
 	rc = 0;
 	if (have && !*lost)
 		goto out; /* everything read is stored */
-	rc = have ? rewrite(chs, ch, qid, l, *lost, chs->err, sizeof(chs->err))
+	rc = have ? rewrite_lost(chs, ch, qid, l, *lost, chs->err, sizeof(chs->err))
 		  : insert_row(chs, ch, l, *lost, now_ms, chs->err, sizeof(chs->err));
 	if (rc == 0 && *lost)
-		rc = insert_drop(chs, ch, qid, l, *lost, now_ms, chs->err, sizeof(chs->err));
+		rc = insert_drop(chs, ch, l, *lost, now_ms, chs->err, sizeof(chs->err));
 	if (l->id >= chs->next_session)
 		chs->next_session = l->id + 1; /* IDs continue after the largest stored */
 out:
@@ -247,7 +241,8 @@ static const char *acked_one(struct rm_chstore *chs, struct rm_ch *ch, const cha
 			     int64_t *id, uint64_t *read, uint64_t *lost, char *err, size_t errlen)
 {
 	uint64_t v[5], n = 0;
-	char detail[300], qd[700], *sql;
+	char detail[300], *sql;
+	struct rm_drop_row d;
 	const char *why;
 	struct rm_ch_result res = { 0 };
 	int rc = ch ? acked_match(ch, qid, r, v, err, errlen) : -1;
@@ -283,28 +278,17 @@ static const char *acked_one(struct rm_chstore *chs, struct rm_ch *ch, const cha
 		 "%" PRIu64 " records the collector's kernel acknowledged and the collector never read (the exporter's "
 		 "next session reported %" PRIu64 " acknowledged; %" PRIu64 " read)",
 		 *lost, r->records, *read);
-	rm_ch_quote(detail, qd, sizeof(qd));
-	sql = g_strdup_printf(
-		"INSERT INTO drops (collector_id, session_id, kind, count, first_ms, last_ms, last_detail)"
-		" VALUES (%s, %" PRId64 ", 'unread-at-crash', %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %s)",
-		qid, *id, *lost, r->now_ms, r->now_ms, qd);
-	rc = rm_ch_query(ch, sql, NULL, 0, NULL, NULL, err, errlen);
-	g_free(sql);
+	d = rm_drop_row_of(*id, "unread-at-crash", detail, r->now_ms);
+	d.count = *lost;
+	rc = rm_chs_insert_row(ch, &rm_stored_drops, chs->id, 0, &d, err, errlen);
 	if (rc == 0) {
-		uint64_t ver = rm_clock_wall_us() > v[4] ? rm_clock_wall_us() : v[4] + 1;
+		/* the sender's thread: a version of its own, after the stored one */
+		char ver[32], drops[48];
+		const struct rm_chs_set set[] = { { "version", ver }, { "resource_drops", drops } };
 
-		sql = g_strdup_printf(
-			"INSERT INTO sessions (collector_id, id, version, run_id, peer, peer_subject, transport,"
-			" started_ms, ended_ms, end_reason, messages, records, octets, rejected, accepted, repeats,"
-			" stale, orphans, unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound,"
-			" seq_gaps, seq_missing, export_time_backwards) SELECT collector_id, id, %" PRIu64
-			", run_id, peer, peer_subject, transport, started_ms, ended_ms, end_reason, messages, records,"
-			" octets, rejected, accepted, repeats, stale, orphans, unsupported, invalid, after_invalid,"
-			" key_conflicts, resource_drops + %" PRIu64 ", unbound, seq_gaps, seq_missing,"
-			" export_time_backwards FROM sessions FINAL WHERE collector_id = %s AND id = %" PRId64,
-			ver, *lost, qid, *id);
-		rc = rm_ch_query(ch, sql, NULL, 0, NULL, NULL, err, errlen);
-		g_free(sql);
+		snprintf(ver, sizeof(ver), "%" PRIu64, rm_clock_wall_us() > v[4] ? rm_clock_wall_us() : v[4] + 1);
+		snprintf(drops, sizeof(drops), "resource_drops + %" PRIu64, *lost);
+		rc = rewrite(ch, qid, *id, set, G_N_ELEMENTS(set), err, errlen);
 	}
 	return rc < 0 ? err : NULL;
 }

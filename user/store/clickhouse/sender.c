@@ -34,13 +34,15 @@ const int rm_chs_send_order[T__N] = { T_RUNS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS,
 static int send_table(struct rm_chstore *chs, struct rm_ch *ch, struct batch *group, int t, char *err, size_t errlen)
 {
 	GByteArray *body = g_byte_array_new();
+	char *insert = rm_chs_insert_sql(rm_chs_tables[t]);
 	int rc;
 
 	for (struct batch *b = group; b; b = b->next)
 		if (!b->sent[t])
 			g_byte_array_append(body, b->body[t]->data, b->body[t]->len);
-	rc = body->len ? rm_ch_query(ch, rm_chs_inserts[t], body->data, body->len, NULL, NULL, err, errlen) : 0;
+	rc = body->len ? rm_ch_query(ch, insert, body->data, body->len, NULL, NULL, err, errlen) : 0;
 	g_byte_array_free(body, TRUE);
+	g_free(insert);
 	if (!rc)
 		for (struct batch *b = group; b; b = b->next)
 			b->sent[t] = 1;
@@ -140,7 +142,7 @@ void *rm_chs_sender(void *arg)
 						rm_log(RM_LOG_ERR,
 						       "ClickHouse store unavailable (INSERT INTO %s): %s%s%s; rows "
 						       "wait in memory (at most store_buffer_bytes) and are retried",
-						       rm_chs_table_names[t], err, hint ? ": refused, " : "",
+						       rm_chs_tables[t]->name, err, hint ? ": refused, " : "",
 						       hint ? hint : "");
 						down_since = last_remind = rm_clock_mono_ms();
 					} else if (rm_clock_mono_ms() - last_remind >= RM_CHSTORE_REMIND_MS ||

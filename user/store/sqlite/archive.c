@@ -114,29 +114,36 @@ static char *put_str(char *p, const char *s)
 	return p;
 }
 
-/* Column c of an epoch, not NULL, in JSON; src and dst: its address texts. */
-static char *put_column(char *p, const struct rm_epoch *e, int c, const char *src, const char *dst)
+/* 1 if column c of an epoch is an integer (columns.h kinds U64, U8). */
+static inline int is_int(int c)
 {
-	switch (c) {
-#define X(col, f) \
-	case col: \
-		return put_i64(p, (int64_t)e->f);
-		EPOCH_INT_COLUMNS(X)
-#undef X
-	case EC_SRC:
-		return put_str(p, src);
-	case EC_DST:
-		return put_str(p, dst);
-	case EC_STATE:
-		return put_str(p, rm_sq_state_name(e->state));
-	case EC_OUTCOME:
-		return put_str(p, rm_outcome_name(e->outcome));
-	default:
-		return put_str(p, e->reason);
-	}
+	return rm_epoch_columns[c].kind <= RM_COL_U8;
 }
 
-/* All columns as a JSON array, [v0,v1,...]; nulls: the NULL ones (rm_sq_epoch_nulls). */
+/* An epoch's NULL columns, a bit each (rm_stored_nulls, unrolled over the records). */
+static inline uint64_t epoch_nulls(const struct rm_epoch *e)
+{
+	uint64_t m = 0;
+
+#pragma GCC unroll 64
+	for (int c = 0; c < EC__N; c++)
+		if (rm_epoch_columns[c].null != RM_COL_NN)
+			m |= (uint64_t)rm_col_is_null(&rm_stored_epochs, &rm_epoch_columns[c], e) << c;
+	return m;
+}
+
+/* Column c of an epoch, not NULL, in JSON; src and dst: its address texts. */
+static inline __attribute__((always_inline)) char *put_column(char *p, const struct rm_epoch *e, int c, const char *src,
+							      const char *dst)
+{
+	if (is_int(c))
+		return put_i64(p, (int64_t)rm_col_u64(&rm_epoch_columns[c], e));
+	if (c == EC_SRC || c == EC_DST)
+		return put_str(p, c == EC_SRC ? src : dst);
+	return put_str(p, rm_col_string(&rm_stored_epochs, &rm_epoch_columns[c], e, NULL, 0));
+}
+
+/* All columns as a JSON array, [v0,v1,...]; nulls: the NULL ones (epoch_nulls). */
 static char *put_columns(char *p, const struct rm_epoch *e, uint64_t nulls, const char *src, const char *dst)
 {
 	*p++ = '[';
@@ -167,18 +174,19 @@ static void base_set(struct rm_store *store, const struct rm_epoch *e)
 	int64_t *b = store->arc_base_int;
 
 	rm_sq_base_clear(store);
-#define X(c, f) b[c] = (int64_t)e->f;
-	EPOCH_INT_COLUMNS(X)
-#undef X
+#pragma GCC unroll 64
+	for (int c = 0; c < EC__N; c++)
+		if (is_int(c))
+			b[c] = (int64_t)rm_col_u64(&rm_epoch_columns[c], e);
 	b[EC_STATE] = e->state;
 	b[EC_OUTCOME] = e->outcome;
-	store->arc_base_nulls = rm_sq_epoch_nulls(e);
+	store->arc_base_nulls = epoch_nulls(e);
 	store->arc_base_reason = g_strdup(e->reason);
 	store->arc_base_family = e->key.family;
 	memcpy(store->arc_base_src, e->key.src, sizeof(store->arc_base_src));
 	memcpy(store->arc_base_dst, e->key.dst, sizeof(store->arc_base_dst));
-	rm_sq_addr_text(&e->key, e->key.src, store->arc_base_src_text, sizeof(store->arc_base_src_text));
-	rm_sq_addr_text(&e->key, e->key.dst, store->arc_base_dst_text, sizeof(store->arc_base_dst_text));
+	rm_store_addr_text(e->key.family, e->key.src, store->arc_base_src_text, sizeof(store->arc_base_src_text));
+	rm_store_addr_text(e->key.family, e->key.dst, store->arc_base_dst_text, sizeof(store->arc_base_dst_text));
 	store->arc_base_len = (size_t)(put_columns(store->arc_base_json, e, store->arc_base_nulls,
 						   store->arc_base_src_text, store->arc_base_dst_text) -
 				       store->arc_base_json);
@@ -209,22 +217,23 @@ int rm_sq_archive_add(struct rm_store *store, const struct rm_epoch *e)
 	if (store->arc_len == 0)
 		base_set(store, e);
 	base_reason = store->arc_base_reason;
-	nulls = rm_sq_epoch_nulls(e);
-#define X(c, f) diff |= (uint64_t)((int64_t)e->f != b[c]) << (c);
-	EPOCH_INT_COLUMNS(X)
-#undef X
+	nulls = epoch_nulls(e);
+#pragma GCC unroll 64
+	for (int c = 0; c < EC__N; c++)
+		if (is_int(c))
+			diff |= (uint64_t)((int64_t)rm_col_u64(&rm_epoch_columns[c], e) != b[c]) << c;
 	diff |= (uint64_t)((int64_t)e->state != b[EC_STATE]) << EC_STATE;
 	diff |= (uint64_t)((int64_t)e->outcome != b[EC_OUTCOME]) << EC_OUTCOME;
 	if (reason[0] != base_reason[0] || (reason[0] && strcmp(reason, base_reason)))
 		diff |= COL(EC_REASON);
 	if (store->arc_base_family != e->key.family || memcmp(store->arc_base_src, e->key.src, 16)) {
 		diff |= COL(EC_SRC);
-		rm_sq_addr_text(&e->key, e->key.src, src_text, sizeof(src_text));
+		rm_store_addr_text(e->key.family, e->key.src, src_text, sizeof(src_text));
 		src = src_text;
 	}
 	if (store->arc_base_family != e->key.family || memcmp(store->arc_base_dst, e->key.dst, 16)) {
 		diff |= COL(EC_DST);
-		rm_sq_addr_text(&e->key, e->key.dst, dst_text, sizeof(dst_text));
+		rm_store_addr_text(e->key.family, e->key.dst, dst_text, sizeof(dst_text));
 		dst = dst_text;
 	}
 	/* NULL in both: the same; a value where the base is NULL: different. */
@@ -236,9 +245,10 @@ int rm_sq_archive_add(struct rm_store *store, const struct rm_epoch *e)
 	} else {
 		char sep = '{';
 
-		for (; diff; diff &= diff - 1) {
-			int c = __builtin_ctzll(diff);
-
+#pragma GCC unroll 64
+		for (int c = 0; c < EC__N; c++) {
+			if (!(diff & COL(c)))
+				continue;
 			*p++ = sep;
 			*p++ = '"';
 			*p++ = ARC_KEYS[c];
@@ -350,19 +360,17 @@ void rm_sq_attempt_undo(struct rm_store *store)
 
 int rm_sq_archive_write(struct rm_store *store)
 {
-	sqlite3_stmt *q = store->q[Q_ARCHIVE];
-
 	if (chunk_close(store) < 0)
 		return -1;
 	for (guint i = 0; i < store->chunks->len; i++) {
 		const struct arc_chunk *c = g_ptr_array_index(store->chunks, i);
+		struct rm_archive_row row = { .first = c->first,
+					      .last = c->last,
+					      .retained = c->retained,
+					      .data = { c->data, c->len },
+					      .base = { c->base, c->base_len } };
 
-		sqlite3_bind_int64(q, 1, c->first);
-		sqlite3_bind_int64(q, 2, c->last);
-		sqlite3_bind_text(q, 3, c->data, (int)c->len, SQLITE_STATIC);
-		sqlite3_bind_int64(q, 4, c->retained);
-		sqlite3_bind_text(q, 5, c->base, (int)c->base_len, SQLITE_STATIC);
-		if (rm_sq_step_reset(q) < 0)
+		if (rm_sq_write_row(store, Q_ARCHIVE, &row) < 0)
 			return -1;
 	}
 	return 0;

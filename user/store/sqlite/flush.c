@@ -76,7 +76,7 @@ static int flush(struct rm_store *store)
 		goto fail;
 	g_hash_table_iter_init(&it, store->sessions);
 	while (store->sessions_dirty && g_hash_table_iter_next(&it, NULL, &v))
-		if (((struct rm_sess_row *)v)->dirty && rm_sq_write_session(store, v) < 0)
+		if (((struct rm_sess_row *)v)->dirty && rm_sq_write_row(store, Q_SESSION, v) < 0)
 			goto fail;
 	for (guint i = 0; i < store->epochs->len; i++) {
 		struct rm_epoch *e = g_ptr_array_index(store->epochs, i);
@@ -95,38 +95,33 @@ static int flush(struct rm_store *store)
 			goto fail;
 	}
 	for (guint i = 0; i < store->ranges->len; i++) {
-		const struct retire_range *r = &g_array_index(store->ranges, struct retire_range, i);
-
-		sqlite3_bind_int64(store->q[Q_RETIRED], 1, r->first);
-		sqlite3_bind_int64(store->q[Q_RETIRED], 2, r->last);
-		sqlite3_bind_int64(store->q[Q_RETIRED], 3, (int64_t)r->retired_ms);
-		if (rm_sq_step_reset(store->q[Q_RETIRED]) < 0)
+		if (rm_sq_write_row(store, Q_RETIRED, &g_array_index(store->ranges, struct rm_retired_row, i)) < 0)
 			goto fail;
 	}
 	for (guint i = 0; i < store->lost->len; i++)
 		if (rm_sq_write_lost(store, g_array_index(store->lost, int64_t, i), now) < 0)
 			goto fail;
 	for (guint i = 0; i < store->raw->len; i++)
-		if (rm_sq_write_raw(store, g_ptr_array_index(store->raw, i)) < 0)
+		if (rm_sq_write_row(store, Q_RAW, &((struct raw_row *)g_ptr_array_index(store->raw, i))->row) < 0)
 			goto fail;
 	g_hash_table_iter_init(&it, store->drops);
 	while (g_hash_table_iter_next(&it, NULL, &v))
-		if (rm_sq_write_drop(store, v) < 0)
+		if (rm_sq_write_row(store, Q_DROP, v) < 0)
 			goto fail;
 	g_hash_table_iter_init(&it, store->conns);
 	while (g_hash_table_iter_next(&it, NULL, &v))
-		if (rm_sq_write_conn(store, v) < 0)
+		if (rm_sq_write_row(store, Q_CONNECTIONS, v) < 0)
 			goto fail;
 	for (guint i = 0; i < store->limits->len; i++)
-		if (rm_sq_write_limit(store, &g_array_index(store->limits, struct limit_row, i)) < 0)
+		if (rm_sq_write_row(store, Q_RUN_LIMIT, &g_array_index(store->limits, struct rm_limit_row, i)) < 0)
 			goto fail;
 	for (guint i = 0; i < store->points->len; i++)
-		if (rm_sq_write_point(store, &g_array_index(store->points, struct point_row, i)) < 0)
+		if (rm_sq_write_row(store, Q_OBS_POINT, &g_array_index(store->points, struct rm_point_row, i)) < 0)
 			goto fail;
 	if (store->stop_run) {
-		sqlite3_bind_int64(store->q[Q_RUN_STOP], 1, store->stop_run);
-		sqlite3_bind_int64(store->q[Q_RUN_STOP], 2, (int64_t)store->stop_ms);
-		if (rm_sq_step_reset(store->q[Q_RUN_STOP]) < 0)
+		struct rm_run_row run = { .id = store->stop_run, .stopped_ms = store->stop_ms };
+
+		if (rm_sq_write_row(store, Q_RUN_STOP, &run) < 0)
 			goto fail;
 	}
 	if (rm_sq_step_reset(store->q[Q_COMMIT]) < 0)

@@ -31,6 +31,28 @@ static int committed(struct rm_store *store, int64_t id, uint64_t *records, uint
 	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
+/* The row of a session the crashed run never wrote: the journal's counts, lost records as resource drops. 0 or -1. */
+static int insert_lost(struct rm_store *store, const struct rm_store_lost_session *l, uint64_t lost, uint64_t now_ms)
+{
+	struct rm_sess_row s;
+	int rc = rm_sess_row_lost(&s, l, lost, now_ms);
+
+	if (!rc)
+		rc = rm_sq_write_row(store, Q_SESSION, &s);
+	rm_sess_row_clear(&s);
+	return rc;
+}
+
+/* count drops of kind of a session, added to its row of drops. 0 or -1. */
+static int write_drop(struct rm_store *store, int64_t session_id, const char *kind, uint64_t count, const char *detail,
+		      uint64_t now_ms)
+{
+	struct rm_drop_row d = rm_drop_row_of(session_id, kind, detail, now_ms);
+
+	d.count = count;
+	return rm_sq_write_row(store, Q_DROP, &d);
+}
+
 /* The statements of one lost session, in the open transaction. 0 or -1. */
 static int write_lost(struct rm_store *store, const struct rm_store_lost_session *l, uint64_t now_ms, uint64_t *lost)
 {
@@ -43,19 +65,13 @@ static int write_lost(struct rm_store *store, const struct rm_store_lost_session
 	*lost = read > records + rejected ? read - (records + rejected) : 0;
 	if (have && !*lost && !l->partial_octets)
 		return 0; /* everything read is stored: the row stays as written */
-	if (!have &&
-	    rm_sq_exec_args(store->db,
-			    "INSERT INTO sessions (id, run_id, peer, peer_subject, transport, started_ms, ended_ms,"
-			    " end_reason) VALUES (?1, ?2, ?3, nullif(?4, ''), ?5, ?6, ?7, ?8)",
-			    "iisssiis", l->id, l->run_id, l->peer, l->subject ? l->subject : "", l->transport,
-			    (int64_t)l->started_ms, (int64_t)now_ms,
-			    "collector restarted: the run that held this session ended before writing it") < 0)
+	if (!have && insert_lost(store, l, *lost, now_ms) < 0)
 		return -1;
-	if (rm_sq_exec_args(store->db,
-			    "UPDATE sessions SET messages = ?2, records = ?3, rejected = ?4, octets = ?5,"
-			    " resource_drops = coalesce(resource_drops, 0) + ?6 WHERE id = ?1",
-			    "iiiiii", l->id, (int64_t)l->messages, (int64_t)l->records, (int64_t)l->rejected,
-			    (int64_t)l->octets, (int64_t)*lost) < 0)
+	if (have && rm_sq_exec_args(store->db,
+				    "UPDATE sessions SET messages = ?2, records = ?3, rejected = ?4, octets = ?5,"
+				    " resource_drops = coalesce(resource_drops, 0) + ?6 WHERE id = ?1",
+				    "iiiiii", l->id, (int64_t)l->messages, (int64_t)l->records, (int64_t)l->rejected,
+				    (int64_t)l->octets, (int64_t)*lost) < 0)
 		return -1;
 	snprintf(detail, sizeof(detail),
 		 "%" PRIu64 " records read and not committed when the collector ended without closing the session "
@@ -64,14 +80,7 @@ static int write_lost(struct rm_store *store, const struct rm_store_lost_session
 		 l->partial_octets ? "; and the octets of an incomplete Message" : "");
 	if (!*lost && l->partial_octets)
 		return 0;
-	return rm_sq_exec_args(store->db,
-			       "INSERT INTO drops (session_id, kind, count, first_ms, last_ms, last_detail)"
-			       " VALUES (?1, 'collector-crash', ?2, ?3, ?3, ?4) ON CONFLICT(session_id, kind) DO UPDATE"
-			       " SET count = count + excluded.count, last_ms = excluded.last_ms,"
-			       " last_detail = excluded.last_detail",
-			       "iiis", l->id, (int64_t)*lost, (int64_t)now_ms, detail) < 0
-		       ? -1
-		       : 0;
+	return write_drop(store, l->id, "collector-crash", *lost, detail, now_ms);
 }
 
 int rm_store_session_lost(struct rm_store *store, const struct rm_store_lost_session *l, uint64_t now_ms,
@@ -145,10 +154,7 @@ static int write_acked(struct rm_store *store, const struct rm_store_acked *a, u
 		 "%" PRIu64 " records the collector's kernel acknowledged and the collector never read (the exporter's "
 		 "next session reported %" PRIu64 " acknowledged; %" PRIu64 " read)",
 		 res->lost, a->records, res->read);
-	if (rm_sq_exec_args(store->db,
-			    "INSERT INTO drops (session_id, kind, count, first_ms, last_ms, last_detail)"
-			    " VALUES (?1, 'unread-at-crash', ?2, ?3, ?3, ?4)",
-			    "iiis", res->id, (int64_t)res->lost, (int64_t)now_ms, detail) < 0 ||
+	if (write_drop(store, res->id, "unread-at-crash", res->lost, detail, now_ms) < 0 ||
 	    rm_sq_exec_args(store->db,
 			    "UPDATE sessions SET resource_drops = coalesce(resource_drops, 0) + ?2 WHERE id = ?1", "ii",
 			    res->id, (int64_t)res->lost) < 0)

@@ -33,28 +33,34 @@ void rm_sq_raw_free(gpointer p)
 	free(r);
 }
 
+/* A text of a row the queue owns (the rows of store_rows.h point to const texts). */
+static void free_text(const char *s)
+{
+	free((char *)s);
+}
+
 void rm_sq_conn_row_free(gpointer p)
 {
-	struct conn_row *c = p;
+	struct rm_conn_row *c = p;
 
-	free(c->source);
-	free(c->outcome);
-	free(c->detail);
+	free_text(c->source);
+	free_text(c->outcome);
+	free_text(c->detail);
 	free(c);
 }
 
 void rm_sq_limit_row_clear(gpointer p)
 {
-	free(((struct limit_row *)p)->name);
+	free_text(((struct rm_limit_row *)p)->name);
 }
 
 void rm_sq_point_row_clear(gpointer p)
 {
-	struct point_row *r = p;
+	struct rm_point_row *r = p;
 
-	free(r->name);
-	free(r->peer_name);
-	free(r->peer_subject);
+	free_text(r->name);
+	free_text(r->peer_name);
+	free_text(r->peer_subject);
 }
 
 int rm_sq_waiting(const struct rm_store *store)
@@ -107,10 +113,10 @@ static void database_drop(struct rm_store *store, int64_t session_id, const char
 static void retire_only(struct rm_store *store, int64_t id, int row, uint64_t retired_ms)
 {
 	if (row == ROW_PACKED) {
-		struct retire_range *last =
-			store->ranges->len ? &g_array_index(store->ranges, struct retire_range, store->ranges->len - 1)
-					   : NULL;
-		struct retire_range r = { id, id, retired_ms };
+		struct rm_retired_row *last = store->ranges->len ? &g_array_index(store->ranges, struct rm_retired_row,
+										  store->ranges->len - 1)
+								 : NULL;
+		struct rm_retired_row r = { id, id, retired_ms };
 
 		if (last && last->retired_ms == retired_ms && last->last + 1 == id)
 			last->last = id;
@@ -296,19 +302,8 @@ int rm_store_raw(struct rm_store *store, int64_t session_id, uint32_t domain, ui
 		return -1;
 	}
 	memset(row, 0, sizeof(*row));
-	row->session_id = session_id;
-	row->received_ms = now_ms;
-	row->domain = domain;
-	row->tid = tid;
-	if (r) {
-		row->has_report = 1;
-		row->epoch_id = r->epoch_id;
-		row->report_id = r->report_id;
-		row->flags = r->flags;
-	}
-	row->verdict = verdict;
-	row->reason = strdup(reason ? reason : "");
-	row->len = len;
+	row->row = rm_raw_row_of(session_id, domain, tid, r, verdict, NULL, row->rec, len, NULL, 0, now_ms);
+	row->row.reason = row->reason = strdup(reason ? reason : "");
 	memcpy(row->rec, raw, len);
 	if (tmpl) {
 		if (!share) {
@@ -327,6 +322,7 @@ int rm_store_raw(struct rm_store *store, int64_t session_id, uint32_t domain, ui
 		}
 		row->tmpl = store->last_tmpl;
 		row->tmpl->refs++;
+		row->row.template = (struct rm_col_bytes){ row->tmpl->data, row->tmpl->len };
 	}
 	g_ptr_array_add(store->raw, row);
 	store->raw_bytes += cost;
@@ -339,7 +335,7 @@ int rm_store_connections(struct rm_store *store, uint64_t minute_ms, const char 
 			 uint64_t count, uint64_t first_ms, uint64_t last_ms, const char *detail)
 {
 	char *key = g_strdup_printf("%" PRIu64 "/%s/%s", minute_ms, outcome, source);
-	struct conn_row *c = g_hash_table_lookup(store->conns, key);
+	struct rm_conn_row *c = g_hash_table_lookup(store->conns, key);
 
 	if (!c && g_hash_table_size(store->conns) >= RM_STORE_MAX_CONN_ROWS) {
 		char d[200];
@@ -366,19 +362,19 @@ int rm_store_connections(struct rm_store *store, uint64_t minute_ms, const char 
 	}
 	c->count += count;
 	c->last_ms = last_ms;
-	free(c->detail);
+	free_text(c->detail);
 	c->detail = strdup(detail ? detail : "");
 	return c->detail ? 0 : -1;
 }
 
 int rm_store_observation_point(struct rm_store *store, const struct rm_store_point *p, uint64_t now_ms)
 {
-	struct point_row r = { p->domain,
-			       p->id,
-			       now_ms,
-			       strdup(p->name),
-			       strdup(p->peer_name ? p->peer_name : ""),
-			       strdup(p->peer_subject ? p->peer_subject : "") };
+	struct rm_point_row r = { .domain = p->domain,
+				  .id = p->id,
+				  .updated_ms = now_ms,
+				  .name = strdup(p->name),
+				  .peer_name = strdup(p->peer_name ? p->peer_name : ""),
+				  .peer_subject = strdup(p->peer_subject ? p->peer_subject : "") };
 
 	if (!r.name || !r.peer_name || !r.peer_subject) {
 		rm_sq_point_row_clear(&r);
@@ -390,7 +386,7 @@ int rm_store_observation_point(struct rm_store *store, const struct rm_store_poi
 
 int rm_store_run_limit(struct rm_store *store, int64_t run_id, const char *name, uint64_t value)
 {
-	struct limit_row l = { run_id, value, strdup(name) };
+	struct rm_limit_row l = { .run_id = run_id, .value = value, .name = strdup(name) };
 
 	if (!l.name)
 		return -1;

@@ -55,9 +55,26 @@ static int recover(struct rm_store *store, uint64_t now_ms, int64_t *n_sessions,
 	return *n_sessions < 0 || *n_open < 0 || *n_settled < 0 ? -1 : 0;
 }
 
+/* The runs row of a new run (its ID SQLite's). 0 or -1. */
+static int insert_run(sqlite3 *db, const struct rm_run_row *run)
+{
+	char *sql = rm_sq_insert_sql(&rm_stored_runs);
+	sqlite3_stmt *q;
+	int rc = -1;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK) {
+		rm_sq_bind_row(q, &rm_stored_runs, run, 0);
+		rc = sqlite3_step(q) == SQLITE_DONE ? 0 : -1;
+		sqlite3_finalize(q);
+	}
+	g_free(sql);
+	return rc;
+}
+
 int64_t rm_store_run_start(struct rm_store *store, const char *listen, const char *transport,
 			   const struct rm_rules_limits *lim, uint32_t max_raw_records, uint32_t pen, uint64_t now_ms)
 {
+	struct rm_run_row run = rm_run_row_of(listen, transport, lim, max_raw_records, pen, now_ms);
 	int64_t id = -1, ns = 0, no = 0, nd = 0;
 
 	store->raw_limit = max_raw_records;
@@ -65,14 +82,7 @@ int64_t rm_store_run_start(struct rm_store *store, const char *listen, const cha
 	sqlite3_busy_timeout(store->db, 5000);
 	if (sqlite3_exec(store->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		goto out;
-	if (recover(store, now_ms, &ns, &no, &nd) < 0 ||
-	    rm_sq_exec_args(
-		    store->db,
-		    "INSERT INTO runs (started_ms, listen, transport, max_sessions, max_epochs, max_raw_records,"
-		    " inactivity_timeout_ms, pen) VALUES (?,?,?,?,?,?,?,?)",
-		    "issiiiii", (int64_t)now_ms, listen, transport, (int64_t)lim->max_sessions,
-		    (int64_t)lim->max_epochs, (int64_t)max_raw_records, (int64_t)lim->inactivity_timeout_ms,
-		    (int64_t)pen) < 0) {
+	if (recover(store, now_ms, &ns, &no, &nd) < 0 || insert_run(store->db, &run) < 0) {
 		sqlite3_exec(store->db, "ROLLBACK", NULL, NULL, NULL);
 		goto out;
 	}

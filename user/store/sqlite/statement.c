@@ -3,10 +3,12 @@
  * statement.c - a SQLite statement as the SQLite store's files run it
  * (statement.h): the leaf every file of user/store/sqlite/ calls.
  */
+#include <errno.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "statement.h"
 
@@ -59,4 +61,36 @@ void rm_sq_bind_text_or_null(sqlite3_stmt *q, int i, const char *s)
 		sqlite3_bind_text(q, i, s, -1, SQLITE_TRANSIENT);
 	else
 		sqlite3_bind_null(q, i);
+}
+
+int rm_sq_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_READONLY:
+		return -EROFS;
+	case SQLITE_PERM:
+	case SQLITE_AUTH:
+		return -EACCES;
+	default:
+		return -EIO;
+	}
+}
+
+int rm_sq_exec(sqlite3 *db, const char *sql, char *err, size_t errlen)
+{
+	char *msg = NULL;
+	int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+
+	if (rc == SQLITE_OK)
+		return 0;
+	snprintf(err, errlen, "%s", msg ? msg : sqlite3_errmsg(db));
+	sqlite3_free(msg);
+	return rm_sq_errno(rc);
 }

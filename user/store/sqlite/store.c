@@ -110,10 +110,52 @@ void rm_store_close(struct rm_store *store)
 	free(store);
 }
 
+/*
+ * A read-write open: the pragmas, the tables (an earlier layout converted,
+ * columns added since), the view, the statements. 0, or -errno with err.
+ */
+static int schema(struct rm_store *store, char *err, size_t errlen)
+{
+	char pragmas[200], *tables = rm_sq_schema_sql();
+	int rc;
+
+	snprintf(pragmas, sizeof(pragmas),
+		 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;"
+		 " PRAGMA cache_size=-%u;",
+		 RM_STORE_CACHE_KIB);
+	sqlite3_busy_timeout(store->db, 5000);
+	rc = rm_sq_exec(store->db, pragmas, err, errlen);
+	if (!rc)
+		rc = rm_sq_convert_epochs(store->db, err, errlen);
+	if (!rc)
+		rc = rm_sq_bind_points(store->db, err, errlen);
+	if (!rc)
+		rc = rm_sq_exec(store->db, tables, err, errlen);
+	if (!rc)
+		rc = rm_sq_add_columns(store->db, err, errlen);
+	if (!rc)
+		rc = rm_sq_create_view(store->db, err, errlen);
+	g_free(tables);
+	if (rc)
+		return rc;
+	sqlite3_busy_timeout(store->db, RM_STORE_BUSY_MS);
+	for (int i = 0; i < Q__N && !rc; i++) {
+		char *sql = rm_sq_query_sql(i);
+
+		rc = sqlite3_prepare_v3(store->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &store->q[i], NULL);
+		if (rc != SQLITE_OK) {
+			snprintf(err, errlen, "%s", sqlite3_errmsg(store->db));
+			rc = rm_sq_errno(rc);
+		}
+		g_free(sql);
+	}
+	return rc;
+}
+
 struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t errlen)
 {
 	struct rm_store *store = calloc(1, sizeof(*store));
-	char *msg = NULL, pragmas[200];
+	char why[400];
 
 	if (!store) {
 		snprintf(err, errlen, "out of memory");
@@ -158,45 +200,17 @@ struct rm_store *rm_store_open(const char *path, int readonly, char *err, size_t
 	store->sessions = rm_sess_rows_new();
 	store->drops = rm_drop_rows_new();
 	store->conns = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, rm_sq_conn_row_free);
-	store->limits = g_array_new(FALSE, FALSE, sizeof(struct limit_row));
+	store->limits = g_array_new(FALSE, FALSE, sizeof(struct rm_limit_row));
 	g_array_set_clear_func(store->limits, rm_sq_limit_row_clear);
-	store->points = g_array_new(FALSE, FALSE, sizeof(struct point_row));
+	store->points = g_array_new(FALSE, FALSE, sizeof(struct rm_point_row));
 	g_array_set_clear_func(store->points, rm_sq_point_row_clear);
 	store->lost = g_array_new(FALSE, FALSE, sizeof(int64_t));
 	store->retire = g_array_new(FALSE, FALSE, sizeof(struct retire_only));
-	store->ranges = g_array_new(FALSE, FALSE, sizeof(struct retire_range));
-	snprintf(pragmas, sizeof(pragmas),
-		 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0;"
-		 " PRAGMA cache_size=-%u;",
-		 RM_STORE_CACHE_KIB);
-	sqlite3_busy_timeout(store->db, 5000);
-	if (sqlite3_exec(store->db, pragmas, NULL, NULL, &msg) != SQLITE_OK ||
-	    rm_sq_convert_epochs(store, &msg) != SQLITE_OK || rm_sq_bind_points(store, &msg) != SQLITE_OK ||
-	    sqlite3_exec(store->db, rm_sq_schema, NULL, NULL, &msg) != SQLITE_OK ||
-	    rm_sq_add_column(store, "sessions", "seq_gaps", "INTEGER DEFAULT 0", &msg) != SQLITE_OK ||
-	    rm_sq_add_column(store, "sessions", "seq_missing", "INTEGER DEFAULT 0", &msg) != SQLITE_OK ||
-	    rm_sq_add_column(store, "sessions", "export_time_backwards", "INTEGER DEFAULT 0", &msg) != SQLITE_OK ||
-	    rm_sq_add_column(store, "sessions", "peer_name", "TEXT", &msg) != SQLITE_OK ||
-	    rm_sq_add_column(store, "epoch_archive", "retained", "INTEGER DEFAULT 0", &msg) != SQLITE_OK ||
-	    rm_sq_add_column(store, "epoch_archive", "base", "TEXT", &msg) != SQLITE_OK ||
-	    rm_sq_create_view(store, &msg) != SQLITE_OK) {
-		snprintf(err, errlen, "%s: %s", path, msg ? msg : sqlite3_errmsg(store->db));
-		sqlite3_free(msg);
+	store->ranges = g_array_new(FALSE, FALSE, sizeof(struct rm_retired_row));
+	if (schema(store, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: %s", path, why);
 		rm_store_close(store);
 		return NULL;
-	}
-	sqlite3_busy_timeout(store->db, RM_STORE_BUSY_MS);
-	for (int i = 0; i < Q__N; i++) {
-		char *made = i == Q_EPOCH_UPDATE ? rm_sq_epoch_update_sql() : NULL;
-		int rc = sqlite3_prepare_v3(store->db, made ? made : rm_sq_queries[i], -1, SQLITE_PREPARE_PERSISTENT,
-					    &store->q[i], NULL);
-
-		g_free(made);
-		if (rc != SQLITE_OK) {
-			snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(store->db));
-			rm_store_close(store);
-			return NULL;
-		}
 	}
 	store->raw_rows = (uint64_t)rm_sq_scalar(store->db, "SELECT count(*) FROM raw_records");
 	store->next_session = rm_sq_scalar(store->db, "SELECT coalesce(max(id), 0) + 1 FROM sessions");

@@ -34,8 +34,9 @@
  * One collector per database: rm_store_open (read-write) takes an
  * exclusive lock on the file (flock) and refuses a database in use.
  *
- * Tables (created when missing; a database of the earlier layout with
- * epoch_keys + epoch_state is converted at open):
+ * Tables (created when missing, their columns those of user/store/columns.h,
+ * a column added since added to an older database's table; a database of
+ * the earlier layout with epoch_keys + epoch_state is converted at open):
  *   runs        one row per `rocemeter collect` start: listen address,
  *               transport, the limits in force
  *   sessions    one row per admitted Transport Session: peer, times, end
