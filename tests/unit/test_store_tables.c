@@ -599,6 +599,51 @@ static void test_clickhouse_rows(void **state)
 }
 
 /*
+ * The columns of table in single.sql in the order of an INSERT (version
+ * after id where there is one), joined by ", ", each as set gives it
+ * ("column=expression" pairs, n of them) or itself.
+ */
+static void insert_columns(GString *g, const char *table, const char *const *set, size_t n)
+{
+	char names[64][64], types[64][64], *stmt = statement(rm_ch_single_sql, table);
+	int k = ddl_columns(stmt, names, types, 64), versioned = !strcmp(names[k - 1], "version");
+
+	g_free(stmt);
+	for (int i = 0; i < k - versioned; i++) {
+		const char *expr = names[i];
+
+		for (size_t j = 0; j < n; j++)
+			if (!strncmp(set[j], names[i], strlen(names[i])) && set[j][strlen(names[i])] == '=')
+				expr = set[j] + strlen(names[i]) + 1;
+		g_string_append_printf(g, "%s%s", i ? ", " : "", expr);
+		if (versioned && !strcmp(names[i], "id"))
+			g_string_append_printf(g, ", %s", n ? set[0] + strlen("version=") : "version");
+	}
+}
+
+/*
+ * The rows the ClickHouse store writes again (recovery, crash accounting)
+ * copy every column of single.sql's table but those it sets: a column the
+ * copy left out would lose its value in the latest version.
+ */
+static void test_clickhouse_copies_every_column(void **state)
+{
+	static const char *const set[] = { "version=7", "resource_drops=resource_drops + 1" };
+	const struct rm_chstore_set chs_set[] = { { "version", "7" }, { "resource_drops", "resource_drops + 1" } };
+	char *sql = rm_chstore_copy_sql(&rm_stored_sessions, chs_set, 2, "id = 1");
+	GString *want = g_string_new("INSERT INTO sessions (");
+
+	insert_columns(want, "sessions", NULL, 0);
+	g_string_append(want, ") SELECT ");
+	insert_columns(want, "sessions", set, 2);
+	g_string_append(want, " FROM sessions FINAL WHERE id = 1");
+	assert_non_null(strstr(want->str, "peer_name) SELECT"));
+	assert_string_equal(sql, want->str);
+	g_free(sql);
+	g_string_free(want, TRUE);
+}
+
+/*
  * A column added to a table and nowhere else: the DDL made from it is not
  * the shipped one, and its rows no longer decode by the shipped types.
  */
@@ -642,6 +687,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sqlite_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sqlite_epoch_row, setup, teardown),
 		cmocka_unit_test(test_clickhouse_rows),
+		cmocka_unit_test(test_clickhouse_copies_every_column),
 		cmocka_unit_test(test_a_column_added_in_one_place_only_fails),
 	};
 

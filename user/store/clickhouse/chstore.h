@@ -159,6 +159,19 @@ struct rm_stored_table;
 void rm_chstore_row(GByteArray *out, const struct rm_stored_table *t, const char *collector_id, const void *row,
 		    uint64_t version);
 
+/* A column of a row written again and the expression that gives it (rm_chstore_copy_sql). */
+struct rm_chstore_set {
+	const char *column, *expr;
+};
+/*
+ * "INSERT INTO t (its columns as rm_chstore_row) SELECT ... FROM t FINAL
+ * WHERE where": the rows of t where selects written again (the recovery at
+ * a run's start, the crash accounting), each column as stored but those of
+ * set (n of them; version among them for a versioned table). g_free it.
+ */
+char *rm_chstore_copy_sql(const struct rm_stored_table *t, const struct rm_chstore_set *set, size_t n,
+			  const char *where);
+
 /* Octets of rows waiting (batch and queue); the collector's thread (or while it waits for the metrics lock). */
 uint64_t rm_chstore_waiting(struct rm_chstore *chs);
 

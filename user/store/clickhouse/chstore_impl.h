@@ -102,23 +102,11 @@ struct rm_chstore {
 /* rows.c */
 /* The tables of columns.h by enum table. */
 extern const struct rm_stored_table *const rm_chs_tables[T__N];
-/* Append the columns of t's rows in the order they are serialized (collector_id, ..., version). */
-void rm_chs_columns(GString *g, const struct rm_stored_table *t);
-/* "INSERT INTO t (the columns) FORMAT RowBinary"; g_free it. */
+/* "INSERT INTO t (the columns in the order rows are serialized: collector_id, ..., version) FORMAT RowBinary"; g_free it. */
 char *rm_chs_insert_sql(const struct rm_stored_table *t);
 /* Insert one row of t at once (rm_chs_put_row's). 0, or rm_ch_query's negative errno with err. */
 int rm_chs_insert_row(struct rm_ch *ch, const struct rm_stored_table *t, const char *collector_id, uint64_t version,
 		      const void *row, char *err, size_t errlen);
-/* A column of a row written again and the expression that gives it (rm_chs_copy_sql). */
-struct rm_chs_set {
-	const char *column, *expr;
-};
-/*
- * "INSERT INTO t (the columns) SELECT ... FROM t FINAL WHERE where": the rows
- * of t where selects written again, each column as stored but those of set
- * (n; version among them, for a versioned table). g_free it.
- */
-char *rm_chs_copy_sql(const struct rm_stored_table *t, const struct rm_chs_set *set, size_t n, const char *where);
 /* A row of t (its struct: columns.h) in RowBinary with the collector ID and version (if t has one), appended to b. */
 void rm_chs_put_row(GByteArray *b, const struct rm_stored_table *t, const char *collector_id, uint64_t version,
 		    const void *row);

@@ -59,13 +59,13 @@ static int recover(struct rm_chstore *chs, struct rm_ch *ch, const char *qid, ui
 		" if(missing_reports > 0, concat('; ', toString(missing_reports), ' reports missing'), '')))), reason)",
 		cause, cause);
 	char *where[2];
-	const struct rm_chs_set ended[] = {
+	const struct rm_chstore_set ended[] = {
 		{ "version", ver },
 		{ "ended_ms", now },
 		{ "end_reason", "toNullable('collector restarted: the run that held this session ended without closing "
 				"it')" },
 	};
-	const struct rm_chs_set retired[] = {
+	const struct rm_chstore_set retired[] = {
 		{ "version", ver },
 		{ "outcome", "if(state = 'open', 'incomplete', outcome)" },
 		{ "reason", reason },
@@ -80,8 +80,8 @@ static int recover(struct rm_chstore *chs, struct rm_ch *ch, const char *qid, ui
 	where[1] = g_strdup_printf("collector_id = %s AND id GLOBAL IN (SELECT id FROM epochs WHERE collector_id = %s"
 				   " GROUP BY id HAVING argMax(isNull(retired_ms), version))",
 				   qid, qid);
-	sql[0] = rm_chs_copy_sql(&rm_stored_sessions, ended, G_N_ELEMENTS(ended), where[0]);
-	sql[1] = rm_chs_copy_sql(&rm_stored_epochs, retired, G_N_ELEMENTS(retired), where[1]);
+	sql[0] = rm_chstore_copy_sql(&rm_stored_sessions, ended, G_N_ELEMENTS(ended), where[0]);
+	sql[1] = rm_chstore_copy_sql(&rm_stored_epochs, retired, G_N_ELEMENTS(retired), where[1]);
 	sql[2] = NULL;
 	for (int i = 0; sql[i] && !rc; i++)
 		rc = rm_ch_query(ch, sql[i], NULL, 0, NULL, NULL, err, errlen);

@@ -65,11 +65,11 @@ static int committed(struct rm_ch *ch, const char *qid, int64_t id, uint64_t *re
 }
 
 /* A new version of session id's stored row (the session matched where): its columns of set, the rest as stored. */
-static int rewrite(struct rm_ch *ch, const char *qid, int64_t id, const struct rm_chs_set *set, size_t n, char *err,
+static int rewrite(struct rm_ch *ch, const char *qid, int64_t id, const struct rm_chstore_set *set, size_t n, char *err,
 		   size_t errlen)
 {
 	char *where = g_strdup_printf("collector_id = %s AND id = %" PRId64, qid, id);
-	char *sql = rm_chs_copy_sql(&rm_stored_sessions, set, n, where);
+	char *sql = rm_chstore_copy_sql(&rm_stored_sessions, set, n, where);
 	int rc = rm_ch_query(ch, sql, NULL, 0, NULL, NULL, err, errlen);
 
 	g_free(where);
@@ -82,7 +82,7 @@ static int rewrite_lost(struct rm_chstore *chs, struct rm_ch *ch, const char *qi
 			const struct rm_store_lost_session *l, uint64_t lost, char *err, size_t errlen)
 {
 	char v[5][32], drops[48];
-	const struct rm_chs_set set[] = {
+	const struct rm_chstore_set set[] = {
 		{ "version", v[0] }, { "messages", v[1] }, { "records", v[2] },
 		{ "octets", v[3] },  { "rejected", v[4] }, { "resource_drops", drops },
 	};
@@ -284,7 +284,7 @@ static const char *acked_one(struct rm_chstore *chs, struct rm_ch *ch, const cha
 	if (rc == 0) {
 		/* the sender's thread: a version of its own, after the stored one */
 		char ver[32], drops[48];
-		const struct rm_chs_set set[] = { { "version", ver }, { "resource_drops", drops } };
+		const struct rm_chstore_set set[] = { { "version", ver }, { "resource_drops", drops } };
 
 		snprintf(ver, sizeof(ver), "%" PRIu64, rm_clock_wall_us() > v[4] ? rm_clock_wall_us() : v[4] + 1);
 		snprintf(drops, sizeof(drops), "resource_drops + %" PRIu64, *lost);

@@ -17,39 +17,8 @@ const struct rm_stored_table *const rm_chs_tables[T__N] = {
 	[T_LIMITS] = &rm_stored_limits, [T_POINTS] = &rm_stored_points,
 };
 
-/*
- * The columns of t's rows as written (columns.h): collector_id, t's
- * ClickHouse columns in order, and for a versioned table version after
- * the ID (last in a table without one).
- */
-void rm_chs_columns(GString *g, const struct rm_stored_table *t)
-{
-	int id = rm_stored_id_col(t);
-
-	g_string_append(g, "collector_id");
-	for (unsigned i = 0; i < t->n_cols; i++) {
-		if (!t->cols[i].clickhouse)
-			continue;
-		g_string_append_printf(g, ", %s", t->cols[i].name);
-		if (t->ch_versioned && (int)i == id)
-			g_string_append(g, ", version");
-	}
-	if (t->ch_versioned && id < 0)
-		g_string_append(g, ", version");
-}
-
-char *rm_chs_insert_sql(const struct rm_stored_table *t)
-{
-	GString *g = g_string_new(NULL);
-
-	g_string_append_printf(g, "INSERT INTO %s (", t->name);
-	rm_chs_columns(g, t);
-	g_string_append(g, ") FORMAT RowBinary");
-	return g_string_free(g, FALSE);
-}
-
 /* The expression of column name in a copy: set's, else the column itself. */
-static const char *copy_expr(const char *name, const struct rm_chs_set *set, size_t n)
+static const char *copy_expr(const char *name, const struct rm_chstore_set *set, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (!strcmp(set[i].column, name))
@@ -57,19 +26,47 @@ static const char *copy_expr(const char *name, const struct rm_chs_set *set, siz
 	return name;
 }
 
-char *rm_chs_copy_sql(const struct rm_stored_table *t, const struct rm_chs_set *set, size_t n, const char *where)
+/*
+ * The columns of t's rows as written (columns.h): collector_id, t's
+ * ClickHouse columns in order, and for a versioned table version after
+ * the ID (last in a table without one); each as set gives it (n of them).
+ */
+static void add_columns(GString *g, const struct rm_stored_table *t, const struct rm_chstore_set *set, size_t n)
 {
-	GString *g = g_string_new(NULL), *cols = g_string_new(NULL);
-	char *list, *name;
+	int id = rm_stored_id_col(t);
 
-	rm_chs_columns(cols, t);
-	g_string_append_printf(g, "INSERT INTO %s (%s) SELECT ", t->name, cols->str);
-	list = cols->str;
-	while ((name = strsep(&list, ",")))
-		g_string_append_printf(g, "%s%s", name == cols->str ? "" : ", ",
-				       copy_expr(name + strspn(name, " "), set, n));
+	g_string_append(g, copy_expr("collector_id", set, n));
+	for (unsigned i = 0; i < t->n_cols; i++) {
+		if (!t->cols[i].clickhouse)
+			continue;
+		g_string_append_printf(g, ", %s", copy_expr(t->cols[i].name, set, n));
+		if (t->ch_versioned && (int)i == id)
+			g_string_append_printf(g, ", %s", copy_expr("version", set, n));
+	}
+	if (t->ch_versioned && id < 0)
+		g_string_append_printf(g, ", %s", copy_expr("version", set, n));
+}
+
+char *rm_chs_insert_sql(const struct rm_stored_table *t)
+{
+	GString *g = g_string_new(NULL);
+
+	g_string_append_printf(g, "INSERT INTO %s (", t->name);
+	add_columns(g, t, NULL, 0);
+	g_string_append(g, ") FORMAT RowBinary");
+	return g_string_free(g, FALSE);
+}
+
+char *rm_chstore_copy_sql(const struct rm_stored_table *t, const struct rm_chstore_set *set, size_t n,
+			  const char *where)
+{
+	GString *g = g_string_new(NULL);
+
+	g_string_append_printf(g, "INSERT INTO %s (", t->name);
+	add_columns(g, t, NULL, 0);
+	g_string_append(g, ") SELECT ");
+	add_columns(g, t, set, n);
 	g_string_append_printf(g, " FROM %s FINAL WHERE %s", t->name, where);
-	g_string_free(cols, TRUE);
 	return g_string_free(g, FALSE);
 }
 
