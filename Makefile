@@ -151,7 +151,8 @@ install: all
 	install -m 0644 $(wildcard docs/man/*.8) $(DESTDIR)$(MANDIR)/man8/
 	install -D -m 0644 completion/rocemeter $(DESTDIR)$(BASHCOMPDIR)/rocemeter
 	install -d $(DESTDIR)$(DOCDIR)
-	install -m 0644 README.md $(filter-out docs/rocemeter.8 docs/man docs/clickhouse docs/prometheus,$(wildcard docs/*)) $(DESTDIR)$(DOCDIR)/
+	install -m 0644 README.md $(filter-out docs/README.md docs/rocemeter.8 docs/man docs/clickhouse docs/prometheus,$(wildcard docs/*)) $(DESTDIR)$(DOCDIR)/
+	install -m 0644 docs/README.md $(DESTDIR)$(DOCDIR)/index.md
 	install -d $(DESTDIR)$(DOCDIR)/prometheus
 	install -m 0644 docs/prometheus/rocemeter-rules.yml $(DESTDIR)$(DOCDIR)/prometheus/
 	install -d $(DESTDIR)$(DOCDIR)/clickhouse

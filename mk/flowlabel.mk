@@ -5,8 +5,9 @@
 # ICRC and UDP checksum, end to end over veth).
 BPF_NAMES      += flowlabel baseline
 ROCEMETER_SRCS += user/flowlabel/flowlabel.c user/flowlabel/cmd_flowlabel.c
-# The ECMP spread model of `flowlabel spread` (its command, reading captures, is user/replay/cmd_spread.c).
-ROCEMETER_SRCS += user/flowlabel/spread.c
+# `rocemeter flowlabel spread`: a capture's connections (the census) or generated QPs through
+# the ECMP spread model (spread.c).
+ROCEMETER_SRCS += user/flowlabel/spread.c user/flowlabel/cmd_spread.c
 CHECK_PROGS    += $(BUILD)/tests/unit/test_flowlabel
 CHECK_PROGS    += $(BUILD)/selftests/bpf/test_flowlabel_bpf
 CHECK_SCRIPTS  += selftests/system/test_flowlabel.py

@@ -7,7 +7,7 @@ BPF_NAMES      += meter
 ROCEMETER_SRCS += user/meter/meter.c user/meter/reporter.c user/meter/pins.c user/meter/observe.c \
                   user/meter/provision.c user/meter/violations.c \
                   user/meter/daemon.c user/meter/features.c user/meter/identity.c user/meter/netns.c user/meter/meter_metrics.c user/meter/cmd_attach.c user/meter/cmd_detach.c \
-                  user/meter/cmd_status.c user/meter/cmd_reenable.c
+                  user/meter/cmd_status.c user/meter/status.c user/meter/cmd_reenable.c
 # The BPF build of the engine across CPUs, the specification's examples,
 # violations and mirror mode through BPF_PROG_TEST_RUN; attach/detach/status
 # on a veth pair in a network namespace.
@@ -45,5 +45,5 @@ CHECK_PROGS    += $(BUILD)/tests/unit/test_bth
 CHECK_PROGS    += $(BUILD)/tests/unit/test_provision
 # docs/meter.md's table of statistics against RM_STATS (include/rocemeter/common.h).
 CHECK_SCRIPTS  += tests/unit/test_stats_doc.py
-# The README's bpftool section against the BTF of build/meter.bpf.o.
+# docs/meter.md's bpftool section against the BTF of build/meter.bpf.o.
 CHECK_SCRIPTS  += tests/unit/test_readme_bpftool.py

@@ -1,10 +1,6 @@
-# user/replay/: `rocemeter replay`: capture files read with libpcap, each
+# user/replay/: `rocemeter replay`: capture files read with libpcap (user/capture/), each
 # frame run through the meter's BPF program with BPF_PROG_TEST_RUN.
-ROCEMETER_SRCS += user/replay/capture.c user/replay/replay.c user/replay/cmd_replay.c
-# `rocemeter connections`: the connection census over capture files (census_run.c) or live.
-ROCEMETER_SRCS += user/replay/census_run.c user/replay/cmd_connections.c
-# `rocemeter flowlabel spread`: a capture's connections (the census) or generated QPs through the spread model.
-ROCEMETER_SRCS += user/replay/cmd_spread.c
+ROCEMETER_SRCS += user/replay/replay.c user/replay/cmd_replay.c
 # Parse verdicts of the XDP meter, and replay over the real captures beside
 # the checkout and over synthetic captures built with scapy; tshark is the
 # independent decoder, tests/lib/rocetest.py holds the helpers and a Python model

@@ -22,7 +22,7 @@ Also measured, for the choice of the writer's input format: one INSERT of
 TabSeparated and JSONEachRow, client wall time, best of 5 rounds in which
 the formats take turns.
 
-The figure issue 29 asks for: with one collector, the server's own rate for
+The figure of docs/benchmarks.md "Targets": with one collector, the server's own rate for
 the same rows in the same run. After each ClickHouse run with one collector,
 every epochs row it wrote (merges of epochs stopped during the run, so that
 every version stays) is read back in RowBinary and inserted again in one
@@ -52,6 +52,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 sys.path.insert(0, os.path.join(ROOT, "selftests", "system"))
 import test_collector as tc  # noqa: E402  the collector harness (TLS 1.3 peers, certificates)
 from clickhouse import DATABASE, server, skip_reason  # noqa: E402
+from seqobs_examples import EXAMPLES, WINDOW  # noqa: E402  [SEQOBS] "Verification Examples"
 
 WORKLOADS = [(90000, 10), (95000, 1)]
 RUNS = int(os.environ.get("BENCH_RUNS", "1"))
@@ -63,13 +64,21 @@ FINAL, GEN_UNVERIFIED = 0x0001, 0x0020
 # V4 record of [SEQOBS] "Profile Fields in Example Order" (test_collector.V4)
 REC = struct.Struct(">Q4s4sIHQQQQIHQQQQIQQQ")
 SRC, DST = bytes([192, 0, 2, 1]), bytes([192, 0, 2, 2])
+EX1 = EXAMPLES[1][1]  # the counters of example 1, test_collector.report()'s
+
+
+def requests_at(rid):
+    """An epoch's requests at report rid: example 1's, then two more per report (test_collector.later)."""
+    return EX1["requests"] + 2 * (rid - 1)
 
 
 def rec(epoch, rid, final):
-    """Report rid of an epoch: requests 5 + 2(rid - 1), skipped = filled = rid, repeated 1 (test_collector.later)."""
+    """Report rid of an epoch: example 1's counters at report 1, then per report two more requests and one
+    more position skipped and filled (test_collector.later)."""
     n = rid - 1
-    return REC.pack(7, SRC, DST, 0x123, 0xFFFF, 1700000000000, 1700000000500 + 100 * n, epoch, rid, 4,
-                    GEN_UNVERIFIED | (FINAL if final else 0), 1 + n, 1 + n, 0, 0, 0, 1, 5 + 2 * n, 0)
+    return REC.pack(7, SRC, DST, 0x123, 0xFFFF, 1700000000000, 1700000000500 + 100 * n, epoch, rid, WINDOW,
+                    GEN_UNVERIFIED | (FINAL if final else 0), EX1["skipped"] + n, EX1["filled"] + n,
+                    EX1["expired"], EX1["abandoned"], EX1["pending"], EX1["repeated"], requests_at(rid), EX1["late"])
 
 
 def stream(first, n_epochs, reports):
@@ -111,7 +120,7 @@ def sqlite_check(db, reports):
     try:
         return r.execute("SELECT count(*) FROM epochs WHERE outcome = 'complete' AND first_report_id = 1 AND"
                          " last_report_id = ? AND requests = ? AND retired_ms IS NOT NULL",
-                         (reports, 5 + 2 * (reports - 1))).fetchone()[0]
+                         (reports, requests_at(reports))).fetchone()[0]
     finally:
         r.close()
 
@@ -154,7 +163,7 @@ def run(kind, n_col, n_epochs, reports, tmp, pki, ch):
         else:
             ok = jrows(ch, f"SELECT count() AS n FROM epochs FINAL WHERE collector_id IN ({ids}) AND"
                            f" outcome = 'complete' AND first_report_id = 1 AND last_report_id = {reports} AND"
-                           f" requests = {5 + 2 * (reports - 1)} AND isNotNull(retired_ms)")[0]["n"]
+                           f" requests = {requests_at(reports)} AND isNotNull(retired_ms)")[0]["n"]
     finally:
         for c in cols:
             c.stop()

@@ -46,7 +46,7 @@
 #include <bpf/libbpf.h>
 
 #include "meter/meter.h"
-#include "replay/capture.h"
+#include "capture/capture.h"
 #include "rocemeter/bench.h"
 #include "rocemeter/bth.h"
 #include "rocemeter/seqobs.h"

@@ -24,10 +24,10 @@ from collections import Counter
 
 import pytest
 
+from flowlabel_ref import VARIANTS, ref_hash, ref_input  # tests/lib: [FLOWLABEL] written out
 import rocetest as t
 from rocetest import Frame
 
-VARIANTS = ("literal", "crc32", "crc32c", "mpeg2")
 LABELS = ("arriving",) + VARIANTS
 HASHES = ("crc16-ccitt", "crc32-lo", "crc32-hi", "xor16")
 KEYS = ("5tuple", "5tuple+label", "addr+label")
@@ -36,63 +36,11 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the census over captu
 
 # ---- independent references -------------------------------------------------
 
-def crc_reflected(data, poly, init, xorout):
-    reg = init
-    for b in data:
-        reg ^= b
-        for _ in range(8):
-            lsb = reg & 1
-            reg >>= 1
-            if lsb:
-                reg ^= poly
-    return reg ^ xorout
-
-
-def crc_mpeg2(data, init):
-    reg = init
-    for b in data:
-        reg ^= b << 24
-        for _ in range(8):
-            msb = reg & 0x80000000
-            reg = (reg << 1) & 0xFFFFFFFF
-            if msb:
-                reg ^= 0x04C11DB7
-    return reg
-
-
-def fmix32(h):
-    """murmur3's 32-bit finalizer (the program's --mix)."""
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
-    return h ^ (h >> 16)
-
-
-def fl_hash(variant, data, mix=False, seed=0):
-    init = 0xFFFFFFFF ^ seed
-    if variant == "literal":  # [FLOWLABEL]'s text: shift right, XOR 0x04C11DB7, no final XOR
-        h = crc_reflected(data, 0x04C11DB7, init, 0)
-    elif variant == "crc32":  # zlib's value argument is the register after its final XOR
-        h = zlib.crc32(data, seed)
-    elif variant == "crc32c":
-        h = crc_reflected(data, 0x82F63B78, init, 0xFFFFFFFF)
-    else:
-        h = crc_mpeg2(data, init)
-    return fmix32(h) if mix else h
-
-
-def low16(addr):
-    """The last two bytes of the address as IPv6 sees it (IPv4: ::ffff:a.b.c.d has the same)."""
-    return ipaddress.ip_address(addr).packed[-2:]
-
-
 def label_of(c, source, mix=False, seed=0):
     if source == "arriving" or c["label_in"]:
         return c["label_in"]
-    head = c["sqp"].to_bytes(3, "big") if c["sqp"] is not None else b""
-    data = head + c["dqp"].to_bytes(3, "big") + low16(c["src"]) + low16(c["dst"])
-    return (fl_hash(source, data, mix, seed) & 0xFFFFF) or 1  # a computed 0 is written as 0x00001
+    data = ref_input(c["src"], c["dst"], c["dqp"], c["sqp"])
+    return (ref_hash(source, data, mix, seed) & 0xFFFFF) or 1  # a computed 0 is written as 0x00001
 
 
 def crc16_ccitt(data):

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """`rocemeter replay` over every shared capture in the sanitizer build (make
-check-sanitize: ASan and UBSan, halt_on_error, no recovery; issue 27 item 13:
+check-sanitize: ASan and UBSan, halt_on_error, no recovery; it once found
 qsort(NULL, 0) in user/meter/reporter.c at a report with no open context).
 Three runs over all captures as one stream, each through other writers and
 limits (JSON Lines with periodic reports, the IPFIX file and the statistics;

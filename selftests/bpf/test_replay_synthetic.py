@@ -21,6 +21,7 @@ import pytest
 
 import rocetest as t
 from rocetest import (FINAL, GENERATION_UNVERIFIED as GEN, PROFILE_VIOLATION, SERIAL_DISCONTINUITY, Frame, Rec)
+from seqobs_examples import EXAMPLES  # tests/lib: [SEQOBS] "Verification Examples"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="BPF_PROG_TEST_RUN needs root")
 
@@ -139,29 +140,32 @@ def test_builder_decodes_in_tshark(encap, tmp_path):
 def test_example_reorder(encap, tmp_path):
     """W=4, PSNs 100,102,101,103,102: requests=5, skipped=1, filled=1,
     repeated=1, pending=expired=abandoned=unclassifiedLate=0."""
-    r = Cap(encap).reqs([100, 102, 101, 103, 102]).run(tmp_path, "-a", "--window", "4", window=4)
+    psns, want = EXAMPLES[1]
+    r = Cap(encap).reqs(psns).run(tmp_path, "-a", "--window", "4", window=4)
     assert len(r.reports) == 1
-    assert_report(r.reports[0], requests=5, skipped=1, filled=1, repeated=1, window=4, flags=FINAL | GEN)
+    assert_report(r.reports[0], **want, window=4, flags=FINAL | GEN)
 
 
 @pytest.mark.parametrize("encap", ENCAPS)
 def test_example_before_start(encap, tmp_path):
     """W=4, PSNs 100,99,100: 99 precedes S: requests=3, unclassifiedLate=1,
     repeated=1, skipped=filled=pending=0."""
-    r = Cap(encap).reqs([100, 99, 100]).run(tmp_path, "-a", "--window", "4", window=4)
+    psns, want = EXAMPLES[2]
+    r = Cap(encap).reqs(psns).run(tmp_path, "-a", "--window", "4", window=4)
     assert len(r.reports) == 1
-    assert_report(r.reports[0], requests=3, late=1, repeated=1, window=4, flags=FINAL | GEN)
+    assert_report(r.reports[0], **want, window=4, flags=FINAL | GEN)
 
 
 @pytest.mark.parametrize("encap", ENCAPS)
 def test_example_expiry_then_close(encap, tmp_path):
     """W=4, PSNs 100,102,106: skipped=4, expired=1, pending=3 (seen in a
     non-final report); closing (end of input) gives abandoned=3, pending=0."""
-    c = Cap(encap).reqs([100, 102, 106]).filler(20)  # the filler triggers a snapshot at 10 ms
+    psns, want = EXAMPLES[3]
+    c = Cap(encap).reqs(psns).filler(20)  # the filler triggers a snapshot at 10 ms
     r = c.run(tmp_path, "-a", "--window", "4", "--report-interval", "10", window=4, interval_ms=10)
     assert len(r.reports) == 2
     snap, final = r.reports
-    assert_report(snap, requests=3, skipped=4, expired=1, pending=3, window=4, flags=GEN)
+    assert_report(snap, **want, window=4, flags=GEN)
     assert_report(final, requests=3, skipped=4, expired=1, abandoned=3, pending=0, window=4, flags=FINAL | GEN)
     assert snap["rdmaSequenceEpochId"] == final["rdmaSequenceEpochId"]
     assert (snap["rdmaSequenceReportId"], final["rdmaSequenceReportId"]) == (1, 2)
@@ -184,9 +188,10 @@ def test_example_closed_result_cannot_be_filled(encap, tmp_path):
 @pytest.mark.parametrize("encap", ENCAPS)
 def test_example_wrap(encap, tmp_path):
     """PSNs 16777214,16777215,0,1 advance continuously with no skipped positions."""
-    r = Cap(encap).reqs([16777214, 16777215, 0, 1]).run(tmp_path, "-a", "--window", "4", window=4)
+    psns, want = EXAMPLES[4]
+    r = Cap(encap).reqs(psns).run(tmp_path, "-a", "--window", "4", window=4)
     assert len(r.reports) == 1
-    assert_report(r.reports[0], requests=4, window=4, flags=FINAL | GEN)
+    assert_report(r.reports[0], **want, window=4, flags=FINAL | GEN)
 
 
 @pytest.mark.parametrize("encap", ENCAPS)

@@ -15,13 +15,12 @@
  * programs take at W = 1,024, where that scan has one word: the verifier's
  * work must not grow with W.
  *
- * Replay's start-up has a budget of its own (issue 29: at most 0.1 s for a
+ * Replay's start-up has a budget of its own (docs/benchmarks.md "Targets": at most 0.1 s for a
  * capture of a few frames): its two programs together at most
  * REPLAY_BUDGET instructions, some 0.08 s at the 2 us per instruction of the
  * loaded development VM. They took 78,148 + 6,406 before the parser's
  * cursor was re-anchored per header and the engine's inputs went through
- * map memory (docs/benchmarks.md "Replay start-up: one verifier state per
- * header and per engine entry": 25,681 + 5,073 after).
+ * map memory (docs/benchmarks.md "Replay start-up": 25,681 + 5,073 after).
  */
 #define REPLAY_BUDGET 40000
 #include <stdarg.h>

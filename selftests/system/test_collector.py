@@ -12,6 +12,7 @@ back with the sqlite3 module. Expected values come from [SEQOBS]'s rules and
 its verification examples.
 """
 import csv
+import functools
 import io
 import ipaddress
 import json
@@ -27,6 +28,9 @@ import subprocess
 import time
 
 import pytest
+
+from procs import rocemeter_report  # tests/lib
+import seqobs_examples  # tests/lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("ROCEMETER_BIN", os.path.join(ROOT, "build", "rocemeter"))
@@ -82,13 +86,12 @@ def templates_msg(fields=V4, tid=256, domain=0):
     return message(ipfix_set(2, template_record(tid, fields)), oset, odata, domain=domain)
 
 
-# [SEQOBS] "Verification Examples", example 1 (W=4, PSNs 100,102,101,103,102):
+# A report whose counters are [SEQOBS] "Verification Examples", example 1 (W=4, PSNs 100,102,101,103,102):
 # requests=5, skipped=1, filled=1, repeated=1, the rest 0.
 def report(epoch=1, rid=1, **kw):
     r = dict(obs=7, src=bytes([192, 0, 2, 1]), dst=bytes([192, 0, 2, 2]), qp=0x000123, pkey=0xFFFF,
-             start=1700000000000, end=1700000000500, epoch=epoch, report=rid, window=4,
-             flags=GEN_UNVERIFIED, skipped=1, filled=1, expired=0, abandoned=0, pending=0,
-             repeated=1, requests=5, late=0)
+             start=1700000000000, end=1700000000500, epoch=epoch, report=rid, window=seqobs_examples.WINDOW,
+             flags=GEN_UNVERIFIED, **seqobs_examples.EXAMPLES[1][1])
     r.update(kw)
     return r
 
@@ -379,8 +382,8 @@ def reliability_msg(claims, seq=0):
 
 
 def test_forged_reliability_claims_rejected(tmp_path):
-    """A forged Reliability record (trial, issue 28: 2^64 - 1 records was stored as
-    resource_drops = -1; a later trial: 1000 Messages, 2147483647 records, 10^11 octets was counted,
+    """A forged Reliability record (2^64 - 1 records was once stored as
+    resource_drops = -1; another forged one: 1000 Messages, 2147483647 records, 10^11 octets was counted,
     'unread-at-crash' 2147483639): a count the record's own octets cannot hold, or octets its
     Messages cannot hold (65535 each, RFC 7011 section 3.1), is rejected by the decoder; a claim of
     more records never read than this host's TCP receive buffer (net.ipv4.tcp_rmem's maximum), the
@@ -448,10 +451,7 @@ def test_observation_point_names_stored_and_reported(collector):
         {"domain": 0, "observation_point_id": 8, "name": "leaf-b"}]
     want = {7: "leaf-a", 8: "leaf-b", 10: None}
 
-    def rep(*args):
-        p = subprocess.run([BIN, "report", "--db", collector.db, *args], capture_output=True, text=True)
-        assert p.returncode == 0, p.stderr
-        return p.stdout
+    rep = functools.partial(rocemeter_report, collector.db, binary=BIN)  # rep(*args): report's output
     js = [json.loads(x) for x in rep("--json").splitlines()]
     assert {j["key"]["observationPointId"]: j["observation_point_name"] for j in js} == want
     rows = list(csv.DictReader(io.StringIO(rep("--format", "csv"))))
@@ -466,7 +466,7 @@ def test_observation_point_names_stored_and_reported(collector):
 
 @pytest.mark.parametrize("collector", [("--peer-name", "127.0.0.1")], indirect=True)
 def test_observation_point_name_bound_to_its_exporter(collector):
-    """Issue 25: a name is bound to the exporter that sent it. Exporter A (exporter.pem, authorised
+    """A name is bound to the exporter that sent it. Exporter A (exporter.pem, authorised
     as exporter.rocemeter.test) names point 7 "leaf-a"; exporter B (wrongname.pem, authorised by its
     IP SAN 127.0.0.1) then names point 7 of the same Observation Domain "evil". A's epoch keeps
     "leaf-a" in the table, --verbose, JSON and CSV; B's epoch shows B's own name; both rows stored,
@@ -481,10 +481,7 @@ def test_observation_point_name_bound_to_its_exporter(collector):
     assert [s["peer_name"] for s in sess] == [EXPORTER, "127.0.0.1"]
     want = {1: "leaf-a", 2: "evil"}  # rdmaSequenceEpochId -> the name its own exporter gave point 7
 
-    def rep(*args):
-        p = subprocess.run([BIN, "report", "--db", collector.db, *args], capture_output=True, text=True)
-        assert p.returncode == 0, p.stderr
-        return p.stdout
+    rep = functools.partial(rocemeter_report, collector.db, binary=BIN)  # rep(*args): report's output
     js = [json.loads(x) for x in rep("--json").splitlines()]
     assert {j["rdmaSequenceEpochId"]: j["observation_point_name"] for j in js} == want
     assert {j["rdmaSequenceEpochId"]: j["exporter"]["peer_name"] for j in js} == {1: EXPORTER, 2: "127.0.0.1"}
@@ -520,10 +517,7 @@ def test_summary_and_html_keep_exporters_apart(collector, tmp_path):
     collector.wait_ended(2)
     want = {EXPORTER: (1, 5, "leaf-a"), "127.0.0.1": (1, 9, "leaf-b")}  # peer_name -> epochs, requests, name
 
-    def rep(*args):
-        p = subprocess.run([BIN, "report", "--db", collector.db, *args], capture_output=True, text=True)
-        assert p.returncode == 0, p.stderr
-        return p.stdout
+    rep = functools.partial(rocemeter_report, collector.db, binary=BIN)  # rep(*args): report's output
     js = [json.loads(x) for x in rep("--summary", "--json").splitlines()]
     assert {j["exporter"]["peer_name"]: (j["epochs"], j["totals"]["requestPacketTotalCount"],
                                          j["observation_point_name"]) for j in js} == want
@@ -555,8 +549,8 @@ def test_summary_and_html_keep_exporters_apart(collector, tmp_path):
 
 
 def test_observation_points_of_an_earlier_layout(tmp_path, pki):
-    """A database whose observation_points table is keyed by domain and ID only (the layout before
-    issue 25: names bound to no exporter) still opens: report shows no name from it, and the first
+    """A database whose observation_points table is keyed by domain and ID only (the earlier
+    layout: names bound to no exporter) still opens: report shows no name from it, and the first
     read-write open (collect) drops that table for the new one; the exporter's next session names
     its points again."""
     c = Collector(tmp_path, pki)

@@ -15,6 +15,7 @@ service), docs/fleet.md "Writing":
   retired epoch is in ClickHouse with its outcome or counted as a "store"
   drop (metrics, log, `drops`), and the sender says when it is back.
 """
+import functools
 import json
 import os
 import re
@@ -33,6 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_collector as tc  # noqa: E402  the IPFIX vectors and the collector harness
 from clickhouse import DATABASE, cluster, server, skip_reason  # noqa: E402
 from collector_proc import freeze, kill9, kill_while_reading, reap  # noqa: E402
+import procs  # noqa: E402  tests/lib: commands
 
 ROOT = tc.ROOT
 BIN = tc.BIN
@@ -43,14 +45,7 @@ pytestmark = [pytest.mark.skipif(not os.path.exists(BIN), reason="build/rocemete
               pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")]
 
 
-def wait_for(cond, what, timeout=WAIT):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+wait_for = functools.partial(procs.wait_for, timeout=WAIT)
 
 
 def store_init(ch, *extra):
@@ -682,7 +677,7 @@ class Attempts(threading.Thread):
 
 
 def test_no_drops_once_clickhouse_is_back(tmp_path, pki):
-    """Issue 27: after an outage the collector went on dropping for 6-15 s once ClickHouse was back
+    """After an outage the collector once went on dropping for 6-15 s once ClickHouse was back
     (the sender's backoff had grown to 5 s). A server that refuses or closes connections is tried
     every RM_CHSTORE_RETRY_MIN_MS (docs/fleet.md "Writing"): ClickHouse stopped, a session sent
     (the buffer fills: "store" drops), the port held by a listener that closes each connection for
@@ -726,7 +721,7 @@ def test_no_drops_once_clickhouse_is_back(tmp_path, pki):
 
 
 def test_frozen_clickhouse_drops_count_each_epoch_once(tmp_path, pki):
-    """Issue 27 item 4: clickhouse-server frozen (SIGSTOP: its sockets still accept, its requests
+    """clickhouse-server frozen (SIGSTOP: its sockets still accept, its requests
     time out) for 10 s under load with a 1 MiB buffer, then thawed. A long session's 2,000 final
     epochs are in ClickHouse (their rows while retained) before the freeze, and it ends while the
     buffer is full: their retirements wait (a row exists: never a drop). A "store" drop counts one
@@ -1183,7 +1178,7 @@ def test_spool_tmp_symlink_not_followed(tmp_path, pki):
         assert "spooled to" in c.log(), c.log()
 
 
-# ------------------------------------------------------------ observation point names (issue 25)
+# ------------------------------------------------------------ observation point names
 
 def names_scenario(c):
     """Exporter A (exporter.pem) names point 7 "leaf-a" and sends epoch 1; then exporter B

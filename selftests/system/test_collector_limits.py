@@ -27,6 +27,7 @@ import time
 
 import pytest
 
+from procs import sh  # tests/lib
 from test_collector import (BIN, COLLECTOR, EXPORTER, V4, WAIT, Collector, close_tls, data_msg, epochs, ipfix_set,
                             later, message, raw, report, spec, template_record, templates_msg)
 
@@ -340,10 +341,6 @@ def netns():
     pid = os.getpid()
     ns, outer, inner = f"rmcl{pid}", f"rmco{pid}", f"rmci{pid}"
     a, b = "10.213.7.1", "10.213.7.2"
-
-    def sh(*args):
-        subprocess.run(args, check=True, capture_output=True)
-
     try:
         sh("ip", "netns", "add", ns)
         sh("ip", "link", "add", outer, "type", "veth", "peer", "name", inner, "netns", ns)
@@ -531,7 +528,7 @@ def test_memory_budget_refuses_epochs_as_counted_drops(start):
 
 
 def test_one_exporter_cannot_take_the_memory_budget(start):
-    """Issue 27 item 3 over real TLS sessions: one exporter keeps 6,000 epochs open in a 4 MiB budget
+    """Over real TLS sessions, one exporter keeps 6,000 epochs open in a 4 MiB budget
     (without shares it held all of it and the next sessions were refused). Its share, the default
     max_memory_bytes_per_session of docs/configuration.md (a quarter of max_memory_bytes), holds its two
     Templates and as many epochs of 768 bytes as fit; the rest are memory-budget drops of that session,

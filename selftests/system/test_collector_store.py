@@ -210,7 +210,7 @@ def logged_drops(log):
 
 
 def test_disk_full_stays_full_bound_is_enforced(roomy_fs, tmp_path, pki):
-    """Issue 27 item 5: the disk full and staying full while one session sends 150,000 final epochs.
+    """The disk full and staying full while one session sends 150,000 final epochs.
     At most 100,000 retired epochs wait in memory (docs/collector.md "When the database fails"); the
     other 50,000 are `database` drops of the session while it lasts (metrics, a log line at once and
     then at most every 10 s, not only at exit). Once space returns the 100,000 that waited are

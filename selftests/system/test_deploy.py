@@ -19,6 +19,7 @@ import time
 import pytest
 
 import rocetest as rt  # tests/lib
+from procs import sh, wait_for  # tests/lib
 from test_lifecycle import FINAL, CD, Notify  # the sd_notify listener and flag names
 
 ROCEMETER = rt.ROCEMETER
@@ -27,23 +28,6 @@ SRC, DST, QP = "10.7.0.1", "10.7.0.2", 0x321
 _seq = [0]
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF, namespaces)")
-
-
-def sh(*cmd, check=True, timeout=60, **kw):
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kw)
-    if check and p.returncode != 0:
-        raise AssertionError("%s failed (%d): %s%s" % (" ".join(map(str, cmd)), p.returncode, p.stdout, p.stderr))
-    return p
-
-
-def wait_for(pred, what, timeout=30):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        assert time.monotonic() < deadline, "timed out waiting for " + what
-        time.sleep(0.05)
 
 
 def tag():

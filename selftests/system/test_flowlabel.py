@@ -25,7 +25,9 @@ import zlib
 
 import pytest
 
+from flowlabel_ref import VARIANTS, ref_hash, ref_input  # tests/lib: [FLOWLABEL] written out
 import rocetest as rt  # tests/lib: pin_dir()
+from procs import sh  # tests/lib
 
 from scapy.all import Ether, Dot1Q, IP, IPv6, UDP, Raw, wrpcap
 from scapy.layers.inet6 import (IPv6ExtHdrDestOpt, IPv6ExtHdrFragment,
@@ -37,7 +39,6 @@ BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
 HELPER = os.path.join(BUILD, "tests", "lib", "fl_helper")
 ROCEMETER = os.path.join(BUILD, "rocemeter")
 
-VARIANTS = ("literal", "crc32", "crc32c", "mpeg2")
 RC_OPCODES = (0x00, 0x04, 0x05, 0x06, 0x0a, 0x0b, 0x0c, 0x10, 0x11, 0x12, 0x81)
 UD_OPCODES = (0x64, 0x65)
 
@@ -46,60 +47,6 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF)")
 
 
 # ---- independent references -------------------------------------------------
-
-def crc_reflected(data, poly, init, xorout):
-    reg = init
-    for b in data:
-        reg ^= b
-        for _ in range(8):
-            lsb = reg & 1
-            reg >>= 1
-            if lsb:
-                reg ^= poly
-    return reg ^ xorout
-
-
-def crc_mpeg2(data, init):
-    reg = init
-    for b in data:
-        reg ^= b << 24
-        for _ in range(8):
-            msb = reg & 0x80000000
-            reg = (reg << 1) & 0xFFFFFFFF
-            if msb:
-                reg ^= 0x04C11DB7
-    return reg
-
-
-def fmix32(h):
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
-    h ^= h >> 16
-    return h
-
-
-def ref_hash(variant, data, mix=False, seed=0):
-    init = 0xFFFFFFFF ^ seed
-    if variant == "literal":  # [FLOWLABEL]'s text: shift right, XOR 0x04C11DB7, no final XOR
-        h = crc_reflected(data, 0x04C11DB7, init, 0)
-    elif variant == "crc32":  # zlib's value argument is the register after its final XOR
-        h = zlib.crc32(data, seed) & 0xFFFFFFFF
-    elif variant == "crc32c":
-        h = crc_reflected(data, 0x82F63B78, init, 0xFFFFFFFF)
-    else:
-        h = crc_mpeg2(data, init)
-    return fmix32(h) if mix else h
-
-
-def ref_input(src, dst, dqp, sqp=None):
-    """[FLOWLABEL]: {Src_QP ||} Dst_QP || low16(src) || low16(dst), big-endian."""
-    s = ipaddress.IPv6Address(src).packed
-    d = ipaddress.IPv6Address(dst).packed
-    head = sqp.to_bytes(3, "big") if sqp is not None else b""
-    return head + dqp.to_bytes(3, "big") + s[14:] + d[14:]
-
 
 # docs/flowlabel.md "A computed label of 0": the program writes this instead
 # (a zero Flow Label means "no label", RFC 6437), and counts it as zero_hash.
@@ -433,13 +380,6 @@ def test_command_help():
 
 
 # ---- end to end: two namespaces, a veth pair -----------------------------------
-
-def sh(*cmd, check=True, timeout=30):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if check and p.returncode != 0:
-        raise AssertionError("%s: %s%s" % (" ".join(cmd), p.stdout, p.stderr))
-    return p
-
 
 @pytest.fixture
 def veth_pair():

@@ -50,6 +50,7 @@ import time
 import pytest
 
 import rocetest as rt
+from procs import sh  # tests/lib
 from scapy.all import Ether, IPv6, UDP, Raw
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces, tc, BPF)")
@@ -59,13 +60,6 @@ QPS, PKTS = 64, 3
 KMAX = 8
 BOUND = 1e-6
 SRC, DST = "fd00:1::1", "fd00:99::1"
-
-
-def sh(*cmd, check=True, timeout=30):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if check and p.returncode != 0:
-        raise AssertionError("%s: %s%s" % (" ".join(cmd), p.stdout, p.stderr))
-    return p
 
 
 def min_paths_bound(k, n=QPS, bound=BOUND):

@@ -40,6 +40,7 @@ import time
 import pytest
 
 import rocetest as rt  # frame building and capture writing (tests/lib, on pytest.ini's pythonpath)
+from procs import sh  # tests/lib
 
 ROOT = rt.ROOT
 ROCEMETER = rt.ROCEMETER
@@ -192,10 +193,6 @@ def test_replay_end_of_input_abandons_pending(tmp_path):
 
 # ---------------------------------------------------------------------------
 # Live: a veth pair, the far end in a network namespace made here.
-
-def sh(*cmd, check=True, timeout=60):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, check=check, timeout=timeout)
-
 
 _seq = [0]
 

@@ -30,6 +30,8 @@ from collections import Counter, defaultdict
 import pytest
 
 import rocetest as rt  # tests/lib, on pytest.ini's pythonpath
+from procs import sh, wait_for  # tests/lib
+from seqobs_examples import EXAMPLES  # tests/lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
@@ -47,25 +49,6 @@ SRC, DST = "192.0.2.1", "198.51.100.2"
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (XDP, bpffs, namespaces)")
 
 _serial = itertools.count()
-
-
-def sh(*cmd, check=True, timeout=60, **kw):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
-    if check and p.returncode != 0:
-        raise AssertionError("%s failed (%d): %s%s" % (" ".join(cmd), p.returncode, p.stdout, p.stderr))
-    return p
-
-
-def wait_for(pred, what, timeout=30.0):
-    """Poll pred() until it is truthy; fail naming `what` (no timing is asserted)."""
-    end = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() > end:
-            pytest.fail("timed out waiting for " + what)
-        time.sleep(0.05)
 
 
 def stat_names():
@@ -238,18 +221,9 @@ def not_roce(i):
             UDP(sport=40000 + i, dport=9) / Raw(b"marker%d" % i))
 
 
-# [SEQOBS] "Verification Examples", W = 4.
-SEED_EXAMPLES = {
-    # QP: (PSNs, expected counters of the open epoch)
-    0x000101: ([100, 102, 101, 103, 102],
-               dict(requests=5, skipped=1, filled=1, repeated=1, pending=0, expired=0, abandoned=0, late=0)),
-    0x000102: ([100, 99, 100],
-               dict(requests=3, late=1, repeated=1, skipped=0, filled=0, pending=0, expired=0, abandoned=0)),
-    0x000103: ([100, 102, 106],
-               dict(requests=3, skipped=4, expired=1, pending=3, filled=0, repeated=0, abandoned=0, late=0)),
-    0x000104: ([16777214, 16777215, 0, 1],
-               dict(requests=4, skipped=0, filled=0, repeated=0, pending=0, expired=0, abandoned=0, late=0)),
-}
+# [SEQOBS] "Verification Examples", W = 4: QP 0x000100 + N -> (PSNs, expected counters of the open
+# epoch) of example N.
+SEED_EXAMPLES = {0x000100 + n: ex for n, ex in EXAMPLES.items()}
 
 STATUS_NAMES = dict(requests="requestPacketTotalCount", skipped="skippedPsnTotalCount",
                     filled="filledPsnTotalCount", expired="expiredPsnTotalCount",

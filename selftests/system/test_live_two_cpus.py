@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-"""Live: one QP whose requests arrive on two CPUs at once (issue 29).
+"""Live: one QP whose requests arrive on two CPUs at once (docs/architecture.md
+"Exact per context, whatever CPU sees the packet").
 
 The metered veth end has two receive queues; in the namespace the sending
 end has two transmit queues, and XPS maps transmit queue i to CPU i. A veth

@@ -15,6 +15,7 @@ import time
 import pytest
 
 import rocetest as rt
+from procs import sh  # tests/lib
 
 ROCEMETER = rt.ROCEMETER
 PID = os.getpid()
@@ -22,13 +23,6 @@ NS = ["rmida%d" % PID, "rmidb%d" % PID]
 DEV, PEER = "rmid%d" % PID, "rmiq%d" % PID
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces, BPF)")
-
-
-def sh(*cmd, check=True, timeout=60):
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
-    if check and p.returncode != 0:
-        raise AssertionError("%s failed (%d): %s%s" % (" ".join(map(str, cmd)), p.returncode, p.stdout, p.stderr))
-    return p
 
 
 def inside(ns, *args, check=True):

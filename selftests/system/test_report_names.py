@@ -13,14 +13,15 @@ Expected texts are spelled out here (escapes as docs/collector.md gives
 them); columns are checked against the header's positions.
 """
 import csv
+import functools
 import io
 import os
 import re
 import sqlite3
-import subprocess
 
 import pytest
 
+from procs import rocemeter_report  # tests/lib
 from test_collector import (BIN, FINAL, GEN_UNVERIFIED, Collector, data_msg, raw, report,  # noqa: F401
                             send_session, templates_msg)
 from test_collector import collector, pki  # noqa: F401  (fixtures)
@@ -37,10 +38,7 @@ LONG64 = b"n" * 64                    # the whole field, no NUL: 64 octets
 NAMES_BAD = [ESC_CSI, C1_CSI, RLO, LRI, BAD_UTF8, LONG64]
 
 
-def run(db, *args, text=True):
-    p = subprocess.run([BIN, "report", "--db", db, *args], capture_output=True, text=text, timeout=60)
-    assert p.returncode == 0, p.stderr
-    return p.stdout
+run = functools.partial(rocemeter_report, binary=BIN)  # run(db, *args, text=True): report's output
 
 
 def final(obs, epoch=None, **kw):

@@ -20,6 +20,7 @@ expected value below follows from the stream, never from report's output:
      flag bit (kept raw: an epoch without a measurement).
 """
 import csv
+import functools
 import io
 import json
 import os
@@ -30,6 +31,7 @@ import time
 
 import pytest
 
+from procs import rocemeter_report  # tests/lib
 from test_collector import (BIN, FINAL, GEN_UNVERIFIED, Collector, data_msg, report, send_session,  # noqa: F401
                             templates_msg)
 
@@ -77,10 +79,7 @@ def store(tmp_path_factory, pki):
     return c.db
 
 
-def run(db, *args):
-    p = subprocess.run([BIN, "report", "--db", db, *args], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p.stderr
-    return p.stdout
+run = functools.partial(rocemeter_report, binary=BIN)  # run(db, *args): report's output
 
 
 def epochs_of(db, *args):

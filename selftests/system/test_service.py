@@ -19,6 +19,7 @@ The tests run in file order on one container (each step builds on the last);
 none measures time. Skips only without root or when the Debian mirror cannot
 be reached to build the root; everything else that goes wrong fails.
 """
+import functools
 import json
 import os
 import shutil
@@ -30,6 +31,7 @@ import time
 
 import pytest
 
+import procs  # tests/lib: commands
 import rocetest as rt  # tests/lib: frames and captures
 
 ROOT = rt.ROOT
@@ -46,21 +48,9 @@ RM = PREFIX + "/sbin/rocemeter"
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (debootstrap, systemd-nspawn, BPF)")
 
 
-def sh(*cmd, check=True, timeout=120, **kw):
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kw)
-    if check and p.returncode != 0:
-        raise AssertionError("%s failed (%d): %s%s" % (" ".join(map(str, cmd)), p.returncode, p.stdout, p.stderr))
-    return p
-
-
-def wait_for(pred, what, timeout=60):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        assert time.monotonic() < deadline, "timed out waiting for " + what
-        time.sleep(0.2)
+# The container's commands and boot are slower than a host's.
+sh = functools.partial(procs.sh, timeout=120)
+wait_for = functools.partial(procs.wait_for, timeout=60, interval=0.2)
 
 
 class Container:

@@ -11,11 +11,11 @@ import json
 import os
 import signal
 import subprocess
-import time
 
 import pytest
 
 import rocetest as rt
+from procs import sh, wait_for  # tests/lib
 
 ROCEMETER = rt.ROCEMETER
 PID = os.getpid()
@@ -26,22 +26,8 @@ NOT_ATTACHED, STALE = 3, 5
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces, BPF)")
 
 
-def sh(*cmd, check=True, timeout=60):
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
-    if check and p.returncode != 0:
-        raise AssertionError("%s failed (%d): %s%s" % (" ".join(map(str, cmd)), p.returncode, p.stdout, p.stderr))
-    return p
-
-
 def inside(*args, check=True):
     return sh("nsenter", "--net=/run/netns/" + NS, ROCEMETER, *args, check=check)
-
-
-def wait_for(pred, what, timeout=30):
-    deadline = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < deadline, "timed out waiting for " + what
-        time.sleep(0.2)
 
 
 @pytest.fixture
@@ -56,7 +42,7 @@ def meter():
         ifindex = json.loads(sh("ip", "-n", NS, "-j", "link", "show", "dev", DEV).stdout)[0]["ifindex"]
         proc = subprocess.Popen(["nsenter", "--net=/run/netns/" + NS, ROCEMETER, "attach", DEV],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        wait_for(lambda: inside("status", DEV, check=False).returncode == 0, "the meter to attach")
+        wait_for(lambda: inside("status", DEV, check=False).returncode == 0, "the meter to attach", interval=0.2)
         yield proc, netns, ifindex
     finally:
         if proc and proc.poll() is None:

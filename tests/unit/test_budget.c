@@ -275,7 +275,7 @@ static void test_templates_within_budget(void **state)
 #define MIB (1024u * 1024u)
 
 /*
- * The attack of issue 27 item 3: in a 64 MiB budget one session sends
+ * One exporter against the whole budget: in a 64 MiB budget one session sends
  * 100,000 open epochs. With a share of a quarter (the default of
  * max_memory_bytes_per_session) it keeps floor(16 MiB / 768) = 21845 of
  * them, the other 78,155 are refused as its own share's refusals, and 10

@@ -128,6 +128,40 @@ static void defaults_are_documented(void **state)
 	assert_int_equal(cfg.collect.max_memory_bytes, 1073741824);
 }
 
+/*
+ * docs/configuration.md, "[capture]" and "[collect]": the defaults that
+ * defaults_are_documented does not name, each filled from its key's entry.
+ */
+static void more_defaults_are_documented(void **state)
+{
+	memset(&cfg, 0xa5, sizeof(cfg)); /* no field left as it was */
+	rm_config_defaults(&cfg);
+	assert_int_equal(cfg.sections, 0);
+	assert_int_equal(cfg.capture.encap, 0x01); /* plain: RM_ENCAP_PLAIN, include/rocemeter */
+	assert_int_equal(cfg.capture.vxlan_port, 4789);
+	assert_int_equal(cfg.capture.rspan_vlan, 0);
+	assert_int_equal(cfg.capture.auto_sessions, 0); /* table */
+	assert_int_equal(cfg.capture.n_points, 0);
+	assert_int_equal(cfg.export.port, 0); /* the transport's, after loading */
+	assert_string_equal(cfg.export.collector, "");
+	assert_string_equal(cfg.meter.metrics, "");
+	assert_int_equal(cfg.meter.metrics_connections, 0);
+	assert_string_equal(cfg.collect.store_spool_dir, "/var/lib/rocemeter/spool");
+	assert_int_equal(cfg.collect.store_buffer_bytes, 67108864);
+	assert_int_equal(cfg.collect.max_observation_points, 1024);
+	assert_int_equal(cfg.collect.max_memory_bytes_per_session, 0); /* max_memory_bytes / 4 */
+	assert_string_equal(cfg.collect.store, "");
+	assert_string_equal(cfg.collect.db, "");
+	assert_string_equal(cfg.collect.collector_id, "");
+	assert_string_equal(cfg.collect.metrics, "");
+	assert_int_equal(cfg.collect.tls.n_peer_names, 0);
+	memset(&cfg.capture, 0xa5, sizeof(cfg.capture));
+	rm_capture_defaults(&cfg.capture);
+	assert_int_equal(cfg.capture.encap, 0x01);
+	assert_int_equal(cfg.capture.vxlan_port, 4789);
+	assert_int_equal(cfg.capture.n_points, 0);
+}
+
 /* The export port follows the transport when it is not given. */
 static void export_port_follows_transport(void **state)
 {
@@ -603,6 +637,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(defaults_are_documented),
+		cmocka_unit_test(more_defaults_are_documented),
 		cmocka_unit_test(export_port_follows_transport),
 		cmocka_unit_test(example_file),
 		cmocka_unit_test(memory_share),

@@ -516,7 +516,7 @@ static void test_reliability_record(void **state)
 }
 
 /*
- * A forged Reliability record (trial, issue 28: 2^64 - 1 records was stored
+ * A forged Reliability record (2^64 - 1 records was once stored
  * as resource_drops = -1) is rejected, never delivered: a count above
  * 2^63 - 1, more Messages than 16 octets each or more Data Records than one
  * octet each in the octets claimed. The limits themselves are accepted:

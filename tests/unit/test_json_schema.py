@@ -55,7 +55,7 @@ def test_health_kinds_are_documented():
     in_health = [re.findall(r"`(\w+)`", r)[0] for r in rows if re.search(r"`(\w+)`", r) and
                  re.findall(r"`(\w+)`", r)[0] in kinds]
     assert in_health == kinds
-    src = read("user", "collect", "cmd_report.c")
+    src = read("user", "report", "cmd_report.c")
     csv = re.findall(r'"(\w+)",', src.split("csv_summary_columns[] = {", 1)[1].split("};", 1)[0])
     # the counts' 32, then the point's name and the exporter identity (peer_name, peer_subject)
     assert len(csv) == 35 and set(csv) - documented()["report summary"] == set()

@@ -1,18 +1,17 @@
 """scripts/check-layers: the include rule of docs/architecture.md holds for
 the tree, and each kind of violation makes the check fail with the file and
 line named."""
+import functools
 import os
 import shutil
-import subprocess
 
 import pytest
 
+from procs import run_check  # tests/lib
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 CHECK = os.path.join(ROOT, 'scripts', 'check-layers')
-
-
-def run(root):
-    return subprocess.run([CHECK, '--root', root], capture_output=True, text=True)
+run = functools.partial(run_check, CHECK)  # run(root): the check over the tree at root
 
 
 @pytest.fixture
@@ -60,6 +59,21 @@ def test_rules_including_the_store_fails(tree):
     append(tree / 'user' / 'rules' / 'collector_rules.c', '#include "store/backend.h"\n')
     r = run(str(tree))
     assert r.returncode == 1 and 'which user/rules may not include' in r.stdout
+
+
+def test_report_including_the_collectors_loop_fails(tree):
+    # report and the collector's loop are two rooms over the store: neither includes the other.
+    append(tree / 'user' / 'report' / 'cmd_report.c', '#include "collect/collector.h"\n')
+    r = run(str(tree))
+    assert r.returncode == 1 and '"collect/collector.h" is in user/collect, which user/report may not include' \
+        in r.stdout
+
+
+def test_capture_including_the_census_fails(tree):
+    # Capture reading is below the census and replay, which read through it.
+    append(tree / 'user' / 'capture' / 'capture.c', '#include "census/census.h"\n')
+    r = run(str(tree))
+    assert r.returncode == 1 and 'which user/capture may not include' in r.stdout
 
 
 def test_file_in_a_subfolder_belongs_to_its_layer(tree):

@@ -12,12 +12,8 @@ import subprocess
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ROCEMETER = os.path.join(ROOT, os.environ.get("BUILD", "build"), "rocemeter")
-
-
-def run(*args):
-    return subprocess.run([ROCEMETER, *args], capture_output=True, text=True, timeout=60)
+from procs import ROCEMETER, ROOT  # tests/lib
+from procs import rocemeter as run  # run(*args): `rocemeter ARGS`, its CompletedProcess
 
 
 def commands():

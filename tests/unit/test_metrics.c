@@ -7,7 +7,7 @@
  * and the listen addresses of --metrics. Expected texts are written from
  * the format's description, not from the code. The server against slow
  * clients: half-sent requests from one address do not keep a scrape from
- * another one waiting (issue 27 item 9).
+ * another one waiting.
  */
 #include <errno.h>
 #include <setjmp.h>

@@ -24,6 +24,9 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+
+#include "common/command.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/opts.h"
@@ -419,6 +422,261 @@ static void option_help(void **state)
 	assert_string_equal(out, expect);
 }
 
+/* A command with the other kinds: names, addresses, lists, refusals of too long, operands. */
+struct k_args {
+	struct rm_collect_settings cs; /* first: the RM_OPT_KEY entries' settings */
+	uint32_t hash;
+	struct in6_addr a6;
+	struct in_addr a4;
+	char names[3][8];
+	int n_names;
+	char one[6], other[6];
+	int has_a4;
+	const char *config, *file, *second;
+	uint16_t port;
+};
+
+static const char *const k_hashes[] = { "literal", "crc32", "crc32c", "mpeg2", NULL };
+
+static const struct rm_opt k_opts[] = {
+	RM_OPT("hash", 'H', "NAME", RM_OPT_ENUM, "a name", RM_OPT_AT(struct k_args, hash), .names = k_hashes),
+	RM_OPT("src", 's', "ADDR", RM_OPT_ADDR, "IPv6", RM_OPT_AT(struct k_args, a6), .family = 6,
+	       .note = "Flow Labels exist only in IPv6", .required = 1),
+	RM_OPT("v4", 0, "ADDR", RM_OPT_ADDR, "IPv4", RM_OPT_AT(struct k_args, a4), .family = 4,
+	       RM_OPT_SEEN(struct k_args, has_a4)),
+	RM_OPT("name", 'n', "NAME", RM_OPT_LIST, "repeat", RM_OPT_LIST_AT(struct k_args, names, n_names)),
+	RM_OPT("one", 0, "X", RM_OPT_STR, "whole", RM_OPT_AT(struct k_args, one), .fit = 1,
+	       RM_OPT_CLEARS(struct k_args, other)),
+	RM_OPT("other", 0, "X", RM_OPT_STR, "cut", RM_OPT_AT(struct k_args, other), RM_OPT_CLEARS(struct k_args, one)),
+	RM_OPT("port", 'p', "N", RM_OPT_UINT, "a port", RM_OPT_AT(struct k_args, port), .lo = 1, .hi = 65535,
+	       .note = "a port has 16 bits", .required = 1),
+	RM_OPT("listen", 'l', "ADDR:PORT", RM_OPT_KEY, "a key", .section = "collect", .key = "listen"),
+	RM_OPT("collector-id", 0, "ID", RM_OPT_KEY, "a key", .section = "collect", .key = "collector_id"),
+	RM_OPT("store-spool-dir", 0, "DIR", RM_OPT_KEY, "a key", .section = "collect", .key = "store_spool_dir"),
+	RM_OPT("config", 'c', "FILE", RM_OPT_ARG, "read first", RM_OPT_AT(struct k_args, config), .early = 1),
+	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this text"),
+	RM_OPT_OPERAND("FILE", struct k_args, file, .required = 1),
+	RM_OPT_OPERAND("SECOND", struct k_args, second),
+	{ 0 },
+};
+
+static const struct rm_opt *k_opt(const char *name)
+{
+	for (const struct rm_opt *e = k_opts; e->kind != RM_OPT_END; e++)
+		if (e->name && !strcmp(e->name, name))
+			return e;
+	fail_msg("no option %s", name);
+	return NULL;
+}
+
+static struct k_args k; /* large: static */
+
+static void assert_refusal(const char *name, const char *value, const char *expect)
+{
+	char err[256] = "";
+
+	assert_int_equal(rm_opt_apply(k_opt(name), value, &k, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, expect);
+}
+
+static void assert_taken(const char *name, const char *value)
+{
+	char err[256] = "";
+
+	if (rm_opt_apply(k_opt(name), value, &k, err, sizeof(err)))
+		fail_msg("--%s '%s' refused: %s", name, value, err);
+}
+
+/* One of a list of names: its index; a refusal names them all. */
+static void option_enum(void **state)
+{
+	memset(&k, 0, sizeof(k));
+	assert_taken("hash", "crc32c");
+	assert_int_equal(k.hash, 2);
+	assert_taken("hash", "literal");
+	assert_int_equal(k.hash, 0);
+	assert_refusal("hash", "md5", "--hash 'md5': use literal, crc32, crc32c or mpeg2");
+	assert_refusal("hash", "CRC32", "--hash 'CRC32': use literal, crc32, crc32c or mpeg2");
+	assert_int_equal(k.hash, 0);
+}
+
+/* An address of one family, in network order (inet_pton's); the other family's is told apart. */
+static void option_addresses(void **state)
+{
+	static const uint8_t a6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
+	static const uint8_t a4[4] = { 192, 0, 2, 7 };
+
+	memset(&k, 0, sizeof(k));
+	assert_taken("src", "2001:db8::1");
+	assert_memory_equal(&k.a6, a6, 16);
+	assert_refusal("src", "192.0.2.1", "--src 192.0.2.1: an IPv4 address; Flow Labels exist only in IPv6");
+	assert_refusal("src", "nonsense", "--src 'nonsense': not an IPv6 address");
+	assert_refusal("src", "", "--src '': not an IPv6 address");
+	assert_int_equal(k.has_a4, 0);
+	assert_refusal("v4", "::1", "--v4 ::1: an IPv6 address");
+	assert_int_equal(k.has_a4, 0); /* a refused value is not seen */
+	assert_taken("v4", "192.0.2.7");
+	assert_memory_equal(&k.a4, a4, 4);
+	assert_int_equal(k.has_a4, 1);
+}
+
+/* A list: one more entry each time (cut to fit), at most as many as the array holds. */
+static void option_list(void **state)
+{
+	memset(&k, 0, sizeof(k));
+	assert_taken("name", "a");
+	assert_taken("name", "0123456789");
+	assert_taken("name", "c");
+	assert_int_equal(k.n_names, 3);
+	assert_string_equal(k.names[0], "a");
+	assert_string_equal(k.names[1], "0123456");
+	assert_string_equal(k.names[2], "c");
+	assert_refusal("name", "d", "at most 3 --name");
+	assert_int_equal(k.n_names, 3);
+}
+
+/* A string refused when it does not fit, and two options of which the last given wins. */
+static void option_strings(void **state)
+{
+	memset(&k, 0, sizeof(k));
+	assert_taken("other", "0123456789");
+	assert_string_equal(k.other, "01234");
+	assert_refusal("one", "012345", "--one: value too long");
+	assert_string_equal(k.other, "01234"); /* a refused value clears nothing */
+	assert_taken("one", "01234");
+	assert_string_equal(k.one, "01234");
+	assert_string_equal(k.other, "");
+	assert_taken("other", "x");
+	assert_string_equal(k.one, "");
+	assert_refusal("port", "0x10000", "--port: '0x10000' is not an integer in 1..65535 (a port has 16 bits)");
+}
+
+/* An option that names a key is read by the key's rule (docs/configuration.md "[collect]"). */
+static void option_key_rules(void **state)
+{
+	char host[300];
+
+	memset(&k, 0, sizeof(k));
+	assert_taken("listen", "[::1]:4740");
+	assert_string_equal(k.cs.listen, "[::1]:4740");
+	assert_refusal("listen", "127.0.0.1:70000",
+		       "--listen: '127.0.0.1:70000' is not ADDR:PORT, [IPV6]:PORT or :PORT with PORT in 1..65535");
+	/* a host name of 252 octets and a port: more than the key holds, refused rather than cut */
+	memset(host, 'h', 252);
+	strcpy(host + 252, ":4740");
+	assert_int_equal(rm_opt_apply(k_opt("listen"), host, &k, (char[256]){ 0 }, 256), -EINVAL);
+	assert_string_equal(k.cs.listen, "[::1]:4740");
+	assert_taken("collector-id", "c-1.a_b:2");
+	assert_string_equal(k.cs.collector_id, "c-1.a_b:2");
+	assert_refusal("collector-id", "bad id",
+		       "--collector_id: 'bad id' is not 1..64 letters, digits, '.', '-', '_' or ':'");
+	assert_taken("store-spool-dir", "/var/tmp/spool");
+	assert_string_equal(k.cs.store_spool_dir, "/var/tmp/spool");
+	assert_refusal("store-spool-dir", "", "--store-spool-dir: value empty or too long");
+}
+
+static void k_usage(FILE *f)
+{
+	fputs("USAGE\n", f);
+}
+
+static int k_argc;
+static char **k_argv;
+static int k_rc;
+static const struct rm_cmd_opts k_cmd = {
+	.t = k_opts, .prefix = ":", .usage = k_usage, .usage_on_error = 1, .positional = 1
+};
+
+static void k_parse(void)
+{
+	k_rc = rm_opts_parse(&k_cmd, k_argc, k_argv, &k);
+}
+
+/* rm_opts_parse() over argv (NULL-terminated): its status, and stderr's text into out. */
+static int parse_args(char **argv, char *out, size_t len)
+{
+	for (k_argc = 0; argv[k_argc]; k_argc++)
+		;
+	k_argv = argv;
+	memset(&k, 0, sizeof(k));
+	capture_stderr(k_parse, out, len);
+	return k_rc;
+}
+
+/*
+ * A command line as a whole (params.h rm_opts_parse()): the required
+ * entries, the operands, getopt's complaints in our words; a list given on
+ * the command line replaces the one the target held.
+ */
+static void option_command_lines(void **state)
+{
+	char out[512];
+
+	assert_int_equal(parse_args((char *[]){ "x", "-s", "::1", "-p", "1", "f", "g", NULL }, out, sizeof(out)), -1);
+	assert_string_equal(out, "");
+	assert_string_equal(k.file, "f");
+	assert_string_equal(k.second, "g");
+	assert_int_equal(parse_args((char *[]){ "x", "-s", "::1", "f", NULL }, out, sizeof(out)), RM_EXIT_USAGE);
+	assert_string_equal(out, "rocemeter: --src, --port and FILE are required\nUSAGE\n");
+	assert_int_equal(parse_args((char *[]){ "x", "-p", "1", NULL }, out, sizeof(out)), RM_EXIT_USAGE);
+	assert_string_equal(out, "rocemeter: --src, --port and FILE are required\nUSAGE\n");
+	assert_int_equal(parse_args((char *[]){ "x", "-s", "::1", "-p", "1", "f", "g", "h", NULL }, out, sizeof(out)),
+			 RM_EXIT_USAGE);
+	assert_string_equal(out, "rocemeter: unexpected argument 'h'\n");
+	assert_int_equal(parse_args((char *[]){ "x", "-s", NULL }, out, sizeof(out)), RM_EXIT_USAGE);
+	assert_string_equal(out, "rocemeter: option -s needs a value\n");
+	assert_int_equal(parse_args((char *[]){ "x", "--bogus", NULL }, out, sizeof(out)), RM_EXIT_USAGE);
+	assert_string_equal(out, "rocemeter: unknown option --bogus\nUSAGE\n");
+	assert_int_equal(parse_args((char *[]){ "x", "-p", "0", NULL }, out, sizeof(out)), RM_EXIT_USAGE);
+	assert_string_equal(out, "rocemeter: --port: '0' is not an integer in 1..65535 (a port has 16 bits)\n");
+
+	/* the first --name of a command line empties the list the target held (a file's) */
+	k_argv = (char *[]){ "x", "-s", "::1", "-p", "1", "-n", "a", "f", NULL };
+	k_argc = 8;
+	memset(&k, 0, sizeof(k));
+	strcpy(k.names[0], "file");
+	k.n_names = 1;
+	capture_stderr(k_parse, out, sizeof(out));
+	assert_int_equal(k_rc, -1);
+	assert_int_equal(k.n_names, 1);
+	assert_string_equal(k.names[0], "a");
+}
+
+/* The early pass: only the entries marked early, nothing refused; --help anywhere. */
+static void option_early(void **state)
+{
+	char *argv[] = { "x", "--bogus", "-p", "0", "-c", "a.conf", NULL };
+
+	memset(&k, 0, sizeof(k));
+	assert_int_equal(rm_opts_early(&k_cmd, 6, argv, &k), -1);
+	assert_string_equal(k.config, "a.conf");
+	assert_int_equal(k.port, 0);
+}
+
+/* Help is wrapped at print time: lines of at most RM_OPTS_HELP_WIDTH (80) columns; operands are not listed. */
+static void option_help_wrapped(void **state)
+{
+	static const struct rm_opt t[] = {
+		RM_OPT("long", 'l', "N", RM_OPT_UINT,
+		       "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen",
+		       .size = 1),
+		RM_OPT("x", 0, NULL, RM_OPT_FLAG, "a\nb c", .size = 1),
+		RM_OPT_OPERAND("FILE", struct k_args, file),
+		{ 0 },
+	};
+	const char *expect = "  -l, --long N     one two three four five six seven eight nine ten eleven\n"
+			     "                   twelve thirteen fourteen fifteen\n"
+			     "      --x          a\n"
+			     "                   b c\n";
+	char out[512] = { 0 };
+	FILE *f = fmemopen(out, sizeof(out) - 1, "w");
+
+	assert_non_null(f);
+	rm_opts_help(f, t, 19, 6);
+	fclose(f);
+	assert_string_equal(out, expect);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -437,6 +695,14 @@ int main(void)
 		cmocka_unit_test(option_tables),
 		cmocka_unit_test(option_values),
 		cmocka_unit_test(option_help),
+		cmocka_unit_test(option_enum),
+		cmocka_unit_test(option_addresses),
+		cmocka_unit_test(option_list),
+		cmocka_unit_test(option_strings),
+		cmocka_unit_test(option_key_rules),
+		cmocka_unit_test(option_command_lines),
+		cmocka_unit_test(option_early),
+		cmocka_unit_test(option_help_wrapped),
 	};
 
 	return cmocka_run_group_tests_name("opts", tests, NULL, NULL);

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-"""The README's bpftool section against the BTF of build/meter.bpf.o (bpftool btf dump), so that
-it names only maps and fields the meter has: the map table, its struct fields (nested ones too),
-the dump it shows, and the index table of the statistics against RM_STATS and the size of v[].
+"""docs/meter.md's bpftool section ("Maps and pins") against the BTF of build/meter.bpf.o (bpftool
+btf dump), so that it names only maps and fields the meter has: the map table, its struct fields
+(nested ones too), the dump it shows, and the index table of the statistics against RM_STATS and
+the size of v[].
 """
 import json
 import os
@@ -16,9 +17,9 @@ OBJ = os.path.join(ROOT, os.environ.get("BUILD", "build"), "meter.bpf.o")
 
 
 def section():
-    text = open(os.path.join(ROOT, "README.md")).read()
+    text = open(os.path.join(ROOT, "docs", "meter.md")).read()
     a = text.index("The pinned maps carry BTF")
-    return text[a:text.index("Statistics (`rocemeter status`; each one in", a)]
+    return text[a:text.index("## Connection census", a)]
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +69,8 @@ def parse_fields(text):
 
 
 def check_struct(btf, t, fields, where):
-    assert [f for f, _ in fields] == members(t), "%s: README %s, BTF %s" % (where, [f for f, _ in fields], members(t))
+    assert [f for f, _ in fields] == members(t), \
+        "%s: docs/meter.md %s, BTF %s" % (where, [f for f, _ in fields], members(t))
     by_name = {m["name"]: m for m in t["members"]}
     for f, sub in fields:
         if sub is not None:

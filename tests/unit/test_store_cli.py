@@ -9,14 +9,9 @@ C library's strerror (os.strerror) and docs/fleet.md."""
 import errno
 import os
 import sqlite3
-import subprocess
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ROCEMETER = os.path.join(ROOT, os.environ.get("BUILD", "build"), "rocemeter")
-
-
-def run(*args):
-    return subprocess.run([ROCEMETER, *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+from procs import ROOT  # tests/lib
+from procs import rocemeter as run  # run(*args): `rocemeter ARGS`, its CompletedProcess
 
 
 def tables(path):
@@ -91,8 +86,8 @@ def test_limits_without_a_collector_run(tmp_path):
 
 
 def test_outcome_error_names_output(tmp_path):
-    """`report --format html -o F`: -o is --outcome, -O is --output (trial,
-    issue 30). The error names the outcomes and the option that writes a file;
+    """`report --format html -o F`: -o is --outcome, -O is --output (-o reads
+    as "output" to many). The error names the outcomes and the option that writes a file;
     a real outcome given to -o still filters (exit 0)."""
     db = tmp_path / "o.db"
     assert run("collect", "--store-init", "-S", "sqlite:%s" % db).returncode == 0

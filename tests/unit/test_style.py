@@ -4,15 +4,13 @@ and each check fails, naming the file, on a file that breaks its rule."""
 import os
 import re
 import shutil
-import subprocess
+
+from procs import run_check  # tests/lib
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 FORMAT = os.path.join(ROOT, 'scripts', 'check-format')
 FUNCTIONS = os.path.join(ROOT, 'scripts', 'check-functions')
-
-
-def run(check, root, *args):
-    return subprocess.run([check, '--root', str(root)] + list(args), capture_output=True, text=True)
+run = run_check  # run(check, root, *args)
 
 
 def test_tree_is_formatted():
@@ -86,7 +84,7 @@ def test_clocks_are_read_only_in_the_clock_module():
     assert not found, 'clocks read outside user/common/clock.c:\n' + '\n'.join(found)
 
 
-# qsort(3) with a NULL base is undefined even for 0 elements (UBSan, issue 27): rm_sort() guards it.
+# qsort(3) with a NULL base is undefined even for 0 elements (UBSan reports it): rm_sort() guards it.
 QSORT = re.compile(r'\bqsort\s*\(')
 
 
@@ -102,3 +100,22 @@ def test_qsort_only_through_rm_sort():
                 if QSORT.search(line):
                     found.append('%s:%d: %s' % (rel, n, line.strip()))
     assert not found, 'qsort() outside user/common/sort.h (use rm_sort()):\n' + '\n'.join(found)
+
+
+# A walk over a BPF map's keys goes through the one iterator (user/common/map_iter.h).
+NEXT_KEY = re.compile(r'\bbpf_map_get_next_key\s*\(')
+
+
+def test_map_keys_walked_only_through_the_iterator():
+    found = []
+    for dirpath, _, files in os.walk(os.path.join(ROOT, 'user')):
+        for fn in files:
+            path = os.path.join(dirpath, fn)
+            rel = os.path.relpath(path, ROOT)
+            if not fn.endswith(('.c', '.h')) or rel == os.path.join('user', 'common', 'map_iter.h'):
+                continue
+            for n, line in enumerate(open(path), 1):
+                if NEXT_KEY.search(line):
+                    found.append('%s:%d: %s' % (rel, n, line.strip()))
+    assert not found, 'bpf_map_get_next_key() outside user/common/map_iter.h (use rm_map_iter_next()):\n' + \
+        '\n'.join(found)

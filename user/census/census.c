@@ -17,6 +17,7 @@
 #include "common/errmsg.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/map_iter.h"
 #include "common/paths.h"
 #include "common/sort.h"
 
@@ -112,16 +113,16 @@ static int open_load(struct rm_census *c, uint32_t max_connections, char *err, s
 
 int rm_census_points(const struct rm_census *c, struct rm_census_point *out, int max)
 {
-	struct rm_mirror_key key, next, *prev = NULL;
+	struct rm_mirror_key key;
 	struct rm_mirror_session v;
+	struct rm_map_iter it;
 	int n = 0, fd;
 
 	if (!c->skel)
 		return 0;
 	fd = bpf_map__fd(c->skel->maps.mirror_sessions);
-	while (n < max && bpf_map_get_next_key(fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
+	it = rm_map_iter_start(fd, &key);
+	while (n < max && rm_map_iter_next(&it)) {
 		if (bpf_map_lookup_elem(fd, &key, &v))
 			continue;
 		out[n].key = key;
@@ -425,19 +426,19 @@ static void add_cpu(struct rm_census_val *sum, const struct rm_census_val *v)
 /* The sessions of map `mirror_unknown` into res->unknown, by kind, source, session. */
 static void read_unknown(const struct rm_census *c, struct rm_census_result *res)
 {
-	struct rm_mirror_key key, next, *prev = NULL;
+	struct rm_mirror_key key;
+	struct rm_map_iter it;
 	uint64_t n;
 	int fd;
 
 	if (!c->skel)
 		return;
 	fd = bpf_map__fd(c->skel->maps.mirror_unknown);
-	while (res->n_unknown < RM_MIRROR_UNKNOWN_MAX && bpf_map_get_next_key(fd, prev, &next) == 0) {
+	it = rm_map_iter_start(fd, &key);
+	while (res->n_unknown < RM_MIRROR_UNKNOWN_MAX && rm_map_iter_next(&it)) {
 		struct rm_census_unknown *u = res->unknown;
 		int i = res->n_unknown++;
 
-		key = next;
-		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, &n)) {
 			res->n_unknown--;
 			continue;
@@ -451,7 +452,8 @@ static void read_unknown(const struct rm_census *c, struct rm_census_result *res
 int rm_census_read(const struct rm_census *c, struct rm_census_result *res)
 {
 	int ncpu = libbpf_num_possible_cpus();
-	struct rm_ctx_key key, next, *prev = NULL;
+	struct rm_ctx_key key;
+	struct rm_map_iter it = rm_map_iter_start(c->map_fd, &key);
 	struct rm_census_stats *sv;
 	struct rm_census_val *vals;
 	uint64_t offset = 0;
@@ -477,11 +479,9 @@ int rm_census_read(const struct rm_census *c, struct rm_census_result *res)
 	/* Live times are monotonic: one offset to UNIX time for the whole read. */
 	if (c->live)
 		offset = (uint64_t)rm_clock_unix_offset_ns();
-	while (bpf_map_get_next_key(c->map_fd, prev, &next) == 0) {
+	while (rm_map_iter_next(&it)) {
 		struct rm_census_entry *e;
 
-		key = next;
-		prev = &key;
 		if (bpf_map_lookup_elem(c->map_fd, &key, vals))
 			continue; /* removed meanwhile */
 		if (res->n == cap) {

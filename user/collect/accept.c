@@ -3,7 +3,7 @@
  * accept.c - the collector's connections before they are Transport Sessions
  * (collector_int.h): the listening socket, accept(), the handshake pool
  * (max_handshakes, per source, eviction), the TLS handshake and the peer's
- * authorisation, and the per-minute counts of refused connections.
+ * authorisation. The connections it refuses are counted by refusals.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -26,137 +26,6 @@
  * shutdown"): a turn is bounded, so SIGTERM is seen after at most one.
  */
 #define TURN_ACCEPTS 64
-/* docs/collector.md "What is stored": sources with a `connections` row of their own per minute. */
-#define CONN_SOURCES_PER_MINUTE 64
-
-static const char *const outcome_names[] = {
-#define OUTCOME_NAME_(name, text) [CO_##name] = text,
-	CONN_OUTCOMES(OUTCOME_NAME_)
-#undef OUTCOME_NAME_
-};
-
-/* Refused connections of one outcome and source in the current minute. */
-struct conn_count {
-	char source[INET6_ADDRSTRLEN];
-	enum conn_outcome outcome;
-	uint64_t count, unflushed, first_ms, last_ms;
-	char detail[200];
-};
-
-/* ---------------- refused connections ---------------- */
-
-/* Write the counts not yet written (in the open batch). */
-void rm_accept_flush(struct rm_collector *s)
-{
-	GHashTableIter it;
-	gpointer v;
-
-	g_hash_table_iter_init(&it, s->conn_counts);
-	while (g_hash_table_iter_next(&it, NULL, &v)) {
-		struct conn_count *n = v;
-
-		if (!n->unflushed)
-			continue;
-		rm_collector_batch_begin(s);
-		rm_collector_store_check(s,
-					 rm_backend_connections(s->st, s->minute_ms, n->source,
-								outcome_names[n->outcome], n->unflushed, n->first_ms,
-								n->last_ms, n->detail),
-					 "connections");
-		n->unflushed = 0;
-	}
-}
-
-/* A new minute: write the last one's counts, start empty. */
-void rm_accept_minute(struct rm_collector *s, uint64_t t)
-{
-	uint64_t minute = t / MINUTE_MS * MINUTE_MS;
-
-	if (minute == s->minute_ms)
-		return;
-	rm_accept_flush(s);
-	g_hash_table_remove_all(s->conn_counts);
-	g_hash_table_remove_all(s->minute_sources);
-	s->minute_ms = minute;
-}
-
-/* The metric counter of a refused connection's outcome (RM_COLLECTOR_STATS refused_*). */
-static uint64_t *refused_counter(struct rm_collector *s, enum conn_outcome o)
-{
-	switch (o) {
-	case CO_HANDSHAKE_FAILED:
-		return &s->stats.refused_handshake_failed;
-	case CO_HANDSHAKE_TIMEOUT:
-		return &s->stats.refused_handshake_timeout;
-	case CO_HANDSHAKE_EVICTED:
-		return &s->stats.refused_handshake_evicted;
-	case CO_NOT_AUTHORISED:
-		return &s->stats.refused_not_authorised;
-	case CO_SESSION_LIMIT:
-		return &s->stats.refused_session_limit;
-	case CO_MEMORY_BUDGET:
-		break;
-	}
-	return &s->stats.refused_memory_budget;
-}
-
-/*
- * Count a connection that will not be a Transport Session, per minute,
- * source and outcome; the first of each in a minute is logged. Sources
- * beyond CONN_SOURCES_PER_MINUTE in a minute are counted as "other", so
- * the rows and log lines of a minute are bounded whatever the sources.
- */
-static void count_connection(struct rm_collector *s, const struct conn *c, enum conn_outcome o, const char *detail)
-{
-	uint64_t t = rm_clock_wall_ms();
-	const char *src = c->source;
-	char key[INET6_ADDRSTRLEN + 32];
-	struct conn_count *n;
-
-	rm_accept_minute(s, t);
-	if (!g_hash_table_contains(s->minute_sources, src)) {
-		if (g_hash_table_size(s->minute_sources) < CONN_SOURCES_PER_MINUTE)
-			g_hash_table_add(s->minute_sources, g_strdup(src));
-		else
-			src = "other";
-	}
-	snprintf(key, sizeof(key), "%s %s", outcome_names[o], src);
-	n = g_hash_table_lookup(s->conn_counts, key);
-	if (!n) {
-		n = g_new0(struct conn_count, 1);
-		snprintf(n->source, sizeof(n->source), "%s", src);
-		n->outcome = o;
-		n->first_ms = t;
-		g_hash_table_insert(s->conn_counts, g_strdup(key), n);
-		rm_log(RM_LOG_WARNING,
-		       "connection from %s refused (%s): %s; more of these from %s this minute are only counted",
-		       c->peer, outcome_names[o], detail, src);
-	}
-	n->count++;
-	(*refused_counter(s, o))++;
-	n->unflushed++;
-	n->last_ms = t;
-	snprintf(n->detail, sizeof(n->detail), "%s", detail);
-}
-
-/* A connection that is not admitted (or will not be): counted, closed after the loop pass. */
-void rm_accept_refuse(struct conn *c, enum conn_outcome o, const char *detail)
-{
-	struct rm_collector *s = c->srv;
-
-	if (c->closing)
-		return;
-	c->closing = 1;
-	if (c->handshaking) {
-		c->handshaking = 0;
-		s->handshakes--;
-	}
-	count_connection(s, c, o, detail);
-	if (c->ssl && c->tls_up)
-		SSL_shutdown(c->ssl); /* best effort, non-blocking */
-}
-
-/* ---------------- handshakes ---------------- */
 
 /* A connection in the handshake: go on with it; authorised and admitted, it reads at once. */
 void rm_accept_handshake(struct conn *c)
@@ -177,7 +46,7 @@ void rm_accept_handshake(struct conn *c)
 		c->tls_up = 1;
 		if (rm_tls_authorize_peer(c->ssl, &s->cs->tls, e, sizeof(e)) < 0) {
 			snprintf(r, sizeof(r), "peer not authorised: %s", e);
-			rm_accept_refuse(c, CO_NOT_AUTHORISED, r);
+			rm_refusals_add(c, CO_NOT_AUTHORISED, r);
 			return;
 		}
 		if (rm_session_admit(c) == 0)
@@ -196,7 +65,7 @@ void rm_accept_handshake(struct conn *c)
 		 * "certificate verify failed"; the names say why. */
 		ERR_clear_error();
 		snprintf(r, sizeof(r), "TLS handshake failed: exporter not authorised: %s", e);
-		rm_accept_refuse(c, CO_NOT_AUTHORISED, r);
+		rm_refusals_add(c, CO_NOT_AUTHORISED, r);
 		return;
 	}
 	vr = SSL_get_verify_result(c->ssl);
@@ -209,7 +78,7 @@ void rm_accept_handshake(struct conn *c)
 		snprintf(r, sizeof(r), "TLS handshake failed: %s",
 			 rm_tls_errors(err == SSL_ERROR_SYSCALL ? "connection closed" : "", e, sizeof(e)));
 	}
-	rm_accept_refuse(c, CO_HANDSHAKE_FAILED, r);
+	rm_refusals_add(c, CO_HANDSHAKE_FAILED, r);
 }
 
 /* ---------------- listening and accepting ---------------- */
@@ -367,11 +236,11 @@ static void handshake_room(struct rm_collector *s, const char *source)
 	if (handshakes_from(s, source) >= cs->max_handshakes_per_source && (v = victim(s, source))) {
 		snprintf(d, sizeof(d), "evicted by a newer connection from %s (max_handshakes_per_source %u)", source,
 			 cs->max_handshakes_per_source);
-		rm_accept_refuse(v, CO_HANDSHAKE_EVICTED, d);
+		rm_refusals_add(v, CO_HANDSHAKE_EVICTED, d);
 	}
 	if (s->handshakes >= cs->max_handshakes && (v = victim(s, NULL))) {
 		snprintf(d, sizeof(d), "evicted by a newer connection (max_handshakes %u)", cs->max_handshakes);
-		rm_accept_refuse(v, CO_HANDSHAKE_EVICTED, d);
+		rm_refusals_add(v, CO_HANDSHAKE_EVICTED, d);
 	}
 }
 

@@ -5,7 +5,6 @@
  * SIGINT/SIGTERM. SIGHUP, SIGUSR1 and SIGUSR2 are ignored (blocked from
  * the first instruction, so that none can kill it while it starts).
  */
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,7 +17,6 @@
 #include "common/config.h"
 #include "common/limits.h"
 #include "common/log.h"
-#include "common/opts.h"
 #include "common/params.h"
 #include "common/tls.h"
 #include "rocemeter/ipfix_ie.h"
@@ -32,53 +30,62 @@ static void on_signal(int sig)
 	stop_flag = 1;
 }
 
-/* The codes of the options that collect handles itself (RM_OPT_CALL). */
-enum { O_LISTEN = 1, O_STORE, O_DB, O_STORE_INIT, O_CLUSTER, O_COLLECTOR_ID, O_STORE_SPOOL, O_CONFIG, O_PEER, O_PEN };
+/* What collect reads: [collect] (the file's, the options over it) and what only the command line says. */
+struct collect_args {
+	struct rm_collect_settings cs; /* first: the section's settings of the RM_OPT_KEY entries */
+	const char *config, *cluster;
+	int store_init;
+	uint64_t pen;
+};
+_Static_assert(offsetof(struct collect_args, cs) == 0, "RM_OPT_KEY: the settings at offset 0 of the target");
 
-#define CS struct rm_collect_settings
-/* Every option in --help order; the target of the typed ones is [collect] (struct rm_collect_settings). */
+#define A struct collect_args
+/* Every option in --help order; their target is struct collect_args. */
 static const struct rm_opt collect_opts[] = {
-	RM_OPT("listen", 'l', "ADDR:PORT", RM_OPT_CALL,
-	       "address to listen on, e.g. 127.0.0.1:%llu,\n[::1]:%llu, :%llu (default [::]:%llu)", .id = O_LISTEN,
-	       .hv = { RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS }),
-	RM_OPT("store", 'S', "STORE", RM_OPT_CALL,
-	       "where epochs are stored: sqlite:FILE (SQLite,\ncreated when missing) or\n"
-	       "clickhouse:http[s]://HOST[:PORT][/?database=DB]\n(ClickHouse's HTTP interface, PORT 8123, https\n"
+	RM_OPT("listen", 'l', "ADDR:PORT", RM_OPT_KEY,
+	       "address to listen on, e.g. 127.0.0.1:%llu, [::1]:%llu, :%llu (default [::]:%llu)", .section = "collect",
+	       .key = "listen", .hv = { RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS, RM_IPFIX_PORT_TLS }),
+	RM_OPT("store", 'S', "STORE", RM_OPT_STR,
+	       "where epochs are stored: sqlite:FILE (SQLite, created when missing) or "
+	       "clickhouse:http[s]://HOST[:PORT][/?database=DB] (ClickHouse's HTTP interface, PORT 8123, https "
 	       "8443 when not given; docs/fleet.md)",
-	       .id = O_STORE),
-	RM_OPT("db", 'd', "FILE", RM_OPT_CALL, "the same as --store sqlite:FILE", .id = O_DB),
+	       RM_OPT_AT(A, cs.store), .fit = 1, RM_OPT_CLEARS(A, cs.db)),
+	RM_OPT("db", 'd', "FILE", RM_OPT_STR, "the same as --store sqlite:FILE", RM_OPT_AT(A, cs.db),
+	       RM_OPT_CLEARS(A, cs.store)),
 	RM_OPT("store-credentials", 0, "FILE", RM_OPT_STR,
-	       "ClickHouse user and password: lines user=NAME\nand password=SECRET (never on the command line;\n"
+	       "ClickHouse user and password: lines user=NAME and password=SECRET (never on the command line; "
 	       "mode 600: refused when group or others may read)",
-	       RM_OPT_AT(CS, store_credentials)),
+	       RM_OPT_AT(A, cs.store_credentials)),
 	RM_OPT("store-ca", 0, "FILE", RM_OPT_STR, "CA certificates (PEM) for clickhouse:https://",
-	       RM_OPT_AT(CS, store_ca)),
-	RM_OPT("store-init", 0, NULL, RM_OPT_CALL, "create the store's tables (idempotent) and exit",
-	       .id = O_STORE_INIT),
-	RM_OPT("cluster", 0, "NAME", RM_OPT_CALL,
-	       "with --store-init, clickhouse: local tables and\nDistributed tables over the cluster NAME of the\n"
+	       RM_OPT_AT(A, cs.store_ca)),
+	RM_OPT("store-init", 0, NULL, RM_OPT_FLAG, "create the store's tables (idempotent) and exit",
+	       RM_OPT_AT(A, store_init)),
+	RM_OPT("cluster", 0, "NAME", RM_OPT_ARG,
+	       "with --store-init, clickhouse: local tables and Distributed tables over the cluster NAME of the "
 	       "server's remote_servers; run on every server",
-	       .id = O_CLUSTER),
-	RM_OPT("collector-id", 0, "ID", RM_OPT_CALL,
-	       "clickhouse: the collector_id of every row written\n(letters, digits, . - _ :, at most 64; default\n"
+	       RM_OPT_AT(A, cluster)),
+	RM_OPT("collector-id", 0, "ID", RM_OPT_KEY,
+	       "clickhouse: the collector_id of every row written (letters, digits, . - _ :, at most 64; default "
 	       "the host name)",
-	       .id = O_COLLECTOR_ID),
+	       .section = "collect", .key = "collector_id"),
 	RM_OPT("store-buffer-bytes", 0, "N", RM_OPT_KEY,
-	       "clickhouse: rows waiting to be inserted, at most\nN octets; beyond, store drops (default %llu)",
+	       "clickhouse: rows waiting to be inserted, at most N octets; beyond, store drops (default %llu)",
 	       .section = "collect", .key = "store_buffer_bytes", .hv = { RM_STORE_BUFFER_BYTES_DEFAULT }),
-	RM_OPT("store-spool-dir", 0, "DIR", RM_OPT_CALL,
-	       "clickhouse: rows still unsent at a stop go to\nDIR/COLLECTOR_ID.TAG.spool (TAG: the store),\n"
-	       "sent at the next start with that store; DIR\nthe collector user's, mode 0700\n"
+	RM_OPT("store-spool-dir", 0, "DIR", RM_OPT_KEY,
+	       "clickhouse: rows still unsent at a stop go to DIR/COLLECTOR_ID.TAG.spool (TAG: the store), "
+	       "sent at the next start with that store; DIR the collector user's, mode 0700 "
 	       "(default " RM_STORE_SPOOL_DIR_DEFAULT ")",
-	       .id = O_STORE_SPOOL),
-	RM_OPT("config", 'c', "FILE", RM_OPT_CALL, "configuration file (INI), section [collect]", .id = O_CONFIG),
-	RM_OPT("cert", 0, "FILE", RM_OPT_STR, "own certificate chain, PEM", RM_OPT_AT(CS, tls.cert)),
-	RM_OPT("key", 0, "FILE", RM_OPT_STR, "own private key, PEM", RM_OPT_AT(CS, tls.key)),
-	RM_OPT("ca", 0, "FILE", RM_OPT_STR, "CA certificates that sign exporter certificates", RM_OPT_AT(CS, tls.ca)),
-	RM_OPT("peer-name", 0, "NAME", RM_OPT_CALL,
-	       "authorised exporter name (DNS SAN or CN);\nrepeat for several exporters", .id = O_PEER),
+	       .section = "collect", .key = "store_spool_dir"),
+	RM_OPT("config", 'c', "FILE", RM_OPT_ARG, "configuration file (INI), section [collect]", RM_OPT_AT(A, config),
+	       .early = 1),
+	RM_OPT("cert", 0, "FILE", RM_OPT_STR, "own certificate chain, PEM", RM_OPT_AT(A, cs.tls.cert)),
+	RM_OPT("key", 0, "FILE", RM_OPT_STR, "own private key, PEM", RM_OPT_AT(A, cs.tls.key)),
+	RM_OPT("ca", 0, "FILE", RM_OPT_STR, "CA certificates that sign exporter certificates", RM_OPT_AT(A, cs.tls.ca)),
+	RM_OPT("peer-name", 0, "NAME", RM_OPT_LIST,
+	       "authorised exporter name (DNS SAN or CN); repeat for several exporters",
+	       RM_OPT_LIST_AT(A, cs.tls.peer_names, cs.tls.n_peer_names)),
 	RM_OPT("plain-tcp", 0, NULL, RM_OPT_FLAG, "no TLS (unauthenticated, not confidential: tests only)",
-	       RM_OPT_AT(CS, tls.plain_tcp)),
+	       RM_OPT_AT(A, cs.tls.plain_tcp)),
 	RM_OPT("max-sessions", 0, "N", RM_OPT_KEY, "open Transport Sessions (default %llu)", .section = "collect",
 	       .key = "max_sessions", .hv = { RM_MAX_SESSIONS_DEFAULT }),
 	RM_OPT("max-epochs", 0, "N", RM_OPT_KEY, "retained epochs per session (default %llu)", .section = "collect",
@@ -86,19 +93,19 @@ static const struct rm_opt collect_opts[] = {
 	RM_OPT("max-raw-records", 0, "N", RM_OPT_KEY, "raw records kept in the database (default %llu)",
 	       .section = "collect", .key = "max_raw_records", .hv = { RM_MAX_RAW_RECORDS_DEFAULT }),
 	RM_OPT("inactivity-timeout-ms", 0, "MS", RM_OPT_KEY,
-	       "retire an epoch without reports for MS\n(default %llu; 0 = never)", .section = "collect",
+	       "retire an epoch without reports for MS (default %llu; 0 = never)", .section = "collect",
 	       .key = "inactivity_timeout_ms", .hv = { RM_INACTIVITY_TIMEOUT_MS_DEFAULT }),
-	RM_OPT("pen", 0, "N", RM_OPT_CALL,
-	       "Private Enterprise Number of the profile's\nenterprise-specific IEs (default %llu)", .id = O_PEN,
-	       .hv = { RM_IPFIX_DEFAULT_PEN }),
+	RM_OPT("pen", 0, "N", RM_OPT_UINT,
+	       "Private Enterprise Number of the profile's enterprise-specific IEs (default %llu)", RM_OPT_AT(A, pen),
+	       .lo = RM_PEN_MIN, .hi = RM_PEN_MAX, .hv = { RM_IPFIX_DEFAULT_PEN }),
 	RM_OPT("metrics", 0, "ADDR:PORT", RM_OPT_STR,
-	       "serve Prometheus metrics on http://ADDR:PORT/metrics\n(default off; PORT 0: any free port)",
-	       RM_OPT_AT(CS, metrics)),
+	       "serve Prometheus metrics on http://ADDR:PORT/metrics (default off; PORT 0: any free port)",
+	       RM_OPT_AT(A, cs.metrics)),
 	RM_OPT("log-level", 0, "LEVEL", RM_OPT_LOG_LEVEL, "err, warning, notice (default), info or debug"),
 	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this help"),
 	RM_OPT_HEADING("\nLimits on a hostile network (docs/collector.md):\n"),
 	RM_OPT("max-handshakes", 0, "N", RM_OPT_KEY,
-	       "connections in the TLS handshake (default %llu);\na new one evicts the oldest idle one",
+	       "connections in the TLS handshake (default %llu); a new one evicts the oldest idle one",
 	       .section = "collect", .key = "max_handshakes", .hv = { RM_MAX_HANDSHAKES_DEFAULT }),
 	RM_OPT("max-handshakes-per-source", 0, "N", RM_OPT_KEY, "of them from one address (default %llu)",
 	       .section = "collect", .key = "max_handshakes_per_source",
@@ -106,29 +113,29 @@ static const struct rm_opt collect_opts[] = {
 	RM_OPT("handshake-timeout-ms", 0, "MS", RM_OPT_KEY, "accept to authorised peer (default %llu)",
 	       .section = "collect", .key = "handshake_timeout_ms", .hv = { RM_HANDSHAKE_TIMEOUT_MS_DEFAULT }),
 	RM_OPT("session-timeout-ms", 0, "MS", RM_OPT_KEY,
-	       "end a session without an octet for MS\n(default %llu; 0 = never)", .section = "collect",
+	       "end a session without an octet for MS (default %llu; 0 = never)", .section = "collect",
 	       .key = "session_timeout_ms", .hv = { RM_SESSION_TIMEOUT_MS_DEFAULT }),
 	RM_OPT("message-timeout-ms", 0, "MS", RM_OPT_KEY,
-	       "end a session whose IPFIX Message is not\ncomplete MS after its first octet (default %llu)",
+	       "end a session whose IPFIX Message is not complete MS after its first octet (default %llu)",
 	       .section = "collect", .key = "message_timeout_ms", .hv = { RM_MESSAGE_TIMEOUT_MS_DEFAULT }),
 	RM_OPT("dead-peer-timeout-ms", 0, "MS", RM_OPT_KEY,
-	       "TCP keepalive and TCP_USER_TIMEOUT: reset\na connection silent for MS (default %llu)",
+	       "TCP keepalive and TCP_USER_TIMEOUT: reset a connection silent for MS (default %llu)",
 	       .section = "collect", .key = "dead_peer_timeout_ms", .hv = { RM_DEAD_PEER_TIMEOUT_MS_DEFAULT }),
 	RM_OPT("max-raw-bytes", 0, "N", RM_OPT_KEY,
-	       "octets of raw records (record + Template) in the\ndatabase (default %llu)", .section = "collect",
+	       "octets of raw records (record + Template) in the database (default %llu)", .section = "collect",
 	       .key = "max_raw_bytes", .hv = { RM_MAX_RAW_BYTES_DEFAULT }),
 	RM_OPT("max-raw-bytes-per-session", 0, "N", RM_OPT_KEY, "the same per session (default %llu)",
 	       .section = "collect", .key = "max_raw_bytes_per_session",
 	       .hv = { RM_MAX_RAW_BYTES_PER_SESSION_DEFAULT }),
 	RM_OPT("max-memory-bytes", 0, "N", RM_OPT_KEY,
-	       "memory budget for handshakes, sessions, epochs\nand Templates (default %llu)", .section = "collect",
+	       "memory budget for handshakes, sessions, epochs and Templates (default %llu)", .section = "collect",
 	       .key = "max_memory_bytes", .hv = { RM_MAX_MEMORY_BYTES_DEFAULT }),
 	RM_OPT("max-memory-bytes-per-session", 0, "N", RM_OPT_KEY,
-	       "of it one session's epochs and Templates may\nhold (default 0: max_memory_bytes / %llu)",
+	       "of it one session's epochs and Templates may hold (default 0: max_memory_bytes / %llu)",
 	       .section = "collect", .key = "max_memory_bytes_per_session", .hv = { RM_MEMORY_SHARE_DIVISOR }),
 	{ 0 },
 };
-#undef CS
+#undef A
 
 static void collect_usage(FILE *f)
 {
@@ -151,6 +158,10 @@ static void collect_usage(FILE *f)
 		   "as collector resource drops.\n");
 }
 
+static const struct rm_cmd_opts collect_cmd = {
+	.t = collect_opts, .usage = collect_usage, .usage_on_error = 1, .positional = 1
+};
+
 static struct rm_config_file cfg_file; /* large: static */
 
 /* --store-init: the store's tables (docs/fleet.md "Schema"), then exit. */
@@ -160,13 +171,13 @@ static int store_init_run(const struct rm_store_spec *spec, const char *cluster)
 	int rc;
 
 	if (spec->kind == RM_STORE_SQLITE) {
-		struct rm_store *st = rm_store_open(spec->path, 0, err, sizeof(err));
+		struct rm_store *store = rm_store_open(spec->path, 0, err, sizeof(err));
 
-		if (!st) {
+		if (!store) {
 			rm_log_cmd(RM_LOG_ERR, "%s", err);
 			return RM_EXIT_FAIL;
 		}
-		rm_store_close(st);
+		rm_store_close(store);
 		return RM_EXIT_OK;
 	}
 	struct rm_ch *ch = rm_ch_open(&spec->ch, err, sizeof(err));
@@ -184,133 +195,6 @@ static int store_init_run(const struct rm_store_spec *spec, const char *cluster)
 	rm_log_cmd(RM_LOG_NOTICE, "schema ready in %s database %s%s%s", spec->ch.base, spec->ch.database,
 		   cluster ? ", Distributed tables over cluster " : "", cluster ? cluster : "");
 	return RM_EXIT_OK;
-}
-
-/* What the command line says besides [collect]. */
-struct collect_args {
-	const char *config, *cluster;
-	int store_init;
-	uint64_t pen;
-	int n_peer_cli; /* --peer-name given so far: the first replaces the file's list */
-};
-
-/* First pass: --config and --help only, so that the other options override the file. -1, or an exit status. */
-static int first_pass(struct rm_opts_parser *p, int argc, char **argv, struct collect_args *a)
-{
-	const struct rm_opt *e;
-	int o;
-
-	optind = 1;
-	opterr = 0;
-	while ((o = rm_opts_next(p, argc, argv, &e)) != -1) {
-		if (e && e->kind == RM_OPT_CALL && e->id == O_CONFIG)
-			a->config = optarg;
-		else if (e && e->kind == RM_OPT_HELP) {
-			collect_usage(stdout);
-			return RM_EXIT_OK;
-		}
-	}
-	return -1;
-}
-
-/* An option collect handles itself into cs or a: 0, or -EINVAL with the message logged. */
-static int collect_option(const struct rm_opt *e, struct rm_collect_settings *cs, struct collect_args *a)
-{
-	char err[512], host[256];
-	uint16_t port;
-
-	switch (e->id) {
-	case O_LISTEN:
-		if (rm_parse_listen(optarg, host, sizeof(host), &port, err, sizeof(err))) {
-			rm_log_cmd(RM_LOG_ERR, "--listen: %s", err);
-			return -EINVAL;
-		}
-		snprintf(cs->listen, sizeof(cs->listen), "%s", optarg);
-		return 0;
-	case O_DB:
-		snprintf(cs->db, sizeof(cs->db), "%s", optarg);
-		cs->store[0] = 0; /* the command line's --db replaces the file's store */
-		return 0;
-	case O_STORE:
-		if (strlen(optarg) >= sizeof(cs->store)) {
-			rm_log_cmd(RM_LOG_ERR, "--store: value too long");
-			return -EINVAL;
-		}
-		snprintf(cs->store, sizeof(cs->store), "%s", optarg);
-		cs->db[0] = 0; /* the command line's store replaces the file's db */
-		return 0;
-	case O_STORE_SPOOL:
-		if (!*optarg || strlen(optarg) >= sizeof(cs->store_spool_dir)) {
-			rm_log_cmd(RM_LOG_ERR, "--store-spool-dir: value empty or too long");
-			return -EINVAL;
-		}
-		snprintf(cs->store_spool_dir, sizeof(cs->store_spool_dir), "%s", optarg);
-		return 0;
-	case O_STORE_INIT:
-		a->store_init = 1;
-		return 0;
-	case O_CLUSTER:
-		a->cluster = optarg;
-		return 0;
-	case O_COLLECTOR_ID:
-		if (rm_chstore_check_id(optarg, err, sizeof(err)) < 0) {
-			rm_log_cmd(RM_LOG_ERR, "--%s", err);
-			return -EINVAL;
-		}
-		snprintf(cs->collector_id, sizeof(cs->collector_id), "%s", optarg);
-		return 0;
-	case O_PEER:
-		if (a->n_peer_cli == 0)
-			cs->tls.n_peer_names = 0; /* the command line replaces the file's list */
-		if (cs->tls.n_peer_names >= RM_MAX_PEER_NAMES) {
-			rm_log_cmd(RM_LOG_ERR, "at most %d --peer-name", RM_MAX_PEER_NAMES);
-			return -EINVAL;
-		}
-		snprintf(cs->tls.peer_names[cs->tls.n_peer_names++], sizeof(cs->tls.peer_names[0]), "%s", optarg);
-		a->n_peer_cli++;
-		return 0;
-	case O_PEN:
-		if (rm_opt_uint("--pen", optarg, RM_PEN_MIN, RM_PEN_MAX, &a->pen, err, sizeof(err))) {
-			rm_log_cmd(RM_LOG_ERR, "%s", err);
-			return -EINVAL;
-		}
-		return 0;
-	default:
-		return 0; /* --config: read by the first pass */
-	}
-}
-
-/* Second pass: every option over the file's [collect]. -1, or an exit status. */
-static int second_pass(struct rm_opts_parser *p, int argc, char **argv, struct rm_collect_settings *cs,
-		       struct collect_args *a)
-{
-	const struct rm_opt *e;
-	char err[512];
-	int o;
-
-	optind = 1;
-	opterr = 1;
-	while ((o = rm_opts_next(p, argc, argv, &e)) != -1) {
-		if (!e) {
-			collect_usage(stderr);
-			return RM_EXIT_USAGE;
-		}
-		if (e->kind == RM_OPT_LOG_LEVEL) {
-			if (rm_opts_log_level(optarg))
-				return RM_EXIT_USAGE;
-		} else if (e->kind == RM_OPT_CALL) {
-			if (collect_option(e, cs, a))
-				return RM_EXIT_USAGE;
-		} else if (rm_opt_apply(e, optarg, cs, err, sizeof(err)) < 0) {
-			rm_log_cmd(RM_LOG_ERR, "%s", err);
-			return RM_EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		rm_log_cmd(RM_LOG_ERR, "unexpected argument '%s'", argv[optind]);
-		return RM_EXIT_USAGE;
-	}
-	return -1;
 }
 
 /* The store, TLS and memory settings as collect can run them (exit 2 when not). -1, or an exit status. */
@@ -359,10 +243,9 @@ static int check_settings(struct rm_collect_settings *cs, struct rm_store_spec *
 
 static int cmd_collect(int argc, char **argv)
 {
-	static struct rm_opts_parser parser; /* large: static */
-	struct rm_collect_settings *cs = &cfg_file.collect;
-	struct collect_args a = { .pen = RM_IPFIX_DEFAULT_PEN };
+	static struct collect_args a;     /* large: static */
 	static struct rm_store_spec spec; /* large: static */
+	struct rm_collect_settings *cs = &a.cs;
 	char err[512];
 	sigset_t sigs;
 	int rc;
@@ -370,8 +253,9 @@ static int cmd_collect(int argc, char **argv)
 	rm_signals_block(&sigs);
 
 	rm_log_set_ident("rocemeter collect"); /* the collector's log lines name the command */
-	rm_opts_init(&parser, collect_opts, "");
-	rc = first_pass(&parser, argc, argv, &a);
+	memset(&a, 0, sizeof(a));
+	a.pen = RM_IPFIX_DEFAULT_PEN;
+	rc = rm_opts_early(&collect_cmd, argc, argv, &a); /* --config first: the other options override it */
 	if (rc >= 0)
 		return rc;
 	rm_config_defaults(&cfg_file);
@@ -379,7 +263,8 @@ static int cmd_collect(int argc, char **argv)
 		rm_log_cmd(RM_LOG_ERR, "%s", err);
 		return RM_EXIT_USAGE;
 	}
-	rc = second_pass(&parser, argc, argv, cs, &a);
+	a.cs = cfg_file.collect;
+	rc = rm_opts_parse(&collect_cmd, argc, argv, &a);
 	if (rc < 0)
 		rc = check_settings(cs, &spec, &a);
 	if (rc >= 0)

@@ -3,8 +3,9 @@
  * collector.c - the server of `rocemeter collect` (cmd_collect.c): its
  * start, the poll() loop (rm_collector_step: every connection's turn, then
  * new connections, the batch's commit, the timers) and its stop. The
- * connections are in accept.c and session.c, the metrics in
- * collector_metrics.c. See collector.h.
+ * connections are in accept.c and session.c, the refused ones in
+ * refusals.c, the batch in batch.c, the metrics in collector_metrics.c.
+ * See collector.h.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,35 +22,6 @@
 
 /* Timers (handshake, message, session, epochs) and connection counts are looked at this often. */
 #define TICK_MS 1000
-
-void rm_collector_store_check(struct rm_collector *s, int rc, const char *what)
-{
-	if (rc < 0 && !s->store_failed) {
-		rm_log(RM_LOG_ERR, "%s error (%s): %s", s->st->ops->drop_kind, what, rm_backend_error(s->st));
-		s->store_failed = 1;
-	}
-}
-
-/* Open the batch's transaction if none is open. */
-void rm_collector_batch_begin(struct rm_collector *s)
-{
-	if (!s->in_batch) {
-		s->in_batch = 1;
-		s->batch_start_ms = rm_clock_mono_ms();
-	}
-	rm_collector_store_check(s, rm_backend_begin(s->st), "begin");
-}
-
-/*
- * End the batch: the only place the store may write, so a committed
- * transaction never holds half of a Message.
- */
-void rm_collector_batch_commit(struct rm_collector *s)
-{
-	rm_collector_store_check(s, rm_backend_commit(s->st), "commit");
-	s->batch_messages = 0;
-	s->in_batch = 0;
-}
 
 /* A ready connection's turn: its handshake, or its session's Messages. */
 static void serve(struct conn *c)
@@ -91,7 +63,7 @@ static void tick(struct rm_collector *s, uint64_t t, uint64_t mono)
 				snprintf(how, sizeof(how),
 					 "no authorised peer after %" PRIu64 " ms (handshake_timeout_ms %" PRIu64 ")",
 					 mono - c->accepted_mono, cs->handshake_timeout_ms);
-				rm_accept_refuse(c, CO_HANDSHAKE_TIMEOUT, how);
+				rm_refusals_add(c, CO_HANDSHAKE_TIMEOUT, how);
 			}
 			continue;
 		}
@@ -113,8 +85,8 @@ static void tick(struct rm_collector *s, uint64_t t, uint64_t mono)
 			rm_rules_flush(c->rs);
 		}
 	}
-	rm_accept_minute(s, t);
-	rm_accept_flush(s);
+	rm_refusals_minute(s, t);
+	rm_refusals_flush(s);
 	rm_collector_batch_commit(s);
 	rm_journal_tick(s->journal);
 }
@@ -146,7 +118,7 @@ static void store_limits(struct rm_collector *s)
 
 	rm_collector_batch_begin(s);
 	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++)
-		rm_collector_store_check(s, rm_backend_run_limit(s->st, s->run_id, lim[i].name, lim[i].value),
+		rm_collector_store_check(s, rm_backend_run_limit(s->store, s->run_id, lim[i].name, lim[i].value),
 					 "run limits");
 	rm_collector_batch_commit(s);
 }
@@ -163,8 +135,8 @@ static void log_start(const struct rm_collector *s, const struct rm_store_spec *
 		snprintf(store_desc, sizeof(store_desc),
 			 "ClickHouse store %s database %s, collector ID %s, store_buffer_bytes %" PRIu64
 			 ", store_spool_dir %s",
-			 spec->ch.base, spec->ch.database, rm_backend_collector_id(s->st),
-			 rm_backend_buffer_capacity(s->st), cs->store_spool_dir);
+			 spec->ch.base, spec->ch.database, rm_backend_collector_id(s->store),
+			 rm_backend_buffer_capacity(s->store), cs->store_spool_dir);
 	rm_log(RM_LOG_NOTICE,
 	       "listening on %s (%s), %s; limits: max_sessions %u, max_epochs %u per session, "
 	       "max_raw_records %u, inactivity_timeout_ms %" PRIu64 ", %u Templates and %u Observation Domains "
@@ -202,7 +174,7 @@ static void collector_free(struct rm_collector *s)
 	if (s->minute_sources)
 		g_hash_table_destroy(s->minute_sources);
 	rm_journal_close(s->journal);
-	rm_backend_close(s->st);
+	rm_backend_close(s->store);
 	rm_seq_points_free(s->points);
 	rm_budget_free(s->budget);
 	if (s->ctx)
@@ -244,8 +216,9 @@ int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_sto
 		rm_log(RM_LOG_ERR, "%s", s->budget ? err : "out of memory");
 		goto out;
 	}
-	s->st = rm_backend_open(spec, cs->collector_id, cs->store_buffer_bytes, cs->store_spool_dir, err, sizeof(err));
-	if (!s->st) {
+	s->store =
+		rm_backend_open(spec, cs->collector_id, cs->store_buffer_bytes, cs->store_spool_dir, err, sizeof(err));
+	if (!s->store) {
 		rm_log(RM_LOG_ERR, "%s", err);
 		goto out;
 	}
@@ -256,29 +229,29 @@ int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_sto
 		goto out;
 	rm_rules_set_budget(s->rules, s->budget);
 	rm_rules_set_accepted(s->rules, rm_seq_points_accepted);
-	rm_backend_set_budget(s->st, s->budget);
+	rm_backend_set_budget(s->store, s->budget);
 	s->lfd = rm_accept_listen(cs->listen, s->ctx ? (int)((cs->handshake_timeout_ms + 999) / 1000) : 0);
 	if (s->lfd < 0)
 		goto out;
-	s->run_id = rm_backend_run_start(s->st, cs->listen, s->ctx ? "tls" : "tcp", &lim, cs->max_raw_records, pen,
+	s->run_id = rm_backend_run_start(s->store, cs->listen, s->ctx ? "tls" : "tcp", &lim, cs->max_raw_records, pen,
 					 rm_clock_wall_ms());
 	if (s->run_id == RM_BACKEND_REFUSED) {
-		rm_log(RM_LOG_ERR, "%s", rm_backend_error(s->st));
+		rm_log(RM_LOG_ERR, "%s", rm_backend_error(s->store));
 		ret = 2; /* a configuration error: a restart cannot mend it */
 		goto out;
 	}
 	if (s->run_id < 0) {
-		rm_log(RM_LOG_ERR, "%s: %s", s->st->ops->drop_kind, rm_backend_error(s->st));
+		rm_log(RM_LOG_ERR, "%s: %s", s->store->ops->drop_kind, rm_backend_error(s->store));
 		goto out;
 	}
-	if (rm_backend_has_journal(s->st)) {
+	if (rm_backend_has_journal(s->store)) {
 		char jdir[300];
 
-		if (rm_backend_journal_dir(s->st, spec->path, jdir, sizeof(jdir)) < 0) {
+		if (rm_backend_journal_dir(s->store, spec->path, jdir, sizeof(jdir)) < 0) {
 			rm_log(RM_LOG_ERR, "received-Messages journal: its directory's name is too long");
 			goto out;
 		}
-		s->journal = rm_journal_open(jdir, s->st, pen, err, sizeof(err));
+		s->journal = rm_journal_open(jdir, s->store, pen, err, sizeof(err));
 		if (!s->journal && err[0] && spec->kind == RM_STORE_SQLITE) {
 			rm_log(RM_LOG_ERR, "%s", err);
 			goto out;
@@ -291,7 +264,7 @@ int rm_collector_start(const struct rm_collect_settings *cs, const struct rm_sto
 		rm_journal_recover(s->journal, rm_clock_wall_ms());
 	}
 	store_limits(s);
-	s->raw_bytes = rm_backend_raw_bytes(s->st);
+	s->raw_bytes = rm_backend_raw_bytes(s->store);
 	log_start(s, spec);
 
 	if (cs->metrics[0]) {
@@ -387,10 +360,10 @@ void rm_collector_stop(struct rm_collector *s)
 			rm_session_end(c, "collector shutdown");
 		}
 	}
-	rm_accept_flush(s);
+	rm_refusals_flush(s);
 	rm_collector_batch_commit(s);
 	reap(s);
-	rm_backend_run_stop(s->st, s->run_id, rm_clock_wall_ms());
+	rm_backend_run_stop(s->store, s->run_id, rm_clock_wall_ms());
 	rm_log(RM_LOG_NOTICE, "stopped");
 	collector_free(s);
 }

@@ -44,7 +44,9 @@
  *     }
  *
  * collector.c is the loop, accept.c the listener and the handshakes,
- * session.c the Transport Sessions, collector_metrics.c the metrics.
+ * session.c the Transport Sessions, collector_metrics.c the metrics; the
+ * leaves they share are batch.c (the batch), refusals.c (the refused
+ * connections) and store_check.c (a store call's result).
  * One collector per process, run by one thread; the metrics server's
  * thread reads it under the metrics lock.
  */

@@ -93,7 +93,7 @@ struct rm_collector {
 	uint32_t pen;
 	SSL_CTX *ctx;
 	int lfd;
-	struct rm_backend *st;
+	struct rm_backend *store;
 	struct rm_journal *journal; /* journal.h; NULL: the store keeps none */
 	struct rm_rules *rules;
 	struct rm_budget *budget;
@@ -130,16 +130,28 @@ struct rm_collector {
 	uint64_t last_tick;
 };
 
-/* collector.c: the batch, the only place the store may write (never in the middle of a Message). */
+/* store_check.c: every store call's result. */
 
 /* Log a failed store call (rc < 0, what: the call) once, for the first failure. */
 void rm_collector_store_check(struct rm_collector *s, int rc, const char *what);
+
+/* batch.c: the batch, the only place the store may write (never in the middle of a Message). */
+
 /* Open the batch's transaction if none is open. */
 void rm_collector_batch_begin(struct rm_collector *s);
 /* End the batch: the store may write. */
 void rm_collector_batch_commit(struct rm_collector *s);
 
-/* accept.c: the listener, the handshakes, the refused connections. */
+/* refusals.c: the connections that never become Transport Sessions, counted per minute and source. */
+
+/* A connection that is not admitted (or will not be): counted, closed after the loop pass. */
+void rm_refusals_add(struct conn *c, enum conn_outcome o, const char *detail);
+/* Write the refused connections' counts not yet written (in the open batch). */
+void rm_refusals_flush(struct rm_collector *s);
+/* At t (UNIX ms) in a new minute: write the last one's counts, start empty. */
+void rm_refusals_minute(struct rm_collector *s, uint64_t t);
+
+/* accept.c: the listener and the handshakes. */
 
 /*
  * Listen on addr ("ADDR:PORT", "[V6]:PORT", ":PORT"), non-blocking; defer_s
@@ -150,12 +162,6 @@ int rm_accept_listen(const char *addr, int defer_s);
 void rm_accept_conn(struct rm_collector *s);
 /* A connection in the handshake: go on with it; authorised and admitted, it reads at once. */
 void rm_accept_handshake(struct conn *c);
-/* A connection that is not admitted (or will not be): counted, closed after the loop pass. */
-void rm_accept_refuse(struct conn *c, enum conn_outcome o, const char *detail);
-/* Write the refused connections' counts not yet written (in the open batch). */
-void rm_accept_flush(struct rm_collector *s);
-/* At t (UNIX ms) in a new minute: write the last one's counts, start empty. */
-void rm_accept_minute(struct rm_collector *s, uint64_t t);
 
 /* session.c: Transport Sessions. */
 

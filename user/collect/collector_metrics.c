@@ -33,36 +33,36 @@ static const struct rm_metric_row collector_rows[] = { RM_COLLECTOR_STATS(COLLEC
 void rm_collector_render_metrics(void *arg, FILE *f)
 {
 	struct rm_collector *s = arg;
-	struct rm_collector_stats st = s->stats;
+	struct rm_collector_stats stats = s->stats;
 
-	st.sessions_open = 0;
-	st.epochs_retained = 0;
-	if (s->st->ops == &rm_backend_sqlite) {
-		st.drops_database = rm_backend_drops(s->st);
-		st.database_unavailable = (uint64_t)rm_backend_unavailable(s->st);
+	stats.sessions_open = 0;
+	stats.epochs_retained = 0;
+	if (s->store->ops == &rm_backend_sqlite) {
+		stats.drops_database = rm_backend_drops(s->store);
+		stats.database_unavailable = (uint64_t)rm_backend_unavailable(s->store);
 	} else {
-		st.drops_store = rm_backend_drops(s->st);
-		st.store_unavailable = (uint64_t)rm_backend_unavailable(s->st);
+		stats.drops_store = rm_backend_drops(s->store);
+		stats.store_unavailable = (uint64_t)rm_backend_unavailable(s->store);
 	}
 	/* counted by the store's own thread (ClickHouse) */
-	st.drops_unread_at_crash += rm_backend_acked_drops(s->st);
-	st.store_buffer_bytes = rm_backend_buffer_bytes(s->st);
-	st.store_buffer_capacity_bytes = rm_backend_buffer_capacity(s->st);
+	stats.drops_unread_at_crash += rm_backend_acked_drops(s->store);
+	stats.store_buffer_bytes = rm_backend_buffer_bytes(s->store);
+	stats.store_buffer_capacity_bytes = rm_backend_buffer_capacity(s->store);
 	for (size_t i = 0; i < s->nconns; i++) {
 		if (s->conns[i]->closing)
 			continue;
-		st.sessions_open++;
+		stats.sessions_open++;
 		if (s->conns[i]->rs)
-			st.epochs_retained += rm_rules_retained(s->conns[i]->rs);
+			stats.epochs_retained += rm_rules_retained(s->conns[i]->rs);
 		if (s->conns[i]->dec) { /* an ended session's counts are in s->stats */
 			const struct rm_ipfix_counts *h = rm_ipfix_counts(s->conns[i]->dec);
 
-			st.sequence_gaps += h->seq_gaps;
-			st.sequence_missing_records += h->seq_missing;
-			st.export_time_backwards += h->time_backwards;
+			stats.sequence_gaps += h->seq_gaps;
+			stats.sequence_missing_records += h->seq_missing;
+			stats.export_time_backwards += h->time_backwards;
 		}
 	}
-	rm_metrics_rows(f, collector_rows, sizeof(collector_rows) / sizeof(collector_rows[0]), &st, NULL, 0);
+	rm_metrics_rows(f, collector_rows, sizeof(collector_rows) / sizeof(collector_rows[0]), &stats, NULL, 0);
 	rm_seq_points_write(f, s->points);
 	rm_metrics_build_info(f);
 #define SESSION_FAMILY_(member, metric, help)                                                          \

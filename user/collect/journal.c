@@ -47,26 +47,26 @@ struct pending {
 
 struct rm_journal {
 	char dir[300];
-	struct rm_backend *st;
+	struct rm_backend *store;
 	uint32_t pen;
 	GArray *pending; /* struct pending */
 	int failed_logged;
 };
 
-struct rm_journal *rm_journal_open(const char *dir, struct rm_backend *st, uint32_t pen, char *err, size_t errlen)
+struct rm_journal *rm_journal_open(const char *dir, struct rm_backend *store, uint32_t pen, char *err, size_t errlen)
 {
 	struct rm_journal *j;
 	char parent[300], *slash;
 
 	err[0] = 0;
-	if (!rm_backend_has_journal(st))
+	if (!rm_backend_has_journal(store))
 		return NULL;
 	j = calloc(1, sizeof(*j));
 	if (!j) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	j->st = st;
+	j->store = store;
 	j->pen = pen;
 	j->pending = g_array_new(FALSE, FALSE, sizeof(struct pending));
 	errno = 0;
@@ -232,7 +232,7 @@ void rm_journal_counted(struct conn *c)
 					 .verdicts = c->rs ? rm_rules_verdict_counts(c->rs) : NULL };
 
 	if (!c->closing)
-		rm_collector_store_check(c->srv, rm_backend_session_counts(c->srv->st, c->session_id, &cnt),
+		rm_collector_store_check(c->srv, rm_backend_session_counts(c->srv->store, c->session_id, &cnt),
 					 "session counts");
 }
 
@@ -277,7 +277,7 @@ void rm_journal_session_end(struct conn *c, uint64_t gen)
 	if (c->jfd >= 0)
 		close(c->jfd);
 	c->jfd = -1;
-	if (rm_backend_transactions(j->st) > gen)
+	if (rm_backend_transactions(j->store) > gen)
 		remove_file(j, c->session_id);
 	else
 		g_array_append_val(j->pending, p);
@@ -290,7 +290,7 @@ void rm_journal_tick(struct rm_journal *j)
 
 	if (!j)
 		return;
-	now = rm_backend_transactions(j->st);
+	now = rm_backend_transactions(j->store);
 	for (guint i = 0; i < j->pending->len; i++) {
 		struct pending p = g_array_index(j->pending, struct pending, i);
 
@@ -406,11 +406,11 @@ static int recover_file(struct rm_journal *j, const char *path, uint64_t now_ms,
 	l->records = h.records + rc.records;
 	l->rejected = h.rejected + rc.rejected;
 	rm_ipfix_session_free(dec);
-	ret = rm_backend_session_lost(j->st, l, now_ms, lost);
+	ret = rm_backend_session_lost(j->store, l, now_ms, lost);
 	free(buf);
 	if (ret < 0) {
 		rm_log(RM_LOG_ERR, "received-Messages journal %s: not counted (%s); kept for the next start", path,
-		       rm_backend_error(j->st));
+		       rm_backend_error(j->store));
 		return -1;
 	}
 	unlink(path);

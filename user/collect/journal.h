@@ -24,12 +24,12 @@ struct rm_journal;
 #define RM_JOURNAL_ROTATE_BYTES (4u << 20)
 
 /*
- * The journal of store st in the directory dir (made when missing, with its
+ * The journal of store in the directory dir (made when missing, with its
  * parent): DATABASE.received for SQLite, STORE_SPOOL_DIR/COLLECTOR_ID.TAG.received
  * for ClickHouse (backend.h journal_dir). NULL with err "" when the store
  * keeps no journal; NULL with err set on failure.
  */
-struct rm_journal *rm_journal_open(const char *dir, struct rm_backend *st, uint32_t pen, char *err, size_t errlen);
+struct rm_journal *rm_journal_open(const char *dir, struct rm_backend *store, uint32_t pen, char *err, size_t errlen);
 /* Close the files; a session's file stays until its end is committed (the next start reads it). NULL: no-op. */
 void rm_journal_close(struct rm_journal *j);
 /*

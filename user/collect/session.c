@@ -66,7 +66,7 @@ void rm_session_budget_refused(void *arg, const char *what, uint64_t bytes, cons
 			 bytes, rm_budget_limit(s->budget), rm_budget_used(s->budget));
 	rm_collector_batch_begin(s);
 	s->stats.drops_memory_budget++;
-	rm_collector_store_check(s, rm_backend_drop(s->st, sid, "memory-budget", d, rm_clock_wall_ms()), "drop");
+	rm_collector_store_check(s, rm_backend_drop(s->store, sid, "memory-budget", d, rm_clock_wall_ms()), "drop");
 	if (!s->budget_logged_mono || mono - s->budget_logged_mono >= MINUTE_MS) {
 		rm_log(RM_LOG_WARNING,
 		       "session %" PRId64 ": %s (collector resource drop; more this minute are only counted)", sid, d);
@@ -95,13 +95,13 @@ static void keep_raw(struct conn *c, uint32_t domain, uint16_t tid, const struct
 			 bytes, share ? "max_raw_bytes_per_session" : "max_raw_bytes",
 			 share ? cs->max_raw_bytes_per_session : cs->max_raw_bytes);
 		s->stats.drops_raw_byte_limit++;
-		rm_collector_store_check(s, rm_backend_drop(s->st, c->session_id, "raw-byte-limit", d, c->now_ms),
+		rm_collector_store_check(s, rm_backend_drop(s->store, c->session_id, "raw-byte-limit", d, c->now_ms),
 					 "drop");
 		return;
 	}
-	db_drops = rm_backend_drops(s->st);
-	rc = rm_backend_raw(s->st, c->session_id, domain, tid, r, verdict, reason, raw, len, t, tl, c->now_ms);
-	if (rc == 0 && rm_backend_drops(s->st) == db_drops) /* else a "database" drop, counted by the store */
+	db_drops = rm_backend_drops(s->store);
+	rc = rm_backend_raw(s->store, c->session_id, domain, tid, r, verdict, reason, raw, len, t, tl, c->now_ms);
+	if (rc == 0 && rm_backend_drops(s->store) == db_drops) /* else a "database" drop, counted by the store */
 		s->stats.drops_raw_record_limit++;
 	rm_collector_store_check(s, rc, "raw record");
 	if (rc == 1) {
@@ -142,13 +142,13 @@ static void rules_epoch(void *arg, struct rm_epoch *e)
 	struct rm_collector *s = arg;
 
 	count_settled(s, e);
-	rm_collector_store_check(s, rm_backend_epoch(s->st, e), "epoch");
+	rm_collector_store_check(s, rm_backend_epoch(s->store, e), "epoch");
 }
 
 /* The budget is full: the retired epochs waiting for the store's write give their charges back. */
 static int rules_room(void *arg)
 {
-	return rm_backend_make_room(((struct rm_collector *)arg)->st);
+	return rm_backend_make_room(((struct rm_collector *)arg)->store);
 }
 
 static void rules_drop(void *arg, uint64_t session_id, uint32_t domain, uint64_t epoch_id, const char *detail)
@@ -157,7 +157,8 @@ static void rules_drop(void *arg, uint64_t session_id, uint32_t domain, uint64_t
 
 	s->stats.drops_epoch_admission++;
 	rm_collector_store_check(
-		s, rm_backend_drop(s->st, (int64_t)session_id, "epoch-admission", detail, rm_clock_wall_ms()), "drop");
+		s, rm_backend_drop(s->store, (int64_t)session_id, "epoch-admission", detail, rm_clock_wall_ms()),
+		"drop");
 }
 
 static void rules_log(void *arg, const char *line)
@@ -299,7 +300,7 @@ static void dec_reliability(void *arg, uint32_t domain, const struct rm_ipfix_re
 	}
 	if (c->ssl)
 		rm_tls_peer_subject(c->ssl, subj, sizeof(subj));
-	rc = rm_backend_session_acked(s->st, &a, rm_clock_wall_ms(), &res);
+	rc = rm_backend_session_acked(s->store, &a, rm_clock_wall_ms(), &res);
 	if (rc == 2) {
 		rm_log(RM_LOG_NOTICE,
 		       "session %" PRId64 ": its exporter reports an earlier session from %s that delivered %" PRIu64
@@ -313,7 +314,7 @@ static void dec_reliability(void *arg, uint32_t domain, const struct rm_ipfix_re
 		       " never read (collector resource drop 'unread-at-crash')",
 		       c->session_id, res.id, peer, r->records, r->messages, res.read, res.lost);
 	} else if (rc == 0 && res.bad) {
-		/* An impossible claim is a bad record of this session, never a count (trial, issue 28). */
+		/* An impossible claim is a bad record of this session, never a count (a forged one). */
 		c->rejected++;
 		s->stats.records_undecodable++;
 		rm_log(RM_LOG_WARNING,
@@ -324,7 +325,7 @@ static void dec_reliability(void *arg, uint32_t domain, const struct rm_ipfix_re
 		rm_log(RM_LOG_NOTICE,
 		       "session %" PRId64 ": its exporter reports an earlier session from %s that delivered %" PRIu64
 		       " records; not counted: %s",
-		       c->session_id, peer, r->records, rc < 0 ? rm_backend_error(s->st) : res.why);
+		       c->session_id, peer, r->records, rc < 0 ? rm_backend_error(s->store) : res.why);
 	}
 }
 
@@ -359,7 +360,7 @@ static void dec_point(void *arg, uint32_t domain, uint64_t observation_point_id,
 	peer_identity(c, &id);
 	p.peer_name = id.n;
 	p.peer_subject = id.s;
-	rm_collector_store_check(c->srv, rm_backend_observation_point(c->srv->st, &p, rm_clock_wall_ms()),
+	rm_collector_store_check(c->srv, rm_backend_observation_point(c->srv->store, &p, rm_clock_wall_ms()),
 				 "observation point");
 }
 
@@ -397,17 +398,17 @@ void rm_session_end(struct conn *c, const char *reason)
 	if (c->rs) {
 		cnt.verdicts = rm_rules_verdict_counts(c->rs);
 		/* The counts are read before close frees them. */
-		rm_collector_store_check(s, rm_backend_session_end(s->st, c->session_id, reason, t, &cnt),
+		rm_collector_store_check(s, rm_backend_session_end(s->store, c->session_id, reason, t, &cnt),
 					 "session end");
 		rm_rules_session_close(c->rs, er, t);
 		c->rs = NULL;
 	} else {
-		rm_collector_store_check(s, rm_backend_session_end(s->st, c->session_id, reason, t, &cnt),
+		rm_collector_store_check(s, rm_backend_session_end(s->store, c->session_id, reason, t, &cnt),
 					 "session end");
 	}
-	jgen = rm_backend_handed(s->st);
+	jgen = rm_backend_handed(s->store);
 	rm_collector_batch_commit(s);
-	rm_collector_store_check(s, rm_backend_flush(s->st),
+	rm_collector_store_check(s, rm_backend_flush(s->store),
 				 "commit"); /* a session's end and its epochs' outcomes: at once */
 	rm_journal_session_end(c, jgen);
 	{
@@ -522,26 +523,27 @@ int rm_session_admit(struct conn *c)
 		rm_collector_batch_begin(s);
 		s->stats.sessions_refused++;
 		s->stats.drops_session_limit++;
-		rm_collector_store_check(s, rm_backend_drop(s->st, 0, "session-limit", d, rm_clock_wall_ms()), "drop");
-		rm_accept_refuse(c, CO_SESSION_LIMIT, d);
+		rm_collector_store_check(s, rm_backend_drop(s->store, 0, "session-limit", d, rm_clock_wall_ms()),
+					 "drop");
+		rm_refusals_add(c, CO_SESSION_LIMIT, d);
 		return -1;
 	}
 	s->cur = NULL;
 	if (rm_budget_take(s->budget, RM_BUDGET_SESSION_BYTES, "session") < 0) {
 		snprintf(d, sizeof(d), "refused: max_memory_bytes %" PRIu64 " in use", s->cs->max_memory_bytes);
-		rm_accept_refuse(c, CO_MEMORY_BUDGET, d);
+		rm_refusals_add(c, CO_MEMORY_BUDGET, d);
 		return -1;
 	}
 	c->admitted = 1;
 	s->sessions++;
 	s->stats.sessions_accepted++;
 	rm_collector_batch_begin(s);
-	id = rm_backend_session_start(s->st, s->run_id, c->peer, transport, c->started_ms);
+	id = rm_backend_session_start(s->store, s->run_id, c->peer, transport, c->started_ms);
 	rm_collector_store_check(s, id < 0 ? -1 : 0, "session start");
 	c->session_id = id;
 	peer_identity(c, &p);
 	if (c->ssl)
-		rm_collector_store_check(s, rm_backend_session_peer(s->st, id, p.s, p.n), "session peer");
+		rm_collector_store_check(s, rm_backend_session_peer(s->store, id, p.s, p.n), "session peer");
 	c->last_rx_mono = rm_clock_mono_ms();
 	if (!(c->buf = malloc(BUF_CAP)) || !(c->dec = rm_ipfix_session_new(s->pen)) ||
 	    !(c->rs = rm_rules_session_open(s->rules, (uint64_t)id))) {

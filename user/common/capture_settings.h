@@ -36,39 +36,37 @@ struct rm_capture_settings {
 	int encap_line; /* the encapsulation line (0: default), for messages */
 };
 
-/* Defaults: plain frames only, VXLAN port 4789, no RSPAN VLAN, no lines. */
-void rm_capture_defaults(struct rm_capture_settings *c);
-
 /*
  * "plain,erspan,vxlan" (comma or space separated: plain, erspan1, erspan2,
  * erspan3, erspan = all three, vxlan, rspan; auto = all) into RM_ENCAP_*
- * bits. 0, or -1 with "encapsulation: reason" in why.
+ * bits. 0, or -EINVAL with "encapsulation: reason" in err.
  */
-int rm_capture_parse_encap(const char *text, uint32_t *out, char *why, size_t len);
+int rm_capture_parse_encap(const char *text, uint32_t *out, char *err, size_t errlen);
 
 /*
  * --encapsulation LIST|auto of `replay` and `connections`, over the file's
  * [capture]: the encapsulations to take off (auto: every one, RSPAN only
  * with an rspan_vlan), and sessions no observation_point line names get
- * derived IDs (mirror_sessions = auto). 0, or -1 with the reason in why.
+ * derived IDs (mirror_sessions = auto). 0, or -EINVAL with the reason in err.
  */
-int rm_capture_override(struct rm_capture_settings *c, const char *text, char *why, size_t len);
+int rm_capture_override(struct rm_capture_settings *c, const char *text, char *err, size_t errlen);
 
 /*
  * One key of [capture] at line: encapsulation, vxlan_port, rspan_vlan,
  * mirror_sessions = table|auto, observation_point = ID NAME erspan SRC
- * SESSION | ID NAME vxlan VNI | ID NAME rspan VLAN. 1: taken; 0: refused,
- * the reason in why; -1: not a [capture] key.
+ * SESSION | ID NAME vxlan VNI | ID NAME rspan VLAN. 0: taken; -EINVAL:
+ * refused, the reason in err; -ENOENT: not a [capture] key.
  */
-int rm_capture_key(struct rm_capture_settings *c, const char *name, const char *value, int line, char *why, size_t len);
+int rm_capture_key(struct rm_capture_settings *c, const char *name, const char *value, int line, char *err,
+		   size_t errlen);
 
 /*
  * The section as a whole, after the file: every line's encapsulation
  * accepted, an rspan line names rspan_vlan, IDs and sessions unique, RSPAN
- * accepted only with an rspan_vlan. 0, or -1 with the reason in why and
+ * accepted only with an rspan_vlan. 0, or -EINVAL with the reason in err and
  * its line in *line (0: the section).
  */
-int rm_capture_check(const struct rm_capture_settings *c, int *line, char *why, size_t len);
+int rm_capture_check(const struct rm_capture_settings *c, int *line, char *err, size_t errlen);
 
 /*
  * The observationPointId of a session that no line names, with

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * config.c - the INI configuration file (libinih). See config.h for the
- * sections and README.md "Configuration" for every key. Each section's keys
+ * sections and docs/configuration.md for every key. Each section's keys
  * are one table (name, kind, place, range) that the loader reads by and
  * that `collect`'s options share (rm_config_key()).
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ini.h>
@@ -20,43 +19,12 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "errmsg.h"
 #include "limits.h"
 #include "metrics.h"
 #include "opts.h"
 #include "rocemeter/ipfix_ie.h"
 #include "store_syntax.h"
-
-void rm_config_defaults(struct rm_config_file *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->meter.window = RM_WINDOW_DEFAULT;
-	cfg->meter.max_contexts = RM_MAX_CONTEXTS_DEFAULT;
-	cfg->meter.idle_timeout_ms = RM_IDLE_TIMEOUT_MS_DEFAULT;
-	cfg->meter.max_violations = RM_MAX_VIOLATIONS_DEFAULT;
-	cfg->meter.unattributed_is_loss = 1;
-	cfg->export.port = 0; /* resolved from transport after loading */
-	cfg->export.pen = RM_IPFIX_DEFAULT_PEN;
-	cfg->export.report_interval_ms = RM_REPORT_INTERVAL_MS_DEFAULT;
-	cfg->export.queue_records = RM_QUEUE_RECORDS_DEFAULT;
-	snprintf(cfg->collect.listen, sizeof(cfg->collect.listen), "[::]:%d", RM_IPFIX_PORT_TLS);
-	cfg->collect.max_sessions = RM_MAX_SESSIONS_DEFAULT;
-	cfg->collect.max_epochs = RM_MAX_EPOCHS_DEFAULT;
-	cfg->collect.max_raw_records = RM_MAX_RAW_RECORDS_DEFAULT;
-	cfg->collect.max_observation_points = RM_MAX_OBSERVATION_POINTS_DEFAULT;
-	cfg->collect.inactivity_timeout_ms = RM_INACTIVITY_TIMEOUT_MS_DEFAULT;
-	cfg->collect.max_handshakes = RM_MAX_HANDSHAKES_DEFAULT;
-	cfg->collect.max_handshakes_per_source = RM_MAX_HANDSHAKES_PER_SOURCE_DEFAULT;
-	cfg->collect.handshake_timeout_ms = RM_HANDSHAKE_TIMEOUT_MS_DEFAULT;
-	cfg->collect.session_timeout_ms = RM_SESSION_TIMEOUT_MS_DEFAULT;
-	cfg->collect.message_timeout_ms = RM_MESSAGE_TIMEOUT_MS_DEFAULT;
-	cfg->collect.dead_peer_timeout_ms = RM_DEAD_PEER_TIMEOUT_MS_DEFAULT;
-	cfg->collect.max_raw_bytes = RM_MAX_RAW_BYTES_DEFAULT;
-	cfg->collect.max_raw_bytes_per_session = RM_MAX_RAW_BYTES_PER_SESSION_DEFAULT;
-	cfg->collect.max_memory_bytes = RM_MAX_MEMORY_BYTES_DEFAULT;
-	cfg->collect.store_buffer_bytes = RM_STORE_BUFFER_BYTES_DEFAULT;
-	snprintf(cfg->collect.store_spool_dir, sizeof(cfg->collect.store_spool_dir), "%s", RM_STORE_SPOOL_DIR_DEFAULT);
-	rm_capture_defaults(&cfg->capture);
-}
 
 void rm_config_overrides_init(struct rm_config_overrides *o)
 {
@@ -156,49 +124,6 @@ static int parse_bool(const char *v, int *out)
 	return 0;
 }
 
-int rm_parse_listen(const char *text, char *host, size_t hlen, uint16_t *port, char *err, size_t errlen)
-{
-	const char *colon;
-	uint64_t p;
-
-	if (!text)
-		goto bad;
-	if (text[0] == '[') {
-		const char *end = strchr(text, ']');
-
-		if (!end || end[1] != ':')
-			goto bad;
-		colon = end + 1;
-		if ((size_t)(end - text - 1) >= hlen)
-			goto bad;
-		snprintf(host, hlen, "%.*s", (int)(end - text - 1), text + 1);
-	} else {
-		colon = strrchr(text, ':');
-		if (!colon || (size_t)(colon - text) >= hlen || memchr(text, ':', (size_t)(colon - text)))
-			goto bad; /* an IPv6 address needs brackets */
-		snprintf(host, hlen, "%.*s", (int)(colon - text), text);
-	}
-	if (rm_parse_uint(colon + 1, RM_PORT_MIN, RM_PORT_MAX, &p))
-		goto bad;
-	*port = (uint16_t)p;
-	return 0;
-bad:
-	snprintf(err, errlen, "'%s' is not ADDR:PORT, [IPV6]:PORT or :PORT with PORT in %u..%u", text ? text : "",
-		 RM_PORT_MIN, RM_PORT_MAX);
-	return -EINVAL;
-}
-
-/* IPv4 or IPv6 address into 16 bytes (IPv4 in the first 4). Returns the family or -1. */
-int rm_parse_addr(const char *s, uint8_t out[16])
-{
-	memset(out, 0, 16);
-	if (inet_pton(AF_INET, s, out) == 1)
-		return 4;
-	if (inet_pton(AF_INET6, s, out) == 1)
-		return 6;
-	return -1;
-}
-
 /* Keep the first refusal and its line; returns 0 (inih: the line is refused). */
 static int __attribute__((format(printf, 2, 3))) fail(struct rm_config_parse *ps, const char *fmt, ...)
 {
@@ -206,7 +131,7 @@ static int __attribute__((format(printf, 2, 3))) fail(struct rm_config_parse *ps
 
 	if (!ps->failed) {
 		va_start(ap, fmt);
-		vsnprintf(ps->reason, sizeof(ps->reason), fmt, ap);
+		rm_verrf(ps->reason, sizeof(ps->reason), fmt, ap);
 		va_end(ap);
 		ps->failed = 1;
 		ps->fail_line = ps->line;
@@ -230,33 +155,33 @@ int rm_parse_connection(const char *v, struct rm_provision *p, char *err, size_t
 
 	memset(p, 0, sizeof(*p));
 	if (sscanf(v, "%63s %63s %31s %31s %1s", src, dst, qp, pk, extra) != 4) {
-		snprintf(err, errlen, "connection: expected 'SRC DST QPN|any PKEY|any', got '%s'", v);
-		return -1;
+		rm_errf(err, errlen, "connection: expected 'SRC DST QPN|any PKEY|any', got '%s'", v);
+		return -EINVAL;
 	}
 	f1 = rm_parse_addr(src, p->src);
 	f2 = rm_parse_addr(dst, p->dst);
 	if (f1 < 0 || f2 < 0) {
-		snprintf(err, errlen, "connection: '%s' is not an IPv4 or IPv6 address", f1 < 0 ? src : dst);
-		return -1;
+		rm_errf(err, errlen, "connection: '%s' is not an IPv4 or IPv6 address", f1 < 0 ? src : dst);
+		return -EINVAL;
 	}
 	if (f1 != f2) {
-		snprintf(err, errlen, "connection: '%s' and '%s' are of different address families", src, dst);
-		return -1;
+		rm_errf(err, errlen, "connection: '%s' and '%s' are of different address families", src, dst);
+		return -EINVAL;
 	}
 	p->family = (uint8_t)f1;
 	if (!strcasecmp(qp, "any")) {
 		p->any_qp = 1;
 	} else if (rm_parse_uint(qp, 0, RM_QPN_MAX, &x)) {
-		snprintf(err, errlen, "connection: destination QP '%s' is not 'any' or 0..0xffffff", qp);
-		return -1;
+		rm_errf(err, errlen, "connection: destination QP '%s' is not 'any' or 0..0xffffff", qp);
+		return -EINVAL;
 	} else {
 		p->dest_qp = (uint32_t)x;
 	}
 	if (!strcasecmp(pk, "any")) {
 		p->any_pkey = 1;
 	} else if (rm_parse_uint(pk, 0, RM_PKEY_MAX, &x)) {
-		snprintf(err, errlen, "connection: P_Key '%s' is not 'any' or 0..0xffff", pk);
-		return -1;
+		rm_errf(err, errlen, "connection: P_Key '%s' is not 'any' or 0..0xffff", pk);
+		return -EINVAL;
 	} else {
 		p->pkey = (uint16_t)x;
 	}
@@ -267,12 +192,12 @@ int rm_parse_connection(const char *v, struct rm_provision *p, char *err, size_t
 static int read_connection(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *v)
 {
 	struct rm_config_file *cfg = ps->cfg;
-	char why[256];
+	char reason[256];
 
 	if (cfg->n_provision >= RM_MAX_PROVISION)
 		return fail(ps, "too many connection lines (at most %d)", RM_MAX_PROVISION);
-	if (rm_parse_connection(v, &cfg->provision[cfg->n_provision], why, sizeof(why)))
-		return fail(ps, "%s", why);
+	if (rm_parse_connection(v, &cfg->provision[cfg->n_provision], reason, sizeof(reason)))
+		return fail(ps, "%s", reason);
 	cfg->n_provision++;
 	return 1;
 }
@@ -290,21 +215,21 @@ static int read_peer_name(struct rm_config_parse *ps, void *sec, const struct rm
 /* metrics = ADDR:PORT ([meter] and [collect]): checked now, served at start. */
 static int read_metrics(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
 {
-	char host[256], why[200];
+	char host[256], reason[200];
 	unsigned int port;
 
-	if (rm_metrics_parse_listen("metrics", value, host, sizeof(host), &port, why, sizeof(why)))
-		return fail(ps, "%s", why);
+	if (rm_metrics_parse_listen("metrics", value, host, sizeof(host), &port, reason, sizeof(reason)))
+		return fail(ps, "%s", reason);
 	return copy_str(ps, (char *)sec + k->off, k->size, "metrics", value);
 }
 
 static int read_listen(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
 {
-	char host[256], why[200];
+	char host[256], reason[200];
 	uint16_t port;
 
-	if (rm_parse_listen(value, host, sizeof(host), &port, why, sizeof(why)))
-		return fail(ps, "listen: %s", why);
+	if (rm_parse_listen(value, host, sizeof(host), &port, reason, sizeof(reason)))
+		return fail(ps, "listen: %s", reason);
 	return copy_str(ps, (char *)sec + k->off, k->size, k->key, value);
 }
 
@@ -321,7 +246,7 @@ static int read_db(struct rm_config_parse *ps, void *sec, const struct rm_config
 static int read_store(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
 {
 	struct rm_collect_settings *cs = sec;
-	char why[240];
+	char reason[240];
 
 	if (cs->db[0])
 		return fail(ps,
@@ -329,57 +254,67 @@ static int read_store(struct rm_config_parse *ps, void *sec, const struct rm_con
 	if (!(!strncmp(value, "sqlite:", 7) && value[7]) && strncmp(value, "clickhouse:", 11))
 		return fail(ps, "store: '%s' is not sqlite:FILE or clickhouse:URL", value);
 	/* the syntax collect applies (no server contacted): check-config agrees with it */
-	if (!strncmp(value, "clickhouse:", 11) && rm_store_url_parse(value, NULL, 0, NULL, 0, why, sizeof(why)))
-		return fail(ps, "store: %s", why);
+	if (!strncmp(value, "clickhouse:", 11) && rm_store_url_parse(value, NULL, 0, NULL, 0, reason, sizeof(reason)))
+		return fail(ps, "store: %s", reason);
 	return copy_str(ps, cs->store, sizeof(cs->store), k->key, value);
 }
 
 static int read_collector_id(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
 {
-	char why[200];
+	char reason[200];
 
-	if (rm_collector_id_check(value, why, sizeof(why)))
-		return fail(ps, "%s", why);
+	if (rm_collector_id_check(value, reason, sizeof(reason)))
+		return fail(ps, "%s", reason);
 	return copy_str(ps, (char *)sec + k->off, k->size, k->key, value);
 }
 
-/* Entries of the key tables: an integer, a string, yes/no, one of two names, a reader of its own. */
-#define FIELD(type, field) offsetof(type, field), sizeof(((type *)0)->field)
-#define UINT_KEY(type, key, field, lo, hi)                                   \
-	{                                                                    \
-		key, RM_KEY_UINT, FIELD(type, field), lo, hi, { 0 }, NULL, 0 \
+/*
+ * Entries of the key tables: an integer, a string, yes/no, one of two names
+ * (the first the default), a reader of its own, a list; then the key's
+ * default when it is not zero: .def = N, or .def_text = "TEXT" for a string.
+ */
+#define FIELD(type, field) .off = offsetof(type, field), .size = sizeof(((type *)0)->field)
+#define UINT_KEY(type, key_, field, lo_, hi_, ...)                                                      \
+	{                                                                                               \
+		.key = key_, .kind = RM_KEY_UINT, FIELD(type, field), .lo = lo_, .hi = hi_, __VA_ARGS__ \
 	}
-#define STR_KEY(type, key, field)                                         \
-	{                                                                 \
-		key, RM_KEY_STR, FIELD(type, field), 0, 0, { 0 }, NULL, 0 \
+#define STR_KEY(type, key_, field, ...)                                          \
+	{                                                                        \
+		.key = key_, .kind = RM_KEY_STR, FIELD(type, field), __VA_ARGS__ \
 	}
-#define BOOL_KEY(type, key, field)                                         \
-	{                                                                  \
-		key, RM_KEY_BOOL, FIELD(type, field), 0, 0, { 0 }, NULL, 0 \
+#define BOOL_KEY(type, key_, field, ...)                                          \
+	{                                                                         \
+		.key = key_, .kind = RM_KEY_BOOL, FIELD(type, field), __VA_ARGS__ \
 	}
-#define CHOICE_KEY(type, key, field, no, yes)                                      \
-	{                                                                          \
-		key, RM_KEY_CHOICE, FIELD(type, field), 0, 0, { no, yes }, NULL, 0 \
+#define CHOICE_KEY(type, key_, field, no, yes)                                               \
+	{                                                                                    \
+		.key = key_, .kind = RM_KEY_CHOICE, FIELD(type, field), .names = { no, yes } \
 	}
-#define FUNC_KEY(type, key, field, fn)                                   \
-	{                                                                \
-		key, RM_KEY_FUNC, FIELD(type, field), 0, 0, { 0 }, fn, 0 \
+#define FUNC_KEY(type, key_, field, fn, ...)                                                  \
+	{                                                                                     \
+		.key = key_, .kind = RM_KEY_FUNC, FIELD(type, field), .read = fn, __VA_ARGS__ \
+	}
+/* A key whose lines add up to a list (connection, peer_name, observation_point). */
+#define LIST_KEY(type, key_, field, fn)                                                           \
+	{                                                                                         \
+		.key = key_, .kind = RM_KEY_FUNC, FIELD(type, field), .read = fn, .repeatable = 1 \
 	}
 
-/* A key whose lines add up to a list (connection, peer_name, observation_point). */
-#define LIST_KEY(type, key, field, fn)                                   \
-	{                                                                \
-		key, RM_KEY_FUNC, FIELD(type, field), 0, 0, { 0 }, fn, 1 \
-	}
+/* The default listen address: every address, the IPFIX-over-TLS port. */
+#define STRINGIFY_(x)  #x
+#define STRINGIFY(x)   STRINGIFY_(x)
+#define LISTEN_DEFAULT "[::]:" STRINGIFY(RM_IPFIX_PORT_TLS)
 
 #define M struct rm_meter_settings
 static const struct rm_config_key meter_keys[] = {
-	UINT_KEY(M, "window", window, RM_WINDOW_MIN, RM_WINDOW_MAX),
-	UINT_KEY(M, "max_contexts", max_contexts, RM_MAX_CONTEXTS_MIN, RM_MAX_CONTEXTS_MAX),
+	UINT_KEY(M, "window", window, RM_WINDOW_MIN, RM_WINDOW_MAX, .def = RM_WINDOW_DEFAULT),
+	UINT_KEY(M, "max_contexts", max_contexts, RM_MAX_CONTEXTS_MIN, RM_MAX_CONTEXTS_MAX,
+		 .def = RM_MAX_CONTEXTS_DEFAULT),
 	UINT_KEY(M, "max_windows", max_windows, 0, RM_MAX_WINDOWS_MAX),
 	UINT_KEY(M, "observation_point_id", observation_point_id, 0, UINT64_MAX),
-	UINT_KEY(M, "idle_timeout_ms", idle_timeout_ms, 0, RM_IDLE_TIMEOUT_MS_MAX),
-	UINT_KEY(M, "max_violations", max_violations, RM_MAX_VIOLATIONS_MIN, RM_MAX_VIOLATIONS_MAX),
+	UINT_KEY(M, "idle_timeout_ms", idle_timeout_ms, 0, RM_IDLE_TIMEOUT_MS_MAX, .def = RM_IDLE_TIMEOUT_MS_DEFAULT),
+	UINT_KEY(M, "max_violations", max_violations, RM_MAX_VIOLATIONS_MIN, RM_MAX_VIOLATIONS_MAX,
+		 .def = RM_MAX_VIOLATIONS_DEFAULT),
 	UINT_KEY(M, "metrics_connections", metrics_connections, 0, RM_METRICS_CONNECTIONS_MAX),
 	FUNC_KEY(M, "metrics", metrics, read_metrics),
 	CHOICE_KEY(M, "namespace", namespace_vlan, "none", "vlan"),
@@ -387,7 +322,7 @@ static const struct rm_config_key meter_keys[] = {
 	BOOL_KEY(M, "provision_all", provision_all),
 	BOOL_KEY(M, "census", census),
 	BOOL_KEY(M, "rx_dropped_is_loss", rx_dropped_is_loss),
-	BOOL_KEY(M, "unattributed_is_loss", unattributed_is_loss),
+	BOOL_KEY(M, "unattributed_is_loss", unattributed_is_loss, .def = 1),
 	BOOL_KEY(M, "generation_verified", generation_verified),
 	{ 0 },
 };
@@ -413,11 +348,13 @@ static const struct rm_config_key tls_keys[] = {
 #define E struct rm_export_settings
 static const struct rm_config_key export_keys[] = {
 	STR_KEY(E, "collector", collector),
-	UINT_KEY(E, "port", port, RM_PORT_MIN, RM_PORT_MAX),
-	UINT_KEY(E, "pen", pen, RM_PEN_MIN, RM_PEN_MAX),
+	UINT_KEY(E, "port", port, RM_PORT_MIN, RM_PORT_MAX), /* default: the transport's, after loading */
+	UINT_KEY(E, "pen", pen, RM_PEN_MIN, RM_PEN_MAX, .def = RM_IPFIX_DEFAULT_PEN),
 	UINT_KEY(E, "observation_domain", observation_domain, 0, UINT32_MAX),
-	UINT_KEY(E, "report_interval_ms", report_interval_ms, 0, RM_REPORT_INTERVAL_MS_MAX),
-	UINT_KEY(E, "queue_records", queue_records, RM_QUEUE_RECORDS_MIN, RM_QUEUE_RECORDS_MAX),
+	UINT_KEY(E, "report_interval_ms", report_interval_ms, 0, RM_REPORT_INTERVAL_MS_MAX,
+		 .def = RM_REPORT_INTERVAL_MS_DEFAULT),
+	UINT_KEY(E, "queue_records", queue_records, RM_QUEUE_RECORDS_MIN, RM_QUEUE_RECORDS_MAX,
+		 .def = RM_QUEUE_RECORDS_DEFAULT),
 	{ 0 },
 };
 #undef E
@@ -425,33 +362,41 @@ static const struct rm_config_key export_keys[] = {
 /* The options of `collect` that are keys take their ranges from here (cmd_collect.c, RM_OPT_KEY). */
 #define C struct rm_collect_settings
 static const struct rm_config_key collect_keys[] = {
-	FUNC_KEY(C, "listen", listen, read_listen),
+	FUNC_KEY(C, "listen", listen, read_listen, .def_text = LISTEN_DEFAULT),
 	FUNC_KEY(C, "db", db, read_db),
 	FUNC_KEY(C, "store", store, read_store),
 	STR_KEY(C, "store_credentials", store_credentials),
 	STR_KEY(C, "store_ca", store_ca),
 	FUNC_KEY(C, "collector_id", collector_id, read_collector_id),
-	STR_KEY(C, "store_spool_dir", store_spool_dir),
-	UINT_KEY(C, "store_buffer_bytes", store_buffer_bytes, RM_STORE_BUFFER_BYTES_MIN, RM_STORE_BUFFER_BYTES_MAX),
+	STR_KEY(C, "store_spool_dir", store_spool_dir, .def_text = RM_STORE_SPOOL_DIR_DEFAULT),
+	UINT_KEY(C, "store_buffer_bytes", store_buffer_bytes, RM_STORE_BUFFER_BYTES_MIN, RM_STORE_BUFFER_BYTES_MAX,
+		 .def = RM_STORE_BUFFER_BYTES_DEFAULT),
 	FUNC_KEY(C, "metrics", metrics, read_metrics),
-	UINT_KEY(C, "max_sessions", max_sessions, RM_MAX_SESSIONS_MIN, RM_MAX_SESSIONS_MAX),
-	UINT_KEY(C, "max_epochs", max_epochs, RM_MAX_EPOCHS_MIN, RM_MAX_EPOCHS_MAX),
-	UINT_KEY(C, "max_raw_records", max_raw_records, 0, RM_MAX_RAW_RECORDS_MAX),
-	UINT_KEY(C, "inactivity_timeout_ms", inactivity_timeout_ms, 0, RM_INACTIVITY_TIMEOUT_MS_MAX),
+	UINT_KEY(C, "max_sessions", max_sessions, RM_MAX_SESSIONS_MIN, RM_MAX_SESSIONS_MAX,
+		 .def = RM_MAX_SESSIONS_DEFAULT),
+	UINT_KEY(C, "max_epochs", max_epochs, RM_MAX_EPOCHS_MIN, RM_MAX_EPOCHS_MAX, .def = RM_MAX_EPOCHS_DEFAULT),
+	UINT_KEY(C, "max_raw_records", max_raw_records, 0, RM_MAX_RAW_RECORDS_MAX, .def = RM_MAX_RAW_RECORDS_DEFAULT),
+	UINT_KEY(C, "inactivity_timeout_ms", inactivity_timeout_ms, 0, RM_INACTIVITY_TIMEOUT_MS_MAX,
+		 .def = RM_INACTIVITY_TIMEOUT_MS_DEFAULT),
 	UINT_KEY(C, "max_observation_points", max_observation_points, RM_MAX_OBSERVATION_POINTS_MIN,
-		 RM_MAX_OBSERVATION_POINTS_MAX),
-	UINT_KEY(C, "max_handshakes", max_handshakes, RM_MAX_HANDSHAKES_MIN, RM_MAX_HANDSHAKES_MAX),
+		 RM_MAX_OBSERVATION_POINTS_MAX, .def = RM_MAX_OBSERVATION_POINTS_DEFAULT),
+	UINT_KEY(C, "max_handshakes", max_handshakes, RM_MAX_HANDSHAKES_MIN, RM_MAX_HANDSHAKES_MAX,
+		 .def = RM_MAX_HANDSHAKES_DEFAULT),
 	UINT_KEY(C, "max_handshakes_per_source", max_handshakes_per_source, RM_MAX_HANDSHAKES_MIN,
-		 RM_MAX_HANDSHAKES_MAX),
+		 RM_MAX_HANDSHAKES_MAX, .def = RM_MAX_HANDSHAKES_PER_SOURCE_DEFAULT),
 	UINT_KEY(C, "handshake_timeout_ms", handshake_timeout_ms, RM_HANDSHAKE_TIMEOUT_MS_MIN,
-		 RM_HANDSHAKE_TIMEOUT_MS_MAX),
-	UINT_KEY(C, "session_timeout_ms", session_timeout_ms, 0, RM_SESSION_TIMEOUT_MS_MAX),
-	UINT_KEY(C, "message_timeout_ms", message_timeout_ms, RM_MESSAGE_TIMEOUT_MS_MIN, RM_MESSAGE_TIMEOUT_MS_MAX),
+		 RM_HANDSHAKE_TIMEOUT_MS_MAX, .def = RM_HANDSHAKE_TIMEOUT_MS_DEFAULT),
+	UINT_KEY(C, "session_timeout_ms", session_timeout_ms, 0, RM_SESSION_TIMEOUT_MS_MAX,
+		 .def = RM_SESSION_TIMEOUT_MS_DEFAULT),
+	UINT_KEY(C, "message_timeout_ms", message_timeout_ms, RM_MESSAGE_TIMEOUT_MS_MIN, RM_MESSAGE_TIMEOUT_MS_MAX,
+		 .def = RM_MESSAGE_TIMEOUT_MS_DEFAULT),
 	UINT_KEY(C, "dead_peer_timeout_ms", dead_peer_timeout_ms, RM_DEAD_PEER_TIMEOUT_MS_MIN,
-		 RM_DEAD_PEER_TIMEOUT_MS_MAX),
-	UINT_KEY(C, "max_raw_bytes", max_raw_bytes, 0, RM_MAX_RAW_BYTES_MAX),
-	UINT_KEY(C, "max_raw_bytes_per_session", max_raw_bytes_per_session, 0, RM_MAX_RAW_BYTES_MAX),
-	UINT_KEY(C, "max_memory_bytes", max_memory_bytes, RM_MAX_MEMORY_BYTES_MIN, RM_MAX_MEMORY_BYTES_MAX),
+		 RM_DEAD_PEER_TIMEOUT_MS_MAX, .def = RM_DEAD_PEER_TIMEOUT_MS_DEFAULT),
+	UINT_KEY(C, "max_raw_bytes", max_raw_bytes, 0, RM_MAX_RAW_BYTES_MAX, .def = RM_MAX_RAW_BYTES_DEFAULT),
+	UINT_KEY(C, "max_raw_bytes_per_session", max_raw_bytes_per_session, 0, RM_MAX_RAW_BYTES_MAX,
+		 .def = RM_MAX_RAW_BYTES_PER_SESSION_DEFAULT),
+	UINT_KEY(C, "max_memory_bytes", max_memory_bytes, RM_MAX_MEMORY_BYTES_MIN, RM_MAX_MEMORY_BYTES_MAX,
+		 .def = RM_MAX_MEMORY_BYTES_DEFAULT),
 	UINT_KEY(C, "max_memory_bytes_per_session", max_memory_bytes_per_session, 0, RM_MAX_MEMORY_BYTES_MAX),
 	{ 0 },
 };
@@ -460,17 +405,17 @@ static const struct rm_config_key collect_keys[] = {
 /* Every [capture] key: capture_settings.c reads it into struct rm_capture_settings. */
 static int read_capture(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
 {
-	char why[256];
+	char reason[256] = "";
 
-	if (rm_capture_key(sec, k->key, value, ps->line, why, sizeof(why)) <= 0)
-		return fail(ps, "%s", why);
+	if (rm_capture_key(sec, k->key, value, ps->line, reason, sizeof(reason)) < 0)
+		return fail(ps, "%s", reason);
 	return 1;
 }
 
 #define P struct rm_capture_settings
 static const struct rm_config_key capture_keys[] = {
-	FUNC_KEY(P, "encapsulation", encap, read_capture),
-	FUNC_KEY(P, "vxlan_port", vxlan_port, read_capture),
+	FUNC_KEY(P, "encapsulation", encap, read_capture, .def = RM_ENCAP_PLAIN),
+	FUNC_KEY(P, "vxlan_port", vxlan_port, read_capture, .def = RM_VXLAN_PORT),
 	FUNC_KEY(P, "rspan_vlan", rspan_vlan, read_capture),
 	FUNC_KEY(P, "mirror_sessions", auto_sessions, read_capture),
 	LIST_KEY(P, "observation_point", points, read_capture),
@@ -503,6 +448,37 @@ static const struct config_section {
 
 #define N_SECTIONS (sizeof(sections) / sizeof(sections[0]))
 _Static_assert(N_SECTIONS <= CONFIG_MAX_SECTIONS, "CONFIG_MAX_SECTIONS: room for every section");
+
+/* The defaults of one table's keys into the settings sec, which are zero. */
+static void put_defaults(const struct rm_config_key *t, void *sec)
+{
+	for (; t->key; t++) {
+		char *dst = (char *)sec + t->off;
+
+		if (t->def_text)
+			snprintf(dst, t->size, "%s", t->def_text);
+		else if (t->def)
+			rm_opt_put_uint(dst, t->size, t->def);
+	}
+}
+
+void rm_config_defaults(struct rm_config_file *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < N_SECTIONS; i++) {
+		char *sec = (char *)cfg + sections[i].off;
+
+		put_defaults(sections[i].keys, sec);
+		if (sections[i].tls_off != NO_TLS)
+			put_defaults(tls_keys, sec + sections[i].tls_off);
+	}
+}
+
+void rm_capture_defaults(struct rm_capture_settings *c)
+{
+	memset(c, 0, sizeof(*c));
+	put_defaults(capture_keys, c);
+}
 
 static const struct config_section *find_section(const char *name)
 {
@@ -579,14 +555,14 @@ const struct rm_config_key *rm_config_key(const char *section, const char *key)
 /* value of key k into the section's settings sec: 1, or 0 with the reason kept. */
 static int read_key(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value)
 {
-	char *dst = (char *)sec + k->off, why[256];
+	char *dst = (char *)sec + k->off, reason[256];
 	uint64_t x;
 
 	switch (k->kind) {
 	case RM_KEY_UINT:
 		/* the message is the options' one (opts.h) */
-		if (rm_opt_uint(k->key, value, k->lo, k->hi, &x, why, sizeof(why)))
-			return fail(ps, "%s", why);
+		if (rm_opt_uint(k->key, value, k->lo, k->hi, &x, reason, sizeof(reason)))
+			return fail(ps, "%s", reason);
 		rm_opt_put_uint(dst, k->size, x);
 		return 1;
 	case RM_KEY_STR:
@@ -604,6 +580,20 @@ static int read_key(struct rm_config_parse *ps, void *sec, const struct rm_confi
 		return k->read(ps, sec, k, value);
 	}
 	return 0;
+}
+
+int rm_config_key_read(const struct rm_config_key *k, void *sec, const char *value, char *err, size_t errlen)
+{
+	struct rm_config_parse ps = { 0 };
+
+	if (k->repeatable) {
+		rm_errf(err, errlen, "%s: a list, not one value", k->key);
+		return -EINVAL;
+	}
+	if (read_key(&ps, sec, k, value))
+		return 0;
+	rm_errf(err, errlen, "%s", ps.reason);
+	return -EINVAL;
 }
 
 static int handler(void *user, const char *section, const char *name, const char *value)
@@ -637,59 +627,59 @@ static int handler(void *user, const char *section, const char *name, const char
 int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size_t errlen)
 {
 	struct rm_config_parse ps = { .cfg = cfg, .at_eol = 1 };
-	struct stat st;
+	struct stat sb;
 	int line, fd;
 
 	/* O_NONBLOCK: opening a FIFO must not wait for a writer; a regular file ignores it. */
 	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		rm_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file (%s); give the configuration file", path,
-			 S_ISDIR(st.st_mode)    ? "a directory"
-			 : S_ISCHR(st.st_mode)  ? "a character device"
-			 : S_ISBLK(st.st_mode)  ? "a block device"
-			 : S_ISFIFO(st.st_mode) ? "a FIFO"
-			 : S_ISSOCK(st.st_mode) ? "a socket"
-						: "of another type");
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+		rm_errf(err, errlen, "%s: not a regular file (%s); give the configuration file", path,
+			S_ISDIR(sb.st_mode)    ? "a directory"
+			: S_ISCHR(sb.st_mode)  ? "a character device"
+			: S_ISBLK(sb.st_mode)  ? "a block device"
+			: S_ISFIFO(sb.st_mode) ? "a FIFO"
+			: S_ISSOCK(sb.st_mode) ? "a socket"
+					       : "of another type");
 		close(fd);
 		return -1;
 	}
 	ps.f = fdopen(fd, "r");
 	if (!ps.f) {
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		rm_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		close(fd);
 		return -1;
 	}
 	line = ini_parse_stream(line_reader, &ps, handler, &ps);
 	fclose(ps.f);
 	if (line == -2) {
-		snprintf(err, errlen, "%s: out of memory", path);
+		rm_errf(err, errlen, "%s: out of memory", path);
 		return -1;
 	}
 	/* The first error wins: a rejected value, or a line inih cannot parse. */
 	if (ps.failed && (line <= 0 || ps.fail_line <= line)) {
-		snprintf(err, errlen, "%s:%d: %s", path, ps.fail_line, ps.reason);
+		rm_errf(err, errlen, "%s:%d: %s", path, ps.fail_line, ps.reason);
 		return -1;
 	}
 	if (line > 0) {
-		snprintf(err, errlen, "%s:%d: syntax error", path, line);
+		rm_errf(err, errlen, "%s:%d: syntax error", path, line);
 		return -1;
 	}
 	if (rm_capture_check(&cfg->capture, &line, ps.reason, sizeof(ps.reason))) {
 		if (line > 0)
-			snprintf(err, errlen, "%s:%d: %s", path, line, ps.reason);
+			rm_errf(err, errlen, "%s:%d: %s", path, line, ps.reason);
 		else
-			snprintf(err, errlen, "%s: [capture]: %s", path, ps.reason);
+			rm_errf(err, errlen, "%s: [capture]: %s", path, ps.reason);
 		return -1;
 	}
 	/* The memory budget against the handshake reservation: at the last key it depends on, else [collect]'s header. */
 	if (cfg->sections & RM_CONFIG_COLLECT && rm_collect_memory_check(&cfg->collect, ps.reason, sizeof(ps.reason))) {
-		snprintf(err, errlen, "%s:%d: %s", path,
-			 ps.memory_line ? ps.memory_line : ps.section_line[find_section("collect") - sections],
-			 ps.reason);
+		rm_errf(err, errlen, "%s:%d: %s", path,
+			ps.memory_line ? ps.memory_line : ps.section_line[find_section("collect") - sections],
+			ps.reason);
 		return -1;
 	}
 	/* Export is on when a collector is named; the other [export] keys
@@ -703,13 +693,13 @@ int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size
 int rm_collect_store_check(const struct rm_collect_settings *cs, char *err, size_t errlen)
 {
 	if (!cs->store[0] && !cs->db[0]) {
-		snprintf(err, errlen,
-			 "store: missing (store = sqlite:FILE or clickhouse:URL, or db = FILE: where the collector "
-			 "stores)");
+		rm_errf(err, errlen,
+			"store: missing (store = sqlite:FILE or clickhouse:URL, or db = FILE: where the collector "
+			"stores)");
 		return -EINVAL;
 	}
 	if (strncmp(cs->store, "clickhouse:", 11) && (cs->store_credentials[0] || cs->store_ca[0])) {
-		snprintf(err, errlen, "store_credentials and store_ca are for a clickhouse: store");
+		rm_errf(err, errlen, "store_credentials and store_ca are for a clickhouse: store");
 		return -EINVAL;
 	}
 	return 0;
@@ -731,15 +721,15 @@ int rm_collect_memory_share_check(const struct rm_collect_settings *cs, char *er
 	uint64_t v = cs->max_memory_bytes_per_session;
 
 	if (v && v < RM_MAX_MEMORY_BYTES_PER_SESSION_MIN) {
-		snprintf(err, errlen,
-			 "max_memory_bytes_per_session %" PRIu64 " is below %llu (the largest Template and 84 epochs)"
-			 "; 0 is max_memory_bytes / %u",
-			 v, RM_MAX_MEMORY_BYTES_PER_SESSION_MIN, RM_MEMORY_SHARE_DIVISOR);
+		rm_errf(err, errlen,
+			"max_memory_bytes_per_session %" PRIu64 " is below %llu (the largest Template and 84 epochs)"
+			"; 0 is max_memory_bytes / %u",
+			v, RM_MAX_MEMORY_BYTES_PER_SESSION_MIN, RM_MEMORY_SHARE_DIVISOR);
 		return -EINVAL;
 	}
 	if (v > cs->max_memory_bytes) {
-		snprintf(err, errlen, "max_memory_bytes_per_session %" PRIu64 " is above max_memory_bytes %" PRIu64, v,
-			 cs->max_memory_bytes);
+		rm_errf(err, errlen, "max_memory_bytes_per_session %" PRIu64 " is above max_memory_bytes %" PRIu64, v,
+			cs->max_memory_bytes);
 		return -EINVAL;
 	}
 	return 0;
@@ -750,12 +740,12 @@ int rm_collect_memory_check(const struct rm_collect_settings *cs, char *err, siz
 	uint64_t need = (uint64_t)cs->max_handshakes * RM_BUDGET_HANDSHAKE_BYTES + RM_BUDGET_SESSION_BYTES;
 
 	if (cs->max_memory_bytes < need) {
-		snprintf(err, errlen,
-			 "max_memory_bytes %" PRIu64
-			 " is below max_handshakes %u x %u bytes plus one session (%u bytes): "
-			 "%" PRIu64,
-			 cs->max_memory_bytes, cs->max_handshakes, RM_BUDGET_HANDSHAKE_BYTES, RM_BUDGET_SESSION_BYTES,
-			 need);
+		rm_errf(err, errlen,
+			"max_memory_bytes %" PRIu64
+			" is below max_handshakes %u x %u bytes plus one session (%u bytes): "
+			"%" PRIu64,
+			cs->max_memory_bytes, cs->max_handshakes, RM_BUDGET_HANDSHAKE_BYTES, RM_BUDGET_SESSION_BYTES,
+			need);
 		return -EINVAL;
 	}
 	return rm_collect_memory_share_check(cs, err, errlen);

@@ -2,7 +2,7 @@
 /*
  * config.h - the configuration file of `rocemeter attach`, `replay` and
  * `collect` (INI format, parsed with libinih in config.c). Every key, its
- * unit, default and range is documented in README.md ("Configuration").
+ * unit, default and range is documented in docs/configuration.md.
  *
  *   [meter]    window, max_contexts, namespace, observation_point_id,
  *              provision_all, idle_timeout_ms, generation_verified, eviction,
@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr.h"             /* rm_parse_addr(), rm_parse_listen() */
 #include "capture_settings.h" /* [capture] */
 #include "limits.h"           /* RM_MAX_PEER_NAMES, RM_MAX_PROVISION and every range */
 
@@ -145,8 +146,11 @@ struct rm_config_overrides {
 	uint64_t report_interval_ms; /* its value, 0..RM_REPORT_INTERVAL_MS_MAX */
 };
 
-/* Fill *cfg with the documented defaults. */
+/* Fill *cfg with the documented defaults: zero, then each key's default from its table. */
 void rm_config_defaults(struct rm_config_file *cfg);
+
+/* Fill *c with the defaults of [capture] (its key table): plain frames only, VXLAN port 4789, no lines. */
+void rm_capture_defaults(struct rm_capture_settings *c);
 
 /* No override given. */
 void rm_config_overrides_init(struct rm_config_overrides *o);
@@ -165,19 +169,10 @@ int rm_config_load(const char *path, struct rm_config_file *cfg, char *err, size
 
 /*
  * "SRC DST QPN|any PKEY|any" (a [provision] connection line, or a pattern of
- * `rocemeter reenable`) into *p. Returns 0, or -1 with "connection: reason"
- * in err.
+ * `rocemeter reenable`) into *p. Returns 0, or -EINVAL with "connection:
+ * reason" in err.
  */
 int rm_parse_connection(const char *text, struct rm_provision *p, char *err, size_t errlen);
-
-/*
- * A listen address: "ADDR:PORT", "[IPV6]:PORT" or ":PORT" (every address),
- * PORT 1..65535 (decimal or 0x, opts.h). host (hlen bytes) gets ADDR
- * without brackets ("" for every address), *port the number. 0, or -EINVAL
- * with "'TEXT' is not ADDR:PORT, [IPV6]:PORT or :PORT with PORT in 1..65535"
- * in err.
- */
-int rm_parse_listen(const char *text, char *host, size_t hlen, uint16_t *port, char *err, size_t errlen);
 
 /*
  * [collect]: the memory budget must hold the handshake reservation
@@ -213,7 +208,8 @@ const char *rm_collect_store_name(const struct rm_collect_settings *cs);
  * char[size], refused empty or too long), yes/no (RM_KEY_BOOL: int), one of
  * two names (RM_KEY_CHOICE: int 0 or 1), or its own reader (RM_KEY_FUNC).
  * off is the place in the section's settings (struct rm_meter_settings,
- * ...).
+ * ...); def or def_text its default, which rm_config_defaults() puts there
+ * (a key without either defaults to zero).
  */
 enum rm_key_kind { RM_KEY_UINT, RM_KEY_STR, RM_KEY_BOOL, RM_KEY_CHOICE, RM_KEY_FUNC };
 struct rm_config_parse;
@@ -225,7 +221,9 @@ struct rm_config_key {
 	const char *names[2]; /* RM_KEY_CHOICE: the names of 0 and 1 */
 	/* RM_KEY_FUNC: 1 read, 0 refused (the reason kept in ps); sec is the section's settings */
 	int (*read)(struct rm_config_parse *ps, void *sec, const struct rm_config_key *k, const char *value);
-	int repeatable; /* may be given more than once in its section (a list); any other key once */
+	int repeatable;       /* may be given more than once in its section (a list); any other key once */
+	uint64_t def;         /* the default of a number, yes/no or choice (an unsigned field of size bytes) */
+	const char *def_text; /* the default of a string (a char[size]); NULL: def */
 };
 
 /*
@@ -235,8 +233,13 @@ struct rm_config_key {
  */
 const struct rm_config_key *rm_config_key(const char *section, const char *key);
 
-/* IPv4 or IPv6 address text into 16 bytes, network order (IPv4 in the
- * first 4, rest zero). Returns 4, 6, or -1 if s is neither. */
-int rm_parse_addr(const char *s, uint8_t out[16]);
+/*
+ * value of key k into the section's settings sec, as the file's line
+ * would be read (its range, its own reader): 0, or -EINVAL with the reason,
+ * which names the key, in err ("listen: 'X' is not ADDR:PORT, ..."). Not
+ * for the keys that add up to a list (connection, peer_name,
+ * observation_point): -EINVAL.
+ */
+int rm_config_key_read(const struct rm_config_key *k, void *sec, const char *value, char *err, size_t errlen);
 
 #endif /* ROCEMETER_CONFIG_H */

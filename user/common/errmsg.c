@@ -9,9 +9,13 @@ void rm_errf(char *buf, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!buf || !len)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
+	rm_verrf(buf, len, fmt, ap);
 	va_end(ap);
+}
+
+void rm_verrf(char *buf, size_t len, const char *fmt, va_list ap)
+{
+	if (buf && len)
+		vsnprintf(buf, len, fmt, ap);
 }

@@ -129,10 +129,10 @@ static void decide_sink(void)
 {
 	const char *js = getenv("JOURNAL_STREAM");
 	unsigned long long dev, ino;
-	struct stat st;
+	struct stat sb;
 
-	journal = js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && fstat(2, &st) == 0 &&
-		  (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+	journal = js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && fstat(2, &sb) == 0 &&
+		  (unsigned long long)sb.st_dev == dev && (unsigned long long)sb.st_ino == ino;
 }
 
 int rm_log_to_journal(void)

@@ -50,11 +50,11 @@ int rm_ifname_valid(const char *name)
 
 uint64_t rm_paths_netns(void)
 {
-	struct stat st;
+	struct stat sb;
 
-	if (stat("/proc/thread-self/ns/net", &st) && stat("/proc/self/ns/net", &st))
+	if (stat("/proc/thread-self/ns/net", &sb) && stat("/proc/self/ns/net", &sb))
 		return 0;
-	return (uint64_t)st.st_ino;
+	return (uint64_t)sb.st_ino;
 }
 
 int rm_ifkey_by_name(const char *ifname, struct rm_ifkey *k, char *err, size_t errlen)

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <jansson.h>
 
+#include "errmsg.h"
 #include "jsonw.h"
 #include "report_json.h"
 #include "rocemeter/ipfix_ie.h"
@@ -57,11 +58,9 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	rm_verrf(err, errlen, fmt, ap);
+	va_end(ap);
 	return -1;
 }
 

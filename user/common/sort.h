@@ -3,7 +3,7 @@
  * sort.h - the one call of qsort(3) in userspace. qsort's base must point
  * to an array even when nmemb is 0 (glibc declares it nonnull): an empty
  * list that was never allocated (base NULL) is undefined behaviour, which
- * UBSan reports (issue 27: `replay` at a report with no open context).
+ * UBSan reports (`replay` at a report with no open context did so).
  * rm_sort() sorts only what has two elements or more.
  */
 #ifndef ROCEMETER_SORT_H

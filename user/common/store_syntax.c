@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errmsg.h"
 #include "store_syntax.h"
 
 int rm_store_url_parse(const char *url, char *base, size_t baselen, char *database, size_t dblen, char *err,
@@ -30,10 +31,10 @@ int rm_store_url_parse(const char *url, char *base, size_t baselen, char *databa
 	rest = host + strcspn(host, "/?");
 	hostlen = (size_t)(rest - host);
 	if (memchr(host, '@', hostlen)) {
-		snprintf(err, errlen,
-			 "'%s': no user or password in the URL (they would show in the process list): "
-			 "use a credentials file",
-			 url);
+		rm_errf(err, errlen,
+			"'%s': no user or password in the URL (they would show in the process list): "
+			"use a credentials file",
+			url);
 		return -EINVAL;
 	}
 	if (!hostlen)
@@ -99,8 +100,8 @@ int rm_store_url_parse(const char *url, char *base, size_t baselen, char *databa
 		snprintf(database, dblen, "%s", db);
 	return 0;
 bad:
-	snprintf(err, errlen,
-		 "'%s' is not clickhouse:http[s]://HOST[:PORT][/][?database=DB] (DB: letters, digits, '_')", url);
+	rm_errf(err, errlen, "'%s' is not clickhouse:http[s]://HOST[:PORT][/][?database=DB] (DB: letters, digits, '_')",
+		url);
 	return -EINVAL;
 }
 
@@ -111,8 +112,8 @@ int rm_collector_id_check(const char *id, char *err, size_t errlen)
 	if (!n || n > RM_COLLECTOR_ID_MAX ||
 	    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 		       "0123456789.-_:") != n) {
-		snprintf(err, errlen, "collector_id: '%s' is not 1..%d letters, digits, '.', '-', '_' or ':'", id,
-			 RM_COLLECTOR_ID_MAX);
+		rm_errf(err, errlen, "collector_id: '%s' is not 1..%d letters, digits, '.', '-', '_' or ':'", id,
+			RM_COLLECTOR_ID_MAX);
 		return -EINVAL;
 	}
 	return 0;

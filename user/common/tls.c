@@ -73,19 +73,21 @@ char *rm_tls_errors(const char *what, char *buf, size_t len)
 	return buf;
 }
 
-/* 0 if s names a readable file, else -1 with a message naming it. */
+/* 0 if path names a readable file, else -EINVAL (none) or open(2)'s -errno, with a message naming it. */
 static int check_file(const char *key, const char *path, char *err, size_t errlen)
 {
 	int fd;
 
 	if (!path[0]) {
 		rm_errf(err, errlen, "tls: no %s file configured (TLS needs %s = FILE, or transport = tcp)", key, key);
-		return -1;
+		return -EINVAL;
 	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		rm_errf(err, errlen, "tls: %s file %s: %s", key, path, strerror(errno));
-		return -1;
+		int e = errno;
+
+		rm_errf(err, errlen, "tls: %s file %s: %s", key, path, strerror(e));
+		return -e;
 	}
 	close(fd);
 	return 0;
@@ -175,16 +177,16 @@ static int verify_cb(int ok, X509_STORE_CTX *xs)
 	pn = ssl ? SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), names_idx) : NULL;
 	cert = X509_STORE_CTX_get_current_cert(xs);
 	if (!pn || !peer_name_ok(cert, pn->name, pn->n)) {
-		char *why = malloc(1400);
+		char *reason = malloc(1400);
 
 		/* The alert says only "hostname mismatch": keep the names for the log. */
-		if (why && ssl && pn) {
-			mismatch_text(cert, pn->name, pn->n, why, 1400);
+		if (reason && ssl && pn) {
+			mismatch_text(cert, pn->name, pn->n, reason, 1400);
 			free(SSL_get_ex_data(ssl, mismatch_idx));
-			if (!SSL_set_ex_data(ssl, mismatch_idx, why))
-				free(why);
+			if (!SSL_set_ex_data(ssl, mismatch_idx, reason))
+				free(reason);
 		} else {
-			free(why);
+			free(reason);
 		}
 		X509_STORE_CTX_set_error(xs, X509_V_ERR_HOSTNAME_MISMATCH);
 		return 0;
@@ -194,11 +196,11 @@ static int verify_cb(int ok, X509_STORE_CTX *xs)
 
 int rm_tls_name_mismatch(SSL *ssl, char *buf, size_t len)
 {
-	const char *why;
+	const char *reason;
 
-	if (!ssl || mismatch_idx < 0 || !(why = SSL_get_ex_data(ssl, mismatch_idx)))
+	if (!ssl || mismatch_idx < 0 || !(reason = SSL_get_ex_data(ssl, mismatch_idx)))
 		return 0;
-	snprintf(buf, len, "%s", why);
+	snprintf(buf, len, "%s", reason);
 	return 1;
 }
 
@@ -350,7 +352,7 @@ int rm_tls_client_setup(SSL *ssl, const struct rm_tls_settings *s, char *err, si
 			continue;
 		if (SSL_set_tlsext_host_name(ssl, s->peer_names[i]) != 1) {
 			rm_errf(err, errlen, "%s", rm_tls_errors("tls: SNI", buf, sizeof(buf)));
-			return -1;
+			return -EPROTO;
 		}
 		break;
 	}
@@ -412,19 +414,19 @@ int rm_tls_authorize_peer(SSL *ssl, const struct rm_tls_settings *s, char *err, 
 
 	if (!ssl || s->plain_tcp) {
 		rm_errf(err, errlen, "tls: no TLS session, no peer certificate");
-		return -1;
+		return -EACCES;
 	}
 	cert = SSL_get0_peer_certificate(ssl);
 	if (!cert) {
 		rm_errf(err, errlen, "tls: the peer presented no certificate");
-		return -1;
+		return -EACCES;
 	}
 	vr = SSL_get_verify_result(ssl);
 	rm_tls_peer_subject(ssl, subj, sizeof(subj));
 	if (vr != X509_V_OK) {
 		rm_errf(err, errlen, "tls: peer certificate %s did not verify: %s", subj,
 			X509_verify_cert_error_string(vr));
-		return -1;
+		return -EACCES;
 	}
 	if (peer_name_ok(cert, s->peer_names,
 			 s->n_peer_names < RM_MAX_PEER_NAMES ? s->n_peer_names : RM_MAX_PEER_NAMES))
@@ -433,5 +435,5 @@ int rm_tls_authorize_peer(SSL *ssl, const struct rm_tls_settings *s, char *err, 
 	for (int i = 0; i < s->n_peer_names && i < RM_MAX_PEER_NAMES && off + 1 < sizeof(names); i++)
 		off += snprintf(names + off, sizeof(names) - off, "%s%s", i ? ", " : "", s->peer_names[i]);
 	rm_errf(err, errlen, "tls: peer certificate %s carries none of the authorised peer names (%s)", subj, names);
-	return -1;
+	return -EACCES;
 }

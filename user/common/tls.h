@@ -43,7 +43,8 @@ SSL_CTX *rm_tls_server_ctx(const struct rm_tls_settings *s, char *err, size_t er
 
 /*
  * Per-connection client setup: sends SNI with the first DNS name of
- * s->peer_names (none for an address). Returns 0, or -1 with a reason.
+ * s->peer_names (none for an address). Returns 0, or -EPROTO with OpenSSL's
+ * reason.
  */
 int rm_tls_client_setup(SSL *ssl, const struct rm_tls_settings *s, char *err, size_t errlen);
 
@@ -52,9 +53,10 @@ int rm_tls_client_setup(SSL *ssl, const struct rm_tls_settings *s, char *err, si
  * (SSL_get_verify_result X509_V_OK) and that carries one of s->peer_names
  * (a DNS subjectAltName, or the subject CN when the certificate has no DNS
  * subjectAltName; a peer name that is an IP address matches an IP SAN);
- * exact match, case-insensitive, no wildcards. Else -1 with the reason,
- * e.g. "peer certificate CN=x.test: none of the authorised peer names
- * (a.test, b.test)". With s->plain_tcp there is no certificate: -1.
+ * exact match, case-insensitive, no wildcards. Else -EACCES with the
+ * reason, e.g. "tls: peer certificate CN=x.test carries none of the
+ * authorised peer names (a.test, b.test)". With s->plain_tcp there is no
+ * certificate: -EACCES.
  */
 int rm_tls_authorize_peer(SSL *ssl, const struct rm_tls_settings *s, char *err, size_t errlen);
 

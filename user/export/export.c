@@ -76,7 +76,7 @@ struct rm_exporter {
 	int idle_waiting;         /* the thread sleeps until data arrives */
 	int stopping;
 	uint64_t stop_deadline_ms; /* monotonic */
-	struct rm_export_stats st;
+	struct rm_export_stats stats;
 	char last_error[1400];
 
 	/* Thread-only state. */
@@ -114,11 +114,11 @@ struct flight {
 enum { IO_WAKE = 1, IO_OK = 0, IO_FAIL = -1, IO_STOP = -2, IO_ABORT = -3 };
 
 /* Log a failure on stderr and keep it for rm_exporter_last_error(). */
-static void fail_log(struct rm_exporter *x, const char *why)
+static void fail_log(struct rm_exporter *x, const char *err)
 {
-	rm_log(RM_LOG_WARNING, "export: %s", why);
+	rm_log(RM_LOG_WARNING, "export: %s", err);
 	pthread_mutex_lock(&x->mu);
-	snprintf(x->last_error, sizeof(x->last_error), "%s", why);
+	snprintf(x->last_error, sizeof(x->last_error), "%s", err);
 	pthread_mutex_unlock(&x->mu);
 }
 
@@ -156,11 +156,11 @@ static int stopping(struct rm_exporter *x, uint64_t *deadline)
  * While stopping, the stop deadline bounds the wait too; stop_now: return
  * IO_STOP as soon as a stop is requested (connection set-up, backoff).
  * Returns IO_OK when fd is ready, IO_WAKE when the eventfd fired and
- * on_wake is set (the caller re-checks its state), IO_FAIL on timeout (why
+ * on_wake is set (the caller re-checks its state), IO_FAIL on timeout (err
  * set), IO_STOP when stopping and past the stop deadline (or stop_now).
  */
 static int wait_fd(struct rm_exporter *x, int fd, short events, uint64_t deadline, int stop_now, int on_wake,
-		   const char *what, char *why, size_t whylen)
+		   const char *what, char *err, size_t errlen)
 {
 	for (;;) {
 		struct pollfd p[2] = { { .fd = x->wake_fd, .events = POLLIN }, { .fd = fd, .events = events } };
@@ -174,13 +174,13 @@ static int wait_fd(struct rm_exporter *x, int fd, short events, uint64_t deadlin
 				end = stop_at;
 		}
 		if (end && t >= end) {
-			rm_errf(why, whylen, "%s: timed out", what);
+			rm_errf(err, errlen, "%s: timed out", what);
 			return IO_FAIL;
 		}
 		timeout = end ? (int)(end - t) : -1;
 		r = poll(p, fd >= 0 ? 2 : 1, timeout);
 		if (r < 0 && errno != EINTR) {
-			rm_errf(why, whylen, "%s: poll: %s", what, strerror(errno));
+			rm_errf(err, errlen, "%s: poll: %s", what, strerror(errno));
 			return IO_FAIL;
 		}
 		if (r > 0 && fd >= 0 && p[1].revents)
@@ -229,7 +229,7 @@ static void conn_close(struct conn *c, int graceful, struct rm_exporter *x)
 }
 
 /* Reason of a failed SSL call: the error queue, the verification result, errno. */
-static void ssl_reason(SSL *ssl, int r, const char *what, char *why, size_t whylen)
+static void ssl_reason(SSL *ssl, int r, const char *what, char *err, size_t errlen)
 {
 	int e = SSL_get_error(ssl, r);
 	long vr = SSL_get_verify_result(ssl);
@@ -237,27 +237,26 @@ static void ssl_reason(SSL *ssl, int r, const char *what, char *why, size_t whyl
 	size_t off;
 
 	rm_tls_errors(what, q, sizeof(q));
-	rm_errf(why, whylen, "%s", q);
-	off = strlen(why);
-	if (vr != X509_V_OK && off + 1 < whylen) {
+	rm_errf(err, errlen, "%s", q);
+	off = strlen(err);
+	if (vr != X509_V_OK && off + 1 < errlen) {
 		char subj[1400];
 
 		/* A refused name: say which names the certificate carries and which are authorised. */
 		if (vr == X509_V_ERR_HOSTNAME_MISMATCH && rm_tls_name_mismatch(ssl, subj, sizeof(subj)))
-			off += snprintf(why + off, whylen - off, "; %s: collector %s",
-					X509_verify_cert_error_string(vr), subj);
+			rm_errf(err + off, errlen - off, "; %s: collector %s", X509_verify_cert_error_string(vr), subj);
 		else {
 			rm_tls_peer_subject(ssl, subj, sizeof(subj));
-			off += snprintf(why + off, whylen - off, "; collector certificate %s: %s", subj,
-					X509_verify_cert_error_string(vr));
+			rm_errf(err + off, errlen - off, "; collector certificate %s: %s", subj,
+				X509_verify_cert_error_string(vr));
 		}
+		off = strlen(err);
 	}
-	if (off + 1 < whylen) {
+	if (off + 1 < errlen) {
 		if (e == SSL_ERROR_SYSCALL)
-			snprintf(why + off, whylen - off, "; %s",
-				 errno ? strerror(errno) : "connection closed by peer");
+			rm_errf(err + off, errlen - off, "; %s", errno ? strerror(errno) : "connection closed by peer");
 		else if (e == SSL_ERROR_ZERO_RETURN)
-			snprintf(why + off, whylen - off, "; collector sent close_notify");
+			rm_errf(err + off, errlen - off, "; collector sent close_notify");
 	}
 }
 
@@ -402,7 +401,7 @@ static int set_sockopts(int fd)
 }
 
 /* Resolve and connect (non-blocking), trying every address. */
-static int tcp_connect(struct rm_exporter *x, struct conn *c, uint64_t deadline, char *why, size_t whylen)
+static int tcp_connect(struct rm_exporter *x, struct conn *c, uint64_t deadline, char *err, size_t errlen)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res, *ai;
 	char port[8], addr[128];
@@ -411,7 +410,7 @@ static int tcp_connect(struct rm_exporter *x, struct conn *c, uint64_t deadline,
 	snprintf(port, sizeof(port), "%u", x->s.port);
 	r = getaddrinfo(x->s.collector, port, &hints, &res);
 	if (r) {
-		rm_errf(why, whylen, "resolve %s: %s", x->s.collector, gai_strerror(r));
+		rm_errf(err, errlen, "resolve %s: %s", x->s.collector, gai_strerror(r));
 		return IO_FAIL;
 	}
 	for (ai = res; ai; ai = ai->ai_next) {
@@ -423,17 +422,17 @@ static int tcp_connect(struct rm_exporter *x, struct conn *c, uint64_t deadline,
 		snprintf(c->peer, sizeof(c->peer), "%s port %s (%s)", x->s.collector, port, addr);
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
 		if (fd < 0) {
-			rm_errf(why, whylen, "connect to %s: socket: %s", c->peer, strerror(errno));
+			rm_errf(err, errlen, "connect to %s: socket: %s", c->peer, strerror(errno));
 			continue;
 		}
 		set_sockopts(fd);
 		if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
 			if (errno != EINPROGRESS) {
-				rm_errf(why, whylen, "connect to %s: %s", c->peer, strerror(errno));
+				rm_errf(err, errlen, "connect to %s: %s", c->peer, strerror(errno));
 				close(fd);
 				continue;
 			}
-			r = wait_fd(x, fd, POLLOUT, deadline, 1, 0, "connect", why, whylen);
+			r = wait_fd(x, fd, POLLOUT, deadline, 1, 0, "connect", err, errlen);
 			if (r != IO_OK) {
 				close(fd);
 				if (r == IO_STOP) {
@@ -445,7 +444,7 @@ static int tcp_connect(struct rm_exporter *x, struct conn *c, uint64_t deadline,
 			if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
 				soerr = errno;
 			if (soerr) {
-				rm_errf(why, whylen, "connect to %s: %s", c->peer, strerror(soerr));
+				rm_errf(err, errlen, "connect to %s: %s", c->peer, strerror(soerr));
 				close(fd);
 				continue;
 			}
@@ -469,7 +468,7 @@ static int tcp_connect(struct rm_exporter *x, struct conn *c, uint64_t deadline,
  * alert fails the attempt, anything else (a session ticket) or silence
  * counts as acceptance.
  */
-static int await_acceptance(struct rm_exporter *x, struct conn *c, char *why, size_t whylen)
+static int await_acceptance(struct rm_exporter *x, struct conn *c, char *err, size_t errlen)
 {
 	struct tcp_info ti;
 	socklen_t tl = sizeof(ti);
@@ -482,7 +481,7 @@ static int await_acceptance(struct rm_exporter *x, struct conn *c, char *why, si
 		wait += 4 * (uint64_t)ti.tcpi_rtt / 1000;
 	if (wait > 2000)
 		wait = 2000;
-	r = wait_fd(x, c->fd, POLLIN, rm_clock_mono_ms() + wait, 1, 0, "acceptance", why, whylen);
+	r = wait_fd(x, c->fd, POLLIN, rm_clock_mono_ms() + wait, 1, 0, "acceptance", err, errlen);
 	if (r == IO_STOP) {
 		conn_close(c, 0, x);
 		return r;
@@ -496,13 +495,13 @@ static int await_acceptance(struct rm_exporter *x, struct conn *c, char *why, si
 	if (e == SSL_ERROR_NONE || e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
 		return IO_OK;
 	snprintf(what, sizeof(what), "collector %s refused the session", c->peer);
-	ssl_reason(c->ssl, r, what, why, whylen);
+	ssl_reason(c->ssl, r, what, err, errlen);
 	conn_close(c, 0, x);
 	return IO_FAIL;
 }
 
 /* Connect, handshake, authorise, wait for the collector's acceptance. */
-static int establish(struct rm_exporter *x, struct conn *c, char *why, size_t whylen)
+static int establish(struct rm_exporter *x, struct conn *c, char *err, size_t errlen)
 {
 	uint64_t deadline = rm_clock_mono_ms() + ESTABLISH_TIMEOUT_MS;
 	char what[700];
@@ -510,17 +509,17 @@ static int establish(struct rm_exporter *x, struct conn *c, char *why, size_t wh
 
 	c->fd = -1;
 	c->ssl = NULL;
-	r = tcp_connect(x, c, deadline, why, whylen);
+	r = tcp_connect(x, c, deadline, err, errlen);
 	if (r != IO_OK || !x->ctx)
 		return r;
 	ERR_clear_error();
 	c->ssl = SSL_new(x->ctx);
 	if (!c->ssl || !SSL_set_fd(c->ssl, c->fd)) {
-		rm_tls_errors("TLS setup", why, whylen);
+		rm_tls_errors("TLS setup", err, errlen);
 		conn_close(c, 0, x);
 		return IO_FAIL;
 	}
-	if (rm_tls_client_setup(c->ssl, &x->s.tls, why, whylen)) {
+	if (rm_tls_client_setup(c->ssl, &x->s.tls, err, errlen)) {
 		conn_close(c, 0, x);
 		return IO_FAIL;
 	}
@@ -535,7 +534,7 @@ static int establish(struct rm_exporter *x, struct conn *c, char *why, size_t wh
 		e = SSL_get_error(c->ssl, r);
 		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
 			r = wait_fd(x, c->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, 1, 0,
-				    "TLS handshake", why, whylen);
+				    "TLS handshake", err, errlen);
 			if (r != IO_OK) {
 				conn_close(c, 0, x);
 				return r;
@@ -543,26 +542,26 @@ static int establish(struct rm_exporter *x, struct conn *c, char *why, size_t wh
 			continue;
 		}
 		snprintf(what, sizeof(what), "TLS handshake with %s refused", c->peer);
-		ssl_reason(c->ssl, r, what, why, whylen);
+		ssl_reason(c->ssl, r, what, err, errlen);
 		conn_close(c, 0, x);
 		return IO_FAIL;
 	}
 	if (SSL_version(c->ssl) != TLS1_3_VERSION) {
-		rm_errf(why, whylen, "TLS handshake with %s: negotiated %s, not TLS 1.3", c->peer,
+		rm_errf(err, errlen, "TLS handshake with %s: negotiated %s, not TLS 1.3", c->peer,
 			SSL_get_version(c->ssl));
 		conn_close(c, 0, x);
 		return IO_FAIL;
 	}
 	if (rm_tls_authorize_peer(c->ssl, &x->s.tls, what, sizeof(what))) {
-		rm_errf(why, whylen, "collector %s not authorised: %s", c->peer, what);
+		rm_errf(err, errlen, "collector %s not authorised: %s", c->peer, what);
 		conn_close(c, 0, x);
 		return IO_FAIL;
 	}
-	return await_acceptance(x, c, why, whylen);
+	return await_acceptance(x, c, err, errlen);
 }
 
 /* Write all of buf. IO_ABORT when a stop's deadline passed meanwhile. */
-static int conn_write(struct rm_exporter *x, struct conn *c, const uint8_t *buf, size_t len, char *why, size_t whylen)
+static int conn_write(struct rm_exporter *x, struct conn *c, const uint8_t *buf, size_t len, char *err, size_t errlen)
 {
 	size_t off = 0;
 
@@ -586,7 +585,7 @@ static int conn_write(struct rm_exporter *x, struct conn *c, const uint8_t *buf,
 				ev = POLLIN;
 				break;
 			default:
-				ssl_reason(c->ssl, r, "TLS write to collector failed", why, whylen);
+				ssl_reason(c->ssl, r, "TLS write to collector failed", err, errlen);
 				return IO_FAIL;
 			}
 		} else {
@@ -600,12 +599,12 @@ static int conn_write(struct rm_exporter *x, struct conn *c, const uint8_t *buf,
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK) {
-				rm_errf(why, whylen, "TCP write to collector failed: %s", strerror(errno));
+				rm_errf(err, errlen, "TCP write to collector failed: %s", strerror(errno));
 				return IO_FAIL;
 			}
 			ev = POLLOUT;
 		}
-		r = wait_fd(x, c->fd, ev, 0, 0, 0, "write", why, whylen);
+		r = wait_fd(x, c->fd, ev, 0, 0, 0, "write", err, errlen);
 		if (r == IO_STOP)
 			return IO_ABORT;
 		if (r != IO_OK)
@@ -619,7 +618,7 @@ static int conn_write(struct rm_exporter *x, struct conn *c, const uint8_t *buf,
  * (post-handshake messages; a collector sends no IPFIX). IO_FAIL when the
  * collector closed the session or an error occurred.
  */
-static int conn_check_input(struct conn *c, char *why, size_t whylen)
+static int conn_check_input(struct conn *c, char *err, size_t errlen)
 {
 	uint8_t scratch[4096];
 
@@ -633,7 +632,7 @@ static int conn_check_input(struct conn *c, char *why, size_t whylen)
 				continue;
 			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 				return IO_OK;
-			rm_errf(why, whylen, "collector closed the connection%s%s", n < 0 ? ": " : "",
+			rm_errf(err, errlen, "collector closed the connection%s%s", n < 0 ? ": " : "",
 				n < 0 ? strerror(errno) : "");
 			return IO_FAIL;
 		}
@@ -646,9 +645,9 @@ static int conn_check_input(struct conn *c, char *why, size_t whylen)
 		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
 			return IO_OK;
 		if (e == SSL_ERROR_ZERO_RETURN)
-			rm_errf(why, whylen, "collector ended the session (close_notify)");
+			rm_errf(err, errlen, "collector ended the session (close_notify)");
 		else
-			ssl_reason(c->ssl, r, "collector connection failed", why, whylen);
+			ssl_reason(c->ssl, r, "collector connection failed", err, errlen);
 		return IO_FAIL;
 	}
 }
@@ -663,7 +662,7 @@ static uint32_t export_time(void)
  * After the Templates: the Reliability records of the earlier sessions that
  * died, one Message (their Options Template first). *len gets its octets (0: none).
  */
-static int send_reliability(struct rm_exporter *x, struct conn *c, size_t *len, char *why, size_t whylen)
+static int send_reliability(struct rm_exporter *x, struct conn *c, size_t *len, char *err, size_t errlen)
 {
 	int r;
 
@@ -674,7 +673,7 @@ static int send_reliability(struct rm_exporter *x, struct conn *c, size_t *len, 
 	*len = rm_ipfix_reliability_msg(&x->enc, export_time(), x->pend, x->n_pend, x->buf, RM_IPFIX_MSG_MAX);
 	if (!*len)
 		return IO_OK;
-	r = conn_write(x, c, x->buf, *len, why, whylen);
+	r = conn_write(x, c, x->buf, *len, err, errlen);
 	if (r != IO_OK)
 		return r;
 	flight_add(x, c, 0, *len);
@@ -684,7 +683,7 @@ static int send_reliability(struct rm_exporter *x, struct conn *c, size_t *len, 
 }
 
 /* Session established: Templates first, then publish the session number. */
-static int start_session(struct rm_exporter *x, struct conn *c, char *why, size_t whylen)
+static int start_session(struct rm_exporter *x, struct conn *c, char *err, size_t errlen)
 {
 	size_t len, rlen, plen;
 	int r;
@@ -694,20 +693,20 @@ static int start_session(struct rm_exporter *x, struct conn *c, char *why, size_
 	x->fl_first = x->fl_n = 0;
 	len = rm_ipfix_templates_msg(&x->enc, export_time(), x->buf, RM_IPFIX_MSG_MAX);
 	if (!len) {
-		rm_errf(why, whylen, "internal error: Templates message does not fit");
+		rm_errf(err, errlen, "internal error: Templates message does not fit");
 		return IO_FAIL;
 	}
-	r = conn_write(x, c, x->buf, len, why, whylen);
+	r = conn_write(x, c, x->buf, len, err, errlen);
 	if (r != IO_OK)
 		return r;
 	flight_add(x, c, 0, len);
-	r = send_reliability(x, c, &rlen, why, whylen);
+	r = send_reliability(x, c, &rlen, err, errlen);
 	if (r != IO_OK)
 		return r;
 	/* The observation points' names (Options Template 262), when [capture] names any. */
 	plen = rm_ipfix_points_msg(&x->enc, export_time(), x->buf, RM_IPFIX_MSG_MAX);
 	if (plen) {
-		r = conn_write(x, c, x->buf, plen, why, whylen);
+		r = conn_write(x, c, x->buf, plen, err, errlen);
 		if (r != IO_OK)
 			return r;
 		flight_add(x, c, 0, plen);
@@ -715,11 +714,11 @@ static int start_session(struct rm_exporter *x, struct conn *c, char *why, size_
 	pthread_mutex_lock(&x->mu);
 	x->session_count++;
 	__atomic_store_n(&x->session, x->session_count, __ATOMIC_RELEASE);
-	x->st.sessions++;
+	x->stats.sessions++;
 	if (x->session_count > 1)
-		x->st.reconnects++;
-	x->st.messages_sent += 1 + (rlen ? 1 : 0) + (plen ? 1 : 0);
-	x->st.bytes_sent += len + rlen + plen;
+		x->stats.reconnects++;
+	x->stats.messages_sent += 1 + (rlen ? 1 : 0) + (plen ? 1 : 0);
+	x->stats.bytes_sent += len + rlen + plen;
 	pthread_mutex_unlock(&x->mu);
 	{
 		char sid[24];
@@ -740,10 +739,10 @@ static void end_session(struct rm_exporter *x, int lost)
 	pthread_mutex_lock(&x->mu);
 	__atomic_store_n(&x->session, 0, __ATOMIC_RELEASE);
 	if (lost) {
-		x->st.sessions_lost++;
-		x->st.dropped_session_lost += x->tail - x->head;
+		x->stats.sessions_lost++;
+		x->stats.dropped_session_lost += x->tail - x->head;
 	} else {
-		x->st.dropped_at_stop += x->tail - x->head;
+		x->stats.dropped_at_stop += x->tail - x->head;
 	}
 	x->head = x->tail;
 	pthread_cond_broadcast(&x->drained);
@@ -756,7 +755,7 @@ static void end_session(struct rm_exporter *x, int lost)
  * acknowledged are lost in flight, and what was acknowledged is reported
  * in the next session. msg: the log line of a lost session.
  */
-static void session_over(struct rm_exporter *x, struct conn *c, int rc, const char *why, char *msg, size_t msglen)
+static void session_over(struct rm_exporter *x, struct conn *c, int rc, const char *err, char *msg, size_t msglen)
 {
 	uint64_t nm, no, acked, lost = flight_lost(x, c, &nm, &no, &acked);
 	struct rm_ipfix_reliability *p;
@@ -769,12 +768,12 @@ static void session_over(struct rm_exporter *x, struct conn *c, int rc, const ch
 	if (rc != IO_FAIL)
 		return;
 	pthread_mutex_lock(&x->mu);
-	x->st.lost_in_flight += lost;
+	x->stats.lost_in_flight += lost;
 	pthread_mutex_unlock(&x->mu);
 	if (acked == UINT64_MAX) {
 		snprintf(msg, msglen,
 			 "Transport Session %llu lost: %s; what the collector acknowledged is unknown (TCP_INFO)",
-			 (unsigned long long)x->session_count, why);
+			 (unsigned long long)x->session_count, err);
 		return;
 	}
 	if (x->n_pend == RELIABILITY_PENDING) {
@@ -796,12 +795,12 @@ static void session_over(struct rm_exporter *x, struct conn *c, int rc, const ch
 		 "Transport Session %llu lost: %s; %llu records in %llu messages were sent but not acknowledged by "
 		 "the collector (lost in flight); %llu records in %llu messages were acknowledged (reported in the "
 		 "next session)",
-		 (unsigned long long)x->session_count, why, (unsigned long long)lost, (unsigned long long)nm,
+		 (unsigned long long)x->session_count, err, (unsigned long long)lost, (unsigned long long)nm,
 		 (unsigned long long)p->records, (unsigned long long)p->messages);
 }
 
 /* Send queued records until the session fails (IO_FAIL) or a stop ends it (IO_STOP). */
-static int serve(struct rm_exporter *x, struct conn *c, char *why, size_t whylen)
+static int serve(struct rm_exporter *x, struct conn *c, char *err, size_t errlen)
 {
 	for (;;) {
 		const struct rm_report *r;
@@ -813,9 +812,9 @@ static int serve(struct rm_exporter *x, struct conn *c, char *why, size_t whylen
 		while (x->head == x->tail && !x->stopping) {
 			x->idle_waiting = 1;
 			pthread_mutex_unlock(&x->mu);
-			rc = wait_fd(x, c->fd, POLLIN, 0, 0, 1, "idle", why, whylen);
+			rc = wait_fd(x, c->fd, POLLIN, 0, 0, 1, "idle", err, errlen);
 			if (rc == IO_OK)
-				rc = conn_check_input(c, why, whylen);
+				rc = conn_check_input(c, err, errlen);
 			pthread_mutex_lock(&x->mu);
 			x->idle_waiting = 0;
 			if (rc == IO_FAIL) {
@@ -840,21 +839,21 @@ static int serve(struct rm_exporter *x, struct conn *c, char *why, size_t whylen
 			/* Cannot happen: submit checked the family. Drop one, never loop. */
 			pthread_mutex_lock(&x->mu);
 			x->head++;
-			x->st.dropped_invalid++;
+			x->stats.dropped_invalid++;
 			if (x->head == x->tail)
 				pthread_cond_broadcast(&x->drained);
 			pthread_mutex_unlock(&x->mu);
 			continue;
 		}
-		rc = conn_write(x, c, x->buf, len, why, whylen);
+		rc = conn_write(x, c, x->buf, len, err, errlen);
 		if (rc != IO_OK)
 			return rc;
 		flight_add(x, c, used, len);
 		pthread_mutex_lock(&x->mu);
 		x->head += used;
-		x->st.records_sent += used;
-		x->st.messages_sent++;
-		x->st.bytes_sent += len;
+		x->stats.records_sent += used;
+		x->stats.messages_sent++;
+		x->stats.bytes_sent += len;
 		if (x->head == x->tail)
 			pthread_cond_broadcast(&x->drained);
 		pthread_mutex_unlock(&x->mu);
@@ -865,22 +864,22 @@ static void *exporter_thread(void *arg)
 {
 	struct rm_exporter *x = arg;
 	uint64_t backoff = BACKOFF_MIN_MS;
-	char why[1024], msg[1400];
+	char err[1024], msg[1400];
 
 	while (!stopping(x, NULL)) {
 		struct conn c = { .fd = -1 };
 		uint64_t started, delay;
 		int rc;
 
-		why[0] = '\0';
-		rc = establish(x, &c, why, sizeof(why));
+		err[0] = '\0';
+		rc = establish(x, &c, err, sizeof(err));
 		if (rc == IO_OK)
-			rc = start_session(x, &c, why, sizeof(why));
+			rc = start_session(x, &c, err, sizeof(err));
 		if (rc == IO_OK) {
 			/* Established: serve until failure or stop. */
 			started = rm_clock_mono_ms();
-			rc = serve(x, &c, why, sizeof(why));
-			session_over(x, &c, rc, why, msg, sizeof(msg));
+			rc = serve(x, &c, err, sizeof(err));
+			session_over(x, &c, rc, err, msg, sizeof(msg));
 			end_session(x, rc == IO_FAIL);
 			conn_close(&c, rc == IO_STOP, x);
 			if (rc != IO_FAIL)
@@ -893,9 +892,9 @@ static void *exporter_thread(void *arg)
 			if (rc != IO_FAIL)
 				break;
 			pthread_mutex_lock(&x->mu);
-			x->st.connect_failures++;
+			x->stats.connect_failures++;
 			pthread_mutex_unlock(&x->mu);
-			fail_log(x, why[0] ? why : "connection failed");
+			fail_log(x, err[0] ? err : "connection failed");
 		}
 		/* Bounded exponential backoff with jitter, cut short by a stop. */
 		delay = backoff / 2 + (uint64_t)rand_r(&x->seed) % (backoff / 2 + 1);
@@ -957,7 +956,7 @@ struct rm_exporter *rm_exporter_start(const struct rm_export_settings *s, int vl
 		rm_errf(err, errlen, "export: cannot allocate a queue of %llu records", (unsigned long long)x->cap);
 		goto fail;
 	}
-	x->st.queue_capacity = x->cap;
+	x->stats.queue_capacity = x->cap;
 	x->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (x->wake_fd < 0) {
 		rm_errf(err, errlen, "export: eventfd: %s", strerror(errno));
@@ -1006,17 +1005,17 @@ int rm_exporter_submit(struct rm_exporter *x, uint64_t session, const struct rm_
 	for (size_t i = 0; i < n; i++)
 		if (r[i].family != 4 && r[i].family != 6) {
 			pthread_mutex_lock(&x->mu);
-			x->st.dropped_invalid += n;
+			x->stats.dropped_invalid += n;
 			pthread_mutex_unlock(&x->mu);
 			return -1;
 		}
 	pthread_mutex_lock(&x->mu);
 	if (!x->session || !session)
-		counter = &x->st.dropped_no_session;
+		counter = &x->stats.dropped_no_session;
 	else if (session != x->session)
-		counter = &x->st.dropped_session_lost;
+		counter = &x->stats.dropped_session_lost;
 	else if (n > x->cap - (x->tail - x->head))
-		counter = &x->st.dropped_queue_full;
+		counter = &x->stats.dropped_queue_full;
 	if (counter) {
 		*counter += n;
 		pthread_mutex_unlock(&x->mu);
@@ -1083,7 +1082,7 @@ void rm_exporter_stop_stats(struct rm_exporter *x, int flush_timeout_ms, struct 
 void rm_exporter_stats(struct rm_exporter *x, struct rm_export_stats *out)
 {
 	pthread_mutex_lock(&x->mu);
-	*out = x->st;
+	*out = x->stats;
 	out->queued = x->tail - x->head;
 	pthread_mutex_unlock(&x->mu);
 }

@@ -21,7 +21,7 @@
 #include "flowlabel.h"
 #include "flowlabel.skel.h"
 
-static const char *const variant_names[RM_FL__VARIANTS] = {
+const char *const rm_flowlabel_variant_names[RM_FL__VARIANTS + 1] = {
 	[RM_FL_LITERAL] = "literal",
 	[RM_FL_CRC32] = "crc32",
 	[RM_FL_CRC32C] = "crc32c",
@@ -36,14 +36,14 @@ static const char *const stat_descs[RM_FL_STAT__COUNT] = { RM_FL_STATS(RM_FL_STA
 int rm_flowlabel_variant_from_name(const char *name)
 {
 	for (int i = 0; name && i < RM_FL__VARIANTS; i++)
-		if (!strcmp(name, variant_names[i]))
+		if (!strcmp(name, rm_flowlabel_variant_names[i]))
 			return i;
 	return -1;
 }
 
 const char *rm_flowlabel_variant_name(uint32_t variant)
 {
-	return variant < RM_FL__VARIANTS ? variant_names[variant] : "?";
+	return variant < RM_FL__VARIANTS ? rm_flowlabel_variant_names[variant] : "?";
 }
 
 int rm_flowlabel_direction_from_name(const char *name)
@@ -322,15 +322,15 @@ struct fl_status {
 	} dir[RM_FL_EGRESS + 1];
 };
 
-/* Fill st for ifname. 0, 1 if not attached (nothing pinned), or a negative errno (logged). */
-static int read_status(const char *ifname, struct fl_status *st)
+/* Fill status for ifname. 0, 1 if not attached (nothing pinned), or a negative errno (logged). */
+static int read_status(const char *ifname, struct fl_status *status)
 {
 	char path[PATH_MAX], err[128];
 	struct rm_ifkey key;
 	__u64 *vals;
 	int fd, ncpu, ifindex;
 
-	memset(st, 0, sizeof(*st));
+	memset(status, 0, sizeof(*status));
 	if (check_ifname(ifname, err, sizeof(err))) {
 		rm_log(RM_LOG_ERR, "%s", err);
 		return -EINVAL;
@@ -363,25 +363,26 @@ static int read_status(const char *ifname, struct fl_status *st)
 		if (bpf_map_lookup_elem(fd, &k, vals))
 			continue;
 		for (int c = 0; c < ncpu; c++)
-			st->sums[k] += vals[c];
-		st->total += st->sums[k];
+			status->sums[k] += vals[c];
+		status->total += status->sums[k];
 	}
 	free(vals);
 	close(fd);
 
 	ifindex = (int)if_nametoindex(ifname);
 	for (int d = RM_FL_INGRESS; d <= RM_FL_EGRESS; d++) {
-		st->dir[d].prog_id = ifindex ? tc_prog_id(ifindex, d) : 0;
-		st->dir[d].have_config = st->dir[d].prog_id && prog_config(st->dir[d].prog_id, &st->dir[d].ro) == 0;
+		status->dir[d].prog_id = ifindex ? tc_prog_id(ifindex, d) : 0;
+		status->dir[d].have_config =
+			status->dir[d].prog_id && prog_config(status->dir[d].prog_id, &status->dir[d].ro) == 0;
 	}
 	return 0;
 }
 
 json_t *rm_flowlabel_status_json(const char *ifname)
 {
-	struct fl_status st;
+	struct fl_status status;
 	json_t *o, *att, *stats;
-	int rc = read_status(ifname, &st);
+	int rc = read_status(ifname, &status);
 
 	if (rc)
 		return rc > 0 ? json_null() : NULL;
@@ -398,29 +399,29 @@ json_t *rm_flowlabel_status_json(const char *ifname)
 	for (int d = RM_FL_INGRESS; d <= RM_FL_EGRESS; d++) {
 		json_t *v = json_null();
 
-		if (st.dir[d].prog_id) {
+		if (status.dir[d].prog_id) {
 			v = json_object();
-			json_object_set_new(v, "prog_id", json_integer(st.dir[d].prog_id));
-			if (st.dir[d].have_config) {
-				json_object_set_new(v, "hash",
-						    json_string(rm_flowlabel_variant_name(st.dir[d].ro.fl_variant)));
-				json_object_set_new(v, "mix", json_boolean(st.dir[d].ro.fl_mix));
-				json_object_set_new(v, "seeded", json_boolean(st.dir[d].ro.fl_seed));
+			json_object_set_new(v, "prog_id", json_integer(status.dir[d].prog_id));
+			if (status.dir[d].have_config) {
+				json_object_set_new(
+					v, "hash", json_string(rm_flowlabel_variant_name(status.dir[d].ro.fl_variant)));
+				json_object_set_new(v, "mix", json_boolean(status.dir[d].ro.fl_mix));
+				json_object_set_new(v, "seeded", json_boolean(status.dir[d].ro.fl_seed));
 			}
 		}
 		json_object_set_new(att, rm_flowlabel_direction_name(d), v);
 	}
 	json_object_set_new(o, "attached", att);
 	for (int k = 0; k < RM_FL_STAT__COUNT; k++)
-		json_object_set_new(stats, stat_names[k], rm_json_u64(st.sums[k]));
+		json_object_set_new(stats, stat_names[k], rm_json_u64(status.sums[k]));
 	json_object_set_new(o, "stats", stats);
-	json_object_set_new(o, "frames", rm_json_u64(st.total));
+	json_object_set_new(o, "frames", rm_json_u64(status.total));
 	return o;
 }
 
 int rm_flowlabel_status(const char *ifname, FILE *out, int json)
 {
-	struct fl_status st;
+	struct fl_status status;
 	int rc;
 
 	if (json) {
@@ -434,7 +435,7 @@ int rm_flowlabel_status(const char *ifname, FILE *out, int json)
 		}
 		return rm_json_write(out, v);
 	}
-	rc = read_status(ifname, &st);
+	rc = read_status(ifname, &status);
 	if (rc == 1)
 		fprintf(out, "flowlabel: not attached to %s\n", ifname);
 	if (rc)
@@ -443,18 +444,18 @@ int rm_flowlabel_status(const char *ifname, FILE *out, int json)
 	for (int d = RM_FL_INGRESS; d <= RM_FL_EGRESS; d++) {
 		const char *name = rm_flowlabel_direction_name(d);
 
-		if (!st.dir[d].prog_id)
+		if (!status.dir[d].prog_id)
 			fprintf(out, "  %-8s not attached\n", name);
-		else if (!st.dir[d].have_config)
-			fprintf(out, "  %-8s program id %u\n", name, st.dir[d].prog_id);
+		else if (!status.dir[d].have_config)
+			fprintf(out, "  %-8s program id %u\n", name, status.dir[d].prog_id);
 		else
-			fprintf(out, "  %-8s program id %u, hash %s, mix %s, seed %s\n", name, st.dir[d].prog_id,
-				rm_flowlabel_variant_name(st.dir[d].ro.fl_variant), st.dir[d].ro.fl_mix ? "on" : "off",
-				st.dir[d].ro.fl_seed ? "set" : "none");
+			fprintf(out, "  %-8s program id %u, hash %s, mix %s, seed %s\n", name, status.dir[d].prog_id,
+				rm_flowlabel_variant_name(status.dir[d].ro.fl_variant),
+				status.dir[d].ro.fl_mix ? "on" : "off", status.dir[d].ro.fl_seed ? "set" : "none");
 	}
 	fprintf(out, "statistics (frames, all CPUs):\n");
 	for (int k = 0; k < RM_FL_STAT__COUNT; k++)
-		fprintf(out, "  %-15s %12llu  %s\n", stat_names[k], (unsigned long long)st.sums[k], stat_descs[k]);
-	fprintf(out, "  %-15s %12llu\n", "frames", (unsigned long long)st.total);
+		fprintf(out, "  %-15s %12llu  %s\n", stat_names[k], (unsigned long long)status.sums[k], stat_descs[k]);
+	fprintf(out, "  %-15s %12llu\n", "frames", (unsigned long long)status.total);
 	return 0;
 }

@@ -44,6 +44,8 @@ struct rm_flowlabel_opts {
 
 struct flowlabel; /* the generated skeleton (build/flowlabel.skel.h) */
 
+/* The names of enum rm_fl_variant by value, NULL-terminated (an option's names: params.h RM_OPT_ENUM). */
+extern const char *const rm_flowlabel_variant_names[RM_FL__VARIANTS + 1];
 /* "literal", "crc32", "crc32c", "mpeg2" -> enum rm_fl_variant; -1 if unknown. */
 int rm_flowlabel_variant_from_name(const char *name);
 /* enum rm_fl_variant -> its name; "?" if out of range. */

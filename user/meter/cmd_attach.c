@@ -53,7 +53,7 @@ static const struct rm_opt attach_opts[] = {
 	RM_OPT("mode", 'M', "MODE", RM_OPT_ARG, "XDP mode: native (default) or generic", RM_OPT_AT(A, mode)),
 	RM_OPT("mirror", 'm', NULL, RM_OPT_FLAG, "drop frames after metering (a dedicated mirror/TAP port)",
 	       RM_OPT_AT(A, o.mirror)),
-	RM_OPT("window", 'w', "W", RM_OPT_UINT, "W for new epochs, %llu..%llu (default %llu, overrides the\nconfig)",
+	RM_OPT("window", 'w', "W", RM_OPT_UINT, "W for new epochs, %llu..%llu (default %llu, overrides the config)",
 	       RM_OPT_AT(A, o.overrides.window), .lo = RM_WINDOW_MIN, .hi = RM_WINDOW_MAX,
 	       .hv = { RM_WINDOW_MIN, RM_WINDOW_MAX, RM_WINDOW_DEFAULT }),
 	RM_OPT("provision-all", 'a', NULL, RM_OPT_FLAG, "meter every RC connection seen (operator assertion)",
@@ -65,11 +65,11 @@ static const struct rm_opt attach_opts[] = {
 	RM_OPT("flowlabel-only", 'F', NULL, RM_OPT_FLAG, "attach only the flow-label program and return",
 	       RM_OPT_AT(A, fl_only)),
 	RM_OPT("census", 'C', NULL, RM_OPT_FLAG,
-	       "also count the RoCEv2 connections at tc ingress\n(rocemeter status IFACE --connections shows them as\n"
+	       "also count the RoCEv2 connections at tc ingress (rocemeter status IFACE --connections shows them as "
 	       "[provision] lines; [meter] census; not with --mirror)",
 	       RM_OPT_AT(A, o.census)),
 	RM_OPT("report-interval", 'i', "MS", RM_OPT_CALL,
-	       "every MS ms, non-final reports of the open epochs that\ncounted a request since their last report\n"
+	       "every MS ms, non-final reports of the open epochs that counted a request since their last report "
 	       "(default %llu, or [export] report_interval_ms; 0: finals only)",
 	       .id = O_REPORT_INTERVAL, .hv = { RM_REPORT_INTERVAL_MS_DEFAULT }),
 	RM_OPT("json", 'j', NULL, RM_OPT_FLAG, "print reports as JSON Lines when not exporting", RM_OPT_AT(A, o.json)),
@@ -77,15 +77,15 @@ static const struct rm_opt attach_opts[] = {
 	       RM_OPT_AT(A, o.wide)),
 	RM_OPT("keep-pins", 'k', NULL, RM_OPT_FLAG, "leave the map pins in place on exit", RM_OPT_AT(A, o.keep_pins)),
 	RM_OPT("replace-stale", 'R', NULL, RM_OPT_FLAG,
-	       "remove pins left by a crashed attachment (no XDP\nprogram of them is attached, no daemon holds them)\n"
+	       "remove pins left by a crashed attachment (no XDP program of them is attached, no daemon holds them) "
 	       "instead of refusing; a live meter is never replaced",
 	       RM_OPT_AT(A, o.replace_stale)),
 	RM_OPT("metrics", 0, "ADDR:PORT", RM_OPT_ARG,
-	       "serve Prometheus metrics on http://ADDR:PORT/metrics\n([meter] metrics; default off; PORT 0: any free "
+	       "serve Prometheus metrics on http://ADDR:PORT/metrics ([meter] metrics; default off; PORT 0: any free "
 	       "port)",
 	       RM_OPT_AT(A, o.metrics)),
 	RM_OPT("log-level", 'L', "LEVEL", RM_OPT_LOG_LEVEL,
-	       "err, warning, notice (default), info or debug (debug\nalso shows the verifier's log of a refused "
+	       "err, warning, notice (default), info or debug (debug also shows the verifier's log of a refused "
 	       "program)"),
 	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this text"),
 	{ 0 },

@@ -31,8 +31,8 @@ static const struct rm_opt detach_opts[] = {
 	RM_OPT("ifindex", 0, "N", RM_OPT_UINT, "the interface by its index in this network namespace",
 	       RM_OPT_AT(struct detach_args, ifindex), .lo = 1, .hi = UINT32_MAX),
 	RM_OPT("namespace", 'n', "NS", RM_OPT_ARG,
-	       "IFACE (or N) of network namespace NS: an 'ip netns'\nname, a path such as /proc/PID/ns/net, or the "
-	       "inode\n'rocemeter status' lists",
+	       "IFACE (or N) of network namespace NS: an 'ip netns' name, a path such as /proc/PID/ns/net, or the "
+	       "inode 'rocemeter status' lists",
 	       RM_OPT_AT(struct detach_args, netns)),
 	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this text"),
 	{ 0 },

@@ -6,30 +6,25 @@
  * starting or stopping), the connections a profile violation disabled, the
  * daemon's export counters, and the flow-label program's statistics; with
  * --connections, the connection census of `attach --census` instead.
- * Each interface's pins are read once (struct meter_status), then printed
- * as text or as JSON. Without IFACE, the meters of the other network
- * namespaces on the same bpffs too, read from inside each (setns). The exit
- * status tells whether the meters asked for run. Stops nothing and changes nothing.
+ * Each interface's pins are read once into struct rm_status (status.c),
+ * then printed as text or as JSON. Without IFACE, the meters of the other
+ * network namespaces on the same bpffs too, read from inside each (setns).
+ * The exit status tells whether the meters asked for run. Stops nothing and
+ * changes nothing.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <sched.h>
 #include <inttypes.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-#include <bpf/bpf.h>
 
 #include "census/census.h"
 #include "census/connections.h"
 #include "common/command.h"
-#include "common/errmsg.h"
 #include "common/jsonw.h"
 #include "common/log.h"
 #include "common/opts.h"
@@ -38,10 +33,9 @@
 #include "flowlabel/flowlabel.h"
 #include "meter.h"
 #include "netns.h"
-#include "pins.h"
 #include "common/report_text.h"
 #include "rocemeter/ipfix_ie.h"
-#include "violations.h"
+#include "status.h"
 
 /*
  * The exit status of `status IFACE...` (docs/man/rocemeter-status.8): the
@@ -54,38 +48,6 @@
 #define STATUS_NOT_ATTACHED 3
 #define STATUS_STALE        5
 #define STATUS_UNPINNED     6
-
-/* One context as status shows it: its key and an atomic copy of its value (BPF_F_LOCK). */
-struct status_ctx {
-	struct rm_ctx_key key;
-	struct rm_ctx val;
-};
-
-/*
- * What status reads of one interface's pins, once, for the text and the
- * JSON printer. A part that could not be read has its have_ flag 0.
- */
-struct meter_status {
-	char dir[512];  /* the pin directory */
-	int attached;   /* the statistics map is pinned: the rest was read */
-	int have_stats; /* st was read */
-	uint64_t st[RM_STAT__COUNT];
-	int have_contexts;      /* the contexts map is pinned, with this build's layout */
-	struct status_ctx *ctx; /* its contexts, n of them (free()) */
-	size_t n;
-	uint64_t pooled; /* contexts with a pool window */
-	int have_pool;   /* pool was read (map `windows`) */
-	struct rm_pool_info pool;
-	int have_violations;             /* the violations were listed */
-	int fail_safe;                   /* the fail-safe of a full violations map is engaged */
-	struct rm_violation_entry *viol; /* the disabled connections, n_viol of them (free()) */
-	size_t n_viol;
-	const char *state; /* meter_state(): "live", "busy" or "stale" */
-	uint32_t prog_id;  /* the attached XDP program, if live (or unpinned) */
-	int unpinned_pid;  /* not attached: the proved daemon that still meters without its pins, else 0 */
-	json_t *daemon;    /* the daemon's stats file (not read when stale), or NULL */
-	json_t *mirror;    /* the mirror sessions (mirror_json()), or NULL */
-};
 
 /*
  * The session of observation point obs in mirror (mirror_json(): the
@@ -136,32 +98,16 @@ static void print_ctx_text(const struct rm_ctx_key *k, const struct rm_ctx *v, j
 	       (unsigned long long)c->repeated, (unsigned long long)c->unclassified_late);
 }
 
-/*
- * The connections a profile violation disabled (maps `violations` and
- * `contexts`) and the fail-safe of a full violations map, into ms.
- */
-static void read_violations(const struct rm_ifkey *ifk, struct meter_status *ms)
+/* The violations of status as text. */
+static void print_violations_text(const struct rm_status *status, const char *label)
 {
-	struct rm_violations_fds f;
-	char err[512];
-
-	if (rm_violations_open_pinned(ifk, &f, err, sizeof(err)))
-		return; /* an attachment of an older version, or being removed */
-	ms->fail_safe = rm_violations_fail_safe(&f) > 0;
-	ms->have_violations = rm_violations_list(&f, &ms->viol, &ms->n_viol) == 0;
-	rm_violations_close(&f);
-}
-
-/* The violations of ms as text. */
-static void print_violations_text(const struct meter_status *ms, const char *label)
-{
-	const struct rm_violation_entry *v = ms->viol;
-	size_t n = ms->n_viol;
+	const struct rm_violation_entry *v = status->viol;
+	size_t n = status->n_viol;
 	char key[160], what[160];
 
-	if (!ms->have_violations)
+	if (!status->have_violations)
 		return;
-	if (ms->fail_safe)
+	if (status->fail_safe)
 		printf("  FAIL-SAFE: the violations map was full; no new connection is metered until "
 		       "'rocemeter reenable %s --all'\n",
 		       label);
@@ -176,16 +122,16 @@ static void print_violations_text(const struct meter_status *ms, const char *lab
 	}
 }
 
-/* The violations of ms as the keys "violations_fail_safe" and "violations" of o. */
-static void set_violations_json(json_t *o, const struct meter_status *ms)
+/* The violations of status as the keys "violations_fail_safe" and "violations" of o. */
+static void set_violations_json(json_t *o, const struct rm_status *status)
 {
-	const struct rm_violation_entry *v = ms->viol;
+	const struct rm_violation_entry *v = status->viol;
 	json_t *a;
 
-	if (!ms->have_violations)
+	if (!status->have_violations)
 		return;
 	a = json_array();
-	for (size_t i = 0; i < ms->n_viol; i++) {
+	for (size_t i = 0; i < status->n_viol; i++) {
 		const struct rm_ctx_key *k = &v[i].key;
 		int six = k->family == 6;
 		json_t *e = json_object();
@@ -209,22 +155,8 @@ static void set_violations_json(json_t *o, const struct meter_status *ms)
 		}
 		json_array_append_new(a, e);
 	}
-	json_object_set_new(o, "violations_fail_safe", json_boolean(ms->fail_safe));
+	json_object_set_new(o, "violations_fail_safe", json_boolean(status->fail_safe));
 	json_object_set_new(o, "violations", a);
-}
-
-/* What the kernel says of k's pins: attached, stale, or in the hands of a starting or stopping daemon. */
-static const char *meter_state(const struct rm_ifkey *k, uint32_t *prog_id)
-{
-	int live = rm_pin_meter_live(k, prog_id), lock;
-
-	if (live > 0)
-		return "live";
-	lock = rm_pin_lock(k, 0, NULL, 0);
-	if (lock == -EBUSY)
-		return "busy";
-	rm_pin_unlock(lock);
-	return "stale";
 }
 
 static json_t *ctx_json(const struct rm_ctx_key *k, const struct rm_ctx *v, json_t *mirror)
@@ -279,119 +211,59 @@ static json_t *flowlabel_json(const char *ifname)
 	return v ? v : json_null();
 }
 
-/* The daemon's counters from its stats file (docs/json.md "daemon"; same mount namespace only), or NULL. */
-static json_t *daemon_json(const struct rm_ifkey *k)
-{
-	char path[512];
-
-	if (rm_paths_run_file(k, RM_RUN_STATS, path, sizeof(path)))
-		return NULL;
-	return json_load_file(path, 0, NULL);
-}
-
-/*
- * The contexts map of this build's layout? A map pinned by another version
- * is skipped (a lookup would write past struct rm_ctx), and fd closed.
- */
-static int contexts_fit(int fd)
-{
-	if (rm_meter_map_fits(fd, sizeof(struct rm_ctx_key), sizeof(struct rm_ctx)))
-		return 1;
-	rm_log_cmd(RM_LOG_WARNING, "contexts pinned by another rocemeter version: not shown");
-	close(fd);
-	return 0;
-}
-
-/* The window pool's shape (map `windows`, docs/meter.md "Memory"), into ms. */
-static void read_pool(const struct rm_ifkey *k, struct meter_status *ms)
-{
-	char path[512];
-	int fd;
-
-	if (rm_paths_pin(k, "windows", path, sizeof(path)) || (fd = bpf_obj_get(path)) < 0)
-		return;
-	ms->have_pool = rm_meter_read_pool(fd, &ms->pool) == 0;
-	close(fd);
-}
-
 /* The window pool and the contexts of each tier, as JSON (null when the pool was not read). */
-static json_t *pool_json(const struct meter_status *ms)
+static json_t *pool_json(const struct rm_status *status)
 {
 	json_t *o;
 
-	if (!ms->have_pool)
+	if (!status->have_pool)
 		return json_null();
 	o = json_object();
-	json_object_set_new(o, "windows", json_integer(ms->pool.windows));
-	json_object_set_new(o, "window_positions", json_integer(ms->pool.positions));
-	json_object_set_new(o, "window_bytes", rm_json_u64(ms->pool.bytes));
-	json_object_set_new(o, "pooled_contexts", rm_json_u64(ms->pooled));
-	json_object_set_new(o, "inline_contexts", rm_json_u64((uint64_t)ms->n - ms->pooled));
+	json_object_set_new(o, "windows", json_integer(status->pool.windows));
+	json_object_set_new(o, "window_positions", json_integer(status->pool.positions));
+	json_object_set_new(o, "window_bytes", rm_json_u64(status->pool.bytes));
+	json_object_set_new(o, "pooled_contexts", rm_json_u64(status->pooled));
+	json_object_set_new(o, "inline_contexts", rm_json_u64((uint64_t)status->n - status->pooled));
 	return o;
 }
 
-/* A mirror session's key as JSON: kind, outer source (ERSPAN), session. */
 /*
- * The mirror sessions of k (maps `mirror_sessions` and `mirror_unknown`,
- * docs/deployment.md "Proving coverage of every ECMP path"): per session its
- * observation point, frames, GRE sequence gaps and the last frame's age;
- * the sessions no line names with their frames. NULL without the pins.
+ * The mirror sessions of status (docs/deployment.md "Proving coverage of
+ * every ECMP path") as JSON: per session its observation point, frames,
+ * GRE sequence gaps and the last frame's age; the sessions no line names
+ * with their frames. NULL when they were not read.
  */
-static json_t *mirror_json(const struct rm_ifkey *k)
+static json_t *mirror_json(const struct rm_status *status)
 {
-	struct rm_mirror_key key, next, *prev = NULL;
-	struct rm_mirror_session v;
 	json_t *o, *a, *u;
-	char path[512];
-	uint64_t n;
-	int fd;
 
-	if (rm_paths_pin(k, "mirror_sessions", path, sizeof(path)) || (fd = bpf_obj_get(path)) < 0)
+	if (!status->have_mirror)
 		return NULL;
-	if (!rm_meter_map_fits(fd, sizeof(struct rm_mirror_key), sizeof(struct rm_mirror_session))) {
-		rm_log_cmd(RM_LOG_WARNING, "mirror sessions pinned by another rocemeter version: not shown");
-		close(fd);
-		return NULL;
-	}
 	o = json_object();
 	a = json_array();
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		json_t *e;
+	for (size_t i = 0; i < status->n_mirror; i++) {
+		const struct rm_mirror_key *key = &status->mirror[i].key;
+		const struct rm_mirror_session *v = &status->mirror[i].v;
+		json_t *e = rm_capture_key_json(key);
 
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &v))
-			continue;
-		e = rm_capture_key_json(&key);
-		json_object_set_new(e, "observation_point", json_integer(v.obs));
-		json_object_set_new(e, "observationPointId", rm_json_u64(v.id ? v.id : rm_capture_auto_id(&key)));
-		v.name[sizeof(v.name) - 1] = '\0';
-		json_object_set_new(e, "name", rm_json_text(v.name));
-		json_object_set_new(e, "frames", rm_json_u64(v.frames));
-		json_object_set_new(e, "sequence_gaps", rm_json_u64(v.gaps));
-		json_object_set_new(e, "sequence_lost", rm_json_u64(v.lost));
-		json_object_set_new(e, "sequence_reordered", rm_json_u64(v.reordered));
-		json_object_set_new(e, "truncated", rm_json_u64(v.truncated));
-		json_object_set_new(e, "last_frame_ns", rm_json_u64(v.last_ns));
+		json_object_set_new(e, "observation_point", json_integer(v->obs));
+		json_object_set_new(e, "observationPointId", rm_json_u64(v->id ? v->id : rm_capture_auto_id(key)));
+		json_object_set_new(e, "name", rm_json_text(v->name));
+		json_object_set_new(e, "frames", rm_json_u64(v->frames));
+		json_object_set_new(e, "sequence_gaps", rm_json_u64(v->gaps));
+		json_object_set_new(e, "sequence_lost", rm_json_u64(v->lost));
+		json_object_set_new(e, "sequence_reordered", rm_json_u64(v->reordered));
+		json_object_set_new(e, "truncated", rm_json_u64(v->truncated));
+		json_object_set_new(e, "last_frame_ns", rm_json_u64(v->last_ns));
 		json_array_append_new(a, e);
 	}
-	close(fd);
 	json_object_set_new(o, "sessions", a);
 	u = json_array();
-	if (!rm_paths_pin(k, "mirror_unknown", path, sizeof(path)) && (fd = bpf_obj_get(path)) >= 0) {
-		prev = NULL;
-		while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-			json_t *e;
+	for (size_t i = 0; i < status->n_unknown; i++) {
+		json_t *e = rm_capture_key_json(&status->unknown[i].key);
 
-			key = next;
-			prev = &key;
-			if (bpf_map_lookup_elem(fd, &key, &n))
-				continue;
-			e = rm_capture_key_json(&key);
-			json_object_set_new(e, "frames", rm_json_u64(n));
-			json_array_append_new(u, e);
-		}
-		close(fd);
+		json_object_set_new(e, "frames", rm_json_u64(status->unknown[i].frames));
+		json_array_append_new(u, e);
 	}
 	json_object_set_new(o, "unknown_sessions", u);
 	return o;
@@ -430,98 +302,6 @@ static void print_stale_hint(const struct rm_ifkey *k)
 		printf("(run 'rocemeter detach --ifindex %u')\n", k->ifindex);
 }
 
-/* Every context of the pinned contexts map fd (closed here), in map order, into ms. */
-static void read_contexts(int fd, struct meter_status *ms)
-{
-	struct rm_ctx_key key, next, *prev = NULL;
-	struct rm_ctx val;
-	size_t cap = 0;
-
-	ms->have_contexts = 1;
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem_flags(fd, &key, &val, BPF_F_LOCK))
-			continue; /* removed meanwhile */
-		if (ms->n == cap) {
-			size_t ncap = cap ? 2 * cap : 256;
-			struct status_ctx *p = realloc(ms->ctx, ncap * sizeof(*p));
-
-			if (!p) {
-				rm_log_cmd(RM_LOG_WARNING, "out of memory: %zu contexts shown", ms->n);
-				break;
-			}
-			ms->ctx = p;
-			cap = ncap;
-		}
-		ms->ctx[ms->n].key = key;
-		ms->ctx[ms->n].val = val;
-		ms->pooled += rm_seq_pooled(&val.seq);
-		ms->n++;
-	}
-	close(fd);
-}
-
-/*
- * No pins for k, yet its daemon runs: the PID file names a proved rocemeter
- * process (rm_pin_meter_pid(); the run directory is not on bpffs, so it
- * outlives removed pins). Returns its PID, *prog_id the meter's XDP program
- * on the interface (0 if the kernel names another or none); 0 if no daemon.
- */
-static int running_unpinned(const struct rm_ifkey *k, uint32_t *prog_id)
-{
-	char why[512], name[64] = "";
-	const char *mode;
-	uint32_t id = 0;
-	int pid = rm_pin_meter_pid(k, why, sizeof(why));
-
-	if (pid <= 0)
-		return 0;
-	if (rm_xdp_attached(k->ifindex, &id, name, sizeof(name), &mode) > 0 && !strncmp(name, "rocemeter_xdp", 13))
-		*prog_id = id;
-	return pid;
-}
-
-/*
- * Read k's pins once into *ms: statistics, contexts, the window pool,
- * violations, the kernel's state and the daemon's counters. Nothing past
- * the statistics map if it is not pinned; no daemon counters if stale.
- * status_free() releases it.
- */
-static void status_read(const struct rm_ifkey *k, struct meter_status *ms)
-{
-	char path[512];
-	int stats_fd, ctx_fd;
-
-	memset(ms, 0, sizeof(*ms));
-	rm_paths_pin_dir(k, ms->dir, sizeof(ms->dir));
-	if (rm_paths_pin(k, "stats", path, sizeof(path)) || (stats_fd = bpf_obj_get(path)) < 0) {
-		ms->unpinned_pid = running_unpinned(k, &ms->prog_id);
-		return;
-	}
-	ms->attached = 1;
-	ms->have_stats = rm_meter_read_stats(stats_fd, ms->st) == 0;
-	close(stats_fd);
-	if (!rm_paths_pin(k, "contexts", path, sizeof(path)) && (ctx_fd = bpf_obj_get(path)) >= 0 &&
-	    contexts_fit(ctx_fd))
-		read_contexts(ctx_fd, ms);
-	read_pool(k, ms);
-	read_violations(k, ms);
-	ms->mirror = mirror_json(k);
-	/* Liveness from the kernel: is the pinned program the interface's XDP program? */
-	ms->state = meter_state(k, &ms->prog_id);
-	if (strcmp(ms->state, "stale"))
-		ms->daemon = daemon_json(k);
-}
-
-static void status_free(struct meter_status *ms)
-{
-	free(ms->ctx);
-	free(ms->viol);
-	json_decref(ms->daemon);
-	json_decref(ms->mirror);
-}
-
 /* The daemon's counters (its stats file) as text: one line a value, an object's members indented. */
 static void print_daemon_text(json_t *dj)
 {
@@ -552,84 +332,86 @@ static void print_daemon_text(json_t *dj)
 	}
 }
 
-/* The meter's part of ms as text, from its statistics to the daemon's counters. */
-static void print_meter_text(const struct rm_ifkey *k, const struct meter_status *ms, const char *label)
+/* The meter's part of status as text, from its statistics to the daemon's counters. */
+static void print_meter_text(const struct rm_ifkey *k, const struct rm_status *status, const char *label)
 {
-	if (ms->have_stats) {
+	json_t *mirror = mirror_json(status);
+
+	if (status->have_stats) {
 		printf("  meter statistics:\n");
 		for (int i = 0; i < RM_STAT__COUNT; i++)
-			printf("    %-26s %" PRIu64 "\n", rm_stat_name(i), ms->st[i]);
+			printf("    %-26s %" PRIu64 "\n", rm_stat_name(i), status->stats[i]);
 	}
-	if (ms->have_contexts) {
+	if (status->have_contexts) {
 		printf("  contexts:\n");
-		for (size_t i = 0; i < ms->n; i++)
-			print_ctx_text(&ms->ctx[i].key, &ms->ctx[i].val, ms->mirror);
-		printf(ms->n ? "" : "    (none)\n");
+		for (size_t i = 0; i < status->n; i++)
+			print_ctx_text(&status->ctx[i].key, &status->ctx[i].val, mirror);
+		printf(status->n ? "" : "    (none)\n");
 	}
-	if (ms->have_pool)
+	if (status->have_pool)
 		printf("  window pool: %" PRIu64 " windows of %" PRIu64 " positions (%" PRIu64 " bytes each); "
 		       "contexts: %" PRIu64 " inline, %" PRIu64 " with a pool window\n",
-		       (uint64_t)ms->pool.windows, (uint64_t)ms->pool.positions, ms->pool.bytes,
-		       (uint64_t)ms->n - ms->pooled, ms->pooled);
-	mirror_text(ms->mirror);
-	print_violations_text(ms, label);
-	if (!strcmp(ms->state, "live")) {
-		printf("  attached: XDP program id %u\n", ms->prog_id);
-	} else if (!strcmp(ms->state, "busy")) {
+		       (uint64_t)status->pool.windows, (uint64_t)status->pool.positions, status->pool.bytes,
+		       (uint64_t)status->n - status->pooled, status->pooled);
+	mirror_text(mirror);
+	json_decref(mirror);
+	print_violations_text(status, label);
+	if (!strcmp(status->state, "live")) {
+		printf("  attached: XDP program id %u\n", status->prog_id);
+	} else if (!strcmp(status->state, "busy")) {
 		printf("  not attached: a rocemeter daemon holds these pins while starting or stopping\n");
 	} else {
 		printf("  STALE: no attached XDP program uses these pins and no daemon holds them ");
 		print_stale_hint(k);
 		return;
 	}
-	if (ms->daemon)
-		print_daemon_text(ms->daemon);
+	if (status->daemon)
+		print_daemon_text(status->daemon);
 }
 
 /* A meter that runs without its pins: what is true, and how to mend it. */
-static void print_unpinned_text(const struct meter_status *ms, const char *label)
+static void print_unpinned_text(const struct rm_status *status, const char *label)
 {
-	printf("  meter: RUNNING WITHOUT ITS PINS: daemon process %d meters %s", ms->unpinned_pid, label);
-	if (ms->prog_id)
-		printf(" (XDP program id %u attached)", ms->prog_id);
+	printf("  meter: RUNNING WITHOUT ITS PINS: daemon process %d meters %s", status->unpinned_pid, label);
+	if (status->prog_id)
+		printf(" (XDP program id %u attached)", status->prog_id);
 	printf(",\n    but its pins under %s were removed: its maps cannot be read here, nor\n"
 	       "    can it be reloaded or reenabled. Restart it to pin them again: systemctl restart\n"
 	       "    rocemeter@%s (or rocemeter detach %s, then attach it again)\n",
-	       ms->dir, label, label);
+	       status->dir, label, label);
 }
 
-/* The exit status for ms: 0 (live, busy or only the flow-label program), STATUS_NOT_ATTACHED or STATUS_STALE. */
-static int status_verdict(const struct rm_ifkey *k, const struct meter_status *ms)
+/*
+ * The exit status for status: 0 (live, busy or only the flow-label program), STATUS_NOT_ATTACHED,
+ * STATUS_STALE or STATUS_UNPINNED.
+ */
+static int status_verdict(const struct rm_status *status)
 {
-	char path[512];
-
-	if (ms->attached)
-		return strcmp(ms->state, "stale") ? 0 : STATUS_STALE;
-	if (ms->unpinned_pid)
+	if (status->attached)
+		return strcmp(status->state, "stale") ? 0 : STATUS_STALE;
+	if (status->unpinned_pid)
 		return STATUS_UNPINNED;
-	if (!rm_paths_pin(k, "fl_stats", path, sizeof(path)) && !access(path, F_OK))
-		return 0;
-	return STATUS_NOT_ATTACHED;
+	return status->fl_pinned ? 0 : STATUS_NOT_ATTACHED;
 }
 
 /* One interface as text (label: its name, or "ifindex N" when it is gone); returns status_verdict(). */
 static int status_text(const struct rm_ifkey *k, const char *label)
 {
-	struct meter_status ms;
+	struct rm_status status;
 	int verdict;
 
-	status_read(k, &ms);
-	verdict = status_verdict(k, &ms);
-	printf("%s (ifindex %u, pins %s):\n", label, k->ifindex, ms.dir);
-	if (ms.attached)
-		print_meter_text(k, &ms, label);
-	else if (ms.unpinned_pid)
-		print_unpinned_text(&ms, label);
+	rm_status_read(k, &status);
+	verdict = status_verdict(&status);
+	printf("%s (ifindex %u, pins %s):\n", label, k->ifindex, status.dir);
+	if (status.attached)
+		print_meter_text(k, &status, label);
+	else if (status.unpinned_pid)
+		print_unpinned_text(&status, label);
 	else
 		printf("  meter: not attached%s\n", k->ifname[0] ? "" : " (no such interface)");
 	if (k->ifname[0])
 		rm_flowlabel_status(k->ifname, stdout, 0);
-	status_free(&ms);
+	rm_status_free(&status);
 	return verdict;
 }
 
@@ -637,9 +419,8 @@ static int status_text(const struct rm_ifkey *k, const char *label)
 static int census_text(const struct rm_ifkey *k, const char *label)
 {
 	struct rm_census_result res;
-	struct rm_census c;
 	char err[512];
-	int rc = rm_census_open_pinned(&c, k, err, sizeof(err));
+	int rc = rm_status_census(k, label, &res, err, sizeof(err));
 
 	printf("%s:\n", label);
 	if (rc == 1) {
@@ -647,9 +428,6 @@ static int census_text(const struct rm_ifkey *k, const char *label)
 		       label, label);
 		return STATUS_NOT_ATTACHED;
 	}
-	if (rc == 0 && (rc = rm_census_read(&c, &res)) < 0)
-		rm_errf(err, sizeof(err), "cannot read the census of %s: %s", label, strerror(-rc));
-	rm_census_close(&c);
 	if (rc) {
 		rm_log_cmd(RM_LOG_ERR, "%s", err);
 		return RM_EXIT_FAIL;
@@ -663,16 +441,11 @@ static int census_text(const struct rm_ifkey *k, const char *label)
 static json_t *census_json(const struct rm_ifkey *k, const char *label, int *verdict)
 {
 	struct rm_census_result res;
-	struct rm_census c;
 	json_t *o = json_object();
 	char err[512];
-	int rc = rm_census_open_pinned(&c, k, err, sizeof(err));
+	int rc = rm_status_census(k, label, &res, err, sizeof(err));
 
 	json_object_set_new(o, "interface", rm_json_text(label));
-	if (rc == 0 && (rc = rm_census_read(&c, &res)) < 0)
-		rm_errf(err, sizeof(err), "cannot read the census of %s: %s", label, strerror(-rc));
-	if (rc != 1)
-		rm_census_close(&c);
 	json_object_set_new(o, "census_attached", json_boolean(rc == 0));
 	*verdict = rc == 1 ? STATUS_NOT_ATTACHED : rc ? RM_EXIT_FAIL : 0;
 	if (rc < 0)
@@ -684,57 +457,59 @@ static json_t *census_json(const struct rm_ifkey *k, const char *label, int *ver
 	return o;
 }
 
-/* The meter's part of ms as keys of o (docs/json.md "status"), from "meter" to "daemon". */
-static void set_meter_json(json_t *o, const struct meter_status *ms)
+/* The meter's part of status as keys of o (docs/json.md "status"), from "meter" to "daemon". */
+static void set_meter_json(json_t *o, const struct rm_status *status)
 {
-	if (ms->have_stats) {
+	json_t *mirror = mirror_json(status);
+
+	if (status->have_stats) {
 		json_t *m = json_object();
 
 		for (int i = 0; i < RM_STAT__COUNT; i++)
-			json_object_set_new(m, rm_stat_name(i), rm_json_u64(ms->st[i]));
+			json_object_set_new(m, rm_stat_name(i), rm_json_u64(status->stats[i]));
 		json_object_set_new(o, "meter", m);
 	}
-	if (ms->have_contexts) {
+	if (status->have_contexts) {
 		json_t *a = json_array();
 
-		for (size_t i = 0; i < ms->n; i++)
-			json_array_append_new(a, ctx_json(&ms->ctx[i].key, &ms->ctx[i].val, ms->mirror));
+		for (size_t i = 0; i < status->n; i++)
+			json_array_append_new(a, ctx_json(&status->ctx[i].key, &status->ctx[i].val, mirror));
 		json_object_set_new(o, "contexts", a);
-		json_object_set_new(o, "window_pool", pool_json(ms));
+		json_object_set_new(o, "window_pool", pool_json(status));
 	}
-	set_violations_json(o, ms);
-	json_object_set(o, "mirror", ms->mirror ? ms->mirror : json_null());
-	json_object_set_new(o, "state", json_string(ms->state));
-	json_object_set_new(o, "xdp_prog_id", json_integer(ms->prog_id));
-	json_object_set_new(o, "stale", json_boolean(!strcmp(ms->state, "stale")));
-	if (ms->daemon)
-		json_object_set_new(o, "daemon", json_incref(ms->daemon));
+	set_violations_json(o, status);
+	json_object_set_new(o, "mirror", mirror ? mirror : json_null());
+	json_object_set_new(o, "state", json_string(status->state));
+	json_object_set_new(o, "xdp_prog_id", json_integer(status->prog_id));
+	json_object_set_new(o, "stale", json_boolean(!strcmp(status->state, "stale")));
+	if (status->daemon)
+		json_object_set_new(o, "daemon", json_incref(status->daemon));
 }
 
 /* One interface as a JSON object (docs/json.md "status"). */
 static json_t *status_json(const struct rm_ifkey *k, const char *label, int *verdict)
 {
-	struct meter_status ms;
+	struct rm_status status;
 	json_t *o = json_object();
 
-	status_read(k, &ms);
-	*verdict = status_verdict(k, &ms);
+	rm_status_read(k, &status);
+	*verdict = status_verdict(&status);
 	json_object_set_new(o, "netns", rm_json_u64(k->netns));
 	json_object_set_new(o, "interface", rm_json_text(label));
 	json_object_set_new(o, "ifindex", json_integer(k->ifindex));
-	json_object_set_new(o, "pins", rm_json_text(ms.dir));
-	if (ms.attached) {
-		set_meter_json(o, &ms);
+	json_object_set_new(o, "pins", rm_json_text(status.dir));
+	if (status.attached) {
+		set_meter_json(o, &status);
 	} else {
 		json_object_set_new(o, "meter", json_null());
-		if (ms.unpinned_pid) {
+		if (status.unpinned_pid) {
 			json_object_set_new(o, "state", json_string("unpinned"));
-			json_object_set_new(o, "daemon_pid", json_integer(ms.unpinned_pid));
-			json_object_set_new(o, "xdp_prog_id", json_integer(ms.prog_id));
+			json_object_set_new(o, "daemon_pid", json_integer(status.unpinned_pid));
+			json_object_set_new(o, "xdp_prog_id", json_integer(status.prog_id));
 		}
 	}
 	json_object_set_new(o, "flowlabel", k->ifname[0] ? flowlabel_json(k->ifname) : json_null());
-	status_free(&ms);
+	rm_status_free(&status);
 	return o;
 }
 
@@ -751,49 +526,6 @@ static int status_one(const struct rm_ifkey *k, const char *label, int connectio
 	else
 		verdict = status_text(k, label);
 	return verdict;
-}
-
-/*
- * The other network namespaces with pins on this bpffs, one call of fn per
- * namespace, inside it (the caller's namespace is entered again after each);
- * path is "" when no process or name holds it. Returns the worst of fn's results.
- */
-static int for_other_netns(int (*fn)(uint64_t netns, const char *path, void *arg), void *arg)
-{
-	uint64_t own = rm_paths_netns(), ns;
-	char root[512], path[512];
-	int self, self_err, worst = 0, rc;
-	struct dirent *e;
-	DIR *d;
-
-	snprintf(root, sizeof(root), "%s/rocemeter", rm_paths_bpffs());
-	d = opendir(root);
-	if (!d)
-		return 0;
-	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	self_err = self < 0 ? errno : 0;
-	while ((e = readdir(d))) {
-		if (rm_parse_uint(e->d_name, 1, UINT64_MAX, &ns) || ns == own)
-			continue;
-		if (rm_netns_path(ns, path, sizeof(path))) {
-			path[0] = '\0';
-		} else if (self < 0 || (rc = rm_netns_enter(path))) {
-			/* Held, so not stale, but not readable from here. */
-			rm_log_cmd(RM_LOG_WARNING, "network namespace %" PRIu64 " (%s) not read: cannot enter it: %s",
-				   ns, path, strerror(self < 0 ? self_err : -rc));
-			continue;
-		}
-		rc = fn(ns, path, arg);
-		worst = rc > worst ? rc : worst;
-		if (path[0] && setns(self, CLONE_NEWNET)) {
-			rm_log_cmd(RM_LOG_ERR, "cannot return to the network namespace: %s", strerror(errno));
-			exit(RM_EXIT_FAIL);
-		}
-	}
-	closedir(d);
-	if (self >= 0)
-		close(self);
-	return worst;
 }
 
 /* What status_netns() lists: text or the JSON array all, census or meter. */
@@ -856,7 +588,7 @@ static void list_stale(uint64_t netns, const char *dir, struct list_args *a)
 		closedir(d);
 }
 
-/* One other network namespace's meters (for_other_netns), under a line that names it. */
+/* One other network namespace's meters (rm_status_other_netns), under a line that names it. */
 static int status_netns(uint64_t netns, const char *path, void *arg)
 {
 	struct list_args *a = arg;
@@ -878,7 +610,7 @@ static int status_netns(uint64_t netns, const char *path, void *arg)
 	return 0;
 }
 
-/* Where to look for IFACE when it has no meter here: for_other_netns's call per namespace. */
+/* Where to look for IFACE when it has no meter here: rm_status_other_netns's call per namespace. */
 struct elsewhere_args {
 	const char *ifname;
 	json_t *where; /* the JSON array "elsewhere", or NULL for text */
@@ -924,7 +656,7 @@ static void status_absent(const char *ifname, int connections, json_t *all)
 			json_object_set_new(o, "meter", json_null());
 			json_object_set_new(o, "flowlabel", json_null());
 			ea.where = json_array();
-			for_other_netns(find_elsewhere, &ea);
+			rm_status_other_netns(find_elsewhere, &ea);
 			json_object_set_new(o, "elsewhere", ea.where);
 		}
 		json_array_append_new(all, o);
@@ -932,7 +664,7 @@ static void status_absent(const char *ifname, int connections, json_t *all)
 		printf("%s:\nno connection census (no such interface)\n", ifname);
 	} else {
 		printf("%s:\n  meter: not attached (no such interface in this network namespace)\n", ifname);
-		for_other_netns(find_elsewhere, &ea);
+		rm_status_other_netns(find_elsewhere, &ea);
 	}
 }
 
@@ -945,12 +677,12 @@ static const struct rm_opt status_opts[] = {
 	RM_OPT("json", 'j', NULL, RM_OPT_FLAG, "one JSON array, one object per interface (docs/json.md)",
 	       RM_OPT_AT(struct status_args, json)),
 	RM_OPT("connections", 'C', NULL, RM_OPT_FLAG,
-	       "instead, the RoCEv2 connections the census of\n'attach --census' counted, with ready [provision]\n"
+	       "instead, the RoCEv2 connections the census of 'attach --census' counted, with ready [provision] "
 	       "lines (as 'rocemeter connections')",
 	       RM_OPT_AT(struct status_args, connections)),
 	RM_OPT("namespace", 'n', "NS", RM_OPT_ARG,
-	       "the meters of network namespace NS (an 'ip netns' name,\na path such as /proc/PID/ns/net, or the "
-	       "inode\nstatus lists) instead of this one's",
+	       "the meters of network namespace NS (an 'ip netns' name, a path such as /proc/PID/ns/net, or the "
+	       "inode status lists) instead of this one's",
 	       RM_OPT_AT(struct status_args, netns)),
 	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this text"),
 	{ 0 },
@@ -1017,7 +749,7 @@ static void status_all(int connections, int others, json_t *all)
 	if (!a.count && !all)
 		printf("nothing attached in this network namespace (no pins under %s)\n", dir);
 	if (others)
-		for_other_netns(status_netns, &a);
+		rm_status_other_netns(status_netns, &a);
 }
 
 static int cmd_status(int argc, char **argv)

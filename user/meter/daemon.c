@@ -25,6 +25,7 @@
 #include "common/jsonw.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/map_iter.h"
 #include "common/metrics.h"
 #include "common/paths.h"
 #include "common/report_json.h"
@@ -230,13 +231,13 @@ static void log_violations(struct rm_daemon *d)
  */
 static int check_observation(struct rm_daemon *d)
 {
-	uint64_t st[RM_STAT__COUNT] = { 0 };
+	uint64_t stats[RM_STAT__COUNT] = { 0 };
 	char why[256];
 	int bits;
 
-	rm_meter_read_stats(d->meter.stats_fd, st);
+	rm_meter_read_stats(d->meter.stats_fd, stats);
 	/* eviction = oldest: a full table refused contexts; make room (1% of the table). */
-	if (d->cfg.meter.evict && st[RM_STAT_TABLE_FULL] > d->table_full_seen) {
+	if (d->cfg.meter.evict && stats[RM_STAT_TABLE_FULL] > d->table_full_seen) {
 		unsigned int n = d->cfg.meter.max_contexts / 100 ? d->cfg.meter.max_contexts / 100 : 1;
 
 		rm_reporter_drain(&d->rep);
@@ -245,39 +246,39 @@ static int check_observation(struct rm_daemon *d)
 		if (e > 0)
 			rm_log(RM_LOG_NOTICE, "context table full: evicted %d contexts (stateExhaustion)", e);
 	}
-	d->table_full_seen = st[RM_STAT_TABLE_FULL];
-	if (st[RM_STAT_VIOLATIONS_UNRECORDED] > d->unrecorded_seen)
+	d->table_full_seen = stats[RM_STAT_TABLE_FULL];
+	if (stats[RM_STAT_VIOLATIONS_UNRECORDED] > d->unrecorded_seen)
 		rm_log(RM_LOG_ERR,
 		       "violations map full (max_violations %u): a violated connection could not be recorded; no new "
 		       "connection is metered until 'rocemeter reenable %s --all'",
 		       d->cfg.meter.max_violations, d->ifname);
-	d->unrecorded_seen = st[RM_STAT_VIOLATIONS_UNRECORDED];
-	if (st[RM_STAT_VIOLATIONS] > d->violations_seen)
+	d->unrecorded_seen = stats[RM_STAT_VIOLATIONS_UNRECORDED];
+	if (stats[RM_STAT_VIOLATIONS] > d->violations_seen)
 		log_violations(d);
-	d->violations_seen = st[RM_STAT_VIOLATIONS];
+	d->violations_seen = stats[RM_STAT_VIOLATIONS];
 	/* Frames that may have carried a request of any connection: the
 	 * datapath made the epochs open before them stale (each closes at its
 	 * next request); close the silent ones now, so that their finals come. */
-	if (st[RM_STAT_UNATTRIBUTED] > d->unattributed_seen && d->cfg.meter.unattributed_is_loss) {
+	if (stats[RM_STAT_UNATTRIBUTED] > d->unattributed_seen && d->cfg.meter.unattributed_is_loss) {
 		rm_log(RM_LOG_WARNING,
 		       "capture discontinuity (%" PRIu64 " frames that may carry a request named no connection): "
 		       "closing the epochs open before them with captureDiscontinuity",
-		       st[RM_STAT_UNATTRIBUTED] - d->unattributed_seen);
+		       stats[RM_STAT_UNATTRIBUTED] - d->unattributed_seen);
 		rm_reporter_drain(&d->rep);
 		rm_reporter_walk(&d->rep, RM_CTL_CLOSE_STALE, 0, 0);
 	}
-	d->unattributed_seen = st[RM_STAT_UNATTRIBUTED];
+	d->unattributed_seen = stats[RM_STAT_UNATTRIBUTED];
 	/* Mirror loss: a GRE sequence gap made its observation point's epochs stale. */
-	if (st[RM_STAT_MIRROR_GAPS] > d->mirror_gaps_seen) {
+	if (stats[RM_STAT_MIRROR_GAPS] > d->mirror_gaps_seen) {
 		rm_log(RM_LOG_WARNING,
 		       "mirror loss (%" PRIu64 " GRE sequence gaps): closing the epochs of those observation points "
 		       "with captureDiscontinuity",
-		       st[RM_STAT_MIRROR_GAPS] - d->mirror_gaps_seen);
+		       stats[RM_STAT_MIRROR_GAPS] - d->mirror_gaps_seen);
 		rm_reporter_drain(&d->rep);
 		rm_reporter_walk(&d->rep, RM_CTL_CLOSE_STALE, 0, 0);
 	}
-	d->mirror_gaps_seen = st[RM_STAT_MIRROR_GAPS];
-	bits = rm_observe_poll(&d->obs, st[RM_STAT_RINGBUF_DROPS]);
+	d->mirror_gaps_seen = stats[RM_STAT_MIRROR_GAPS];
+	bits = rm_observe_poll(&d->obs, stats[RM_STAT_RINGBUF_DROPS]);
 	if (!bits)
 		return 0;
 	rm_observe_describe(bits, why, sizeof(why));
@@ -391,7 +392,7 @@ static void reload(struct rm_daemon *d)
 	d->meter.skel->data->rm_cfg.unattributed_is_loss = nc->meter.unattributed_is_loss ? 1 : 0;
 	d->meter.window = nc->meter.window;
 	/* Empty the provisioning map: always delete the first key. */
-	while (bpf_map_get_next_key(d->meter.provision_fd, NULL, &next) == 0)
+	while (rm_map_iter_first(d->meter.provision_fd, &next))
 		bpf_map_delete_elem(d->meter.provision_fd, &next);
 	if (rm_meter_provision(&d->meter, nc->provision, nc->n_provision, nc->meter.generation_verified, err,
 			       sizeof(err)))
@@ -400,13 +401,12 @@ static void reload(struct rm_daemon *d)
 	/* Every context is metered iff it is provisioned now and not violated:
 	 * one no longer provisioned is disabled. */
 	{
-		struct rm_ctx_key key, nk, *pk = NULL;
+		struct rm_ctx_key key;
+		struct rm_map_iter it = rm_map_iter_start(d->meter.contexts_fd, &key);
 
-		while (bpf_map_get_next_key(d->meter.contexts_fd, pk, &nk) == 0) {
+		while (rm_map_iter_next(&it)) {
 			struct rm_ctl c = { .op = RM_CTL_REPROVISION };
 
-			key = nk;
-			pk = &key;
 			c.key = key;
 			rm_meter_ctl(&d->meter, &c);
 		}
@@ -738,12 +738,12 @@ static void announce(struct rm_daemon *d, const struct rm_daemon_opts *o, const 
 		rm_log(RM_LOG_NOTICE, "exporting to %s port %u (%s)", d->cfg.export.collector, d->cfg.export.port,
 		       d->cfg.export.tls.plain_tcp ? "plain TCP" : "TLS 1.3");
 	{
-		uint64_t st[RM_STAT__COUNT] = { 0 };
+		uint64_t stats[RM_STAT__COUNT] = { 0 };
 
-		rm_meter_read_stats(d->meter.stats_fd, st);
-		rm_observe_init(&d->obs, d->ifname, d->link_fd, st[RM_STAT_RINGBUF_DROPS],
+		rm_meter_read_stats(d->meter.stats_fd, stats);
+		rm_observe_init(&d->obs, d->ifname, d->link_fd, stats[RM_STAT_RINGBUF_DROPS],
 				d->cfg.meter.rx_dropped_is_loss);
-		d->unattributed_seen = st[RM_STAT_UNATTRIBUTED];
+		d->unattributed_seen = stats[RM_STAT_UNATTRIBUTED];
 	}
 }
 

@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 
 #include "common/log.h"
+#include "common/map_iter.h"
 #include "meter.h"
 #include "meter.skel.h"
 #include "provision.h"
@@ -156,9 +157,9 @@ static int capture_sessions(struct rm_meter *m, char *err, size_t errlen)
 
 uint64_t rm_meter_obs_id(struct rm_meter *m, unsigned int obs, uint64_t own_id)
 {
-	struct rm_mirror_key k, next;
+	struct rm_mirror_key k;
 	struct rm_mirror_session v;
-	void *prev = NULL;
+	struct rm_map_iter it;
 
 	if (!obs)
 		return own_id;
@@ -166,9 +167,8 @@ uint64_t rm_meter_obs_id(struct rm_meter *m, unsigned int obs, uint64_t own_id)
 		return 0;
 	if (m->obs_ids[obs] || m->mirror_sessions_fd <= 0)
 		return m->obs_ids[obs];
-	while (bpf_map_get_next_key(m->mirror_sessions_fd, prev, &next) == 0) {
-		k = next;
-		prev = &k;
+	it = rm_map_iter_start(m->mirror_sessions_fd, &k);
+	while (rm_map_iter_next(&it)) {
 		if (bpf_map_lookup_elem(m->mirror_sessions_fd, &k, &v) == 0 && v.obs == obs) {
 			m->obs_ids[obs] = rm_capture_auto_id(&k);
 			break;

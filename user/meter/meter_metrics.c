@@ -7,6 +7,7 @@
 
 #include <bpf/bpf.h>
 
+#include "common/map_iter.h"
 #include "meter_metrics.h"
 
 #define DAEMON_ROW_(member, type, metric, label, value, help) \
@@ -118,9 +119,10 @@ static void sequence_totals(FILE *f, const struct rm_meter_metrics_view *v)
 void rm_meter_metrics_write(FILE *f, const struct rm_meter_metrics_view *v)
 {
 	const struct rm_metric_label ifl = { "interface", v->ifname };
-	uint64_t st[RM_STAT__COUNT] = { 0 };
+	uint64_t stats[RM_STAT__COUNT] = { 0 };
 	uint64_t open = 0, closed = 0, disabled = 0, total = 0;
-	struct rm_ctx_key key, next, *prev = NULL;
+	struct rm_ctx_key key;
+	struct rm_map_iter it = rm_map_iter_start(v->meter->contexts_fd, &key);
 	struct ctx_entry *conn = NULL;
 	size_t n, nconn = 0;
 	struct rm_ctx val;
@@ -128,14 +130,12 @@ void rm_meter_metrics_write(FILE *f, const struct rm_meter_metrics_view *v)
 
 	if (v->max_connections)
 		conn = calloc(v->max_connections, sizeof(*conn));
-	rm_meter_read_stats(v->meter->stats_fd, st);
+	rm_meter_read_stats(v->meter->stats_fd, stats);
 	rows = rm_meter_stat_rows(&n);
-	rm_metrics_rows(f, rows, n, st, &ifl, 1);
+	rm_metrics_rows(f, rows, n, stats, &ifl, 1);
 
 	/* Contexts by state: atomic snapshots, as `status` reads them. */
-	while (bpf_map_get_next_key(v->meter->contexts_fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
+	while (rm_map_iter_next(&it)) {
 		if (bpf_map_lookup_elem_flags(v->meter->contexts_fd, &key, &val, BPF_F_LOCK))
 			continue; /* removed meanwhile */
 		total++;

@@ -19,7 +19,7 @@
 int rm_netns_path(uint64_t netns, char *buf, size_t len)
 {
 	static const char *const dirs[] = { "/run/netns", "/proc" };
-	struct stat st;
+	struct stat sb;
 
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		DIR *d = opendir(dirs[i]);
@@ -29,7 +29,7 @@ int rm_netns_path(uint64_t netns, char *buf, size_t len)
 			if (e->d_name[0] == '.' || (i == 1 && (e->d_name[0] < '0' || e->d_name[0] > '9')))
 				continue;
 			snprintf(buf, len, i ? "%s/%s/ns/net" : "%s/%s", dirs[i], e->d_name);
-			if (!stat(buf, &st) && (uint64_t)st.st_ino == netns) {
+			if (!stat(buf, &sb) && (uint64_t)sb.st_ino == netns) {
 				closedir(d);
 				return 0;
 			}

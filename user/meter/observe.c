@@ -75,11 +75,11 @@ static int parse_link(const struct rm_observe *o, const struct nlmsghdr *nh, str
 		} else if (rta->rta_type == IFLA_CARRIER && RTA_PAYLOAD(rta) >= 1) {
 			carrier_attr = *(const uint8_t *)RTA_DATA(rta);
 		} else if (rta->rta_type == IFLA_STATS64 && RTA_PAYLOAD(rta) >= sizeof(struct rtnl_link_stats64)) {
-			struct rtnl_link_stats64 st;
+			struct rtnl_link_stats64 stats;
 
-			memcpy(&st, RTA_DATA(rta), sizeof(st));
-			r->lost = st.rx_missed_errors + st.rx_fifo_errors + st.rx_over_errors +
-				  (o->count_rx_dropped ? st.rx_dropped : 0);
+			memcpy(&stats, RTA_DATA(rta), sizeof(stats));
+			r->lost = stats.rx_missed_errors + stats.rx_fifo_errors + stats.rx_over_errors +
+				  (o->count_rx_dropped ? stats.rx_dropped : 0);
 		}
 	}
 	r->carrier = (ifi->ifi_flags & IFF_UP) && (ifi->ifi_flags & IFF_RUNNING) && carrier_attr != 0;

@@ -9,6 +9,7 @@
 #include <glib.h>
 
 #include "common/clock.h"
+#include "common/map_iter.h"
 #include "reporter.h"
 #include "common/sort.h"
 
@@ -304,16 +305,15 @@ static int unchanged(const struct rm_reporter *r, const struct rm_ctx_key *key, 
 int rm_reporter_walk(struct rm_reporter *r, enum rm_ctl_op op, uint16_t reason, uint64_t idle_before_ns)
 {
 	struct rm_meter *m = r->meter;
-	struct rm_ctx_key key, next, *prev = NULL;
+	struct rm_ctx_key key;
+	struct rm_map_iter it = rm_map_iter_start(m->contexts_fd, &key);
 	struct open_ctx *open = NULL;
 	size_t n = 0, cap = 0;
 	struct rm_ctl c;
 	int e, count = 0;
 
 	/* Collect the open epochs first: the walk must not depend on hash order. */
-	while (bpf_map_get_next_key(m->contexts_fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
+	while (rm_map_iter_next(&it)) {
 		memset(&c, 0, sizeof(c));
 		c.op = RM_CTL_SNAPSHOT;
 		c.key = key;
@@ -373,15 +373,14 @@ static int by_order(const void *a, const void *b)
 int rm_reporter_evict(struct rm_reporter *r, unsigned int n)
 {
 	struct rm_meter *m = r->meter;
-	struct rm_ctx_key key, next, *prev = NULL;
+	struct rm_ctx_key key;
+	struct rm_map_iter it = rm_map_iter_start(m->contexts_fd, &key);
 	struct victim *v = NULL;
 	size_t cnt = 0, cap = 0;
 	struct rm_ctx val;
 	int evicted = 0;
 
-	while (bpf_map_get_next_key(m->contexts_fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
+	while (rm_map_iter_next(&it)) {
 		if (bpf_map_lookup_elem_flags(m->contexts_fd, &key, &val, BPF_F_LOCK) ||
 		    rm_ctx_flag(&val, RM_CTX_DISABLED | RM_CTX_DEAD))
 			continue;

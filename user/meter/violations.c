@@ -12,6 +12,7 @@
 
 #include "common/errmsg.h"
 #include "common/log.h"
+#include "common/map_iter.h"
 #include "common/paths.h"
 #include "pins.h"
 #include "provision.h"
@@ -112,13 +113,12 @@ static int append(struct rm_violation_entry **v, size_t *n, size_t *cap, const s
 int rm_violations_list(const struct rm_violations_fds *f, struct rm_violation_entry **out, size_t *n)
 {
 	struct rm_violation_entry *v = NULL, e;
-	struct rm_ctx_key key, next, *prev = NULL;
+	struct rm_ctx_key key;
+	struct rm_map_iter it = rm_map_iter_start(f->violations_fd, &key);
 	size_t cnt = 0, cap = 0, in_map;
 	struct rm_ctx ctx;
 
-	while (bpf_map_get_next_key(f->violations_fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
+	while (rm_map_iter_next(&it)) {
 		memset(&e, 0, sizeof(e));
 		e.key = key;
 		e.in_map = 1;
@@ -130,10 +130,8 @@ int rm_violations_list(const struct rm_violations_fds *f, struct rm_violation_en
 	in_map = cnt;
 	rm_sort(v, in_map, sizeof(*v), by_key);
 	/* Contexts that hold a violation the map could not (it was full). */
-	prev = NULL;
-	while (bpf_map_get_next_key(f->contexts_fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
+	it = rm_map_iter_start(f->contexts_fd, &key);
+	while (rm_map_iter_next(&it)) {
 		if (bpf_map_lookup_elem_flags(f->contexts_fd, &key, &ctx, BPF_F_LOCK) ||
 		    !rm_ctx_flag(&ctx, RM_CTX_VIOLATED))
 			continue;

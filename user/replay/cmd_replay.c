@@ -77,36 +77,35 @@ static const struct rm_opt replay_opts[] = {
 	RM_OPT("config", 'c', "FILE", RM_OPT_ARG, "configuration file ([meter], [capture] and [provision])",
 	       RM_OPT_AT(R, config)),
 	RM_OPT("encapsulation", 'e', "LIST", RM_OPT_ARG,
-	       "mirror encapsulations to take off, over [capture]:\nplain, erspan (erspan1, erspan2, erspan3), vxlan,\n"
-	       "rspan, comma separated, or auto (all); sessions no\nobservation_point line names get derived IDs",
+	       "mirror encapsulations to take off, over [capture]: plain, erspan (erspan1, erspan2, erspan3), vxlan, "
+	       "rspan, comma separated, or auto (all); sessions no observation_point line names get derived IDs",
 	       RM_OPT_AT(R, encapsulation)),
 	RM_OPT("window", 'w', "W", RM_OPT_UINT,
-	       "history width W in PSN positions, %llu..%llu\n(default %llu, or the config file's)",
+	       "history width W in PSN positions, %llu..%llu (default %llu, or the config file's)",
 	       RM_OPT_AT(R, ov.window), .lo = RM_WINDOW_MIN, .hi = RM_WINDOW_MAX,
 	       .hv = { RM_WINDOW_MIN, RM_WINDOW_MAX, RM_WINDOW_DEFAULT }),
 	RM_OPT("provision-all", 'a', NULL, RM_OPT_FLAG,
-	       "meter every RC connection seen (the operator\nasserts that the sequence observation profile applies)",
+	       "meter every RC connection seen (the operator asserts that the sequence observation profile applies)",
 	       RM_OPT_AT(R, ov.provision_all)),
 	/* Replay's own: [export] report_interval_ms is the daemon's. */
 	RM_OPT("report-interval", 'i', "MS", RM_OPT_UINT,
-	       "report boundaries every MS ms of capture time:\nnon-final reports of the epochs that changed\n"
+	       "report boundaries every MS ms of capture time: non-final reports of the epochs that changed "
 	       "(default: final reports only)",
 	       RM_OPT_AT(R, ro.report_interval_ms), .lo = 1, .hi = RM_REPORT_INTERVAL_MS_MAX),
 	RM_OPT("json", 'j', NULL, RM_OPT_FLAG, "JSON Lines, keys = the Information Element names", RM_OPT_AT(R, json)),
 	RM_OPT("ipfix-out", 'o', "FILE", RM_OPT_ARG,
-	       "also write the reports as an IPFIX file (the\nbytes one exporter session would send)",
+	       "also write the reports as an IPFIX file (the bytes one exporter session would send)",
 	       RM_OPT_AT(R, ro.ipfix_out)),
 	RM_OPT("stats-json", 's', "FILE", RM_OPT_ARG,
-	       "write the statistics as JSON to FILE\n(default: a summary on standard error)",
-	       RM_OPT_AT(R, stats_json)),
+	       "write the statistics as JSON to FILE (default: a summary on standard error)", RM_OPT_AT(R, stats_json)),
 	RM_OPT("max-contexts", 'm', "N", RM_OPT_UINT, "context table size (default %llu)",
 	       RM_OPT_AT(R, ov.max_contexts), .lo = RM_MAX_CONTEXTS_MIN, .hi = RM_MAX_CONTEXTS_MAX,
 	       .hv = { RM_MAX_CONTEXTS_DEFAULT }),
 	RM_OPT("max-windows", 'M', "N", RM_OPT_UINT,
-	       "windows in the pool for epochs whose pending\npositions reach more than 63 behind the highest\n"
+	       "windows in the pool for epochs whose pending positions reach more than 63 behind the highest "
 	       "(default: automatic, see rocemeter.conf max_windows)",
 	       RM_OPT_AT(R, ov.max_windows), .lo = 1, .hi = RM_MAX_WINDOWS_MAX),
-	RM_OPT("wide", 'W', NULL, RM_OPT_FLAG, "text: every field of each report (default: a\ncompact line)",
+	RM_OPT("wide", 'W', NULL, RM_OPT_FLAG, "text: every field of each report (default: a compact line)",
 	       RM_OPT_AT(R, wide)),
 	RM_OPT("help", 'h', NULL, RM_OPT_HELP, "this text"),
 	{ 0 },
@@ -139,7 +138,7 @@ static const struct rm_cmd_opts replay_cmd = { .t = replay_opts, .usage = usage,
 
 static void print_stats(FILE *f, const struct rm_replay_result *res, int json)
 {
-	const uint64_t *st = res->stats;
+	const uint64_t *stats = res->stats;
 
 	if (json) {
 		json_t *o = json_object();
@@ -149,7 +148,7 @@ static void print_stats(FILE *f, const struct rm_replay_result *res, int json)
 		json_object_set_new(o, "capture_faults", rm_json_u64(res->capture_faults));
 		json_object_set_new(o, "timestamps_backwards", rm_json_u64(res->timestamps_backwards));
 		for (int i = 0; i < RM_STAT__COUNT; i++)
-			json_object_set_new(o, rm_stat_name(i), rm_json_u64(st[i]));
+			json_object_set_new(o, rm_stat_name(i), rm_json_u64(stats[i]));
 		rm_json_write(f, o);
 		return;
 	}
@@ -163,8 +162,8 @@ static void print_stats(FILE *f, const struct rm_replay_result *res, int json)
 		fprintf(f, "  %-26s %" PRIu64 " (metered at the latest time seen)\n", "timestamps_backwards",
 			res->timestamps_backwards);
 	for (int i = 0; i < RM_STAT__COUNT; i++)
-		if (st[i])
-			fprintf(f, "  %-26s %" PRIu64 "\n", rm_stat_name(i), st[i]);
+		if (stats[i])
+			fprintf(f, "  %-26s %" PRIu64 "\n", rm_stat_name(i), stats[i]);
 }
 
 static void print_disabled(FILE *f, const struct rm_replay_result *res)

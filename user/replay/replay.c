@@ -13,8 +13,9 @@
 
 #include <bpf/bpf.h>
 
-#include "capture.h"
+#include "capture/capture.h"
 #include "common/errmsg.h"
+#include "common/map_iter.h"
 #include "export/ipfix.h"
 #include "meter/meter.h"
 #include "replay.h"
@@ -384,13 +385,12 @@ static int run_frame(struct replay *p, const struct rm_frame *fr, uint64_t frame
  * (the violating request came before any eligible one). */
 static void collect_disabled(struct replay *p, struct rm_replay_result *res)
 {
-	struct rm_ctx_key key, next, *prev = NULL;
+	struct rm_ctx_key key;
+	struct rm_map_iter it = rm_map_iter_start(p->meter.contexts_fd, &key);
 	size_t cap = 0;
 	struct rm_ctx v;
 
-	while (bpf_map_get_next_key(p->meter.contexts_fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
+	while (rm_map_iter_next(&it)) {
 		if (bpf_map_lookup_elem_flags(p->meter.contexts_fd, &key, &v, BPF_F_LOCK) ||
 		    !rm_ctx_flag(&v, RM_CTX_DISABLED))
 			continue;

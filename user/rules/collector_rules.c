@@ -328,64 +328,66 @@ uint64_t rm_rules_high_water(struct rm_rsession *s, uint32_t domain)
 /* ------------------------------------------------------------------ */
 /* Record-level checks ([SEQOBS]: ranges, flags, arithmetic relations). */
 
-int rm_rules_check_record(const struct rm_report *r, char *why, size_t n)
+int rm_rules_check_record(const struct rm_report *r, char *err, size_t errlen)
 {
 	unsigned __int128 sum;
 
 	if (r->flags & ~RM_FLAG_DEFINED_MASK) {
-		rm_errf(why, n, "unknown rdmaSequenceFlags bits 0x%04x (unsupported qualification)",
+		rm_errf(err, errlen, "unknown rdmaSequenceFlags bits 0x%04x (unsupported qualification)",
 			r->flags & ~RM_FLAG_DEFINED_MASK);
 		return 1;
 	}
 	if (r->epoch_id == 0) {
-		rm_errf(why, n, "rdmaSequenceEpochId 0 (epoch IDs are nonzero)");
+		rm_errf(err, errlen, "rdmaSequenceEpochId 0 (epoch IDs are nonzero)");
 		return -1;
 	}
 	if (r->report_id == 0) {
-		rm_errf(why, n, "rdmaSequenceReportId 0 (report IDs start at one)");
+		rm_errf(err, errlen, "rdmaSequenceReportId 0 (report IDs start at one)");
 		return -1;
 	}
 	if (r->dest_qp & 0xff000000u) {
-		rm_errf(why, n, "rdmaDestinationQP 0x%08x has nonzero upper 8 bits", r->dest_qp);
+		rm_errf(err, errlen, "rdmaDestinationQP 0x%08x has nonzero upper 8 bits", r->dest_qp);
 		return -1;
 	}
 	if (r->flow_end_ms < r->flow_start_ms) {
 		/* [SEQOBS] "Export Profile and Template": first and last accounted arrival times. */
-		rm_errf(why, n, "flowEndMilliseconds %" PRIu64 " is before flowStartMilliseconds %" PRIu64,
+		rm_errf(err, errlen, "flowEndMilliseconds %" PRIu64 " is before flowStartMilliseconds %" PRIu64,
 			r->flow_end_ms, r->flow_start_ms);
 		return -1;
 	}
 	if (r->window < 1 || r->window > RM_WINDOW_MAX) {
-		rm_errf(why, n, "rdmaSequenceWindow %u outside 1..4194304", r->window);
+		rm_errf(err, errlen, "rdmaSequenceWindow %u outside 1..4194304", r->window);
 		return -1;
 	}
 	if ((r->flags & RM_FLAG_REASON_MASK) && !(r->flags & RM_FLAG_FINAL_EPOCH)) {
-		rm_errf(why, n, "closure-reason flags 0x%04x in a non-final record", r->flags & RM_FLAG_REASON_MASK);
+		rm_errf(err, errlen, "closure-reason flags 0x%04x in a non-final record",
+			r->flags & RM_FLAG_REASON_MASK);
 		return -1;
 	}
 	if ((r->flags & RM_FLAG_FINAL_EPOCH) && r->pending != 0) {
-		rm_errf(why, n, "final record with pendingPsnCount %u (must be 0)", r->pending);
+		rm_errf(err, errlen, "final record with pendingPsnCount %u (must be 0)", r->pending);
 		return -1;
 	}
 	if (!(r->flags & RM_FLAG_FINAL_EPOCH) && r->abandoned != 0) {
-		rm_errf(why, n, "non-final record with abandonedPsnTotalCount %" PRIu64 " (must be 0)", r->abandoned);
+		rm_errf(err, errlen, "non-final record with abandonedPsnTotalCount %" PRIu64 " (must be 0)",
+			r->abandoned);
 		return -1;
 	}
 	sum = (unsigned __int128)r->filled + r->expired + r->abandoned + r->pending;
 	if (sum != r->skipped) {
-		rm_errf(why, n,
+		rm_errf(err, errlen,
 			"skipped %" PRIu64 " != filled %" PRIu64 " + expired %" PRIu64 " + abandoned %" PRIu64
 			" + pending %u",
 			r->skipped, r->filled, r->expired, r->abandoned, r->pending);
 		return -1;
 	}
 	if (r->pending > r->window - 1) {
-		rm_errf(why, n, "pendingPsnCount %u > W - 1 = %u", r->pending, r->window - 1);
+		rm_errf(err, errlen, "pendingPsnCount %u > W - 1 = %u", r->pending, r->window - 1);
 		return -1;
 	}
 	sum = (unsigned __int128)r->repeated + r->unclassified_late + r->filled + 1;
 	if (sum > r->requests) {
-		rm_errf(why, n,
+		rm_errf(err, errlen,
 			"repeated %" PRIu64 " + unclassifiedLate %" PRIu64 " + filled %" PRIu64 " > requests %" PRIu64
 			" - 1",
 			r->repeated, r->unclassified_late, r->filled, r->requests);
@@ -504,15 +506,15 @@ static void settle_final(struct rm_epoch *e)
 
 static void invalidate(struct rm_epoch *e, const char *reason);
 
-/* A record that breaks a record rule (cwhy) invalidates its epoch. */
-static enum rm_verdict invalid_record(struct rm_epoch *e, const struct rm_report *r, const char *cwhy, char *why,
-				      size_t whylen)
+/* A record that breaks a record rule (reason) invalidates its epoch. */
+static enum rm_verdict invalid_record(struct rm_epoch *e, const struct rm_report *r, const char *reason, char *err,
+				      size_t errlen)
 {
 	char b[300];
 
-	snprintf(b, sizeof(b), "report %" PRIu64 ": %s", r->report_id, cwhy);
+	rm_errf(b, sizeof(b), "report %" PRIu64 ": %s", r->report_id, reason);
 	invalidate(e, b);
-	rm_errf(why, whylen, "%s", b);
+	rm_errf(err, errlen, "%s", b);
 	return RM_V_INVALID;
 }
 
@@ -611,23 +613,23 @@ static void accept_report(struct rm_epoch *e, const struct rm_report *r)
 	mark_dirty(e);
 }
 
-#define CMP_TOTAL(field, name)                                                                                    \
-	if (r->field < k->field) {                                                                                \
-		snprintf(why, sizeof(why), "report %" PRIu64 ": " name " decreased from %" PRIu64 " to %" PRIu64, \
-			 r->report_id, (uint64_t)k->field, (uint64_t)r->field);                                   \
-		goto bad;                                                                                         \
+#define CMP_TOTAL(field, name)                                                                                         \
+	if (r->field < k->field) {                                                                                     \
+		rm_errf(reason, sizeof(reason), "report %" PRIu64 ": " name " decreased from %" PRIu64 " to %" PRIu64, \
+			r->report_id, (uint64_t)k->field, (uint64_t)r->field);                                         \
+		goto bad;                                                                                              \
 	}
 
 /* Report ordering for a retained epoch with at least one accepted report. */
-static enum rm_verdict order(struct rm_epoch *e, const struct rm_report *r, char *out, size_t outlen)
+static enum rm_verdict order(struct rm_epoch *e, const struct rm_report *r, char *err, size_t errlen)
 {
 	const struct rm_report *k = &e->key;
-	char why[240];
+	char reason[240];
 
 	if (r->report_id < k->report_id) {
 		e->stale++;
 		mark_dirty(e);
-		rm_errf(out, outlen, "report %" PRIu64 " is older than the latest report %" PRIu64 " (stale)",
+		rm_errf(err, errlen, "report %" PRIu64 " is older than the latest report %" PRIu64 " (stale)",
 			r->report_id, k->report_id);
 		return RM_V_STALE;
 	}
@@ -635,38 +637,39 @@ static enum rm_verdict order(struct rm_epoch *e, const struct rm_report *r, char
 		if (same_content(k, r)) {
 			e->repeats++;
 			mark_dirty(e);
-			rm_errf(out, outlen, "identical repeat of report %" PRIu64, r->report_id);
+			rm_errf(err, errlen, "identical repeat of report %" PRIu64, r->report_id);
 			return RM_V_REPEAT;
 		}
-		snprintf(why, sizeof(why), "report %" PRIu64 " received again with different content", r->report_id);
+		rm_errf(reason, sizeof(reason), "report %" PRIu64 " received again with different content",
+			r->report_id);
 		goto bad;
 	}
 	if (e->state == RM_EPOCH_FINAL) {
-		snprintf(why, sizeof(why), "report %" PRIu64 " extends the epoch after its final report %" PRIu64,
-			 r->report_id, k->report_id);
+		rm_errf(reason, sizeof(reason), "report %" PRIu64 " extends the epoch after its final report %" PRIu64,
+			r->report_id, k->report_id);
 		goto bad;
 	}
 	if (r->window != k->window) {
-		snprintf(why, sizeof(why), "report %" PRIu64 ": rdmaSequenceWindow changed from %u to %u", r->report_id,
-			 k->window, r->window);
+		rm_errf(reason, sizeof(reason), "report %" PRIu64 ": rdmaSequenceWindow changed from %u to %u",
+			r->report_id, k->window, r->window);
 		goto bad;
 	}
 	if ((r->flags ^ k->flags) & RM_FLAG_GENERATION_UNVERIFIED) {
-		snprintf(why, sizeof(why), "report %" PRIu64 ": generationUnverified changed within the epoch",
-			 r->report_id);
+		rm_errf(reason, sizeof(reason), "report %" PRIu64 ": generationUnverified changed within the epoch",
+			r->report_id);
 		goto bad;
 	}
 	if (r->flow_start_ms != k->flow_start_ms) {
-		snprintf(why, sizeof(why),
-			 "report %" PRIu64 ": flowStartMilliseconds changed from %" PRIu64 " to %" PRIu64, r->report_id,
-			 k->flow_start_ms, r->flow_start_ms);
+		rm_errf(reason, sizeof(reason),
+			"report %" PRIu64 ": flowStartMilliseconds changed from %" PRIu64 " to %" PRIu64, r->report_id,
+			k->flow_start_ms, r->flow_start_ms);
 		goto bad;
 	}
 	if (r->flow_end_ms < k->flow_end_ms) {
 		/* The last accounted arrival of a cumulative snapshot never moves back. */
-		snprintf(why, sizeof(why),
-			 "report %" PRIu64 ": flowEndMilliseconds went back from %" PRIu64 " to %" PRIu64, r->report_id,
-			 k->flow_end_ms, r->flow_end_ms);
+		rm_errf(reason, sizeof(reason),
+			"report %" PRIu64 ": flowEndMilliseconds went back from %" PRIu64 " to %" PRIu64, r->report_id,
+			k->flow_end_ms, r->flow_end_ms);
 		goto bad;
 	}
 	CMP_TOTAL(skipped, "skippedPsnTotalCount")
@@ -679,8 +682,8 @@ static enum rm_verdict order(struct rm_epoch *e, const struct rm_report *r, char
 	accept_report(e, r);
 	return RM_V_ACCEPTED;
 bad:
-	invalidate(e, why);
-	rm_errf(out, outlen, "%s", why);
+	invalidate(e, reason);
+	rm_errf(err, errlen, "%s", reason);
 	return RM_V_INVALID;
 }
 
@@ -739,23 +742,23 @@ static int budget_epoch(struct rm_rsession *s, uint64_t now_ms)
 }
 
 static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const struct rm_report *r, uint64_t now_ms,
-			      char *why, size_t whylen)
+			      char *err, size_t errlen)
 {
-	char cwhy[240];
+	char reason[240];
 	int chk;
 	struct rm_epoch *e;
 	struct domain_state *d;
 
 	if (r->epoch_id == 0) {
-		rm_errf(why, whylen, "rdmaSequenceEpochId 0: the record binds to no epoch");
+		rm_errf(err, errlen, "rdmaSequenceEpochId 0: the record binds to no epoch");
 		return RM_V_UNBOUND;
 	}
-	chk = rm_rules_check_record(r, cwhy, sizeof(cwhy));
+	chk = rm_rules_check_record(r, reason, sizeof(reason));
 	e = rm_rules_find(s, domain, r->epoch_id);
 	if (e) {
 		if (!same_key(e, domain, r)) {
 			invalidate(e, "its epoch ID was received with a different record key");
-			rm_errf(why, whylen, "epoch ID %" PRIu64 " is retained with a different record key",
+			rm_errf(err, errlen, "epoch ID %" PRIu64 " is retained with a different record key",
 				r->epoch_id);
 			return RM_V_KEY_CONFLICT;
 		}
@@ -766,43 +769,43 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 			/* Unknown flags do not suspend the report-ID rules: a conflict or an extension after the final. */
 			char b[300];
 
-			snprintf(b, sizeof(b), "report %" PRIu64 " (unknown flag bits 0x%04x) %s", r->report_id,
-				 r->flags & ~RM_FLAG_DEFINED_MASK,
-				 r->report_id == e->key.report_id ? "received again with different content"
-								  : "extends the epoch after its final report");
+			rm_errf(b, sizeof(b), "report %" PRIu64 " (unknown flag bits 0x%04x) %s", r->report_id,
+				r->flags & ~RM_FLAG_DEFINED_MASK,
+				r->report_id == e->key.report_id ? "received again with different content"
+								 : "extends the epoch after its final report");
 			invalidate(e, b);
-			rm_errf(why, whylen, "%s", b);
+			rm_errf(err, errlen, "%s", b);
 			return RM_V_INVALID;
 		}
 		if (chk > 0) {
 			e->unsupported++;
 			mark_dirty(e);
-			rm_errf(why, whylen, "report %" PRIu64 ": %s", r->report_id, cwhy);
+			rm_errf(err, errlen, "report %" PRIu64 ": %s", r->report_id, reason);
 			return RM_V_UNSUPPORTED;
 		}
 		if (e->state == RM_EPOCH_INVALID) {
 			e->ignored++;
 			mark_dirty(e);
-			rm_errf(why, whylen, "epoch %" PRIu64 " is invalid already", r->epoch_id);
+			rm_errf(err, errlen, "epoch %" PRIu64 " is invalid already", r->epoch_id);
 			return RM_V_AFTER_INVALID;
 		}
 		/* A smaller report ID is stale and changes nothing, even when it breaks a record rule. */
 		if (e->n_accepted > 0 && r->report_id < e->key.report_id)
-			return order(e, r, why, whylen);
+			return order(e, r, err, errlen);
 		if (chk < 0)
-			return invalid_record(e, r, cwhy, why, whylen);
+			return invalid_record(e, r, reason, err, errlen);
 		if (e->n_accepted == 0) {
 			accept_report(e, r);
 			return RM_V_ACCEPTED;
 		}
-		return order(e, r, why, whylen);
+		return order(e, r, err, errlen);
 	}
 
 	/* Unknown epoch ID: admission against the high-water. */
 	d = s->last_domain && s->last_domain->domain == domain ? s->last_domain
 							       : g_hash_table_lookup(s->domains, &domain);
 	if (!d && g_hash_table_size(s->domains) >= RM_RULES_MAX_DOMAINS) {
-		rm_errf(why, whylen,
+		rm_errf(err, errlen,
 			"Observation Domain %" PRIu32 ": the session already uses %u domains (collector limit)", domain,
 			RM_RULES_MAX_DOMAINS);
 		s->rules->sink.drop(s->rules->arg, s->id, domain, r->epoch_id, "domain limit");
@@ -811,7 +814,7 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 	if (!d) {
 		d = calloc(1, sizeof(*d));
 		if (!d) {
-			rm_errf(why, whylen, "out of memory");
+			rm_errf(err, errlen, "out of memory");
 			s->rules->sink.drop(s->rules->arg, s->id, domain, r->epoch_id, "out of memory");
 			return RM_V_RESOURCE_DROP;
 		}
@@ -820,7 +823,7 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 	}
 	s->last_domain = d;
 	if (r->epoch_id <= d->high_water) {
-		rm_errf(why, whylen,
+		rm_errf(err, errlen,
 			"epoch %" PRIu64 " is not retained and not above the high-water ID %" PRIu64 " (orphan)",
 			r->epoch_id, d->high_water);
 		return RM_V_ORPHAN;
@@ -829,16 +832,16 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 	if (make_room(s, now_ms) < 0 || etable_reserve(&s->epochs) < 0 || !(e = rm_pool_alloc(s->rules->epochs))) {
 		char b[200];
 
-		snprintf(b, sizeof(b), "epoch %" PRIu64 " refused: max_epochs %u retained epochs in this session",
-			 r->epoch_id, s->rules->lim.max_epochs);
+		rm_errf(b, sizeof(b), "epoch %" PRIu64 " refused: max_epochs %u retained epochs in this session",
+			r->epoch_id, s->rules->lim.max_epochs);
 		s->rules->sink.drop(s->rules->arg, s->id, domain, r->epoch_id, b);
 		logf_(s, "session %" PRIu64 " domain %u: %s (collector resource drop)", s->id, domain, b);
-		rm_errf(why, whylen, "%s", b);
+		rm_errf(err, errlen, "%s", b);
 		return RM_V_RESOURCE_DROP;
 	}
 	if (budget_epoch(s, now_ms) < 0) {
 		rm_pool_free(e);
-		rm_errf(why, whylen, "epoch %" PRIu64 " refused: memory budget (%s)", r->epoch_id,
+		rm_errf(err, errlen, "epoch %" PRIu64 " refused: memory budget (%s)", r->epoch_id,
 			rm_budget_share_full(s->share, RM_BUDGET_EPOCH_BYTES) ? "max_memory_bytes_per_session"
 									      : "max_memory_bytes");
 		return RM_V_RESOURCE_DROP;
@@ -858,23 +861,23 @@ static enum rm_verdict record(struct rm_rsession *s, uint32_t domain, const stru
 	mark_dirty(e);
 	if (chk > 0) {
 		e->unsupported = 1;
-		rm_errf(why, whylen, "report %" PRIu64 ": %s", r->report_id, cwhy);
+		rm_errf(err, errlen, "report %" PRIu64 ": %s", r->report_id, reason);
 		return RM_V_UNSUPPORTED;
 	}
 	if (chk < 0)
-		return invalid_record(e, r, cwhy, why, whylen);
+		return invalid_record(e, r, reason, err, errlen);
 	accept_report(e, r);
 	return RM_V_ACCEPTED;
 }
 
 enum rm_verdict rm_rules_record(struct rm_rsession *s, uint32_t domain, const struct rm_report *rep, uint64_t now_ms,
-				char *why, size_t whylen)
+				char *err, size_t errlen)
 {
 	enum rm_verdict v;
 
-	if (why && whylen)
-		why[0] = 0;
-	v = record(s, domain, rep, now_ms, why, whylen);
+	if (err && errlen)
+		err[0] = 0;
+	v = record(s, domain, rep, now_ms, err, errlen);
 	s->verdicts[v]++;
 	return v;
 }

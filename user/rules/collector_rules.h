@@ -192,11 +192,12 @@ void rm_rules_session_close(struct rm_rsession *s, const char *reason, uint64_t 
 uint32_t rm_rules_sessions(const struct rm_rules *r);
 
 /*
- * Apply one decoded Data Record of Observation Domain domain. why (may be
- * NULL) receives a one-line explanation for any verdict but ACCEPTED.
+ * Apply one decoded Data Record of Observation Domain domain. err (may be
+ * NULL) receives a one-line explanation for any verdict but ACCEPTED: a
+ * verdict, not a failure of the call.
  */
 enum rm_verdict rm_rules_record(struct rm_rsession *s, uint32_t domain, const struct rm_report *rep, uint64_t now_ms,
-				char *why, size_t whylen);
+				char *err, size_t errlen);
 
 /* Hand every epoch changed since the last flush to sink->epoch. */
 void rm_rules_flush(struct rm_rsession *s);
@@ -206,12 +207,12 @@ void rm_rules_tick(struct rm_rsession *s, uint64_t now_ms);
 /*
  * The record-level checks: 0 valid, 1 unsupported qualification (unknown
  * flag bits 0xFFC0), -1 invalid (field range, flags, arithmetic relation,
- * flowEndMilliseconds before flowStartMilliseconds); why gets the reason.
+ * flowEndMilliseconds before flowStartMilliseconds); err gets the reason.
  * Between reports of one epoch (rm_rules_record), a larger report ID is
  * also invalid when a total decreases, an immutable field changes or
  * flowEndMilliseconds goes back.
  */
-int rm_rules_check_record(const struct rm_report *r, char *why, size_t whylen);
+int rm_rules_check_record(const struct rm_report *r, char *err, size_t errlen);
 
 /* Retained epoch with that ID, or NULL. */
 struct rm_epoch *rm_rules_find(struct rm_rsession *s, uint32_t domain, uint64_t epoch_id);

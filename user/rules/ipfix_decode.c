@@ -4,6 +4,7 @@
  * decoding for the collector (RFC 7011; [SEQOBS] "Export Profile and
  * Template", "Collector Processing"). See ipfix_decode.h.
  */
+#include <errno.h>
 #include <glib.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "budget.h"
+#include "common/errmsg.h"
 #include "common/limits.h"
 #include "common/safe_text.h"
 #include "ipfix_decode.h"
@@ -279,13 +281,13 @@ long rm_ipfix_frame(const uint8_t *buf, size_t have, char *err, size_t errlen)
 	if (have < 4)
 		return 0;
 	if (be16(buf) != RM_IPFIX_VERSION) {
-		snprintf(err, errlen, "IPFIX message version %u, expected 10", be16(buf));
-		return -1;
+		rm_errf(err, errlen, "IPFIX message version %u, expected 10", be16(buf));
+		return -EBADMSG;
 	}
 	len = be16(buf + 2);
 	if (len < RM_IPFIX_HDR_LEN) {
-		snprintf(err, errlen, "IPFIX message length %u is shorter than its 16-octet header", len);
-		return -1;
+		rm_errf(err, errlen, "IPFIX message length %u is shorter than its 16-octet header", len);
+		return -EBADMSG;
 	}
 	return have >= len ? (long)len : 0;
 }
@@ -849,11 +851,11 @@ int rm_ipfix_message(struct rm_ipfix_session *s, const uint8_t *msg, size_t len,
 
 	if (len < RM_IPFIX_HDR_LEN || rm_ipfix_frame(msg, len, err, errlen) != (long)len) {
 		if (len >= 4 && be16(msg) == RM_IPFIX_VERSION)
-			snprintf(err, errlen, "IPFIX message length %u does not match the %zu octets given",
-				 be16(msg + 2), len);
+			rm_errf(err, errlen, "IPFIX message length %u does not match the %zu octets given",
+				be16(msg + 2), len);
 		else if (len < 4)
-			snprintf(err, errlen, "IPFIX message of %zu octets", len);
-		return -1;
+			rm_errf(err, errlen, "IPFIX message of %zu octets", len);
+		return -EBADMSG;
 	}
 	domain = be32(msg + 12);
 	d = check_header(s, domain, be32(msg + 8), be32(msg + 4), sink, arg);

@@ -142,15 +142,15 @@ void rm_ipfix_session_set_share(struct rm_ipfix_session *s, struct rm_budget_sha
 /*
  * Framing of a TCP stream: given the first have octets of the stream,
  * return the length of the next IPFIX Message (>= 16) if it is complete,
- * 0 if more octets are needed, -1 with a reason in err if the header is
- * bad (version != 10, length < 16). Only the first 4 octets are checked.
+ * 0 if more octets are needed, -EBADMSG with a reason in err if the header
+ * is bad (version != 10, length < 16). Only the first 4 octets are checked.
  */
 long rm_ipfix_frame(const uint8_t *buf, size_t have, char *err, size_t errlen);
 
 /*
  * Decode one complete IPFIX Message of len octets (as returned by
- * rm_ipfix_frame). Records and rejections go to sink. Returns 0, or -1
- * with err set on a fatal (session-ending) error.
+ * rm_ipfix_frame). Records and rejections go to sink. Returns 0, or
+ * -EBADMSG with err set on a fatal (session-ending) error.
  */
 int rm_ipfix_message(struct rm_ipfix_session *s, const uint8_t *msg, size_t len, const struct rm_ipfix_sink *sink,
 		     void *arg, char *err, size_t errlen);

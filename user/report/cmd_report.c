@@ -501,54 +501,54 @@ enum { O_FORMAT = 1, O_JSON, O_SINCE, O_UNTIL };
 #define R struct report_args
 static const struct rm_opt report_opts[] = {
 	RM_OPT("store", 'S', "STORE", RM_OPT_ARG,
-	       "the store 'rocemeter collect' writes: sqlite:FILE\nor clickhouse:http[s]://HOST[:PORT][/?database=DB]\n"
+	       "the store 'rocemeter collect' writes: sqlite:FILE or clickhouse:http[s]://HOST[:PORT][/?database=DB] "
 	       "(every collector of the fleet; docs/fleet.md)",
 	       RM_OPT_AT(R, store)),
 	RM_OPT("db", 'd', "FILE", RM_OPT_ARG, "the same as --store sqlite:FILE", RM_OPT_AT(R, db_path)),
 	RM_OPT("store-credentials", 0, "FILE", RM_OPT_ARG,
-	       "ClickHouse user and password: lines user=NAME\nand password=SECRET (never on the command line;\n"
+	       "ClickHouse user and password: lines user=NAME and password=SECRET (never on the command line; "
 	       "mode 600: refused when group or others may read)",
 	       RM_OPT_AT(R, credentials)),
 	RM_OPT("store-ca", 0, "FILE", RM_OPT_ARG, "CA certificates (PEM) for clickhouse:https://", RM_OPT_AT(R, ca)),
 	RM_OPT("format", 'f', "F", RM_OPT_CALL,
-	       "text (default), json, csv or html (one page with\ncharts, written to --output; needs D3 from\n"
+	       "text (default), json, csv or html (one page with charts, written to --output; needs D3 from "
 	       "Debian's package libjs-d3)",
 	       .id = O_FORMAT),
-	RM_OPT("output", 'O', "FILE", RM_OPT_ARG, "where --format html writes its page ('-': standard\noutput)",
+	RM_OPT("output", 'O', "FILE", RM_OPT_ARG, "where --format html writes its page ('-': standard output)",
 	       RM_OPT_AT(R, output)),
 	RM_OPT("json", 'j', NULL, RM_OPT_CALL, "the same as --format json", .id = O_JSON),
-	RM_OPT("outcome", 'o', "X", RM_OPT_ARG, "only epochs with outcome X: complete, incomplete,\ninvalid or open",
+	RM_OPT("outcome", 'o', "X", RM_OPT_ARG, "only epochs with outcome X: complete, incomplete, invalid or open",
 	       RM_OPT_AT(R, filter.outcome)),
 	RM_OPT("since", 's', "T", RM_OPT_CALL, "only epochs whose flow ends at or after T", .id = O_SINCE),
 	RM_OPT("until", 'u', "T", RM_OPT_CALL,
-	       "only epochs whose flow starts at or before T\nT: ISO-8601 UTC (2026-11-30T09:15:00Z), a date (UTC\n"
-	       "midnight), UNIX milliseconds, or a duration before\nnow (90s, 15m, 2h, 7d); an epoch without an "
-	       "accepted\n"
+	       "only epochs whose flow starts at or before T\nT: ISO-8601 UTC (2026-11-30T09:15:00Z), a date (UTC "
+	       "midnight), UNIX milliseconds, or a duration before now (90s, 15m, 2h, 7d); an epoch without an "
+	       "accepted "
 	       "report is placed by when the collector saw it",
 	       .id = O_UNTIL),
 	RM_OPT("connection", 'c', "SRC,DST,QP[,PKEY]", RM_OPT_ARG,
-	       "\nonly epochs of that connection (record key: addresses,\nrdmaDestinationQP, rdmaPartitionKey)",
+	       "\nonly epochs of that connection (record key: addresses, rdmaDestinationQP, rdmaPartitionKey)",
 	       RM_OPT_AT(R, conn)),
 	RM_OPT("collector", 0, "ID", RM_OPT_ARG, "only what the collector ID stored (ClickHouse)",
 	       RM_OPT_AT(R, filter.collector_id)),
 	RM_OPT("anomalies", 'a', NULL, RM_OPT_FLAG,
-	       "only epochs whose sequence is not clean: positions\nnever seen, pending or seen late, repeated PSNs,\n"
-	       "unclassified late requests (an epoch without an\naccepted report has no sequence to show)",
+	       "only epochs whose sequence is not clean: positions never seen, pending or seen late, repeated PSNs, "
+	       "unclassified late requests (an epoch without an accepted report has no sequence to show)",
 	       RM_OPT_AT(R, anomalies)),
 	RM_OPT("summary", 0, NULL, RM_OPT_FLAG,
-	       "one line per connection and observation point over\nthe epochs selected: epochs, requests, each "
-	       "counter,\noutcomes; most positions never seen first",
+	       "one line per connection and observation point over the epochs selected: epochs, requests, each "
+	       "counter, outcomes; most positions never seen first",
 	       RM_OPT_AT(R, summary)),
 	RM_OPT("top", 0, "N", RM_OPT_UINT,
-	       "with --summary: the first N lines only; with\n--format html: the connections shown (default 25)",
+	       "with --summary: the first N lines only; with --format html: the connections shown (default 25)",
 	       RM_OPT_AT(R, top), .lo = 1, .hi = UINT32_MAX),
 	RM_OPT("verbose", 'v', NULL, RM_OPT_FLAG,
-	       "text: every field of each epoch in words (the\ndefault is a table); with --summary the columns\n"
+	       "text: every field of each epoch in words (the default is a table); with --summary the columns "
 	       "skipped, expired and abandoned too",
 	       RM_OPT_AT(R, verbose)),
 	RM_OPT("limits", 'l', NULL, RM_OPT_FLAG,
-	       "the limits of the last collector run and the collector\nresource drops they caused (ClickHouse: of "
-	       "each\n"
+	       "the limits of the last collector run and the collector resource drops they caused (ClickHouse: of "
+	       "each "
 	       "collector)",
 	       RM_OPT_AT(R, limits)),
 	RM_OPT_HEADING("\n"
@@ -910,7 +910,7 @@ static int check_args(struct report_args *a, struct rm_store_spec *spec, char *s
 
 		for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++)
 			n += (size_t)snprintf(err + n, sizeof(err) - n, "%s%s", i ? ", " : "", outcomes[i]);
-		/* -o reads as "output" to many: name the option that writes a file (trial, issue 30) */
+		/* -o reads as "output" to many: name the option that writes a file */
 		rm_log_cmd(RM_LOG_ERR, "--outcome (-o) takes one of %s, not '%s'; to write a file use --output (-O)",
 			   err, filter->outcome);
 		return RM_EXIT_USAGE;

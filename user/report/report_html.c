@@ -28,14 +28,14 @@
 #include "rocemeter/seqobs.h"
 #include "common/sort.h"
 
-/* The page (HTML, CSS and the drawing code), compiled in: mk/collect.mk names it as a prerequisite. */
+/* The page (HTML, CSS and the drawing code), compiled in: mk/report.mk names it as a prerequisite. */
 extern const char rm_html_page[] __attribute__((visibility("hidden")));
 __asm__(".pushsection .rodata\n"
 	".balign 16\n"
 	".globl rm_html_page\n"
 	".hidden rm_html_page\n"
 	"rm_html_page:\n"
-	".incbin \"user/collect/report_html.page\"\n"
+	".incbin \"user/report/report_html.page\"\n"
 	".byte 0\n"
 	".popsection\n");
 
@@ -366,7 +366,7 @@ static size_t bucket_of(const struct h_grid *g, uint64_t t)
 
 static int cmp_conn(const void *pa, const void *pb, void *arg)
 {
-	const struct h_conn *cs = arg, *a = &cs[*(const size_t *)pa], *b = &cs[*(const size_t *)pb];
+	const struct h_conn *conns = arg, *a = &conns[*(const size_t *)pa], *b = &conns[*(const size_t *)pb];
 	/* as --summary: the kinds in health.h's order, then requests, most first, then the key */
 	const uint64_t ka[] = { a->never, a->pending, a->filled, a->repeated, a->late, a->requests },
 		       kb[] = { b->never, b->pending, b->filled, b->repeated, b->late, b->requests };

@@ -3,7 +3,7 @@
  * census_run.h - the connection census over capture files (`rocemeter
  * connections FILE...`): every frame, in file order, through the census
  * program (user/census/census.h) with BPF_PROG_TEST_RUN, read with libpcap
- * (capture.h).
+ * (user/capture/capture.h).
  */
 #ifndef ROCEMETER_CENSUS_RUN_H
 #define ROCEMETER_CENSUS_RUN_H

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * cmd_spread.c - `rocemeter flowlabel spread`: the connections of a
- * capture (the census over it, census_run.h) or N generated QPs between two
- * hosts, through the ECMP spread model of user/flowlabel/spread.h, as text
+ * capture (the census over it, census/census_run.h) or N generated QPs between two
+ * hosts, through the ECMP spread model of spread.h, as text
  * or JSON (docs/json.md "flowlabel spread"; docs/flowlabel.md "Spread over
  * ECMP paths").
  */
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "census_run.h"
+#include "census/census_run.h"
 #include "common/command.h"
 #include "common/jsonw.h"
 #include "common/limits.h"
@@ -37,25 +37,25 @@ struct spread_args {
 static const struct rm_opt spread_opts[] = {
 	RM_OPT("read", 'r', "FILE", RM_OPT_ARG, "the connections of capture FILE (pcap, pcapng)", RM_OPT_AT(A, read)),
 	RM_CENSUS_CAPTURE_OPTS(A, config, encapsulation),
-	RM_OPT("qps", 'n', "N", RM_OPT_UINT, "or N generated QPs (1..%llu) from --src to --dst,\nsharing one 5-tuple",
+	RM_OPT("qps", 'n', "N", RM_OPT_UINT, "or N generated QPs (1..%llu) from --src to --dst, sharing one 5-tuple",
 	       RM_OPT_AT(A, qps), .lo = 1, .hi = RM_SPREAD_QPS_MAX, .hv = { RM_SPREAD_QPS_MAX }),
 	RM_OPT("src", 's', "ADDR", RM_OPT_ARG, "source address of the generated QPs (IPv6 or IPv4)", RM_OPT_AT(A, src)),
 	RM_OPT("dst", 'd', "ADDR", RM_OPT_ARG, "their destination address", RM_OPT_AT(A, dst)),
-	RM_OPT("qp-base", 'q', "QPN", RM_OPT_UINT, "destination QP of the first one, the next +1\n(default %#llx)",
+	RM_OPT("qp-base", 'q', "QPN", RM_OPT_UINT, "destination QP of the first one, the next +1 (default %#llx)",
 	       RM_OPT_AT(A, qp_base), .lo = 0, .hi = RM_QPN_MAX, .hv = { RM_SPREAD_QP_BASE }),
 	RM_OPT("sport", 'u', "PORT", RM_OPT_UINT, "their UDP source port (default %llu)", RM_OPT_AT(A, sport), .lo = 0,
 	       .hi = 65535, .hv = { RM_SPREAD_SPORT }),
 	RM_OPT("paths", 'k', "K", RM_OPT_UINT, "equal-cost paths, 1..%llu (default %llu)", RM_OPT_AT(A, paths), .lo = 1,
 	       .hi = RM_SPREAD_PATHS_MAX, .hv = { RM_SPREAD_PATHS_MAX, RM_SPREAD_PATHS_DEFAULT }),
-	RM_OPT("key", 'K', "LIST", RM_OPT_ARG,
-	       "what the switch hashes: 5tuple, 5tuple+label,\naddr+label (default all)", RM_OPT_AT(A, keys)),
+	RM_OPT("key", 'K', "LIST", RM_OPT_ARG, "what the switch hashes: 5tuple, 5tuple+label, addr+label (default all)",
+	       RM_OPT_AT(A, keys)),
 	RM_OPT("label", 'L', "LIST", RM_OPT_ARG,
-	       "the Flow Label: arriving, or as the program writes\nit: literal, crc32, crc32c, mpeg2 (default all)",
+	       "the Flow Label: arriving, or as the program writes it: literal, crc32, crc32c, mpeg2 (default all)",
 	       RM_OPT_AT(A, labels)),
 	RM_OPT("switch-hash", 'H', "LIST", RM_OPT_ARG,
-	       "the switch's hash: crc16-ccitt, crc32-lo, crc32-hi,\nxor16 (default all)", RM_OPT_AT(A, hashes)),
+	       "the switch's hash: crc16-ccitt, crc32-lo, crc32-hi, xor16 (default all)", RM_OPT_AT(A, hashes)),
 	RM_OPT("mix", 'm', NULL, RM_OPT_FLAG, "the program's --mix: murmur3 finalizer on its CRC", RM_OPT_AT(A, mix)),
-	RM_OPT("seed", 'S', "N", RM_OPT_UINT, "the program's --seed: XORed into its initial CRC\nregister",
+	RM_OPT("seed", 'S', "N", RM_OPT_UINT, "the program's --seed: XORed into its initial CRC register",
 	       RM_OPT_AT(A, seed), .lo = 0, .hi = UINT32_MAX),
 	RM_OPT("verbose", 'v', NULL, RM_OPT_FLAG, "each connection's labels and path too", RM_OPT_AT(A, verbose)),
 	RM_OPT("json", 'j', NULL, RM_OPT_FLAG, "one JSON object (docs/json.md \"flowlabel spread\")",

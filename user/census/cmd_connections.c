@@ -44,18 +44,18 @@ enum { O_SECONDS = 1 };
 #define C struct connections_args
 static const struct rm_opt connections_opts[] = {
 	RM_OPT("live", 'l', "IFACE", RM_OPT_ARG,
-	       "count at the tc ingress of IFACE instead of\nreading captures (root; SIGINT or SIGTERM ends\n"
+	       "count at the tc ingress of IFACE instead of reading captures (root; SIGINT or SIGTERM ends "
 	       "the count early)",
 	       RM_OPT_AT(C, live)),
-	RM_OPT("seconds", 's', "N", RM_OPT_CALL, "with --live: count for N seconds, 1..%llu\n(default %llu)",
+	RM_OPT("seconds", 's', "N", RM_OPT_CALL, "with --live: count for N seconds, 1..%llu (default %llu)",
 	       .id = O_SECONDS, .hv = { RM_CENSUS_SECONDS_MAX, RM_CENSUS_SECONDS_DEFAULT }),
 	RM_OPT("max-connections", 'm', "N", RM_OPT_UINT,
-	       "connection keys counted at most, %llu..%llu\n(default %llu; beyond: not_counted_table_full)",
+	       "connection keys counted at most, %llu..%llu (default %llu; beyond: not_counted_table_full)",
 	       RM_OPT_AT(C, max_connections), .lo = RM_CENSUS_MAX_CONNECTIONS_MIN, .hi = RM_CENSUS_MAX_CONNECTIONS_MAX,
 	       .hv = { RM_CENSUS_MAX_CONNECTIONS_MIN, RM_CENSUS_MAX_CONNECTIONS_MAX,
 		       RM_CENSUS_MAX_CONNECTIONS_DEFAULT }),
 	RM_OPT("provision-only", 'p', NULL, RM_OPT_FLAG,
-	       "print only the [provision] section (a file\nthat --config of attach and replay reads)",
+	       "print only the [provision] section (a file that --config of attach and replay reads)",
 	       RM_OPT_AT(C, provision_only)),
 	RM_OPT("json", 'j', NULL, RM_OPT_FLAG, "one JSON object (docs/json.md \"connections\")", RM_OPT_AT(C, json)),
 	RM_CENSUS_CAPTURE_OPTS(C, config, encapsulation),

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "capture.h"
+#include "capture/capture.h"
 #include "census_run.h"
 #include "common/errmsg.h"
 

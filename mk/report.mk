@@ -1,0 +1,11 @@
+# user/report/: `rocemeter report`: the stored epochs (user/store/store_read.h, either store)
+# beside their sequence health, as a table, in words, JSON, CSV, per connection (--summary)
+# or one offline HTML page.
+ROCEMETER_SRCS += user/report/cmd_report.c user/report/report_table.c user/report/report_summary.c \
+                  user/report/report_html.c
+# report --format html: the page is compiled in (.incbin), so the object depends on it.
+$(BUILD)/user/report/report_html.o: user/report/report_html.page
+# report --format html in Debian's chromium (headless): numbers, console, requests, screenshot.
+CHECK_SCRIPTS  += selftests/system/test_report_html.py
+# Observation point names from outside: refused, escaped, CSV formulas; the tables' columns.
+CHECK_SCRIPTS  += selftests/system/test_report_names.py
