@@ -44,8 +44,8 @@ void rm_collector_render_metrics(void *arg, FILE *f)
 		stats.drops_store = rm_backend_drops(s->store);
 		stats.store_unavailable = (uint64_t)rm_backend_unavailable(s->store);
 	}
-	if (s->store->ops->acked_drops) /* counted by the store's own thread (ClickHouse) */
-		stats.drops_unread_at_crash += s->store->ops->acked_drops(s->store->st);
+	/* counted by the store's own thread (ClickHouse) */
+	stats.drops_unread_at_crash += rm_backend_acked_drops(s->store);
 	stats.store_buffer_bytes = rm_backend_buffer_bytes(s->store);
 	stats.store_buffer_capacity_bytes = rm_backend_buffer_capacity(s->store);
 	for (size_t i = 0; i < s->nconns; i++) {

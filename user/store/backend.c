@@ -10,118 +10,119 @@
 #include <string.h>
 
 #include "backend.h"
+#include "sqlite/store.h"
 #include "store/clickhouse/chstore.h"
 #include "store_spec.h"
 
 /* ---------------- SQLite: store.c ---------------- */
 
-static void sq_close(void *st)
+static void sq_close(void *store)
 {
-	rm_store_close(st);
+	rm_store_close(store);
 }
-static const char *sq_error(void *st)
+static const char *sq_error(void *store)
 {
-	return rm_store_error(st);
+	return rm_store_error(store);
 }
-static int sq_begin(void *st)
+static int sq_begin(void *store)
 {
-	return rm_store_begin(st);
+	return rm_store_begin(store);
 }
-static int sq_commit(void *st)
+static int sq_commit(void *store)
 {
-	return rm_store_commit(st);
+	return rm_store_commit(store);
 }
-static int sq_flush(void *st)
+static int sq_flush(void *store)
 {
-	return rm_store_flush(st);
+	return rm_store_flush(store);
 }
-static int sq_unavailable(const void *st)
+static int sq_unavailable(const void *store)
 {
-	return rm_store_unavailable(st);
+	return rm_store_unavailable(store);
 }
-static uint64_t sq_drops(const void *st)
+static uint64_t sq_drops(const void *store)
 {
-	return rm_store_database_drops(st);
+	return rm_store_database_drops(store);
 }
-static int64_t sq_run_start(void *st, const char *listen, const char *transport, const struct rm_rules_limits *lim,
+static int64_t sq_run_start(void *store, const char *listen, const char *transport, const struct rm_rules_limits *lim,
 			    uint32_t max_raw_records, uint32_t pen, uint64_t now_ms)
 {
-	return rm_store_run_start(st, listen, transport, lim, max_raw_records, pen, now_ms);
+	return rm_store_run_start(store, listen, transport, lim, max_raw_records, pen, now_ms);
 }
-static int sq_run_stop(void *st, int64_t run_id, uint64_t now_ms)
+static int sq_run_stop(void *store, int64_t run_id, uint64_t now_ms)
 {
-	return rm_store_run_stop(st, run_id, now_ms);
+	return rm_store_run_stop(store, run_id, now_ms);
 }
-static int64_t sq_session_start(void *st, int64_t run_id, const char *peer, const char *transport, uint64_t now_ms)
+static int64_t sq_session_start(void *store, int64_t run_id, const char *peer, const char *transport, uint64_t now_ms)
 {
-	return rm_store_session_start(st, run_id, peer, transport, now_ms);
+	return rm_store_session_start(store, run_id, peer, transport, now_ms);
 }
-static int sq_session_peer(void *st, int64_t session_id, const char *subject, const char *name)
+static int sq_session_peer(void *store, int64_t session_id, const char *subject, const char *name)
 {
-	return rm_store_session_peer(st, session_id, subject, name);
+	return rm_store_session_peer(store, session_id, subject, name);
 }
-static int sq_session_end(void *st, int64_t session_id, const char *reason, uint64_t now_ms,
+static int sq_session_end(void *store, int64_t session_id, const char *reason, uint64_t now_ms,
 			  const struct rm_session_counts *c)
 {
-	return rm_store_session_end(st, session_id, reason, now_ms, c);
+	return rm_store_session_end(store, session_id, reason, now_ms, c);
 }
-static int sq_epoch(void *st, struct rm_epoch *e)
+static int sq_epoch(void *store, struct rm_epoch *e)
 {
-	return rm_store_epoch(st, e);
+	return rm_store_epoch(store, e);
 }
-static int sq_raw(void *st, int64_t session_id, uint32_t domain, uint16_t tid, const struct rm_report *r,
+static int sq_raw(void *store, int64_t session_id, uint32_t domain, uint16_t tid, const struct rm_report *r,
 		  const char *verdict, const char *reason, const uint8_t *raw, size_t len, const uint8_t *tmpl,
 		  size_t tmpl_len, uint64_t now_ms)
 {
-	return rm_store_raw(st, session_id, domain, tid, r, verdict, reason, raw, len, tmpl, tmpl_len, now_ms);
+	return rm_store_raw(store, session_id, domain, tid, r, verdict, reason, raw, len, tmpl, tmpl_len, now_ms);
 }
-static int sq_drop(void *st, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms)
+static int sq_drop(void *store, int64_t session_id, const char *kind, const char *detail, uint64_t now_ms)
 {
-	return rm_store_drop(st, session_id, kind, detail, now_ms);
+	return rm_store_drop(store, session_id, kind, detail, now_ms);
 }
-static int sq_connections(void *st, uint64_t minute_ms, const char *source, const char *outcome, uint64_t count,
+static int sq_connections(void *store, uint64_t minute_ms, const char *source, const char *outcome, uint64_t count,
 			  uint64_t first_ms, uint64_t last_ms, const char *detail)
 {
-	return rm_store_connections(st, minute_ms, source, outcome, count, first_ms, last_ms, detail);
+	return rm_store_connections(store, minute_ms, source, outcome, count, first_ms, last_ms, detail);
 }
-static int sq_run_limit(void *st, int64_t run_id, const char *name, uint64_t value)
+static int sq_run_limit(void *store, int64_t run_id, const char *name, uint64_t value)
 {
-	return rm_store_run_limit(st, run_id, name, value);
+	return rm_store_run_limit(store, run_id, name, value);
 }
 
-static int sq_observation_point(void *st, const struct rm_store_point *p, uint64_t now_ms)
+static int sq_observation_point(void *store, const struct rm_store_point *p, uint64_t now_ms)
 {
-	return rm_store_observation_point(st, p, now_ms);
+	return rm_store_observation_point(store, p, now_ms);
 }
-static uint64_t sq_raw_bytes(void *st)
+static uint64_t sq_raw_bytes(void *store)
 {
-	return rm_store_raw_bytes(st);
+	return rm_store_raw_bytes(store);
 }
-static void sq_set_budget(void *st, struct rm_budget *b)
+static void sq_set_budget(void *store, struct rm_budget *b)
 {
-	rm_store_set_budget(st, b);
+	rm_store_set_budget(store, b);
 }
-static int sq_make_room(void *st)
+static int sq_make_room(void *store)
 {
-	return rm_store_make_room(st);
+	return rm_store_make_room(store);
 }
 
-static int sq_session_counts(void *st, int64_t session_id, const struct rm_session_counts *c)
+static int sq_session_counts(void *store, int64_t session_id, const struct rm_session_counts *c)
 {
-	return rm_store_session_counts(st, session_id, c);
+	return rm_store_session_counts(store, session_id, c);
 }
-static uint64_t sq_transactions(const void *st)
+static uint64_t sq_transactions(const void *store)
 {
-	return rm_store_transactions(st);
+	return rm_store_transactions(store);
 }
-static int sq_session_lost(void *st, const struct rm_store_lost_session *l, uint64_t now_ms, uint64_t *lost)
+static int sq_session_lost(void *store, const struct rm_store_lost_session *l, uint64_t now_ms, uint64_t *lost)
 {
-	return rm_store_session_lost(st, l, now_ms, lost);
+	return rm_store_session_lost(store, l, now_ms, lost);
 }
-static int sq_session_acked(void *st, const struct rm_store_acked *a, uint64_t now_ms,
+static int sq_session_acked(void *store, const struct rm_store_acked *a, uint64_t now_ms,
 			    struct rm_store_acked_result *res)
 {
-	return rm_store_session_acked(st, a, now_ms, res);
+	return rm_store_session_acked(store, a, now_ms, res);
 }
 
 const struct rm_backend_ops rm_backend_sqlite = {
@@ -168,12 +169,12 @@ struct rm_backend *rm_backend_open(const struct rm_store_spec *spec, const char 
 	}
 	if (spec->kind == RM_STORE_SQLITE) {
 		b->ops = &rm_backend_sqlite;
-		b->st = rm_store_open(spec->path, 0, e, sizeof(e));
+		b->store = rm_store_open(spec->path, 0, e, sizeof(e));
 	} else {
 		b->ops = &rm_backend_clickhouse;
-		b->st = rm_chstore_open(&spec->ch, collector_id, buffer_bytes, spool_dir, e, sizeof(e));
+		b->store = rm_chstore_open(&spec->ch, collector_id, buffer_bytes, spool_dir, e, sizeof(e));
 	}
-	if (!b->st) {
+	if (!b->store) {
 		snprintf(err, errlen, "%s: %s", spec->kind == RM_STORE_SQLITE ? "database" : "ClickHouse store", e);
 		free(b);
 		return NULL;
@@ -185,6 +186,6 @@ void rm_backend_close(struct rm_backend *b)
 {
 	if (!b)
 		return;
-	b->ops->close(b->st);
+	b->ops->close(b->store);
 	free(b);
 }

@@ -6,7 +6,9 @@
  * (store_read_sqlite.c, the collector's database read-only) and ClickHouse
  * (store_read_clickhouse.c, the fleet's tables across all collectors, the
  * latest version of each row). cmd_report.c parses and prints only.
- * For the same data both give the same rows in the same order.
+ * For the same data both give the same rows in the same order. What a
+ * reader hands report (the results below) is read_result.c's, the leaf
+ * both readers call.
  */
 #ifndef ROCEMETER_STORE_READ_H
 #define ROCEMETER_STORE_READ_H
@@ -87,6 +89,10 @@ void rm_limits_read_free(struct rm_limits_read *l);
  */
 int rm_named_u64_push(struct rm_named_u64 **v, size_t *n, const char *name, uint64_t value);
 
+struct rm_run_row;
+/* The run of l from its runs row as a reader read it back (texts copied). 0, or -ENOMEM. */
+int rm_limits_read_run(struct rm_limits_read *l, const struct rm_run_row *run);
+
 struct rm_store_reader;
 
 /*
@@ -137,7 +143,7 @@ typedef void rm_store_point_fn(void *arg, const char *collector_id, const char *
 			       uint32_t domain, uint64_t id, const char *name);
 int rm_store_reader_points(struct rm_store_reader *r, rm_store_point_fn *fn, void *arg, char *err, size_t errlen);
 
-/* The implementations' table (store_read.c dispatches to it). */
+/* The implementations' table (store_read.c dispatches to it: the calls above). */
 struct rm_store_reader_ops {
 	struct rm_store_reader *(*open)(const struct rm_store_spec *spec, char *err, size_t errlen);
 	void (*close)(struct rm_store_reader *r);

@@ -50,20 +50,20 @@ size_t rm_chs_batch_size(const struct batch *b)
 	return n;
 }
 
-uint64_t rm_chs_queued(struct rm_chstore *cs)
+uint64_t rm_chs_queued(struct rm_chstore *chs)
 {
 	uint64_t q;
 
-	pthread_mutex_lock(&cs->mu);
-	q = cs->queued_bytes;
-	pthread_mutex_unlock(&cs->mu);
+	pthread_mutex_lock(&chs->mu);
+	q = chs->queued_bytes;
+	pthread_mutex_unlock(&chs->mu);
 	return q;
 }
 
 /* Room for more octets of rows that may be dropped (the bound of chstore.h). */
-int rm_chs_room(struct rm_chstore *cs, size_t more)
+int rm_chs_room(struct rm_chstore *chs, size_t more)
 {
-	return rm_chs_batch_size(cs->cur) + more + rm_chs_queued(cs) <= cs->bound;
+	return rm_chs_batch_size(chs->cur) + more + rm_chs_queued(chs) <= chs->bound;
 }
 
 /* ---------------- hand-over ---------------- */
@@ -74,45 +74,39 @@ int rm_chs_room(struct rm_chstore *cs, size_t more)
  * would be counted as stored before they are), and inserted after the
  * batch's other tables (rm_chs_send_order).
  */
-static void serialize_sessions(struct rm_chstore *cs)
+static void serialize_sessions(struct rm_chstore *chs)
 {
 	GHashTableIter it;
 	gpointer v;
 
-	if (cs->live->len)
+	if (chs->live->len)
 		return;
-	g_hash_table_iter_init(&it, cs->sessions);
+	g_hash_table_iter_init(&it, chs->sessions);
 	while (g_hash_table_iter_next(&it, NULL, &v)) {
 		struct rm_sess_row *s = v;
 
 		if (!s->dirty)
 			continue;
-		rm_chs_session_row(cs, cs->cur->body[T_SESSIONS], s);
+		rm_chs_put_row(chs->cur->body[T_SESSIONS], &rm_stored_sessions, chs->id,
+			       rm_chs_version_next(&chs->version), s);
 		s->dirty = 0;
 		if (s->ended_ms)
 			g_hash_table_iter_remove(&it);
 	}
 }
 
-static void serialize_drops(struct rm_chstore *cs)
+static void serialize_drops(struct rm_chstore *chs)
 {
 	GHashTableIter it;
 	gpointer v;
 
-	g_hash_table_iter_init(&it, cs->drops);
+	g_hash_table_iter_init(&it, chs->drops);
 	while (g_hash_table_iter_next(&it, NULL, &v)) {
 		struct rm_drop_row *d = v;
-		GByteArray *b = cs->cur->body[T_DROPS];
 
 		if (!d->count)
 			continue;
-		rm_chs_put_str(b, cs->id);
-		rm_chs_put_u64(b, (uint64_t)d->session_id);
-		rm_chs_put_str(b, d->kind);
-		rm_chs_put_u64(b, d->count);
-		rm_chs_put_u64(b, d->first_ms);
-		rm_chs_put_u64(b, d->last_ms);
-		rm_chs_put_nstr(b, d->detail);
+		rm_chs_put_row(chs->cur->body[T_DROPS], &rm_stored_drops, chs->id, 0, d);
 		g_hash_table_iter_remove(&it);
 	}
 }
@@ -122,55 +116,55 @@ static void serialize_drops(struct rm_chstore *cs)
  * A retired epoch the store kept (its row was written before, its
  * retirement did not fit) is written and freed, its charge returned.
  */
-static void serialize_live(struct rm_chstore *cs)
+static void serialize_live(struct rm_chstore *chs)
 {
 	guint kept = 0;
 
-	for (guint i = 0; i < cs->live->len; i++) {
-		struct rm_epoch *e = cs->live->pdata[i];
+	for (guint i = 0; i < chs->live->len; i++) {
+		struct rm_epoch *e = chs->live->pdata[i];
 
 		if (!e)
 			continue;
-		if (!rm_chs_room(cs, 512)) {
-			cs->live->pdata[kept++] = e;
+		if (!rm_chs_room(chs, 512)) {
+			chs->live->pdata[kept++] = e;
 			e->store_slot = kept;
 			continue;
 		}
-		rm_chstore_epoch_row(cs->cur->body[T_EPOCHS], cs->id, e, rm_chs_next_version(cs));
+		rm_chstore_epoch_row(chs->cur->body[T_EPOCHS], chs->id, e, rm_chs_version_next(&chs->version));
 		e->store_slot = 0;
 		e->store_row = 1;
 		if (e->sink_keeps) {
-			cs->cur->retired++;
+			chs->cur->retired++;
 			rm_rules_epoch_free(e);
-			rm_budget_give(cs->budget, RM_BUDGET_EPOCH_BYTES);
+			rm_budget_give(chs->budget, RM_BUDGET_EPOCH_BYTES);
 		}
 	}
-	g_ptr_array_set_size(cs->live, kept);
+	g_ptr_array_set_size(chs->live, kept);
 }
 
 /* Give the batch to the sender and start a new one. -1 on out of memory. */
-int rm_chs_handoff(struct rm_chstore *cs)
+int rm_chs_handoff(struct rm_chstore *chs)
 {
 	struct batch *b, *fresh;
 
-	serialize_live(cs);
-	serialize_sessions(cs);
-	serialize_drops(cs);
-	cs->last_handoff_ms = rm_clock_mono_ms();
-	b = cs->cur;
+	serialize_live(chs);
+	serialize_sessions(chs);
+	serialize_drops(chs);
+	chs->last_handoff_ms = rm_clock_mono_ms();
+	b = chs->cur;
 	b->bytes = rm_chs_batch_size(b);
 	if (!b->bytes)
 		return 0;
 	fresh = rm_chs_batch_new();
 	if (!fresh)
 		return -1;
-	cs->cur = fresh;
-	b->seq = ++cs->handed;
-	pthread_mutex_lock(&cs->mu);
-	*cs->tail = b;
-	cs->tail = &b->next;
-	cs->queued_bytes += b->bytes;
-	pthread_cond_signal(&cs->cv);
-	pthread_mutex_unlock(&cs->mu);
+	chs->cur = fresh;
+	b->seq = ++chs->handed;
+	pthread_mutex_lock(&chs->mu);
+	*chs->tail = b;
+	chs->tail = &b->next;
+	chs->queued_bytes += b->bytes;
+	pthread_cond_signal(&chs->cv);
+	pthread_mutex_unlock(&chs->mu);
 	return 0;
 }

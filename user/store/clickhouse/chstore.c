@@ -22,23 +22,13 @@
 #include "common/limits.h"
 #include "common/log.h"
 
-uint64_t rm_chs_next_version(struct rm_chstore *cs)
-{
-	uint64_t v = rm_clock_wall_us();
-
-	if (v <= cs->last_version)
-		v = cs->last_version + 1;
-	cs->last_version = v;
-	return v;
-}
-
-/* ---------------- the calls of store.h ---------------- */
+/* ---------------- the calls of backend.h ---------------- */
 
 static const char *ch_error(void *p)
 {
-	struct rm_chstore *cs = p;
+	struct rm_chstore *chs = p;
 
-	return cs->err;
+	return chs->err;
 }
 
 static int ch_begin(void *p)
@@ -48,21 +38,21 @@ static int ch_begin(void *p)
 
 static int ch_commit(void *p)
 {
-	struct rm_chstore *cs = p;
+	struct rm_chstore *chs = p;
 	uint64_t m = rm_clock_mono_ms();
 
-	if (cs->run_id && !cs->run.stopped_ms && m - cs->last_heartbeat_ms >= RM_CHSTORE_HEARTBEAT_MS) {
-		rm_chs_run_row(cs); /* the heartbeat: this collector ID is in use (chstore.h) */
-		cs->last_heartbeat_ms = m;
+	if (chs->run.id && !chs->run.stopped_ms && m - chs->last_heartbeat_ms >= RM_CHSTORE_HEARTBEAT_MS) {
+		rm_chs_run_row(chs); /* the heartbeat: this collector ID is in use (chstore.h) */
+		chs->last_heartbeat_ms = m;
 	}
-	if (cs->drops_unlogged && m - cs->drops_logged_ms >= RM_CHSTORE_DROP_LOG_MS)
-		rm_chs_log_drops(cs);
+	if (chs->drops_unlogged && m - chs->drops_logged_ms >= RM_CHSTORE_DROP_LOG_MS)
+		rm_chs_log_drops(chs);
 	/* A batch of a quarter of the bound goes at once: the sender drains the buffer while it is filled,
 	 * instead of a bound's worth of rows waiting for the next second (drops in a healthy store). */
-	if (rm_clock_mono_ms() - cs->last_handoff_ms < RM_CHSTORE_FLUSH_MS &&
-	    rm_chs_batch_size(cs->cur) < MIN(RM_CHSTORE_FLUSH_BYTES, cs->bound / 4))
+	if (rm_clock_mono_ms() - chs->last_handoff_ms < RM_CHSTORE_FLUSH_MS &&
+	    rm_chs_batch_size(chs->cur) < MIN(RM_CHSTORE_FLUSH_BYTES, chs->bound / 4))
 		return 0;
-	return rm_chs_handoff(cs);
+	return rm_chs_handoff(chs);
 }
 
 static int ch_flush(void *p)
@@ -72,12 +62,12 @@ static int ch_flush(void *p)
 
 static int ch_unavailable(const void *p)
 {
-	struct rm_chstore *cs = (struct rm_chstore *)p;
+	struct rm_chstore *chs = (struct rm_chstore *)p;
 	int d;
 
-	pthread_mutex_lock(&cs->mu);
-	d = cs->down;
-	pthread_mutex_unlock(&cs->mu);
+	pthread_mutex_lock(&chs->mu);
+	d = chs->down;
+	pthread_mutex_unlock(&chs->mu);
 	return d;
 }
 
@@ -89,51 +79,47 @@ static uint64_t ch_drops(const void *p)
 static int64_t ch_run_start(void *p, const char *listen, const char *transport, const struct rm_rules_limits *lim,
 			    uint32_t max_raw_records, uint32_t pen, uint64_t now_ms)
 {
-	struct rm_chstore *cs = p;
+	struct rm_chstore *chs = p;
 
-	if (rm_chs_start_ids(cs, now_ms) == RM_BACKEND_REFUSED)
+	if (rm_chs_start_ids(chs, now_ms) == RM_BACKEND_REFUSED)
 		return RM_BACKEND_REFUSED;
-	cs->raw_limit = max_raw_records;
-	cs->run_id = cs->next_run++;
-	cs->run.started_ms = now_ms;
-	cs->run.listen = strdup(listen ? listen : "");
-	cs->run.transport = strdup(transport ? transport : "");
-	cs->run.lim = *lim;
-	cs->run.max_raw_records = max_raw_records;
-	cs->run.pen = pen;
-	if (!cs->run.listen || !cs->run.transport) {
-		snprintf(cs->err, sizeof(cs->err), "out of memory");
+	chs->raw_limit = max_raw_records;
+	chs->run = rm_run_row_of(strdup(listen ? listen : ""), strdup(transport ? transport : ""), lim, max_raw_records,
+				 pen, now_ms);
+	chs->run.id = chs->next_run++;
+	if (!chs->run.listen || !chs->run.transport) {
+		snprintf(chs->err, sizeof(chs->err), "out of memory");
 		return -1;
 	}
-	rm_chs_run_row(cs);
-	cs->last_heartbeat_ms = rm_clock_mono_ms();
-	return cs->run_id;
+	rm_chs_run_row(chs);
+	chs->last_heartbeat_ms = rm_clock_mono_ms();
+	return chs->run.id;
 }
 
 static int ch_run_stop(void *p, int64_t run_id, uint64_t now_ms)
 {
-	struct rm_chstore *cs = p;
+	struct rm_chstore *chs = p;
 
-	cs->run.stopped_ms = now_ms ? now_ms : 1;
-	rm_chs_run_row(cs);
+	chs->run.stopped_ms = now_ms ? now_ms : 1;
+	rm_chs_run_row(chs);
 	return 0;
 }
 
-static struct rm_sess_row *sess_get(struct rm_chstore *cs, int64_t id)
+static struct rm_sess_row *sess_get(struct rm_chstore *chs, int64_t id)
 {
-	return rm_sess_rows_get(cs->sessions, id, NULL);
+	return rm_sess_rows_get(chs->sessions, id, NULL);
 }
 
 static int64_t ch_session_start(void *p, int64_t run_id, const char *peer, const char *transport, uint64_t now_ms)
 {
-	struct rm_chstore *cs = p;
-	int64_t id = cs->next_session;
-	struct rm_sess_row *s = sess_get(cs, id);
+	struct rm_chstore *chs = p;
+	int64_t id = chs->next_session;
+	struct rm_sess_row *s = sess_get(chs, id);
 
 	if (!s)
 		return -1;
-	cs->next_session++;
-	cs->sessions_started++;
+	chs->next_session++;
+	chs->sessions_started++;
 	return rm_sess_row_start(s, run_id, peer, transport, now_ms) ? -1 : id;
 }
 
@@ -147,8 +133,8 @@ static int ch_session_peer(void *p, int64_t session_id, const char *subject, con
 /* An open session's counts so far: its row is written again (a new version), as SQLite's is. */
 static int ch_session_counts(void *p, int64_t session_id, const struct rm_session_counts *c)
 {
-	struct rm_chstore *cs = p;
-	struct rm_sess_row *s = g_hash_table_lookup(cs->sessions, &session_id);
+	struct rm_chstore *chs = p;
+	struct rm_sess_row *s = g_hash_table_lookup(chs->sessions, &session_id);
 
 	if (!s || s->ended_ms)
 		return s ? 0 : -1;
@@ -175,41 +161,41 @@ static int ch_session_end(void *p, int64_t session_id, const char *reason, uint6
  */
 static int ch_epoch(void *p, struct rm_epoch *e)
 {
-	struct rm_chstore *cs = p;
+	struct rm_chstore *chs = p;
 
 	if (!e->store_id)
-		e->store_id = cs->next_epoch++;
+		e->store_id = chs->next_epoch++;
 	if (!e->retired_ms) {
 		if (!e->store_slot) {
-			g_ptr_array_add(cs->live, e);
-			e->store_slot = cs->live->len;
+			g_ptr_array_add(chs->live, e);
+			e->store_slot = chs->live->len;
 		}
 		return 0;
 	}
-	if (!rm_chs_room(cs, 512) && e->store_row) {
+	if (!rm_chs_room(chs, 512) && e->store_row) {
 		/* Its row is in ClickHouse: the retirement waits as a live epoch does, never a drop (a drop
 		 * counts an epoch not stored); the store frees it once written (serialize_live). */
 		e->sink_keeps = 1;
 		if (!e->store_slot) {
-			g_ptr_array_add(cs->live, e);
-			e->store_slot = cs->live->len;
+			g_ptr_array_add(chs->live, e);
+			e->store_slot = chs->live->len;
 		}
 		return 0;
 	}
 	if (e->store_slot) {
-		cs->live->pdata[e->store_slot - 1] = NULL;
+		chs->live->pdata[e->store_slot - 1] = NULL;
 		e->store_slot = 0;
 	}
-	if (!rm_chs_room(cs, 512)) {
+	if (!rm_chs_room(chs, 512)) {
 		char d[200];
 
 		snprintf(d, sizeof(d), "epoch %" PRIu64 " (%s) not stored: ClickHouse store buffer full",
 			 e->key.epoch_id, rm_outcome_name(e->outcome));
-		rm_chs_store_drop(cs, (int64_t)e->session_id, d);
+		rm_chs_store_drop(chs, (int64_t)e->session_id, d);
 		return 0;
 	}
-	rm_chstore_epoch_row(cs->cur->body[T_EPOCHS], cs->id, e, rm_chs_next_version(cs));
-	cs->cur->retired++;
+	rm_chstore_epoch_row(chs->cur->body[T_EPOCHS], chs->id, e, rm_chs_version_next(&chs->version));
+	chs->cur->retired++;
 	return 0;
 }
 
@@ -217,40 +203,28 @@ static int ch_raw(void *p, int64_t session_id, uint32_t domain, uint16_t tid, co
 		  const char *verdict, const char *reason, const uint8_t *raw, size_t len, const uint8_t *tmpl,
 		  size_t tmpl_len, uint64_t now_ms)
 {
-	struct rm_chstore *cs = p;
-	GByteArray *b = cs->cur->body[T_RAW];
+	struct rm_chstore *chs = p;
+	struct rm_raw_row row =
+		rm_raw_row_of(session_id, domain, tid, r, verdict, reason, raw, len, tmpl, tmpl_len, now_ms);
 
-	if (cs->raw_rows >= cs->raw_limit) {
+	if (chs->raw_rows >= chs->raw_limit) {
 		char d[160];
 
-		snprintf(d, sizeof(d), "raw record not kept (%s): max_raw_records %u reached", verdict, cs->raw_limit);
-		return rm_chs_count_drop(cs, session_id, "raw-record-limit", d, now_ms) < 0 ? -1 : 0;
+		snprintf(d, sizeof(d), "raw record not kept (%s): max_raw_records %u reached", verdict, chs->raw_limit);
+		return rm_chs_count_drop(chs, session_id, "raw-record-limit", d, now_ms) < 0 ? -1 : 0;
 	}
-	if (!rm_chs_room(cs, len + tmpl_len + 256)) {
+	if (!rm_chs_room(chs, len + tmpl_len + 256)) {
 		char d[200];
 
 		snprintf(d, sizeof(d), "raw record not kept (%s): ClickHouse store buffer full", verdict);
-		rm_chs_store_drop(cs, session_id, d);
+		rm_chs_store_drop(chs, session_id, d);
 		return 0;
 	}
-	rm_chs_put_str(b, cs->id);
-	rm_chs_put_u64(b, (uint64_t)cs->next_raw++);
-	rm_chs_put_u64(b, (uint64_t)session_id);
-	rm_chs_put_u64(b, now_ms);
-	rm_chs_put_u64(b, domain);
-	rm_chs_put_u64(b, tid);
-	rm_chs_put_nu64(b, !r, r ? r->epoch_id : 0);
-	rm_chs_put_nu64(b, !r, r ? r->report_id : 0);
-	rm_chs_put_nu64(b, !r, r ? r->flags : 0);
-	rm_chs_put_str(b, verdict);
-	rm_chs_put_str(b, reason ? reason : "");
-	rm_chs_put_bytes(b, raw, len);
-	rm_chs_put_u8(b, tmpl ? 0 : 1);
-	if (tmpl)
-		rm_chs_put_bytes(b, tmpl, tmpl_len);
-	cs->cur->raw++;
-	cs->raw_rows++;
-	cs->raw_bytes += len + (tmpl ? tmpl_len : 0);
+	row.id = chs->next_raw++;
+	rm_chs_put_row(chs->cur->body[T_RAW], &rm_stored_raw, chs->id, 0, &row);
+	chs->cur->raw++;
+	chs->raw_rows++;
+	chs->raw_bytes += len + (tmpl ? tmpl_len : 0);
 	return 1;
 }
 
@@ -262,41 +236,36 @@ static int ch_drop(void *p, int64_t session_id, const char *kind, const char *de
 static int ch_connections(void *p, uint64_t minute_ms, const char *source, const char *outcome, uint64_t count,
 			  uint64_t first_ms, uint64_t last_ms, const char *detail)
 {
-	struct rm_chstore *cs = p;
-	GByteArray *b = cs->cur->body[T_CONNS];
+	struct rm_chstore *chs = p;
+	struct rm_conn_row row = { .minute_ms = minute_ms,
+				   .count = count,
+				   .first_ms = first_ms,
+				   .last_ms = last_ms,
+				   .source = source,
+				   .outcome = outcome,
+				   .detail = detail };
 
-	if (!rm_chs_room(cs, 512)) {
+	if (!rm_chs_room(chs, 512)) {
 		char d[200];
 
 		snprintf(d, sizeof(d),
 			 "%" PRIu64 " refused connections (%s) from %s not stored: ClickHouse store "
 			 "buffer full",
 			 count, outcome, source);
-		rm_chs_store_drop(cs, 0, d);
+		rm_chs_store_drop(chs, 0, d);
 		return 0;
 	}
-	rm_chs_put_str(b, cs->id);
-	rm_chs_put_u64(b, minute_ms);
-	rm_chs_put_str(b, source);
-	rm_chs_put_str(b, outcome);
-	rm_chs_put_u64(b, count);
-	rm_chs_put_u64(b, first_ms);
-	rm_chs_put_u64(b, last_ms);
-	rm_chs_put_nstr(b, detail);
-	cs->cur->conns++;
+	rm_chs_put_row(chs->cur->body[T_CONNS], &rm_stored_conns, chs->id, 0, &row);
+	chs->cur->conns++;
 	return 0;
 }
 
 static int ch_run_limit(void *p, int64_t run_id, const char *name, uint64_t value)
 {
-	struct rm_chstore *cs = p;
-	GByteArray *b = cs->cur->body[T_LIMITS];
+	struct rm_chstore *chs = p;
+	struct rm_limit_row row = { .run_id = run_id, .value = value, .seq = chs->limit_seq++, .name = name };
 
-	rm_chs_put_str(b, cs->id);
-	rm_chs_put_u64(b, (uint64_t)run_id);
-	rm_chs_put_str(b, name);
-	rm_chs_put_u64(b, value);
-	rm_chs_put_u64(b, cs->limit_seq++);
+	rm_chs_put_row(chs->cur->body[T_LIMITS], &rm_stored_limits, chs->id, 0, &row);
 	return 0;
 }
 
@@ -308,30 +277,28 @@ static int ch_run_limit(void *p, int64_t run_id, const char *name, uint64_t valu
  */
 static int ch_observation_point(void *p, const struct rm_store_point *pt, uint64_t now_ms)
 {
-	struct rm_chstore *cs = p;
-	GByteArray *b = cs->cur->body[T_POINTS];
+	struct rm_chstore *chs = p;
 	const char *pn = pt->peer_name ? pt->peer_name : "", *ps = pt->peer_subject ? pt->peer_subject : "";
+	struct rm_point_row row = { .domain = pt->domain,
+				    .id = pt->id,
+				    .updated_ms = now_ms,
+				    .name = pt->name,
+				    .peer_name = pn,
+				    .peer_subject = ps };
 
-	if (!cs->points_kept)
+	if (!chs->points_kept)
 		return 0;
-	if (!rm_chs_room(cs, 64 + strlen(cs->id) + strlen(pn) + strlen(ps) + strlen(pt->name))) {
+	if (!rm_chs_room(chs, 64 + strlen(chs->id) + strlen(pn) + strlen(ps) + strlen(pt->name))) {
 		char d[200];
 
 		snprintf(d, sizeof(d),
 			 "the name of observation point %" PRIu64
 			 " (domain %u) not stored: ClickHouse store buffer full",
 			 pt->id, pt->domain);
-		rm_chs_store_drop(cs, 0, d);
+		rm_chs_store_drop(chs, 0, d);
 		return 0;
 	}
-	rm_chs_put_str(b, cs->id);
-	rm_chs_put_str(b, pn);
-	rm_chs_put_str(b, ps);
-	rm_chs_put_u64(b, pt->domain);
-	rm_chs_put_u64(b, pt->id);
-	rm_chs_put_str(b, pt->name);
-	rm_chs_put_u64(b, now_ms);
-	rm_chs_put_u64(b, rm_chs_next_version(cs));
+	rm_chs_put_row(chs->cur->body[T_POINTS], &rm_stored_points, chs->id, rm_chs_version_next(&chs->version), &row);
 	return 0;
 }
 
@@ -340,9 +307,9 @@ static uint64_t ch_raw_bytes(void *p)
 	return ((struct rm_chstore *)p)->raw_bytes;
 }
 
-uint64_t rm_chstore_waiting(struct rm_chstore *cs)
+uint64_t rm_chstore_waiting(struct rm_chstore *chs)
 {
-	return rm_chs_batch_size(cs->cur) + rm_chs_queued(cs);
+	return rm_chs_batch_size(chs->cur) + rm_chs_queued(chs);
 }
 
 static uint64_t ch_buffer_bytes(void *p)
@@ -364,10 +331,10 @@ static void ch_set_budget(void *p, struct rm_budget *b)
  * At close, after the last hand-over: a kept retirement that never found
  * room is a "store" drop (its row stays in ClickHouse without it), freed.
  */
-static void drop_kept(struct rm_chstore *cs)
+static void drop_kept(struct rm_chstore *chs)
 {
-	for (guint i = 0; i < cs->live->len; i++) {
-		struct rm_epoch *e = cs->live->pdata[i];
+	for (guint i = 0; i < chs->live->len; i++) {
+		struct rm_epoch *e = chs->live->pdata[i];
 		char d[200];
 
 		if (!e)
@@ -378,11 +345,11 @@ static void drop_kept(struct rm_chstore *cs)
 		snprintf(d, sizeof(d),
 			 "epoch %" PRIu64 " (%s): its retirement not stored: ClickHouse store buffer full",
 			 e->key.epoch_id, rm_outcome_name(e->outcome));
-		rm_chs_store_drop(cs, (int64_t)e->session_id, d);
+		rm_chs_store_drop(chs, (int64_t)e->session_id, d);
 		rm_rules_epoch_free(e);
-		rm_budget_give(cs->budget, RM_BUDGET_EPOCH_BYTES);
+		rm_budget_give(chs->budget, RM_BUDGET_EPOCH_BYTES);
 	}
-	g_ptr_array_set_size(cs->live, 0);
+	g_ptr_array_set_size(chs->live, 0);
 }
 
 static const char *ch_collector_id(void *p)
@@ -394,46 +361,46 @@ static const char *ch_collector_id(void *p)
 
 static void ch_close(void *p)
 {
-	struct rm_chstore *cs = p;
+	struct rm_chstore *chs = p;
 	int joined = 1, waits = 0;
 
-	if (!cs)
+	if (!chs)
 		return;
-	if (cs->thread_up) {
+	if (chs->thread_up) {
 		struct timespec ts;
 
-		rm_chs_handoff(cs);
-		drop_kept(cs);
-		pthread_mutex_lock(&cs->mu);
-		cs->stopping = 1;
-		cs->stop_at_ms = rm_clock_mono_ms() + RM_CHSTORE_CLOSE_WAIT_MS;
-		pthread_cond_broadcast(&cs->cv);
-		pthread_mutex_unlock(&cs->mu);
+		rm_chs_handoff(chs);
+		drop_kept(chs);
+		pthread_mutex_lock(&chs->mu);
+		chs->stopping = 1;
+		chs->stop_at_ms = rm_clock_mono_ms() + RM_CHSTORE_CLOSE_WAIT_MS;
+		pthread_cond_broadcast(&chs->cv);
+		pthread_mutex_unlock(&chs->mu);
 		/* An INSERT under way ends within its own timeout. */
 		ts = rm_clock_wall_deadline(((RM_CHSTORE_CLOSE_WAIT_MS + RM_CHSTORE_REQUEST_MS) / 1000 + 1) * 1000);
-		joined = pthread_timedjoin_np(cs->thread, NULL, &ts) == 0;
-		pthread_mutex_lock(&cs->mu);
-		waits = cs->inflight || cs->head;
-		pthread_mutex_unlock(&cs->mu);
+		joined = pthread_timedjoin_np(chs->thread, NULL, &ts) == 0;
+		pthread_mutex_lock(&chs->mu);
+		waits = chs->inflight || chs->head;
+		pthread_mutex_unlock(&chs->mu);
 	}
-	rm_chs_log_drops(cs);
+	rm_chs_log_drops(chs);
 	if (waits) {
 		struct batch *lists[2];
 		char err[800], what[200];
 		int rc, skip_run;
 
-		pthread_mutex_lock(&cs->mu);
-		lists[0] = cs->inflight;
-		lists[1] = cs->head;
+		pthread_mutex_lock(&chs->mu);
+		lists[0] = chs->inflight;
+		lists[1] = chs->head;
 		/* a run that never reached ClickHouse and received no session: its runs and limits rows are not kept */
-		skip_run = !cs->reached && !cs->sessions_started;
-		rc = rm_chs_spool_write(cs, lists, skip_run, what, sizeof(what), err, sizeof(err));
-		pthread_mutex_unlock(&cs->mu);
+		skip_run = !chs->reached && !chs->sessions_started;
+		rc = rm_chs_spool_write(chs, lists, skip_run, what, sizeof(what), err, sizeof(err));
+		pthread_mutex_unlock(&chs->mu);
 		if (rc == 0 && *what) {
 			rm_log(RM_LOG_NOTICE,
 			       "ClickHouse store: not sent within %u ms at close, spooled to %s (sent at the next "
 			       "start of collector ID %s with this store): %s",
-			       RM_CHSTORE_CLOSE_WAIT_MS, cs->spool_path, cs->id, what);
+			       RM_CHSTORE_CLOSE_WAIT_MS, chs->spool_path, chs->id, what);
 		} else if (rc == 0 && skip_run) {
 			rm_log(RM_LOG_NOTICE,
 			       "ClickHouse store: this run never reached ClickHouse and received no session: its runs "
@@ -445,19 +412,19 @@ static void ch_close(void *p)
 				for (const struct batch *b = lists[q]; b; b = b->next)
 					lost += (b->sent[T_EPOCHS] ? 0 : b->retired) + (b->sent[T_RAW] ? 0 : b->raw) +
 						(b->sent[T_CONNS] ? 0 : b->conns);
-			cs->store_drops += lost;
+			chs->store_drops += lost;
 			rm_log(RM_LOG_ERR,
 			       "ClickHouse store: not sent within %u ms at close and not spooled (collector resource "
 			       "drops of kind store): %s; spool: %s",
 			       RM_CHSTORE_CLOSE_WAIT_MS, what, err);
 		}
 	}
-	if (cs->thread_up)
-		rm_log(RM_LOG_INFO, "ClickHouse store closed: %" PRIu64 " store drops", cs->store_drops);
+	if (chs->thread_up)
+		rm_log(RM_LOG_INFO, "ClickHouse store closed: %" PRIu64 " store drops", chs->store_drops);
 	if (!joined)
 		return; /* the sender still holds the store: leave it to the process's exit */
 	for (int q = 0; q < 2; q++) {
-		struct batch *b = q ? cs->head : cs->inflight;
+		struct batch *b = q ? chs->head : chs->inflight;
 
 		while (b) {
 			struct batch *next = b->next;
@@ -466,17 +433,17 @@ static void ch_close(void *p)
 			b = next;
 		}
 	}
-	rm_chs_batch_free(cs->cur);
-	drop_kept(cs);
-	g_ptr_array_free(cs->live, TRUE);
-	g_hash_table_destroy(cs->sessions);
-	g_hash_table_destroy(cs->drops);
-	g_hash_table_destroy(cs->drops_unlogged_by_session);
-	pthread_mutex_destroy(&cs->mu);
-	pthread_cond_destroy(&cs->cv);
-	free(cs->run.listen);
-	free(cs->run.transport);
-	free(cs);
+	rm_chs_batch_free(chs->cur);
+	drop_kept(chs);
+	g_ptr_array_free(chs->live, TRUE);
+	g_hash_table_destroy(chs->sessions);
+	g_hash_table_destroy(chs->drops);
+	g_hash_table_destroy(chs->drops_unlogged_by_session);
+	pthread_mutex_destroy(&chs->mu);
+	pthread_cond_destroy(&chs->cv);
+	free((char *)chs->run.listen);
+	free((char *)chs->run.transport);
+	free(chs);
 }
 
 int rm_chstore_check_id(const char *id, char *err, size_t errlen)
@@ -504,67 +471,67 @@ int rm_chstore_default_id(char *buf, size_t len, char *err, size_t errlen)
 struct rm_chstore *rm_chstore_open(const struct rm_ch_conf *conf, const char *collector_id, uint64_t buffer_bytes,
 				   const char *spool_dir, char *err, size_t errlen)
 {
-	struct rm_chstore *cs = calloc(1, sizeof(*cs));
+	struct rm_chstore *chs = calloc(1, sizeof(*chs));
 
-	if (!cs) {
+	if (!chs) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	cs->conf = *conf;
-	cs->conf.connect_timeout_ms = RM_CHSTORE_CONNECT_MS;
-	cs->conf.timeout_ms = RM_CHSTORE_REQUEST_MS;
+	chs->conf = *conf;
+	chs->conf.connect_timeout_ms = RM_CHSTORE_CONNECT_MS;
+	chs->conf.timeout_ms = RM_CHSTORE_REQUEST_MS;
 	/*
 	 * An INSERT into a Distributed table returns once every shard has its
 	 * rows, not when they are queued on the receiving server: a collector
 	 * restarted at once then sees its largest IDs (docs/fleet.md "Writing").
 	 * Tables that are not Distributed ignore the setting.
 	 */
-	snprintf(cs->conf.settings, sizeof(cs->conf.settings), "insert_distributed_sync=1");
-	cs->bound = buffer_bytes ? buffer_bytes : RM_CHSTORE_BUFFER_DEFAULT;
-	cs->cur = rm_chs_batch_new();
-	cs->live = g_ptr_array_new();
-	cs->sessions = rm_sess_rows_new();
-	cs->drops = rm_drop_rows_new();
-	cs->drops_unlogged_by_session = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
-	cs->tail = &cs->head;
-	cs->last_handoff_ms = rm_clock_mono_ms();
-	pthread_mutex_init(&cs->mu, NULL);
-	pthread_cond_init(&cs->cv, NULL);
-	if (!cs->cur) {
+	snprintf(chs->conf.settings, sizeof(chs->conf.settings), "insert_distributed_sync=1");
+	chs->bound = buffer_bytes ? buffer_bytes : RM_CHSTORE_BUFFER_DEFAULT;
+	chs->cur = rm_chs_batch_new();
+	chs->live = g_ptr_array_new();
+	chs->sessions = rm_sess_rows_new();
+	chs->drops = rm_drop_rows_new();
+	chs->drops_unlogged_by_session = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+	chs->tail = &chs->head;
+	chs->last_handoff_ms = rm_clock_mono_ms();
+	pthread_mutex_init(&chs->mu, NULL);
+	pthread_cond_init(&chs->cv, NULL);
+	if (!chs->cur) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
 	if (collector_id && *collector_id) {
 		if (rm_chstore_check_id(collector_id, err, errlen) < 0)
 			goto fail;
-		snprintf(cs->id, sizeof(cs->id), "%s", collector_id);
-	} else if (rm_chstore_default_id(cs->id, sizeof(cs->id), err, errlen) < 0) {
+		snprintf(chs->id, sizeof(chs->id), "%s", collector_id);
+	} else if (rm_chstore_default_id(chs->id, sizeof(chs->id), err, errlen) < 0) {
 		goto fail;
 	}
 	if (!spool_dir || !*spool_dir)
 		spool_dir = RM_STORE_SPOOL_DIR_DEFAULT;
-	snprintf(cs->store_name, sizeof(cs->store_name), "%s?database=%s", conf->base, conf->database);
+	snprintf(chs->store_name, sizeof(chs->store_name), "%s?database=%s", conf->base, conf->database);
 	{
 		/* the spool belongs to its store: ID.TAG.spool, TAG the start of SHA-256 over the store's name */
-		gchar *sum = g_compute_checksum_for_string(G_CHECKSUM_SHA256, cs->store_name, -1);
-		size_t n = (size_t)snprintf(cs->spool_path, sizeof(cs->spool_path), "%s/%s.%.*s.spool", spool_dir,
-					    cs->id, RM_CHSTORE_SPOOL_TAG_LEN, sum);
+		gchar *sum = g_compute_checksum_for_string(G_CHECKSUM_SHA256, chs->store_name, -1);
+		size_t n = (size_t)snprintf(chs->spool_path, sizeof(chs->spool_path), "%s/%s.%.*s.spool", spool_dir,
+					    chs->id, RM_CHSTORE_SPOOL_TAG_LEN, sum);
 
 		g_free(sum);
-		if (n >= sizeof(cs->spool_path) - 8 || strlen(spool_dir) >= sizeof(cs->spool_dir)) {
+		if (n >= sizeof(chs->spool_path) - 8 || strlen(spool_dir) >= sizeof(chs->spool_dir)) {
 			snprintf(err, errlen, "store_spool_dir: '%s' is too long", spool_dir);
 			goto fail;
 		}
-		snprintf(cs->spool_dir, sizeof(cs->spool_dir), "%s", spool_dir);
+		snprintf(chs->spool_dir, sizeof(chs->spool_dir), "%s", spool_dir);
 	}
-	if (pthread_create(&cs->thread, NULL, rm_chs_sender, cs) != 0) {
+	if (pthread_create(&chs->thread, NULL, rm_chs_sender, chs) != 0) {
 		snprintf(err, errlen, "the sender thread: %s", strerror(errno));
 		goto fail;
 	}
-	cs->thread_up = 1;
-	return cs;
+	chs->thread_up = 1;
+	return chs;
 fail:
-	ch_close(cs);
+	ch_close(chs);
 	return NULL;
 }
 

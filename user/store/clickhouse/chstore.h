@@ -2,7 +2,7 @@
 /*
  * chstore.h - the collector's ClickHouse store (`collect --store
  * clickhouse:URL`, docs/fleet.md "Writing", docs/collector.md): the calls
- * of store.h behind the store interface (backend.h), rows in the tables of
+ * of the store interface (backend.h, each call's contract), rows in the tables of
  * docs/clickhouse/single.sql and cluster.sql, each with the collector ID.
  *
  * The session loop never waits for ClickHouse. Its calls serialize rows
@@ -31,8 +31,8 @@
  *
  * IDs: at a run's start the store reads the largest run, session, epoch
  * and raw record IDs of its collector ID and continues after them; it also
- * ends what an earlier run of this collector left open (as store.h's
- * recovery). When ClickHouse does not answer then, IDs continue from the
+ * ends what an earlier run of this collector left open (as backend.h's
+ * run_start says). When ClickHouse does not answer then, IDs continue from the
  * current time in ms times 2^20 (larger than any counted ID), and the
  * recovery waits for the next start.
  *
@@ -149,8 +149,30 @@ int rm_chstore_check_id(const char *id, char *err, size_t errlen);
  * SQLite store. For the tests.
  */
 void rm_chstore_epoch_row(GByteArray *out, const char *collector_id, const struct rm_epoch *e, uint64_t version);
+/*
+ * The RowBinary row of any table of columns.h (row: its struct,
+ * store_rows.h) as the store's batches hold it: collector_id, the table's
+ * ClickHouse columns in order, version after the ID where rows change (last
+ * in a table without an ID). Appended to out. For the tests.
+ */
+struct rm_stored_table;
+void rm_chstore_row(GByteArray *out, const struct rm_stored_table *t, const char *collector_id, const void *row,
+		    uint64_t version);
+
+/* A column of a row written again and the expression that gives it (rm_chstore_copy_sql). */
+struct rm_chstore_set {
+	const char *column, *expr;
+};
+/*
+ * "INSERT INTO t (its columns as rm_chstore_row) SELECT ... FROM t FINAL
+ * WHERE where": the rows of t where selects written again (the recovery at
+ * a run's start, the crash accounting), each column as stored but those of
+ * set (n of them; version among them for a versioned table). g_free it.
+ */
+char *rm_chstore_copy_sql(const struct rm_stored_table *t, const struct rm_chstore_set *set, size_t n,
+			  const char *where);
 
 /* Octets of rows waiting (batch and queue); the collector's thread (or while it waits for the metrics lock). */
-uint64_t rm_chstore_waiting(struct rm_chstore *cs);
+uint64_t rm_chstore_waiting(struct rm_chstore *chs);
 
 #endif /* ROCEMETER_CHSTORE_H */

@@ -17,12 +17,14 @@
 #include "chstore.h"
 #include "common/clock.h"
 #include "rules/budget.h"
+#include "store/columns.h"
 #include "store/store_rows.h"
+#include "version.h"
 
 /* The tables, in the order of a spool file's batch (T_POINTS last: a spool of version 1 or 2 has none). */
 enum table { T_RUNS, T_SESSIONS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS, T_LIMITS, T_POINTS, T__N };
 
-/* An exporter's Reliability record waiting for the sender (store.h struct rm_store_acked, copied). */
+/* An exporter's Reliability record waiting for the sender (backend.h struct rm_store_acked, copied). */
 struct acked_req {
 	char peer[80], peer_alt[80], subject[256];
 	int64_t reporting_id;
@@ -55,9 +57,9 @@ struct rm_chstore {
 	struct rm_budget *budget; /* the kept retired epochs' charges (RM_BUDGET_EPOCH_BYTES each); NULL: none */
 	GHashTable *sessions;     /* int64 id -> struct rm_sess_row */
 	GHashTable *drops;        /* "session/kind" -> struct rm_drop_row */
-	int64_t next_run, next_session, next_epoch, next_raw, run_id;
+	int64_t next_run, next_session, next_epoch, next_raw;
 	uint64_t limit_seq;
-	uint64_t last_version;
+	struct rm_chs_version version; /* the rows' versions */
 	uint64_t last_handoff_ms;
 	uint32_t raw_limit;
 	uint64_t raw_rows, raw_bytes;
@@ -74,12 +76,7 @@ struct rm_chstore {
 	int points_kept;           /* the store has observation_points (checked at the start): names are written */
 	uint64_t sessions_started; /* in this run */
 	uint64_t handed;           /* batches handed over to the sender in this run */
-	struct {
-		uint64_t started_ms, stopped_ms;
-		char *listen, *transport;
-		struct rm_rules_limits lim;
-		uint32_t max_raw_records, pen;
-	} run;
+	struct rm_run_row run;     /* this run's runs row; its listen and transport are owned here */
 
 	/* Shared with the sender, under mu. */
 	pthread_mutex_t mu;
@@ -102,15 +99,17 @@ struct rm_chstore {
 	int thread_up;
 };
 
-/* chstore.c */
-/* The version of the next row written: the wall clock in microseconds, larger than the last one. */
-uint64_t rm_chs_next_version(struct rm_chstore *cs);
-
 /* rows.c */
-/* One INSERT per table, by enum table; its column list is the order rows are serialized in. */
-extern const char *const rm_chs_inserts[T__N];
-/* The tables' names, by enum table. */
-extern const char *const rm_chs_table_names[T__N];
+/* The tables of columns.h by enum table. */
+extern const struct rm_stored_table *const rm_chs_tables[T__N];
+/* "INSERT INTO t (the columns in the order rows are serialized: collector_id, ..., version) FORMAT RowBinary"; g_free it. */
+char *rm_chs_insert_sql(const struct rm_stored_table *t);
+/* Insert one row of t at once (rm_chs_put_row's). 0, or rm_ch_query's negative errno with err. */
+int rm_chs_insert_row(struct rm_ch *ch, const struct rm_stored_table *t, const char *collector_id, uint64_t version,
+		      const void *row, char *err, size_t errlen);
+/* A row of t (its struct: columns.h) in RowBinary with the collector ID and version (if t has one), appended to b. */
+void rm_chs_put_row(GByteArray *b, const struct rm_stored_table *t, const char *collector_id, uint64_t version,
+		    const void *row);
 /* RowBinary UInt64 (little-endian) appended to b. */
 void rm_chs_put_u64(GByteArray *b, uint64_t v);
 /* RowBinary UInt8 appended to b. */
@@ -123,8 +122,6 @@ void rm_chs_put_str(GByteArray *b, const char *s);
 void rm_chs_put_nu64(GByteArray *b, int null, uint64_t v);
 /* RowBinary Nullable(String): NULL if s is. */
 void rm_chs_put_nstr(GByteArray *b, const char *s);
-/* A sessions row (docs/clickhouse/single.sql) with the next version, appended to b. */
-void rm_chs_session_row(struct rm_chstore *cs, GByteArray *b, const struct rm_sess_row *s);
 
 /* batch.c */
 /* An empty batch; NULL on out of memory. */
@@ -134,19 +131,19 @@ void rm_chs_batch_free(struct batch *b);
 /* The octets of a batch's rows. */
 size_t rm_chs_batch_size(const struct batch *b);
 /* Octets in the queue and in flight (takes mu). */
-uint64_t rm_chs_queued(struct rm_chstore *cs);
-/* 1 if the batch being built, the queue and more octets fit in the buffer's bound (cs->bound), else 0. */
-int rm_chs_room(struct rm_chstore *cs, size_t more);
+uint64_t rm_chs_queued(struct rm_chstore *chs);
+/* 1 if the batch being built, the queue and more octets fit in the buffer's bound (chs->bound), else 0. */
+int rm_chs_room(struct rm_chstore *chs, size_t more);
 /* Serialize what changed (live epochs, sessions, drops) into the batch being built and queue it. 0 or -1. */
-int rm_chs_handoff(struct rm_chstore *cs);
+int rm_chs_handoff(struct rm_chstore *chs);
 
 /* drops.c */
 /* Count a collector resource drop of kind for a session. 0 or -1. */
-int rm_chs_count_drop(struct rm_chstore *cs, int64_t session_id, const char *kind, const char *detail, uint64_t now);
+int rm_chs_count_drop(struct rm_chstore *chs, int64_t session_id, const char *kind, const char *detail, uint64_t now);
 /* Log the store drops since the last such line, per session, and count anew. */
-void rm_chs_log_drops(struct rm_chstore *cs);
+void rm_chs_log_drops(struct rm_chstore *chs);
 /* A row the buffer could not take: a drop of kind "store", logged at most every RM_CHSTORE_DROP_LOG_MS. */
-void rm_chs_store_drop(struct rm_chstore *cs, int64_t session_id, const char *detail);
+void rm_chs_store_drop(struct rm_chstore *chs, int64_t session_id, const char *detail);
 
 /* sender.c */
 /* The order the tables of a group are inserted in: sessions last. */
@@ -154,7 +151,7 @@ extern const int rm_chs_send_order[T__N];
 /* The sender thread (arg: the store): inserts the queued batches, retries with backoff while ClickHouse is down. */
 void *rm_chs_sender(void *arg);
 /* Every unsent table of group, in table order; 0, or the first failure's rm_ch_query result with err. */
-int rm_chs_send_group(struct rm_chstore *cs, struct rm_ch *ch, struct batch *group, char *err, size_t errlen);
+int rm_chs_send_group(struct rm_chstore *chs, struct rm_ch *ch, struct batch *group, char *err, size_t errlen);
 
 /* spool.c */
 /* The spool directory is this user's and writable by nobody else, or missing: 0; else -EPERM or -errno, err. */
@@ -163,12 +160,12 @@ int rm_chs_spool_dir_check(const char *dir, char *err, size_t errlen);
  * Write the batches of lists (in flight, queued) to the spool file, whole or
  * absent; skip_run leaves out the run's own rows. 0 or -errno with err; *what: the counts in words.
  */
-int rm_chs_spool_write(struct rm_chstore *cs, struct batch *const lists[2], int skip_run, char *what, size_t whatlen,
+int rm_chs_spool_write(struct rm_chstore *chs, struct batch *const lists[2], int skip_run, char *what, size_t whatlen,
 		       char *err, size_t errlen);
 /* Log the spool files of this collector ID for other stores, and of the first version: not sent here. */
-void rm_chs_spool_others(struct rm_chstore *cs);
-/* What an earlier run spooled, sent or queued: 1 sent or no spool, 0 queued, RM_BACKEND_REFUSED (cs->err). */
-int rm_chs_spool_send(struct rm_chstore *cs, struct rm_ch *ch);
+void rm_chs_spool_others(struct rm_chstore *chs);
+/* What an earlier run spooled, sent or queued: 1 sent or no spool, 0 queued, RM_BACKEND_REFUSED (chs->err). */
+int rm_chs_spool_send(struct rm_chstore *chs, struct rm_ch *ch);
 
 /* lost.c: the received-Messages journal's calls (backend.h session_lost, transactions, handed, journal_dir). */
 int rm_chs_session_lost(void *p, const struct rm_store_lost_session *l, uint64_t now_ms, uint64_t *lost);
@@ -178,17 +175,17 @@ int rm_chs_journal_dir(void *p, char *buf, size_t len);
 /* backend.h session_acked: queued for the sender (2). */
 int rm_chs_session_acked(void *p, const struct rm_store_acked *a, uint64_t now_ms, struct rm_store_acked_result *res);
 /* The sender: match the queued Reliability records (takes and gives back mu around ClickHouse's answers). */
-void rm_chs_acked_process(struct rm_chstore *cs, struct rm_ch *ch);
+void rm_chs_acked_process(struct rm_chstore *chs, struct rm_ch *ch);
 /* backend.h acked_drops. */
 uint64_t rm_chs_acked_drops(void *p);
 
 /* lease.c */
 /*
  * The exchange at a run's start: the spool, whether the ID is in use, IDs after
- * the stored ones, what an earlier run left open ended. 0, or RM_BACKEND_REFUSED with cs->err.
+ * the stored ones, what an earlier run left open ended. 0, or RM_BACKEND_REFUSED with chs->err.
  */
-int rm_chs_start_ids(struct rm_chstore *cs, uint64_t now_ms);
+int rm_chs_start_ids(struct rm_chstore *chs, uint64_t now_ms);
 /* The runs row, whole, replacing one still waiting: at the start, at each heartbeat, at the stop. */
-void rm_chs_run_row(struct rm_chstore *cs);
+void rm_chs_run_row(struct rm_chstore *chs);
 
 #endif /* ROCEMETER_CHSTORE_IMPL_H */

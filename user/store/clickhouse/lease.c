@@ -41,65 +41,66 @@ static int query_u64(struct rm_ch *ch, const char *sql, uint64_t *v, int n, char
 
 /*
  * Sessions and epochs an earlier run of this collector left open (it was
- * killed): ended and retired now, as store.h's recovery, by rows with a
+ * killed): ended and retired now, as backend.h's run_start, by rows with a
  * larger version. Which rows is decided on each row's latest version
  * (argMax over a plain UInt8), and FINAL is filtered by key columns only:
  * a filter on ended_ms or retired_ms next to FINAL may be applied before
  * the versions collapse and pick up an older one.
  */
-static int recover(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, uint64_t now_ms, char *err, size_t errlen)
+static int recover(struct rm_chstore *chs, struct rm_ch *ch, const char *qid, uint64_t now_ms, char *err, size_t errlen)
 {
 	static const char cause[] = "session ended: collector restarted (the run that received it ended without "
 				    "closing its session)";
-	uint64_t ver = rm_chs_next_version(cs);
+	char *ver = g_strdup_printf("%" PRIu64, rm_chs_version_next(&chs->version));
+	char *now = g_strdup_printf("toNullable(toUInt64(%" PRIu64 "))", now_ms);
+	char *reason = g_strdup_printf(
+		"if(state = 'open', toNullable(if(reports_accepted = 0, concat('%s', '; no accepted report'),"
+		" concat('%s', ' without a final report (last report ', toString(assumeNotNull(last_report_id)), ')',"
+		" if(missing_reports > 0, concat('; ', toString(missing_reports), ' reports missing'), '')))), reason)",
+		cause, cause);
+	char *where[2];
+	const struct rm_chstore_set ended[] = {
+		{ "version", ver },
+		{ "ended_ms", now },
+		{ "end_reason", "toNullable('collector restarted: the run that held this session ended without closing "
+				"it')" },
+	};
+	const struct rm_chstore_set retired[] = {
+		{ "version", ver },
+		{ "outcome", "if(state = 'open', 'incomplete', outcome)" },
+		{ "reason", reason },
+		{ "retired_ms", now },
+	};
 	char *sql[3];
 	int rc = 0;
 
-	sql[0] = g_strdup_printf(
-		"INSERT INTO sessions (collector_id, id, version, run_id, peer, peer_subject, transport, started_ms,"
-		" ended_ms, end_reason, messages, records, octets, rejected, accepted, repeats, stale, orphans,"
-		" unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound, seq_gaps, seq_missing,"
-		" export_time_backwards, peer_name) SELECT collector_id, id, %" PRIu64
-		", run_id, peer, peer_subject, transport,"
-		" started_ms, toNullable(toUInt64(%" PRIu64
-		")), toNullable('collector restarted: the run that held this"
-		" session ended without closing it'), messages, records, octets, rejected, accepted, repeats, stale,"
-		" orphans, unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound, seq_gaps,"
-		" seq_missing, export_time_backwards, peer_name FROM sessions FINAL WHERE collector_id = %s AND id "
-		"GLOBAL IN"
-		" (SELECT id FROM sessions WHERE collector_id = %s GROUP BY id HAVING argMax(isNull(ended_ms), "
-		"version))",
-		ver, now_ms, qid, qid);
-	sql[1] = g_strdup_printf(
-		"%.*s SELECT collector_id, id, %" PRIu64 ", session_id, domain, observation_point_id,"
-		" family, src, dst, dest_qp, pkey, has_vlan_ns, vlan_outer, vlan_inner, epoch_id, window, flags,"
-		" flags_seen, flow_start_ms, flow_end_ms, first_report_id, last_report_id, reports_accepted,"
-		" missing_initial, missing_reports, gaps, repeats, stale, unsupported, ignored, requests, skipped,"
-		" filled, expired, abandoned, pending, repeated, unclassified_late, state,"
-		" if(state = 'open', 'incomplete', outcome),"
-		" if(state = 'open', toNullable(if(reports_accepted = 0, concat('%s', '; no accepted report'),"
-		" concat('%s', ' without a final report (last report ', toString(assumeNotNull(last_report_id)), ')',"
-		" if(missing_reports > 0, concat('; ', toString(missing_reports), ' reports missing'), '')))), reason),"
-		" first_seen_ms, last_seen_ms, toNullable(toUInt64(%" PRIu64 "))"
-		" FROM epochs FINAL WHERE collector_id = %s AND id GLOBAL IN"
-		" (SELECT id FROM epochs WHERE collector_id = %s GROUP BY id HAVING argMax(isNull(retired_ms), "
-		"version))",
-		(int)(strlen(rm_chs_inserts[T_EPOCHS]) - strlen(" FORMAT RowBinary")), rm_chs_inserts[T_EPOCHS], ver,
-		cause, cause, now_ms, qid, qid);
+	where[0] = g_strdup_printf("collector_id = %s AND id GLOBAL IN (SELECT id FROM sessions WHERE collector_id = %s"
+				   " GROUP BY id HAVING argMax(isNull(ended_ms), version))",
+				   qid, qid);
+	where[1] = g_strdup_printf("collector_id = %s AND id GLOBAL IN (SELECT id FROM epochs WHERE collector_id = %s"
+				   " GROUP BY id HAVING argMax(isNull(retired_ms), version))",
+				   qid, qid);
+	sql[0] = rm_chstore_copy_sql(&rm_stored_sessions, ended, G_N_ELEMENTS(ended), where[0]);
+	sql[1] = rm_chstore_copy_sql(&rm_stored_epochs, retired, G_N_ELEMENTS(retired), where[1]);
 	sql[2] = NULL;
 	for (int i = 0; sql[i] && !rc; i++)
 		rc = rm_ch_query(ch, sql[i], NULL, 0, NULL, NULL, err, errlen);
 	for (int i = 0; sql[i]; i++)
 		g_free(sql[i]);
+	g_free(where[0]);
+	g_free(where[1]);
+	g_free(ver);
+	g_free(now);
+	g_free(reason);
 	return rc;
 }
 
 /*
  * Is the latest run of this collector ID held by a running collector
  * (chstore.h)? 0 no (stopped, or silent for RM_CHSTORE_LIVE_MS), 1 yes
- * (cs->err says which run), -1 ClickHouse did not answer (err).
+ * (chs->err says which run), -1 ClickHouse did not answer (err).
  */
-static int id_in_use(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, char *err, size_t errlen)
+static int id_in_use(struct rm_chstore *chs, struct rm_ch *ch, const char *qid, char *err, size_t errlen)
 {
 	char *sql = g_strdup_printf("SELECT id, argMax(isNull(stopped_ms), version), max(version) FROM runs"
 				    " WHERE collector_id = %s GROUP BY id ORDER BY id DESC LIMIT 1 FORMAT TabSeparated",
@@ -129,10 +130,10 @@ static int id_in_use(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, c
 
 			gmtime_r(&t, &tm);
 			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-			snprintf(cs->err, sizeof(cs->err),
+			snprintf(chs->err, sizeof(chs->err),
 				 "collector ID %s is in use by a running collector (run %" PRIu64
 				 ", last written %s): give each collector its own --collector-id",
-				 cs->id, w[0], when);
+				 chs->id, w[0], when);
 			rc = 1;
 		}
 		goto out;
@@ -144,22 +145,22 @@ out:
 
 /*
  * Does the store have the table observation_points (a store made before the
- * names were kept has not)? Sets cs->points_kept; logs when it has not, or
+ * names were kept has not)? Sets chs->points_kept; logs when it has not, or
  * when ClickHouse did not answer (names are not written in this run then:
  * an INSERT into a missing table would hold up every other row).
  */
-static void points_table(struct rm_chstore *cs, struct rm_ch *ch)
+static void points_table(struct rm_chstore *chs, struct rm_ch *ch)
 {
 	char err[512] = "";
 	uint64_t n = 0;
 
-	cs->points_kept = ch &&
-			  query_u64(ch,
-				    "SELECT count() FROM system.tables WHERE database = currentDatabase()"
-				    " AND name = 'observation_points' FORMAT TabSeparated",
-				    &n, 1, err, sizeof(err)) == 0 &&
-			  n > 0;
-	if (cs->points_kept)
+	chs->points_kept = ch &&
+			   query_u64(ch,
+				     "SELECT count() FROM system.tables WHERE database = currentDatabase()"
+				     " AND name = 'observation_points' FORMAT TabSeparated",
+				     &n, 1, err, sizeof(err)) == 0 &&
+			   n > 0;
+	if (chs->points_kept)
 		return;
 	if (!ch || *err)
 		rm_log(RM_LOG_WARNING,
@@ -178,33 +179,33 @@ static void points_table(struct rm_chstore *cs, struct rm_ch *ch)
  * left open ended: one blocking exchange at a run's start (before the
  * loop): the spool first, then whether the ID is in use. When ClickHouse
  * does not answer (or the spool waits), IDs from the clock (chstore.h).
- * 0, or RM_BACKEND_REFUSED with cs->err.
+ * 0, or RM_BACKEND_REFUSED with chs->err.
  */
-int rm_chs_start_ids(struct rm_chstore *cs, uint64_t now_ms)
+int rm_chs_start_ids(struct rm_chstore *chs, uint64_t now_ms)
 {
 	char err[512] = "", qid[2 * RM_CHSTORE_COLLECTOR_ID_MAX + 8], *sql;
-	struct rm_ch_conf conf = cs->conf;
+	struct rm_ch_conf conf = chs->conf;
 	struct rm_ch *ch;
 	uint64_t v[6] = { 0 };
 	int rc, spooled;
 
 	conf.timeout_ms = RM_CHSTORE_REQUEST_MS;
 	conf.connect_timeout_ms = RM_CHSTORE_CONNECT_MS;
-	if (rm_chs_spool_dir_check(cs->spool_dir, cs->err, sizeof(cs->err)) < 0)
+	if (rm_chs_spool_dir_check(chs->spool_dir, chs->err, sizeof(chs->err)) < 0)
 		return RM_BACKEND_REFUSED;
-	rm_chs_spool_others(cs);
+	rm_chs_spool_others(chs);
 	ch = rm_ch_open(&conf, err, sizeof(err));
-	rm_ch_quote(cs->id, qid, sizeof(qid));
-	spooled = rm_chs_spool_send(cs, ch);
+	rm_ch_quote(chs->id, qid, sizeof(qid));
+	spooled = rm_chs_spool_send(chs, ch);
 	if (spooled == RM_BACKEND_REFUSED) {
 		rm_ch_close(ch);
 		return RM_BACKEND_REFUSED;
 	}
-	rc = ch ? id_in_use(cs, ch, qid, err, sizeof(err)) : -1;
+	rc = ch ? id_in_use(chs, ch, qid, err, sizeof(err)) : -1;
 	if (rc >= 0) {
-		pthread_mutex_lock(&cs->mu);
-		cs->reached = 1;
-		pthread_mutex_unlock(&cs->mu);
+		pthread_mutex_lock(&chs->mu);
+		chs->reached = 1;
+		pthread_mutex_unlock(&chs->mu);
 	}
 	if (rc == 1) {
 		rm_ch_close(ch);
@@ -223,7 +224,7 @@ int rm_chs_start_ids(struct rm_chstore *cs, uint64_t now_ms)
 		g_free(sql);
 	}
 	if (rc < 0 && ch && rm_chstore_refusal_hint(err)) {
-		snprintf(cs->err, sizeof(cs->err), "ClickHouse store: %s: refused, %s", err,
+		snprintf(chs->err, sizeof(chs->err), "ClickHouse store: %s: refused, %s", err,
 			 rm_chstore_refusal_hint(err));
 		rm_ch_close(ch);
 		return RM_BACKEND_REFUSED;
@@ -232,15 +233,15 @@ int rm_chs_start_ids(struct rm_chstore *cs, uint64_t now_ms)
 		rc = -1;
 		snprintf(err, sizeof(err), "the spool of an earlier run waits");
 	}
-	points_table(cs, rc == 0 ? ch : NULL);
-	if (rc == 0 && (rc = recover(cs, ch, qid, now_ms, err, sizeof(err))) == 0) {
-		cs->next_run = (int64_t)v[0] + 1;
-		cs->next_session = (int64_t)v[1] + 1;
-		cs->next_epoch = (int64_t)v[2] + 1;
-		cs->next_raw = (int64_t)v[3] + 1;
-		cs->raw_rows = v[4];
-		cs->raw_bytes = v[5];
-		cs->recovered = 1;
+	points_table(chs, rc == 0 ? ch : NULL);
+	if (rc == 0 && (rc = recover(chs, ch, qid, now_ms, err, sizeof(err))) == 0) {
+		chs->next_run = (int64_t)v[0] + 1;
+		chs->next_session = (int64_t)v[1] + 1;
+		chs->next_epoch = (int64_t)v[2] + 1;
+		chs->next_raw = (int64_t)v[3] + 1;
+		chs->raw_rows = v[4];
+		chs->raw_bytes = v[5];
+		chs->recovered = 1;
 	} else {
 		int64_t base = (int64_t)(now_ms << 20);
 
@@ -248,7 +249,7 @@ int rm_chs_start_ids(struct rm_chstore *cs, uint64_t now_ms)
 		       "ClickHouse store: %s; IDs continue from the clock (%" PRId64 "), sessions an earlier run left "
 		       "open are ended at the next start that reaches ClickHouse",
 		       err, base);
-		cs->next_run = cs->next_session = cs->next_epoch = cs->next_raw = base;
+		chs->next_run = chs->next_session = chs->next_epoch = chs->next_raw = base;
 	}
 	rm_ch_close(ch);
 	return 0;
@@ -262,33 +263,22 @@ int rm_chs_start_ids(struct rm_chstore *cs, uint64_t now_ms)
  * row the sender holds in flight stays (at most one more). Runs rows of
  * the spool (earlier runs) are not touched.
  */
-void rm_chs_run_row(struct rm_chstore *cs)
+void rm_chs_run_row(struct rm_chstore *chs)
 {
-	GByteArray *b = cs->cur->body[T_RUNS];
+	GByteArray *b = chs->cur->body[T_RUNS];
 
 	g_byte_array_set_size(b, 0);
-	pthread_mutex_lock(&cs->mu);
-	for (struct batch *q = cs->head; q; q = q->next) {
+	pthread_mutex_lock(&chs->mu);
+	for (struct batch *q = chs->head; q; q = q->next) {
 		size_t n = q->body[T_RUNS]->len;
 
 		if (q->from_spool || !n)
 			continue;
 		g_byte_array_set_size(q->body[T_RUNS], 0);
 		q->bytes -= n;
-		cs->queued_bytes -= n;
+		chs->queued_bytes -= n;
 	}
-	pthread_mutex_unlock(&cs->mu);
+	pthread_mutex_unlock(&chs->mu);
 
-	rm_chs_put_str(b, cs->id);
-	rm_chs_put_u64(b, (uint64_t)cs->run_id);
-	rm_chs_put_u64(b, rm_chs_next_version(cs));
-	rm_chs_put_u64(b, cs->run.started_ms);
-	rm_chs_put_nu64(b, !cs->run.stopped_ms, cs->run.stopped_ms);
-	rm_chs_put_nstr(b, cs->run.listen);
-	rm_chs_put_nstr(b, cs->run.transport);
-	rm_chs_put_u64(b, cs->run.lim.max_sessions);
-	rm_chs_put_u64(b, cs->run.lim.max_epochs);
-	rm_chs_put_u64(b, cs->run.max_raw_records);
-	rm_chs_put_u64(b, cs->run.lim.inactivity_timeout_ms);
-	rm_chs_put_u64(b, cs->run.pen);
+	rm_chs_put_row(b, &rm_stored_runs, chs->id, rm_chs_version_next(&chs->version), &chs->run);
 }

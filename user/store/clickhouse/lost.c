@@ -19,12 +19,12 @@
 
 uint64_t rm_chs_transactions(const void *p)
 {
-	struct rm_chstore *cs = (struct rm_chstore *)p;
+	struct rm_chstore *chs = (struct rm_chstore *)p;
 	uint64_t v;
 
-	pthread_mutex_lock(&cs->mu);
-	v = cs->inserted_seq;
-	pthread_mutex_unlock(&cs->mu);
+	pthread_mutex_lock(&chs->mu);
+	v = chs->inserted_seq;
+	pthread_mutex_unlock(&chs->mu);
 	return v;
 }
 
@@ -35,11 +35,11 @@ uint64_t rm_chs_handed(const void *p)
 
 int rm_chs_journal_dir(void *p, char *buf, size_t len)
 {
-	struct rm_chstore *cs = p;
-	size_t n = strlen(cs->spool_path);
+	struct rm_chstore *chs = p;
+	size_t n = strlen(chs->spool_path);
 
 	/* SPOOL_DIR/ID.TAG.spool -> SPOOL_DIR/ID.TAG.received: one journal per collector ID and store */
-	if (n < 6 || (size_t)snprintf(buf, len, "%.*s.received", (int)(n - 6), cs->spool_path) >= len)
+	if (n < 6 || (size_t)snprintf(buf, len, "%.*s.received", (int)(n - 6), chs->spool_path) >= len)
 		return -1;
 	return 0;
 }
@@ -64,77 +64,71 @@ static int committed(struct rm_ch *ch, const char *qid, int64_t id, uint64_t *re
 	return n ? 1 : 0;
 }
 
-/* A new version of the stored row of l: the counts read, resource_drops + lost. */
-static int rewrite(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, const struct rm_store_lost_session *l,
-		   uint64_t lost, char *err, size_t errlen)
+/* A new version of session id's stored row (the session matched where): its columns of set, the rest as stored. */
+static int rewrite(struct rm_ch *ch, const char *qid, int64_t id, const struct rm_chstore_set *set, size_t n, char *err,
+		   size_t errlen)
 {
-	char *sql = g_strdup_printf(
-		"INSERT INTO sessions (collector_id, id, version, run_id, peer, peer_subject, transport, started_ms,"
-		" ended_ms, end_reason, messages, records, octets, rejected, accepted, repeats, stale, orphans,"
-		" unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound, seq_gaps, seq_missing,"
-		" export_time_backwards) SELECT collector_id, id, %" PRIu64 ", run_id, peer, peer_subject, transport,"
-		" started_ms, ended_ms, end_reason, %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", accepted,"
-		" repeats, stale, orphans, unsupported, invalid, after_invalid, key_conflicts, resource_drops + "
-		"%" PRIu64 ", unbound, seq_gaps, seq_missing, export_time_backwards FROM sessions FINAL"
-		" WHERE collector_id = %s AND id = %" PRId64,
-		rm_chs_next_version(cs), l->messages, l->records, l->octets, l->rejected, lost, qid, l->id);
+	char *where = g_strdup_printf("collector_id = %s AND id = %" PRId64, qid, id);
+	char *sql = rm_chstore_copy_sql(&rm_stored_sessions, set, n, where);
 	int rc = rm_ch_query(ch, sql, NULL, 0, NULL, NULL, err, errlen);
 
+	g_free(where);
 	g_free(sql);
 	return rc;
 }
 
+/* A new version of the stored row of l: the counts read, resource_drops + lost. */
+static int rewrite_lost(struct rm_chstore *chs, struct rm_ch *ch, const char *qid,
+			const struct rm_store_lost_session *l, uint64_t lost, char *err, size_t errlen)
+{
+	char v[5][32], drops[48];
+	const struct rm_chstore_set set[] = {
+		{ "version", v[0] }, { "messages", v[1] }, { "records", v[2] },
+		{ "octets", v[3] },  { "rejected", v[4] }, { "resource_drops", drops },
+	};
+
+	snprintf(v[0], sizeof(v[0]), "%" PRIu64, rm_chs_version_next(&chs->version));
+	snprintf(v[1], sizeof(v[1]), "%" PRIu64, l->messages);
+	snprintf(v[2], sizeof(v[2]), "%" PRIu64, l->records);
+	snprintf(v[3], sizeof(v[3]), "%" PRIu64, l->octets);
+	snprintf(v[4], sizeof(v[4]), "%" PRIu64, l->rejected);
+	snprintf(drops, sizeof(drops), "resource_drops + %" PRIu64, lost);
+	return rewrite(ch, qid, l->id, set, G_N_ELEMENTS(set), err, errlen);
+}
+
 /* The row of a session that was never written, from the journal. */
-static int insert_row(struct rm_chstore *cs, struct rm_ch *ch, const struct rm_store_lost_session *l, uint64_t lost,
+static int insert_row(struct rm_chstore *chs, struct rm_ch *ch, const struct rm_store_lost_session *l, uint64_t lost,
 		      uint64_t now_ms, char *err, size_t errlen)
 {
-	struct rm_sess_row s = { .id = l->id, .run_id = l->run_id, .started_ms = l->started_ms };
-	struct rm_session_counts c = {
-		.messages = l->messages, .records = l->records, .octets = l->octets, .rejected = l->rejected
-	};
-	GByteArray *b = g_byte_array_new();
+	struct rm_sess_row s;
 	int rc = -1;
 
-	if (rm_sess_row_start(&s, l->run_id, l->peer, l->transport, l->started_ms) == 0 &&
-	    (!l->subject || !*l->subject || rm_sess_row_peer(&s, l->subject, NULL) == 0) &&
-	    rm_sess_row_end(&s, "collector restarted: the run that held this session ended before writing it", now_ms,
-			    &c) == 0) {
-		s.verdicts[RM_V_RESOURCE_DROP] = lost;
-		rm_chs_session_row(cs, b, &s);
-		rc = rm_ch_query(ch, rm_chs_inserts[T_SESSIONS], b->data, b->len, NULL, NULL, err, errlen);
-	}
-	g_byte_array_free(b, TRUE);
-	free(s.peer);
-	free(s.subject);
-	free(s.transport);
-	free(s.reason);
+	if (rm_sess_row_lost(&s, l, lost, now_ms) == 0)
+		rc = rm_chs_insert_row(ch, &rm_stored_sessions, chs->id, rm_chs_version_next(&chs->version), &s, err,
+				       errlen);
+	rm_sess_row_clear(&s);
 	return rc;
 }
 
-static int insert_drop(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, const struct rm_store_lost_session *l,
-		       uint64_t lost, uint64_t now_ms, char *err, size_t errlen)
+static int insert_drop(struct rm_chstore *chs, struct rm_ch *ch, const struct rm_store_lost_session *l, uint64_t lost,
+		       uint64_t now_ms, char *err, size_t errlen)
 {
-	char detail[300], qd[700], *sql;
-	int rc;
+	char detail[300];
+	struct rm_drop_row d;
 
 	snprintf(detail, sizeof(detail),
 		 "%" PRIu64 " records read and not committed when the collector ended without closing the session "
 		 "(%" PRIu64 " records and %" PRIu64 " rejected read)%s",
 		 lost, l->records, l->rejected, l->partial_octets ? "; and the octets of an incomplete Message" : "");
-	rm_ch_quote(detail, qd, sizeof(qd));
-	sql = g_strdup_printf(
-		"INSERT INTO drops (collector_id, session_id, kind, count, first_ms, last_ms, last_detail)"
-		" VALUES (%s, %" PRId64 ", 'collector-crash', %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %s)",
-		qid, l->id, lost, now_ms, now_ms, qd);
-	rc = rm_ch_query(ch, sql, NULL, 0, NULL, NULL, err, errlen);
-	g_free(sql);
-	return rc;
+	d = rm_drop_row_of(l->id, "collector-crash", detail, now_ms);
+	d.count = lost;
+	return rm_chs_insert_row(ch, &rm_stored_drops, chs->id, 0, &d, err, errlen);
 }
 
 int rm_chs_session_lost(void *p, const struct rm_store_lost_session *l, uint64_t now_ms, uint64_t *lost)
 {
-	struct rm_chstore *cs = p;
-	struct rm_ch_conf conf = cs->conf;
+	struct rm_chstore *chs = p;
+	struct rm_ch_conf conf = chs->conf;
 	char qid[2 * RM_CHSTORE_COLLECTOR_ID_MAX + 8];
 	struct rm_ch *ch;
 	uint64_t read = 0, have_read = l->records + l->rejected;
@@ -143,23 +137,23 @@ int rm_chs_session_lost(void *p, const struct rm_store_lost_session *l, uint64_t
 	*lost = 0;
 	conf.timeout_ms = RM_CHSTORE_REQUEST_MS;
 	conf.connect_timeout_ms = RM_CHSTORE_CONNECT_MS;
-	ch = rm_ch_open(&conf, cs->err, sizeof(cs->err));
+	ch = rm_ch_open(&conf, chs->err, sizeof(chs->err));
 	if (!ch)
 		return -1;
-	rm_ch_quote(cs->id, qid, sizeof(qid));
-	have = committed(ch, qid, l->id, &read, cs->err, sizeof(cs->err));
+	rm_ch_quote(chs->id, qid, sizeof(qid));
+	have = committed(ch, qid, l->id, &read, chs->err, sizeof(chs->err));
 	if (have < 0)
 		goto out;
 	*lost = have_read > read ? have_read - read : 0;
 	rc = 0;
 	if (have && !*lost)
 		goto out; /* everything read is stored */
-	rc = have ? rewrite(cs, ch, qid, l, *lost, cs->err, sizeof(cs->err))
-		  : insert_row(cs, ch, l, *lost, now_ms, cs->err, sizeof(cs->err));
+	rc = have ? rewrite_lost(chs, ch, qid, l, *lost, chs->err, sizeof(chs->err))
+		  : insert_row(chs, ch, l, *lost, now_ms, chs->err, sizeof(chs->err));
 	if (rc == 0 && *lost)
-		rc = insert_drop(cs, ch, qid, l, *lost, now_ms, cs->err, sizeof(cs->err));
-	if (l->id >= cs->next_session)
-		cs->next_session = l->id + 1; /* IDs continue after the largest stored */
+		rc = insert_drop(chs, ch, l, *lost, now_ms, chs->err, sizeof(chs->err));
+	if (l->id >= chs->next_session)
+		chs->next_session = l->id + 1; /* IDs continue after the largest stored */
 out:
 	rm_ch_close(ch);
 	if (rc < 0)
@@ -171,7 +165,7 @@ out:
 
 int rm_chs_session_acked(void *p, const struct rm_store_acked *a, uint64_t now_ms, struct rm_store_acked_result *res)
 {
-	struct rm_chstore *cs = p;
+	struct rm_chstore *chs = p;
 	struct acked_req *r = calloc(1, sizeof(*r));
 
 	*res = (struct rm_store_acked_result){ .why = "out of memory" };
@@ -185,23 +179,23 @@ int rm_chs_session_acked(void *p, const struct rm_store_acked *a, uint64_t now_m
 	r->unread_max = a->unread_max;
 	r->ended_ms = a->ended_ms;
 	r->now_ms = now_ms;
-	pthread_mutex_lock(&cs->mu);
-	r->next = cs->acked;
-	cs->acked = r;
-	pthread_cond_signal(&cs->cv);
-	pthread_mutex_unlock(&cs->mu);
+	pthread_mutex_lock(&chs->mu);
+	r->next = chs->acked;
+	chs->acked = r;
+	pthread_cond_signal(&chs->cv);
+	pthread_mutex_unlock(&chs->mu);
 	res->why = NULL;
 	return 2;
 }
 
 uint64_t rm_chs_acked_drops(void *p)
 {
-	struct rm_chstore *cs = p;
+	struct rm_chstore *chs = p;
 	uint64_t v;
 
-	pthread_mutex_lock(&cs->mu);
-	v = cs->acked_drops;
-	pthread_mutex_unlock(&cs->mu);
+	pthread_mutex_lock(&chs->mu);
+	v = chs->acked_drops;
+	pthread_mutex_unlock(&chs->mu);
 	return v;
 }
 
@@ -243,11 +237,12 @@ static int acked_match(struct rm_ch *ch, const char *qid, const struct acked_req
 }
 
 /* One record: matched, counted and logged. why: the reason it was not counted, or NULL. */
-static const char *acked_one(struct rm_chstore *cs, struct rm_ch *ch, const char *qid, const struct acked_req *r,
+static const char *acked_one(struct rm_chstore *chs, struct rm_ch *ch, const char *qid, const struct acked_req *r,
 			     int64_t *id, uint64_t *read, uint64_t *lost, char *err, size_t errlen)
 {
 	uint64_t v[5], n = 0;
-	char detail[300], qd[700], *sql;
+	char detail[300], *sql;
+	struct rm_drop_row d;
 	const char *why;
 	struct rm_ch_result res = { 0 };
 	int rc = ch ? acked_match(ch, qid, r, v, err, errlen) : -1;
@@ -283,46 +278,35 @@ static const char *acked_one(struct rm_chstore *cs, struct rm_ch *ch, const char
 		 "%" PRIu64 " records the collector's kernel acknowledged and the collector never read (the exporter's "
 		 "next session reported %" PRIu64 " acknowledged; %" PRIu64 " read)",
 		 *lost, r->records, *read);
-	rm_ch_quote(detail, qd, sizeof(qd));
-	sql = g_strdup_printf(
-		"INSERT INTO drops (collector_id, session_id, kind, count, first_ms, last_ms, last_detail)"
-		" VALUES (%s, %" PRId64 ", 'unread-at-crash', %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %s)",
-		qid, *id, *lost, r->now_ms, r->now_ms, qd);
-	rc = rm_ch_query(ch, sql, NULL, 0, NULL, NULL, err, errlen);
-	g_free(sql);
+	d = rm_drop_row_of(*id, "unread-at-crash", detail, r->now_ms);
+	d.count = *lost;
+	rc = rm_chs_insert_row(ch, &rm_stored_drops, chs->id, 0, &d, err, errlen);
 	if (rc == 0) {
-		uint64_t ver = rm_clock_wall_us() > v[4] ? rm_clock_wall_us() : v[4] + 1;
+		/* the sender's thread: a version of its own, after the stored one */
+		char ver[32], drops[48];
+		const struct rm_chstore_set set[] = { { "version", ver }, { "resource_drops", drops } };
 
-		sql = g_strdup_printf(
-			"INSERT INTO sessions (collector_id, id, version, run_id, peer, peer_subject, transport,"
-			" started_ms, ended_ms, end_reason, messages, records, octets, rejected, accepted, repeats,"
-			" stale, orphans, unsupported, invalid, after_invalid, key_conflicts, resource_drops, unbound,"
-			" seq_gaps, seq_missing, export_time_backwards) SELECT collector_id, id, %" PRIu64
-			", run_id, peer, peer_subject, transport, started_ms, ended_ms, end_reason, messages, records,"
-			" octets, rejected, accepted, repeats, stale, orphans, unsupported, invalid, after_invalid,"
-			" key_conflicts, resource_drops + %" PRIu64 ", unbound, seq_gaps, seq_missing,"
-			" export_time_backwards FROM sessions FINAL WHERE collector_id = %s AND id = %" PRId64,
-			ver, *lost, qid, *id);
-		rc = rm_ch_query(ch, sql, NULL, 0, NULL, NULL, err, errlen);
-		g_free(sql);
+		snprintf(ver, sizeof(ver), "%" PRIu64, rm_clock_wall_us() > v[4] ? rm_clock_wall_us() : v[4] + 1);
+		snprintf(drops, sizeof(drops), "resource_drops + %" PRIu64, *lost);
+		rc = rewrite(ch, qid, *id, set, G_N_ELEMENTS(set), err, errlen);
 	}
 	return rc < 0 ? err : NULL;
 }
 
-void rm_chs_acked_process(struct rm_chstore *cs, struct rm_ch *ch)
+void rm_chs_acked_process(struct rm_chstore *chs, struct rm_ch *ch)
 {
 	char qid[2 * RM_CHSTORE_COLLECTOR_ID_MAX + 8];
-	struct acked_req *r = cs->acked;
+	struct acked_req *r = chs->acked;
 
-	cs->acked = NULL;
-	pthread_mutex_unlock(&cs->mu);
-	rm_ch_quote(cs->id, qid, sizeof(qid));
+	chs->acked = NULL;
+	pthread_mutex_unlock(&chs->mu);
+	rm_ch_quote(chs->id, qid, sizeof(qid));
 	while (r) {
 		struct acked_req *next = r->next;
 		char err[512] = "";
 		int64_t id = 0;
 		uint64_t read = 0, lost = 0;
-		const char *why = acked_one(cs, ch, qid, r, &id, &read, &lost, err, sizeof(err));
+		const char *why = acked_one(chs, ch, qid, r, &id, &read, &lost, err, sizeof(err));
 
 		if (why)
 			rm_log(RM_LOG_NOTICE,
@@ -337,12 +321,12 @@ void rm_chs_acked_process(struct rm_chstore *cs, struct rm_ch *ch)
 			       " never read (collector resource drop 'unread-at-crash')",
 			       r->reporting_id, id, r->peer, r->records, read, lost);
 		if (!why) {
-			pthread_mutex_lock(&cs->mu);
-			cs->acked_drops += lost;
-			pthread_mutex_unlock(&cs->mu);
+			pthread_mutex_lock(&chs->mu);
+			chs->acked_drops += lost;
+			pthread_mutex_unlock(&chs->mu);
 		}
 		free(r);
 		r = next;
 	}
-	pthread_mutex_lock(&cs->mu);
+	pthread_mutex_lock(&chs->mu);
 }

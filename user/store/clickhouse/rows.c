@@ -1,49 +1,74 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * rows.c - the ClickHouse store's rows in RowBinary: the INSERT of each table,
- * the encoders, an epoch's row from the column table (columns.h) and a
- * session's row.
+ * rows.c - the ClickHouse store's rows in RowBinary: the INSERT of each table
+ * and a row of any table, by loops over its columns (columns.h); the
+ * encoders.
  */
 #include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "chstore_impl.h"
-#include "store/columns.h"
-#include "common/limits.h"
-#include "common/log.h"
 
-/* One INSERT per table; the column lists name the order in which rows are serialized below. */
-const char *const rm_chs_inserts[T__N] = {
-	[T_RUNS] = "INSERT INTO runs (collector_id, id, version, started_ms, stopped_ms, listen, transport,"
-		   " max_sessions, max_epochs, max_raw_records, inactivity_timeout_ms, pen) FORMAT RowBinary",
-	[T_SESSIONS] =
-		"INSERT INTO sessions (collector_id, id, version" RM_SESSION_COLUMN_NAMES_AFTER_ID ") FORMAT RowBinary",
-	[T_EPOCHS] =
-		"INSERT INTO epochs (collector_id, id, version" RM_EPOCH_COLUMN_NAMES_AFTER_ID ") FORMAT RowBinary",
-	[T_RAW] = "INSERT INTO raw_records (collector_id, id, session_id, received_ms, domain, template_id, epoch_id,"
-		  " report_id, flags, verdict, reason, record, template) FORMAT RowBinary",
-	[T_DROPS] = "INSERT INTO drops (collector_id, session_id, kind, count, first_ms, last_ms, last_detail)"
-		    " FORMAT RowBinary",
-	[T_CONNS] = "INSERT INTO connections (collector_id, minute_ms, source, outcome, count, first_ms, last_ms,"
-		    " last_detail) FORMAT RowBinary",
-	[T_LIMITS] = "INSERT INTO run_limits (collector_id, run_id, name, value, seq) FORMAT RowBinary",
-	[T_POINTS] = "INSERT INTO observation_points (collector_id, peer_name, peer_subject, domain,"
-		     " observation_point_id, name, updated_ms, version) FORMAT RowBinary",
+/* The tables by enum table (the order of a spool file's batch). */
+const struct rm_stored_table *const rm_chs_tables[T__N] = {
+	[T_RUNS] = &rm_stored_runs,     [T_SESSIONS] = &rm_stored_sessions, [T_EPOCHS] = &rm_stored_epochs,
+	[T_RAW] = &rm_stored_raw,       [T_DROPS] = &rm_stored_drops,       [T_CONNS] = &rm_stored_conns,
+	[T_LIMITS] = &rm_stored_limits, [T_POINTS] = &rm_stored_points,
 };
 
-const char *const rm_chs_table_names[T__N] = {
-	[T_RUNS] = "runs",   [T_SESSIONS] = "sessions", [T_EPOCHS] = "epochs",     [T_RAW] = "raw_records",
-	[T_DROPS] = "drops", [T_CONNS] = "connections", [T_LIMITS] = "run_limits", [T_POINTS] = "observation_points",
-};
+/* The expression of column name in a copy: set's, else the column itself. */
+static const char *copy_expr(const char *name, const struct rm_chstore_set *set, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(set[i].column, name))
+			return set[i].expr;
+	return name;
+}
+
+/*
+ * The columns of t's rows as written (columns.h): collector_id, t's
+ * ClickHouse columns in order, and for a versioned table version after
+ * the ID (last in a table without one); each as set gives it (n of them).
+ */
+static void add_columns(GString *g, const struct rm_stored_table *t, const struct rm_chstore_set *set, size_t n)
+{
+	int id = rm_stored_id_col(t);
+
+	g_string_append(g, copy_expr("collector_id", set, n));
+	for (unsigned i = 0; i < t->n_cols; i++) {
+		if (!t->cols[i].clickhouse)
+			continue;
+		g_string_append_printf(g, ", %s", copy_expr(t->cols[i].name, set, n));
+		if (t->ch_versioned && (int)i == id)
+			g_string_append_printf(g, ", %s", copy_expr("version", set, n));
+	}
+	if (t->ch_versioned && id < 0)
+		g_string_append_printf(g, ", %s", copy_expr("version", set, n));
+}
+
+char *rm_chs_insert_sql(const struct rm_stored_table *t)
+{
+	GString *g = g_string_new(NULL);
+
+	g_string_append_printf(g, "INSERT INTO %s (", t->name);
+	add_columns(g, t, NULL, 0);
+	g_string_append(g, ") FORMAT RowBinary");
+	return g_string_free(g, FALSE);
+}
+
+char *rm_chstore_copy_sql(const struct rm_stored_table *t, const struct rm_chstore_set *set, size_t n,
+			  const char *where)
+{
+	GString *g = g_string_new(NULL);
+
+	g_string_append_printf(g, "INSERT INTO %s (", t->name);
+	add_columns(g, t, NULL, 0);
+	g_string_append(g, ") SELECT ");
+	add_columns(g, t, set, n);
+	g_string_append_printf(g, " FROM %s FINAL WHERE %s", t->name, where);
+	return g_string_free(g, FALSE);
+}
 
 /* ---------------- RowBinary ---------------- */
 
@@ -101,70 +126,77 @@ void rm_chs_put_nstr(GByteArray *b, const char *s)
 
 /* ---------------- rows ---------------- */
 
-static void ipv4_text(const uint8_t *a, char *buf, size_t len)
+/* Column c of row in RowBinary, by its kind and NULL rule. */
+static void put_col(GByteArray *b, const struct rm_stored_table *t, const struct rm_column *c, const void *row)
 {
-	snprintf(buf, len, "%u.%u.%u.%u", a[0], a[1], a[2], a[3]);
-}
+	int null = c->null != RM_COL_NN && rm_col_is_null(t, c, row);
+	char buf[INET6_ADDRSTRLEN];
 
-static void addr_text(const struct rm_report *r, const uint8_t *a, char *buf, size_t len)
-{
-	if (r->family != 6)
-		ipv4_text(a, buf, len);
-	else if (!inet_ntop(AF_INET6, a, buf, (socklen_t)len))
-		snprintf(buf, len, "?");
-}
+	switch (c->kind) {
+	case RM_COL_U64:
+		if (c->null == RM_COL_NN)
+			rm_chs_put_u64(b, rm_col_u64(c, row));
+		else
+			rm_chs_put_nu64(b, null, null ? 0 : rm_col_u64(c, row));
+		return;
+	case RM_COL_U8:
+		rm_chs_put_u8(b, (uint8_t)rm_col_u64(c, row));
+		return;
+	case RM_COL_BYTES: {
+		struct rm_col_bytes v = rm_col_bytes(c, row);
 
-static const char *state_name(enum rm_epoch_state s)
-{
-	return s == RM_EPOCH_OPEN ? "open" : s == RM_EPOCH_FINAL ? "final" : "invalid";
-}
-
-/*
- * One column of an epoch's row (columns.h) in RowBinary, by its kind and
- * NULL rule; the ID goes before the version, by hand.
- */
-#define ROW_(NAME, column, sqlite, ch, null, write, kind, field, read) ROW_##write(kind##_##null, field)
-#define ROW_ID(kn, f)
-#define ROW_ONCE(kn, f) ROW_##kn(f)
-#define ROW_UPD(kn, f)  ROW_##kn(f)
-#define ROW_U64_NN(f)   rm_chs_put_u64(out, (uint64_t)e->f);
-#define ROW_U64_MEAS(f) rm_chs_put_nu64(out, none, e->f);
-#define ROW_U64_ZERO(f) rm_chs_put_nu64(out, !e->f, e->f);
-#define ROW_U8_NN(f)    rm_chs_put_u8(out, e->f);
-#define ROW_ADDR_NN(f)                                        \
-	{                                                     \
-		char text[INET6_ADDRSTRLEN];                  \
-		addr_text(&e->key, e->f, text, sizeof(text)); \
-		rm_chs_put_str(out, text);                    \
+		if (c->null != RM_COL_NN)
+			rm_chs_put_u8(b, null ? 1 : 0);
+		if (!null)
+			rm_chs_put_bytes(b, v.p, v.len);
+		return;
 	}
-#define ROW_STATE_NN(f)   rm_chs_put_str(out, state_name(e->f));
-#define ROW_OUTCOME_NN(f) rm_chs_put_str(out, rm_outcome_name(e->f));
-#define ROW_TEXT_OPT(f)   rm_chs_put_nstr(out, e->f);
+	default:
+		if (c->null == RM_COL_NN)
+			rm_chs_put_str(b, rm_col_string(t, c, row, buf, sizeof(buf)));
+		else
+			rm_chs_put_nstr(b, null ? NULL : rm_col_string(t, c, row, buf, sizeof(buf)));
+	}
+}
+
+void rm_chs_put_row(GByteArray *b, const struct rm_stored_table *t, const char *collector_id, uint64_t version,
+		    const void *row)
+{
+	int id = rm_stored_id_col(t);
+
+	rm_chs_put_str(b, collector_id);
+	for (unsigned i = 0; i < t->n_cols; i++) {
+		if (!t->cols[i].clickhouse)
+			continue;
+		put_col(b, t, &t->cols[i], row);
+		if (t->ch_versioned && (int)i == id)
+			rm_chs_put_u64(b, version);
+	}
+	if (t->ch_versioned && id < 0)
+		rm_chs_put_u64(b, version);
+}
+
+void rm_chstore_row(GByteArray *out, const struct rm_stored_table *t, const char *collector_id, const void *row,
+		    uint64_t version)
+{
+	rm_chs_put_row(out, t, collector_id, version, row);
+}
 
 void rm_chstore_epoch_row(GByteArray *out, const char *collector_id, const struct rm_epoch *e, uint64_t version)
 {
-	int none = !e->n_accepted; /* no accepted report: no measurement (NULL) */
-
-	rm_chs_put_str(out, collector_id);
-	rm_chs_put_u64(out, (uint64_t)e->store_id);
-	rm_chs_put_u64(out, version);
-	RM_EPOCH_COLUMNS(ROW_)
+	rm_chs_put_row(out, &rm_stored_epochs, collector_id, version, e);
 }
 
-/* One column of a session's row after its ID (columns.h) in RowBinary, by its kind and NULL rule. */
-#define SROW_(NAME, column, sqlite, ch, null, write, kind, field, read) SROW_##write(kind##_##null, field)
-#define SROW_ID(kn, f)
-#define SROW_ONCE(kn, f) SROW_##kn(f)
-#define SROW_UPD(kn, f)  SROW_##kn(f)
-#define SROW_KEEP(kn, f) SROW_##kn(f)
-#define SROW_U64_NN(f)   rm_chs_put_u64(b, (uint64_t)s->f);
-#define SROW_U64_ZERO(f) rm_chs_put_nu64(b, !s->f, s->f);
-#define SROW_TEXT_OPT(f) rm_chs_put_nstr(b, s->f);
-
-void rm_chs_session_row(struct rm_chstore *cs, GByteArray *b, const struct rm_sess_row *s)
+int rm_chs_insert_row(struct rm_ch *ch, const struct rm_stored_table *t, const char *collector_id, uint64_t version,
+		      const void *row, char *err, size_t errlen)
 {
-	rm_chs_put_str(b, cs->id);
-	rm_chs_put_u64(b, (uint64_t)s->id);
-	rm_chs_put_u64(b, rm_chs_next_version(cs));
-	RM_SESSION_COLUMNS(SROW_)
+	GByteArray *b = g_byte_array_new();
+	char *insert = rm_chs_insert_sql(t);
+	int rc;
+
+	rm_chs_put_row(b, t, collector_id, version, row);
+	rc = rm_ch_query(ch, insert, b->data, b->len, NULL, NULL, err, errlen);
+	g_byte_array_free(b, TRUE);
+	g_free(insert);
+	return rc;
 }

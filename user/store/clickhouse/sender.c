@@ -31,16 +31,18 @@ const int rm_chs_send_order[T__N] = { T_RUNS, T_EPOCHS, T_RAW, T_DROPS, T_CONNS,
  * The rows of table t of every batch of group not sent yet, in one INSERT; 0,
  * or rm_ch_query's negative errno with err.
  */
-static int send_table(struct rm_chstore *cs, struct rm_ch *ch, struct batch *group, int t, char *err, size_t errlen)
+static int send_table(struct rm_chstore *chs, struct rm_ch *ch, struct batch *group, int t, char *err, size_t errlen)
 {
 	GByteArray *body = g_byte_array_new();
+	char *insert = rm_chs_insert_sql(rm_chs_tables[t]);
 	int rc;
 
 	for (struct batch *b = group; b; b = b->next)
 		if (!b->sent[t])
 			g_byte_array_append(body, b->body[t]->data, b->body[t]->len);
-	rc = body->len ? rm_ch_query(ch, rm_chs_inserts[t], body->data, body->len, NULL, NULL, err, errlen) : 0;
+	rc = body->len ? rm_ch_query(ch, insert, body->data, body->len, NULL, NULL, err, errlen) : 0;
 	g_byte_array_free(body, TRUE);
+	g_free(insert);
 	if (!rc)
 		for (struct batch *b = group; b; b = b->next)
 			b->sent[t] = 1;
@@ -52,17 +54,17 @@ static int send_table(struct rm_chstore *cs, struct rm_ch *ch, struct batch *gro
  * close's deadline at the latest; a close that begins meanwhile ends the
  * wait: what waits gets its attempts before the deadline.
  */
-static void backoff_wait(struct rm_chstore *cs, uint64_t backoff)
+static void backoff_wait(struct rm_chstore *chs, uint64_t backoff)
 {
 	uint64_t until = rm_clock_mono_ms() + backoff;
-	int stopping = cs->stopping;
+	int stopping = chs->stopping;
 
-	if (stopping && cs->stop_at_ms < until)
-		until = cs->stop_at_ms;
-	while (rm_clock_mono_ms() < until && cs->stopping == stopping) {
+	if (stopping && chs->stop_at_ms < until)
+		until = chs->stop_at_ms;
+	while (rm_clock_mono_ms() < until && chs->stopping == stopping) {
 		struct timespec ts = rm_clock_wall_deadline(until - rm_clock_mono_ms());
 
-		pthread_cond_timedwait(&cs->cv, &cs->mu, &ts);
+		pthread_cond_timedwait(&chs->cv, &chs->mu, &ts);
 	}
 }
 
@@ -84,43 +86,43 @@ static uint64_t next_backoff(uint64_t backoff, int rc)
 
 void *rm_chs_sender(void *arg)
 {
-	struct rm_chstore *cs = arg;
+	struct rm_chstore *chs = arg;
 	char err[512];
-	struct rm_ch *ch = rm_ch_open(&cs->conf, err, sizeof(err));
+	struct rm_ch *ch = rm_ch_open(&chs->conf, err, sizeof(err));
 	uint64_t backoff = RM_CHSTORE_RETRY_MIN_MS, down_since = 0, last_remind = 0;
 	int refused = 0; /* the last failure was a refusal of rm_chstore_refusal_hint */
 
 	if (!ch)
 		rm_log(RM_LOG_ERR, "ClickHouse store: %s", err);
-	pthread_mutex_lock(&cs->mu);
+	pthread_mutex_lock(&chs->mu);
 	for (;;) {
 		struct batch *group, **end;
 		size_t n = 0;
 		int failed = 0;
 
-		while (!cs->head && !cs->acked && !cs->stopping)
-			pthread_cond_wait(&cs->cv, &cs->mu);
-		if (cs->acked && !cs->stopping) {
+		while (!chs->head && !chs->acked && !chs->stopping)
+			pthread_cond_wait(&chs->cv, &chs->mu);
+		if (chs->acked && !chs->stopping) {
 			if (!ch)
-				ch = rm_ch_open(&cs->conf, err, sizeof(err));
-			rm_chs_acked_process(cs, ch);
+				ch = rm_ch_open(&chs->conf, err, sizeof(err));
+			rm_chs_acked_process(chs, ch);
 			continue;
 		}
-		if (!cs->head || (cs->stopping && rm_clock_mono_ms() >= cs->stop_at_ms))
+		if (!chs->head || (chs->stopping && rm_clock_mono_ms() >= chs->stop_at_ms))
 			break;
 		/* Take what is queued, up to RM_CHSTORE_SEND_MAX_BYTES (at least one batch). */
-		group = cs->head;
-		end = &cs->head;
-		while (*end && (end == &cs->head || n + (*end)->bytes <= RM_CHSTORE_SEND_MAX_BYTES)) {
+		group = chs->head;
+		end = &chs->head;
+		while (*end && (end == &chs->head || n + (*end)->bytes <= RM_CHSTORE_SEND_MAX_BYTES)) {
 			n += (*end)->bytes;
 			end = &(*end)->next;
 		}
-		cs->head = *end;
-		if (!cs->head)
-			cs->tail = &cs->head;
+		chs->head = *end;
+		if (!chs->head)
+			chs->tail = &chs->head;
 		*end = NULL;
-		cs->inflight = group;
-		pthread_mutex_unlock(&cs->mu);
+		chs->inflight = group;
+		pthread_mutex_unlock(&chs->mu);
 
 		for (;;) {
 			int rc = 0;
@@ -130,8 +132,8 @@ void *rm_chs_sender(void *arg)
 				int t = rm_chs_send_order[i];
 
 				if (!ch)
-					ch = rm_ch_open(&cs->conf, err, sizeof(err));
-				rc = ch ? send_table(cs, ch, group, t, err, sizeof(err)) : -ENOMEM;
+					ch = rm_ch_open(&chs->conf, err, sizeof(err));
+				rc = ch ? send_table(chs, ch, group, t, err, sizeof(err)) : -ENOMEM;
 				if (rc < 0) {
 					failed = 1;
 					const char *hint = rm_chstore_refusal_hint(err);
@@ -140,7 +142,7 @@ void *rm_chs_sender(void *arg)
 						rm_log(RM_LOG_ERR,
 						       "ClickHouse store unavailable (INSERT INTO %s): %s%s%s; rows "
 						       "wait in memory (at most store_buffer_bytes) and are retried",
-						       rm_chs_table_names[t], err, hint ? ": refused, " : "",
+						       rm_chs_tables[t]->name, err, hint ? ": refused, " : "",
 						       hint ? hint : "");
 						down_since = last_remind = rm_clock_mono_ms();
 					} else if (rm_clock_mono_ms() - last_remind >= RM_CHSTORE_REMIND_MS ||
@@ -155,12 +157,12 @@ void *rm_chs_sender(void *arg)
 					refused = hint != NULL;
 				}
 			}
-			pthread_mutex_lock(&cs->mu);
-			cs->down = failed;
-			if (!failed || (cs->stopping && rm_clock_mono_ms() >= cs->stop_at_ms))
+			pthread_mutex_lock(&chs->mu);
+			chs->down = failed;
+			if (!failed || (chs->stopping && rm_clock_mono_ms() >= chs->stop_at_ms))
 				break;
-			backoff_wait(cs, backoff);
-			pthread_mutex_unlock(&cs->mu);
+			backoff_wait(chs, backoff);
+			pthread_mutex_unlock(&chs->mu);
 			backoff = next_backoff(backoff, rc);
 		}
 		/* here with mu held */
@@ -173,22 +175,22 @@ void *rm_chs_sender(void *arg)
 			refused = 0;
 		}
 		backoff = RM_CHSTORE_RETRY_MIN_MS;
-		cs->inflight = NULL;
-		cs->reached = 1;
+		chs->inflight = NULL;
+		chs->reached = 1;
 		while (group) {
 			struct batch *next = group->next;
 
-			cs->queued_bytes -= group->bytes;
-			if (group->seq > cs->inserted_seq)
-				cs->inserted_seq = group->seq;
-			if (group->from_spool && cs->spool_left && !--cs->spool_left && unlink(cs->spool_path) == 0)
+			chs->queued_bytes -= group->bytes;
+			if (group->seq > chs->inserted_seq)
+				chs->inserted_seq = group->seq;
+			if (group->from_spool && chs->spool_left && !--chs->spool_left && unlink(chs->spool_path) == 0)
 				rm_log(RM_LOG_NOTICE, "ClickHouse store: the spool %s (%s) sent and removed",
-				       cs->spool_path, cs->spool_what);
+				       chs->spool_path, chs->spool_what);
 			rm_chs_batch_free(group);
 			group = next;
 		}
 	}
-	pthread_mutex_unlock(&cs->mu);
+	pthread_mutex_unlock(&chs->mu);
 	rm_ch_close(ch);
 	return NULL;
 }
@@ -213,11 +215,11 @@ const char *rm_chstore_refusal_hint(const char *err)
 }
 
 /* Every unsent table of group, in table order; 0, or the first failure's rm_ch_query result with err. */
-int rm_chs_send_group(struct rm_chstore *cs, struct rm_ch *ch, struct batch *group, char *err, size_t errlen)
+int rm_chs_send_group(struct rm_chstore *chs, struct rm_ch *ch, struct batch *group, char *err, size_t errlen)
 {
 	int rc = 0;
 
 	for (int i = 0; i < T__N && !rc; i++)
-		rc = send_table(cs, ch, group, rm_chs_send_order[i], err, errlen);
+		rc = send_table(chs, ch, group, rm_chs_send_order[i], err, errlen);
 	return rc;
 }

@@ -54,30 +54,30 @@ static uint64_t get_le(const uint8_t *p, int n)
  */
 int rm_chs_spool_dir_check(const char *dir, char *err, size_t errlen)
 {
-	struct stat st;
+	struct stat sb;
 
-	if (lstat(dir, &st) < 0) {
+	if (lstat(dir, &sb) < 0) {
 		if (errno == ENOENT)
 			return 0;
 		snprintf(err, errlen, "store_spool_dir %s: %s", dir, strerror(errno));
 		return -errno;
 	}
-	if (!S_ISDIR(st.st_mode)) {
+	if (!S_ISDIR(sb.st_mode)) {
 		snprintf(err, errlen, "store_spool_dir %s: not a directory (a symbolic link is not followed)", dir);
 		return -ENOTDIR;
 	}
-	if (st.st_uid != geteuid()) {
+	if (sb.st_uid != geteuid()) {
 		snprintf(err, errlen,
 			 "store_spool_dir %s: owned by uid %u, not by the collector's user (uid %u): chown it, or "
 			 "use a directory of the collector's user",
-			 dir, (unsigned)st.st_uid, (unsigned)geteuid());
+			 dir, (unsigned)sb.st_uid, (unsigned)geteuid());
 		return -EPERM;
 	}
-	if (st.st_mode & 022) {
+	if (sb.st_mode & 022) {
 		snprintf(err, errlen,
 			 "store_spool_dir %s: mode %04o: writable by group or others, who could plant the rows sent "
 			 "at the next start: chmod 700 %s",
-			 dir, (unsigned)(st.st_mode & 07777), dir);
+			 dir, (unsigned)(sb.st_mode & 07777), dir);
 		return -EPERM;
 	}
 	return 0;
@@ -93,7 +93,7 @@ static int spool_table(const struct batch *b, int t, int skip_run)
 
 /*
  * The unsent tables of batches (the inflight group, then the queue) into
- * cs->spool_path as ONE batch (the rows of each table in their order; so a
+ * chs->spool_path as ONE batch (the rows of each table in their order; so a
  * spool written again and again does not grow by batches): the magic, the
  * store's name (u32 LE length, octets), then 'B', retired, raw, conns (u32
  * LE) and per table its length (u64 LE) and rows. skip_run: leave out the
@@ -103,10 +103,10 @@ static int spool_table(const struct batch *b, int t, int skip_run)
  * the file is whole or absent. *what gets the counts in words. 0 (also
  * when there is nothing to write: no file, *what empty), or -errno with err.
  */
-int rm_chs_spool_write(struct rm_chstore *cs, struct batch *const lists[2], int skip_run, char *what, size_t whatlen,
+int rm_chs_spool_write(struct rm_chstore *chs, struct batch *const lists[2], int skip_run, char *what, size_t whatlen,
 		       char *err, size_t errlen)
 {
-	char tmp[sizeof(cs->spool_path) + 8];
+	char tmp[sizeof(chs->spool_path) + 8];
 	uint64_t len[T__N] = { 0 }, retired = 0, raw = 0, conns = 0, total = 0;
 	FILE *f;
 	int fd, rc = 0;
@@ -129,14 +129,14 @@ int rm_chs_spool_write(struct rm_chstore *cs, struct batch *const lists[2], int 
 		 "%" PRIu64 " epoch outcomes, %" PRIu64 " raw records, %" PRIu64 " counts of refused connections, "
 		 "%" PRIu64 " octets of rows in all",
 		 retired, raw, conns, total);
-	if (mkdir(cs->spool_dir, 0700) < 0 && errno != EEXIST) {
+	if (mkdir(chs->spool_dir, 0700) < 0 && errno != EEXIST) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: %s", cs->spool_dir, strerror(-rc));
+		snprintf(err, errlen, "%s: %s", chs->spool_dir, strerror(-rc));
 		return rc;
 	}
-	if ((rc = rm_chs_spool_dir_check(cs->spool_dir, err, errlen)) < 0)
+	if ((rc = rm_chs_spool_dir_check(chs->spool_dir, err, errlen)) < 0)
 		return rc;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", cs->spool_path);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", chs->spool_path);
 	if (unlink(tmp) < 0 && errno != ENOENT) {
 		rc = -errno;
 		snprintf(err, errlen, "%s: %s", tmp, strerror(-rc));
@@ -152,8 +152,8 @@ int rm_chs_spool_write(struct rm_chstore *cs, struct batch *const lists[2], int 
 	}
 	errno = 0;
 	if (fwrite(spool_magic, 1, sizeof(spool_magic), f) != sizeof(spool_magic) ||
-	    put_le(f, strlen(cs->store_name), 4) ||
-	    fwrite(cs->store_name, 1, strlen(cs->store_name), f) != strlen(cs->store_name))
+	    put_le(f, strlen(chs->store_name), 4) ||
+	    fwrite(chs->store_name, 1, strlen(chs->store_name), f) != strlen(chs->store_name))
 		rc = -1;
 	if (!rc)
 		rc = fputc('B', f) == EOF || put_le(f, retired, 4) || put_le(f, raw, 4) || put_le(f, conns, 4);
@@ -175,9 +175,9 @@ int rm_chs_spool_write(struct rm_chstore *cs, struct batch *const lists[2], int 
 		rc = -errno;
 		snprintf(err, errlen, "%s: %s", tmp, strerror(-rc));
 	}
-	if (!rc && rename(tmp, cs->spool_path) < 0) {
+	if (!rc && rename(tmp, chs->spool_path) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: %s", cs->spool_path, strerror(-rc));
+		snprintf(err, errlen, "%s: %s", chs->spool_path, strerror(-rc));
 	}
 	if (rc)
 		unlink(tmp);
@@ -217,20 +217,20 @@ static size_t spool_header(const char *data, size_t len, char *store, size_t sto
  * *n their number. 0 (also when there is no file: *out NULL), or -1 when
  * the file cannot be read or is malformed (err says why).
  */
-static int spool_read(struct rm_chstore *cs, struct batch **out, unsigned *n, char *err, size_t errlen)
+static int spool_read(struct rm_chstore *chs, struct batch **out, unsigned *n, char *err, size_t errlen)
 {
 	gchar *data = NULL;
 	gsize len = 0, off;
 	GError *gerr = NULL;
 	struct batch **tail = out;
-	char store[sizeof(cs->store_name)];
+	char store[sizeof(chs->store_name)];
 	int tables;
 
 	*out = NULL;
 	*n = 0;
-	if (access(cs->spool_path, F_OK) < 0)
+	if (access(chs->spool_path, F_OK) < 0)
 		return 0;
-	if (!g_file_get_contents(cs->spool_path, &data, &len, &gerr)) {
+	if (!g_file_get_contents(chs->spool_path, &data, &len, &gerr)) {
 		snprintf(err, errlen, "%s", gerr->message);
 		g_error_free(gerr);
 		return -1;
@@ -238,9 +238,9 @@ static int spool_read(struct rm_chstore *cs, struct batch **out, unsigned *n, ch
 	off = spool_header(data, len, store, sizeof(store), &tables);
 	if (!off)
 		goto bad;
-	if (*store && strcmp(store, cs->store_name)) {
-		snprintf(err, errlen, "%s: rows of the store %.300s, not of %.300s", cs->spool_path, store,
-			 cs->store_name);
+	if (*store && strcmp(store, chs->store_name)) {
+		snprintf(err, errlen, "%s: rows of the store %.300s, not of %.300s", chs->spool_path, store,
+			 chs->store_name);
 		g_free(data);
 		return -1;
 	}
@@ -281,7 +281,7 @@ static int spool_read(struct rm_chstore *cs, struct batch **out, unsigned *n, ch
 	g_free(data);
 	return 0;
 bad:
-	snprintf(err, errlen, "%s: not a spool file of this version, or cut short", cs->spool_path);
+	snprintf(err, errlen, "%s: not a spool file of this version, or cut short", chs->spool_path);
 	g_free(data);
 	while (*out) {
 		struct batch *next = (*out)->next;
@@ -298,28 +298,28 @@ bad:
  * database: other names, chstore.h), and one of the first version (no
  * store named): not sent here, logged with their store and what to do.
  */
-void rm_chs_spool_others(struct rm_chstore *cs)
+void rm_chs_spool_others(struct rm_chstore *chs)
 {
-	GDir *d = g_dir_open(cs->spool_dir, 0, NULL);
-	const char *name, *mine = strrchr(cs->spool_path, '/') + 1;
-	size_t idlen = strlen(cs->id);
+	GDir *d = g_dir_open(chs->spool_dir, 0, NULL);
+	const char *name, *mine = strrchr(chs->spool_path, '/') + 1;
+	size_t idlen = strlen(chs->id);
 
 	if (!d)
 		return;
 	while ((name = g_dir_read_name(d))) {
-		char path[sizeof(cs->spool_path) + 256], store[sizeof(cs->store_name)];
+		char path[sizeof(chs->spool_path) + 256], store[sizeof(chs->store_name)];
 		int tables;
 		gchar *data = NULL;
 		gsize len = 0;
 
 		const char *rest = name + idlen + 1; /* "spool" (the first version) or "TAG.spool" */
 
-		if (strncmp(name, cs->id, idlen) || name[idlen] != '.' || !strcmp(name, mine) ||
+		if (strncmp(name, chs->id, idlen) || name[idlen] != '.' || !strcmp(name, mine) ||
 		    (strcmp(rest, "spool") && (strlen(rest) != RM_CHSTORE_SPOOL_TAG_LEN + 6 ||
 					       strcmp(rest + RM_CHSTORE_SPOOL_TAG_LEN, ".spool") ||
 					       strspn(rest, "0123456789abcdef") != RM_CHSTORE_SPOOL_TAG_LEN)))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", cs->spool_dir, name);
+		snprintf(path, sizeof(path), "%s/%s", chs->spool_dir, name);
 		if (!g_file_get_contents(path, &data, &len, NULL))
 			continue;
 		if (!spool_header(data, len, store, sizeof(store), &tables))
@@ -330,7 +330,7 @@ void rm_chs_spool_others(struct rm_chstore *cs)
 			       "ClickHouse store: the spool %s of an earlier version names no store: not sent; if its "
 			       "rows belong to this store (%s), rename it to %s and start collect again; else remove "
 			       "it",
-			       path, cs->store_name, cs->spool_path);
+			       path, chs->store_name, chs->spool_path);
 		else
 			rm_log(RM_LOG_WARNING,
 			       "ClickHouse store: the spool %s holds rows of another store (%s): not sent here; to "
@@ -348,9 +348,9 @@ void rm_chs_spool_others(struct rm_chstore *cs)
  * before the IDs are read (they continue after the spooled ones), and the
  * file removed. Not sent: queued first for the sender, which removes the
  * file once it inserted them. 1 sent or no spool, 0 queued, RM_BACKEND_REFUSED
- * (cs->err) when ClickHouse refuses for a reason no retry mends.
+ * (chs->err) when ClickHouse refuses for a reason no retry mends.
  */
-int rm_chs_spool_send(struct rm_chstore *cs, struct rm_ch *ch)
+int rm_chs_spool_send(struct rm_chstore *chs, struct rm_ch *ch)
 {
 	char err[1600];
 	struct batch *group, *last;
@@ -358,11 +358,11 @@ int rm_chs_spool_send(struct rm_chstore *cs, struct rm_ch *ch)
 	unsigned n;
 	int rc;
 
-	if (spool_read(cs, &group, &n, err, sizeof(err)) < 0) {
-		char bad[sizeof(cs->spool_path) + 8];
+	if (spool_read(chs, &group, &n, err, sizeof(err)) < 0) {
+		char bad[sizeof(chs->spool_path) + 8];
 
-		snprintf(bad, sizeof(bad), "%s.bad", cs->spool_path);
-		rename(cs->spool_path, bad);
+		snprintf(bad, sizeof(bad), "%s.bad", chs->spool_path);
+		rename(chs->spool_path, bad);
 		rm_log(RM_LOG_ERR, "ClickHouse store: spool %s; kept as %s, not sent", err, bad);
 		return 1;
 	}
@@ -375,15 +375,15 @@ int rm_chs_spool_send(struct rm_chstore *cs, struct rm_ch *ch)
 		conns += b->conns;
 		total += b->bytes;
 	}
-	snprintf(cs->spool_what, sizeof(cs->spool_what),
+	snprintf(chs->spool_what, sizeof(chs->spool_what),
 		 "%" PRIu64 " epoch outcomes, %" PRIu64 " raw records, %" PRIu64 " counts of refused connections, "
 		 "%" PRIu64 " octets of rows in all",
 		 retired, raw, conns, total);
-	rc = ch ? rm_chs_send_group(cs, ch, group, err, sizeof(err)) : -1;
+	rc = ch ? rm_chs_send_group(chs, ch, group, err, sizeof(err)) : -1;
 	if (rc == 0) {
-		unlink(cs->spool_path);
-		rm_log(RM_LOG_NOTICE, "ClickHouse store: the spool %s (%s) sent and removed", cs->spool_path,
-		       cs->spool_what);
+		unlink(chs->spool_path);
+		rm_log(RM_LOG_NOTICE, "ClickHouse store: the spool %s (%s) sent and removed", chs->spool_path,
+		       chs->spool_what);
 		while (group) {
 			struct batch *next = group->next;
 
@@ -393,8 +393,8 @@ int rm_chs_spool_send(struct rm_chstore *cs, struct rm_ch *ch)
 		return 1;
 	}
 	if (ch && rm_chstore_refusal_hint(err)) {
-		snprintf(cs->err, sizeof(cs->err), "ClickHouse store: sending the spool %s: %s: refused, %s",
-			 cs->spool_path, err, rm_chstore_refusal_hint(err));
+		snprintf(chs->err, sizeof(chs->err), "ClickHouse store: sending the spool %s: %s: refused, %s",
+			 chs->spool_path, err, rm_chstore_refusal_hint(err));
 		while (group) {
 			struct batch *next = group->next;
 
@@ -405,17 +405,17 @@ int rm_chs_spool_send(struct rm_chstore *cs, struct rm_ch *ch)
 	}
 	for (last = group; last->next; last = last->next)
 		;
-	pthread_mutex_lock(&cs->mu);
-	last->next = cs->head;
-	if (!cs->head)
-		cs->tail = &last->next;
-	cs->head = group;
+	pthread_mutex_lock(&chs->mu);
+	last->next = chs->head;
+	if (!chs->head)
+		chs->tail = &last->next;
+	chs->head = group;
 	for (struct batch *b = group; b; b = b->next)
-		cs->queued_bytes += b->bytes;
-	cs->spool_left = n;
-	pthread_cond_signal(&cs->cv);
-	pthread_mutex_unlock(&cs->mu);
-	rm_log(RM_LOG_WARNING, "ClickHouse store: the spool %s (%s) waits: %s", cs->spool_path, cs->spool_what,
+		chs->queued_bytes += b->bytes;
+	chs->spool_left = n;
+	pthread_cond_signal(&chs->cv);
+	pthread_mutex_unlock(&chs->mu);
+	rm_log(RM_LOG_WARNING, "ClickHouse store: the spool %s (%s) waits: %s", chs->spool_path, chs->spool_what,
 	       ch ? err : "no connection");
 	return 0;
 }

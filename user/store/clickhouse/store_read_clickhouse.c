@@ -15,7 +15,9 @@
 #include <string.h>
 
 #include "clickhouse.h"
+#include "store/columns.h"
 #include "store/store_read.h"
+#include "store/store_rows.h"
 
 struct ch_reader {
 	struct rm_store_reader base;
@@ -307,25 +309,56 @@ static int named_rows(struct ch_reader *r, const char *sql, struct rm_named_u64 
 	return rc;
 }
 
-/* The limits of one collector's last run (the row of runs in f), its run_limits, refused connections, drops. */
+/*
+ * The columns of t but its ID (cols[], kinds[]: 'U' integer, 'T' text, of
+ * at most max) for add_latest; their number.
+ */
+static int latest_columns(const struct rm_stored_table *t, const char **cols, char *kinds, int max)
+{
+	int n = 0;
+
+	for (unsigned c = 0; c < t->n_cols && n < max; c++) {
+		if (!t->cols[c].clickhouse || t->cols[c].write == RM_COL_ID)
+			continue;
+		cols[n] = t->cols[c].name;
+		kinds[n++] = t->cols[c].kind == RM_COL_TEXT ? 'T' : 'U';
+	}
+	kinds[n] = '\0';
+	return n;
+}
+
+/* A row of t from TSV fields f in t's order of ClickHouse columns (texts pointing into f). */
+static void row_from_fields(char **f, const struct rm_stored_table *t, void *row)
+{
+	int i = 0;
+
+	for (unsigned c = 0; c < t->n_cols; c++) {
+		if (!t->cols[c].clickhouse)
+			continue;
+		rm_col_set(&t->cols[c], row, u64(f[i]), f[i]);
+		i++;
+	}
+}
+
+/*
+ * The limits of one collector's last run (f: collector_id, then the row of
+ * runs), its run_limits, refused connections, drops.
+ */
 static int collector_limits(struct ch_reader *r, char **f, struct rm_limits_read *l, char *err, size_t errlen)
 {
 	char sql[1024], q[600];
 	struct rm_ch_result res = { 0 };
+	struct rm_run_row run = { 0 };
 	char *p, *c[1];
 	int rc;
 
+	row_from_fields(f + 1, &rm_stored_runs, &run);
 	l->collector_id = strdup(f[0] ? f[0] : "");
-	l->run_id = u64(f[1]);
-	l->started_ms = u64(f[2]);
-	l->listen = f[3] ? strdup(f[3]) : NULL;
-	l->transport = f[4] ? strdup(f[4]) : NULL;
-	l->max_sessions = u64(f[5]);
-	l->max_epochs = u64(f[6]);
-	l->max_raw_records = u64(f[7]);
-	l->inactivity_timeout_ms = u64(f[8]);
-	l->pen = u64(f[9]);
-	if (!l->collector_id || rm_ch_quote(l->collector_id, q, sizeof(q))) {
+	if (rm_limits_read_run(l, &run) || !l->collector_id) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (rm_ch_quote(l->collector_id, q, sizeof(q))) {
 		snprintf(err, errlen, "collector ID too long");
 		return -E2BIG;
 	}
@@ -359,30 +392,25 @@ static int collector_limits(struct ch_reader *r, char **f, struct rm_limits_read
 static int chr_limits(struct rm_store_reader *base, const char *collector_id,
 		      int (*fn)(void *arg, const struct rm_limits_read *l), void *arg, char *err, size_t errlen)
 {
-	static const char *const run_cols[] = { "started_ms",
-						"listen",
-						"transport",
-						"max_sessions",
-						"max_epochs",
-						"max_raw_records",
-						"inactivity_timeout_ms",
-						"pen" };
-	static const char run_kinds[] = "UTTUUUUU";
+	const char *run_cols[32];
+	char run_kinds[33];
+	int ncols = latest_columns(&rm_stored_runs, run_cols, run_kinds, 32);
 	struct ch_reader *r = (struct ch_reader *)base;
 	struct rm_ch_result res = { 0 };
-	char sql[4096], *p, *f[10];
+	char sql[4096], *p, *f[34];
 	size_t n = 0;
 	int rc = 0, rows = 0;
 
+	/* collector_id, id, then the columns: as row_from_fields reads them (the ID first in runs) */
 	rc |= add(sql, sizeof(sql), &n, "SELECT * FROM (");
-	rc |= add_latest(sql, sizeof(sql), &n, "runs", run_cols, run_kinds, 8, collector_id);
+	rc |= add_latest(sql, sizeof(sql), &n, "runs", run_cols, run_kinds, ncols, collector_id);
 	rc |= add(sql, sizeof(sql), &n, ") ORDER BY collector_id, id DESC LIMIT 1 BY collector_id");
 	if (rc) {
 		snprintf(err, errlen, "query too long");
 		return -E2BIG;
 	}
 	rc = select_tsv(r, sql, &res, err, errlen);
-	for (p = res.data; !rc && tsv_row(&p, f, 10) == 10; rows++) {
+	for (p = res.data; !rc && tsv_row(&p, f, ncols + 2) == ncols + 2; rows++) {
 		struct rm_limits_read l = { 0 };
 
 		rc = collector_limits(r, f, &l, err, errlen);
@@ -400,6 +428,40 @@ static int chr_limits(struct rm_store_reader *base, const char *collector_id,
 }
 
 /*
+ * Every row of observation_points at its latest version: collector_id and
+ * its columns in order (*fields in all), the columns written once (the
+ * row's key) as they are, the others by argMax over the version.
+ */
+static int select_latest_points(struct ch_reader *r, struct rm_ch_result *res, int *fields, char *err, size_t errlen)
+{
+	const struct rm_stored_table *t = &rm_stored_points;
+	char sql[1024];
+	size_t n = 0;
+	int rc = 0;
+
+	*fields = 1;
+	rc |= add(sql, sizeof(sql), &n, "SELECT collector_id");
+	for (unsigned c = 0; c < t->n_cols; c++) {
+		if (!t->cols[c].clickhouse)
+			continue;
+		(*fields)++;
+		if (t->cols[c].write == RM_COL_ONCE)
+			rc |= add(sql, sizeof(sql), &n, ", %s", t->cols[c].name);
+		else
+			rc |= add(sql, sizeof(sql), &n, ", argMax(%s, version)", t->cols[c].name);
+	}
+	rc |= add(sql, sizeof(sql), &n, " FROM %s GROUP BY collector_id", t->name);
+	for (unsigned c = 0; c < t->n_cols; c++)
+		if (t->cols[c].clickhouse && t->cols[c].write == RM_COL_ONCE)
+			rc |= add(sql, sizeof(sql), &n, ", %s", t->cols[c].name);
+	if (rc) {
+		snprintf(err, errlen, "query too long");
+		return -E2BIG;
+	}
+	return select_tsv(r, sql, res, err, errlen);
+}
+
+/*
  * observation_points at their latest version per collector, exporter
  * identity, domain and ID; a store made before that table has none: no
  * names (as an old SQLite database).
@@ -408,11 +470,11 @@ static int chr_points(struct rm_store_reader *base, rm_store_point_fn *fn, void 
 {
 	struct ch_reader *r = (struct ch_reader *)base;
 	struct rm_ch_result res = { 0 };
-	char *p, *f[6];
-	int rc = select_tsv(r,
-			    "SELECT count() FROM system.tables WHERE database = currentDatabase()"
-			    " AND name = 'observation_points'",
-			    &res, err, errlen);
+	char *p, *f[16];
+	int fields, rc = select_tsv(r,
+				    "SELECT count() FROM system.tables WHERE database = currentDatabase()"
+				    " AND name = 'observation_points'",
+				    &res, err, errlen);
 
 	p = res.data;
 	if (!rc && (tsv_row(&p, f, 1) != 1 || !u64(f[0]))) {
@@ -422,15 +484,14 @@ static int chr_points(struct rm_store_reader *base, rm_store_point_fn *fn, void 
 	rm_ch_result_free(&res);
 	if (rc)
 		return rc;
-	rc = select_tsv(
-		r,
-		"SELECT collector_id, peer_name, peer_subject, domain, observation_point_id, argMax(name, version)"
-		" FROM observation_points GROUP BY collector_id, peer_name, peer_subject, domain,"
-		" observation_point_id",
-		&res, err, errlen);
-	for (p = res.data; !rc && tsv_row(&p, f, 6) == 6;)
-		fn(arg, f[0] ? f[0] : "", f[1] ? f[1] : "", f[2] ? f[2] : "", (uint32_t)u64(f[3]), u64(f[4]),
-		   f[5] ? f[5] : "");
+	rc = select_latest_points(r, &res, &fields, err, errlen);
+	for (p = res.data; !rc && tsv_row(&p, f, 16) == fields;) {
+		struct rm_point_row row = { 0 };
+
+		row_from_fields(f + 1, &rm_stored_points, &row);
+		fn(arg, f[0] ? f[0] : "", row.peer_name ? row.peer_name : "", row.peer_subject ? row.peer_subject : "",
+		   row.domain, row.id, row.name ? row.name : "");
+	}
 	rm_ch_result_free(&res);
 	return rc;
 }

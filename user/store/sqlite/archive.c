@@ -15,14 +15,14 @@
 #include "store_impl.h"
 
 /* The builder's buffer, of RM_STORE_ARCHIVE_CAP octets: a spare one (pages touched already) or a new one. */
-static int buf_ready(struct rm_store *st)
+static int buf_ready(struct rm_store *store)
 {
-	if (st->arc)
+	if (store->arc)
 		return 0;
-	st->arc = st->spare && st->spare->len ? g_ptr_array_steal_index(st->spare, st->spare->len - 1)
-					      : malloc(RM_STORE_ARCHIVE_CAP);
-	st->arc_cap = RM_STORE_ARCHIVE_CAP;
-	return st->arc ? 0 : -1;
+	store->arc = store->spare && store->spare->len ? g_ptr_array_steal_index(store->spare, store->spare->len - 1)
+						       : malloc(RM_STORE_ARCHIVE_CAP);
+	store->arc_cap = RM_STORE_ARCHIVE_CAP;
+	return store->arc ? 0 : -1;
 }
 
 static const char digit_pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
@@ -114,29 +114,36 @@ static char *put_str(char *p, const char *s)
 	return p;
 }
 
-/* Column c of an epoch, not NULL, in JSON; src and dst: its address texts. */
-static char *put_column(char *p, const struct rm_epoch *e, int c, const char *src, const char *dst)
+/* 1 if column c of an epoch is an integer (columns.h kinds U64, U8). */
+static inline int is_int(int c)
 {
-	switch (c) {
-#define X(col, f) \
-	case col: \
-		return put_i64(p, (int64_t)e->f);
-		EPOCH_INT_COLUMNS(X)
-#undef X
-	case EC_SRC:
-		return put_str(p, src);
-	case EC_DST:
-		return put_str(p, dst);
-	case EC_STATE:
-		return put_str(p, rm_sq_state_name(e->state));
-	case EC_OUTCOME:
-		return put_str(p, rm_outcome_name(e->outcome));
-	default:
-		return put_str(p, e->reason);
-	}
+	return rm_epoch_columns[c].kind <= RM_COL_U8;
 }
 
-/* All columns as a JSON array, [v0,v1,...]; nulls: the NULL ones (rm_sq_epoch_nulls). */
+/* An epoch's NULL columns, a bit each (rm_stored_nulls, unrolled over the records). */
+static inline uint64_t epoch_nulls(const struct rm_epoch *e)
+{
+	uint64_t m = 0;
+
+#pragma GCC unroll 64
+	for (int c = 0; c < EC__N; c++)
+		if (rm_epoch_columns[c].null != RM_COL_NN)
+			m |= (uint64_t)rm_col_is_null(&rm_stored_epochs, &rm_epoch_columns[c], e) << c;
+	return m;
+}
+
+/* Column c of an epoch, not NULL, in JSON; src and dst: its address texts. */
+static inline __attribute__((always_inline)) char *put_column(char *p, const struct rm_epoch *e, int c, const char *src,
+							      const char *dst)
+{
+	if (is_int(c))
+		return put_i64(p, (int64_t)rm_col_u64(&rm_epoch_columns[c], e));
+	if (c == EC_SRC || c == EC_DST)
+		return put_str(p, c == EC_SRC ? src : dst);
+	return put_str(p, rm_col_string(&rm_stored_epochs, &rm_epoch_columns[c], e, NULL, 0));
+}
+
+/* All columns as a JSON array, [v0,v1,...]; nulls: the NULL ones (epoch_nulls). */
 static char *put_columns(char *p, const struct rm_epoch *e, uint64_t nulls, const char *src, const char *dst)
 {
 	*p++ = '[';
@@ -154,34 +161,35 @@ static char *put_columns(char *p, const struct rm_epoch *e, uint64_t nulls, cons
 	return p;
 }
 
-void rm_sq_base_clear(struct rm_store *st)
+void rm_sq_base_clear(struct rm_store *store)
 {
-	g_free(st->arc_base_reason);
-	st->arc_base_reason = NULL;
-	st->arc_base_len = 0;
+	g_free(store->arc_base_reason);
+	store->arc_base_reason = NULL;
+	store->arc_base_len = 0;
 }
 
 /* The chunk's first epoch becomes its base (reason copied, its JSON array kept for the row). */
-static void base_set(struct rm_store *st, const struct rm_epoch *e)
+static void base_set(struct rm_store *store, const struct rm_epoch *e)
 {
-	int64_t *b = st->arc_base_int;
+	int64_t *b = store->arc_base_int;
 
-	rm_sq_base_clear(st);
-#define X(c, f) b[c] = (int64_t)e->f;
-	EPOCH_INT_COLUMNS(X)
-#undef X
+	rm_sq_base_clear(store);
+#pragma GCC unroll 64
+	for (int c = 0; c < EC__N; c++)
+		if (is_int(c))
+			b[c] = (int64_t)rm_col_u64(&rm_epoch_columns[c], e);
 	b[EC_STATE] = e->state;
 	b[EC_OUTCOME] = e->outcome;
-	st->arc_base_nulls = rm_sq_epoch_nulls(e);
-	st->arc_base_reason = g_strdup(e->reason);
-	st->arc_base_family = e->key.family;
-	memcpy(st->arc_base_src, e->key.src, sizeof(st->arc_base_src));
-	memcpy(st->arc_base_dst, e->key.dst, sizeof(st->arc_base_dst));
-	rm_sq_addr_text(&e->key, e->key.src, st->arc_base_src_text, sizeof(st->arc_base_src_text));
-	rm_sq_addr_text(&e->key, e->key.dst, st->arc_base_dst_text, sizeof(st->arc_base_dst_text));
-	st->arc_base_len = (size_t)(put_columns(st->arc_base_json, e, st->arc_base_nulls, st->arc_base_src_text,
-						st->arc_base_dst_text) -
-				    st->arc_base_json);
+	store->arc_base_nulls = epoch_nulls(e);
+	store->arc_base_reason = g_strdup(e->reason);
+	store->arc_base_family = e->key.family;
+	memcpy(store->arc_base_src, e->key.src, sizeof(store->arc_base_src));
+	memcpy(store->arc_base_dst, e->key.dst, sizeof(store->arc_base_dst));
+	rm_store_addr_text(e->key.family, e->key.src, store->arc_base_src_text, sizeof(store->arc_base_src_text));
+	rm_store_addr_text(e->key.family, e->key.dst, store->arc_base_dst_text, sizeof(store->arc_base_dst_text));
+	store->arc_base_len = (size_t)(put_columns(store->arc_base_json, e, store->arc_base_nulls,
+						   store->arc_base_src_text, store->arc_base_dst_text) -
+				       store->arc_base_json);
 }
 
 /*
@@ -195,50 +203,52 @@ static void base_set(struct rm_store *st, const struct rm_epoch *e)
  * octets and family give the same text), which in a chunk of one exporter
  * is almost never.
  */
-int rm_sq_archive_add(struct rm_store *st, const struct rm_epoch *e)
+int rm_sq_archive_add(struct rm_store *store, const struct rm_epoch *e)
 {
 	char src_text[INET6_ADDRSTRLEN], dst_text[INET6_ADDRSTRLEN];
-	const char *src = st->arc_base_src_text, *dst = st->arc_base_dst_text;
-	const int64_t *b = st->arc_base_int;
+	const char *src = store->arc_base_src_text, *dst = store->arc_base_dst_text;
+	const int64_t *b = store->arc_base_int;
 	const char *reason = e->reason, *base_reason;
 	uint64_t nulls, diff = 0; /* bit c: column c differs from the base */
 	char *p;
 
-	if (buf_ready(st) < 0)
+	if (buf_ready(store) < 0)
 		return -1;
-	if (st->arc_len == 0)
-		base_set(st, e);
-	base_reason = st->arc_base_reason;
-	nulls = rm_sq_epoch_nulls(e);
-#define X(c, f) diff |= (uint64_t)((int64_t)e->f != b[c]) << (c);
-	EPOCH_INT_COLUMNS(X)
-#undef X
+	if (store->arc_len == 0)
+		base_set(store, e);
+	base_reason = store->arc_base_reason;
+	nulls = epoch_nulls(e);
+#pragma GCC unroll 64
+	for (int c = 0; c < EC__N; c++)
+		if (is_int(c))
+			diff |= (uint64_t)((int64_t)rm_col_u64(&rm_epoch_columns[c], e) != b[c]) << c;
 	diff |= (uint64_t)((int64_t)e->state != b[EC_STATE]) << EC_STATE;
 	diff |= (uint64_t)((int64_t)e->outcome != b[EC_OUTCOME]) << EC_OUTCOME;
 	if (reason[0] != base_reason[0] || (reason[0] && strcmp(reason, base_reason)))
 		diff |= COL(EC_REASON);
-	if (st->arc_base_family != e->key.family || memcmp(st->arc_base_src, e->key.src, 16)) {
+	if (store->arc_base_family != e->key.family || memcmp(store->arc_base_src, e->key.src, 16)) {
 		diff |= COL(EC_SRC);
-		rm_sq_addr_text(&e->key, e->key.src, src_text, sizeof(src_text));
+		rm_store_addr_text(e->key.family, e->key.src, src_text, sizeof(src_text));
 		src = src_text;
 	}
-	if (st->arc_base_family != e->key.family || memcmp(st->arc_base_dst, e->key.dst, 16)) {
+	if (store->arc_base_family != e->key.family || memcmp(store->arc_base_dst, e->key.dst, 16)) {
 		diff |= COL(EC_DST);
-		rm_sq_addr_text(&e->key, e->key.dst, dst_text, sizeof(dst_text));
+		rm_store_addr_text(e->key.family, e->key.dst, dst_text, sizeof(dst_text));
 		dst = dst_text;
 	}
 	/* NULL in both: the same; a value where the base is NULL: different. */
-	diff = (diff & ~(nulls | st->arc_base_nulls)) | (st->arc_base_nulls & ~nulls);
-	p = st->arc + st->arc_len;
-	*p++ = st->arc_len == 0 ? '[' : ',';
-	if (nulls & ~st->arc_base_nulls) {
+	diff = (diff & ~(nulls | store->arc_base_nulls)) | (store->arc_base_nulls & ~nulls);
+	p = store->arc + store->arc_len;
+	*p++ = store->arc_len == 0 ? '[' : ',';
+	if (nulls & ~store->arc_base_nulls) {
 		p = put_columns(p, e, nulls, src, dst);
 	} else {
 		char sep = '{';
 
-		for (; diff; diff &= diff - 1) {
-			int c = __builtin_ctzll(diff);
-
+#pragma GCC unroll 64
+		for (int c = 0; c < EC__N; c++) {
+			if (!(diff & COL(c)))
+				continue;
 			*p++ = sep;
 			*p++ = '"';
 			*p++ = ARC_KEYS[c];
@@ -251,161 +261,159 @@ int rm_sq_archive_add(struct rm_store *st, const struct rm_epoch *e)
 			*p++ = '{';
 		*p++ = '}';
 	}
-	st->arc_len = (size_t)(p - st->arc);
-	st->arc_retained += !e->retired_ms;
-	if (!st->arc_first)
-		st->arc_first = e->store_id;
-	st->arc_last = e->store_id;
+	store->arc_len = (size_t)(p - store->arc);
+	store->arc_retained += !e->retired_ms;
+	if (!store->arc_first)
+		store->arc_first = e->store_id;
+	store->arc_last = e->store_id;
 	return 0;
 }
 
-/* Close the chunk being built: it waits in st->chunks with its base, st->arc starts the next one. */
-static int chunk_close(struct rm_store *st)
+/* Close the chunk being built: it waits in store->chunks with its base, store->arc starts the next one. */
+static int chunk_close(struct rm_store *store)
 {
 	struct arc_chunk *c;
 
-	if (!st->arc_len)
+	if (!store->arc_len)
 		return 0;
-	c = g_try_malloc(sizeof(*c) + st->arc_base_len);
+	c = g_try_malloc(sizeof(*c) + store->arc_base_len);
 	if (!c)
 		return -1;
-	st->arc[st->arc_len++] = ']'; /* room: RM_STORE_ARCHIVE_CAP */
-	c->first = st->arc_first;
-	c->last = st->arc_last;
-	c->retained = st->arc_retained;
-	c->data = st->arc;
-	c->len = st->arc_len;
-	c->cap = st->arc_cap;
-	c->base_len = st->arc_base_len;
-	memcpy(c->base, st->arc_base_json, st->arc_base_len);
-	g_ptr_array_add(st->chunks, c);
-	st->arc = NULL;
-	st->arc_cap = 0;
-	st->arc_len = 0;
-	st->arc_first = st->arc_last = 0;
-	st->arc_retained = 0;
+	store->arc[store->arc_len++] = ']'; /* room: RM_STORE_ARCHIVE_CAP */
+	c->first = store->arc_first;
+	c->last = store->arc_last;
+	c->retained = store->arc_retained;
+	c->data = store->arc;
+	c->len = store->arc_len;
+	c->cap = store->arc_cap;
+	c->base_len = store->arc_base_len;
+	memcpy(c->base, store->arc_base_json, store->arc_base_len);
+	g_ptr_array_add(store->chunks, c);
+	store->arc = NULL;
+	store->arc_cap = 0;
+	store->arc_len = 0;
+	store->arc_first = store->arc_last = 0;
+	store->arc_retained = 0;
 	return 0;
 }
 
-int rm_sq_pack(struct rm_store *st, const struct rm_epoch *e)
+int rm_sq_pack(struct rm_store *store, const struct rm_epoch *e)
 {
-	if (rm_sq_archive_add(st, e) < 0)
+	if (rm_sq_archive_add(store, e) < 0)
 		return -1;
-	st->packed_max = e->store_id;
-	return st->arc_len >= RM_STORE_ARCHIVE_CHUNK ? chunk_close(st) : 0;
+	store->packed_max = e->store_id;
+	return store->arc_len >= RM_STORE_ARCHIVE_CHUNK ? chunk_close(store) : 0;
 }
 
-int rm_sq_pack_upto(struct rm_store *st, uint32_t n)
+int rm_sq_pack_upto(struct rm_store *store, uint32_t n)
 {
-	for (; st->epochs_seen < n; st->epochs_seen++) {
-		struct rm_epoch *e = g_ptr_array_index(st->epochs, st->epochs_seen);
+	for (; store->epochs_seen < n; store->epochs_seen++) {
+		struct rm_epoch *e = g_ptr_array_index(store->epochs, store->epochs_seen);
 
-		if (!e || !rm_sq_packs(st, e))
+		if (!e || !rm_sq_packs(store, e))
 			continue;
-		if (rm_sq_pack(st, e) < 0)
+		if (rm_sq_pack(store, e) < 0)
 			return -1;
-		st->epochs->pdata[st->epochs_seen] = NULL;
+		store->epochs->pdata[store->epochs_seen] = NULL;
 		e->store_slot = 0;
 		e->store_row = ROW_PACKED;
 		if (e->sink_keeps) { /* retired: its copy waits packed (and keeps the charge), the epoch is not needed */
 			rm_rules_epoch_free(e);
-			st->kept--;
-			st->packed_retired++;
+			store->kept--;
+			store->packed_retired++;
 		}
 	}
 	return 0;
 }
 
-int rm_sq_attempt_pack(struct rm_store *st)
+int rm_sq_attempt_pack(struct rm_store *store)
 {
-	st->attempt_chunks = UINT32_MAX; /* nothing of this attempt to undo yet */
-	st->attempt_packed_max = st->packed_max;
-	if (chunk_close(st) < 0)
+	store->attempt_chunks = UINT32_MAX; /* nothing of this attempt to undo yet */
+	store->attempt_packed_max = store->packed_max;
+	if (chunk_close(store) < 0)
 		return -1;
-	st->attempt_chunks = st->chunks->len;
-	for (guint i = 0; i < st->epochs->len; i++) {
-		struct rm_epoch *e = g_ptr_array_index(st->epochs, i);
+	store->attempt_chunks = store->chunks->len;
+	for (guint i = 0; i < store->epochs->len; i++) {
+		struct rm_epoch *e = g_ptr_array_index(store->epochs, i);
 
-		if (e && rm_sq_packs(st, e) && rm_sq_pack(st, e) < 0)
+		if (e && rm_sq_packs(store, e) && rm_sq_pack(store, e) < 0)
 			return -1;
 	}
 	return 0;
 }
 
-void rm_sq_attempt_undo(struct rm_store *st)
+void rm_sq_attempt_undo(struct rm_store *store)
 {
-	if (st->attempt_chunks == UINT32_MAX) /* the chunk being built is what was packed before */
+	if (store->attempt_chunks == UINT32_MAX) /* the chunk being built is what was packed before */
 		return;
-	while (st->chunks->len > st->attempt_chunks) {
-		struct arc_chunk *c = g_ptr_array_steal_index(st->chunks, st->chunks->len - 1);
+	while (store->chunks->len > store->attempt_chunks) {
+		struct arc_chunk *c = g_ptr_array_steal_index(store->chunks, store->chunks->len - 1);
 
 		free(c->data);
 		g_free(c);
 	}
-	st->arc_len = 0;
-	st->arc_first = st->arc_last = 0;
-	st->arc_retained = 0;
-	st->packed_max = st->attempt_packed_max;
+	store->arc_len = 0;
+	store->arc_first = store->arc_last = 0;
+	store->arc_retained = 0;
+	store->packed_max = store->attempt_packed_max;
 }
 
-int rm_sq_archive_write(struct rm_store *st)
+int rm_sq_archive_write(struct rm_store *store)
 {
-	sqlite3_stmt *q = st->q[Q_ARCHIVE];
-
-	if (chunk_close(st) < 0)
+	if (chunk_close(store) < 0)
 		return -1;
-	for (guint i = 0; i < st->chunks->len; i++) {
-		const struct arc_chunk *c = g_ptr_array_index(st->chunks, i);
+	for (guint i = 0; i < store->chunks->len; i++) {
+		const struct arc_chunk *c = g_ptr_array_index(store->chunks, i);
+		struct rm_archive_row row = { .first = c->first,
+					      .last = c->last,
+					      .retained = c->retained,
+					      .data = { c->data, c->len },
+					      .base = { c->base, c->base_len } };
 
-		sqlite3_bind_int64(q, 1, c->first);
-		sqlite3_bind_int64(q, 2, c->last);
-		sqlite3_bind_text(q, 3, c->data, (int)c->len, SQLITE_STATIC);
-		sqlite3_bind_int64(q, 4, c->retained);
-		sqlite3_bind_text(q, 5, c->base, (int)c->base_len, SQLITE_STATIC);
-		if (rm_sq_step_reset(q) < 0)
+		if (rm_sq_write_row(store, Q_ARCHIVE, &row) < 0)
 			return -1;
 	}
 	return 0;
 }
 
-void rm_sq_chunks_written(struct rm_store *st)
+void rm_sq_chunks_written(struct rm_store *store)
 {
-	for (guint i = 0; i < st->chunks->len; i++) {
-		struct arc_chunk *c = g_ptr_array_index(st->chunks, i);
+	for (guint i = 0; i < store->chunks->len; i++) {
+		struct arc_chunk *c = g_ptr_array_index(store->chunks, i);
 
-		if (st->spare->len < RM_STORE_ARCHIVE_SPARE)
-			g_ptr_array_add(st->spare, c->data);
+		if (store->spare->len < RM_STORE_ARCHIVE_SPARE)
+			g_ptr_array_add(store->spare, c->data);
 		else
 			free(c->data);
 		g_free(c);
 	}
-	g_ptr_array_set_size(st->chunks, 0);
-	rm_budget_give(st->budget, (uint64_t)st->packed_retired * RM_BUDGET_EPOCH_BYTES); /* their charges */
-	st->packed_retired = 0;
+	g_ptr_array_set_size(store->chunks, 0);
+	rm_budget_give(store->budget, (uint64_t)store->packed_retired * RM_BUDGET_EPOCH_BYTES); /* their charges */
+	store->packed_retired = 0;
 }
 
-void rm_sq_chunks_free(struct rm_store *st)
+void rm_sq_chunks_free(struct rm_store *store)
 {
-	if (st->chunks) {
-		for (guint i = 0; i < st->chunks->len; i++) {
-			struct arc_chunk *c = g_ptr_array_index(st->chunks, i);
+	if (store->chunks) {
+		for (guint i = 0; i < store->chunks->len; i++) {
+			struct arc_chunk *c = g_ptr_array_index(store->chunks, i);
 
 			free(c->data);
 			g_free(c);
 		}
-		g_ptr_array_free(st->chunks, TRUE);
-		st->chunks = NULL;
+		g_ptr_array_free(store->chunks, TRUE);
+		store->chunks = NULL;
 	}
-	if (st->spare) {
-		for (guint i = 0; i < st->spare->len; i++)
-			free(g_ptr_array_index(st->spare, i));
-		g_ptr_array_free(st->spare, TRUE);
-		st->spare = NULL;
+	if (store->spare) {
+		for (guint i = 0; i < store->spare->len; i++)
+			free(g_ptr_array_index(store->spare, i));
+		g_ptr_array_free(store->spare, TRUE);
+		store->spare = NULL;
 	}
-	free(st->arc);
-	st->arc = NULL;
-	rm_budget_give(st->budget, (uint64_t)st->packed_retired * RM_BUDGET_EPOCH_BYTES); /* not written */
-	st->packed_retired = 0;
+	free(store->arc);
+	store->arc = NULL;
+	rm_budget_give(store->budget, (uint64_t)store->packed_retired * RM_BUDGET_EPOCH_BYTES); /* not written */
+	store->packed_retired = 0;
 }
 
 /* ---------------- reading back: the inverse of the above ---------------- */

@@ -1,73 +1,83 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * rows.c - the rows of one transaction: an epoch's column values (columns.h) and
- * the statements that write each kind of row (flush.c calls them).
+ * rows.c - the rows of one transaction: a row of any table of columns.h
+ * bound to its statement by a loop over the table's columns, an epoch's
+ * row inserted or updated, and which epochs are written packed (flush.c
+ * calls them).
  */
 #include <arpa/inet.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "store_impl.h"
 
-/* Dotted IPv4 without printf (it is on the path of every epoch). */
-static void ipv4_text(const uint8_t *a, char *buf)
+/*
+ * Column c of row to parameter i by its kind and NULL rule: an ID of 0 as
+ * NULL (SQLite chooses the row's ID); texts of the row are bound without a
+ * copy (they live until the statement is stepped), an address's text with
+ * one.
+ */
+static void bind_col(sqlite3_stmt *q, int i, const struct rm_stored_table *t, const struct rm_column *c,
+		     const void *row)
 {
-	for (int i = 0; i < 4; i++) {
-		unsigned v = a[i];
+	char buf[INET6_ADDRSTRLEN];
+	const char *s;
 
-		if (v >= 100)
-			*buf++ = (char)('0' + v / 100);
-		if (v >= 10)
-			*buf++ = (char)('0' + v / 10 % 10);
-		*buf++ = (char)('0' + v % 10);
-		*buf++ = i < 3 ? '.' : '\0';
+	if (c->null != RM_COL_NN && rm_col_is_null(t, c, row)) {
+		sqlite3_bind_null(q, i);
+		return;
+	}
+	switch (c->kind) {
+	case RM_COL_U64:
+	case RM_COL_U8: {
+		uint64_t v = rm_col_u64(c, row);
+
+		if (c->write == RM_COL_ID && !v)
+			sqlite3_bind_null(q, i);
+		else
+			sqlite3_bind_int64(q, i, (int64_t)v);
+		return;
+	}
+	case RM_COL_BYTES: {
+		struct rm_col_bytes b = rm_col_bytes(c, row);
+
+		if (!strncmp(c->sqlite, "TEXT", 4))
+			sqlite3_bind_text(q, i, b.p, (int)b.len, SQLITE_STATIC);
+		else
+			sqlite3_bind_blob(q, i, b.p, (int)b.len, SQLITE_STATIC);
+		return;
+	}
+	case RM_COL_ADDR:
+		s = rm_col_string(t, c, row, buf, sizeof(buf));
+		sqlite3_bind_text(q, i, s, -1, SQLITE_TRANSIENT);
+		return;
+	default:
+		s = rm_col_string(t, c, row, buf, sizeof(buf));
+		sqlite3_bind_text(q, i, s ? s : "", -1, SQLITE_STATIC);
 	}
 }
 
-void rm_sq_addr_text(const struct rm_report *r, const uint8_t *a, char *buf, size_t len)
+void rm_sq_bind_row(sqlite3_stmt *q, const struct rm_stored_table *t, const void *row, int update)
 {
-	if (r->family != 6)
-		ipv4_text(a, buf);
-	else if (!inet_ntop(AF_INET6, a, buf, (socklen_t)len))
-		snprintf(buf, len, "?");
+	int i = 0;
+
+	for (unsigned c = 0; c < t->n_cols; c++) {
+		const struct rm_column *col = &t->cols[c];
+
+		if (!col->sqlite)
+			continue;
+		i++;
+		if (update && (col->write == RM_COL_ONCE || col->write == RM_COL_ADD))
+			continue; /* not in the update (rm_sq_update_sql) */
+		bind_col(q, i, t, col, row);
+	}
 }
 
-const char *rm_sq_state_name(enum rm_epoch_state s)
+int rm_sq_write_row(struct rm_store *store, int q, const void *row)
 {
-	return s == RM_EPOCH_OPEN ? "open" : s == RM_EPOCH_FINAL ? "final" : "invalid";
-}
-
-/* An epoch's NULL columns, a bit each: the measurement without an accepted report, retired_ms while retained. */
-uint64_t rm_sq_epoch_nulls(const struct rm_epoch *e)
-{
-	return (e->n_accepted ? 0 : EC_MEASUREMENT) | (e->retired_ms ? 0 : COL(EC_RETIRED));
-}
-
-/*
- * The columns of an epoch's row from its fields; the address columns are
- * texts still to be written (s NULL): epoch_values writes them.
- */
-static void epoch_fields(const struct rm_epoch *e, struct val v[EC__N])
-{
-#define X(c, f) v[c] = (struct val){ V_INT, (int64_t)e->f, NULL };
-	EPOCH_INT_COLUMNS(X)
-#undef X
-	v[EC_SRC] = v[EC_DST] = (struct val){ V_TEXT, 0, NULL };
-	v[EC_STATE] = (struct val){ V_TEXT, 0, rm_sq_state_name(e->state) };
-	v[EC_OUTCOME] = (struct val){ V_TEXT, 0, rm_outcome_name(e->outcome) };
-	v[EC_REASON] = (struct val){ V_TEXT, 0, e->reason };
-	for (uint64_t n = rm_sq_epoch_nulls(e); n; n &= n - 1)
-		v[__builtin_ctzll(n)].t = V_NULL;
-}
-
-/* The columns of an epoch's row; src and dst hold the address texts (INET6_ADDRSTRLEN). */
-static void epoch_values(const struct rm_epoch *e, struct val v[EC__N], char *src, char *dst)
-{
-	epoch_fields(e, v);
-	rm_sq_addr_text(&e->key, e->key.src, src, INET6_ADDRSTRLEN);
-	rm_sq_addr_text(&e->key, e->key.dst, dst, INET6_ADDRSTRLEN);
-	v[EC_SRC].s = src;
-	v[EC_DST].s = dst;
+	rm_sq_bind_row(store->q[q], rm_sq_query_table(q), row, q == Q_EPOCH_UPDATE || q == Q_RUN_STOP);
+	return rm_sq_step_reset(store->q[q]);
 }
 
 /*
@@ -83,147 +93,25 @@ static int packs_above(const struct rm_epoch *e, int64_t max)
 	return e->store_row == ROW_NONE && (e->retired_ms || e->state != RM_EPOCH_OPEN) && e->store_id > max;
 }
 
-int rm_sq_packs(const struct rm_store *st, const struct rm_epoch *e)
+int rm_sq_packs(const struct rm_store *store, const struct rm_epoch *e)
 {
-	return packs_above(e, st->packed_max);
+	return packs_above(e, store->packed_max);
 }
 
-int rm_sq_attempt_packed(const struct rm_store *st, const struct rm_epoch *e)
+int rm_sq_attempt_packed(const struct rm_store *store, const struct rm_epoch *e)
 {
-	return packs_above(e, st->attempt_packed_max);
+	return packs_above(e, store->attempt_packed_max);
 }
 
-/* A row in epoch_rows: inserted, or its state columns updated (the key columns are written once). */
-int rm_sq_write_epoch(struct rm_store *st, const struct rm_epoch *e)
+/* A row in epoch_rows: inserted, or its columns written with every version updated. */
+int rm_sq_write_epoch(struct rm_store *store, const struct rm_epoch *e)
 {
-	int fresh = e->store_row != ROW_TABLE;
-	sqlite3_stmt *q = st->q[fresh ? Q_EPOCH_INSERT : Q_EPOCH_UPDATE];
-	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
-	struct val v[EC__N];
-
-	epoch_values(e, v, src, dst);
-	if (!fresh)
-		v[EC_SESSION].t = V_NULL; /* the update's "?2 IS NULL" */
-	for (int c = 0; c < EC__N; c++) {
-		if (!fresh && c > EC_ID && c < EC_WINDOW && c != EC_SESSION)
-			continue;
-		if (v[c].t == V_INT)
-			sqlite3_bind_int64(q, c + 1, v[c].i);
-		else if (v[c].t == V_TEXT)
-			sqlite3_bind_text(q, c + 1, v[c].s, -1, SQLITE_TRANSIENT);
-		else
-			sqlite3_bind_null(q, c + 1);
-	}
-	return rm_sq_step_reset(q);
+	return rm_sq_write_row(store, e->store_row == ROW_TABLE ? Q_EPOCH_UPDATE : Q_EPOCH_INSERT, e);
 }
 
-void rm_sq_bind_text_or_null(sqlite3_stmt *q, int i, const char *s)
+int rm_sq_write_lost(struct rm_store *store, int64_t id, uint64_t now_ms)
 {
-	if (s)
-		sqlite3_bind_text(q, i, s, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(q, i);
-}
-
-/* One column of a session's row (columns.h), bound to parameter i + 1 by its kind and NULL rule. */
-#define BIND_(NAME, column, sqlite, ch, null, write, kind, field, read) BIND_##kind##_##null(field)
-#define BIND_U64_NN(f)                                                  sqlite3_bind_int64(q, ++i, (int64_t)s->f);
-#define BIND_U64_ZERO(f)                                   \
-	if (s->f)                                          \
-		sqlite3_bind_int64(q, ++i, (int64_t)s->f); \
-	else                                               \
-		sqlite3_bind_null(q, ++i);
-#define BIND_TEXT_OPT(f) rm_sq_bind_text_or_null(q, ++i, s->f);
-
-int rm_sq_write_session(struct rm_store *st, const struct rm_sess_row *s)
-{
-	sqlite3_stmt *q = st->q[Q_SESSION];
-	int i = 0;
-
-	RM_SESSION_COLUMNS(BIND_)
-	return rm_sq_step_reset(q);
-}
-
-int rm_sq_write_raw(struct rm_store *st, const struct raw_row *r)
-{
-	sqlite3_stmt *q = st->q[Q_RAW];
-
-	sqlite3_bind_int64(q, 1, r->session_id);
-	sqlite3_bind_int64(q, 2, (int64_t)r->received_ms);
-	sqlite3_bind_int64(q, 3, r->domain);
-	sqlite3_bind_int(q, 4, r->tid);
-	if (r->has_report) {
-		sqlite3_bind_int64(q, 5, (int64_t)r->epoch_id);
-		sqlite3_bind_int64(q, 6, (int64_t)r->report_id);
-		sqlite3_bind_int(q, 7, r->flags);
-	} else {
-		sqlite3_bind_null(q, 5);
-		sqlite3_bind_null(q, 6);
-		sqlite3_bind_null(q, 7);
-	}
-	sqlite3_bind_text(q, 8, r->verdict, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 9, r->reason, -1, SQLITE_STATIC);
-	sqlite3_bind_blob(q, 10, r->rec, (int)r->len, SQLITE_STATIC);
-	if (r->tmpl)
-		sqlite3_bind_blob(q, 11, r->tmpl->data, (int)r->tmpl->len, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(q, 11);
-	return rm_sq_step_reset(q);
-}
-
-int rm_sq_write_drop(struct rm_store *st, const struct rm_drop_row *d)
-{
-	sqlite3_stmt *q = st->q[Q_DROP];
-
-	sqlite3_bind_int64(q, 1, d->session_id);
-	sqlite3_bind_text(q, 2, d->kind, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 3, (int64_t)d->count);
-	sqlite3_bind_int64(q, 4, (int64_t)d->first_ms);
-	sqlite3_bind_int64(q, 5, (int64_t)d->last_ms);
-	sqlite3_bind_text(q, 6, d->detail, -1, SQLITE_STATIC);
-	return rm_sq_step_reset(q);
-}
-
-int rm_sq_write_conn(struct rm_store *st, const struct conn_row *c)
-{
-	sqlite3_stmt *q = st->q[Q_CONNECTIONS];
-
-	sqlite3_bind_int64(q, 1, (int64_t)c->minute_ms);
-	sqlite3_bind_text(q, 2, c->source, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 3, c->outcome, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 4, (int64_t)c->count);
-	sqlite3_bind_int64(q, 5, (int64_t)c->first_ms);
-	sqlite3_bind_int64(q, 6, (int64_t)c->last_ms);
-	sqlite3_bind_text(q, 7, c->detail, -1, SQLITE_STATIC);
-	return rm_sq_step_reset(q);
-}
-
-int rm_sq_write_limit(struct rm_store *st, const struct limit_row *l)
-{
-	sqlite3_stmt *q = st->q[Q_RUN_LIMIT];
-
-	sqlite3_bind_int64(q, 1, l->run_id);
-	sqlite3_bind_text(q, 2, l->name, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 3, (int64_t)l->value);
-	return rm_sq_step_reset(q);
-}
-
-int rm_sq_write_point(struct rm_store *st, const struct point_row *p)
-{
-	sqlite3_stmt *q = st->q[Q_OBS_POINT];
-
-	sqlite3_bind_int64(q, 1, (int64_t)p->domain);
-	sqlite3_bind_int64(q, 2, (int64_t)p->id);
-	sqlite3_bind_text(q, 3, p->name, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 4, (int64_t)p->now_ms);
-	sqlite3_bind_text(q, 5, p->peer_name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 6, p->peer_subject, -1, SQLITE_STATIC);
-	return rm_sq_step_reset(q);
-}
-
-int rm_sq_write_lost(struct rm_store *st, int64_t id, uint64_t now_ms)
-{
-	sqlite3_stmt *q = st->q[Q_EPOCH_LOST];
+	sqlite3_stmt *q = store->q[Q_EPOCH_LOST];
 
 	sqlite3_bind_int64(q, 1, id);
 	sqlite3_bind_int64(q, 2, (int64_t)now_ms);

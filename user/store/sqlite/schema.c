@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * schema.c - the SQLite store's tables, statements and the epochs view (columns.h),
- * and the conversion of a database of an earlier layout.
+ * schema.c - the SQLite store's tables and statements, made from the tables
+ * of columns.h, the epochs view, and what an earlier layout needs at open
+ * (its epochs converted, columns added since, its observation points'
+ * table dropped).
  */
+#include <errno.h>
 #include <glib.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -10,74 +13,144 @@
 
 #include "store_impl.h"
 
-/* The column declarations of epoch_rows and sessions: " id INTEGER PRIMARY KEY, session_id INTEGER, ..." */
-#define DECL_(NAME, column, sqlite, ch, null, write, kind, field, read) DECL_##write(column, sqlite)
-#define DECL_ID(column, sqlite)                                         " " #column " " sqlite
-#define DECL_ONCE(column, sqlite)                                       ", " #column " " sqlite
-#define DECL_UPD(column, sqlite)                                        ", " #column " " sqlite
-#define DECL_KEEP(column, sqlite)                                       ", " #column " " sqlite
-#define EPOCH_ROWS_DECL                                                 RM_EPOCH_COLUMNS(DECL_)
-#define SESSIONS_DECL                                                   RM_SESSION_COLUMNS(DECL_)
+/* Append the names of t's SQLite columns (without its ID: skip_id) joined by ", " (the first after lead). */
+static void add_names(GString *g, const struct rm_stored_table *t, const char *lead, int skip_id)
+{
+	const char *sep = lead;
 
-const char rm_sq_schema[] =
-	"CREATE TABLE IF NOT EXISTS runs ("
-	" id INTEGER PRIMARY KEY, started_ms INTEGER, stopped_ms INTEGER, listen TEXT, transport TEXT,"
-	" max_sessions INTEGER, max_epochs INTEGER, max_raw_records INTEGER, inactivity_timeout_ms INTEGER,"
-	" pen INTEGER);"
-	"CREATE TABLE IF NOT EXISTS sessions (" SESSIONS_DECL ");"
-	"CREATE TABLE IF NOT EXISTS epoch_rows (" EPOCH_ROWS_DECL ");"
-	"CREATE TABLE IF NOT EXISTS epoch_archive ("
-	" id INTEGER PRIMARY KEY, first_id INTEGER, last_id INTEGER, data TEXT, retained INTEGER DEFAULT 0,"
-	" base TEXT);"
-	"CREATE TABLE IF NOT EXISTS epoch_retired (first_id INTEGER PRIMARY KEY, last_id INTEGER, retired_ms INTEGER);"
-	"CREATE TABLE IF NOT EXISTS raw_records ("
-	" id INTEGER PRIMARY KEY, session_id INTEGER, received_ms INTEGER, domain INTEGER,"
-	" template_id INTEGER, epoch_id INTEGER, report_id INTEGER, flags INTEGER, verdict TEXT,"
-	" reason TEXT, record BLOB, template BLOB);"
-	"CREATE TABLE IF NOT EXISTS drops ("
-	" session_id INTEGER, kind TEXT, count INTEGER, first_ms INTEGER, last_ms INTEGER, last_detail TEXT,"
-	" PRIMARY KEY(session_id, kind));"
-	/* Refused connections and the limits of each run (docs/collector.md "What is stored"). */
-	"CREATE TABLE IF NOT EXISTS connections ("
-	" minute_ms INTEGER, source TEXT, outcome TEXT, count INTEGER, first_ms INTEGER, last_ms INTEGER,"
-	" last_detail TEXT, PRIMARY KEY(minute_ms, source, outcome));"
-	"CREATE TABLE IF NOT EXISTS run_limits ("
-	" run_id INTEGER, name TEXT, value INTEGER, PRIMARY KEY(run_id, name));"
-	/* Names bound to their exporter: "" for plain TCP (docs/collector.md "What is stored"). */
-	"CREATE TABLE IF NOT EXISTS observation_points ("
-	" domain INTEGER, observation_point_id INTEGER, name TEXT NOT NULL, updated_ms INTEGER,"
-	" peer_name TEXT NOT NULL, peer_subject TEXT NOT NULL,"
-	" PRIMARY KEY(peer_name, peer_subject, domain, observation_point_id));";
+	for (unsigned i = 0; i < t->n_cols; i++) {
+		if (!t->cols[i].sqlite || (skip_id && t->cols[i].write == RM_COL_ID))
+			continue;
+		g_string_append_printf(g, "%s%s", sep, t->cols[i].name);
+		sep = ", ";
+	}
+}
 
 /*
- * Epoch statements share their parameter numbers: ?1 the row ID, ?2.. the
- * columns in EPOCH_COLUMNS order (EC_x + 1). The insert's "?" take them in
- * order.
+ * "CREATE TABLE IF NOT EXISTS NAME ( col DECL, ..., PRIMARY KEY(...));"
+ * for every table SQLite keeps, in the order of columns.h's rm_stored_tables.
  */
-#define PARAM_(NAME, column, sqlite, ch, null, write, kind, field, read) PARAM_##write
-#define PARAM_ID                                                         "?"
-#define PARAM_ONCE                                                       ",?"
-#define PARAM_UPD                                                        ",?"
-#define PARAM_KEEP                                                       ",?"
-#define EPOCH_PARAMS                                                     RM_EPOCH_COLUMNS(PARAM_)
-#define SESSION_PARAMS                                                   RM_SESSION_COLUMNS(PARAM_)
+char *rm_sq_schema_sql(void)
+{
+	GString *g = g_string_new(NULL);
+
+	for (unsigned i = 0; i < rm_n_stored_tables; i++) {
+		const struct rm_stored_table *t = rm_stored_tables[i];
+		const char *sep = " ";
+
+		if (!t->sqlite_name)
+			continue;
+		g_string_append_printf(g, "CREATE TABLE IF NOT EXISTS %s (", t->sqlite_name);
+		for (unsigned c = 0; c < t->n_cols; c++) {
+			if (!t->cols[c].sqlite)
+				continue;
+			g_string_append_printf(g, "%s%s %s", sep, t->cols[c].name, t->cols[c].sqlite);
+			sep = ", ";
+		}
+		if (t->sqlite_key)
+			g_string_append_printf(g, ", PRIMARY KEY(%s)", t->sqlite_key);
+		g_string_append(g, ");");
+	}
+	return g_string_free(g, FALSE);
+}
 
 /*
- * A session written again (its end, a peer's subject) updates its row: the
- * columns written with every version (UPD), and a KEEP column unless the
- * new value is NULL. KEEP columns come before UPD ones (columns.h): the
- * first of the list has no comma.
+ * The SET of an upsert (RM_SQ_UPSERT): a row whose key is stored keeps its
+ * ONCE columns, adds ADD ones, sets UPD ones and KEEP ones unless NULL.
  */
-#define SET_(NAME, column, sqlite, ch, null, write, kind, field, read) SET_##write(column)
-#define SET_ID(column)
-#define SET_ONCE(column)
-#define SET_KEEP(column) " " #column " = coalesce(excluded." #column ", " #column ")"
-#define SET_UPD(column)  ", " #column " = excluded." #column
-#define SESSION_SET      RM_SESSION_COLUMNS(SET_)
+static void add_upsert(GString *g, const struct rm_stored_table *t)
+{
+	int id = rm_stored_id_col(t);
+	const char *sep = " ";
 
-const char *const rm_sq_queries[Q__N] = {
-	[Q_EPOCH_INSERT] = "INSERT INTO epoch_rows (" EPOCH_COLUMNS ") VALUES (" EPOCH_PARAMS ")",
-	/* Q_EPOCH_UPDATE: made at open (rm_sq_epoch_update_sql), its parameters numbered by column */
+	g_string_append_printf(g, " ON CONFLICT(%s) DO UPDATE SET", t->sqlite_key ? t->sqlite_key : t->cols[id].name);
+	for (unsigned i = 0; i < t->n_cols; i++) {
+		const char *name = t->cols[i].name;
+
+		if (!t->cols[i].sqlite)
+			continue;
+		if (t->cols[i].write == RM_COL_ADD)
+			g_string_append_printf(g, "%s%s = %s + excluded.%s", sep, name, name, name);
+		else if (t->cols[i].write == RM_COL_KEEP)
+			g_string_append_printf(g, "%s%s = coalesce(excluded.%s, %s)", sep, name, name, name);
+		else if (t->cols[i].write == RM_COL_UPD)
+			g_string_append_printf(g, "%s%s = excluded.%s", sep, name, name);
+		else
+			continue;
+		sep = ", ";
+	}
+}
+
+/*
+ * The insert of a row of t: "INSERT [OR REPLACE] INTO NAME (c1, ...)
+ * VALUES (?1, ...)" with t's conflict clause; parameter N is t's N-th
+ * SQLite column (rm_sq_bind_row). Owned by the caller (g_free).
+ */
+char *rm_sq_insert_sql(const struct rm_stored_table *t)
+{
+	GString *g = g_string_new(NULL);
+	int n = 0;
+
+	g_string_append_printf(g, "INSERT %sINTO %s (", t->sqlite_conflict == RM_SQ_REPLACE ? "OR REPLACE " : "",
+			       t->sqlite_name);
+	add_names(g, t, "", 0);
+	g_string_append(g, ") VALUES (");
+	for (unsigned i = 0; i < t->n_cols; i++)
+		if (t->cols[i].sqlite)
+			g_string_append_printf(g, "%s?%d", n ? ", " : "", n + 1), n++;
+	g_string_append(g, ")");
+	if (t->sqlite_conflict == RM_SQ_UPSERT)
+		add_upsert(g, t);
+	return g_string_free(g, FALSE);
+}
+
+/*
+ * The update of a row of t by its ID, the columns written with every
+ * version: "UPDATE NAME SET c=?N, ... WHERE id=?1" (a KEEP column keeps
+ * its value for NULL), parameters as rm_sq_insert_sql's. g_free it.
+ */
+char *rm_sq_update_sql(const struct rm_stored_table *t)
+{
+	GString *g = g_string_new(NULL);
+	const char *sep = " ";
+	int n = 0, id = 0;
+
+	g_string_append_printf(g, "UPDATE %s SET", t->sqlite_name);
+	for (unsigned i = 0; i < t->n_cols; i++) {
+		const struct rm_column *c = &t->cols[i];
+
+		if (!c->sqlite)
+			continue;
+		n++;
+		if (c->write == RM_COL_ID)
+			id = n;
+		if (c->write == RM_COL_UPD)
+			g_string_append_printf(g, "%s%s=?%d", sep, c->name, n);
+		else if (c->write == RM_COL_KEEP)
+			g_string_append_printf(g, "%s%s=coalesce(?%d, %s)", sep, c->name, n, c->name);
+		else
+			continue;
+		sep = ",";
+	}
+	g_string_append_printf(g, " WHERE %s=?%d", t->cols[rm_stored_id_col(t)].name, id);
+	return g_string_free(g, FALSE);
+}
+
+/* The statements of tables, by Q_*: an insert (or upsert) or an update. */
+static const struct {
+	const struct rm_stored_table *table;
+	int update;
+} table_queries[Q__N] = {
+	[Q_EPOCH_INSERT] = { &rm_stored_epochs, 0 }, [Q_EPOCH_UPDATE] = { &rm_stored_epochs, 1 },
+	[Q_ARCHIVE] = { &rm_stored_archive, 0 },     [Q_RETIRED] = { &rm_stored_retired, 0 },
+	[Q_SESSION] = { &rm_stored_sessions, 0 },    [Q_RAW] = { &rm_stored_raw, 0 },
+	[Q_DROP] = { &rm_stored_drops, 0 },          [Q_CONNECTIONS] = { &rm_stored_conns, 0 },
+	[Q_RUN_LIMIT] = { &rm_stored_limits, 0 },    [Q_OBS_POINT] = { &rm_stored_points, 0 },
+	[Q_RUN_STOP] = { &rm_stored_runs, 1 },
+};
+
+/* The other statements: queries of some columns, and the transaction's. */
+static const char *const fixed_queries[Q__N] = {
 	/* An epoch whose outcome could not be kept while the database was unavailable. */
 	[Q_EPOCH_LOST] = "UPDATE epoch_rows SET retired_ms = ?2,"
 			 " outcome = CASE WHEN state = 'open' THEN 'incomplete' ELSE outcome END,"
@@ -85,56 +158,22 @@ const char *const rm_sq_queries[Q__N] = {
 			 " WHERE id = ?1 AND retired_ms IS NULL",
 	/* A settled epoch whose row is up to date: its retirement sets only retired_ms. */
 	[Q_EPOCH_RETIRE] = "UPDATE epoch_rows SET retired_ms = ?2 WHERE id = ?1",
-	[Q_ARCHIVE] = "INSERT INTO epoch_archive (first_id, last_id, data, retained, base) VALUES (?1, ?2, ?3, ?4, ?5)",
-	[Q_RETIRED] = "INSERT INTO epoch_retired (first_id, last_id, retired_ms) VALUES (?1, ?2, ?3)",
-	[Q_SESSION] = "INSERT INTO sessions (" RM_SESSION_COLUMN_NAMES ") VALUES (" SESSION_PARAMS ")"
-		      " ON CONFLICT(id) DO UPDATE SET" SESSION_SET,
-	[Q_RAW] = "INSERT INTO raw_records (session_id, received_ms, domain, template_id, epoch_id, report_id,"
-		  " flags, verdict, reason, record, template) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-	[Q_DROP] = "INSERT INTO drops (session_id, kind, count, first_ms, last_ms, last_detail)"
-		   " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(session_id, kind) DO UPDATE SET"
-		   " count = count + ?3, last_ms = ?5, last_detail = ?6",
-	[Q_CONNECTIONS] = "INSERT INTO connections (minute_ms, source, outcome, count, first_ms, last_ms, last_detail)"
-			  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(minute_ms, source, outcome) DO UPDATE SET"
-			  " count = count + ?4, last_ms = ?6, last_detail = ?7",
-	[Q_RUN_LIMIT] = "INSERT OR REPLACE INTO run_limits (run_id, name, value) VALUES (?1, ?2, ?3)",
-	[Q_OBS_POINT] = "INSERT OR REPLACE INTO observation_points (domain, observation_point_id, name, updated_ms,"
-			" peer_name, peer_subject) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-	[Q_RUN_STOP] = "UPDATE runs SET stopped_ms = ?2 WHERE id = ?1",
 	[Q_BEGIN] = "BEGIN IMMEDIATE",
 	[Q_COMMIT] = "COMMIT",
 	[Q_ROLLBACK] = "ROLLBACK",
 };
 
-/*
- * The update of an epoch's row, its columns written with every version:
- * "UPDATE epoch_rows SET window=?14, ..., retired_ms=?42 WHERE id=?1 AND ?2
- * IS NULL". Owned by the caller (g_free).
- */
-char *rm_sq_epoch_update_sql(void)
+const struct rm_stored_table *rm_sq_query_table(int q)
 {
-	static const struct {
-		const char *name;
-		int every; /* written with every version (UPD) */
-	} cols[] = {
-#define UPD_(NAME, column, sqlite, ch, null, write, kind, field, read) { #column, UPD_##write },
-#define UPD_ID                                                         0
-#define UPD_ONCE                                                       0
-#define UPD_UPD                                                        1
-		RM_EPOCH_COLUMNS(UPD_)
-#undef UPD_
-	};
-	GString *g = g_string_new("UPDATE epoch_rows SET");
-	int first = 1;
+	return table_queries[q].table;
+}
 
-	for (int c = 0; c < EC__N; c++) {
-		if (!cols[c].every)
-			continue;
-		g_string_append_printf(g, "%s %s=?%d", first ? "" : ",", cols[c].name, c + 1);
-		first = 0;
-	}
-	g_string_append(g, " WHERE id=?1 AND ?2 IS NULL");
-	return g_string_free(g, FALSE);
+char *rm_sq_query_sql(int q)
+{
+	if (!table_queries[q].table)
+		return g_strdup(fixed_queries[q]);
+	return table_queries[q].update ? rm_sq_update_sql(table_queries[q].table)
+				       : rm_sq_insert_sql(table_queries[q].table);
 }
 
 /* Column c of a packed epoch, in SQL (j: its json_each row, a: its epoch_archive row). */
@@ -155,28 +194,44 @@ void rm_sq_retirement_of(GString *g, const char *id)
 			       id, id);
 }
 
+/* Run sql, and on failure ROLLBACK an open transaction. 0 or -errno with err. */
+static int exec_or_rollback(sqlite3 *db, const char *sql, char *err, size_t errlen)
+{
+	int rc = rm_sq_exec(db, sql, err, errlen);
+
+	if (rc < 0 && !sqlite3_get_autocommit(db))
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
 /*
  * The earlier layout kept an epoch in two tables (epoch_keys, epoch_state)
  * read through a view named epochs: move the rows into the epochs table,
  * IDs unchanged.
  */
-int rm_sq_convert_epochs(struct rm_store *st, char **msg)
+int rm_sq_convert_epochs(sqlite3 *db, char *err, size_t errlen)
 {
+	GString *move = g_string_new("INSERT INTO epoch_rows (");
+	char *schema;
 	int rc;
 
-	if (rm_sq_scalar(st, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'epoch_keys'") <= 0)
-		return SQLITE_OK;
-	rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE; DROP VIEW IF EXISTS epochs;", NULL, NULL, msg);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(st->db, rm_sq_schema, NULL, NULL, msg);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(st->db,
-				  "INSERT INTO epoch_rows (" EPOCH_COLUMNS ") SELECT k.id" EPOCH_COLUMNS_AFTER_ID
-				  " FROM epoch_keys k JOIN epoch_state s ON s.id = k.id ORDER BY k.id;"
-				  "DROP TABLE epoch_state; DROP TABLE epoch_keys; COMMIT;",
-				  NULL, NULL, msg);
-	if (rc != SQLITE_OK && !sqlite3_get_autocommit(st->db))
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	if (rm_sq_scalar(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'epoch_keys'") <= 0) {
+		g_string_free(move, TRUE);
+		return 0;
+	}
+	add_names(move, &rm_stored_epochs, "", 0);
+	g_string_append(move, ") SELECT k.id");
+	add_names(move, &rm_stored_epochs, ", ", 1);
+	g_string_append(move, " FROM epoch_keys k JOIN epoch_state s ON s.id = k.id ORDER BY k.id;"
+			      "DROP TABLE epoch_state; DROP TABLE epoch_keys; COMMIT;");
+	schema = rm_sq_schema_sql();
+	rc = exec_or_rollback(db, "BEGIN IMMEDIATE; DROP VIEW IF EXISTS epochs;", err, errlen);
+	if (!rc)
+		rc = exec_or_rollback(db, schema, err, errlen);
+	if (!rc)
+		rc = exec_or_rollback(db, move->str, err, errlen);
+	g_free(schema);
+	g_string_free(move, TRUE);
 	return rc;
 }
 
@@ -187,21 +242,16 @@ int rm_sq_convert_epochs(struct rm_store *st, char **msg)
  * the epoch changed after it was packed). Recreated at every read-write
  * open, so a database of an earlier version reads its new tables.
  */
-int rm_sq_create_view(struct rm_store *st, char **msg)
+int rm_sq_create_view(sqlite3 *db, char *err, size_t errlen)
 {
-	static const char cols[] = EPOCH_COLUMNS;
-	GString *sql = g_string_new("DROP VIEW IF EXISTS epochs; CREATE VIEW epochs AS SELECT " EPOCH_COLUMNS
-				    " FROM epoch_rows UNION ALL SELECT ");
+	GString *sql = g_string_new("DROP VIEW IF EXISTS epochs; CREATE VIEW epochs AS SELECT ");
 	GString *id = g_string_new(NULL);
-	const char *p = cols;
 	int rc;
 
+	add_names(sql, &rm_stored_epochs, "", 0);
+	g_string_append(sql, " FROM epoch_rows UNION ALL SELECT ");
 	rm_sq_packed_col(id, EC_ID);
 	for (int c = 0; c < EC__N; c++) {
-		size_t n = strcspn(p, ",");
-
-		while (*p == ' ')
-			p++, n--;
 		g_string_append(sql, c ? ", " : "");
 		if (c == EC_RETIRED) {
 			g_string_append(sql, "coalesce(");
@@ -212,43 +262,60 @@ int rm_sq_create_view(struct rm_store *st, char **msg)
 		} else {
 			rm_sq_packed_col(sql, c);
 		}
-		g_string_append_printf(sql, " AS %.*s", (int)n, p);
-		p += n + (p[n] == ',');
+		g_string_append_printf(sql, " AS %s", rm_stored_epochs.cols[c].name);
 	}
 	g_string_append(sql, " FROM epoch_archive a, json_each(a.data) j WHERE ");
 	rm_sq_packed_col(sql, EC_RETIRED);
 	g_string_append_printf(sql, " IS NOT NULL OR NOT EXISTS (SELECT 1 FROM epoch_rows o WHERE o.id = %s)", id->str);
-	rc = sqlite3_exec(st->db, sql->str, NULL, NULL, msg);
+	rc = rm_sq_exec(db, sql->str, err, errlen);
 	g_string_free(sql, TRUE);
 	g_string_free(id, TRUE);
 	return rc;
 }
 
-int rm_sq_add_column(struct rm_store *st, const char *table, const char *column, const char *decl, char **msg)
+/*
+ * A table of a database an earlier version made lacks the columns added
+ * since (sessions' seq_gaps, seq_missing, export_time_backwards and
+ * peer_name; epoch_archive's retained and base): each column of columns.h a
+ * table lacks is added with its declaration.
+ */
+int rm_sq_add_columns(sqlite3 *db, char *err, size_t errlen)
 {
-	char sql[200];
-	sqlite3_stmt *q;
+	for (unsigned i = 0; i < rm_n_stored_tables; i++) {
+		const struct rm_stored_table *t = rm_stored_tables[i];
 
-	snprintf(sql, sizeof(sql), "SELECT %s FROM %s LIMIT 0", column, table);
-	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) == SQLITE_OK) {
-		sqlite3_finalize(q);
-		return SQLITE_OK;
+		for (unsigned c = 0; t->sqlite_name && c < t->n_cols; c++) {
+			char sql[200];
+			sqlite3_stmt *q;
+			int rc;
+
+			if (!t->cols[c].sqlite)
+				continue;
+			snprintf(sql, sizeof(sql), "SELECT %s FROM %s LIMIT 0", t->cols[c].name, t->sqlite_name);
+			if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK) {
+				sqlite3_finalize(q);
+				continue;
+			}
+			snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s %s", t->sqlite_name, t->cols[c].name,
+				 t->cols[c].sqlite);
+			rc = rm_sq_exec(db, sql, err, errlen);
+			if (rc < 0)
+				return rc;
+		}
 	}
-	snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s %s", table, column, decl);
-	return sqlite3_exec(st->db, sql, NULL, NULL, msg);
+	return 0;
 }
 
-int rm_sq_bind_points(struct rm_store *st, char **msg)
+int rm_sq_bind_points(sqlite3 *db, char *err, size_t errlen)
 {
 	sqlite3_stmt *q;
 
 	if (rm_sq_scalar(
-		    st, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'observation_points'") <= 0)
-		return SQLITE_OK;
-	if (sqlite3_prepare_v2(st->db, "SELECT peer_subject FROM observation_points LIMIT 0", -1, &q, NULL) ==
-	    SQLITE_OK) {
+		    db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'observation_points'") <= 0)
+		return 0;
+	if (sqlite3_prepare_v2(db, "SELECT peer_subject FROM observation_points LIMIT 0", -1, &q, NULL) == SQLITE_OK) {
 		sqlite3_finalize(q);
-		return SQLITE_OK;
+		return 0;
 	}
-	return sqlite3_exec(st->db, "DROP TABLE observation_points", NULL, NULL, msg);
+	return rm_sq_exec(db, "DROP TABLE observation_points", err, errlen);
 }

@@ -15,24 +15,24 @@
 #include <stdint.h>
 
 #include "common/clock.h"
+#include "statement.h"
 #include "store.h"
 #include "store/columns.h"
 #include "store/store_rows.h"
 
 /*
- * An epoch's columns (columns.h), in the order of the epochs view (that of
- * the earlier layout's view of the same name); EC_* are their indexes, and
- * parameter EC_x + 1 of the epoch statements.
+ * An epoch's columns (columns.h rm_stored_epochs), in the order of the
+ * epochs view (that of the earlier layout's view of the same name); EC_*
+ * are their indexes, and parameter EC_x + 1 of the epoch statements.
  */
-#define EPOCH_COLUMNS          RM_EPOCH_COLUMN_NAMES
-#define EPOCH_COLUMNS_AFTER_ID RM_EPOCH_COLUMN_NAMES_AFTER_ID
-
 enum {
 #define X(NAME, column, sqlite, ch, null, write, kind, field, read) EC_##NAME,
 	RM_EPOCH_COLUMNS(X)
 #undef X
 		EC__N
 };
+/* Column c's bit in a set of columns (NULL ones, changed ones). */
+#define COL(c) (1ULL << (c))
 
 /*
  * Epochs live in three tables, read together through the view epochs:
@@ -63,8 +63,8 @@ enum {
 #define ARC_KEYS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 enum {
-	Q_EPOCH_INSERT,
-	Q_EPOCH_UPDATE,
+	Q_EPOCH_INSERT, /* the statements of a table (schema.c): its insert ... */
+	Q_EPOCH_UPDATE, /* ... or its update */
 	Q_EPOCH_LOST,
 	Q_EPOCH_RETIRE,
 	Q_ARCHIVE,
@@ -89,48 +89,17 @@ struct tmpl_copy {
 	uint8_t data[];
 };
 
+/* A raw record waiting: its row (verdict a static name; reason, record and Template owned here). */
 struct raw_row {
-	int64_t session_id;
-	uint64_t received_ms, epoch_id, report_id;
-	uint32_t domain;
-	uint16_t tid, flags;
-	uint8_t has_report;
-	const char *verdict; /* a static name */
+	struct rm_raw_row row; /* reason, record and template: the three below */
 	char *reason;
 	struct tmpl_copy *tmpl;
-	size_t len;
 	uint8_t rec[];
-};
-
-/* Refused connections of one minute, source and outcome, added to their row. */
-struct conn_row {
-	uint64_t minute_ms, count, first_ms, last_ms;
-	char *source, *outcome, *detail;
-};
-
-/* An observation point's name and its exporter (observation_points; "" for a NULL identity). */
-struct point_row {
-	uint32_t domain;
-	uint64_t id, now_ms;
-	char *name, *peer_name, *peer_subject;
-};
-
-/* One limit of a run (run_limits). */
-struct limit_row {
-	int64_t run_id;
-	uint64_t value;
-	char *name;
 };
 
 /* The retirement of a settled epoch whose row is up to date. */
 struct retire_only {
 	int64_t id;
-	uint64_t retired_ms;
-};
-
-/* Packed epochs first..last retired at retired_ms (epoch_retired). */
-struct retire_range {
-	int64_t first, last;
 	uint64_t retired_ms;
 };
 
@@ -151,7 +120,7 @@ struct arc_chunk {
 /* e->store_row: 0 nothing written, ROW_TABLE a row in epoch_rows, ROW_PACKED a copy in epoch_archive only. */
 enum { ROW_NONE = 0, ROW_TABLE = 1, ROW_PACKED = 2 };
 
-/* One column value of an epoch: an integer (SQLite's signed 64 bits, same bits as unsigned64), text, or NULL. */
+/* One column value of a packed epoch: an integer (SQLite's signed 64 bits, same bits as unsigned64), text, or NULL. */
 struct val {
 	enum { V_NULL, V_INT, V_TEXT } t;
 	int64_t i;
@@ -183,7 +152,7 @@ struct rm_store {
 	GPtrArray *chunks;       /* struct arc_chunk *: packed chunks closed, not yet written (g_free) */
 	GPtrArray *spare;        /* char * of RM_STORE_ARCHIVE_CAP octets: builder buffers written, for reuse */
 	int64_t packed_max;      /* the largest row ID packed by this store: an epoch of a lower ID gets a row */
-	uint32_t attempt_chunks; /* st->chunks->len before the transaction being tried packed the queue */
+	uint32_t attempt_chunks; /* store->chunks->len before the transaction being tried packed the queue */
 	int64_t attempt_packed_max; /* packed_max before it: what it packed is above */
 	GHashTable *sessions;       /* int64 id -> struct rm_sess_row */
 	uint32_t sessions_dirty;
@@ -191,19 +160,19 @@ struct rm_store {
 	size_t raw_bytes;
 	struct tmpl_copy *last_tmpl;
 	GHashTable *drops; /* "session/kind" -> struct rm_drop_row */
-	GHashTable *conns; /* "minute/outcome/source" -> struct conn_row */
-	GArray *limits;    /* struct limit_row */
-	GArray *points;    /* struct point_row */
+	GHashTable *conns; /* "minute/outcome/source" -> struct rm_conn_row */
+	GArray *limits;    /* struct rm_limit_row */
+	GArray *points;    /* struct rm_point_row */
 	GArray *lost;      /* int64 row IDs of epochs whose outcome was not kept */
 	GArray *retire;    /* struct retire_only: settled epochs whose rows need only retired_ms */
-	GArray *ranges;    /* struct retire_range: packed epochs whose copies need only retired_ms */
+	GArray *ranges;    /* struct rm_retired_row: packed epochs whose copies need only retired_ms */
 	char *arc;         /* the epoch_archive chunk being built (JSON); kept across failed transactions */
 	size_t arc_len, arc_cap;
 	int64_t arc_first, arc_last;
 	uint32_t arc_retained; /* of the chunk's epochs, those not retired */
 	/* The chunk's first epoch (its base): what the next epochs are compared with. */
-	int64_t arc_base_int[EC__N]; /* EPOCH_INT_COLUMNS as written; EC_STATE, EC_OUTCOME: the enums */
-	uint64_t arc_base_nulls;     /* its NULL columns (rm_sq_epoch_nulls) */
+	int64_t arc_base_int[EC__N]; /* its integer columns as written; EC_STATE, EC_OUTCOME: the enums */
+	uint64_t arc_base_nulls;     /* its NULL columns (epoch_nulls) */
 	char *arc_base_reason;       /* owned (g_strdup) */
 	uint8_t arc_base_family, arc_base_src[16], arc_base_dst[16];                   /* its addresses as octets ... */
 	char arc_base_src_text[INET6_ADDRSTRLEN], arc_base_dst_text[INET6_ADDRSTRLEN]; /* ... and as texts */
@@ -227,143 +196,106 @@ struct rm_store {
 	struct rm_budget *budget; /* charged for kept epochs and raw records rm_sq_waiting (NULL: none) */
 };
 
+/* schema.c: every error as a line in err, returning 0 or -errno (rm_sq_errno). */
+/* Every table of columns.h SQLite keeps, created when missing (CREATE TABLE IF NOT EXISTS ...); g_free it. */
+char *rm_sq_schema_sql(void);
 /*
- * The integer columns of an epoch's row and the fields they come from
- * (columns.h, kinds U64 and U8): X(EC_x, field); the others (EC_SRC,
- * EC_DST, EC_STATE, EC_OUTCOME, EC_REASON) are texts.
+ * The insert of a row of t (its conflict clause: columns.h), and its update
+ * by ID (the columns written with every version); parameter N is t's N-th
+ * SQLite column (rm_sq_bind_row). g_free them.
  */
-#define INT_(NAME, column, sqlite, ch, null, write, kind, field, read) INT_##kind(EC_##NAME, field)
-#define INT_U64(c, f)                                                  X(c, f)
-#define INT_U8(c, f)                                                   X(c, f)
-#define INT_ADDR(c, f)
-#define INT_STATE(c, f)
-#define INT_OUTCOME(c, f)
-#define INT_TEXT(c, f)
-#define EPOCH_INT_COLUMNS(X) RM_EPOCH_COLUMNS(INT_)
-
-#define COL(c) (1ULL << (c))
-/* The columns of the latest accepted report (null MEAS): NULL without one (no measurement). */
-#define MEAS_(NAME, column, sqlite, ch, null, write, kind, field, read) MEAS_##null(EC_##NAME)
-#define MEAS_MEAS(c)                                                    | COL(c)
-#define MEAS_NN(c)
-#define MEAS_ZERO(c)
-#define MEAS_OPT(c)
-#define EC_MEASUREMENT (0 RM_EPOCH_COLUMNS(MEAS_))
-
-/* store.c */
-/* Step a prepared statement and reset it (bindings kept). 0 (done or a row) or -1. */
-int rm_sq_step_reset(sqlite3_stmt *q);
-/* The first column of the first row of sql as an integer; -1 on error. */
-int64_t rm_sq_scalar(struct rm_store *st, const char *sql);
-/* Run sql with parameters bound by fmt ("i" int64_t, "s" text, in order). Rows changed, or -1. */
-int64_t rm_sq_exec_args(struct rm_store *st, const char *sql, const char *fmt, ...);
-
-/* schema.c */
-/* The tables, created when missing (CREATE TABLE IF NOT EXISTS ...). */
-extern const char rm_sq_schema[];
-/* The statements prepared at open, by Q_*; Q_EPOCH_UPDATE is NULL (rm_sq_epoch_update_sql). */
-extern const char *const rm_sq_queries[Q__N];
-/* The update of an epoch row's columns written with every version; g_free it. */
-char *rm_sq_epoch_update_sql(void);
+char *rm_sq_insert_sql(const struct rm_stored_table *t);
+char *rm_sq_update_sql(const struct rm_stored_table *t);
+/* The statement prepared at open for Q_* (g_free it), and the table whose row it writes (NULL: none). */
+char *rm_sq_query_sql(int q);
+const struct rm_stored_table *rm_sq_query_table(int q);
 /* Append column c of a packed epoch as SQL (j: its json_each row, a: its epoch_archive row). */
 void rm_sq_packed_col(GString *g, int c);
 /* Append the retirement time of the packed epoch whose row ID is the SQL expression id, or NULL. */
 void rm_sq_retirement_of(GString *g, const char *id);
-/* Convert a database of the earlier layout (epoch_keys + epoch_state). SQLITE_OK or an SQLite error, msg set. */
-int rm_sq_convert_epochs(struct rm_store *st, char **msg);
-/* (Re)create the view epochs over epoch_rows and epoch_archive. SQLITE_OK or an SQLite error, msg set. */
-int rm_sq_create_view(struct rm_store *st, char **msg);
-/* Add column with its declaration to table unless it exists. SQLITE_OK or an SQLite error, msg set. */
-int rm_sq_add_column(struct rm_store *st, const char *table, const char *column, const char *decl, char **msg);
+/* Convert a database of the earlier layout (epoch_keys + epoch_state). 0 or -errno with err. */
+int rm_sq_convert_epochs(sqlite3 *db, char *err, size_t errlen);
+/* (Re)create the view epochs over epoch_rows and epoch_archive. 0 or -errno with err. */
+int rm_sq_create_view(sqlite3 *db, char *err, size_t errlen);
+/* Add to every table the columns of columns.h it lacks (a database of an earlier version). 0 or -errno with err. */
+int rm_sq_add_columns(sqlite3 *db, char *err, size_t errlen);
 /*
  * Drop an observation_points table of the earlier layout (names keyed by
  * domain and ID only, bound to no exporter: any exporter could have written
  * them); exporters send their names again at each Transport Session start.
- * SQLITE_OK or an SQLite error, msg set.
+ * 0 or -errno with err.
  */
-int rm_sq_bind_points(struct rm_store *st, char **msg);
+int rm_sq_bind_points(sqlite3 *db, char *err, size_t errlen);
 
 /* queue.c */
 /* Drop a reference to a Template copy (NULL: nothing). */
 void rm_sq_tmpl_put(struct tmpl_copy *t);
 /* Free a struct raw_row (GPtrArray free function). */
 void rm_sq_raw_free(gpointer p);
-/* Free a struct conn_row (GHashTable value free function). */
+/* Free a struct rm_conn_row (GHashTable value free function). */
 void rm_sq_conn_row_free(gpointer p);
-/* Clear a struct limit_row (GArray clear function). */
+/* Clear a struct rm_limit_row (GArray clear function). */
 void rm_sq_limit_row_clear(gpointer p);
-/* Clear a struct point_row (GArray clear function). */
+/* Clear a struct rm_point_row (GArray clear function). */
 void rm_sq_point_row_clear(gpointer p);
 /* 1 if anything waits for the next transaction. */
-int rm_sq_waiting(const struct rm_store *st);
+int rm_sq_waiting(const struct rm_store *store);
 /* Log the "database" drops not yet logged (one line; nothing if none). queue.c. */
-void rm_sq_log_drops(struct rm_store *st);
+void rm_sq_log_drops(struct rm_store *store);
 
 /* rows.c */
-/* An address of r (16 octets a) as text: dotted IPv4 or inet_ntop IPv6, into buf of len. */
-void rm_sq_addr_text(const struct rm_report *r, const uint8_t *a, char *buf, size_t len);
-/* The stored name of an epoch state: open, final, invalid. */
-const char *rm_sq_state_name(enum rm_epoch_state s);
-/* An epoch's NULL columns, a bit each (COL(EC_x)). */
-uint64_t rm_sq_epoch_nulls(const struct rm_epoch *e);
+/*
+ * Bind row, a row of t, to q's parameters (rm_sq_insert_sql's numbering):
+ * every SQLite column, or with update only the ID and the columns an
+ * update writes.
+ */
+void rm_sq_bind_row(sqlite3_stmt *q, const struct rm_stored_table *t, const void *row, int update);
+/* Write row with statement q (Q_*, a table's: rm_sq_query_table). 0 or -1 (SQLite error). */
+int rm_sq_write_row(struct rm_store *store, int q, const void *row);
 /*
  * 1 if the epoch is written packed (epoch_archive) rather than as a row:
  * never written, retired or settled, and of an ID above every one packed
  * (chunks stay in ID order, each after the one before: store_read_sqlite.c).
  */
-int rm_sq_packs(const struct rm_store *st, const struct rm_epoch *e);
+int rm_sq_packs(const struct rm_store *store, const struct rm_epoch *e);
 /* 1 if the queued epoch was packed by the transaction being tried (rm_sq_attempt_pack), not written as a row. */
-int rm_sq_attempt_packed(const struct rm_store *st, const struct rm_epoch *e);
+int rm_sq_attempt_packed(const struct rm_store *store, const struct rm_epoch *e);
 /* Insert or update an epoch's row in epoch_rows. 0 or -1 (SQLite error). */
-int rm_sq_write_epoch(struct rm_store *st, const struct rm_epoch *e);
-/* Bind s as text to parameter i, or NULL when s is NULL. */
-void rm_sq_bind_text_or_null(sqlite3_stmt *q, int i, const char *s);
-/* Insert or update a session row. 0 or -1. */
-int rm_sq_write_session(struct rm_store *st, const struct rm_sess_row *s);
-/* Insert a raw record. 0 or -1. */
-int rm_sq_write_raw(struct rm_store *st, const struct raw_row *r);
-/* Add a drop count to its row. 0 or -1. */
-int rm_sq_write_drop(struct rm_store *st, const struct rm_drop_row *d);
-/* Add a count of refused connections to its row. 0 or -1. */
-int rm_sq_write_conn(struct rm_store *st, const struct conn_row *c);
-/* Write one limit of a run. 0 or -1. */
-int rm_sq_write_limit(struct rm_store *st, const struct limit_row *l);
-/* Write one observation point's name. 0 or -1. */
-int rm_sq_write_point(struct rm_store *st, const struct point_row *p);
+int rm_sq_write_epoch(struct rm_store *store, const struct rm_epoch *e);
 /* Mark the row of an epoch whose outcome was not kept (retired, incomplete if open). 0 or -1. */
-int rm_sq_write_lost(struct rm_store *st, int64_t id, uint64_t now_ms);
+int rm_sq_write_lost(struct rm_store *store, int64_t id, uint64_t now_ms);
 
 /* archive.c */
 /* Forget the base of the chunk being built. */
-void rm_sq_base_clear(struct rm_store *st);
-/* Append an epoch to the chunk being built (st->arc). 0 or -1 (out of memory). */
-int rm_sq_archive_add(struct rm_store *st, const struct rm_epoch *e);
+void rm_sq_base_clear(struct rm_store *store);
+/* Append an epoch to the chunk being built (store->arc). 0 or -1 (out of memory). */
+int rm_sq_archive_add(struct rm_store *store, const struct rm_epoch *e);
 /*
  * Pack e (rm_sq_packs) into the chunk being built, closing the chunk at
- * RM_STORE_ARCHIVE_CHUNK octets: from here on the copy waits in st->chunks
- * or st->arc, kept across failed transactions, until a commit. 0 or -1 (out of memory).
+ * RM_STORE_ARCHIVE_CHUNK octets: from here on the copy waits in store->chunks
+ * or store->arc, kept across failed transactions, until a commit. 0 or -1 (out of memory).
  */
-int rm_sq_pack(struct rm_store *st, const struct rm_epoch *e);
+int rm_sq_pack(struct rm_store *store, const struct rm_epoch *e);
 /*
- * Pack, in queue order, the packable epochs waiting in st->epochs[0 .. n - 1]
+ * Pack, in queue order, the packable epochs waiting in store->epochs[0 .. n - 1]
  * not looked at yet, and take them out of the queue (slot NULL, store_row
  * ROW_PACKED; a retired one the store kept is freed, its charge returned). 0 or -1.
  */
-int rm_sq_pack_upto(struct rm_store *st, uint32_t n);
+int rm_sq_pack_upto(struct rm_store *store, uint32_t n);
 /*
  * For a transaction: close the chunk being built (what was packed before
  * waits on), then pack the packable epochs still queued into chunks of this
  * attempt only, leaving them queued. 0 or -1 (out of memory).
  */
-int rm_sq_attempt_pack(struct rm_store *st);
+int rm_sq_attempt_pack(struct rm_store *store);
 /* The transaction failed: drop the chunks of the attempt (the epochs stay queued, packed again at the next). */
-void rm_sq_attempt_undo(struct rm_store *st);
+void rm_sq_attempt_undo(struct rm_store *store);
 /* Insert every waiting chunk (the one being built closed first), one epoch_archive row each. 0 or -1. */
-int rm_sq_archive_write(struct rm_store *st);
+int rm_sq_archive_write(struct rm_store *store);
 /* After a commit: the waiting chunks written, their buffers kept for reuse (up to a few). */
-void rm_sq_chunks_written(struct rm_store *st);
+void rm_sq_chunks_written(struct rm_store *store);
 /* At close: free the chunks, spare buffers and the builder's buffer. */
-void rm_sq_chunks_free(struct rm_store *st);
+void rm_sq_chunks_free(struct rm_store *store);
 
 /*
  * Reading a chunk back (one epoch_archive row), each epoch as the epochs
@@ -396,6 +328,6 @@ int rm_sq_unpack_next(struct rm_sq_unpack *u);
 /* sqlite3_wal_hook callback: records the WAL's length for checkpoints. */
 int rm_sq_wal_hook(void *arg, sqlite3 *db, const char *name, int pages);
 /* Try a transaction of what waits now; on failure the store is unavailable and retries later (logged). */
-void rm_sq_attempt(struct rm_store *st);
+void rm_sq_attempt(struct rm_store *store);
 
 #endif /* ROCEMETER_STORE_IMPL_H */

@@ -16,7 +16,7 @@
 
 struct sqlite_reader {
 	struct rm_store_reader base;
-	struct rm_store *st;
+	struct rm_store *store;
 	char path[256];
 };
 
@@ -36,21 +36,22 @@ static struct rm_store_reader *sq_open(const struct rm_store_spec *spec, char *e
 		free(r);
 		return NULL;
 	}
-	r->st = rm_store_open(spec->path, 1, err, errlen);
-	if (!r->st) {
+	r->store = rm_store_open(spec->path, 1, err, errlen);
+	if (!r->store) {
 		free(r);
 		return NULL;
 	}
 	/* A file the collector never initialised (empty, or another database): how to make it a store. */
-	if (sqlite3_prepare_v2(rm_store_db(r->st), "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'",
-			       -1, &q, NULL) != SQLITE_OK ||
+	if (sqlite3_prepare_v2(rm_store_db(r->store),
+			       "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'", -1, &q,
+			       NULL) != SQLITE_OK ||
 	    sqlite3_step(q) != SQLITE_ROW) {
 		snprintf(err, errlen,
 			 "%s: not a rocemeter store (no table runs): run 'rocemeter collect --store-init --store "
 			 "sqlite:%s'",
 			 spec->path, spec->path);
 		sqlite3_finalize(q);
-		rm_store_close(r->st);
+		rm_store_close(r->store);
 		free(r);
 		return NULL;
 	}
@@ -63,7 +64,7 @@ static void sq_close(struct rm_store_reader *base)
 {
 	struct sqlite_reader *r = (struct sqlite_reader *)base;
 
-	rm_store_close(r->st);
+	rm_store_close(r->store);
 	free(r);
 }
 
@@ -234,7 +235,7 @@ struct packed {
 	struct rm_sq_unpack u;
 	int in_chunk;
 	int64_t chunk, first, last, prev; /* the chunk's row ID and IDs; the last epoch's ID */
-	struct retire_range *ranges;      /* epoch_retired by first_id */
+	struct rm_retired_row *ranges;    /* epoch_retired by first_id */
 	size_t n_ranges, at;
 	const struct val *v; /* the current epoch (u.cur) ... */
 	struct val retired;  /* ... and its retirement time */
@@ -363,7 +364,7 @@ static int load_ranges(sqlite3 *db, struct packed *p)
 		return -EIO;
 	while (sqlite3_step(q) == SQLITE_ROW) {
 		if (p->n_ranges == cap) {
-			struct retire_range *r = realloc(p->ranges, (cap = cap ? 2 * cap : 256) * sizeof(*r));
+			struct rm_retired_row *r = realloc(p->ranges, (cap = cap ? 2 * cap : 256) * sizeof(*r));
 
 			if (!r) {
 				sqlite3_finalize(q);
@@ -372,8 +373,8 @@ static int load_ranges(sqlite3 *db, struct packed *p)
 			p->ranges = r;
 		}
 		p->ranges[p->n_ranges++] =
-			(struct retire_range){ sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1),
-					       (uint64_t)sqlite3_column_int64(q, 2) };
+			(struct rm_retired_row){ sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1),
+						 (uint64_t)sqlite3_column_int64(q, 2) };
 	}
 	return sqlite3_finalize(q) == SQLITE_OK ? 0 : -EIO;
 }
@@ -477,7 +478,7 @@ static int sq_epochs(struct rm_store_reader *base, const struct rm_read_filter *
 		     int (*fn)(void *arg, const struct rm_epoch_read *e), void *arg, char *err, size_t errlen)
 {
 	struct sqlite_reader *r = (struct sqlite_reader *)base;
-	sqlite3 *db = rm_store_db(r->st);
+	sqlite3 *db = rm_store_db(r->store);
 	struct emit m = { .f = f, .exporters = load_exporters(db), .fn = fn, .arg = arg };
 	int64_t overlaps;
 	int rc;
@@ -487,9 +488,10 @@ static int sq_epochs(struct rm_store_reader *base, const struct rm_read_filter *
 	 * Chunks in ID order, each after the one before (as rm_sq_archive_add
 	 * writes them): merged in C; else, or without this layout's tables, the view.
 	 */
-	overlaps = rm_sq_scalar(r->st, "SELECT count(*) FROM (SELECT first_id, last_id, lag(last_id) OVER"
-				       " (ORDER BY id) AS prev FROM epoch_archive)"
-				       " WHERE last_id < first_id OR prev >= first_id");
+	overlaps =
+		rm_sq_scalar(rm_store_db(r->store), "SELECT count(*) FROM (SELECT first_id, last_id, lag(last_id) OVER"
+						    " (ORDER BY id) AS prev FROM epoch_archive)"
+						    " WHERE last_id < first_id OR prev >= first_id");
 	if (overlaps == 0) {
 		int no_tables = 0;
 
@@ -521,20 +523,52 @@ static int named_rows(sqlite3 *db, const char *sql, int64_t bind, struct rm_name
 	return rc;
 }
 
+/* "SELECT <t's SQLite columns>[, extra] FROM <t>[ rest]" into sql. */
+static void select_table(char *sql, size_t len, const struct rm_stored_table *t, const char *extra, const char *rest)
+{
+	size_t n = (size_t)snprintf(sql, len, "SELECT");
+	const char *sep = " ";
+
+	for (unsigned c = 0; c < t->n_cols; c++) {
+		if (!t->cols[c].sqlite)
+			continue;
+		n += (size_t)snprintf(sql + n, len - n, "%s%s", sep, t->cols[c].name);
+		sep = ", ";
+	}
+	snprintf(sql + n, len - n, "%s%s FROM %s%s", extra ? ", " : "", extra ? extra : "", t->sqlite_name,
+		 rest ? rest : "");
+}
+
+/* A row of t from q's columns in select_table's order (texts valid until q is stepped again). */
+static void row_from_stmt(sqlite3_stmt *q, const struct rm_stored_table *t, void *row)
+{
+	int i = 0;
+
+	for (unsigned c = 0; c < t->n_cols; c++) {
+		if (!t->cols[c].sqlite)
+			continue;
+		if (t->cols[c].kind == RM_COL_TEXT)
+			rm_col_set(&t->cols[c], row, 0, TXT(q, i));
+		else
+			rm_col_set(&t->cols[c], row, I64(q, i), NULL);
+		i++;
+	}
+}
+
 static int sq_limits(struct rm_store_reader *base, const char *collector_id,
 		     int (*fn)(void *arg, const struct rm_limits_read *l), void *arg, char *err, size_t errlen)
 {
 	struct sqlite_reader *r = (struct sqlite_reader *)base;
-	sqlite3 *db = rm_store_db(r->st);
+	sqlite3 *db = rm_store_db(r->store);
 	struct rm_limits_read l = { 0 };
+	struct rm_run_row run = { 0 };
+	char sql[1024];
 	sqlite3_stmt *q;
 	int rc;
 
-	if (sqlite3_prepare_v2(db,
-			       "SELECT id, started_ms, stopped_ms, listen, transport, max_sessions, max_epochs,"
-			       " max_raw_records, inactivity_timeout_ms, pen, (SELECT count(*) FROM raw_records)"
-			       " FROM runs ORDER BY id DESC LIMIT 1",
-			       -1, &q, NULL) != SQLITE_OK) {
+	select_table(sql, sizeof(sql), &rm_stored_runs, "(SELECT count(*) FROM raw_records)",
+		     " ORDER BY id DESC LIMIT 1");
+	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "%s", sqlite3_errmsg(db));
 		return -EIO;
 	}
@@ -543,21 +577,15 @@ static int sq_limits(struct rm_store_reader *base, const char *collector_id,
 		sqlite3_finalize(q);
 		return -ENOENT;
 	}
-	l.run_id = I64(q, 0);
-	l.started_ms = I64(q, 1);
-	l.listen = TXT(q, 3) ? strdup(TXT(q, 3)) : NULL;
-	l.transport = TXT(q, 4) ? strdup(TXT(q, 4)) : NULL;
-	l.max_sessions = I64(q, 5);
-	l.max_epochs = I64(q, 6);
-	l.max_raw_records = I64(q, 7);
-	l.inactivity_timeout_ms = I64(q, 8);
-	l.pen = I64(q, 9);
-	l.raw_records_stored = I64(q, 10);
+	row_from_stmt(q, &rm_stored_runs, &run);
+	rc = rm_limits_read_run(&l, &run);
+	l.raw_records_stored = I64(q, sqlite3_column_count(q) - 1);
 	sqlite3_finalize(q);
-	rc = named_rows(db,
-			"SELECT name, value FROM run_limits WHERE run_id = ?1 AND name NOT IN ('max_sessions',"
-			" 'max_epochs', 'max_raw_records', 'inactivity_timeout_ms') ORDER BY rowid",
-			(int64_t)l.run_id, &l.limits, &l.n_limits);
+	if (!rc)
+		rc = named_rows(db,
+				"SELECT name, value FROM run_limits WHERE run_id = ?1 AND name NOT IN ('max_sessions',"
+				" 'max_epochs', 'max_raw_records', 'inactivity_timeout_ms') ORDER BY rowid",
+				(int64_t)l.run_id, &l.limits, &l.n_limits);
 	if (!rc)
 		rc = named_rows(db, "SELECT outcome, sum(count) FROM connections GROUP BY outcome ORDER BY outcome", -1,
 				&l.refused, &l.n_refused);
@@ -590,16 +618,19 @@ static int sq_limits(struct rm_store_reader *base, const char *collector_id,
 static int sq_points(struct rm_store_reader *base, rm_store_point_fn *fn, void *arg, char *err, size_t errlen)
 {
 	struct sqlite_reader *r = (struct sqlite_reader *)base;
+	char sql[512];
 	sqlite3_stmt *q;
 
-	if (sqlite3_prepare_v2(
-		    rm_store_db(r->st),
-		    "SELECT domain, observation_point_id, name, peer_name, peer_subject FROM observation_points", -1,
-		    &q, NULL) != SQLITE_OK)
+	select_table(sql, sizeof(sql), &rm_stored_points, NULL, NULL);
+	if (sqlite3_prepare_v2(rm_store_db(r->store), sql, -1, &q, NULL) != SQLITE_OK)
 		return 0;
-	while (sqlite3_step(q) == SQLITE_ROW)
-		fn(arg, NULL, TXT(q, 3) ? TXT(q, 3) : "", TXT(q, 4) ? TXT(q, 4) : "", (uint32_t)I64(q, 0), I64(q, 1),
-		   TXT(q, 2) ? TXT(q, 2) : "");
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		struct rm_point_row p = { 0 };
+
+		row_from_stmt(q, &rm_stored_points, &p);
+		fn(arg, NULL, p.peer_name ? p.peer_name : "", p.peer_subject ? p.peer_subject : "", p.domain, p.id,
+		   p.name ? p.name : "");
+	}
 	sqlite3_finalize(q);
 	return 0;
 }
