@@ -10,6 +10,27 @@
 
 #include <stdint.h>
 
+#include "seqobs.h"
+
+/* Sizes of the companion's arrays: NAK codes 0..4 ([IBPKT] AETH), enum rm_nak_seq_psn. */
+#define RM_REPORT_NAK_CODES     5
+#define RM_REPORT_NAK_SEQ_KINDS 3
+
+/* How the responses and CNPs of a request stream were paired with it (the requester's QP). */
+enum rm_pairing {
+	RM_PAIRING_NONE = 0,        /* not paired: no co-observed response or CNP counted */
+	RM_PAIRING_PROVISIONED = 1, /* a provisioning line names the requester's QP */
+	RM_PAIRING_LEARNED = 2,     /* learned from the wire (responses following this stream's PSNs) */
+	RM_PAIRING_CM = 3,          /* RDMA CM REQ/REP named both QPs */
+};
+
+/* Where the PSN of a PSN-sequence-error NAK lies in the epoch when it arrives. */
+enum rm_nak_seq_psn {
+	RM_NAK_SEQ_NEVER_SEEN = 0, /* not retained as SEEN or PENDING (docs/meter.md "Co-observed counts") */
+	RM_NAK_SEQ_PENDING = 1,    /* a PENDING position */
+	RM_NAK_SEQ_SEEN = 2,       /* a SEEN position */
+};
+
 struct rm_report {
 	uint64_t observation_point_id; /* observationPointId */
 	uint8_t family;                /* 4 or 6: which Template */
@@ -33,6 +54,22 @@ struct rm_report {
 	uint64_t repeated;             /* repeatedPsnTotalCount */
 	uint64_t requests;             /* requestPacketTotalCount */
 	uint64_t unclassified_late;    /* unclassifiedLatePacketTotalCount */
+
+	/* The companion record (docs/ipfix-mapping.md "Companion record"): what
+	 * the profile's 19 fields do not carry, beside them and never changing
+	 * them. Cumulative over the epoch, like the profile's totals. */
+	uint8_t has_companion;      /* 1: a companion record goes with this report */
+	uint8_t pairing;            /* how responses were paired with this request stream: enum rm_pairing */
+	uint32_t fill_distance_max; /* largest H - q at which a PENDING q was filled; 0: none, < W */
+	/* filled positions by fill distance (RM_FILL_BUCKETS); their sum is filled */
+	uint64_t fill_hist[RM_FILL_BUCKET_COUNT];
+	uint64_t ecn_ce;                               /* requests with ECN CE in their IP header */
+	uint64_t cnps;                                 /* CNPs toward the requester */
+	uint64_t acks;                                 /* ACK responses (AETH syndrome ACK) */
+	uint64_t rnr_naks;                             /* RNR NAK responses */
+	uint64_t naks[RM_REPORT_NAK_CODES];            /* NAK responses by NAK code 0..4 ([IBPKT] AETH) */
+	uint64_t nak_seq_psn[RM_REPORT_NAK_SEQ_KINDS]; /* code-0 NAKs by their PSN: enum rm_nak_seq_psn */
+	uint64_t timeout_shapes;                       /* repeated requests with no NAK since the previous request */
 };
 
 /*

@@ -115,6 +115,38 @@ struct rm_seq_counters {
 	__u16 _pad;
 };
 
+/*
+ * The fill distance of a filled position q: H - q, in positions, at the
+ * moment a request fills it (the reordering extent of RFC 4737 for
+ * positions, 1 <= H - q < W). RM_FILL_BUCKETS(X) is the coarse histogram
+ * the companion record carries (docs/ipfix-mapping.md "Companion record"):
+ * X(index, lowest distance, name), each bucket from its lowest distance up
+ * to the next bucket's minus one, the last one unbounded.
+ */
+#define RM_FILL_BUCKETS(X)    \
+	X(0, 1, "1")          \
+	X(1, 2, "2-15")       \
+	X(2, 16, "16-255")    \
+	X(3, 256, "256-4095") \
+	X(4, 4096, "4096+")
+#define RM_FILL_COUNT_(index, lowest, name) +1
+enum { RM_FILL_BUCKET_COUNT = 0 RM_FILL_BUCKETS(RM_FILL_COUNT_) };
+#undef RM_FILL_COUNT_
+
+/* The bucket of fill distance d >= 1: the last row of RM_FILL_BUCKETS whose lowest distance is <= d. */
+static __always_inline __u32 rm_fill_bucket(__u64 d)
+{
+	if (d < 2)
+		return 0;
+	if (d < 16)
+		return 1;
+	if (d < 256)
+		return 2;
+	if (d < 4096)
+		return 3;
+	return 4;
+}
+
 /* Positions the inline window holds: H - 63 .. H. */
 #define RM_INLINE_BITS 64
 

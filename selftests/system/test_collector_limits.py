@@ -531,7 +531,7 @@ def test_one_exporter_cannot_take_the_memory_budget(start):
     """Over real TLS sessions, one exporter keeps 6,000 epochs open in a 4 MiB budget
     (without shares it held all of it and the next sessions were refused). Its share, the default
     max_memory_bytes_per_session of docs/configuration.md (a quarter of max_memory_bytes), holds its two
-    Templates and as many epochs of 768 bytes as fit; the rest are memory-budget drops of that session,
+    Templates and as many epochs of 1024 bytes as fit; the rest are memory-budget drops of that session,
     and 10 other exporters are admitted meanwhile with all their epochs accepted."""
     data_t = template_record(256, V4)
     opt_t = struct.pack(">HHH", 260, 2, 1) + spec(0, 145, 2) + spec(0, 173, 8)

@@ -3,7 +3,7 @@
  * test_budget.c - the collector's memory budget (user/rules/budget.c) and
  * its two users without sockets or SQLite: the collector rules (retained
  * epochs) and the IPFIX decoder (Templates). Expected values come from the
- * charges documented in docs/collector.md ("Memory budget": 768 bytes per
+ * charges documented in docs/collector.md ("Memory budget": 1024 bytes per
  * retained epoch, 512 bytes plus its octets per Template) and from the
  * rules stated there (the oldest closed epoch makes room first; a refusal
  * is reported once, as a budget refusal, never as an admission drop).
@@ -23,7 +23,7 @@
 #include "rocemeter/seqobs.h"
 
 /* docs/collector.md "Memory budget" */
-#define EPOCH_BYTES    768u
+#define EPOCH_BYTES    1024u
 #define TEMPLATE_BYTES 512u
 
 /* What the budget's callback saw. */
@@ -277,11 +277,11 @@ static void test_templates_within_budget(void **state)
 /*
  * One exporter against the whole budget: in a 64 MiB budget one session sends
  * 100,000 open epochs. With a share of a quarter (the default of
- * max_memory_bytes_per_session) it keeps floor(16 MiB / 768) = 21845 of
- * them, the other 78,155 are refused as its own share's refusals, and 10
+ * max_memory_bytes_per_session) it keeps floor(16 MiB / 1024) = 16384 of
+ * them, the other 83,616 are refused as its own share's refusals, and 10
  * other sessions are still admitted (262144 bytes each, as the collector
  * charges a session) with 1000 epochs each. Without shares it took
- * (64 MiB - 262144) / 768 = 87040 epochs and the budget was full.
+ * (64 MiB - 262144) / 1024 = 65280 epochs and the budget was full.
  */
 static void test_one_session_cannot_take_all(void **state)
 {
@@ -310,20 +310,20 @@ static void test_one_session_cannot_take_all(void **state)
 			share_refusals += refused_share != NULL;
 		}
 	}
-	assert_int_equal(accepted, 21845);
-	assert_int_equal(refused, 78155);
-	assert_int_equal(n_refused, 78155);
-	assert_int_equal(share_refusals, 78155); /* each refused by the session's share, not the budget */
+	assert_int_equal(accepted, 16384);
+	assert_int_equal(refused, 83616);
+	assert_int_equal(n_refused, 83616);
+	assert_int_equal(share_refusals, 83616); /* each refused by the session's share, not the budget */
 	assert_int_equal(n_sink_drops, 0);
-	assert_int_equal(rm_rules_retained(hog), 21845);
-	assert_int_equal(rm_budget_used(b), RM_BUDGET_SESSION_BYTES + 21845ull * EPOCH_BYTES);
+	assert_int_equal(rm_rules_retained(hog), 16384);
+	assert_int_equal(rm_budget_used(b), RM_BUDGET_SESSION_BYTES + 16384ull * EPOCH_BYTES);
 	for (int i = 0; i < 10; i++) {
 		assert_int_equal(rm_budget_take(b, RM_BUDGET_SESSION_BYTES, "session"), 0);
 		other[i] = rm_rules_session_open(rules, 2 + (uint64_t)i);
 		for (uint64_t e = 1; e <= 1000; e++)
 			assert_int_equal(feed(other[i], e, 1, 0), RM_V_ACCEPTED);
 	}
-	assert_int_equal(n_refused, 78155);
+	assert_int_equal(n_refused, 83616);
 	/* the hog's closed epochs make room in its own share: a final report, then a new epoch fits */
 	assert_int_equal(feed(hog, 1, 2, 1), RM_V_ACCEPTED);
 	assert_int_equal(feed(hog, 100001, 1, 0), RM_V_ACCEPTED);

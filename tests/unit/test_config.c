@@ -304,7 +304,7 @@ static void every_collect_limit_key_lands(void **state)
 /*
  * max_memory_bytes_per_session (docs/configuration.md): 0 by default, which
  * is a quarter of max_memory_bytes; otherwise 131072 (the largest Template,
- * 512 + 65535 bytes, and 84 epochs of 768 bytes) up to max_memory_bytes,
+ * 512 + 65535 bytes, and 63 epochs of 1024 bytes) up to max_memory_bytes,
  * refused at the line of the later of the two keys.
  */
 static void memory_share(void **state)

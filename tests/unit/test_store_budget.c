@@ -2,7 +2,7 @@
 /*
  * test_store_budget.c - what the store holds for its next transaction is
  * charged to the memory budget (docs/collector.md "Memory budget"): a
- * retired epoch waiting to be written keeps its 768 bytes, raw records
+ * retired epoch waiting to be written keeps its 1024 bytes, raw records
  * their octets, until the transaction that writes them. The rules, the
  * store and the budget wired as `rocemeter collect` wires them, on a
  * SQLite file; "unavailable" is another connection holding the write lock
@@ -25,7 +25,7 @@
 #include "store/sqlite/store.h"
 #include "rocemeter/seqobs.h"
 
-#define EPOCH_BYTES 768u /* docs/collector.md "Memory budget": per retained epoch */
+#define EPOCH_BYTES 1024u /* docs/collector.md "Memory budget": per retained epoch */
 
 struct fixture {
 	char dir[64], db[96];
@@ -157,7 +157,7 @@ static void unlock(struct fixture *f)
 /*
  * The database unavailable: 10 settled epochs retired by their session's
  * end wait in the store, charged; a new session then holds only the 10
- * epochs that still fit (20 x 768 in all), the other 10 are refused as
+ * epochs that still fit (20 x 1024 in all), the other 10 are refused as
  * budget refusals. Once written, the charges come back.
  */
 static void test_epochs_waiting_for_the_database_are_charged(void **state)
@@ -303,8 +303,8 @@ static void test_raw_records_waiting_are_charged(void **state)
 	assert_true(rm_store_unavailable(f->st));
 	for (int i = 0; i < 40; i++)
 		kept += rm_store_raw(f->st, 1, 0, 256, NULL, "invalid", "test", rec, sizeof(rec), NULL, 0, 1000) == 1;
-	/* 20 x 768 = 15360 bytes hold at most 15 records of 1000 octets plus their bookkeeping. */
-	assert_true(kept > 0 && kept < 16);
+	/* 20 x 1024 = 20480 bytes hold at most 20 records of 1000 octets plus their bookkeeping. */
+	assert_true(kept > 0 && kept < 21);
 	assert_int_equal(f->refusals, 40 - kept);
 	assert_true(rm_budget_used(f->b) <= rm_budget_limit(f->b));
 	unlock(f);

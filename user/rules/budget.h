@@ -24,8 +24,8 @@
  * struct sizes are checked against them at compile time).
  */
 /* RM_BUDGET_HANDSHAKE_BYTES and RM_BUDGET_SESSION_BYTES: user/common/limits.h (the configuration checks them). */
-#define RM_BUDGET_EPOCH_BYTES    768u /* per retained epoch: struct rm_epoch, hash and list entries */
-#define RM_BUDGET_TEMPLATE_BYTES 512u /* per Template, plus the octets of its Template Record */
+#define RM_BUDGET_EPOCH_BYTES    1024u /* per retained epoch: struct rm_epoch, hash and list entries */
+#define RM_BUDGET_TEMPLATE_BYTES 512u  /* per Template, plus the octets of its Template Record */
 
 struct rm_budget;
 
