@@ -10,8 +10,8 @@
 #   make deb        the Debian package (debian/, dpkg-buildpackage) under build/deb/
 #   make vmlinux    regenerate vmlinux/vmlinux.h from the running kernel's BTF
 #
-# One fragment per source folder in mk/*.mk appends to ROCEMETER_SRCS, BPF_NAMES, CHECK_PROGS,
-# CHECK_SCRIPTS and BENCH_PROGS; this file holds the rules.
+# One fragment per source folder in mk/*.mk appends to ROCEMETER_SRCS, BPF_NAMES, TEST_BPF_NAMES,
+# CHECK_PROGS, CHECK_SCRIPTS and BENCH_PROGS; this file holds the rules.
 
 # CPPFLAGS and LDFLAGS are the caller's (dpkg-buildflags: fortify, relro, bindnow).
 # Installation directories, one definition each (make install, mk/systemd.mk).
@@ -49,6 +49,7 @@ BPF_CFLAGS = -target bpf -mcpu=v3 -g -O2 -Wall -Werror -Wno-unused-function \
 .DELETE_ON_ERROR:
 ROCEMETER_SRCS := user/main.c
 BPF_NAMES      :=
+TEST_BPF_NAMES :=
 CHECK_PROGS    :=
 CHECK_SCRIPTS  :=
 SAN_SCRIPTS    :=
@@ -59,10 +60,13 @@ include $(sort $(wildcard mk/*.mk))
 
 BPF_OBJS  := $(patsubst %,$(BUILD)/%.bpf.o,$(BPF_NAMES))
 BPF_SKELS := $(patsubst %,$(BUILD)/%.skel.h,$(BPF_NAMES))
+# The BPF programs of tests and benchmarks (selftests/progs/, never installed), built beside them.
+TEST_BPF_OBJS  := $(patsubst %,$(BUILD)/selftests/progs/%.bpf.o,$(TEST_BPF_NAMES))
+TEST_BPF_SKELS := $(patsubst %,$(BUILD)/selftests/progs/%.skel.h,$(TEST_BPF_NAMES))
 ROCEMETER_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(ROCEMETER_SRCS))
 
 .PHONY: all deps check bench demo install vmlinux clean
-all: $(BPF_OBJS) $(BPF_SKELS) $(BUILD)/rocemeter $(BUILD)/libexec/rocemeter
+all: $(BPF_OBJS) $(BPF_SKELS) $(TEST_BPF_OBJS) $(TEST_BPF_SKELS) $(BUILD)/rocemeter $(BUILD)/libexec/rocemeter
 
 # Header dependencies come from the compilers (-MMD -MP: build/**/*.d).
 DEPFLAGS   = -MMD -MP -MT $@ -MF $@.d
@@ -70,9 +74,13 @@ DEPFLAGS   = -MMD -MP -MT $@ -MF $@.d
 $(BUILD)/%.bpf.o: bpf/%.bpf.c vmlinux/vmlinux.h
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
+$(BUILD)/selftests/progs/%.bpf.o: selftests/progs/%.bpf.c vmlinux/vmlinux.h
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
+# The skeleton of NAME.bpf.o is struct NAME, wherever the object is.
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
-	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@.tmp && mv $@.tmp $@
+	$(BPFTOOL) gen skeleton $< name $(subst -,_,$(notdir $*)) > $@.tmp && mv $@.tmp $@
 
 # Every object waits for the skeletons: which ones a file includes is known
 # only after its first compilation.
@@ -99,14 +107,15 @@ $(BUILD)/rocemeter: user/launch/launch.c user/common/signals.h $(BUILD)/launch-l
 FORCE:
 
 # Test programs and benchmarks: tests/unit/ (no root), selftests/bpf/,
-# selftests/system/, selftests/bench/, helpers in tests/lib/; each is linked
-# with every rocemeter object except main.o.
+# selftests/system/, selftests/bench/, helpers in tests/lib/, their BPF
+# programs in selftests/progs/; each is linked with every rocemeter object
+# except main.o.
 LIB_OBJS = $(filter-out $(BUILD)/user/main.o,$(ROCEMETER_OBJS))
 TEST_CFLAGS = -Itests/lib $(TEST_CFLAGS_$*)
-$(BUILD)/tests/%: tests/%.c $(LIB_OBJS) | $(BPF_SKELS)
+$(BUILD)/tests/%: tests/%.c $(LIB_OBJS) | $(BPF_SKELS) $(TEST_BPF_SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< $(LIB_OBJS) $(TEST_LDLIBS) $(LDLIBS)
-$(BUILD)/selftests/%: selftests/%.c $(LIB_OBJS) | $(BPF_SKELS)
+$(BUILD)/selftests/%: selftests/%.c $(LIB_OBJS) | $(BPF_SKELS) $(TEST_BPF_SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(DEPFLAGS) -o $@ $< $(LIB_OBJS) $(TEST_LDLIBS) $(LDLIBS)
 

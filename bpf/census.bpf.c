@@ -149,22 +149,22 @@ static __always_inline void hash_fields(void *data, void *data_end, const struct
 static __always_inline void count(void *data, void *data_end, const struct rm_pkt *pktp, __u16 meta_vid, __u64 now)
 {
 	__u32 zero = 0, cls;
-	struct rm_census_stats *st = bpf_map_lookup_elem(&census_stats, &zero);
+	struct rm_census_stats *stats = bpf_map_lookup_elem(&census_stats, &zero);
 	struct rm_census_val *v;
 	struct rm_ctx_key key;
 	struct rm_pkt pkt;
 	__u8 *src, *dst, op;
 	int obs;
 
-	if (!st)
+	if (!stats)
 		return;
-	st->v[RM_CENSUS_STAT_FRAMES]++;
+	stats->v[RM_CENSUS_STAT_FRAMES]++;
 	__builtin_memcpy(&pkt, pktp, sizeof(pkt));
 	if (!pkt.bth_ok) {
-		st->v[RM_CENSUS_STAT_NO_BTH_FRAMES]++;
+		stats->v[RM_CENSUS_STAT_NO_BTH_FRAMES]++;
 		return;
 	}
-	st->v[RM_CENSUS_STAT_BTH_FRAMES]++;
+	stats->v[RM_CENSUS_STAT_BTH_FRAMES]++;
 
 	__builtin_memset(&key, 0, sizeof(key));
 	key.family = pkt.family;
@@ -185,7 +185,7 @@ static __always_inline void count(void *data, void *data_end, const struct rm_pk
 	key.pkey = pkt.pkey;
 	obs = census_obs(data, data_end, &pkt);
 	if (obs < 0) {
-		st->v[RM_CENSUS_STAT_UNKNOWN_MIRROR]++;
+		stats->v[RM_CENSUS_STAT_UNKNOWN_MIRROR]++;
 		return;
 	}
 	key.obs = (__u8)obs;
@@ -207,7 +207,7 @@ static __always_inline void count(void *data, void *data_end, const struct rm_pk
 		bpf_map_update_elem(&census, &key, &init, BPF_NOEXIST);
 		v = bpf_map_lookup_elem(&census, &key);
 		if (!v) {
-			st->v[RM_CENSUS_STAT_TABLE_FULL]++;
+			stats->v[RM_CENSUS_STAT_TABLE_FULL]++;
 			return;
 		}
 	}

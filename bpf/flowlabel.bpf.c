@@ -46,27 +46,20 @@ static __always_inline int count(__u32 idx)
 	return TC_ACT_OK;
 }
 
+/* The statistic of a parse verdict other than RM_PARSE_OK (RM_PARSE_VERDICTS in rocemeter/meter.h). */
 static __always_inline __u32 verdict_stat(int verdict)
 {
+#define RM_VERDICT_STAT_(suffix, stat, fl_stat) \
+	case RM_PARSE_##suffix:                 \
+		return RM_FL_STAT_##fl_stat;
 	switch (verdict) {
-	case RM_PARSE_ROCEV1:
-		return RM_FL_STAT_ROCEV1;
-	case RM_PARSE_FRAGMENT:
-		return RM_FL_STAT_FRAGMENT;
-	case RM_PARSE_UNSUP_ENCAP:
-	case RM_PARSE_UNSUP_TPID:
-		return RM_FL_STAT_UNSUP_ENCAP;
-	case RM_PARSE_BAD_ETH:
-		return RM_FL_STAT_MALFORMED_ETH;
-	case RM_PARSE_BAD_IP:
-		return RM_FL_STAT_MALFORMED_IP;
-	case RM_PARSE_BAD_UDP:
-		return RM_FL_STAT_MALFORMED_UDP;
-	case RM_PARSE_BAD_BTH:
-		return RM_FL_STAT_MALFORMED_BTH;
+		/* clang-format off */
+		RM_PARSE_VERDICTS(RM_VERDICT_STAT_)
+		/* clang-format on */
 	default:
 		return RM_FL_STAT_NOT_ROCEV2;
 	}
+#undef RM_VERDICT_STAT_
 }
 
 SEC("tc")

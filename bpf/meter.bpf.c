@@ -27,7 +27,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "rocemeter/bench.h"
-#include "rocemeter/common.h"
+#include "rocemeter/meter.h"
 #include "parse.h"
 #include "mirror.h"
 
@@ -125,7 +125,7 @@ struct {
 	__uint(max_entries, 1 << 22);
 } events SEC(".maps");
 
-/* stats: 0 -> per-CPU counters indexed by enum rm_stat (RM_STATS in common.h). */
+/* stats: 0 -> per-CPU counters indexed by enum rm_stat (RM_STATS in rocemeter/meter.h). */
 struct rm_stats {
 	__u64 v[RM_STAT__COUNT];
 };
@@ -135,6 +135,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct rm_stats);
 } stats SEC(".maps");
+
+/* This CPU's statistics (map `stats`). */
+static __always_inline struct rm_stats *cpu_stats(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&stats, &zero);
+}
 
 /* obs_points: observation point (rm_ctx_key obs) -> its capture generation. */
 struct {
@@ -175,13 +183,13 @@ struct {
 	__type(value, struct rm_scratch);
 } scratch SEC(".maps");
 
-static __always_inline void emit(struct rm_stats *st, __u32 type, const struct rm_ctx_key *key,
+static __always_inline void emit(struct rm_stats *stats, __u32 type, const struct rm_ctx_key *key,
 				 const struct rm_seq_counters *snap)
 {
 	struct rm_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 
 	if (!ev) {
-		st->v[RM_STAT_RINGBUF_DROPS]++;
+		stats->v[RM_STAT_RINGBUF_DROPS]++;
 		return;
 	}
 	ev->type = type;
@@ -229,37 +237,20 @@ static __always_inline __u32 rc_request_trailer(__u8 opcode, __u8 padcnt)
 	return rm_opcode_rc_request_ext_len(opcode) + padcnt + RM_ICRC_LEN;
 }
 
-/* The statistic of a parse verdict; -1 for none (cannot happen). */
+/* The statistic of a parse verdict (RM_PARSE_VERDICTS); -1 for none (cannot happen). */
 static __always_inline int verdict_stat(int verdict)
 {
+#define RM_VERDICT_STAT_(suffix, stat, fl_stat) \
+	case RM_PARSE_##suffix:                 \
+		return RM_STAT_##stat;
 	switch (verdict) {
-	case RM_PARSE_OK:
-		return RM_STAT_ROCEV2;
-	case RM_PARSE_NOT_ROCEV2:
-		return RM_STAT_NOT_ROCEV2;
-	case RM_PARSE_ROCEV1:
-		return RM_STAT_ROCEV1;
-	case RM_PARSE_FRAGMENT:
-		return RM_STAT_IP_FRAGMENT;
-	case RM_PARSE_UNSUP_ENCAP:
-		return RM_STAT_UNSUP_ENCAP;
-	case RM_PARSE_BAD_ETH:
-		return RM_STAT_MALFORMED_ETH;
-	case RM_PARSE_BAD_IP:
-		return RM_STAT_MALFORMED_IP;
-	case RM_PARSE_BAD_UDP:
-		return RM_STAT_MALFORMED_UDP;
-	case RM_PARSE_BAD_BTH:
-		return RM_STAT_MALFORMED_BTH;
-	case RM_PARSE_UNSUP_TPID:
-		return RM_STAT_UNSUP_TPID;
-	case RM_PARSE_BAD_MIRROR:
-		return RM_STAT_MALFORMED_MIRROR;
-	case RM_PARSE_NESTED:
-		return RM_STAT_NESTED_ENCAP;
+		/* clang-format off */
+		RM_PARSE_VERDICTS(RM_VERDICT_STAT_)
+		/* clang-format on */
 	default:
 		return -1;
 	}
+#undef RM_VERDICT_STAT_
 }
 
 /* The epoch of ctx was open when an unattributed frame arrived. */
@@ -335,14 +326,14 @@ __noinline int rm_window_clean(__u32 slot, __u64 lo, __u64 hi)
  * After unlocking: clean and give back the window the context released,
  * give back an unused spare, count a window taken.
  */
-static __always_inline void window_done(struct rm_seq_win *w, int spare, struct rm_stats *st)
+static __always_inline void window_done(struct rm_seq_win *w, int spare, struct rm_stats *stats)
 {
 	__u32 slot = w->slot;
 
 	if (w->release)
 		rm_window_clean(w->release_slot, w->release_lo, w->release_hi);
-	if (w->took && st)
-		st->v[RM_STAT_POOL_TAKEN]++;
+	if (w->took && stats)
+		stats->v[RM_STAT_POOL_TAKEN]++;
 	if (spare && !w->took)
 		bpf_map_push_elem(&free_slots, &slot, 0);
 }
@@ -353,11 +344,11 @@ static __always_inline void window_done(struct rm_seq_win *w, int spare, struct 
  * it "closes all contexts that may be affected"). With unattributed_is_loss,
  * every open epoch becomes stale.
  */
-static __always_inline void unattributed(struct rm_stats *st, __u32 obs)
+static __always_inline void unattributed(struct rm_stats *stats, __u32 obs)
 {
 	struct rm_obs_point *op = obs ? bpf_map_lookup_elem(&obs_points, &obs) : NULL;
 
-	st->v[RM_STAT_UNATTRIBUTED]++;
+	stats->v[RM_STAT_UNATTRIBUTED]++;
 	if (!rm_cfg.unattributed_is_loss)
 		return;
 	if (op) /* a mirrored frame: only the epochs its observation point saw */
@@ -441,8 +432,8 @@ __noinline int rm_mirror_point(struct xdp_md *xdp, struct rm_pkt *pkt)
 {
 	void *data = (void *)(long)xdp->data;
 	void *data_end = (void *)(long)xdp->data_end;
-	__u32 zero = 0, obs;
-	struct rm_stats *st = bpf_map_lookup_elem(&stats, &zero);
+	__u32 obs;
+	struct rm_stats *stats = cpu_stats();
 	struct rm_mirror_session *s;
 	struct rm_obs_point *op;
 	struct rm_mirror_key mk;
@@ -451,20 +442,20 @@ __noinline int rm_mirror_point(struct xdp_md *xdp, struct rm_pkt *pkt)
 		return -1;
 	if (pkt->mirror == RM_MIRROR_NONE && (rm_capture_encap & RM_ENCAP_PLAIN))
 		return 0;
-	if (!st)
+	if (!stats)
 		return -1;
 	if (pkt->mirror == RM_MIRROR_NONE) {
 		if (rm_capture_encap & RM_ENCAP_PLAIN)
 			return 0;
-		st->v[RM_STAT_UNKNOWN_MIRROR]++;
+		stats->v[RM_STAT_UNKNOWN_MIRROR]++;
 		return -1;
 	}
-	st->v[RM_STAT_MIRROR_FRAMES]++;
+	stats->v[RM_STAT_MIRROR_FRAMES]++;
 	if (rm_mirror_key_of(data, data_end, pkt, &mk))
 		return -1;
 	s = rm_mirror_session_of(&mk);
 	if (!s) {
-		st->v[RM_STAT_UNKNOWN_MIRROR]++;
+		stats->v[RM_STAT_UNKNOWN_MIRROR]++;
 		rm_mirror_unknown_count(&mk);
 		return -1;
 	}
@@ -472,19 +463,19 @@ __noinline int rm_mirror_point(struct xdp_md *xdp, struct rm_pkt *pkt)
 	s->last_ns = rm_cfg.use_replay_clock ? rm_cfg.replay_now_ns : bpf_ktime_get_coarse_ns();
 	obs = s->obs;
 	if (pkt->truncated) {
-		st->v[RM_STAT_TRUNCATED_MIRROR]++;
+		stats->v[RM_STAT_TRUNCATED_MIRROR]++;
 		s->truncated++; /* a per-session hint; the statistic is exact */
 	}
 	if (pkt->has_seq && (pkt->encap & (RM_ENCAP_ERSPAN2 | RM_ENCAP_ERSPAN3))) {
 		int seq = mirror_sequence(s, pkt->gre_seq);
 
 		if (seq > 0) {
-			st->v[RM_STAT_MIRROR_GAPS]++;
+			stats->v[RM_STAT_MIRROR_GAPS]++;
 			op = bpf_map_lookup_elem(&obs_points, &obs);
 			if (op)
 				__sync_fetch_and_add(&op->gen, 1);
 		} else if (seq < 0) {
-			st->v[RM_STAT_MIRROR_REORDERED]++;
+			stats->v[RM_STAT_MIRROR_REORDERED]++;
 		}
 	}
 	pkt->obs = (__u8)obs;
@@ -511,12 +502,12 @@ static __always_inline int record_violation(const struct rm_ctx_key *key, const 
 
 /* A violation that neither `violations` nor a context can hold: the
  * connection it disabled cannot be known later, so no new one is metered. */
-static __always_inline void engage_fail_safe(struct rm_stats *st, __u64 now)
+static __always_inline void engage_fail_safe(struct rm_stats *stats, __u64 now)
 {
 	__u32 zero = 0;
 	struct rm_viol_state *vs = bpf_map_lookup_elem(&viol_state, &zero);
 
-	st->v[RM_STAT_VIOLATIONS_UNRECORDED]++;
+	stats->v[RM_STAT_VIOLATIONS_UNRECORDED]++;
 	if (vs && !vs->fail_safe) {
 		vs->since_ns = now;
 		vs->fail_safe = 1;
@@ -548,7 +539,7 @@ static __always_inline struct rm_ctx *new_context(const struct rm_ctx_key *key, 
  * IDs, or a tag of a TPID that is not metered.
  */
 static __always_inline int vlan_key(struct xdp_md *xdp, const int dev_bound, const struct rm_pkt *pkt,
-				    struct rm_ctx_key *key, struct rm_stats *st)
+				    struct rm_ctx_key *key, struct rm_stats *stats)
 {
 	__u16 meta = 0;
 
@@ -557,7 +548,7 @@ static __always_inline int vlan_key(struct xdp_md *xdp, const int dev_bound, con
 		__u16 tci;
 
 		if (bpf_xdp_metadata_rx_vlan_tag(xdp, &proto, &tci) == 0) {
-			st->v[RM_STAT_VLAN_METADATA]++;
+			stats->v[RM_STAT_VLAN_METADATA]++;
 			meta = tci & RM_VLAN_VID_MASK;
 		}
 	}
@@ -688,7 +679,7 @@ __u8 rm_batch_short;
  * FRAME_DONE for one without (an unattributed frame if it may hide a
  * request), FRAME_AGAIN when a shortened copy cannot give the verdict.
  */
-static __always_inline int parse_frame(struct xdp_md *xdp, const int batch, struct rm_pkt *pkt, struct rm_stats *st)
+static __always_inline int parse_frame(struct xdp_md *xdp, const int batch, struct rm_pkt *pkt, struct rm_stats *stats)
 {
 	__u32 frame_len;
 	int verdict, stat;
@@ -704,20 +695,20 @@ static __always_inline int parse_frame(struct xdp_md *xdp, const int batch, stru
 	    (verdict == RM_PARSE_BAD_ETH || verdict == RM_PARSE_BAD_IP || verdict == RM_PARSE_BAD_UDP ||
 	     verdict == RM_PARSE_BAD_BTH || verdict == RM_PARSE_BAD_MIRROR))
 		return FRAME_AGAIN;
-	st->v[RM_STAT_FRAMES]++;
+	stats->v[RM_STAT_FRAMES]++;
 	if (rm_cfg.use_replay_clock)
 		rm_replay_verdict = verdict;
 	stat = verdict_stat(verdict);
 	if (stat < 0 || stat >= RM_STAT__COUNT)
 		return FRAME_DONE;
-	st->v[stat]++;
+	stats->v[stat]++;
 	if (rm_capture_encap) {
 		if (rm_bench_cut == RM_CUT_HEADERS || rm_mirror_point(xdp, pkt) < 0)
 			return FRAME_DONE;
 	}
 	if (!pkt->bth_ok) {
 		if (may_hide_request(pkt))
-			unattributed(st, pkt->obs);
+			unattributed(stats, pkt->obs);
 		return FRAME_DONE;
 	}
 	return verdict;
@@ -730,19 +721,19 @@ static __always_inline int parse_frame(struct xdp_md *xdp, const int batch, stru
  * connection (enum action; a violation's cause in *cause), or FRAME_DONE
  * for a frame that is no request (counted).
  */
-static __always_inline int classify(const struct rm_pkt *pkt, int verdict, struct rm_stats *st, __u8 *cause)
+static __always_inline int classify(const struct rm_pkt *pkt, int verdict, struct rm_stats *stats, __u8 *cause)
 {
 	*cause = 0;
 	if (pkt->opcode == RM_OPCODE_CNP) {
-		st->v[RM_STAT_CNP]++;
+		stats->v[RM_STAT_CNP]++;
 		return FRAME_DONE;
 	}
 	if (rm_opcode_is_rc_response(pkt->opcode)) {
-		st->v[RM_STAT_RESPONSES]++;
+		stats->v[RM_STAT_RESPONSES]++;
 		return FRAME_DONE;
 	}
 	if (rm_opcode_transport(pkt->opcode) != RM_TRANSPORT_RC) {
-		st->v[RM_STAT_OTHER_TRANSPORT]++;
+		stats->v[RM_STAT_OTHER_TRANSPORT]++;
 		*cause = RM_VIOLATION_FOREIGN;
 		return ACT_VIOLATION;
 	}
@@ -760,7 +751,7 @@ static __always_inline int classify(const struct rm_pkt *pkt, int verdict, struc
 	if (verdict != RM_PARSE_OK)
 		return ACT_UNOBSERVED;
 	if (pkt->tver != 0 || rc_request_trailer(pkt->opcode, pkt->padcnt) > pkt->bth_payload) {
-		st->v[RM_STAT_MALFORMED_BTH]++;
+		stats->v[RM_STAT_MALFORMED_BTH]++;
 		*cause = RM_VIOLATION_MALFORMED;
 		return ACT_VIOLATION;
 	}
@@ -778,7 +769,7 @@ static __always_inline int classify(const struct rm_pkt *pkt, int verdict, struc
  * foreign request).
  */
 static __always_inline int context_key(struct xdp_md *xdp, const int dev_bound, const struct rm_pkt *pkt, int foreign,
-				       struct rm_ctx_key *key, struct rm_stats *st)
+				       struct rm_ctx_key *key, struct rm_stats *stats)
 {
 	void *data = (void *)(long)xdp->data;
 	void *data_end = (void *)(long)xdp->data_end;
@@ -802,9 +793,9 @@ static __always_inline int context_key(struct xdp_md *xdp, const int dev_bound, 
 	key->dest_qp = pkt->dest_qp;
 	key->pkey = pkt->pkey;
 	key->obs = pkt->obs;
-	if (rm_cfg.ns_mode == RM_NS_VLAN && vlan_key(xdp, dev_bound, pkt, key, st)) {
+	if (rm_cfg.ns_mode == RM_NS_VLAN && vlan_key(xdp, dev_bound, pkt, key, stats)) {
 		if (!foreign)
-			unattributed(st, pkt->obs);
+			unattributed(stats, pkt->obs);
 		return -1;
 	}
 	return 0;
@@ -830,7 +821,7 @@ static __always_inline __u64 arrival_time(void)
  * epoch to close), or O_COUNTED when the request is not metered (counted).
  */
 static __always_inline int find_context(const struct rm_ctx_key *key, int act, int foreign, struct rm_scratch *sc,
-					struct rm_stats *st, struct rm_ctx **ctxp, int *late_violation)
+					struct rm_stats *stats, struct rm_ctx **ctxp, int *late_violation)
 {
 	struct rm_ctx *ctx;
 
@@ -845,17 +836,17 @@ static __always_inline int find_context(const struct rm_ctx_key *key, int act, i
 	if (foreign && !(provisioned(key) && provisioned_qp(key)))
 		return O_COUNTED;
 	if (!provisioned(key)) {
-		st->v[RM_STAT_NOT_PROVISIONED]++;
+		stats->v[RM_STAT_NOT_PROVISIONED]++;
 		return O_COUNTED;
 	}
 	if (bpf_map_lookup_elem(&violations, key)) {
-		st->v[RM_STAT_DISABLED]++;
+		stats->v[RM_STAT_DISABLED]++;
 		return O_COUNTED;
 	}
 	if (act == ACT_UNOBSERVED)
 		return O_NO_CONTEXT;
 	if (act == ACT_METER && fail_safe_engaged()) {
-		st->v[RM_STAT_FAIL_SAFE_REFUSED]++;
+		stats->v[RM_STAT_FAIL_SAFE_REFUSED]++;
 		return O_COUNTED;
 	}
 	/* A violation gets a context too when there is room (status and
@@ -875,7 +866,7 @@ static __always_inline int find_context(const struct rm_ctx_key *key, int act, i
  * a window the first look did not give. Returns locked()'s outcome; sc->rq
  * says what happened.
  */
-static __always_inline int engine_step(struct rm_ctx *ctx, struct rm_scratch *sc, struct rm_stats *st, int act,
+static __always_inline int engine_step(struct rm_ctx *ctx, struct rm_scratch *sc, struct rm_stats *stats, int act,
 				       int late_violation, __u32 psn, __u64 now, const int batch)
 {
 	struct rm_request *rq = &sc->rq;
@@ -901,7 +892,7 @@ static __always_inline int engine_step(struct rm_ctx *ctx, struct rm_scratch *sc
 	 * and one verification of the engine). */
 	rq->final_try = batch;
 	o = locked(ctx, sc, &w);
-	window_done(&w, rq->spare, st);
+	window_done(&w, rq->spare, stats);
 	if (!batch && o == O_NEED_WINDOW) {
 		/* Another CPU changed the context since the first look, or the
 		 * engine needs a spare the first look did not foresee: once more,
@@ -909,7 +900,7 @@ static __always_inline int engine_step(struct rm_ctx *ctx, struct rm_scratch *sc
 		rq->spare = window_prepare(ctx, &w, psn, 1);
 		rq->final_try = 1;
 		o = locked(ctx, sc, &w);
-		window_done(&w, rq->spare, st);
+		window_done(&w, rq->spare, stats);
 	}
 	return o;
 }
@@ -920,19 +911,19 @@ static __always_inline int engine_step(struct rm_ctx *ctx, struct rm_scratch *sc
  * being evicted). A violation is recorded; if `violations` is full and no
  * context holds it, the fail-safe engages.
  */
-static __always_inline void count_request(struct rm_stats *st, int act, int held, const struct rm_ctx_key *key,
+static __always_inline void count_request(struct rm_stats *stats, int act, int held, const struct rm_ctx_key *key,
 					  const struct rm_pkt *pkt, __u8 cause, __u64 now)
 {
 	if (act == ACT_METER) {
-		st->v[held ? RM_STAT_ELIGIBLE : RM_STAT_TABLE_FULL]++;
+		stats->v[held ? RM_STAT_ELIGIBLE : RM_STAT_TABLE_FULL]++;
 	} else if (act == ACT_UNOBSERVED) {
-		st->v[RM_STAT_UNOBSERVED]++;
+		stats->v[RM_STAT_UNOBSERVED]++;
 	} else {
-		st->v[RM_STAT_VIOLATIONS]++;
+		stats->v[RM_STAT_VIOLATIONS]++;
 		/* A held violation stays in its context if the map is full (a
 		 * violated context is never evicted while the map lacks it). */
 		if (record_violation(key, pkt, cause, now) && !held)
-			engage_fail_safe(st, now);
+			engage_fail_safe(stats, now);
 	}
 }
 
@@ -941,7 +932,7 @@ static __always_inline void count_request(struct rm_stats *st, int act, int held
  * (outcome o: locked()'s, or O_NO_CONTEXT), and the events of the epochs it
  * closed and started (sc->rq, snapshots in sc->final and sc->start).
  */
-static __always_inline void count_outcome(struct rm_stats *st, struct rm_scratch *sc, const struct rm_ctx_key *key,
+static __always_inline void count_outcome(struct rm_stats *stats, struct rm_scratch *sc, const struct rm_ctx_key *key,
 					  const struct rm_pkt *pkt, int o)
 {
 	struct rm_request *rq = &sc->rq;
@@ -950,27 +941,27 @@ static __always_inline void count_outcome(struct rm_stats *st, struct rm_scratch
 	__u64 now = rq->now;
 
 	if (o == O_NO_CONTEXT) {
-		count_request(st, act, 0, key, pkt, cause, now);
+		count_request(stats, act, 0, key, pkt, cause, now);
 		return;
 	}
 	if (o == O_DISABLED) {
-		st->v[RM_STAT_DISABLED]++;
+		stats->v[RM_STAT_DISABLED]++;
 		return;
 	}
 	if (act == ACT_METER && rq->r < 0)
 		return; /* inconsistent configuration; nothing changed */
-	count_request(st, act, 1, key, pkt, cause, now);
+	count_request(stats, act, 1, key, pkt, cause, now);
 	if (rq->exhausted)
-		st->v[RM_STAT_POOL_EXHAUSTED]++;
+		stats->v[RM_STAT_POOL_EXHAUSTED]++;
 	if (rq->closed) {
-		st->v[RM_STAT_EPOCHS_CLOSED]++;
-		emit(st, RM_EV_EPOCH_FINAL, key, &sc->final);
+		stats->v[RM_STAT_EPOCHS_CLOSED]++;
+		emit(stats, RM_EV_EPOCH_FINAL, key, &sc->final);
 	}
 	if (rq->started) {
-		st->v[RM_STAT_EPOCHS_STARTED]++;
-		emit(st, RM_EV_EPOCH_START, key, &sc->start);
+		stats->v[RM_STAT_EPOCHS_STARTED]++;
+		emit(stats, RM_EV_EPOCH_START, key, &sc->start);
 	} else if (rm_bench_flags & RM_BENCH_EMIT_EACH) {
-		emit(st, RM_EV_EPOCH_START, key, &sc->final);
+		emit(stats, RM_EV_EPOCH_START, key, &sc->final);
 	}
 }
 
@@ -985,7 +976,7 @@ static __always_inline void count_outcome(struct rm_stats *st, struct rm_scratch
 static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const int batch)
 {
 	__u32 zero = 0, pass = rm_cfg.mirror ? XDP_DROP : XDP_PASS;
-	struct rm_stats *st = bpf_map_lookup_elem(&stats, &zero);
+	struct rm_stats *stats = cpu_stats();
 	struct rm_scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
 	struct rm_pkt *pkt;
 	struct rm_ctx_key *key;
@@ -994,31 +985,31 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 	__u8 cause;
 	__u64 now;
 
-	if (!st || !sc)
+	if (!stats || !sc)
 		return XDP_PASS;
 	pkt = &sc->pkt; /* in map memory: the stack is needed by the engine's calls */
 	key = &sc->key;
 	if (rm_bench_cut == RM_CUT_PERCPU) {
-		st->v[RM_STAT_FRAMES]++;
+		stats->v[RM_STAT_FRAMES]++;
 		return pass;
 	}
 
-	verdict = parse_frame(xdp, batch, pkt, st);
+	verdict = parse_frame(xdp, batch, pkt, stats);
 	if (verdict == FRAME_AGAIN)
 		return RM_BATCH_AGAIN;
 	if (verdict < 0)
 		return pass;
-	act = classify(pkt, verdict, st, &cause);
+	act = classify(pkt, verdict, stats, &cause);
 	if (act < 0 || rm_bench_cut == RM_CUT_PARSE)
 		return pass;
 
-	if (context_key(xdp, dev_bound, pkt, cause == RM_VIOLATION_FOREIGN, key, st))
+	if (context_key(xdp, dev_bound, pkt, cause == RM_VIOLATION_FOREIGN, key, stats))
 		return pass;
 	now = arrival_time();
 	if (rm_bench_cut == RM_CUT_KEY)
 		return pass;
 
-	o = find_context(key, act, cause == RM_VIOLATION_FOREIGN, sc, st, &ctx, &late_violation);
+	o = find_context(key, act, cause == RM_VIOLATION_FOREIGN, sc, stats, &ctx, &late_violation);
 	if (o == O_COUNTED || rm_bench_cut == RM_CUT_CONTEXT)
 		return pass;
 
@@ -1029,11 +1020,11 @@ static __always_inline int meter(struct xdp_md *xdp, const int dev_bound, const 
 	sc->rq.cause = cause;
 	sc->rq.now = now;
 	if (!o && ctx)
-		o = engine_step(ctx, sc, st, act, late_violation, pkt->psn, now, batch);
+		o = engine_step(ctx, sc, stats, act, late_violation, pkt->psn, now, batch);
 	if (rm_bench_cut == RM_CUT_ENGINE)
 		return pass;
 
-	count_outcome(st, sc, key, pkt, o);
+	count_outcome(stats, sc, key, pkt, o);
 	return pass;
 }
 
@@ -1123,6 +1114,142 @@ int rocemeter_replay(struct xdp_md *xdp)
 	return XDP_PASS; /* the chain's end: userspace runs the rest */
 }
 
+/*
+ * rocemeter_ctl's operations (enum rm_ctl_op), one helper each:
+ * rocemeter_ctl() reads the request c (status RM_CTL_OK when a helper is
+ * called), finds the key's context ctx and calls the helper of c->op. gen
+ * is the capture generation of the key's observation point. A closure
+ * gives the context's pool window back after unlocking (window_done()).
+ */
+
+/* RM_CTL_CLEAR_FAIL_SAFE: leave the violations fail-safe. */
+static __always_inline void ctl_clear_fail_safe(void)
+{
+	__u32 zero = 0;
+	struct rm_viol_state *vs = bpf_map_lookup_elem(&viol_state, &zero);
+
+	if (vs) {
+		vs->fail_safe = 0;
+		vs->since_ns = 0;
+	}
+}
+
+/* RM_CTL_CLOSE: close the open epoch with the request's reason; snapshot -> c->snap. */
+static __always_inline void ctl_close(struct rm_ctl *c, struct rm_ctx *ctx, __u32 gen, struct rm_stats *stats)
+{
+	struct rm_seq_win w;
+
+	window_none(&w); /* closures read no window; a released one is cleaned after unlocking */
+	bpf_spin_lock(&ctx->lock);
+	if (!close_epoch(ctx, &w, c->reason & RM_FLAG_REASON_MASK, gen, &c->snap))
+		c->status = RM_CTL_NO_EPOCH;
+	bpf_spin_unlock(&ctx->lock);
+	window_done(&w, 0, stats);
+}
+
+/* RM_CTL_SNAPSHOT: copy the state without changing it. */
+static __always_inline void ctl_snapshot(struct rm_ctl *c, struct rm_ctx *ctx)
+{
+	bpf_spin_lock(&ctx->lock);
+	rm_seq_snapshot(&ctx->seq, &c->snap);
+	if (!rm_seq_active(&ctx->seq))
+		c->status = RM_CTL_NO_EPOCH;
+	bpf_spin_unlock(&ctx->lock);
+}
+
+/* RM_CTL_REPROVISION: after a reload, metered iff provisioned now and not violated. */
+static __always_inline void ctl_reprovision(struct rm_ctx *ctx, const struct rm_ctx_key *key)
+{
+	int prov = provisioned(key); /* map lookups: not under the lock */
+
+	bpf_spin_lock(&ctx->lock);
+	if (!prov || rm_ctx_flag(ctx, RM_CTX_VIOLATED))
+		ctx->seq.s_flags |= RM_CTX_DISABLED;
+	else
+		ctx->seq.s_flags &= ~RM_CTX_DISABLED;
+	bpf_spin_unlock(&ctx->lock);
+}
+
+/* RM_CTL_CLOSE_IDLE: close (finalEpoch alone) only if the last request is older than c->idle_before_ns. */
+static __always_inline void ctl_close_idle(struct rm_ctl *c, struct rm_ctx *ctx, __u32 gen, struct rm_stats *stats)
+{
+	struct rm_seq_win w;
+
+	window_none(&w);
+	bpf_spin_lock(&ctx->lock);
+	if (!rm_seq_active(&ctx->seq))
+		c->status = RM_CTL_NO_EPOCH;
+	else if (ctx->seq.last_ns >= c->idle_before_ns)
+		c->status = RM_CTL_NOT_IDLE;
+	else
+		close_epoch(ctx, &w, 0, gen, &c->snap);
+	bpf_spin_unlock(&ctx->lock);
+	window_done(&w, 0, stats);
+}
+
+/* RM_CTL_EVICT: close with stateExhaustion, remove the context (its slot is freed). */
+static __always_inline void ctl_evict(struct rm_ctl *c, struct rm_ctx *ctx, const struct rm_ctx_key *key, __u32 gen,
+				      struct rm_stats *stats)
+{
+	int in_map = bpf_map_lookup_elem(&violations, key) != NULL;
+	struct rm_seq_win w;
+
+	window_none(&w);
+	bpf_spin_lock(&ctx->lock);
+	if (rm_ctx_flag(ctx, RM_CTX_VIOLATED) && !in_map) {
+		/* The context alone holds the violation (the map was full):
+		 * evicting it would re-enable the connection. */
+		bpf_spin_unlock(&ctx->lock);
+		c->status = RM_CTL_FAILED;
+		return;
+	}
+	if (!close_epoch(ctx, &w, RM_FLAG_STATE_EXHAUSTION, gen, &c->snap))
+		c->status = RM_CTL_NO_EPOCH;
+	ctx->seq.s_flags |= RM_CTX_DEAD;
+	bpf_spin_unlock(&ctx->lock);
+	window_done(&w, 0, stats);
+	if (bpf_map_delete_elem(&contexts, key) == 0 && stats)
+		stats->v[RM_STAT_EVICTIONS]++;
+}
+
+/* RM_CTL_REENABLE of a key with a context: forget the context's violation too (forgot: the map's was
+ * forgotten); metered iff provisioned. */
+static __always_inline void ctl_reenable(struct rm_ctl *c, struct rm_ctx *ctx, const struct rm_ctx_key *key, int forgot)
+{
+	int prov = provisioned(key); /* map lookups: not under the lock */
+
+	bpf_spin_lock(&ctx->lock);
+	if (!forgot && !rm_ctx_flag(ctx, RM_CTX_VIOLATED))
+		c->status = RM_CTL_NOT_VIOLATED;
+	ctx->seq.s_flags &= ~(RM_CTX_VIOLATED | RM_CTX_DISABLED);
+	if (!prov)
+		ctx->seq.s_flags |= RM_CTX_DISABLED;
+	bpf_spin_unlock(&ctx->lock);
+}
+
+/* RM_CTL_CLOSE_STALE: close with captureDiscontinuity only an epoch open before the last unattributed frame. */
+static __always_inline void ctl_close_stale(struct rm_ctl *c, struct rm_ctx *ctx, __u32 gen, struct rm_stats *stats)
+{
+	struct rm_seq_win w;
+
+	window_none(&w);
+	bpf_spin_lock(&ctx->lock);
+	if (!rm_seq_active(&ctx->seq))
+		c->status = RM_CTL_NO_EPOCH;
+	else if (!stale(ctx, gen))
+		c->status = RM_CTL_NOT_IDLE;
+	else
+		close_epoch(ctx, &w, RM_FLAG_CAPTURE_DISCONTINUITY, gen, &c->snap);
+	bpf_spin_unlock(&ctx->lock);
+	window_done(&w, 0, stats);
+}
+
+/*
+ * The control program: the request is the frame's data (struct rm_ctl),
+ * its result written back into it. The fail-safe needs no key; every other
+ * operation finds the key's context first (a re-enable forgets the key's
+ * violation before, with or without a context), then runs its helper.
+ */
 SEC("xdp")
 int rocemeter_ctl(struct xdp_md *xdp)
 {
@@ -1131,22 +1258,15 @@ int rocemeter_ctl(struct xdp_md *xdp)
 	struct rm_ctl *c = data;
 	struct rm_ctx_key key;
 	struct rm_ctx *ctx;
-	struct rm_scratch *sc;
-	struct rm_stats *st;
-	struct rm_seq_win w;
-	__u32 zero = 0, gen = rm_capture_gen;
-	int prov = 0, forgot = 0;
+	struct rm_stats *stats;
+	__u32 zero = 0, gen;
+	int forgot = 0;
 
 	if ((void *)(c + 1) > data_end)
 		return XDP_ABORTED;
 	c->status = RM_CTL_OK;
 	if (c->op == RM_CTL_CLEAR_FAIL_SAFE) {
-		struct rm_viol_state *vs = bpf_map_lookup_elem(&viol_state, &zero);
-
-		if (vs) {
-			vs->fail_safe = 0;
-			vs->since_ns = 0;
-		}
+		ctl_clear_fail_safe();
 		return XDP_PASS;
 	}
 	__builtin_memcpy(&key, &c->key, sizeof(key));
@@ -1158,79 +1278,35 @@ int rocemeter_ctl(struct xdp_md *xdp)
 		c->status = c->op == RM_CTL_REENABLE ? (forgot ? RM_CTL_OK : RM_CTL_NOT_VIOLATED) : RM_CTL_NO_CONTEXT;
 		return XDP_PASS;
 	}
-	sc = bpf_map_lookup_elem(&scratch, &zero);
-	st = bpf_map_lookup_elem(&stats, &zero);
-	if (!sc) {
+	if (!bpf_map_lookup_elem(&scratch, &zero)) {
 		c->status = RM_CTL_FAILED;
 		return XDP_PASS;
 	}
-	window_none(&w); /* closures read no window; a released one is cleaned after unlocking */
-	if (c->op == RM_CTL_EVICT) {
-		int in_map = bpf_map_lookup_elem(&violations, &key) != NULL;
-
-		bpf_spin_lock(&ctx->lock);
-		if (rm_ctx_flag(ctx, RM_CTX_VIOLATED) && !in_map) {
-			/* The context alone holds the violation (the map was full):
-			 * evicting it would re-enable the connection. */
-			bpf_spin_unlock(&ctx->lock);
-			c->status = RM_CTL_FAILED;
-			return XDP_PASS;
-		}
-		if (!close_epoch(ctx, &w, RM_FLAG_STATE_EXHAUSTION, gen, &c->snap))
-			c->status = RM_CTL_NO_EPOCH;
-		ctx->seq.s_flags |= RM_CTX_DEAD;
-		bpf_spin_unlock(&ctx->lock);
-		window_done(&w, 0, st);
-		if (bpf_map_delete_elem(&contexts, &key) == 0 && st)
-			st->v[RM_STAT_EVICTIONS]++;
-		return XDP_PASS;
-	}
-	if (c->op == RM_CTL_REPROVISION || c->op == RM_CTL_REENABLE)
-		prov = provisioned(&key); /* map lookups: not under the lock */
-	bpf_spin_lock(&ctx->lock);
+	stats = cpu_stats();
 	switch (c->op) {
 	case RM_CTL_CLOSE:
-		if (!close_epoch(ctx, &w, c->reason & RM_FLAG_REASON_MASK, gen, &c->snap))
-			c->status = RM_CTL_NO_EPOCH;
-		break;
-	case RM_CTL_CLOSE_IDLE:
-		if (!rm_seq_active(&ctx->seq))
-			c->status = RM_CTL_NO_EPOCH;
-		else if (ctx->seq.last_ns >= c->idle_before_ns)
-			c->status = RM_CTL_NOT_IDLE;
-		else
-			close_epoch(ctx, &w, 0, gen, &c->snap);
-		break;
-	case RM_CTL_CLOSE_STALE:
-		if (!rm_seq_active(&ctx->seq))
-			c->status = RM_CTL_NO_EPOCH;
-		else if (!stale(ctx, gen))
-			c->status = RM_CTL_NOT_IDLE;
-		else
-			close_epoch(ctx, &w, RM_FLAG_CAPTURE_DISCONTINUITY, gen, &c->snap);
+		ctl_close(c, ctx, gen, stats);
 		break;
 	case RM_CTL_SNAPSHOT:
-		rm_seq_snapshot(&ctx->seq, &c->snap);
-		if (!rm_seq_active(&ctx->seq))
-			c->status = RM_CTL_NO_EPOCH;
+		ctl_snapshot(c, ctx);
 		break;
 	case RM_CTL_REPROVISION:
-		if (!prov || rm_ctx_flag(ctx, RM_CTX_VIOLATED))
-			ctx->seq.s_flags |= RM_CTX_DISABLED;
-		else
-			ctx->seq.s_flags &= ~RM_CTX_DISABLED;
+		ctl_reprovision(ctx, &key);
+		break;
+	case RM_CTL_CLOSE_IDLE:
+		ctl_close_idle(c, ctx, gen, stats);
+		break;
+	case RM_CTL_EVICT:
+		ctl_evict(c, ctx, &key, gen, stats);
 		break;
 	case RM_CTL_REENABLE:
-		if (!forgot && !rm_ctx_flag(ctx, RM_CTX_VIOLATED))
-			c->status = RM_CTL_NOT_VIOLATED;
-		ctx->seq.s_flags &= ~(RM_CTX_VIOLATED | RM_CTX_DISABLED);
-		if (!prov)
-			ctx->seq.s_flags |= RM_CTX_DISABLED;
+		ctl_reenable(c, ctx, &key, forgot);
+		break;
+	case RM_CTL_CLOSE_STALE:
+		ctl_close_stale(c, ctx, gen, stats);
 		break;
 	default:
 		c->status = RM_CTL_FAILED;
 	}
-	bpf_spin_unlock(&ctx->lock);
-	window_done(&w, 0, st);
 	return XDP_PASS;
 }

@@ -3,7 +3,7 @@
  * mirror.h - the mirror sessions of [capture] (docs/deployment.md), shared
  * by the XDP meter and the connection census (BPF only; after parse.h): the
  * map `mirror_sessions` (struct rm_mirror_key -> struct rm_mirror_session,
- * include/rocemeter/common.h), the session key of a frame the parser read,
+ * include/rocemeter/meter.h), the session key of a frame the parser read,
  * and mirror_sessions = auto. One declaration, so that both programs read
  * the same layout the loaders (rm_capture_session_entry()) fill.
  */

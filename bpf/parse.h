@@ -45,7 +45,7 @@
 #define ROCEMETER_BPF_PARSE_H
 
 #include <bpf/bpf_endian.h>
-#include "rocemeter/common.h"
+#include "rocemeter/meter.h"
 
 #define RM_ETH_P_IP     0x0800
 #define RM_ETH_P_IPV6   0x86DD
@@ -99,14 +99,14 @@
 #define RM_VXLAN_I        0x08 /* VXLAN flags: the VNI is valid */
 #define RM_MIRROR_OFF_MAX 1024 /* an inner frame starting further in is not read (offsets stay < 2^15) */
 
-/* Set by the loader before load (rocemeter/common.h RM_ENCAP_*): what this
+/* Set by the loader before load (rocemeter/meter.h RM_ENCAP_*): what this
  * attachment decapsulates. 0 (every program but a mirror meter's): plain
  * frames, and the verifier drops the decapsulation as dead code. */
 const volatile __u32 rm_capture_encap = 0;
 const volatile __u32 rm_capture_vxlan_port = RM_VXLAN_PORT;
 const volatile __u32 rm_capture_rspan_vlan = 0; /* RSPAN VLAN ID; 0: none */
 
-/* enum rm_parse_verdict is in rocemeter/common.h (replay reads it). */
+/* enum rm_parse_verdict is in rocemeter/meter.h (replay reads it). */
 
 /*
  * What the parser found. Positions are offsets from the frame's start, not

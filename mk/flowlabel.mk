@@ -1,9 +1,8 @@
 # user/flowlabel/ and bpf/flowlabel.bpf.c: the IPv6 Flow Label program (tc
-# clsact), `rocemeter flowlabel`, its attach/detach/status API, and the
-# parse-only baseline programs of the benchmarks. Tests: host vectors, a
-# BPF_PROG_TEST_RUN selftest, pytest (independent labels with zlib and scapy,
-# ICRC and UDP checksum, end to end over veth).
-BPF_NAMES      += flowlabel baseline
+# clsact), `rocemeter flowlabel` and its attach/detach/status API. Tests:
+# host vectors, a BPF_PROG_TEST_RUN selftest, pytest (independent labels
+# with zlib and scapy, ICRC and UDP checksum, end to end over veth).
+BPF_NAMES      += flowlabel
 ROCEMETER_SRCS += user/flowlabel/flowlabel.c user/flowlabel/cmd_flowlabel.c
 # `rocemeter flowlabel spread`: a capture's connections (the census) or generated QPs through
 # the ECMP spread model (spread.c).

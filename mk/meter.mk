@@ -20,12 +20,6 @@ CHECK_SCRIPTS  += selftests/system/test_live_mirror.py
 # One QP on two CPUs at once (two veth queues, XPS, pinned senders): exact
 # counters; packets/s per core against the parse-only XDP program, printed.
 CHECK_SCRIPTS  += selftests/system/test_live_two_cpus.py
-# The tc program that test_live_meter.py puts on the sending veth end to give
-# the meter VLAN tags as packet metadata (not a test itself).
-check: $(BUILD)/tests/lib/vlan_push.bpf.o
-$(BUILD)/tests/lib/vlan_push.bpf.o: tests/lib/vlan_push.bpf.c vmlinux/vmlinux.h
-	@mkdir -p $(@D)
-	$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
 # Epoch lifecycle: idle expiry, reload, shutdown, capture discontinuity,
 # eviction and sd_notify readiness.
 CHECK_SCRIPTS  += selftests/system/test_lifecycle.py
@@ -43,7 +37,7 @@ CHECK_PROGS    += $(BUILD)/tests/unit/test_bth
 # Which provisioning lines cover a connection; the reload rule for violated
 # connections (user/meter/provision.c).
 CHECK_PROGS    += $(BUILD)/tests/unit/test_provision
-# docs/meter.md's table of statistics against RM_STATS (include/rocemeter/common.h).
+# docs/meter.md's table of statistics against RM_STATS (include/rocemeter/meter.h).
 CHECK_SCRIPTS  += tests/unit/test_stats_doc.py
 # docs/meter.md's bpftool section against the BTF of build/meter.bpf.o.
 CHECK_SCRIPTS  += tests/unit/test_readme_bpftool.py

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * bench.h - shared by the benchmark driver bpf/bench.bpf.c and
+ * bench.h - shared by the benchmark driver selftests/progs/bench.bpf.c and
  * selftests/bench/bench_meter.c (benchmarks only, never part of rocemeter).
  */
 #ifndef ROCEMETER_BENCH_H

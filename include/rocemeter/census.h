@@ -6,7 +6,7 @@
  * class of an opcode comes from the predicates of bth.h ([IBPKT] "BTH
  * Opcode master table").
  *
- * Byte order: as in common.h (addresses in network order, every other field
+ * Byte order: as in meter.h (addresses in network order, every other field
  * in host order).
  */
 #ifndef ROCEMETER_CENSUS_H
@@ -72,7 +72,7 @@ struct rm_census_stats {
 
 /*
  * What the census counted for one connection key (struct rm_ctx_key of
- * common.h, the VLAN IDs always filled: outer first, the tag of the packet
+ * meter.h, the VLAN IDs always filled: outer first, the tag of the packet
  * metadata first when live). Map `census`: per-CPU hash rm_ctx_key ->
  * rm_census_val; userspace sums the counters and opcode bits over CPUs and
  * takes the smallest first_ns and the largest last_ns of the CPUs with

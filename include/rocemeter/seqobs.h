@@ -377,18 +377,18 @@ struct rm_window_scratch {
  * replay's start-up 0.6 -> 0.13 s); its price, a kfunc call per round, is
  * some 30-45 ns on a forward jump of about W (docs/benchmarks.md).
  */
-static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratch *st, __u64 *win, __u32 nwords)
+static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratch *sc, __u64 *win, __u32 nwords)
 {
 	__u32 n1 = RM_SUM1_WORDS(nwords), tot = nwords + n1 + RM_SUM2_WORDS(nwords);
-	__u32 s = st->s, e = st->e, lo_bit = st->lo_bit & 63, hi_bit = st->hi_bit & 63;
-	__u64 abs_s = st->abs_s, fw = st->fw, lw = st->lw;
+	__u32 s = sc->s, e = sc->e, lo_bit = sc->lo_bit & 63, hi_bit = sc->hi_bit & 63;
+	__u64 abs_s = sc->abs_s, fw = sc->fw, lw = sc->lw;
 	__u32 k_first = s / 64, k_last = (e - 1) / 64;
 	__u32 g_first = k_first / 64, g_last = k_last / 64;
 	int a, b, c, x;
 
 	if (s >= e || e > nwords || g_last - g_first >= 16)
 		return -1;
-	st->scan3 = 0;
+	sc->scan3 = 0;
 	RM_FOR(x, 16)
 	{
 		__u32 g = g_first + (__u32)x, i2 = nwords + n1 + g;
@@ -399,40 +399,40 @@ static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratc
 		if (i2 >= tot)
 			return -1;
 		if (win[i2] & rm_bit_span(g == g_first ? k_first % 64 : 0, g == g_last ? k_last % 64 : 63))
-			st->scan3 |= 1ULL << x;
+			sc->scan3 |= 1ULL << x;
 	}
 	RM_FOR(a, 16)
 	{
-		__u64 m3 = st->scan3;
+		__u64 m3 = sc->scan3;
 		__u32 g, i2;
 
 		if (!m3)
 			break;
 		g = g_first + (rm_lowest_bit(m3) & 15);
-		st->scan3 = m3 & (m3 - 1);
+		sc->scan3 = m3 & (m3 - 1);
 		i2 = nwords + n1 + g;
 		RM_OPAQUE(i2);
 		if (i2 >= tot)
 			return -1;
-		st->scan2 = win[i2] & rm_bit_span(g == g_first ? k_first % 64 : 0, g == g_last ? k_last % 64 : 63);
+		sc->scan2 = win[i2] & rm_bit_span(g == g_first ? k_first % 64 : 0, g == g_last ? k_last % 64 : 63);
 		RM_FOR(b, 64)
 		{
-			__u64 m2 = st->scan2;
+			__u64 m2 = sc->scan2;
 			__u32 kb, k, i1;
 
 			if (!m2)
 				break;
 			kb = rm_lowest_bit(m2);
-			st->scan2 = m2 & (m2 - 1);
+			sc->scan2 = m2 & (m2 - 1);
 			k = g * 64 + (kb & 63);
 			i1 = nwords + k;
 			RM_OPAQUE(i1);
 			if (i1 >= tot || i2 >= tot)
 				return -1;
-			st->scan1 = win[i1] & rm_bit_span(k == k_first ? s % 64 : 0, k == k_last ? (e - 1) % 64 : 63);
+			sc->scan1 = win[i1] & rm_bit_span(k == k_first ? s % 64 : 0, k == k_last ? (e - 1) % 64 : 63);
 			RM_FOR(c, 64)
 			{
-				__u64 m1 = st->scan1, mask;
+				__u64 m1 = sc->scan1, mask;
 				__s64 cleared;
 				__u32 jb, j;
 				__u64 abs;
@@ -440,7 +440,7 @@ static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratc
 				if (!m1)
 					break;
 				jb = rm_lowest_bit(m1);
-				st->scan1 = m1 & (m1 - 1);
+				sc->scan1 = m1 & (m1 - 1);
 				j = k * 64 + (jb & 63);
 				if (j < s)
 					return -1;
@@ -449,7 +449,7 @@ static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratc
 				cleared = rm_window_clear_word(win, nwords, j, mask);
 				if (cleared < 0)
 					return -1;
-				st->seen += (__u64)cleared;
+				sc->seen += (__u64)cleared;
 			}
 		}
 	}
@@ -460,7 +460,7 @@ static __attribute__((noinline)) int rm_window_clear_run(struct rm_window_scratc
  * Make the n positions q, q+1, ..., q+n-1 (n <= nwords * 64) PENDING.
  * Returns how many of them were SEEN, or -1 (inconsistent arguments).
  */
-static __always_inline __s64 rm_window_clear(struct rm_window_scratch *st, __u64 *win, __u32 nwords, __u64 q, __u64 n)
+static __always_inline __s64 rm_window_clear(struct rm_window_scratch *sc, __u64 *win, __u32 nwords, __u64 q, __u64 n)
 {
 	__u64 fw, lw, nw;
 	__u32 j0, lo_bit, hi_bit;
@@ -478,14 +478,14 @@ static __always_inline __s64 rm_window_clear(struct rm_window_scratch *st, __u64
 	hi_bit = (__u32)((q + n - 1) % 64);
 	if (nw == 1) /* the common case (small d): one word, no summary walk */
 		return rm_window_clear_word(win, nwords, j0, rm_bit_span(lo_bit, hi_bit));
-	st->seen = 0;
-	st->fw = fw;
-	st->lw = lw;
-	st->lo_bit = lo_bit;
-	st->hi_bit = hi_bit;
-	st->s = j0;
-	st->abs_s = fw;
-	st->e = j0 + nw <= nwords ? (__u32)(j0 + nw) : nwords;
+	sc->seen = 0;
+	sc->fw = fw;
+	sc->lw = lw;
+	sc->lo_bit = lo_bit;
+	sc->hi_bit = hi_bit;
+	sc->s = j0;
+	sc->abs_s = fw;
+	sc->e = j0 + nw <= nwords ? (__u32)(j0 + nw) : nwords;
 	/* The run to the ring's end, then the one from its start if the
 	 * positions wrap: one call in an iterator, so that the verifier walks
 	 * rm_window_clear_run() once per caller, not once per run. */
@@ -494,14 +494,14 @@ static __always_inline __s64 rm_window_clear(struct rm_window_scratch *st, __u64
 		if (r == 1) {
 			if (j0 + nw <= nwords)
 				break;
-			st->s = 0;
-			st->e = (__u32)(j0 + nw - nwords);
-			st->abs_s = fw + (nwords - j0);
+			sc->s = 0;
+			sc->e = (__u32)(j0 + nw - nwords);
+			sc->abs_s = fw + (nwords - j0);
 		}
-		if (rm_window_clear_run(st, win, nwords))
+		if (rm_window_clear_run(sc, win, nwords))
 			return -1;
 	}
-	return (__s64)st->seen;
+	return (__s64)sc->seen;
 }
 
 /* L = max(S, H - W + 1) */
@@ -722,7 +722,169 @@ static __always_inline int rm_window_release(__u64 *pw, __u32 nwords, __u64 lo, 
 }
 
 /*
- * Account one eligible request with PSN psn arriving at time now.
+ * "Count request" of every row but the first: one more request, and
+ * flowEnd the last accounted arrival, never before flowStart: an arrival
+ * time read earlier (by another CPU, before the lock) leaves it.
+ */
+static __always_inline void rm_seq_count(struct rm_seq_state *st, __u64 now)
+{
+	st->requests++;
+	if (now > st->last_ns)
+		st->last_ns = now;
+}
+
+/*
+ * [SEQOBS] "Per-Request Transitions", u = M/2 or d > W: "Close with
+ * serialDiscontinuity; start fresh state with p; do not account p to the
+ * old epoch". reason is the closure's RM_FLAG_* bits: serialDiscontinuity
+ * here, none for the checked arithmetic's "close and restart before
+ * overflow", stateExhaustion for rm_seq_exhausted(). The final snapshot
+ * goes to *closed. Returns RM_SEQ_RESTARTED.
+ */
+static __always_inline int rm_seq_restart(struct rm_seq_state *st, struct rm_seq_win *w, __u16 reason, __u32 window,
+					  __u32 psn, __u64 now, struct rm_seq_counters *closed)
+{
+	rm_seq_close(st, w, reason, closed);
+	rm_seq_start(st, window, psn, now);
+	return RM_SEQ_RESTARTED;
+}
+
+/*
+ * 1 <= d <= W of a pooled state with its window pw: positions entering
+ * [L, H] are zero already (the invariant); those leaving are counted and
+ * cleared, below B they are SEEN; then H is SEEN. The window goes back
+ * when nothing is pending. Returns RM_SEQ_ACCOUNTED, or -1 on a ring index
+ * out of range.
+ */
+static __always_inline int rm_seq_advance_pooled(struct rm_seq_state *st, struct rm_seq_win *w, __u32 nw, __u64 d,
+						 struct rm_window_scratch *sc)
+{
+	__u64 *pw = w->pool, high = st->high, low = rm_seq_low(st), s = rm_seq_s(st), wd = st->window;
+	__u64 new_high = high + d;
+	__u64 new_low = new_high + 1 >= s + wd ? new_high + 1 - wd : s;
+	__u64 leave_end = new_low < high + 1 ? new_low : high + 1; /* exclusive */
+	__u64 expired_now = 0, b, from;
+	__u32 bw = RM_POOL_BASE_WORD(nw);
+
+	if (!pw)
+		return -1;
+	RM_OPAQUE(bw);
+	if (bw >= RM_POOL_VALUE_WORDS(nw))
+		return -1;
+	b = pw[bw];
+	from = low > b ? low : b;
+	if (leave_end > from) {
+		__s64 seen = rm_window_clear(sc, pw, nw, from, leave_end - from);
+
+		if (seen < 0)
+			return -1;
+		expired_now = leave_end - from - (__u64)seen;
+	}
+	if (rm_window_set(pw, nw, new_high))
+		return -1;
+	st->pending = (__u32)(st->pending + (d - 1) - expired_now);
+	st->high = new_high;
+	if (!st->pending)
+		rm_seq_release(st, w);
+	return RM_SEQ_ACCOUNTED;
+}
+
+/*
+ * [SEQOBS] "Per-Request Transitions", 1 <= d <= W: "Count request; add
+ * H+1 through H+d-1 as PENDING and add d-1 to skipped; advance H by d;
+ * mark H SEEN; expire each pending position below new L once". Inline
+ * while the inline window holds every PENDING position (the common case);
+ * else in a pool window: the state's own, or the spare in w it takes.
+ * Returns RM_SEQ_ACCOUNTED, RM_SEQ_NEED_WINDOW (no spare at hand: nothing
+ * changed), or -1 on a ring index out of range.
+ */
+static __always_inline int rm_seq_advance(struct rm_seq_state *st, struct rm_seq_win *w, __u32 nw, __u32 d, __u64 now,
+					  struct rm_window_scratch *sc)
+{
+	if (!rm_seq_pooled(st)) {
+		__u64 bits = 0, expired = 0;
+
+		if (!rm_inline_advance(st, d, &bits, &expired)) {
+			rm_seq_count(st, now);
+			st->pending = (__u32)(st->pending + (d - 1) - expired);
+			st->win = bits;
+			st->high += d;
+			return RM_SEQ_ACCOUNTED;
+		}
+		if (!w->pool)
+			return RM_SEQ_NEED_WINDOW;
+		if (rm_seq_promote(st, w, nw))
+			return -1;
+	}
+	rm_seq_count(st, now);
+	return rm_seq_advance_pooled(st, w, nw, d, sc);
+}
+
+/*
+ * d <= 0 of a pooled state: position q = H - back, within [L, H], in the
+ * state's pool window (below B: SEEN). Returns RM_SEQ_ACCOUNTED, or -1 on
+ * a ring index out of range.
+ */
+static __always_inline int rm_seq_behind_pooled(struct rm_seq_state *st, struct rm_seq_win *w, __u32 nw, __u64 q)
+{
+	__u64 *pw = w->pool;
+	__u32 bw = RM_POOL_BASE_WORD(nw);
+	int bit;
+
+	RM_OPAQUE(bw);
+	if (!pw || bw >= RM_POOL_VALUE_WORDS(nw))
+		return -1;
+	bit = q < pw[bw] ? 1 : rm_window_test(pw, nw, q);
+	if (bit < 0)
+		return -1;
+	if (bit) {
+		st->repeated++;
+		return RM_SEQ_ACCOUNTED;
+	}
+	if (rm_window_set(pw, nw, q))
+		return -1;
+	st->filled++;
+	st->pending--;
+	if (!st->pending)
+		rm_seq_release(st, w);
+	return RM_SEQ_ACCOUNTED;
+}
+
+/*
+ * [SEQOBS] "Per-Request Transitions", d <= 0, position H + d = H - back:
+ * "Count request" and, if it is in [L, H] and PENDING, "change that
+ * position to SEEN; increment filled once"; in [L, H] and SEEN, "increment
+ * repeated"; below L, "increment unclassifiedLate; do not change H or
+ * retained state". Inline, positions below H - 63 are SEEN. Returns
+ * RM_SEQ_ACCOUNTED, or -1 on a ring index out of range.
+ */
+static __always_inline int rm_seq_behind(struct rm_seq_state *st, struct rm_seq_win *w, __u32 nw, __u32 back, __u64 now)
+{
+	__u64 bit;
+
+	rm_seq_count(st, now);
+	if (back > st->high - rm_seq_low(st)) {
+		st->late++;
+		return RM_SEQ_ACCOUNTED;
+	}
+	if (rm_seq_pooled(st))
+		return rm_seq_behind_pooled(st, w, nw, st->high - back);
+	bit = back < RM_INLINE_BITS ? 1ULL << (63 - back) : 0;
+	if (!bit || (st->win & bit)) {
+		st->repeated++;
+	} else {
+		st->win |= bit;
+		st->filled++;
+		st->pending--;
+	}
+	return RM_SEQ_ACCOUNTED;
+}
+
+/*
+ * Account one eligible request with PSN psn arriving at time now: the
+ * rows of [SEQOBS] "Per-Request Transitions" in order, one function each
+ * (rm_seq_start, rm_seq_restart, rm_seq_advance, rm_seq_behind), with the
+ * checked arithmetic's closure before them.
  *   st      context state (caller holds the context's lock)
  *   w       the pool windows at hand (struct rm_seq_win): the state's own
  *           when pooled, else a zeroed spare it may take, or none
@@ -745,9 +907,7 @@ static __always_inline int rm_seq_observe(struct rm_seq_state *st, struct rm_seq
 					  __u32 psn, __u64 now, struct rm_seq_counters *closed,
 					  struct rm_window_scratch *sc)
 {
-	__u32 u, wd, nw = nwords;
-	int pooled;
-	__u64 high, low, *pw = w->pool;
+	__u32 u, wd = st->window, nw = nwords;
 	__u16 reason;
 
 	psn &= RM_PSN_MASK;
@@ -757,137 +917,20 @@ static __always_inline int rm_seq_observe(struct rm_seq_state *st, struct rm_seq
 		rm_seq_start(st, window, psn, now);
 		return RM_SEQ_STARTED;
 	}
-
-	wd = st->window;
-	high = st->high;
 	if (wd == 0 || (wd > RM_INLINE_BITS && wd > nw * 64))
 		return -1;
-
-	/* Checked arithmetic: close before any counter or position could wrap. */
-	if (st->requests >= RM_COUNTER_MAX || high - rm_seq_s(st) > RM_COUNTER_MAX - wd) {
-		reason = 0;
-		goto restart;
-	}
-
-	u = (psn - (__u32)(high & RM_PSN_MASK)) & RM_PSN_MASK;
-	if (u == RM_PSN_HALF || (u < RM_PSN_HALF && u > wd)) {
+	u = (psn - (__u32)(st->high & RM_PSN_MASK)) & RM_PSN_MASK;
+	if (st->requests >= RM_COUNTER_MAX || st->high - rm_seq_s(st) > RM_COUNTER_MAX - wd)
+		reason = 0; /* checked arithmetic: close before any counter or position could wrap */
+	else if (u == RM_PSN_HALF || (u < RM_PSN_HALF && u > wd))
 		reason = RM_FLAG_SERIAL_DISCONTINUITY;
-		goto restart;
-	}
-
-	pooled = rm_seq_pooled(st); /* read once: the verifier ties pw's check to it */
-	if (pooled) {
-		if (!pw || w->slot != (__u32)st->win)
-			return RM_SEQ_NEED_WINDOW;
-	} else if (u != 0 && u < RM_PSN_HALF) {
-		__u64 bits = 0, expired = 0;
-
-		if (!rm_inline_advance(st, u, &bits, &expired)) {
-			/* The common case: the inline window holds every PENDING position. */
-			st->requests++;
-			if (now > st->last_ns)
-				st->last_ns = now;
-			st->pending = (__u32)(st->pending + (u - 1) - expired);
-			st->win = bits;
-			st->high = high + u;
-			return RM_SEQ_ACCOUNTED;
-		}
-		if (!pw)
-			return RM_SEQ_NEED_WINDOW;
-		if (rm_seq_promote(st, w, nw))
-			return -1;
-		pooled = 1;
-	}
-
-	st->requests++;
-	/* flowEnd is the last accounted arrival, never before flowStart: an
-	 * arrival time read earlier (by another CPU, before the lock) leaves it. */
-	if (now > st->last_ns)
-		st->last_ns = now;
-	low = rm_seq_low(st);
-
-	if (u != 0 && u < RM_PSN_HALF) {
-		/* 1 <= d <= W: forward advance of a pooled state. */
-		if (!pw)
-			return -1;
-		__u64 d = u;
-		__u64 new_high = high + d;
-		__u64 s = rm_seq_s(st);
-		__u64 new_low = new_high + 1 >= s + wd ? new_high + 1 - wd : s;
-		__u64 leave_end = new_low < high + 1 ? new_low : high + 1; /* exclusive */
-		__u64 expired_now = 0, b, from;
-		__u32 bw = RM_POOL_BASE_WORD(nw);
-
-		RM_OPAQUE(bw);
-		if (bw >= RM_POOL_VALUE_WORDS(nw))
-			return -1;
-		b = pw[bw];
-		/* Positions entering [L, H] are zero already (the invariant);
-		 * those leaving are counted and cleared; below B they are SEEN. */
-		from = low > b ? low : b;
-		if (leave_end > from) {
-			__s64 seen = rm_window_clear(sc, pw, nw, from, leave_end - from);
-
-			if (seen < 0)
-				return -1;
-			expired_now = leave_end - from - (__u64)seen;
-		}
-		if (rm_window_set(pw, nw, new_high))
-			return -1;
-		st->pending = (__u32)(st->pending + (d - 1) - expired_now);
-		st->high = new_high;
-		if (!st->pending)
-			rm_seq_release(st, w);
-		return RM_SEQ_ACCOUNTED;
-	}
-
-	/* d <= 0: position H + d = H - back. */
-	__u32 back = u == 0 ? 0 : RM_PSN_MOD - u;
-
-	if (back > high - low) {
-		st->late++;
-		return RM_SEQ_ACCOUNTED;
-	}
-	if (!pooled) {
-		/* Inline: positions below H - 63 are SEEN. */
-		__u64 bit = back < RM_INLINE_BITS ? 1ULL << (63 - back) : 0;
-
-		if (!bit || (st->win & bit)) {
-			st->repeated++;
-		} else {
-			st->win |= bit;
-			st->filled++;
-			st->pending--;
-		}
-		return RM_SEQ_ACCOUNTED;
-	}
-	{
-		__u32 bw = RM_POOL_BASE_WORD(nw);
-		int bit;
-
-		RM_OPAQUE(bw);
-		if (!pw || bw >= RM_POOL_VALUE_WORDS(nw))
-			return -1;
-		bit = high - back < pw[bw] ? 1 : rm_window_test(pw, nw, high - back);
-		if (bit < 0)
-			return -1;
-		if (bit) {
-			st->repeated++;
-		} else {
-			if (rm_window_set(pw, nw, high - back))
-				return -1;
-			st->filled++;
-			st->pending--;
-			if (!st->pending)
-				rm_seq_release(st, w);
-		}
-	}
-	return RM_SEQ_ACCOUNTED;
-
-restart:
-	rm_seq_close(st, w, reason, closed);
-	rm_seq_start(st, window, psn, now);
-	return RM_SEQ_RESTARTED;
+	else if (rm_seq_pooled(st) && (!w->pool || w->slot != (__u32)st->win))
+		return RM_SEQ_NEED_WINDOW;
+	else if (u != 0 && u < RM_PSN_HALF)
+		return rm_seq_advance(st, w, nw, u, now, sc);
+	else
+		return rm_seq_behind(st, w, nw, u == 0 ? 0 : RM_PSN_MOD - u, now);
+	return rm_seq_restart(st, w, reason, window, psn, now, closed);
 }
 
 /*
@@ -899,9 +942,7 @@ restart:
 static __always_inline int rm_seq_exhausted(struct rm_seq_state *st, struct rm_seq_win *w, __u32 window, __u32 psn,
 					    __u64 now, struct rm_seq_counters *closed)
 {
-	rm_seq_close(st, w, RM_FLAG_STATE_EXHAUSTION, closed);
-	rm_seq_start(st, window, psn, now);
-	return RM_SEQ_RESTARTED;
+	return rm_seq_restart(st, w, RM_FLAG_STATE_EXHAUSTION, window, psn, now, closed);
 }
 
 #endif /* ROCEMETER_SEQOBS_H */

@@ -8,7 +8,7 @@
  *
  * A test run reuses one skb for every repeat, so after the first run the
  * flow-label program would see its own label. To measure the rewrite path,
- * rm_base_reset (bpf/baseline.bpf.c) zeroes the label and tail-calls the
+ * rm_base_reset (selftests/progs/baseline.bpf.c) zeroes the label and tail-calls the
  * program under test; "reset -> parse-only tc" is measured the same way, and
  * the difference of the two is the cost of hashing and writing.
  *
@@ -21,7 +21,7 @@
 
 #include "flowlabel/flowlabel.h"
 #include "flowlabel.skel.h"
-#include "baseline.skel.h"
+#include "selftests/progs/baseline.skel.h"
 #include "frames.h"
 
 static int batches = 21, repeat = 500000;

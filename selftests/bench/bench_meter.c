@@ -2,10 +2,10 @@
 /*
  * bench_meter.c - ns/packet of the XDP meter (bpf/meter.bpf.c) with
  * BPF_PROG_TEST_RUN, as a ratio to the parse-only XDP baseline
- * (bpf/baseline.bpf.c) measured in the same run (targets: docs/benchmarks.md "Targets").
+ * (selftests/progs/baseline.bpf.c) measured in the same run (targets: docs/benchmarks.md "Targets").
  * Figures, never assertions. Root.
  *
- * Every figure runs through the driver of bpf/bench.bpf.c, which gives
+ * Every figure runs through the driver of selftests/progs/bench.bpf.c, which gives
  * each run a new PSN and dest QP and tail-calls the program under test, so
  * "driver -> parse-only" is the baseline and "driver -> nothing" shows the
  * driver's own cost. Each case has its own meter (fresh maps) and its own
@@ -50,9 +50,9 @@
 #include "rocemeter/bench.h"
 #include "rocemeter/bth.h"
 #include "rocemeter/seqobs.h"
-#include "bench.skel.h"
+#include "selftests/progs/bench.skel.h"
 #include "meter.skel.h"
-#include "baseline.skel.h"
+#include "selftests/progs/baseline.skel.h"
 #include "frames.h"
 
 #define MAX_BATCHES 101

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "rocemeter/common.h" /* RM_VLAN_DEPTH_MAX, RM_IPV6_EXT_MAX */
+#include "rocemeter/meter.h" /* RM_VLAN_DEPTH_MAX, RM_IPV6_EXT_MAX */
 #include "flowlabel/flowlabel.h"
 #include "flowlabel.skel.h"
 #include "frames.h"

@@ -49,7 +49,7 @@
 #include "meter/violations.h"
 #include "meter.skel.h"
 #include "rocemeter/bench.h"
-#include "rocemeter/common.h"
+#include "rocemeter/meter.h"
 #include "frames.h"
 #include "selftest.h"
 #include "seqpool.h"

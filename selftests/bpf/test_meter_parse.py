@@ -6,7 +6,7 @@ real program on each frame).
 Each case puts one crafted frame between two requests of a provisioned
 connection K (PSNs 10 and 11, which must still form one clean epoch unless
 the frame under test is a capture fault) and states what the parser must
-conclude: a statistic (RM_STATS in include/rocemeter/common.h) for frames it
+conclude: a statistic (RM_STATS in include/rocemeter/meter.h) for frames it
 stops at, "metered" with the key it must find, or a request whose BTH was
 read in a form the meter does not meter (Rec with `irregular`): that closes
 its connection's epoch (docs/meter.md "Requests the meter cannot meter").
@@ -393,7 +393,7 @@ def test_ipv6_unwalked_extension_header(nh, tmp_path):
     """IPv6 extension headers the parser does not walk (IANA "IPv6 Extension
     Header Types": AH 51, Mobility 135, HIP 139, Shim6 140, experimental 253
     and 254) hide what follows: the frame is an unsupported encapsulation
-    (as common.h documents for RM_STAT_UNSUP_ENCAP: "unknown ext header"),
+    (as rocemeter/meter.h documents for RM_STAT_UNSUP_ENCAP: "unknown ext header"),
     not silently "not RoCEv2" -- a RoCEv2 request might be inside."""
     inner = bytes(UDP(sport=50000, dport=4791, chksum=0) / Raw(payload_x()))
     if nh == 51:

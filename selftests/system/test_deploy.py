@@ -484,7 +484,7 @@ def test_another_xdp_program_is_named(things, tmp_path, env):
     """Another XDP program on the interface: attach names it (and how to remove
     it) in either mode, and does not send the operator to --mode generic."""
     lk = link(things)
-    sh("ip", "link", "set", "dev", lk.dev, "xdpgeneric", "obj", os.path.join(rt.ROOT, rt.BUILD, "baseline.bpf.o"),
+    sh("ip", "link", "set", "dev", lk.dev, "xdpgeneric", "obj", os.path.join(rt.ROOT, rt.BUILD, "selftests", "progs", "baseline.bpf.o"),
        "sec", "xdp")
     prog = json.loads(sh("ip", "-j", "link", "show", "dev", lk.dev).stdout)[0]["xdp"]["prog"]["id"]
     for mode in ("native", "generic"):

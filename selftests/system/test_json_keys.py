@@ -153,7 +153,7 @@ def test_status_reads_a_stats_map_of_another_build(tmp_path):
     os.makedirs(pin_dir)
     try:
         n_known = len(schema.re.findall(r'X\(\w+, "(\w+)",', schema.macro(schema.read("include", "rocemeter",
-                                                                                    "common.h"), "RM_STATS")))
+                                                                                    "meter.h"), "RM_STATS")))
         value = (n_known + 40) * 8
         subprocess.run(["bpftool", "map", "create", os.path.join(pin_dir, "stats"), "type", "percpu_array", "key",
                         "4", "value", str(value), "entries", "1", "name", "stats"], check=True, capture_output=True)

@@ -52,7 +52,7 @@ _serial = itertools.count()
 
 
 def stat_names():
-    """enum rm_stat (RM_STATS in include/rocemeter/common.h), in order: the
+    """enum rm_stat (RM_STATS in include/rocemeter/meter.h), in order: the
     index of each statistic in the per-CPU array that bpftool shows."""
     import rocetest
     return ["RM_STAT_" + suffix for suffix, _ in rocetest.stat_table()]
@@ -688,12 +688,12 @@ def test_wall_clock_step_keeps_flow_start(link, tmp_path, monkeypatch):
 
 # ---- VLAN namespace: inline tags and tags in the packet metadata ------------
 
-VLAN_PUSH = os.path.join(BUILD, "tests", "lib", "vlan_push.bpf.o")
+VLAN_PUSH = os.path.join(BUILD, "selftests", "progs", "vlan_push.bpf.o")
 
 
 def tagged_send(qp, psn, tci, inline=()):
     """RC SEND Only whose source MAC ends in the TCI that the peer's tc
-    program (tests/lib/vlan_push.bpf.c) pushes as metadata; inline: 802.1Q
+    program (selftests/progs/vlan_push.bpf.c) pushes as metadata; inline: 802.1Q
     tags written in the frame itself, outer first."""
     from scapy.contrib.roce import BTH
     from scapy.layers.inet import IP, UDP

@@ -216,7 +216,7 @@ def send_both(lk, a, b):
 def test_two_cpus_packets_per_second(link2):
     """Both CPUs at full speed on one QP: packets/s per core with the meter
     and, in the same run, with the parse-only XDP program of the benchmarks
-    (bpf/baseline.bpf.c rm_base_xdp, attached by xdp-loader): the veth's
+    (selftests/progs/baseline.bpf.c rm_base_xdp, attached by xdp-loader): the veth's
     XDP path and the sender are in both, their difference is the meter's.
     Printed (a measurement, not asserted); with the meter the counts stay
     exact for what arrived."""
@@ -224,7 +224,7 @@ def test_two_cpus_packets_per_second(link2):
     a = write_psns(link2, "fast0.pcap", [(QP, p) for p in range(per)], 49152)
     b = write_psns(link2, "fast1.pcap", [(QP, p) for p in range(per)], 49153)
     live.sh("xdp-loader", "load", "-m", "native", "-n", "rm_base_xdp", link2.iface,
-            os.path.join(live.BUILD, "baseline.bpf.o"))
+            os.path.join(live.BUILD, "selftests", "progs", "baseline.bpf.o"))
     try:
         rx0 = rx_packets(link2.iface)
         wall0, soft0 = send_both(link2, a, b)

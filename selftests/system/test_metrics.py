@@ -124,8 +124,8 @@ def meter_expected(link_):
     st = link_.status()
     iface = link_.iface
     meter, daemon = st["meter"], st["daemon"]
-    # The metric of each statistic: RM_STAT_GROUPS in include/rocemeter/common.h.
-    with open(os.path.join(ROOT, "include", "rocemeter", "common.h")) as f:
+    # The metric of each statistic: RM_STAT_GROUPS in include/rocemeter/meter.h.
+    with open(os.path.join(ROOT, "include", "rocemeter", "meter.h")) as f:
         text = f.read()
     stats = re.findall(r'X\((\w+), "(\w+)", (\w+),', re.search(r"#define RM_STATS\(X\)(.*?)\n\n", text, re.S).group(1))
     groups = dict(re.findall(r'X\((\w+), "(\w+)",', re.search(r"#define RM_STAT_GROUPS\(X\)(.*?)\n\n", text,

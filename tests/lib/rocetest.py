@@ -58,9 +58,9 @@ GENERATION_UNVERIFIED = 0x0020
 def stat_table(descriptions=False):
     """The meter's statistics as (enum suffix, name) pairs -- or (suffix,
     name, description) -- in index order: the one list RM_STATS(X) in
-    include/rocemeter/common.h (enum rm_stat, the names of `status` and
+    include/rocemeter/meter.h (enum rm_stat, the names of `status` and
     --stats-json, and their descriptions)."""
-    with open(os.path.join(ROOT, "include", "rocemeter", "common.h")) as f:
+    with open(os.path.join(ROOT, "include", "rocemeter", "meter.h")) as f:
         text = f.read()
     body = re.search(r"#define RM_STATS\(X\)(.*?)\n\n", text, re.S).group(1)
     body = re.sub(r"\\\n", " ", body)
@@ -68,7 +68,7 @@ def stat_table(descriptions=False):
     return rows if descriptions else [(suffix, name) for suffix, name, _ in rows]
 
 
-# Statistic names (RM_STATS in include/rocemeter/common.h).
+# Statistic names (RM_STATS in include/rocemeter/meter.h).
 STAT_NAMES = [name for _, name in stat_table()]
 
 # ---------------------------------------------------------------------------

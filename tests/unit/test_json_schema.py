@@ -68,7 +68,7 @@ def test_report_keys_are_the_information_elements():
 
 
 def test_statistics_are_documented():
-    stats = re.findall(r'X\(\w+, "(\w+)",', macro(read("include", "rocemeter", "common.h"), "RM_STATS"))
+    stats = re.findall(r'X\(\w+, "(\w+)",', macro(read("include", "rocemeter", "meter.h"), "RM_STATS"))
     assert stats[0] == "frames" and len(stats) >= 22
     doc = documented()
     assert set(stats) - doc["replay statistics"] == set()

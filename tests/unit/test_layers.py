@@ -106,6 +106,19 @@ def test_bpf_including_userspace_fails(tree):
     assert r.returncode == 1 and 'which bpf may not include' in r.stdout
 
 
+def test_test_bpf_program_including_userspace_fails(tree):
+    # selftests/progs/, the tests' BPF programs, is a layer of its own: vmlinux and bpf/'s parser.
+    shutil.copytree(os.path.join(ROOT, 'selftests', 'progs'), tree / 'selftests' / 'progs')
+    assert run(str(tree)).returncode == 0
+    src = tree / 'selftests' / 'progs' / 'baseline.bpf.c'
+    n = sum(1 for _ in open(src)) + 1
+    append(src, '#include "meter/meter.h"\n')
+    r = run(str(tree))
+    assert r.returncode == 1 and '- selftests/progs' in r.stdout
+    assert ('selftests/progs/baseline.bpf.c:%d: "meter/meter.h" is in user/meter, which selftests/progs may not '
+            'include' % n) in r.stdout
+
+
 def test_file_directly_in_user_fails(tree):
     (tree / 'user' / 'helper.c').write_text('int x;\n')
     r = run(str(tree))

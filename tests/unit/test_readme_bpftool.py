@@ -122,7 +122,7 @@ def test_dump_keys_are_the_btf_fields(btf):
 
 
 def test_statistics_index_table(btf):
-    src = open(os.path.join(ROOT, "include", "rocemeter", "common.h")).read()
+    src = open(os.path.join(ROOT, "include", "rocemeter", "meter.h")).read()
     block = src[src.index("#define RM_STATS(X)"):]
     order = re.findall(r'X\(\s*\w+\s*,\s*"(\w+)"', block[:block.index("\n\n")])
     listed, expect_index = [], 0

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """docs/meter.md "Statistics" against the one list of the meter's
-statistics, RM_STATS in include/rocemeter/common.h (which the enum, the
+statistics, RM_STATS in include/rocemeter/meter.h (which the enum, the
 names of `rocemeter status` and the descriptions expand): the table names
 every statistic, in the map's order, with the same description."""
 import os

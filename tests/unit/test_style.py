@@ -66,6 +66,15 @@ def test_signature_over_several_lines_counts_from_the_name(tmp_path):
     assert r.returncode == 1 and 'user/x/a.c:2: h() is 204 lines' in r.stdout
 
 
+def test_long_function_in_a_test_bpf_program_fails(tmp_path):
+    path = tmp_path / 'selftests' / 'progs' / 'a.bpf.c'
+    path.parent.mkdir(parents=True)
+    path.write_text(function_of(151))
+    r = run(FUNCTIONS, tmp_path)
+    assert r.returncode == 1
+    assert 'not ok 1 - selftests/progs' in r.stdout and 'selftests/progs/a.bpf.c:1: f() is 151 lines' in r.stdout
+
+
 # Reads of a clock: every one in userspace goes through user/common/clock.c, whose names say the clock.
 CLOCK_READ = re.compile(r'\b(clock_gettime|gettimeofday)\s*\(|\btime\s*\(\s*(NULL|&)')
 

@@ -27,7 +27,7 @@
 #include "common/capture_settings.h"
 #include "common/paths.h"
 #include "rocemeter/census.h"
-#include "rocemeter/common.h"
+#include "rocemeter/meter.h"
 
 #define RM_CENSUS_PIN_MAP   "census"
 #define RM_CENSUS_PIN_STATS "census_stats"

@@ -13,7 +13,7 @@
 
 #include <jansson.h>
 
-#include "rocemeter/common.h" /* RM_ENCAP_*, enum rm_mirror_kind, RM_OBS_MAX */
+#include "rocemeter/meter.h" /* RM_ENCAP_*, enum rm_mirror_kind, RM_OBS_MAX */
 
 /* One observation_point line: a mirror session and the point it is. */
 struct rm_obs_line {
@@ -89,7 +89,7 @@ json_t *rm_capture_key_json(const struct rm_mirror_key *k);
 /*
  * The observation_point line i of c (0 <= i < c->n_points) as its entry of
  * the mirror_sessions map (struct rm_mirror_key -> struct rm_mirror_session,
- * include/rocemeter/common.h), for the meter and the census alike: line i is
+ * include/rocemeter/meter.h), for the meter and the census alike: line i is
  * observation point i + 1 of the contexts' and the census's keys.
  */
 void rm_capture_session_entry(const struct rm_capture_settings *c, int i, struct rm_mirror_key *k,

@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#include "rocemeter/common.h"
+#include "rocemeter/meter.h"
 
 struct rm_ids;
 

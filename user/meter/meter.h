@@ -5,15 +5,15 @@
  * program, replay frames, read statistics and contexts. Used by `attach`,
  * `replay` and `status`.
  */
-#ifndef ROCEMETER_METER_H
-#define ROCEMETER_METER_H
+#ifndef ROCEMETER_USER_METER_H
+#define ROCEMETER_USER_METER_H
 
 #include <stdint.h>
 #include <stdio.h>
 
 #include "common/config.h"
 #include "common/metrics.h"
-#include "rocemeter/common.h"
+#include "rocemeter/meter.h"
 
 struct meter; /* the libbpf skeleton */
 
@@ -90,7 +90,7 @@ int rm_meter_provision(struct rm_meter *m, const struct rm_provision *p, int n, 
 		       size_t errlen);
 
 /*
- * Run one control request (struct rm_ctl, see common.h) through the
+ * Run one control request (struct rm_ctl, see rocemeter/meter.h) through the
  * program rocemeter_ctl under the context's lock. Returns 0 (c->status, an
  * enum rm_ctl_status, holds the outcome) or -errno if the run itself failed.
  */
@@ -110,7 +110,7 @@ int rm_meter_replay_frame(struct rm_meter *m, const void *frame, uint32_t caplen
 /*
  * Replay: one run of the batch program rocemeter_replay over recs, len
  * bytes holding n frames with their struct rm_batch_rec, the first frame's
- * at the end (rocemeter/common.h; len <= RM_BATCH_BYTES, n <= RM_BATCH_MAX),
+ * at the end (rocemeter/meter.h; len <= RM_BATCH_BYTES, n <= RM_BATCH_MAX),
  * each frame metered by the code of rocemeter_xdp. *done: frames metered, from the first; their verdicts
  * (enum rm_parse_verdict) in verdicts[0 .. *done - 1]. A run stops early at
  * the end of a tail-call chain (33 frames), or before a frame whose copy is
@@ -137,7 +137,7 @@ int rm_meter_read_stats(int stats_fd, uint64_t out[RM_STAT__COUNT]);
  */
 int rm_meter_map_fits(int fd, size_t key_size, size_t value_size);
 
-/* Name of a statistic (RM_STATS in rocemeter/common.h), e.g. "malformed_udp". */
+/* Name of a statistic (RM_STATS in rocemeter/meter.h), e.g. "malformed_udp". */
 const char *rm_stat_name(int stat);
 
 /*

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * provision.h - which provisioning lines cover a connection: the rule the
- * XDP program applies (the probe keys of rocemeter/common.h), for the
+ * XDP program applies (the probe keys of rocemeter/meter.h), for the
  * loader, for a reload's decision which violated connections to re-enable,
  * and for the patterns of `rocemeter reenable`. No BPF, no I/O: unit-tested
  * in tests/unit/test_provision.c.
@@ -10,7 +10,7 @@
 #define ROCEMETER_PROVISION_H
 
 #include "common/config.h"
-#include "rocemeter/common.h"
+#include "rocemeter/meter.h"
 
 /* rm_prov_cover() bits: the forms in which lines cover a key. */
 #define RM_PROV_BY_EXACT    0x01 /* SRC DST QPN PKEY */

@@ -32,7 +32,7 @@
  * but the number of system calls.
  */
 struct batch {
-	uint8_t buf[RM_BATCH_BYTES]; /* filled from its end backwards (rocemeter/common.h) */
+	uint8_t buf[RM_BATCH_BYTES]; /* filled from its end backwards (rocemeter/meter.h) */
 	uint32_t used, n;
 	uint32_t end[RM_BATCH_MAX];       /* where each frame's record ends in buf */
 	struct rm_frame fr[RM_BATCH_MAX]; /* lengths and clock (data: see whole_off) */

@@ -17,7 +17,7 @@
 #include "common/limits.h"
 #include "common/safe_text.h"
 #include "ipfix_decode.h"
-#include "rocemeter/common.h" /* RM_OBS_NAME_LEN */
+#include "rocemeter/meter.h" /* RM_OBS_NAME_LEN */
 #include "rocemeter/ipfix_ie.h"
 
 #define IE_PADDING_OCTETS 210

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * common.h - structures and constants shared by the meter's BPF program
+ * meter.h - structures and constants shared by the meter's BPF program
  * (bpf/meter.bpf.c) and userspace. This is the only definition of each;
  * BPF maps carry them as BTF, so `bpftool map dump` shows named fields.
  *
  * Byte order: addresses are in network order (as on the wire); every other
  * field is in host order (QPN, P_Key and PSN are converted when parsed).
  */
-#ifndef ROCEMETER_COMMON_H
-#define ROCEMETER_COMMON_H
+#ifndef ROCEMETER_METER_H
+#define ROCEMETER_METER_H
 
 #include "types.h"
 #include "seqobs.h"
@@ -235,21 +235,37 @@ struct rm_event {
  * than RM_PARSE_OK with pkt->bth_ok set: the BTH was read, in a form the
  * meter does not meter (a first fragment, an unsupported encapsulation, a
  * UDP length beyond the IP payload); the verdict is the first such cause.
+ *
+ * RM_PARSE_VERDICTS(X) is the one list: X(suffix, stat, fl_stat)
+ *   suffix   RM_PARSE_<suffix> is the verdict (in this order, from 0)
+ *   stat     RM_STAT_<stat>: the meter's statistic of a frame with this
+ *            verdict (RM_STATS below; bpf/meter.bpf.c)
+ *   fl_stat  RM_FL_STAT_<fl_stat>: the flow-label program's (RM_FL_STATS in
+ *            rocemeter/flowlabel.h; bpf/flowlabel.bpf.c, which counts
+ *            RM_PARSE_OK frames on its own path)
+ * The statistics' names and descriptions stay in their own tables.
  */
+#define RM_PARSE_VERDICTS(X)                                                                                          \
+	X(OK, ROCEV2, NOT_ROCEV2)                   /* BTH parsed: pkt fully filled in */                             \
+	X(NOT_ROCEV2, NOT_ROCEV2, NOT_ROCEV2)       /* not IP/UDP with destination port 4791 */                       \
+	X(ROCEV1, ROCEV1, ROCEV1)                   /* EtherType 0x8915 */                                            \
+	X(FRAGMENT, IP_FRAGMENT, FRAGMENT)          /* IPv4 or IPv6 fragment */                                       \
+	X(UNSUP_ENCAP, UNSUP_ENCAP, UNSUP_ENCAP)    /* too many VLAN tags / extension headers, or an unknown one */   \
+	X(BAD_ETH, MALFORMED_ETH, MALFORMED_ETH)    /* truncated Ethernet or VLAN header */                           \
+	X(BAD_IP, MALFORMED_IP, MALFORMED_IP)       /* truncated or inconsistent IP header or extension header */     \
+	X(BAD_UDP, MALFORMED_UDP, MALFORMED_UDP)    /* truncated UDP header, UDP length < 8 + 12 or > IP payload */   \
+	X(BAD_BTH, MALFORMED_BTH, MALFORMED_BTH)    /* BTH not within the frame */                                    \
+	X(UNSUP_TPID, UNSUP_TPID, UNSUP_ENCAP)      /* a tag with TPID 0x9100, 0x9200 or 0x9300 */                    \
+	X(BAD_MIRROR, MALFORMED_MIRROR, NOT_ROCEV2) /* GRE flags or routing, ERSPAN version or frame type not read */ \
+	X(NESTED, NESTED_ENCAP, NOT_ROCEV2)         /* a mirror encapsulation inside a mirrored frame */
+
+#define RM_PARSE_ENUM_(suffix, stat, fl_stat) RM_PARSE_##suffix,
+/* clang-format off */
 enum rm_parse_verdict {
-	RM_PARSE_OK = 0,      /* BTH parsed: pkt fully filled in */
-	RM_PARSE_NOT_ROCEV2,  /* not IP/UDP with destination port 4791 */
-	RM_PARSE_ROCEV1,      /* EtherType 0x8915 */
-	RM_PARSE_FRAGMENT,    /* IPv4 or IPv6 fragment */
-	RM_PARSE_UNSUP_ENCAP, /* too many VLAN tags / extension headers, or an unknown one */
-	RM_PARSE_BAD_ETH,     /* truncated Ethernet or VLAN header */
-	RM_PARSE_BAD_IP,      /* truncated or inconsistent IP header or extension header */
-	RM_PARSE_BAD_UDP,     /* truncated UDP header, UDP length < 8 + 12 or > IP payload */
-	RM_PARSE_BAD_BTH,     /* BTH not within the frame */
-	RM_PARSE_UNSUP_TPID,  /* a tag with TPID 0x9100, 0x9200 or 0x9300 */
-	RM_PARSE_BAD_MIRROR,  /* a mirror header that is not read: GRE flags, routing, ERSPAN version, frame type */
-	RM_PARSE_NESTED,      /* a mirror encapsulation inside a mirrored frame */
+	RM_PARSE_VERDICTS(RM_PARSE_ENUM_)
 };
+/* clang-format on */
+#undef RM_PARSE_ENUM_
 
 /*
  * Per-CPU statistics (map `stats`, per-CPU array of __u64 indexed by enum
@@ -454,4 +470,4 @@ struct rm_ctl {
 	struct rm_seq_counters snap;
 };
 
-#endif /* ROCEMETER_COMMON_H */
+#endif /* ROCEMETER_METER_H */
