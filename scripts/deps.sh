@@ -12,6 +12,9 @@
 # checks the shipped rules (tests/unit/test_prometheus_rules.py, python3-yaml).
 # libjs-d3: the charts `report --format html` inlines (read at run time from
 # /usr/share/javascript/d3/); chromium: its test loads the page headless.
+# xdp-tools: xdp-loader attaches the parse-only reference program beside the
+# live meter (selftests/system/test_live_two_cpus.py) and shows what holds the
+# XDP hook (docs/requirements.md).
 # python3-cryptography: certificates with chosen validity dates
 # (selftests/system/test_collector_limits.py).
 set -euo pipefail
@@ -24,7 +27,7 @@ PKGS=(
   debootstrap systemd-container
   dpkg-dev debhelper lintian fakeroot
   libcurl4-openssl-dev clickhouse-server clickhouse-client
-  libjs-d3 chromium
+  libjs-d3 chromium xdp-tools
 )
 missing=()
 for p in "${PKGS[@]}"; do
