@@ -13,6 +13,8 @@ ROCEMETER_SRCS += user/common/addr.c user/common/config.c user/common/errmsg.c u
                   user/common/health.c user/common/capture_settings.c \
                   user/common/safe_text.c
 LDLIBS         += -ljansson -lmicrohttpd
+# The configuration directory the package installs (paths.h RM_COLLECT_CONF: report's default --config).
+CFLAGS         += -DRM_SYSCONFDIR='"$(SYSCONFDIR)"'
 CHECK_PROGS    += $(BUILD)/tests/unit/test_config
 # rocemeter check-config: exit 0 or 2, TLS files included (no root).
 CHECK_SCRIPTS  += tests/unit/test_check_config.py

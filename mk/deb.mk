@@ -18,4 +18,6 @@ deb:
 		dpkg-buildpackage -b -us -uc >../build.log 2>&1 || { tail -n 30 ../build.log; exit 1; }
 	@echo "deb: $(DEB_FILE)"
 
+# The package depends on libjs-d3, whose D3 report --format html reads (no root).
+CHECK_SCRIPTS  += tests/unit/test_deb_depends.py
 CHECK_SCRIPTS  += selftests/system/test_deb.py

@@ -211,6 +211,10 @@ CASES = [
     ("--summary", "--top", "2"), ("--summary", "--anomalies"), ("--summary", "--since", "1700000000550"),
     ("--summary", "--outcome", "incomplete", "--format", "json"),
     ("--summary", "--connection", "192.0.2.1,192.0.2.2,0x123", "--format", "csv"),
+    # a point by its name and by its ID, a closure reason
+    ("--observation-point", "leaf-a"), ("--observation-point", "7", "--format", "json"),
+    ("--observation-point", "leaf-a", "--summary", "--format", "csv"), ("--reason", "serialDiscontinuity"),
+    ("--reason", "profileViolation", "--summary"),
 ]
 
 

@@ -297,8 +297,9 @@ def test_complete_epoch_stored(collector):
         assert banned not in t.lower().replace("not proof of", "")
     # the default table: the outcome beside the sequence health (3 positions filled, 1 repeated PSN)
     t = subprocess.run([BIN, "report", "--db", collector.db], capture_output=True, text=True).stdout.splitlines()
-    assert t[0].split() == ["FLOW", "END", "EPOCH", "OUTCOME", "OP", "CONNECTION", "REQUESTS", "SEQUENCE"]
-    assert t[1].split()[1:] == ["3", "complete", "7", "192.0.2.1,192.0.2.2,0x123", "9", "seen", "late", "3,",
+    assert t[0].split() == ["FLOW", "END", "SESSION", "EPOCH", "OUTCOME", "OP", "CONNECTION", "REQUESTS",
+                            "SEQUENCE"]
+    assert t[1].split()[1:] == ["1", "3", "complete", "7", "192.0.2.1,192.0.2.2,0x123", "9", "seen", "late", "3,",
                                 "repeated", "1"]
 
 
@@ -460,7 +461,7 @@ def test_observation_point_names_stored_and_reported(collector):
     assert "observation point 7 (leaf-a)," in verbose and "observation point 8 (leaf-b)," in verbose
     assert "observation point 10," in verbose
     table = rep().splitlines()[1:]
-    assert sorted(line.split()[3:5] for line in table) == [["10", "192.0.2.1,192.0.2.2,0x123"],
+    assert sorted(line.split()[4:6] for line in table) == [["10", "192.0.2.1,192.0.2.2,0x123"],
                                                            ["7", "leaf-a"], ["8", "leaf-b"]]
 
 
@@ -493,8 +494,9 @@ def test_observation_point_name_bound_to_its_exporter(collector):
         epoch = 1 if f"exporter: {EXPORTER} at" in line else 2
         assert f"observation point 7 ({want[epoch]})," in line, line
     table = rep().splitlines()[1:]
-    assert sorted(line.split()[1:4] for line in table) == [["1", "complete", "7"], ["2", "complete", "7"]]
-    assert {line.split()[1]: line.split()[4] for line in table} == {"1": "leaf-a", "2": "evil"}
+    # FLOW END, SESSION (each exporter's own), EPOCH, OUTCOME, OP and its name
+    assert sorted(line.split()[1:5] for line in table) == [["1", "1", "complete", "7"], ["2", "2", "complete", "7"]]
+    assert {line.split()[2]: line.split()[5] for line in table} == {"1": "leaf-a", "2": "evil"}
     stored = collector.query("SELECT peer_name, peer_subject, domain, observation_point_id, name"
                              " FROM observation_points ORDER BY name DESC")
     assert [tuple(r) for r in stored] == [
@@ -527,9 +529,9 @@ def test_summary_and_html_keep_exporters_apart(collector, tmp_path):
             for r in rows} == want
     text = rep("--summary").splitlines()
     assert text[0].split()[:3] == ["EXPORTER", "OP", "CONNECTION"], text[0]
-    # EXPORTER OP CONNECTION EPOCHS REQUESTS ...
-    assert {line.split()[0]: (int(line.split()[3]), int(line.split()[4])) for line in text[1:]} == {
-        k: v[:2] for k, v in want.items()}, text
+    # EXPORTER OP (the point, then the name its exporter gave it) CONNECTION EPOCHS REQUESTS ...
+    assert {line.split()[0]: (line.split()[2], int(line.split()[4]), int(line.split()[5])) for line in text[1:]} == {
+        k: (v[2],) + v[:2] for k, v in want.items()}, text
     assert len(text) == 3, text
     out = str(tmp_path / "r.html")
     p = subprocess.run([BIN, "report", "--db", collector.db, "--format", "html", "--output", out],
@@ -629,7 +631,7 @@ def test_unsigned64_above_2_63_reported(collector):
     assert f"{2**63 + 7} requests" in t
     t = subprocess.run([BIN, "report", "--db", collector.db], capture_output=True, text=True).stdout.splitlines()
     # first report 2^63 + 1: reports 1..2^63 missing, so incomplete
-    assert t[1].split()[1:6] == [str(big), "incomplete", str(2**63 + 7), "192.0.2.1,192.0.2.2,0x123", str(2**63 + 7)]
+    assert t[1].split()[2:7] == [str(big), "incomplete", str(2**63 + 7), "192.0.2.1,192.0.2.2,0x123", str(2**63 + 7)]
 
 
 def test_split_across_reads(collector):
@@ -995,7 +997,7 @@ def test_sigterm_retires_open_epochs(collector):
     assert p.stdout.count("\n") == 1 and "collector shutdown" in p.stdout
     p = subprocess.run([BIN, "report", "--db", collector.db, "--outcome", "incomplete"],
                        capture_output=True, text=True)
-    assert p.stdout.count("\n") == 2 and p.stdout.splitlines()[1].split()[2] == "incomplete"  # a header, one row
+    assert p.stdout.count("\n") == 2 and p.stdout.splitlines()[1].split()[3] == "incomplete"  # a header, one row
     p = subprocess.run([BIN, "report", "--db", collector.db, "--outcome", "complete"],
                        capture_output=True, text=True)
     assert p.stdout == ""

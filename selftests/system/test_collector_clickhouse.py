@@ -19,6 +19,7 @@ import functools
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import sqlite3
@@ -866,12 +867,14 @@ def test_spool_waits_while_clickhouse_stays_down(tmp_path, pki):
 
 
 def test_sigterm_spool_impossible_counts_drops(tmp_path, pki):
-    """A spool directory that cannot be made (its parent is missing): what waits at close is a
-    counted store drop, logged with the count (50 epoch outcomes)."""
+    """A spool directory that cannot be made at close (its parent removed while the collector ran; at
+    start the collector makes it): what waits at close is a counted store drop, logged with the
+    count (50 epoch outcomes)."""
     with server(tmp_path / "ch") as ch:
         store_init(ch)
         cid = f"nospool-{os.getpid()}"
         c = CHCollector(tmp_path, pki, ch, cid, spool=str(tmp_path / "missing" / "spool"))
+        shutil.rmtree(tmp_path / "missing")
         ch.stop()
         recs = [tc.later(tc.report(epoch=x, rid=1), 1, final=True) for x in range(1, 51)]
         tc.send_session(c, tc.templates_msg(), tc.data_msg(*recs))
@@ -1010,6 +1013,27 @@ def test_startup_log_and_buffer_metrics(tmp_path, pki):
         ch.start()
         wait_for(lambda: metrics(c)["rocemeter_collector_store_buffer_bytes"] == 0, "rows sent")
         assert c.stop() == 0
+
+
+def test_spool_dir_made_at_start_without_an_error(tmp_path, pki):
+    """A collector started by hand whose spool directory and its parent are missing (the default
+    /var/lib/rocemeter/spool outside the unit's StateDirectory) makes them, mode 0700, and says so at
+    info level: no error-level line (it was "received-Messages journal ...: No such file or
+    directory"), and the received-Messages journal is there from the start."""
+    with server(tmp_path / "ch") as ch:
+        store_init(ch)
+        cid = f"byhand-{os.getpid()}"
+        spool = tmp_path / "state" / "rocemeter" / "spool"
+        c = CHCollector(tmp_path, pki, ch, cid, "--log-level", "info", spool=str(spool))
+        try:
+            log = c.log()
+            assert not [x for x in log.splitlines() if " err " in x], log
+            assert f"made the spool directory {spool} (mode 0700)" in log, log
+            assert spool.is_dir() and spool.stat().st_mode & 0o777 == 0o700
+            assert (tmp_path / "state").stat().st_mode & 0o777 == 0o700
+            assert os.path.isdir(os.path.join(spool, spool_name(ch.url, cid)[:-len(".spool")] + ".received"))
+        finally:
+            assert c.stop() == 0
 
 
 # ------------------------------------------------------------ a second operator trial

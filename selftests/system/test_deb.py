@@ -75,6 +75,8 @@ def test_install_registers_units_conffiles_tmpfiles(ct):
     ct.run("dpkg", "-i", "/var/tmp/rocemeter.deb", timeout=300)
     st = ct.run("dpkg-query", "-W", "-f=${Status}", "rocemeter").stdout
     assert st == "install ok installed", st
+    # its Depends met by dpkg -i alone: libjs-d3 among them (the D3 of report --format html)
+    assert "libjs-d3" in ct.run("dpkg-query", "-W", "-f=${Depends}", "rocemeter").stdout
     conffiles = ct.run("dpkg-query", "-W", "-f=${Conffiles}", "rocemeter").stdout.split()
     assert CONFFILES <= set(conffiles), conffiles
     for unit, path in ((COLLECT, "/lib/systemd/system/" + COLLECT),
@@ -121,6 +123,11 @@ def test_meter_and_collector_units_report_epochs(ct):
     o = done[-1]["observed"]
     # 1, 2, 4: three requests, 3 skipped and, at the final report, abandoned.
     assert (o["requestPacketTotalCount"], o["skippedPsnTotalCount"], o["abandonedPsnTotalCount"]) == (3, 1, 1), o
+    # On the installed host report alone reads the store of /etc/rocemeter/collect.conf, and the HTML page
+    # inlines D3 from libjs-d3, a Depends of the package (before: the usage, and D3 missing).
+    assert ct.run(RM, "report", "--json").stdout == out
+    ct.run(RM, "report", "--format", "html", "--output", "/var/tmp/report.html")
+    assert ct.run("grep", "-c", "var d3={version:", "/var/tmp/report.html").stdout.strip() == "1"
     ct.systemctl("start", svc.METER)  # left running: the purge must stop it
 
 

@@ -13,6 +13,7 @@ is one skipped position, still pending at closure, so abandoned; a swapped
 pair is one skipped position filled by the late request; a duplicate is one
 repeated PSN. Requests per connection are counted with tshark in the bundled
 captures; the stored counters are read back with Python's sqlite3."""
+import json
 import os
 import re
 import shutil
@@ -38,7 +39,7 @@ DROPPED = ("172.30.0.25", "172.30.0.11", 0x1D)   # 3 requests left out
 SWAPPED = ("172.30.0.12", "172.30.0.25", 0x1D)   # 2 consecutive requests exchanged
 DUPLICATED = ("172.30.0.25", "172.30.0.12", 0x1F)  # 1 request sent twice
 # the table of `report` and of `report --summary` (docs/man/rocemeter-report.8)
-EPOCH_LINE = re.compile(r"^(\S+)\s+(\d+) (complete|incomplete|invalid|open)\s+(\S+) ([0-9.]+),([0-9.]+),"
+EPOCH_LINE = re.compile(r"^(\S+)\s+\d+\s+(\d+) (complete|incomplete|invalid|open)\s+(\S+) ([0-9.]+),([0-9.]+),"
                         r"(0x[0-9a-f]+)\s+(\d+) (.+)$", re.M)
 SUMMARY_LINE = re.compile(r"^\s*(\d+) ([0-9.]+),([0-9.]+),(0x[0-9a-f]+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+"
                           r"(\S+)\s+(\S+) (.+)$", re.M)
@@ -66,6 +67,22 @@ def section(out, title):
     return part.split("\n== ", 1)[0]
 
 
+def check_page(html, work):
+    """The demo's page at 1,400 x 900 and 1,920 x 1,080 in chromium (test_report_switches.py's checks):
+    no label cut, no horizontal scroll, a 24-hour UTC time axis; a screenshot kept under build/."""
+    import test_report_switches as sw
+    if sw.CHROMIUM is None or not os.path.exists(sw.D3):
+        return
+    sources = set()
+    for line in sw.out(os.path.join(work, "collector.db"), "--json").splitlines():
+        k = json.loads(line)["key"]
+        sources.add(k.get("sourceIPv4Address") or k["sourceIPv6Address"])
+    for width, height in sw.SIZES:
+        m = sw.layout(html, work, width, height,
+                      shot=os.path.join(ROOT, "build", "demo-report-%d.png" % width) if width == 1400 else None)
+        sw.assert_readable(m, width, sorted(sources))
+
+
 def test_demo_end_to_end():
     before = set(pin_namespaces())
     html = os.path.join(ROOT, "build", "demo-report.html")
@@ -79,6 +96,7 @@ def test_demo_end_to_end():
         assert p.returncode == 0, out[-3000:] + p.stderr[-3000:]
         assert kept and out.rstrip().endswith("demo: done\ndemo: kept " + kept.group(1))
         check_output(out, os.path.join(kept.group(1), "collector.db"))
+        check_page(html, kept.group(1))
     finally:
         if kept:
             shutil.rmtree(kept.group(1))

@@ -304,21 +304,41 @@ def conn_key(e):
     return f'{k["observationPointId"]}|{src}|{dst}|0x{k["rdmaDestinationQP"]:06x}|{k["rdmaPartitionKey"]}'
 
 
+# [SEQOBS] "Defined Masks": the closure reasons, by their flag names
+REASONS = ("profileViolation", "captureDiscontinuity", "stateExhaustion", "serialDiscontinuity")
+
+
+def reasons_of(epochs):
+    """The closure reasons some epoch's flags carry: the page's closure columns."""
+    return [r for r in REASONS if any(r in e["qualifications"]["flag_names"] for e in epochs)]
+
+
 def expected(epochs):
-    """Totals and per-connection sums of report --json's epochs."""
+    """Totals and per-connection sums of report --json's epochs (with the epochs closed with each closure
+    reason that occurs, and with any: "closed")."""
     tot = dict.fromkeys(COUNTERS, 0)
-    conns = {}
+    conns, seen = {}, reasons_of(epochs)
     for e in epochs:
         c = counters(e)
-        row = conns.setdefault(conn_key(e), dict(dict.fromkeys(COUNTERS, 0), epochs=0, not_clean=0))
+        row = conns.setdefault(conn_key(e), dict(dict.fromkeys(COUNTERS + tuple(seen), 0), epochs=0, not_clean=0))
         row["epochs"] += 1
         row["not_clean"] += e["observed"] is not None and any(c[k] for k in KINDS)
         for k in COUNTERS:
             row[k] += c[k]
             tot[k] += c[k]
+        for r in seen:
+            row[r] += r in e["qualifications"]["flag_names"]
     tot["epochs"] = len(epochs)
     tot["measured"] = sum(e["observed"] is not None for e in epochs)
     return tot, conns
+
+
+def closed(epochs):
+    """Per connection: its epochs closed with any closure reason."""
+    n = {}
+    for e in epochs:
+        n[conn_key(e)] = n.get(conn_key(e), 0) + any(r in e["qualifications"]["flag_names"] for r in REASONS)
+    return n
 
 
 def assert_page_equals_json(d, epochs, limits):
@@ -329,20 +349,28 @@ def assert_page_equals_json(d, epochs, limits):
     measured = [counters(e) for e in epochs if e["observed"] is not None]
     assert kinds == {"epochs_clean": sum(not any(c[k] for k in KINDS) for c in measured),
                      **{"epochs_" + k: sum(c[k] > 0 for c in measured) for k in KINDS}}
+    # the epochs closed with each closure reason, from the epochs' flag names
+    assert {k: number(v) for k, v in d.tables["closures"][1][1].items()} == {
+        r: sum(r in e["qualifications"]["flag_names"] for e in epochs) for r in REASONS}
     rows = {r[0]["data-conn"]: {k: number(v) for k, v in r[1].items() if k != "outcomes"}
             for r in d.tables["conn-table"][1:]}
     assert rows == conns
-    # ordered by positions never seen, then the other kinds in order, then requests
-    shown = [tuple(number(r[1][k]) for k in KINDS + ("requests",)) for r in d.tables["conn-table"][1:]]
+    # ordered by positions never seen, then epochs closed with a reason, then the other kinds in order, then
+    # requests
+    ends = closed(epochs)
+    shown = [(number(r[1]["never_seen"]), ends[r[0]["data-conn"]]) + tuple(number(r[1][k]) for k in KINDS[1:] +
+             ("requests",)) for r in d.tables["conn-table"][1:]]
     assert shown == sorted(shown, reverse=True)
     # per observation point
-    obs = {}
+    obs, seen = {}, reasons_of(epochs)
     for e in epochs:
         o = obs.setdefault(str(e["key"]["observationPointId"]), dict.fromkeys(
-            ("epochs", "requests", "never_seen", "seen_late", "repeated", "unclassified_late"), 0))
+            ("epochs", "requests", "never_seen", "seen_late", "repeated", "unclassified_late") + tuple(seen), 0))
         o["epochs"] += 1
         for k in ("requests", "never_seen", "seen_late", "repeated", "unclassified_late"):
             o[k] += counters(e)[k]
+        for r in seen:
+            o[r] += r in e["qualifications"]["flag_names"]
     assert {r[0]["data-obs"]: {k: number(v) for k, v in r[1].items()} for r in d.tables["obs-table"][1:]} == obs
     # the collector's panel: from the epochs' coverage and outcomes, and from --limits
     cov = [e["coverage"] for e in epochs]

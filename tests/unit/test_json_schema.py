@@ -57,8 +57,17 @@ def test_health_kinds_are_documented():
     assert in_health == kinds
     src = read("user", "report", "cmd_report.c")
     csv = re.findall(r'"(\w+)",', src.split("csv_summary_columns[] = {", 1)[1].split("};", 1)[0])
-    # the counts' 32, then the point's name and the exporter identity (peer_name, peer_subject)
-    assert len(csv) == 35 and set(csv) - documented()["report summary"] == set()
+    # the counts' 32, the epochs of the four closure reasons, then the point's name and the exporter identity
+    # (peer_name, peer_subject)
+    assert len(csv) == 39 and set(csv) - documented()["report summary"] == set()
+    # the closure reasons' columns: the flag names (include/rocemeter/seqobs.h RM_FLAGS) of
+    # RM_CLOSURE_REASONS (user/common/report_text.h), in its order
+    names = dict(re.findall(r'X\((\w+), 0x[0-9a-f]+, "(\w+)"', macro(read("include", "rocemeter", "seqobs.h"),
+                                                                  "RM_FLAGS")))
+    order = re.findall(r"X\((\w+), \"", macro(read("user", "common", "report_text.h"), "RM_CLOSURE_REASONS"))
+    assert [names[o] for o in order] == ["profileViolation", "captureDiscontinuity", "stateExhaustion",
+                                         "serialDiscontinuity"]
+    assert [c for c in csv if c in names.values()] == [names[o] for o in order]
 
 
 def test_report_keys_are_the_information_elements():

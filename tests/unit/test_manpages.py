@@ -85,6 +85,10 @@ def test_bash_completion():
     assert complete([ROCEMETER, "attach", "--me"]) == {"--metrics"}
     assert options("report")[0] == complete([ROCEMETER, "report", "--"])
     assert complete([ROCEMETER, "report", "--format", ""]) == {"text", "json", "csv", "html"}
+    # report --reason: the closure reasons' names ([SEQOBS] "Defined Masks"), as report's error lists them
+    reasons = {"profileViolation", "captureDiscontinuity", "stateExhaustion", "serialDiscontinuity"}
+    assert complete([ROCEMETER, "report", "--reason", ""]) == reasons
+    assert all(r in run("report", "--help").stdout.replace("\n", " ") for r in reasons)
     assert complete([ROCEMETER, "help", "fl"]) == {"flowlabel"}
     assert complete([ROCEMETER, "co"]) == {"collect", "connections"}
     assert options("connections")[0] == complete([ROCEMETER, "connections", "--"])

@@ -32,6 +32,17 @@ const char *rm_paths_rundir(void)
 	return env_or("ROCEMETER_RUNDIR", "/run/rocemeter");
 }
 
+const char *rm_paths_collect_conf(void)
+{
+	static char path[512];
+	const char *dir = getenv("ROCEMETER_SYSCONFDIR");
+
+	if (!dir || !*dir)
+		return RM_COLLECT_CONF;
+	snprintf(path, sizeof(path), "%s/rocemeter/collect.conf", dir);
+	return path;
+}
+
 /* The kernel's rule (dev_valid_name()), so that no name can climb out of a directory. */
 int rm_ifname_valid(const char *name)
 {

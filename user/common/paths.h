@@ -39,6 +39,20 @@ struct rm_ifkey {
 const char *rm_paths_bpffs(void);
 const char *rm_paths_rundir(void);
 
+/* Where the build installs the configuration (the Makefile's SYSCONFDIR, passed by mk/common.mk). */
+#ifndef RM_SYSCONFDIR
+#define RM_SYSCONFDIR "/etc"
+#endif
+/* The collector's configuration as rocemeter-collect.service reads it (the package's). */
+#define RM_COLLECT_CONF RM_SYSCONFDIR "/rocemeter/collect.conf"
+
+/*
+ * RM_COLLECT_CONF, with the directory ROCEMETER_SYSCONFDIR names in place
+ * of RM_SYSCONFDIR when it is set (tests, containers): `report`'s default
+ * --config. Never NULL (a static buffer).
+ */
+const char *rm_paths_collect_conf(void);
+
 /*
  * 1 if name is a valid Linux interface name (1..15 bytes, not "." or "..",
  * no '/', ':' or white space), else 0. Nothing else may reach a path.

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <inttypes.h>
 #include <string.h>
+#include <strings.h>
 
 #include "health.h"
 #include "report_text.h"
@@ -40,32 +41,65 @@ void rm_flags_to_text(uint16_t flags, char *buf, size_t len)
 		snprintf(buf + off, off < len ? len - off : 0, "%s0x%04x", off ? "," : "", unknown);
 }
 
+/* The closure reasons by enum rm_closure (RM_CLOSURE_REASONS). */
+static const struct {
+	uint16_t mask;
+	const char *words, *state, *head;
+} closures[RM_CLOSURE__N] = {
+#define CLOSURE_ROW_(suffix, words_, head_) \
+	{ .mask = RM_FLAG_##suffix, .words = words_, .state = "closed: " words_, .head = head_ },
+	RM_CLOSURE_REASONS(CLOSURE_ROW_)
+#undef CLOSURE_ROW_
+};
+
+uint16_t rm_closure_mask(enum rm_closure c)
+{
+	return (unsigned)c < RM_CLOSURE__N ? closures[c].mask : 0;
+}
+
+const char *rm_closure_key(enum rm_closure c)
+{
+	return rm_flag_name(rm_closure_mask(c));
+}
+
+const char *rm_closure_words(enum rm_closure c)
+{
+	return (unsigned)c < RM_CLOSURE__N ? closures[c].words : NULL;
+}
+
+const char *rm_closure_head(enum rm_closure c)
+{
+	return (unsigned)c < RM_CLOSURE__N ? closures[c].head : NULL;
+}
+
+int rm_closure_of(uint16_t flags)
+{
+	for (int c = 0; c < RM_CLOSURE__N; c++)
+		if (flags & closures[c].mask)
+			return c;
+	return -1;
+}
+
+int rm_closure_by_key(const char *name)
+{
+	for (int c = 0; c < RM_CLOSURE__N; c++)
+		if (name && !strcasecmp(name, rm_closure_key((enum rm_closure)c)))
+			return c;
+	return -1;
+}
+
 const char *rm_closure_reason_text(uint16_t flags)
 {
-	if (flags & RM_FLAG_PROFILE_VIOLATION)
-		return "profile violation";
-	if (flags & RM_FLAG_CAPTURE_DISCONTINUITY)
-		return "capture discontinuity";
-	if (flags & RM_FLAG_STATE_EXHAUSTION)
-		return "state exhaustion (evicted)";
-	if (flags & RM_FLAG_SERIAL_DISCONTINUITY)
-		return "serial discontinuity";
-	return NULL;
+	return rm_closure_words((enum rm_closure)rm_closure_of(flags));
 }
 
 const char *rm_report_state_text(uint16_t flags)
 {
+	int c = rm_closure_of(flags);
+
 	if (!(flags & RM_FLAG_FINAL_EPOCH))
 		return "open";
-	if (flags & RM_FLAG_PROFILE_VIOLATION)
-		return "closed: profile violation";
-	if (flags & RM_FLAG_CAPTURE_DISCONTINUITY)
-		return "closed: capture discontinuity";
-	if (flags & RM_FLAG_STATE_EXHAUSTION)
-		return "closed: state exhaustion (evicted)";
-	if (flags & RM_FLAG_SERIAL_DISCONTINUITY)
-		return "closed: serial discontinuity";
-	return "closed";
+	return c < 0 ? "closed" : closures[c].state;
 }
 
 /* The health of a report in words: "clean", "never seen, seen late" (health.h). */

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <glib.h>
 
@@ -39,10 +40,12 @@
 #include "common/log.h"
 #include "common/opts.h"
 #include "common/params.h"
+#include "common/paths.h"
 #include "common/timefmt.h"
 #include "rocemeter/ipfix_ie.h"
 #include "rocemeter/seqobs.h"
 #include "report_html.h"
+#include "report_select.h"
 #include "report_summary.h"
 #include "report_table.h"
 #include "store/store_read.h"
@@ -336,6 +339,10 @@ static const char *const csv_summary_columns[] = {
 	"seen_late",
 	"repeated",
 	"unclassified_late",
+	"profileViolation",
+	"captureDiscontinuity",
+	"stateExhaustion",
+	"serialDiscontinuity",
 	"first_flow_start_ms",
 	"last_flow_end_ms",
 	"observation_point_name",
@@ -490,6 +497,9 @@ enum { FMT_TEXT, FMT_JSON, FMT_CSV, FMT_HTML };
 /* What the command line says. */
 struct report_args {
 	const char *db_path, *store, *credentials, *ca, *conn, *output;
+	const char *config;         /* --config: the collector's configuration, read for its store */
+	const char *point, *reason; /* --observation-point, --reason: into select (check_args()) */
+	struct rm_select select;
 	int format, limits, verbose, anomalies, summary;
 	uint64_t top; /* --summary: at most this many rows, 0: all; html: the connections shown */
 	struct rm_read_filter filter;
@@ -510,6 +520,11 @@ static const struct rm_opt report_opts[] = {
 	       "mode 600: refused when group or others may read)",
 	       RM_OPT_AT(R, credentials)),
 	RM_OPT("store-ca", 0, "FILE", RM_OPT_ARG, "CA certificates (PEM) for clickhouse:https://", RM_OPT_AT(R, ca)),
+	RM_OPT("config", 0, "FILE", RM_OPT_ARG,
+	       "the collector's configuration: the store of its [collect] section (store or db, store_credentials, "
+	       "store_ca; the options above override them); read when given, or when neither --store nor --db is "
+	       "(default " RM_COLLECT_CONF ", the package's)",
+	       RM_OPT_AT(R, config)),
 	RM_OPT("format", 'f', "F", RM_OPT_CALL,
 	       "text (default), json, csv or html (one page with charts, written to --output; needs D3 from "
 	       "Debian's package libjs-d3)",
@@ -531,13 +546,23 @@ static const struct rm_opt report_opts[] = {
 	       RM_OPT_AT(R, conn)),
 	RM_OPT("collector", 0, "ID", RM_OPT_ARG, "only what the collector ID stored (ClickHouse)",
 	       RM_OPT_AT(R, filter.collector_id)),
+	RM_OPT("observation-point", 0, "ID|NAME", RM_OPT_ARG,
+	       "only epochs of that observation point: [DOMAIN/]ID as the OP column shows it, or the name its "
+	       "exporter gave it (a point the store does not know: exit 2, the known ones listed)",
+	       RM_OPT_AT(R, point)),
+	RM_OPT("reason", 0, "NAME", RM_OPT_ARG,
+	       "only epochs whose final report carried the closure reason NAME: profileViolation, "
+	       "captureDiscontinuity (mirror loss is one cause), stateExhaustion or serialDiscontinuity",
+	       RM_OPT_AT(R, reason)),
 	RM_OPT("anomalies", 'a', NULL, RM_OPT_FLAG,
-	       "only epochs whose sequence is not clean: positions never seen, pending or seen late, repeated PSNs, "
-	       "unclassified late requests (an epoch without an accepted report has no sequence to show)",
+	       "only epochs whose sequence is not clean (positions never seen, pending or seen late, repeated PSNs, "
+	       "unclassified late requests; an epoch without an accepted report has no sequence to show) or that "
+	       "closed with a closure reason (--reason)",
 	       RM_OPT_AT(R, anomalies)),
 	RM_OPT("summary", 0, NULL, RM_OPT_FLAG,
 	       "one line per connection and observation point over the epochs selected: epochs, requests, each "
-	       "counter, outcomes; most positions never seen first",
+	       "counter, the epochs closed with each closure reason that occurs, outcomes; most positions never "
+	       "seen first, then most epochs closed with a reason",
 	       RM_OPT_AT(R, summary)),
 	RM_OPT("top", 0, "N", RM_OPT_UINT,
 	       "with --summary: the first N lines only; with --format html: the connections shown (default 25)",
@@ -563,10 +588,12 @@ static const struct rm_opt report_opts[] = {
 
 static void report_usage(FILE *f)
 {
-	fprintf(f, "Usage: rocemeter report --store STORE [--format text|json|csv] [--outcome X] [--since T]\n"
-		   "                        [--until T] [--connection SRC,DST,QP[,PKEY]] [--collector ID]\n"
-		   "                        [--anomalies] [--verbose] [--summary [--top N]] [--limits]\n"
-		   "       rocemeter report --store STORE --format html --output FILE [--top N] [filters]\n"
+	fprintf(f, "Usage: rocemeter report [--store STORE | --config FILE] [--format text|json|csv]\n"
+		   "                        [--outcome X] [--since T] [--until T] [--collector ID]\n"
+		   "                        [--connection SRC,DST,QP[,PKEY]] [--observation-point ID|NAME]\n"
+		   "                        [--reason NAME] [--anomalies] [--verbose] [--summary [--top N]]\n"
+		   "                        [--limits]\n"
+		   "       rocemeter report [--store STORE] --format html --output FILE [--top N] [filters]\n"
 		   "\n"
 		   "Show the epochs stored by 'rocemeter collect', one line per epoch (json: one\n"
 		   "JSON object per line, docs/json.md; csv: a header and one record per epoch).\n"
@@ -577,11 +604,16 @@ static void report_usage(FILE *f)
 		   "describe sequence positions: an expired position is not proof of a lost\n"
 		   "packet, a repeated PSN not proof of a retransmission, a filled position not\n"
 		   "proof of reordering. The default text is a table (a header, one line per\n"
-		   "epoch: 120 columns for IPv4 connections with up to three kinds); --verbose\n"
+		   "epoch: 132 columns for IPv4 connections with up to two kinds); --verbose\n"
 		   "prints the prose that keeps apart the observed counters, the metering\n"
 		   "qualifications (rdmaSequenceFlags), the report coverage (gaps) and the\n"
-		   "outcome's reason.\n"
+		   "outcome's reason. SESSION is the epoch's Transport Session (EPOCH starts at 1\n"
+		   "in each).\n"
 		   "Times are ISO-8601 UTC in text; 0 is '-' in the summary's columns.\n"
+		   "\n"
+		   "Without --store or --db, report reads the store the collector's configuration\n"
+		   "names: the [collect] section of " RM_COLLECT_CONF " (the file\n"
+		   "rocemeter-collect.service reads), or of --config FILE.\n"
 		   "\n"
 		   "--format html writes one self-contained page that opens offline: per\n"
 		   "observation point over time, the top connections, a timeline per connection,\n"
@@ -594,7 +626,9 @@ static void report_usage(FILE *f)
 	fprintf(f, "\n"
 		   "Exit status: 0 ok (also nothing to report: no epoch matches, or --limits on a store\n"
 		   "without a collector run), 1 the store cannot be read (missing, not initialised,\n"
-		   "ClickHouse unreachable or refusing; html: D3 or the output file), 2 usage error.\n");
+		   "ClickHouse unreachable or refusing; html: D3 or the output file), 2 usage error\n"
+		   "(also no store and no configuration, --observation-point of a point the store\n"
+		   "does not know, --reason of an unknown name: the known ones listed).\n");
 }
 
 /* --format, --json, --since, --until. */
@@ -678,10 +712,11 @@ struct epochs_ctx {
 	int show_collector;
 	int collector_width; /* text table: the COLLECTOR column, 0 without */
 	int verbose, anomalies;
-	struct rm_table table;      /* text: the epochs' table */
-	struct rm_summary *summary; /* --summary: add the epochs here */
-	int no_memory;              /* --summary could not add one */
-	GHashTable *names;          /* name_key() -> the observation point's name (names_add()) */
+	const struct rm_select *select; /* --observation-point, --reason */
+	struct rm_table table;          /* text: the epochs' table */
+	struct rm_summary *summary;     /* --summary: add the epochs here */
+	int no_memory;                  /* --summary could not add one */
+	GHashTable *names;              /* name_key() -> the observation point's name (names_add()) */
 };
 
 /*
@@ -739,12 +774,17 @@ static const char *name_of(void *names, const struct rm_epoch_read *e)
 	return name;
 }
 
-/* 1 if the epoch's sequence is not clean (an epoch without an accepted report has none to show). */
+/*
+ * 1 if the epoch's sequence is not clean (an epoch without an accepted
+ * report has none to show), or its final report carried a closure reason:
+ * its observation was cut (mirror loss, a capture discontinuity), its
+ * connection disabled or evicted, and what the cut hid is counted nowhere.
+ */
 static int has_anomaly(const struct rm_epoch_read *e)
 {
 	struct rm_health_counters c = rm_table_health(e);
 
-	return !ISNULL(e, REQ) && rm_health_of(&c);
+	return (!ISNULL(e, REQ) && rm_health_of(&c)) || rm_closure_of((uint16_t)I64(e, FLAGS_SEEN)) >= 0;
 }
 
 static int print_epoch(void *arg, const struct rm_epoch_read *in)
@@ -754,7 +794,7 @@ static int print_epoch(void *arg, const struct rm_epoch_read *in)
 	json_t *o;
 
 	named.obs_name = name_of(ctx->names, in);
-	if (ctx->anomalies && !has_anomaly(e))
+	if (!rm_select_epoch(ctx->select, e) || (ctx->anomalies && !has_anomaly(e)))
 		return 0;
 	if (ctx->summary && rm_summary_add(ctx->summary, e)) {
 		ctx->no_memory = 1;
@@ -779,10 +819,22 @@ static int print_epoch(void *arg, const struct rm_epoch_read *in)
 	return 0;
 }
 
+/* --observation-point names a point the store knows (rm_select_known()): 0, or the exit status after the message. */
+static int point_known(struct rm_store_reader *reader, const struct report_args *a, GHashTable *names)
+{
+	char err[1400];
+	int r = rm_select_known(reader, &a->filter, &a->select, name_of, names, err, sizeof(err));
+
+	if (!r)
+		return RM_EXIT_OK;
+	rm_log_cmd(RM_LOG_ERR, "%s", err);
+	return r == -ENOENT ? RM_EXIT_USAGE : RM_EXIT_FAIL;
+}
+
 /* --format html: D3 first (a missing package is said before the store is read), then the page. */
 static int report_html(const struct report_args *a, const struct rm_store_spec *spec)
 {
-	struct rm_html_opts o = { .now_ms = a->now, .top = (unsigned)a->top };
+	struct rm_html_opts o = { .now_ms = a->now, .top = (unsigned)a->top, .select = &a->select };
 	struct rm_store_reader *reader;
 	char err[768], label[300];
 	size_t len;
@@ -804,6 +856,8 @@ static int report_html(const struct report_args *a, const struct rm_store_spec *
 	o.obs_name = name_of;
 	if (!(o.obs_name_arg = names_load(reader))) {
 		rc = RM_EXIT_FAIL;
+	} else if ((rc = point_known(reader, a, o.obs_name_arg))) {
+		; /* said */
 	} else if (rm_report_html_write(reader, &a->filter, &o, d3, a->output, err, sizeof(err))) {
 		rm_log_cmd(RM_LOG_ERR, "%s", err);
 		rc = RM_EXIT_FAIL;
@@ -820,16 +874,18 @@ static void print_summary(struct rm_summary *s, const struct report_args *a)
 {
 	size_t n = a->top && a->top < s->n ? (size_t)a->top : s->n;
 	struct rm_table table;
+	struct rm_summary_view view = { .verbose = a->verbose, .with_exporter = rm_summary_exporters(s) > 1 };
 
 	rm_table_init(&table, stdout);
 	rm_summary_sort(s);
+	view.closures = rm_summary_closures(s, n);
 	if (a->format == FMT_CSV)
 		csv_header(stdout, &csv_summary, 0);
 	for (size_t i = 0; i < n; i++) {
 		json_t *o;
 
 		if (a->format == FMT_TEXT) {
-			rm_summary_text(&table, &s->rows[i], a->verbose, rm_summary_exporters(s) > 1);
+			rm_summary_text(&table, &s->rows[i], &view);
 			continue;
 		}
 		o = rm_summary_json(&s->rows[i]);
@@ -915,6 +971,13 @@ static int check_args(struct report_args *a, struct rm_store_spec *spec, char *s
 			   err, filter->outcome);
 		return RM_EXIT_USAGE;
 	}
+	rm_select_init(&a->select);
+	if (a->point)
+		rm_select_point(&a->select, a->point);
+	if (a->reason && rm_select_reason(&a->select, a->reason, err, sizeof(err))) {
+		rm_log_cmd(RM_LOG_ERR, "%s", err);
+		return RM_EXIT_USAGE;
+	}
 	if (a->conn) {
 		if (parse_connection(a->conn, src, dst, len, &filter->qp, &filter->pkey, err, sizeof(err))) {
 			rm_log_cmd(RM_LOG_ERR, "%s", err);
@@ -944,9 +1007,12 @@ static int check_args(struct report_args *a, struct rm_store_spec *spec, char *s
 					  : "verbose");
 		return RM_EXIT_USAGE;
 	}
-	if (a->limits && (a->summary || a->anomalies)) {
+	if (a->limits && (a->summary || a->anomalies || a->point || a->reason)) {
 		rm_log_cmd(RM_LOG_ERR, "--limits shows the collector's limits: not with --%s",
-			   a->summary ? "summary" : "anomalies");
+			   a->summary     ? "summary"
+			   : a->anomalies ? "anomalies"
+			   : a->point     ? "observation-point"
+					  : "reason");
 		return RM_EXIT_USAGE;
 	}
 	if (a->top && !a->summary && a->format != FMT_HTML) {
@@ -964,24 +1030,27 @@ static int show_epochs(struct rm_store_reader *reader, const struct report_args 
 				 .show_collector = show_collector,
 				 .collector_width = collector_width,
 				 .verbose = a->verbose,
-				 .anomalies = a->anomalies };
+				 .anomalies = a->anomalies,
+				 .select = &a->select };
 	struct rm_summary summary;
 	char err[768];
 	int rc = RM_EXIT_OK;
 
+	if (!(ec.names = names_load(reader)))
+		return RM_EXIT_FAIL;
+	if ((rc = point_known(reader, a, ec.names))) {
+		g_hash_table_destroy(ec.names);
+		return rc;
+	}
 	if (a->summary) {
 		if (rm_summary_init(&summary)) {
 			rm_log_cmd(RM_LOG_ERR, "--summary: %s", strerror(ENOMEM));
+			g_hash_table_destroy(ec.names);
 			return RM_EXIT_FAIL;
 		}
 		ec.summary = &summary;
 	} else if (a->format == FMT_CSV) {
 		csv_header(stdout, &csv_epochs, show_collector);
-	}
-	if (!(ec.names = names_load(reader))) {
-		if (a->summary)
-			rm_summary_free(&summary);
-		return RM_EXIT_FAIL;
 	}
 	rm_table_init(&ec.table, stdout);
 	int r = rm_store_reader_epochs(reader, &a->filter, print_epoch, &ec, err, sizeof(err));
@@ -1002,6 +1071,51 @@ static int show_epochs(struct rm_store_reader *reader, const struct report_args 
 	return rc;
 }
 
+/*
+ * The store of the collector's configuration: --config FILE, else the
+ * package's (rm_paths_collect_conf()) when neither --store nor --db is
+ * given; its [collect] store (or db), store_credentials and store_ca where
+ * the command line gives none. 0, or RM_EXIT_USAGE after the message.
+ */
+static int store_from_config(struct report_args *a)
+{
+	static struct rm_config_file cfg; /* large: static; a's texts point into it */
+	const char *path = a->config ? a->config : rm_paths_collect_conf();
+	const struct rm_collect_settings *cs = &cfg.collect;
+	char err[768];
+
+	if (!a->config && (a->store || a->db_path))
+		return 0;
+	if (!a->config && access(path, F_OK) < 0) {
+		rm_log_cmd(
+			RM_LOG_ERR,
+			"no store: give --store STORE (or --db FILE), or --config FILE, the collector's configuration "
+			"(%s: %s)",
+			path, strerror(errno));
+		return RM_EXIT_USAGE;
+	}
+	rm_config_defaults(&cfg);
+	if (rm_config_load(path, &cfg, err, sizeof(err)) < 0) {
+		rm_log_cmd(RM_LOG_ERR, "--config: %s", err);
+		return RM_EXIT_USAGE;
+	}
+	if (!a->store && !a->db_path) {
+		if (rm_collect_store_check(cs, err, sizeof(err)) < 0) {
+			rm_log_cmd(RM_LOG_ERR, "--config: %s: [collect] %s", path, err);
+			return RM_EXIT_USAGE;
+		}
+		if (cs->store[0])
+			a->store = cs->store;
+		else
+			a->db_path = cs->db;
+	}
+	if (!a->credentials && cs->store_credentials[0])
+		a->credentials = cs->store_credentials;
+	if (!a->ca && cs->store_ca[0])
+		a->ca = cs->store_ca;
+	return 0;
+}
+
 static int cmd_report(int argc, char **argv)
 {
 	struct report_args a = { .format = FMT_TEXT, .filter = { .pkey = -1 }, .now = rm_clock_wall_ms() };
@@ -1019,10 +1133,12 @@ static int cmd_report(int argc, char **argv)
 		return rc;
 	rc = RM_EXIT_OK;
 	format = a.format;
-	if ((!a.db_path && !a.store) || optind < argc) {
+	if (optind < argc) {
 		report_usage(stderr);
 		return RM_EXIT_USAGE;
 	}
+	if (store_from_config(&a))
+		return RM_EXIT_USAGE;
 	if (check_args(&a, &spec, src, dst, sizeof(src)))
 		return RM_EXIT_USAGE;
 	if (format == FMT_HTML)

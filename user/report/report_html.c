@@ -62,15 +62,13 @@ static unsigned epoch_health(const struct rm_epoch_read *e)
 static const char *const outcome_names[] = { "complete", "incomplete", "invalid", "open", "other" };
 #define N_OUTCOME 5
 
-/* How an epoch ended: rm_report_state_text()'s words for a final record, else open or no final report. */
-enum { C_OPEN, C_CLOSED, C_PROFILE, C_CAPTURE, C_EXHAUSTION, C_SERIAL, C_NO_FINAL, N_CLOSURE };
-static const uint16_t closure_masks[N_CLOSURE] = {
-	[C_CLOSED] = RM_FLAG_FINAL_EPOCH,
-	[C_PROFILE] = RM_FLAG_FINAL_EPOCH | RM_FLAG_PROFILE_VIOLATION,
-	[C_CAPTURE] = RM_FLAG_FINAL_EPOCH | RM_FLAG_CAPTURE_DISCONTINUITY,
-	[C_EXHAUSTION] = RM_FLAG_FINAL_EPOCH | RM_FLAG_STATE_EXHAUSTION,
-	[C_SERIAL] = RM_FLAG_FINAL_EPOCH | RM_FLAG_SERIAL_DISCONTINUITY,
-};
+/*
+ * How an epoch ended: still open, a final record without a closure reason,
+ * a final record with each closure reason of common/report_text.h (its
+ * first in that table's order: C_REASON + enum rm_closure), or retired
+ * without a final record.
+ */
+enum { C_OPEN, C_CLOSED, C_REASON, C_NO_FINAL = C_REASON + RM_CLOSURE__N, N_CLOSURE };
 
 static unsigned outcome_index(const char *s)
 {
@@ -83,15 +81,11 @@ static unsigned outcome_index(const char *s)
 static unsigned closure_index(const struct rm_epoch_read *e, unsigned outcome)
 {
 	uint16_t flags = (uint16_t)U(e, FLAGS_SEEN);
-	const char *text;
+	int c = rm_closure_of(flags);
 
 	if (!(flags & RM_FLAG_FINAL_EPOCH))
 		return outcome == 3 ? C_OPEN : C_NO_FINAL;
-	text = rm_report_state_text(flags);
-	for (unsigned i = C_CLOSED; i <= C_SERIAL; i++)
-		if (!strcmp(text, rm_report_state_text(closure_masks[i])))
-			return i;
-	return C_CLOSED;
+	return c < 0 ? C_CLOSED : C_REASON + (unsigned)c;
 }
 
 static const char *closure_name(unsigned i)
@@ -100,7 +94,20 @@ static const char *closure_name(unsigned i)
 		return "open (no final record yet)";
 	if (i == C_NO_FINAL)
 		return "retired without a final record";
-	return rm_report_state_text(closure_masks[i]);
+	if (i == C_CLOSED)
+		return rm_report_state_text(RM_FLAG_FINAL_EPOCH);
+	return rm_report_state_text(RM_FLAG_FINAL_EPOCH | rm_closure_mask((enum rm_closure)(i - C_REASON)));
+}
+
+/* The closure reasons of an epoch's flags, as bits 1u << enum rm_closure (an epoch may carry two). */
+static unsigned closure_bits(const struct rm_epoch_read *e)
+{
+	unsigned bits = 0;
+
+	for (int c = 0; c < RM_CLOSURE__N; c++)
+		if (U(e, FLAGS_SEEN) & rm_closure_mask((enum rm_closure)c))
+			bits |= 1u << c;
+	return bits;
 }
 
 /* One epoch as the page needs it. */
@@ -110,6 +117,7 @@ struct h_epoch {
 	uint64_t never, filled, repeated, late, requests, missing, epoch_id;
 	uint32_t conn;
 	uint8_t health, closure, outcome;
+	uint8_t reasons; /* closure_bits() */
 };
 
 /* One connection at one observation point: the record key without the epoch. */
@@ -121,8 +129,9 @@ struct h_conn {
 	const struct rm_exporter *exporter; /* whose epochs (h_ctx exporters) */
 	uint64_t epochs, requests, never, expired, abandoned, filled, repeated, late, pending, not_clean;
 	uint64_t outcomes[N_OUTCOME];
-	int rank;         /* place among the shown connections, -1: not shown */
-	uint64_t ordinal; /* epochs met so far in the timeline pass */
+	uint64_t closures[RM_CLOSURE__N], closed; /* epochs closed with each closure reason; with any, once */
+	int rank;                                 /* place among the shown connections, -1: not shown */
+	uint64_t ordinal;                         /* epochs met so far in the timeline pass */
 };
 
 struct h_totals {
@@ -287,6 +296,13 @@ static int take_epoch(void *arg, const struct rm_epoch_read *e)
 	struct h_conn *n;
 	uint32_t idx;
 
+	if (c->opts->select) { /* --observation-point, --reason: by the name of the epoch's point */
+		struct rm_epoch_read named = *e;
+
+		named.obs_name = c->opts->obs_name ? c->opts->obs_name(c->opts->obs_name_arg, e) : NULL;
+		if (!rm_select_epoch(c->opts->select, &named))
+			return 0;
+	}
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? 2 * c->cap : 4096;
 		void *p = realloc(c->ep, cap * sizeof(*c->ep));
@@ -306,7 +322,11 @@ static int take_epoch(void *arg, const struct rm_epoch_read *e)
 	x->health = (uint8_t)epoch_health(e);
 	x->outcome = (uint8_t)outcome_index(T(e, OUTCOME));
 	x->closure = (uint8_t)closure_index(e, x->outcome);
+	x->reasons = (uint8_t)closure_bits(e);
 	x->missing = U(e, MISSING);
+	for (int k = 0; k < RM_CLOSURE__N; k++)
+		n->closures[k] += (x->reasons >> k) & 1;
+	n->closed += x->reasons != 0;
 	if (ISNULL(e, REQ)) {
 		x->start = U(e, FIRST_SEEN);
 		x->end = x->t = U(e, LAST_SEEN);
@@ -367,12 +387,12 @@ static size_t bucket_of(const struct h_grid *g, uint64_t t)
 static int cmp_conn(const void *pa, const void *pb, void *arg)
 {
 	const struct h_conn *conns = arg, *a = &conns[*(const size_t *)pa], *b = &conns[*(const size_t *)pb];
-	/* as --summary: the kinds in health.h's order, then requests, most first, then the key */
-	const uint64_t ka[] = { a->never, a->pending, a->filled, a->repeated, a->late, a->requests },
-		       kb[] = { b->never, b->pending, b->filled, b->repeated, b->late, b->requests };
+	/* as --summary: never seen, epochs closed with a reason, the other kinds, requests, most first, then the key */
+	const uint64_t ka[] = { a->never, a->closed, a->pending, a->filled, a->repeated, a->late, a->requests },
+		       kb[] = { b->never, b->closed, b->pending, b->filled, b->repeated, b->late, b->requests };
 	int r;
 
-	for (size_t i = 0; i < 6; i++)
+	for (size_t i = 0; i < sizeof(ka) / sizeof(ka[0]); i++)
 		if (ka[i] != kb[i])
 			return ka[i] < kb[i] ? 1 : -1;
 	if ((r = strcmp(a->src, b->src)) || (r = strcmp(a->dst, b->dst)))
@@ -402,6 +422,16 @@ static json_t *series(const uint64_t *v, size_t nb)
 	for (size_t i = 0; i < nb; i++)
 		json_array_append_new(a, num(v[i]));
 	return a;
+}
+
+/* Epochs by closure reason: an object of every reason's key (rm_closure_key()). */
+static json_t *closures_json(const uint64_t *v)
+{
+	json_t *o = json_object();
+
+	for (int k = 0; k < RM_CLOSURE__N; k++)
+		set(o, rm_closure_key((enum rm_closure)k), num(v[k]));
+	return o;
 }
 
 static json_t *conn_json(const struct h_conn *n)
@@ -435,6 +465,7 @@ static json_t *conn_json(const struct h_conn *n)
 		if (n->outcomes[i])
 			set(oc, outcome_names[i], num(n->outcomes[i]));
 	set(o, "outcomes", oc);
+	set(o, "closures", closures_json(n->closures));
 	return o;
 }
 
@@ -515,8 +546,12 @@ struct h_obs {
 	const char *name;                   /* the first of its connections' names (h_conn name) */
 	const struct rm_exporter *exporter; /* whose point (h_conn exporter) */
 	uint64_t id, never, filled, repeated, late, requests, epochs;
-	uint64_t *s; /* 5 series of nb buckets: requests, never, seen late, repeated, late */
+	uint64_t closures[RM_CLOSURE__N]; /* epochs closed with each closure reason */
+	uint64_t *s; /* OBS_SERIES series of nb buckets: requests, never, seen late, repeated, late, closures */
 };
+
+/* The series of a point: 5 of the sequence (measured epochs), then the epochs closed with each reason. */
+#define OBS_SERIES (5 + RM_CLOSURE__N)
 
 static int cmp_obs(const void *pa, const void *pb)
 {
@@ -534,7 +569,7 @@ static int cmp_obs(const void *pa, const void *pb)
 static json_t *obs_json(const struct h_obs *p, size_t nb)
 {
 	static const char *const names[] = { "requests", "never_seen", "seen_late", "repeated", "unclassified_late" };
-	json_t *o = json_object(), *s = json_object();
+	json_t *o = json_object(), *s = json_object(), *cs = json_object();
 
 	set(o, "observationPointId", num(p->id));
 	set(o, "observation_point_name", rm_json_text(p->name));
@@ -545,8 +580,12 @@ static json_t *obs_json(const struct h_obs *p, size_t nb)
 	set(o, "seen_late", num(p->filled));
 	set(o, "repeated", num(p->repeated));
 	set(o, "unclassified_late", num(p->late));
+	set(o, "closures", closures_json(p->closures));
 	for (size_t k = 0; k < 5; k++)
 		set(s, names[k], series(p->s + k * nb, nb));
+	for (int k = 0; k < RM_CLOSURE__N; k++)
+		set(cs, rm_closure_key((enum rm_closure)k), series(p->s + (5 + (size_t)k) * nb, nb));
+	set(s, "closures", cs);
 	set(o, "series", s);
 	return o;
 }
@@ -595,9 +634,11 @@ static json_t *observation_points_json(struct h_ctx *c, const struct h_grid *g)
 		q->filled = sat_add(q->filled, c->conn[i].filled);
 		q->repeated = sat_add(q->repeated, c->conn[i].repeated);
 		q->late = sat_add(q->late, c->conn[i].late);
+		for (int k = 0; k < RM_CLOSURE__N; k++)
+			q->closures[k] += c->conn[i].closures[k];
 	}
 	for (size_t i = 0; i < np; i++)
-		if (!(p[i].s = calloc(5 * g->nb + 1, sizeof(uint64_t))))
+		if (!(p[i].s = calloc(OBS_SERIES * g->nb + 1, sizeof(uint64_t))))
 			c->oom = 1;
 	for (size_t i = 0; !c->oom && i < c->n; i++) {
 		const struct h_epoch *x = &c->ep[i];
@@ -605,6 +646,8 @@ static json_t *observation_points_json(struct h_ctx *c, const struct h_grid *g)
 		size_t b = bucket_of(g, x->t);
 		const uint64_t v[] = { x->requests, x->never, x->filled, x->repeated, x->late };
 
+		for (int k = 0; k < RM_CLOSURE__N; k++)
+			q->s[(5 + (size_t)k) * g->nb + b] += (x->reasons >> k) & 1;
 		if (x->health & H_NO_MEAS)
 			continue;
 		for (size_t k = 0; k < 5; k++)
@@ -652,6 +695,10 @@ static json_t *totals_json(const struct h_totals *t)
 		json_t *e = json_object();
 
 		set(e, "name", json_string(closure_name(i)));
+		/* a closure reason's key (rm_closure_key()), null for the other ways of ending */
+		set(e, "key",
+		    i >= C_REASON && i < C_NO_FINAL ? json_string(rm_closure_key((enum rm_closure)(i - C_REASON)))
+						    : json_null());
 		set(e, "epochs", num(t->closures[i]));
 		json_array_append_new(cl, e);
 	}
@@ -745,7 +792,7 @@ static int take_limits(void *arg, const struct rm_limits_read *l)
 	return 0;
 }
 
-static json_t *filter_json(const struct rm_read_filter *f)
+static json_t *filter_json(const struct rm_read_filter *f, const struct rm_select *sel)
 {
 	json_t *o = json_object();
 	char t[RM_TIME_TEXT_LEN];
@@ -767,6 +814,10 @@ static json_t *filter_json(const struct rm_read_filter *f)
 	}
 	if (f->collector_id)
 		set(o, "collector", rm_json_text(f->collector_id));
+	if (sel && sel->point)
+		set(o, "observation point", rm_json_text(sel->point));
+	if (sel && sel->reason >= 0)
+		set(o, "closure reason", json_string(rm_closure_key((enum rm_closure)sel->reason)));
 	return o;
 }
 
@@ -802,7 +853,7 @@ static json_t *page_json(struct h_ctx *c, const struct rm_read_filter *f, const 
 	set(d, "version", json_integer(1));
 	set(d, "generated", json_string(rm_time_format(o->now_ms, t, sizeof(t))));
 	set(d, "store", rm_json_text(o->store_label));
-	set(d, "filters", filter_json(f));
+	set(d, "filters", filter_json(f, o->select));
 	set(d, "health_kinds", health_json());
 	set(b, "width_ms", num(g.w));
 	set(b, "first_ms", num(g.first * g.w));

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "report_select.h"
 #include "store/store_read.h"
 
 /* Where D3 is read from unless ROCEMETER_D3_JS names another file (Debian's libjs-d3). */
@@ -30,6 +31,7 @@ struct rm_html_opts {
 	 * page shows it beside the ID (observation_point_name in its data, set as text, never HTML). */
 	const char *(*obs_name)(void *arg, const struct rm_epoch_read *e);
 	void *obs_name_arg;
+	const struct rm_select *select; /* --observation-point, --reason (by the name above); NULL: every epoch */
 };
 
 /*

@@ -178,6 +178,10 @@ int rm_summary_add(struct rm_summary *s, const struct rm_epoch_read *e)
 	for (int o = 0; o < RM_SUMMARY_OUTCOMES; o++)
 		if (!strcmp(T(e, OUTCOME), rm_outcome_name((enum rm_outcome)o)))
 			r->outcomes[o]++;
+	for (int k = 0; k < RM_CLOSURE__N; k++)
+		r->closures[k] += (U(e, FLAGS_SEEN) & rm_closure_mask((enum rm_closure)k)) != 0;
+	if (rm_closure_of((uint16_t)U(e, FLAGS_SEEN)) >= 0)
+		r->closed++;
 	if (NUL(e, REQ)) {
 		r->unmeasured++;
 		return 0;
@@ -221,16 +225,24 @@ static int smaller_first(uint64_t a, uint64_t b)
 	return a < b ? -1 : a > b;
 }
 
+uint64_t rm_summary_closed(const struct rm_summary_row *r)
+{
+	return r->closed;
+}
+
 static int by_health(const void *pa, const void *pb)
 {
 	const struct rm_summary_row *a = pa, *b = pb;
 	struct rm_health_counters ca = rm_summary_counters(a), cb = rm_summary_counters(b);
 	int d;
 
-	for (int k = 0; k < RM_HEALTH__N; k++)
+	for (int k = 0; k < RM_HEALTH__N; k++) {
 		if ((d = larger_first(rm_health_count(&ca, (enum rm_health_kind)k),
 				      rm_health_count(&cb, (enum rm_health_kind)k))))
 			return d;
+		if (k == RM_HEALTH_NEVER_SEEN && (d = larger_first(a->closed, b->closed)))
+			return d;
+	}
 	if ((d = larger_first(a->requests, b->requests)) || (d = smaller_first(a->domain, b->domain)) ||
 	    (d = smaller_first(a->point, b->point)) || (d = strcmp(a->src, b->src)) || (d = strcmp(a->dst, b->dst)) ||
 	    (d = smaller_first(a->qp, b->qp)) || (d = smaller_first(a->pkey, b->pkey)) ||
@@ -254,7 +266,7 @@ static const enum rm_outcome outcome_order[RM_SUMMARY_OUTCOMES] = { RM_OUTCOME_C
 json_t *rm_summary_json(const struct rm_summary_row *r)
 {
 	json_t *o = json_object(), *k = json_object(), *out = json_object(), *t = json_object(), *h = json_object();
-	json_t *x = json_object();
+	json_t *x = json_object(), *cl = json_object();
 	struct rm_health_counters c = rm_summary_counters(r);
 	int six = r->family == 6;
 
@@ -294,23 +306,58 @@ json_t *rm_summary_json(const struct rm_summary_row *r)
 		json_object_set_new(h, rm_health_key((enum rm_health_kind)i),
 				    rm_json_u64(rm_health_count(&c, (enum rm_health_kind)i)));
 	json_object_set_new(o, "health", h);
+	for (int i = 0; i < RM_CLOSURE__N; i++)
+		json_object_set_new(cl, rm_closure_key((enum rm_closure)i), rm_json_u64(r->closures[i]));
+	json_object_set_new(o, "closures", cl);
 	json_object_set_new(o, "first_flow_start_ms", r->first_start_ms ? rm_json_u64(r->first_start_ms) : json_null());
 	json_object_set_new(o, "last_flow_end_ms", r->first_start_ms ? rm_json_u64(r->last_end_ms) : json_null());
 	return o;
 }
 
-/* The summary's columns; verbose adds those marked. Each as wide as its header and cells (rm_table_add()). */
-static const struct {
+/* What a column of the summary shows. */
+enum summary_cell {
+	CELL_EXPORTER, /* rm_exporter_label() */
+	CELL_OP,       /* the point, then its name */
+	CELL_CONN,     /* rm_table_connection() */
+	CELL_NUMBER,   /* the uint64_t at .at of the row, always a number */
+	CELL_COUNT,    /* the uint64_t at .at of the row, "-" for 0 */
+	CELL_NEVER,    /* positions never seen (health.h) */
+	CELL_CLOSURE,  /* closures[.at] */
+	CELL_OUTCOMES, /* outcomes_cell() */
+};
+
+/* When a column is shown. */
+enum summary_show { SHOW_ALWAYS, SHOW_VERBOSE, SHOW_EXPORTER, SHOW_CLOSURE };
+
+/* The summary's columns in order, each as wide as its header and cells (rm_table_add()). */
+static const struct summary_col {
 	struct rm_table_col col;
-	int verbose_only; /* 1: with verbose only; 2: with_exporter only */
+	enum summary_cell cell;
+	enum summary_show show;
+	size_t at; /* CELL_NUMBER, CELL_COUNT: offsetof the row's field; CELL_CLOSURE: enum rm_closure */
 } summary_cols[] = {
-	{ { "EXPORTER", 0, 0 }, 2 },  { { "OP", 0, 1 }, 0 },           { { "CONNECTION", 0, 0 }, 0 },
-	{ { "EPOCHS", 0, 1 }, 0 },    { { "REQUESTS", 0, 1 }, 0 },     { { "NEVER SEEN", 0, 1 }, 0 },
-	{ { "SKIPPED", 0, 1 }, 1 },   { { "EXPIRED", 0, 1 }, 1 },      { { "ABANDONED", 0, 1 }, 1 },
-	{ { "PENDING", 0, 1 }, 0 },   { { "SEEN LATE", 0, 1 }, 0 },    { { "REPEATED", 0, 1 }, 0 },
-	{ { "UNCL LATE", 0, 1 }, 0 }, { { "NOT COMPLETE", 0, 0 }, 0 },
+#define ROW_AT(field) offsetof(struct rm_summary_row, field)
+	{ { "EXPORTER", 0, 0 }, CELL_EXPORTER, SHOW_EXPORTER, 0 },
+	{ { "OP", 0, 1 }, CELL_OP, SHOW_ALWAYS, 0 },
+	{ { "CONNECTION", 0, 0 }, CELL_CONN, SHOW_ALWAYS, 0 },
+	{ { "EPOCHS", 0, 1 }, CELL_NUMBER, SHOW_ALWAYS, ROW_AT(epochs) },
+	{ { "REQUESTS", 0, 1 }, CELL_NUMBER, SHOW_ALWAYS, ROW_AT(requests) },
+	{ { "NEVER SEEN", 0, 1 }, CELL_NEVER, SHOW_ALWAYS, 0 },
+	{ { "SKIPPED", 0, 1 }, CELL_COUNT, SHOW_VERBOSE, ROW_AT(skipped) },
+	{ { "EXPIRED", 0, 1 }, CELL_COUNT, SHOW_VERBOSE, ROW_AT(expired) },
+	{ { "ABANDONED", 0, 1 }, CELL_COUNT, SHOW_VERBOSE, ROW_AT(abandoned) },
+	{ { "PENDING", 0, 1 }, CELL_COUNT, SHOW_ALWAYS, ROW_AT(pending) },
+	{ { "SEEN LATE", 0, 1 }, CELL_COUNT, SHOW_ALWAYS, ROW_AT(filled) },
+	{ { "REPEATED", 0, 1 }, CELL_COUNT, SHOW_ALWAYS, ROW_AT(repeated) },
+	{ { "UNCL LATE", 0, 1 }, CELL_COUNT, SHOW_ALWAYS, ROW_AT(unclassified_late) },
+#define CLOSURE_COL_(suffix, words, head) { { head, 0, 1 }, CELL_CLOSURE, SHOW_CLOSURE, RM_CLOSURE_##suffix },
+	RM_CLOSURE_REASONS(CLOSURE_COL_)
+#undef CLOSURE_COL_
+		{ { "NOT COMPLETE", 0, 0 }, CELL_OUTCOMES, SHOW_ALWAYS, 0 },
+#undef ROW_AT
 };
 #define N_SUMMARY_COLS (sizeof(summary_cols) / sizeof(summary_cols[0]))
+_Static_assert(N_SUMMARY_COLS <= RM_TABLE_MAX_COLS, "the summary's columns fit a table");
 
 /* The epochs not complete by outcome ("1 incomplete, 2 open"), "-" when every epoch is complete. */
 static void outcomes_cell(const struct rm_summary_row *r, char *buf, size_t len)
@@ -325,43 +372,82 @@ static void outcomes_cell(const struct rm_summary_row *r, char *buf, size_t len)
 						rm_outcome_name(outcome_order[i]));
 }
 
-void rm_summary_text(struct rm_table *t, const struct rm_summary_row *r, int verbose, int with_exporter)
+static int col_shown(const struct summary_col *c, const struct rm_summary_view *v)
+{
+	switch (c->show) {
+	case SHOW_VERBOSE:
+		return v->verbose;
+	case SHOW_EXPORTER:
+		return v->with_exporter;
+	case SHOW_CLOSURE:
+		return (v->closures >> c->at) & 1;
+	default:
+		return 1;
+	}
+}
+
+void rm_summary_text(struct rm_table *t, const struct rm_summary_row *r, const struct rm_summary_view *v)
 {
 	struct rm_table_col cols[N_SUMMARY_COLS];
-	char op[48], conn[160], n[N_SUMMARY_COLS][24], outcomes[160], exporter[4 * 256 + 1];
+	char op[48 + sizeof(r->name)], conn[160], n[N_SUMMARY_COLS][24], outcomes[160], exporter[4 * 256 + 1];
 	struct rm_health_counters c = rm_summary_counters(r);
-	/* the counts by column, from EPOCHS (column 3) */
-	uint64_t v[] = { r->epochs,           r->requests, rm_health_count(&c, RM_HEALTH_NEVER_SEEN),
-			 r->skipped,          r->expired,  r->abandoned,
-			 r->pending,          r->filled,   r->repeated,
-			 r->unclassified_late };
 	const char *cells[N_SUMMARY_COLS];
 	size_t m = 0;
 
 	rm_text_escape(rm_exporter_label(r->exporter), exporter, sizeof(exporter));
 	rm_table_point(r->domain, r->point, op, sizeof(op));
+	if (r->name[0]) /* the observation point's name beside its ID, as the epochs' table shows it */
+		snprintf(op + strlen(op), sizeof(op) - strlen(op), " %s", r->name);
 	rm_table_connection(r->src, r->dst, r->qp, r->pkey, r->has_vlan, r->vlan[0], r->vlan[1], conn, sizeof(conn));
 	outcomes_cell(r, outcomes, sizeof(outcomes));
 	for (size_t i = 0; i < N_SUMMARY_COLS; i++) {
-		if ((summary_cols[i].verbose_only == 1 && !verbose) ||
-		    (summary_cols[i].verbose_only == 2 && !with_exporter))
+		const struct summary_col *k = &summary_cols[i];
+		const uint64_t *at = (const uint64_t *)((const char *)r + k->at);
+
+		if (!col_shown(k, v))
 			continue;
-		cols[m] = summary_cols[i].col;
-		if (i == 0)
+		cols[m] = k->col;
+		switch (k->cell) {
+		case CELL_EXPORTER:
 			cells[m] = exporter;
-		else if (i == 1)
+			break;
+		case CELL_OP:
 			cells[m] = op;
-		else if (i == 2)
+			break;
+		case CELL_CONN:
 			cells[m] = conn;
-		else if (i == N_SUMMARY_COLS - 1)
+			break;
+		case CELL_NUMBER:
+			snprintf(n[i], sizeof(n[i]), "%llu", (unsigned long long)*at);
+			cells[m] = n[i];
+			break;
+		case CELL_COUNT:
+			cells[m] = rm_table_count(*at, n[i]);
+			break;
+		case CELL_NEVER:
+			cells[m] = rm_table_count(rm_health_count(&c, RM_HEALTH_NEVER_SEEN), n[i]);
+			break;
+		case CELL_CLOSURE:
+			cells[m] = rm_table_count(r->closures[k->at], n[i]);
+			break;
+		case CELL_OUTCOMES:
 			cells[m] = outcomes;
-		else if (i == 3 || i == 4)
-			cells[m] = (snprintf(n[i], sizeof(n[i]), "%llu", (unsigned long long)v[i - 3]), n[i]);
-		else
-			cells[m] = rm_table_count(v[i - 3], n[i]);
+			break;
+		}
 		m++;
 	}
 	rm_table_add(t, cols, m, cells);
+}
+
+unsigned rm_summary_closures(const struct rm_summary *s, size_t n)
+{
+	unsigned bits = 0;
+
+	for (size_t i = 0; i < n && i < s->n; i++)
+		for (int k = 0; k < RM_CLOSURE__N; k++)
+			if (s->rows[i].closures[k])
+				bits |= 1u << k;
+	return bits;
 }
 
 size_t rm_summary_exporters(const struct rm_summary *s)

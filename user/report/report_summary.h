@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "common/health.h"
+#include "common/report_text.h"
 #include "report_table.h"
 #include "rules/collector_rules.h"
 #include "store/store_read.h"
@@ -55,6 +56,9 @@ struct rm_summary_row {
 	uint64_t outcomes[RM_SUMMARY_OUTCOMES];
 	uint64_t requests, skipped, filled, expired, abandoned, pending, repeated, unclassified_late;
 	uint64_t first_start_ms, last_end_ms; /* of the measured epochs; 0 without one */
+	/* epochs whose final report gave each closure reason (report_text.h; an epoch with two counts in both) */
+	uint64_t closures[RM_CLOSURE__N];
+	uint64_t closed; /* epochs closed with any closure reason, each once */
 };
 
 struct rm_summary {
@@ -91,12 +95,16 @@ void rm_summary_free(struct rm_summary *s);
 int rm_summary_add(struct rm_summary *s, const struct rm_epoch_read *e);
 
 /*
- * Order the rows: most positions never seen first, then the other kinds of
- * RM_HEALTH_KINDS in order, then most requests, then by key (domain,
- * point, source, destination, QP, P_Key, VLAN keys) so that equal data
- * always gives the same order.
+ * Order the rows: most positions never seen first, then most epochs closed
+ * with a closure reason (their observation was cut: what the cut hid is
+ * not counted), then the other kinds of RM_HEALTH_KINDS in order, then most
+ * requests, then by key (domain, point, source, destination, QP, P_Key,
+ * VLAN keys) so that equal data always gives the same order.
  */
 void rm_summary_sort(struct rm_summary *s);
+
+/* The epochs of a row closed with any closure reason (each epoch once). */
+uint64_t rm_summary_closed(const struct rm_summary_row *r);
 
 /* The health counters of a row (for rm_health_of(), rm_health_count()). */
 struct rm_health_counters rm_summary_counters(const struct rm_summary_row *r);
@@ -104,13 +112,27 @@ struct rm_health_counters rm_summary_counters(const struct rm_summary_row *r);
 /* A row as a JSON object (docs/json.md "report summary"). New reference. */
 json_t *rm_summary_json(const struct rm_summary_row *r);
 
+/* Which columns rm_summary_text() adds to those every row has. */
+struct rm_summary_view {
+	int verbose;       /* SKIPPED, EXPIRED and ABANDONED beside NEVER SEEN */
+	int with_exporter; /* an EXPORTER column first (rm_exporter_label()) */
+	unsigned closures; /* a column per closure reason c with bit 1u << c (rm_summary_closures()) */
+};
+
 /*
  * A row into the text table t (report_table.h: sized to its cells, the
- * header before the first row). verbose adds SKIPPED, EXPIRED and ABANDONED
- * beside NEVER SEEN; with_exporter an EXPORTER column (rm_exporter_label()),
- * which the report shows when the summary met more than one exporter.
+ * header before the first row): EXPORTER when v asks, OP (the point and the
+ * name its exporter gave it), CONNECTION, EPOCHS, REQUESTS, NEVER SEEN (and
+ * with verbose SKIPPED, EXPIRED, ABANDONED), PENDING, SEEN LATE, REPEATED,
+ * UNCL LATE, the closure reasons v asks for (epochs closed with each:
+ * rm_closure_head()), NOT COMPLETE. The report shows EXPORTER when the
+ * summary met more than one exporter, a closure reason's column when a row
+ * shown has it.
  */
-void rm_summary_text(struct rm_table *t, const struct rm_summary_row *r, int verbose, int with_exporter);
+void rm_summary_text(struct rm_table *t, const struct rm_summary_row *r, const struct rm_summary_view *v);
+
+/* The closure reasons rows 0..n-1 of s hold (epochs closed with them), as bits 1u << enum rm_closure. */
+unsigned rm_summary_closures(const struct rm_summary *s, size_t n);
 
 /* The number of exporter identities the summary met. */
 size_t rm_summary_exporters(const struct rm_summary *s);

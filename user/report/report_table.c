@@ -139,7 +139,7 @@ char *rm_table_point(unsigned long long domain, unsigned long long point, char *
 
 /* The columns of the epoch line: each as wide as its header and its cells (rm_table_add()). */
 static const struct rm_table_col epoch_cols[] = {
-	{ "COLLECTOR", 0, 0 }, { "FLOW END", 0, 0 },   { "EPOCH", 0, 1 },    { "OUTCOME", 0, 0 },
+	{ "COLLECTOR", 0, 0 }, { "FLOW END", 0, 0 },   { "SESSION", 0, 1 },  { "EPOCH", 0, 1 },    { "OUTCOME", 0, 0 },
 	{ "OP", 0, 1 },        { "CONNECTION", 0, 0 }, { "REQUESTS", 0, 1 }, { "SEQUENCE", 0, 0 },
 };
 #define N_EPOCH_COLS (sizeof(epoch_cols) / sizeof(epoch_cols[0]))
@@ -179,9 +179,9 @@ static void sequence_cell(const struct rm_epoch_read *e, char *buf, size_t len)
 void rm_table_epoch(struct rm_table *t, const struct rm_epoch_read *e, int collector_width)
 {
 	struct rm_table_col cols[N_EPOCH_COLS];
-	char end[RM_TIME_TEXT_LEN] = "-", epoch[24], op[128], conn[160], req[24] = "-", seq[200];
+	char end[RM_TIME_TEXT_LEN] = "-", session[24], epoch[24], op[128], conn[160], req[24] = "-", seq[200];
 	const char *cells[N_EPOCH_COLS] = {
-		e->collector_id ? e->collector_id : "", end, epoch, T(e, OUTCOME), op, conn, req, seq
+		e->collector_id ? e->collector_id : "", end, session, epoch, T(e, OUTCOME), op, conn, req, seq
 	};
 	size_t skip = collector_width > 0 ? 0 : 1;
 
@@ -192,6 +192,7 @@ void rm_table_epoch(struct rm_table *t, const struct rm_epoch_read *e, int colle
 		end[strlen(end) - 5] = 0; /* to the second: without ".mmmZ" */
 		snprintf(req, sizeof(req), "%llu", U(e, REQ));
 	}
+	snprintf(session, sizeof(session), "%llu", U(e, SESSION));
 	snprintf(epoch, sizeof(epoch), "%llu", U(e, EPOCH));
 	rm_table_point(U(e, DOMAIN), U(e, OBS), op, sizeof(op));
 	if (e->obs_name) /* the observation point's name beside its ID */

@@ -23,7 +23,7 @@ struct rm_table_col {
 
 /* Rows held back to size the columns: the widths fit these; a longer cell later widens its row only. */
 #define RM_TABLE_LOOKAHEAD 1024
-#define RM_TABLE_MAX_COLS  16
+#define RM_TABLE_MAX_COLS  24
 
 /*
  * A table being printed: a header, then rows, each column padded to the
@@ -78,11 +78,12 @@ struct rm_health_counters rm_table_health(const struct rm_epoch_read *e);
 
 /*
  * The default text of `report`: one row per epoch into t, after a header
- * (FLOW END to the second, EPOCH, OUTCOME, OP: the observation point and
- * its name when known, CONNECTION, REQUESTS, SEQUENCE: the health with its
- * counts, then the closure reason when a closure-reason flag was seen; the
- * session is in --verbose and JSON). With collector_width > 0 a COLLECTOR
- * column at least that wide comes first.
+ * (FLOW END to the second, SESSION: the epoch's Transport Session, in which
+ * EPOCH counts from 1, EPOCH, OUTCOME, OP: the observation point and its
+ * name when known, CONNECTION, REQUESTS, SEQUENCE: the health with its
+ * counts, then the closure reason when a closure-reason flag was seen).
+ * With collector_width > 0 a COLLECTOR column at least that wide comes
+ * first.
  */
 void rm_table_epoch(struct rm_table *t, const struct rm_epoch_read *e, int collector_width);
 

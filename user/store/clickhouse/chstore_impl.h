@@ -157,6 +157,14 @@ int rm_chs_send_group(struct rm_chstore *chs, struct rm_ch *ch, struct batch *gr
 /* The spool directory is this user's and writable by nobody else, or missing: 0; else -EPERM or -errno, err. */
 int rm_chs_spool_dir_check(const char *dir, char *err, size_t errlen);
 /*
+ * Make the spool directory when it is missing, with its missing parents
+ * (mode 0700), as a collector started by hand outside the unit's
+ * StateDirectory needs it: the received-Messages journal lives there from
+ * the start, the spool at a stop. Said at info level when made; one that
+ * cannot be made is left to what needs it (their messages name it).
+ */
+void rm_chs_spool_dir_make(const char *dir);
+/*
  * Write the batches of lists (in flight, queued) to the spool file, whole or
  * absent; skip_run leaves out the run's own rows. 0 or -errno with err; *what: the counts in words.
  */

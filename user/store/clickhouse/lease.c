@@ -191,6 +191,7 @@ int rm_chs_start_ids(struct rm_chstore *chs, uint64_t now_ms)
 
 	conf.timeout_ms = RM_CHSTORE_REQUEST_MS;
 	conf.connect_timeout_ms = RM_CHSTORE_CONNECT_MS;
+	rm_chs_spool_dir_make(chs->spool_dir);
 	if (rm_chs_spool_dir_check(chs->spool_dir, chs->err, sizeof(chs->err)) < 0)
 		return RM_BACKEND_REFUSED;
 	rm_chs_spool_others(chs);

@@ -83,6 +83,16 @@ int rm_chs_spool_dir_check(const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
+void rm_chs_spool_dir_make(const char *dir)
+{
+	struct stat sb;
+
+	if (lstat(dir, &sb) == 0 || errno != ENOENT)
+		return;
+	if (g_mkdir_with_parents(dir, 0700) == 0)
+		rm_log(RM_LOG_INFO, "ClickHouse store: made the spool directory %s (mode 0700)", dir);
+}
+
 /* Does table t of batch b go to the spool? Unsent rows; not the run's own runs and limits rows when skip_run. */
 static int spool_table(const struct batch *b, int t, int skip_run)
 {
